@@ -1,0 +1,4 @@
+//! One module per `pomctl` subcommand.
+
+pub mod render;
+pub mod resolve;

@@ -1,0 +1,1 @@
+//! Placeholder: being written (see issue 3).
