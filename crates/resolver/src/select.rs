@@ -1,1 +1,0 @@
-//! Placeholder: being written (see issue 3).
