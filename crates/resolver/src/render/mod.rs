@@ -1,1 +1,185 @@
-//! Placeholder: being written (see issue 3).
+//! Bundle rendering: the files of a registry+v1 or plain+v0 bundle in, the objects POM applies
+//! out (§6), plus the CRD upgrade-safety check POM runs before it replaces a CRD ([`crd_safety`]).
+//!
+//! Pure: [`render`] takes the bundle's files already in memory ([`BundleFiles`]) and returns
+//! plain JSON objects in apply order. The controller adds its ownership labels and applies them
+//! with server-side apply; `pomctl render` prints them. Anything POM cannot install faithfully
+//! (no AllNamespaces mode, webhooks, APIServices, kinds or API versions a cluster would refuse)
+//! is refused here with a [`RenderError`] that says why and what to do, before anything is
+//! applied.
+//!
+//! Modules: [`bundle`] (files and YAML documents), [`layout`] (format detection from
+//! `metadata/annotations.yaml`), [`registry_v1`] and [`plain_v0`] (the two formats),
+//! [`assemble`] (namespaces, duplicates, order), [`kinds`] (static kind knowledge),
+//! [`properties`], [`names`], [`objects`], [`crd_safety`].
+
+mod assemble;
+mod bundle;
+pub mod crd_safety;
+mod csv;
+mod error;
+mod kinds;
+mod layout;
+mod names;
+mod objects;
+mod plain_v0;
+mod properties;
+mod registry_v1;
+
+use std::fmt;
+
+use serde_json::Value;
+
+pub use bundle::BundleFiles;
+pub use crd_safety::{CrdViolation, CrdViolationKind, check_crd_upgrade};
+pub use error::RenderError;
+
+use layout::Layout;
+use objects::Manifest;
+
+/// How to render a bundle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RenderOptions {
+    /// Namespace that receives every namespaced object (registry+v1), or every namespaced
+    /// object that names none (plain+v0). POM creates it.
+    pub install_namespace: String,
+    /// Inject `OPERATOR_CONDITION_NAME=<csv name>` into every container of every Deployment and
+    /// grant the operator's ServiceAccounts access to that OperatorCondition, as OLM v0 does, so
+    /// operators built on operator-lib can report `Upgradeable` (§7, gate `OperatorCondition`).
+    pub operator_condition: bool,
+}
+
+impl RenderOptions {
+    /// Options for `install_namespace` without OperatorCondition wiring.
+    pub fn new(install_namespace: impl Into<String>) -> Self {
+        Self { install_namespace: install_namespace.into(), operator_condition: false }
+    }
+}
+
+/// The bundle format, as named in `operators.operatorframework.io.bundle.mediatype.v1`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum BundleFormat {
+    /// A ClusterServiceVersion plus CRDs and a few other manifests (OLM's format).
+    RegistryV1,
+    /// A folder of manifests applied as they are.
+    PlainV0,
+}
+
+impl BundleFormat {
+    /// The media type string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::RegistryV1 => "registry+v1",
+            Self::PlainV0 => "plain+v0",
+        }
+    }
+}
+
+impl fmt::Display for BundleFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What POM applies for one bundle, and the facts about it the controller needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RenderedBundle {
+    pub format: BundleFormat,
+    /// `operators.operatorframework.io.bundle.package.v1` from `metadata/annotations.yaml`.
+    pub package_name: Option<String>,
+    /// The CSV's `metadata.name` (registry+v1): the OperatorCondition's name.
+    pub csv_name: Option<String>,
+    /// Objects in apply order: namespaces, CRDs, ServiceAccounts, (Cluster)Roles, bindings,
+    /// other manifests, Deployments; sorted by (group, kind, namespace, name) within each step.
+    pub objects: Vec<Value>,
+    /// Names of the CustomResourceDefinitions, sorted (never deleted by POM).
+    pub crds: Vec<String>,
+    /// Names of the Deployments, sorted (what a move waits on, and the OperatorCondition's
+    /// `spec.deployments`).
+    pub deployments: Vec<String>,
+    /// ServiceAccounts the Deployments run as (`default` when a pod names none), sorted: the
+    /// OperatorCondition's `spec.serviceAccounts`.
+    pub service_accounts: Vec<String>,
+    /// `(type, value)` from the CSV's `olm.properties` annotation, then `metadata/properties.yaml`.
+    pub properties: Vec<(String, Value)>,
+}
+
+impl RenderedBundle {
+    /// Values of every property of type `property_type`, in order (for example
+    /// `olm.maxOpenShiftVersion`; more than one is an error for whoever judges it).
+    pub fn property_values(&self, property_type: &str) -> Vec<&Value> {
+        self.properties.iter().filter(|(t, _)| t == property_type).map(|(_, v)| v).collect()
+    }
+}
+
+/// Renders a bundle into the objects POM applies, or says why POM refuses it.
+pub fn render(files: &BundleFiles, opts: &RenderOptions) -> Result<RenderedBundle, RenderError> {
+    if !names::is_dns1123_label(&opts.install_namespace) {
+        return Err(RenderError::InvalidInstallNamespace { namespace: opts.install_namespace.clone() });
+    }
+    let layout = Layout::detect(files)?;
+    let manifests = read_manifests(files, &layout)?;
+    if manifests.is_empty() {
+        return Err(RenderError::NoManifests { manifests_dir: layout.manifests_dir_display() });
+    }
+    let format = layout.format(&manifests)?;
+    let properties_file = layout.properties_file(files);
+    let parts = match format {
+        BundleFormat::RegistryV1 => registry_v1::render(&manifests, &layout, opts)?,
+        BundleFormat::PlainV0 => plain_v0::render(&manifests)?,
+    };
+    let csv = parts.csv.as_ref().map(|(file, value)| (file.as_str(), value));
+    let properties = properties::collect(csv, properties_file)?;
+    let namespace_policy = match format {
+        BundleFormat::RegistryV1 => assemble::NamespacePolicy::Force,
+        BundleFormat::PlainV0 => assemble::NamespacePolicy::DefaultOnly,
+    };
+    let assembled = assemble::assemble(parts.objects, &opts.install_namespace, namespace_policy)?;
+    Ok(RenderedBundle {
+        format,
+        package_name: layout.package.clone(),
+        csv_name: parts.csv_name,
+        objects: assembled.objects,
+        crds: assembled.crds,
+        deployments: assembled.deployments,
+        service_accounts: assembled.service_accounts,
+        properties,
+    })
+}
+
+/// Parses every manifest file of the bundle into checked objects, in file order.
+fn read_manifests(files: &BundleFiles, layout: &Layout) -> Result<Vec<Manifest>, RenderError> {
+    let mut manifests = Vec::new();
+    for (path, bytes) in layout.manifest_files(files)? {
+        for doc in bundle::parse_documents(path, bytes)? {
+            manifests.push(Manifest::from_document(doc)?);
+        }
+    }
+    Ok(manifests)
+}
+
+/// Refuses objects whose API version no supported cluster serves.
+fn check_removed_apis(manifests: &[Manifest]) -> Result<(), RenderError> {
+    for manifest in manifests {
+        if let Some(removed) = kinds::removed_api(&manifest.api_version, &manifest.kind) {
+            return Err(RenderError::RemovedApiVersion {
+                file: manifest.origin(),
+                kind: manifest.kind.clone(),
+                name: manifest.name.clone(),
+                api_version: manifest.api_version.clone(),
+                removed_in: removed.removed_in,
+                use_instead: removed.use_instead,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// What a format renderer hands to [`assemble`].
+#[derive(Debug, Clone)]
+pub struct Parts {
+    /// The CSV's file and content (registry+v1), for its properties annotation.
+    pub csv: Option<(String, Value)>,
+    pub csv_name: Option<String>,
+    pub objects: Vec<assemble::Sourced>,
+}

@@ -1,0 +1,215 @@
+//! Reading the parts of a ClusterServiceVersion that rendering needs, with errors that name
+//! the exact field (`spec.install.spec.deployments[1].name`) when a bundle gets them wrong.
+
+use serde_json::{Map, Value};
+
+use super::error::RenderError;
+use super::objects::{Manifest, at, str_at};
+
+/// API group of the ClusterServiceVersion kind.
+pub const CSV_GROUP: &str = "operators.coreos.com";
+/// The ClusterServiceVersion kind.
+pub const CSV_KIND: &str = "ClusterServiceVersion";
+
+/// The only install mode POM offers (§6).
+pub const ALL_NAMESPACES: &str = "AllNamespaces";
+
+/// A ClusterServiceVersion manifest.
+#[derive(Debug, Clone, Copy)]
+pub struct Csv<'a> {
+    pub name: &'a str,
+    pub file: &'a str,
+    pub value: &'a Value,
+}
+
+/// One Deployment of the install strategy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StrategyDeployment {
+    pub name: String,
+    pub spec: Value,
+    pub labels: Map<String, Value>,
+}
+
+/// One `permissions` or `clusterPermissions` entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Permission {
+    /// `default` when the entry names none (as OLM does).
+    pub service_account: String,
+    pub rules: Vec<Value>,
+}
+
+/// The `deployment` install strategy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Strategy {
+    pub deployments: Vec<StrategyDeployment>,
+    pub permissions: Vec<Permission>,
+    pub cluster_permissions: Vec<Permission>,
+}
+
+impl<'a> Csv<'a> {
+    /// Views a manifest known to be a CSV.
+    pub fn new(manifest: &'a Manifest) -> Self {
+        Self { name: &manifest.name, file: &manifest.file, value: &manifest.value }
+    }
+
+    fn invalid(&self, field: impl Into<String>, problem: impl Into<String>) -> RenderError {
+        RenderError::InvalidCsvField {
+            csv: self.name.to_owned(),
+            file: self.file.to_owned(),
+            field: field.into(),
+            problem: problem.into(),
+        }
+    }
+
+    /// Install modes with `supported: true`, in CSV order.
+    pub fn supported_install_modes(&self) -> Vec<String> {
+        list(self.value, &["spec", "installModes"])
+            .iter()
+            .filter(|mode| mode.get("supported").and_then(Value::as_bool) == Some(true))
+            .filter_map(|mode| str_at(mode, &["type"]).map(str::to_owned))
+            .collect()
+    }
+
+    /// Webhook definitions as `<type> <generateName>`.
+    pub fn webhooks(&self) -> Vec<String> {
+        list(self.value, &["spec", "webhookdefinitions"])
+            .iter()
+            .map(|hook| {
+                let kind = str_at(hook, &["type"]).unwrap_or("webhook");
+                let name = str_at(hook, &["generateName"]).unwrap_or("(unnamed)");
+                format!("{kind} {name}")
+            })
+            .collect()
+    }
+
+    /// Owned API services as `<version>.<group>` (the APIService object name).
+    pub fn owned_apiservices(&self) -> Vec<String> {
+        list(self.value, &["spec", "apiservicedefinitions", "owned"])
+            .iter()
+            .map(|api| {
+                let version = str_at(api, &["version"]).unwrap_or("?");
+                let group = str_at(api, &["group"]).unwrap_or("?");
+                format!("{version}.{group}")
+            })
+            .collect()
+    }
+
+    /// Names of the owned CRDs.
+    pub fn owned_crds(&self) -> Vec<String> {
+        list(self.value, &["spec", "customresourcedefinitions", "owned"])
+            .iter()
+            .filter_map(|crd| str_at(crd, &["name"]).map(str::to_owned))
+            .collect()
+    }
+
+    /// The CSV's own annotations that are strings (copied onto the operator's pods, as OLM does).
+    pub fn annotations(&self) -> Map<String, Value> {
+        match at(self.value, &["metadata", "annotations"]) {
+            Some(Value::Object(map)) => map.clone(),
+            _ => Map::new(),
+        }
+    }
+
+    /// The install strategy, checked: strategy `deployment`, at least one Deployment, unique
+    /// names, and every field POM reads of the right type.
+    pub fn strategy(&self) -> Result<Strategy, RenderError> {
+        let missing = |problem: &str| RenderError::MissingInstallStrategy {
+            csv: self.name.to_owned(),
+            file: self.file.to_owned(),
+            problem: problem.to_owned(),
+        };
+        let install = at(self.value, &["spec", "install"]).ok_or_else(|| missing("spec.install is missing"))?;
+        match str_at(install, &["strategy"]) {
+            Some("deployment") => {}
+            Some(other) => return Err(missing(&format!("spec.install.strategy is {other:?}, not \"deployment\""))),
+            None => return Err(missing("spec.install.strategy is missing")),
+        }
+        let spec = install.get("spec").ok_or_else(|| missing("spec.install.spec is missing"))?;
+        if !spec.is_object() {
+            return Err(self.invalid("spec.install.spec", "is not a mapping"));
+        }
+        let deployments = self.deployments(spec)?;
+        if deployments.is_empty() {
+            return Err(RenderError::NoDeployments { csv: self.name.to_owned(), file: self.file.to_owned() });
+        }
+        Ok(Strategy {
+            deployments,
+            permissions: self.permissions(spec, "permissions")?,
+            cluster_permissions: self.permissions(spec, "clusterPermissions")?,
+        })
+    }
+
+    fn deployments(&self, spec: &Value) -> Result<Vec<StrategyDeployment>, RenderError> {
+        let entries = self.array_field(spec, "deployments")?;
+        let mut deployments: Vec<StrategyDeployment> = Vec::new();
+        for (index, entry) in entries.iter().enumerate() {
+            let field = |name: &str| format!("spec.install.spec.deployments[{index}].{name}");
+            let name = str_at(entry, &["name"])
+                .filter(|n| !n.is_empty())
+                .ok_or_else(|| self.invalid(field("name"), "is missing or not a string"))?;
+            if !super::names::is_dns1123_subdomain(name) {
+                return Err(self.invalid(
+                    field("name"),
+                    format!("{name:?} is not a valid Deployment name (lowercase DNS-1123 subdomain)"),
+                ));
+            }
+            if deployments.iter().any(|d| d.name == name) {
+                return Err(RenderError::DuplicateDeployment { csv: self.name.to_owned(), name: name.to_owned() });
+            }
+            let spec = match entry.get("spec") {
+                Some(spec @ Value::Object(_)) => spec.clone(),
+                _ => return Err(self.invalid(field("spec"), "is missing or not a mapping")),
+            };
+            if !matches!(spec.get("template"), Some(Value::Object(_))) {
+                return Err(self.invalid(field("spec.template"), "is missing or not a mapping"));
+            }
+            let labels = match entry.get("label") {
+                None | Some(Value::Null) => Map::new(),
+                Some(Value::Object(map)) if map.values().all(Value::is_string) => map.clone(),
+                Some(_) => return Err(self.invalid(field("label"), "is not a mapping of strings")),
+            };
+            deployments.push(StrategyDeployment { name: name.to_owned(), spec, labels });
+        }
+        Ok(deployments)
+    }
+
+    fn permissions(&self, spec: &Value, key: &str) -> Result<Vec<Permission>, RenderError> {
+        let entries = self.array_field(spec, key)?;
+        let mut permissions = Vec::new();
+        for (index, entry) in entries.iter().enumerate() {
+            let field = |name: &str| format!("spec.install.spec.{key}[{index}].{name}");
+            let service_account = match entry.get("serviceAccountName") {
+                None | Some(Value::Null) => "default".to_owned(),
+                Some(Value::String(s)) if s.is_empty() => "default".to_owned(),
+                Some(Value::String(s)) => s.clone(),
+                Some(_) => return Err(self.invalid(field("serviceAccountName"), "is not a string")),
+            };
+            let rules = match entry.get("rules") {
+                None | Some(Value::Null) => Vec::new(),
+                Some(Value::Array(rules)) => rules.clone(),
+                Some(_) => return Err(self.invalid(field("rules"), "is not a list")),
+            };
+            if let Some(bad) = rules.iter().position(|rule| !rule.is_object()) {
+                return Err(self.invalid(field(&format!("rules[{bad}]")), "is not a mapping"));
+            }
+            permissions.push(Permission { service_account, rules });
+        }
+        Ok(permissions)
+    }
+
+    fn array_field<'v>(&self, spec: &'v Value, key: &str) -> Result<&'v [Value], RenderError> {
+        match spec.get(key) {
+            None | Some(Value::Null) => Ok(&[]),
+            Some(Value::Array(items)) => Ok(items),
+            Some(_) => Err(self.invalid(format!("spec.install.spec.{key}"), "is not a list")),
+        }
+    }
+}
+
+/// The list at `path`, or nothing when absent or not a list.
+fn list<'v>(value: &'v Value, path: &[&str]) -> &'v [Value] {
+    match at(value, path) {
+        Some(Value::Array(items)) => items,
+        _ => &[],
+    }
+}

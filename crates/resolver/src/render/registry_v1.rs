@@ -1,0 +1,297 @@
+//! registry+v1: from a ClusterServiceVersion and its manifests to plain objects, the way OLM
+//! installs an operator in the AllNamespaces mode.
+//!
+//! Generated from the CSV:
+//! - a ServiceAccount for every account named by `permissions`, `clusterPermissions` or a
+//!   Deployment's pod template (not `default`, which every namespace already has);
+//! - per `permissions` entry, a Role and RoleBinding in the install namespace, and, because the
+//!   operator watches all namespaces, the same rules plus read access to namespaces as a
+//!   ClusterRole and ClusterRoleBinding (OLM v0 and v1 both grant this in AllNamespaces mode);
+//! - per `clusterPermissions` entry, a ClusterRole and ClusterRoleBinding;
+//! - the Deployments of the install strategy, with the CSV's annotations and
+//!   `olm.targetNamespaces: ""` on the pod template and `revisionHistoryLimit: 1` (OLM parity;
+//!   operator-sdk operators read their watch namespace from that annotation);
+//! - with `operator_condition`, `OPERATOR_CONDITION_NAME` in every container and a Role and
+//!   RoleBinding (named after the CSV) letting the Deployments' ServiceAccounts get, update and
+//!   patch their OperatorCondition (what OLM v0's OperatorCondition controller sets up).
+//!
+//! CRDs and the other manifests are copied; the CSV itself is not applied.
+
+use std::collections::BTreeSet;
+
+use serde_json::{Map, Value, json};
+
+use super::assemble::Sourced;
+use super::csv::{ALL_NAMESPACES, CSV_GROUP, CSV_KIND, Csv, Permission, StrategyDeployment};
+use super::error::RenderError;
+use super::kinds::REGISTRY_V1_KINDS;
+use super::layout::Layout;
+use super::names::{canonical_json, hashed_name};
+use super::objects::{Manifest, object_at_mut, scalar_to_string, str_at};
+use super::{Parts, RenderOptions, check_removed_apis};
+
+/// The env var operator-lib reads to find its OperatorCondition.
+pub const OPERATOR_CONDITION_ENV: &str = "OPERATOR_CONDITION_NAME";
+
+/// Pod-template annotation naming the namespaces the operator watches ("" = all).
+pub const TARGET_NAMESPACES_ANNOTATION: &str = "olm.targetNamespaces";
+
+const RBAC_API: &str = "rbac.authorization.k8s.io/v1";
+const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
+
+/// Renders a registry+v1 bundle, refusing what POM cannot install.
+pub fn render(manifests: &[Manifest], layout: &Layout, opts: &RenderOptions) -> Result<Parts, RenderError> {
+    let csv_manifest = single_csv(manifests, layout)?;
+    let csv = Csv::new(csv_manifest);
+    let ns = opts.install_namespace.as_str();
+
+    let supported = csv.supported_install_modes();
+    if !supported.iter().any(|mode| mode == ALL_NAMESPACES) {
+        return Err(RenderError::AllNamespacesNotSupported { csv: csv.name.to_owned(), supported });
+    }
+    let apiservices = csv.owned_apiservices();
+    if !apiservices.is_empty() {
+        return Err(RenderError::ApiServicesNotSupported { csv: csv.name.to_owned(), apiservices });
+    }
+    let webhooks = csv.webhooks();
+    if !webhooks.is_empty() {
+        return Err(RenderError::WebhooksNotSupported { csv: csv.name.to_owned(), webhooks });
+    }
+    let strategy = csv.strategy()?;
+
+    let others: Vec<&Manifest> = manifests.iter().filter(|m| !m.is(CSV_GROUP, CSV_KIND)).collect();
+    check_removed_apis(manifests)?;
+    check_kinds(&others)?;
+    check_owned_crds(&csv, &others)?;
+
+    let generated_origin = format!("generated from ClusterServiceVersion {} ({})", csv.name, csv.file);
+    let generated = |value: Value| Sourced { value, origin: generated_origin.clone(), generated: true };
+    let mut objects: Vec<Sourced> =
+        others.iter().map(|m| Sourced { value: m.value.clone(), origin: m.origin(), generated: false }).collect();
+
+    let deployment_accounts = deployment_service_accounts(&strategy.deployments);
+    let mut accounts: BTreeSet<&str> = deployment_accounts.iter().map(String::as_str).collect();
+    accounts.extend(strategy.permissions.iter().map(|p| p.service_account.as_str()));
+    accounts.extend(strategy.cluster_permissions.iter().map(|p| p.service_account.as_str()));
+    for account in accounts.into_iter().filter(|a| *a != "default") {
+        objects.push(generated(json!({
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": account, "namespace": ns},
+        })));
+    }
+
+    for permission in &strategy.permissions {
+        let name = rbac_name(csv.name, "permissions", permission, &permission.rules);
+        objects.push(generated(role("Role", &name, Some(ns), &permission.rules)));
+        objects.push(generated(binding("RoleBinding", "Role", &name, Some(ns), &[&permission.service_account], ns)));
+
+        let mut rules = permission.rules.clone();
+        rules.push(json!({"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]}));
+        let name = rbac_name(csv.name, "promotedPermissions", permission, &rules);
+        objects.push(generated(role("ClusterRole", &name, None, &rules)));
+        objects.push(generated(binding(
+            "ClusterRoleBinding",
+            "ClusterRole",
+            &name,
+            None,
+            &[&permission.service_account],
+            ns,
+        )));
+    }
+    for permission in &strategy.cluster_permissions {
+        let name = rbac_name(csv.name, "clusterPermissions", permission, &permission.rules);
+        objects.push(generated(role("ClusterRole", &name, None, &permission.rules)));
+        objects.push(generated(binding(
+            "ClusterRoleBinding",
+            "ClusterRole",
+            &name,
+            None,
+            &[&permission.service_account],
+            ns,
+        )));
+    }
+
+    let pod_annotations = pod_annotations(&csv);
+    for deployment in &strategy.deployments {
+        objects.push(generated(render_deployment(deployment, ns, &pod_annotations, opts, csv.name)));
+    }
+
+    if opts.operator_condition {
+        let rules = [json!({
+            "apiGroups": [CSV_GROUP],
+            "resources": ["operatorconditions"],
+            "resourceNames": [csv.name],
+            "verbs": ["get", "update", "patch"],
+        })];
+        let subjects: Vec<&str> = deployment_accounts.iter().map(String::as_str).collect();
+        objects.push(generated(role("Role", csv.name, Some(ns), &rules)));
+        objects.push(generated(binding("RoleBinding", "Role", csv.name, Some(ns), &subjects, ns)));
+    }
+
+    Ok(Parts {
+        csv: Some((csv_manifest.file.clone(), csv_manifest.value.clone())),
+        csv_name: Some(csv.name.to_owned()),
+        objects,
+    })
+}
+
+fn single_csv<'m>(manifests: &'m [Manifest], layout: &Layout) -> Result<&'m Manifest, RenderError> {
+    let csvs: Vec<&Manifest> = manifests.iter().filter(|m| m.is(CSV_GROUP, CSV_KIND)).collect();
+    match csvs.as_slice() {
+        [csv] => Ok(csv),
+        [] => Err(RenderError::NoCsv { manifests_dir: layout.manifests_dir_display() }),
+        several => Err(RenderError::SeveralCsvs { files: several.iter().map(|m| m.origin()).collect() }),
+    }
+}
+
+fn check_kinds(others: &[&Manifest]) -> Result<(), RenderError> {
+    for manifest in others {
+        let allowed = manifest.is("apiextensions.k8s.io", "CustomResourceDefinition")
+            || REGISTRY_V1_KINDS.contains(&manifest.kind.as_str());
+        if !allowed {
+            return Err(RenderError::UnsupportedKind {
+                file: manifest.origin(),
+                kind: manifest.kind.clone(),
+                name: manifest.name.clone(),
+                allowed: format!("CustomResourceDefinition, {}", REGISTRY_V1_KINDS.join(", ")),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn check_owned_crds(csv: &Csv<'_>, others: &[&Manifest]) -> Result<(), RenderError> {
+    let shipped: BTreeSet<&str> = others
+        .iter()
+        .filter(|m| m.is("apiextensions.k8s.io", "CustomResourceDefinition"))
+        .map(|m| m.name.as_str())
+        .collect();
+    let mut owned = csv.owned_crds();
+    owned.sort();
+    match owned.into_iter().find(|crd| !shipped.contains(crd.as_str())) {
+        Some(crd) => Err(RenderError::OwnedCrdMissing { csv: csv.name.to_owned(), crd }),
+        None => Ok(()),
+    }
+}
+
+/// `<csv>-<serviceaccount>-<hash of what the entry grants>`, at most 63 characters.
+fn rbac_name(csv: &str, tag: &str, permission: &Permission, rules: &[Value]) -> String {
+    let hash_input = canonical_json(&json!({
+        "source": tag,
+        "serviceAccountName": permission.service_account,
+        "rules": rules,
+    }));
+    hashed_name(&format!("{csv}-{}", permission.service_account), &hash_input)
+}
+
+fn role(kind: &str, name: &str, namespace: Option<&str>, rules: &[Value]) -> Value {
+    let mut metadata = json!({"name": name});
+    if let (Some(ns), Some(map)) = (namespace, metadata.as_object_mut()) {
+        map.insert("namespace".to_owned(), json!(ns));
+    }
+    json!({"apiVersion": RBAC_API, "kind": kind, "metadata": metadata, "rules": rules})
+}
+
+fn binding(
+    kind: &str,
+    role_kind: &str,
+    name: &str,
+    namespace: Option<&str>,
+    accounts: &[&str],
+    account_namespace: &str,
+) -> Value {
+    let mut metadata = json!({"name": name});
+    if let (Some(ns), Some(map)) = (namespace, metadata.as_object_mut()) {
+        map.insert("namespace".to_owned(), json!(ns));
+    }
+    let subjects: Vec<Value> = accounts
+        .iter()
+        .map(|account| json!({"kind": "ServiceAccount", "name": account, "namespace": account_namespace}))
+        .collect();
+    json!({
+        "apiVersion": RBAC_API,
+        "kind": kind,
+        "metadata": metadata,
+        "roleRef": {"apiGroup": RBAC_GROUP, "kind": role_kind, "name": name},
+        "subjects": subjects,
+    })
+}
+
+/// The ServiceAccounts the Deployments run as, sorted and unique (`default` when unnamed).
+fn deployment_service_accounts(deployments: &[StrategyDeployment]) -> Vec<String> {
+    deployments
+        .iter()
+        .map(|d| {
+            str_at(&d.spec, &["template", "spec", "serviceAccountName"])
+                .filter(|s| !s.is_empty())
+                .unwrap_or("default")
+                .to_owned()
+        })
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect()
+}
+
+/// The CSV's string annotations plus `olm.targetNamespaces: ""` (AllNamespaces).
+fn pod_annotations(csv: &Csv<'_>) -> Map<String, Value> {
+    let mut annotations: Map<String, Value> = csv
+        .annotations()
+        .into_iter()
+        .filter_map(|(key, value)| scalar_to_string(&value).map(|s| (key, Value::String(s))))
+        .collect();
+    annotations.insert(TARGET_NAMESPACES_ANNOTATION.to_owned(), Value::String(String::new()));
+    annotations
+}
+
+fn render_deployment(
+    deployment: &StrategyDeployment,
+    ns: &str,
+    csv_annotations: &Map<String, Value>,
+    opts: &RenderOptions,
+    csv_name: &str,
+) -> Value {
+    let mut spec = deployment.spec.clone();
+    if let Some(spec_map) = spec.as_object_mut() {
+        spec_map.insert("revisionHistoryLimit".to_owned(), json!(1));
+    }
+    if let Some(annotations) = object_at_mut(&mut spec, &["template", "metadata", "annotations"]) {
+        // The pod template's own annotations win over the CSV's, except the target namespaces.
+        for (key, value) in csv_annotations {
+            if key == TARGET_NAMESPACES_ANNOTATION || !annotations.contains_key(key) {
+                annotations.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    if opts.operator_condition {
+        inject_env(&mut spec, OPERATOR_CONDITION_ENV, csv_name);
+    }
+    let mut metadata = json!({"name": deployment.name, "namespace": ns});
+    if !deployment.labels.is_empty()
+        && let Some(map) = metadata.as_object_mut()
+    {
+        map.insert("labels".to_owned(), Value::Object(deployment.labels.clone()));
+    }
+    json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": metadata, "spec": spec})
+}
+
+/// Sets `name=value` in every container's env, replacing an existing entry of that name.
+fn inject_env(spec: &mut Value, name: &str, value: &str) {
+    let Some(Value::Array(containers)) =
+        spec.get_mut("template").and_then(|t| t.get_mut("spec")).and_then(|s| s.get_mut("containers"))
+    else {
+        return;
+    };
+    for container in containers.iter_mut().filter_map(Value::as_object_mut) {
+        let env = container.entry("env").or_insert_with(|| Value::Array(Vec::new()));
+        if !env.is_array() {
+            *env = Value::Array(Vec::new());
+        }
+        let Some(env) = env.as_array_mut() else { continue };
+        let var = json!({"name": name, "value": value});
+        match env.iter_mut().find(|var| var.get("name").and_then(Value::as_str) == Some(name)) {
+            Some(slot) => *slot = var,
+            None => env.push(var),
+        }
+    }
+}
