@@ -1,1 +1,581 @@
-//! Placeholder: being written (see issue 3).
+//! Whether the cluster may take its next minor update, as far as platform operators go (§8.3).
+//!
+//! The CVO blocks minor and major updates while any ClusterOperator says `Upgradeable=False`,
+//! and the message is all the admin sees, so it must say what to do. [`bundle_upgradeability`]
+//! judges one installed bundle against the next minor of the current cluster and, when it blocks,
+//! names the newer bundle of the catalog that would lift the block and how to move to it.
+//! [`aggregate`] folds per-PO verdicts into the one condition of the aggregated ClusterOperator,
+//! failing closed: Unknown counts as not upgradeable.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::fmt;
+
+use semver::Version;
+use serde::{Deserialize, Serialize};
+
+use crate::cluster::{max_supports, next_minor};
+use crate::fbc::model::{Bundle, MaxOpenShiftVersion, Package};
+use crate::select::{InstalledBundle, cmp_version_release, is_direct_successor};
+
+/// Condition reasons POM writes for Upgradeable (CamelCase, as conditions require).
+pub mod reason {
+    /// Upgradeable: nothing blocks.
+    pub const AS_EXPECTED: &str = "AsExpected";
+    /// An installed bundle's `maxOpenShiftVersion` is below the next minor.
+    pub const INCOMPATIBLE_OPERATORS_INSTALLED: &str = "IncompatibleOperatorsInstalled";
+    /// The installed operator itself reports `Upgradeable=False` (OperatorCondition).
+    pub const OPERATOR_NOT_UPGRADEABLE: &str = "OperatorNotUpgradeable";
+    /// Metadata, ClusterVersion or catalog could not be read: fail closed.
+    pub const UPGRADEABILITY_UNKNOWN: &str = "UpgradeabilityUnknown";
+    /// Several POs block for different reasons.
+    pub const MULTIPLE_REASONS: &str = "MultipleReasons";
+}
+
+/// A condition status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum VerdictStatus {
+    True,
+    False,
+    Unknown,
+}
+
+impl fmt::Display for VerdictStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            VerdictStatus::True => "True",
+            VerdictStatus::False => "False",
+            VerdictStatus::Unknown => "Unknown",
+        })
+    }
+}
+
+/// An Upgradeable condition's content. `reason` is a string so that the controller can feed
+/// its own reasons (e.g. [`reason::OPERATOR_NOT_UPGRADEABLE`], unsettled-move reasons) into
+/// [`aggregate`] next to the ones computed here.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Verdict {
+    pub status: VerdictStatus,
+    pub reason: String,
+    pub message: String,
+}
+
+impl Verdict {
+    /// True/AsExpected with `message`.
+    pub fn upgradeable(message: impl Into<String>) -> Self {
+        Verdict {
+            status: VerdictStatus::True,
+            reason: reason::AS_EXPECTED.to_owned(),
+            message: message.into(),
+        }
+    }
+
+    /// False with `reason` and `message`.
+    pub fn blocked(reason: impl Into<String>, message: impl Into<String>) -> Self {
+        Verdict {
+            status: VerdictStatus::False,
+            reason: reason.into(),
+            message: message.into(),
+        }
+    }
+
+    /// Unknown/UpgradeabilityUnknown with `message` (blocks, once aggregated).
+    pub fn unknown(message: impl Into<String>) -> Self {
+        Verdict {
+            status: VerdictStatus::Unknown,
+            reason: reason::UPGRADEABILITY_UNKNOWN.to_owned(),
+            message: message.into(),
+        }
+    }
+
+    /// Whether this verdict lets the cluster update (only True does: fail closed).
+    pub fn allows_update(&self) -> bool {
+        self.status == VerdictStatus::True
+    }
+}
+
+/// [`bundle_upgradeability`] for a bundle read from a catalog.
+pub fn bundle_upgradeability_of(
+    bundle: &Bundle,
+    current_cluster: &Version,
+    package: Option<&Package>,
+    channel: Option<&str>,
+) -> Verdict {
+    let installed = InstalledBundle {
+        name: bundle.name.clone(),
+        version: bundle.version.clone(),
+    };
+    bundle_upgradeability(
+        &installed,
+        bundle.properties.max_openshift_version.as_ref(),
+        current_cluster,
+        package,
+        channel,
+    )
+}
+
+/// Judges whether the installed bundle lets the cluster take its next minor update (§8.3).
+///
+/// `max_openshift_version` is the installed bundle's property (from the catalog or from the
+/// installed metadata: the bundle may have left the catalog). `package` and `channel` (`None` =
+/// the package's default channel) are only used to name a bundle that would lift a block; without
+/// them the verdict is the same, the advice is shorter.
+///
+/// Absent property: compatible (as OLM). Invalid property: Unknown (fail closed, as OLM v0).
+pub fn bundle_upgradeability(
+    installed: &InstalledBundle,
+    max_openshift_version: Option<&MaxOpenShiftVersion>,
+    current_cluster: &Version,
+    package: Option<&Package>,
+    channel: Option<&str>,
+) -> Verdict {
+    let next = next_minor(current_cluster);
+    let who = format!("bundle {} ({})", installed.name, installed.version);
+    match max_openshift_version {
+        None => Verdict::upgradeable(format!("{who} declares no maxOpenShiftVersion")),
+        Some(MaxOpenShiftVersion::Valid { major, minor })
+            if max_supports((*major, *minor), next.0, next.1) =>
+        {
+            Verdict::upgradeable(format!(
+                "{who} supports OpenShift up to {major}.{minor} (next minor update: {}.{})",
+                next.0, next.1
+            ))
+        }
+        Some(MaxOpenShiftVersion::Valid { major, minor }) => Verdict::blocked(
+            reason::INCOMPATIBLE_OPERATORS_INSTALLED,
+            format!(
+                "{who} supports OpenShift up to {major}.{minor} (olm.maxOpenShiftVersion), so the \
+                 cluster cannot be updated to {}.{}; {}",
+                next.0,
+                next.1,
+                lift_advice(installed, next, package, channel)
+            ),
+        ),
+        Some(MaxOpenShiftVersion::Invalid { raw, reason }) => Verdict::unknown(format!(
+            "{who} has an invalid olm.maxOpenShiftVersion {raw:?} ({reason}), so POM cannot tell \
+             whether it runs on OpenShift {}.{}; {}",
+            next.0,
+            next.1,
+            lift_advice(installed, next, package, channel)
+        )),
+    }
+}
+
+/// Names the lowest bundle reachable from `installed` through catalog edges whose metadata
+/// supports `next`, and the `steadyStateVersionRange` that moves the PO there.
+fn lift_advice(
+    installed: &InstalledBundle,
+    next: (u64, u64),
+    package: Option<&Package>,
+    channel: Option<&str>,
+) -> String {
+    let Some(package) = package else {
+        return "no catalog content is available to name a bundle that supports it; check the \
+                PlatformOperator's Catalog"
+            .to_owned();
+    };
+    let channel_name = channel
+        .or(package.default_channel.as_deref())
+        .unwrap_or_default();
+    let Some(channel) = package.channels.get(channel_name) else {
+        return format!(
+            "channel {channel_name:?} of package {} is not in the catalog, so no newer bundle can \
+             be named; check spec.package.channel",
+            package.name
+        );
+    };
+    let Some(path) = lowest_lifting_path(installed, next, package, channel) else {
+        return format!(
+            "no bundle reachable from it in channel {} of package {} supports OpenShift {}.{}: ask \
+             the publisher for one, or remove the PlatformOperator before updating the cluster",
+            channel.name, package.name, next.0, next.1
+        );
+    };
+    let Some(target) = path.last() else {
+        return String::new();
+    };
+    let target_version = precedence_text(&target.version);
+    let supports = match &target.properties.max_openshift_version {
+        Some(MaxOpenShiftVersion::Valid { major, minor }) => {
+            format!("supports OpenShift up to {major}.{minor}")
+        }
+        _ => "declares no maxOpenShiftVersion".to_owned(),
+    };
+    if path.len() == 1 {
+        format!(
+            "bundle {} ({}) in channel {} {supports}: set spec.steadyStateVersionRange to \
+             \"={target_version}\" on the PlatformOperator to move to it",
+            target.name, target.version, channel.name
+        )
+    } else {
+        let hops: Vec<&str> = path.iter().map(|bundle| bundle.name.as_str()).collect();
+        format!(
+            "bundle {} ({}) in channel {} {supports}: set spec.steadyStateVersionRange to \
+             \">={} <={target_version}\" on the PlatformOperator to move to it one hop at a time \
+             ({} -> {})",
+            target.name,
+            target.version,
+            channel.name,
+            precedence_text(&installed.version),
+            installed.name,
+            hops.join(" -> ")
+        )
+    }
+}
+
+/// Breadth-first over successor edges; among reachable bundles that support `next`, the lowest
+/// version (then the shortest path). Returns the path, excluding the installed bundle.
+fn lowest_lifting_path<'a>(
+    installed: &InstalledBundle,
+    next: (u64, u64),
+    package: &'a Package,
+    channel: &'a crate::fbc::model::Channel,
+) -> Option<Vec<&'a Bundle>> {
+    let mut parent: BTreeMap<&'a str, Option<&'a str>> = BTreeMap::new();
+    let mut visited: BTreeSet<String> = BTreeSet::from([installed.name.clone()]);
+    let mut queue: VecDeque<(InstalledBundle, Option<&'a str>)> =
+        VecDeque::from([(installed.clone(), None)]);
+    let mut lifting: Vec<&'a Bundle> = Vec::new();
+    while let Some((node, node_name)) = queue.pop_front() {
+        for entry in &channel.entries {
+            if visited.contains(&entry.name) || !is_direct_successor(entry, &node) {
+                continue;
+            }
+            let Some(bundle) = package.bundles.get(&entry.name) else {
+                continue;
+            };
+            visited.insert(entry.name.clone());
+            parent.insert(bundle.name.as_str(), node_name);
+            if supports(bundle, next) {
+                lifting.push(bundle);
+            }
+            queue.push_back((
+                InstalledBundle {
+                    name: bundle.name.clone(),
+                    version: bundle.version.clone(),
+                },
+                Some(bundle.name.as_str()),
+            ));
+        }
+    }
+    // BFS order gives shortest paths first; a stable sort by version keeps that among equals.
+    lifting.sort_by(|a, b| cmp_version_release(&a.version, &b.version));
+    let target = lifting.first()?;
+    let mut path = vec![*target];
+    let mut cursor = parent.get(target.name.as_str()).copied().flatten();
+    while let Some(name) = cursor {
+        path.push(package.bundles.get(name)?);
+        cursor = parent.get(name).copied().flatten();
+    }
+    path.reverse();
+    Some(path)
+}
+
+fn supports(bundle: &Bundle, next: (u64, u64)) -> bool {
+    match &bundle.properties.max_openshift_version {
+        None => true,
+        Some(MaxOpenShiftVersion::Valid { major, minor }) => {
+            max_supports((*major, *minor), next.0, next.1)
+        }
+        Some(MaxOpenShiftVersion::Invalid { .. }) => false,
+    }
+}
+
+/// A version as a range operand: precedence only (ranges ignore build metadata).
+fn precedence_text(version: &Version) -> String {
+    let mut copy = version.clone();
+    copy.build = semver::BuildMetadata::EMPTY;
+    copy.to_string()
+}
+
+/// Folds per-PO verdicts into the aggregated ClusterOperator's Upgradeable condition.
+///
+/// All True (or no PO): True/AsExpected. Otherwise False (Unknown counts as not upgradeable:
+/// fail closed), with the blockers' common reason or `MultipleReasons`, and one message line per
+/// blocking PO, `<po>: <msg>`, sorted by PO name.
+pub fn aggregate<S: AsRef<str>>(items: &[(S, Verdict)]) -> Verdict {
+    let mut sorted: Vec<(&str, &Verdict)> = items
+        .iter()
+        .map(|(name, verdict)| (name.as_ref(), verdict))
+        .collect();
+    sorted.sort_by(|a, b| a.0.cmp(b.0));
+    let lines = |list: &[(&str, &Verdict)]| {
+        list.iter()
+            .map(|(name, verdict)| format!("{name}: {}", verdict.message))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    if sorted.is_empty() {
+        return Verdict::upgradeable("No platform operators are present");
+    }
+    let blockers: Vec<(&str, &Verdict)> = sorted
+        .iter()
+        .copied()
+        .filter(|(_, v)| !v.allows_update())
+        .collect();
+    if blockers.is_empty() {
+        return Verdict::upgradeable(lines(&sorted));
+    }
+    let reasons: BTreeSet<&str> = blockers
+        .iter()
+        .map(|(_, verdict)| verdict.reason.as_str())
+        .collect();
+    let reason = match reasons.iter().next() {
+        Some(only) if reasons.len() == 1 => (*only).to_owned(),
+        _ => reason::MULTIPLE_REASONS.to_owned(),
+    };
+    Verdict::blocked(reason, lines(&blockers))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fbc::model::{BundleProperties, Channel, ChannelEntry, Deprecations, Origin};
+
+    fn v(text: &str) -> Version {
+        Version::parse(text).unwrap()
+    }
+
+    fn bundle(name: &str, version: &str, max: Option<(u64, u64)>) -> Bundle {
+        Bundle {
+            name: name.to_owned(),
+            package: "p".to_owned(),
+            image: Some(format!("registry.example/p@sha256:{name}")),
+            version: v(version),
+            properties: BundleProperties {
+                max_openshift_version: max
+                    .map(|(major, minor)| MaxOpenShiftVersion::Valid { major, minor }),
+                ..BundleProperties::default()
+            },
+            origin: Origin::default(),
+        }
+    }
+
+    fn entry(name: &str, replaces: Option<&str>) -> ChannelEntry {
+        ChannelEntry {
+            name: name.to_owned(),
+            replaces: replaces.map(str::to_owned),
+            skips: vec![],
+            skip_range: None,
+        }
+    }
+
+    /// p.v1 (max 4.16) <- p.v2 (max 4.16) <- p.v3 (max 4.18) <- p.v4 (none); p.v1 <- p.side (4.17)
+    fn package() -> Package {
+        let bundles = [
+            bundle("p.v1", "1.0.0", Some((4, 16))),
+            bundle("p.v2", "1.1.0", Some((4, 16))),
+            bundle("p.v3", "1.2.0", Some((4, 18))),
+            bundle("p.v4", "1.3.0", None),
+        ];
+        Package {
+            name: "p".to_owned(),
+            default_channel: Some("stable".to_owned()),
+            description: None,
+            channels: BTreeMap::from([(
+                "stable".to_owned(),
+                Channel {
+                    name: "stable".to_owned(),
+                    entries: vec![
+                        entry("p.v1", None),
+                        entry("p.v2", Some("p.v1")),
+                        entry("p.v3", Some("p.v2")),
+                        entry("p.v4", Some("p.v3")),
+                    ],
+                },
+            )]),
+            bundles: bundles.into_iter().map(|b| (b.name.clone(), b)).collect(),
+            deprecations: Deprecations::default(),
+        }
+    }
+
+    fn installed(name: &str, version: &str) -> InstalledBundle {
+        InstalledBundle {
+            name: name.to_owned(),
+            version: v(version),
+        }
+    }
+
+    #[test]
+    fn compatible_and_absent_are_upgradeable() {
+        let max = MaxOpenShiftVersion::Valid {
+            major: 4,
+            minor: 17,
+        };
+        let verdict = bundle_upgradeability(
+            &installed("p.v1", "1.0.0"),
+            Some(&max),
+            &v("4.16.3"),
+            None,
+            None,
+        );
+        assert_eq!(
+            (verdict.status, verdict.reason.as_str()),
+            (VerdictStatus::True, "AsExpected")
+        );
+        let verdict =
+            bundle_upgradeability(&installed("p.v1", "1.0.0"), None, &v("4.16.3"), None, None);
+        assert!(verdict.allows_update(), "{verdict:?}");
+    }
+
+    #[test]
+    fn a_blocked_bundle_names_the_bundle_that_lifts_the_block() {
+        let pkg = package();
+        let p1 = &pkg.bundles["p.v1"];
+        let verdict = bundle_upgradeability_of(p1, &v("4.16.3"), Some(&pkg), None);
+        assert_eq!(verdict.status, VerdictStatus::False);
+        assert_eq!(verdict.reason, reason::INCOMPATIBLE_OPERATORS_INSTALLED);
+        assert!(
+            verdict.message.contains("cannot be updated to 4.17"),
+            "{}",
+            verdict.message
+        );
+        assert!(
+            verdict.message.contains("bundle p.v3 (1.2.0)"),
+            "{}",
+            verdict.message
+        );
+        assert!(
+            verdict.message.contains("\">=1.0.0 <=1.2.0\""),
+            "{}",
+            verdict.message
+        );
+        assert!(
+            verdict.message.contains("p.v1 -> p.v2 -> p.v3"),
+            "{}",
+            verdict.message
+        );
+
+        let p2 = &pkg.bundles["p.v2"];
+        let verdict = bundle_upgradeability_of(p2, &v("4.16.3"), Some(&pkg), Some("stable"));
+        assert!(
+            verdict.message.contains("\"=1.2.0\""),
+            "{}",
+            verdict.message
+        );
+
+        // 4.18 -> 4.19 is lifted only by p.v4, which declares no maximum.
+        let p3 = &pkg.bundles["p.v3"];
+        let verdict = bundle_upgradeability_of(p3, &v("4.18.0"), Some(&pkg), None);
+        assert!(
+            verdict.message.contains("p.v4 (1.3.0)"),
+            "{}",
+            verdict.message
+        );
+        assert!(
+            verdict.message.contains("declares no maxOpenShiftVersion"),
+            "{}",
+            verdict.message
+        );
+    }
+
+    #[test]
+    fn nothing_lifts_the_block_or_no_catalog() {
+        let mut pkg = package();
+        pkg.bundles.remove("p.v4");
+        let p3 = pkg.bundles["p.v3"].clone();
+        let verdict = bundle_upgradeability_of(&p3, &v("4.18.0"), Some(&pkg), None);
+        assert!(
+            verdict.message.contains("no bundle reachable"),
+            "{}",
+            verdict.message
+        );
+        let verdict = bundle_upgradeability_of(&p3, &v("4.18.0"), None, None);
+        assert_eq!(verdict.status, VerdictStatus::False);
+        assert!(
+            verdict.message.contains("no catalog content"),
+            "{}",
+            verdict.message
+        );
+        let verdict = bundle_upgradeability_of(&p3, &v("4.18.0"), Some(&pkg), Some("Stable"));
+        assert!(
+            verdict.message.contains("\"Stable\""),
+            "{}",
+            verdict.message
+        );
+    }
+
+    #[test]
+    fn invalid_metadata_is_unknown_and_blocks() {
+        let bad = MaxOpenShiftVersion::Invalid {
+            raw: "4.9.1".to_owned(),
+            reason: "has a patch".to_owned(),
+        };
+        let verdict = bundle_upgradeability(
+            &installed("p.v1", "1.0.0"),
+            Some(&bad),
+            &v("4.16.3"),
+            Some(&package()),
+            None,
+        );
+        assert_eq!(
+            (verdict.status, verdict.reason.as_str()),
+            (VerdictStatus::Unknown, "UpgradeabilityUnknown")
+        );
+        assert!(verdict.message.contains("\"4.9.1\""), "{}", verdict.message);
+        let agg = aggregate(&[("a", verdict)]);
+        assert_eq!(agg.status, VerdictStatus::False);
+    }
+
+    #[test]
+    fn the_4_22_cluster_needs_5_0_support() {
+        let max = MaxOpenShiftVersion::Valid {
+            major: 4,
+            minor: 23,
+        };
+        let verdict = bundle_upgradeability(
+            &installed("p.v1", "1.0.0"),
+            Some(&max),
+            &v("4.22.4"),
+            None,
+            None,
+        );
+        assert!(verdict.allows_update(), "4.23 means 5.0: {verdict:?}");
+        let max = MaxOpenShiftVersion::Valid {
+            major: 4,
+            minor: 22,
+        };
+        let verdict = bundle_upgradeability(
+            &installed("p.v1", "1.0.0"),
+            Some(&max),
+            &v("4.22.4"),
+            None,
+            None,
+        );
+        assert!(
+            verdict.message.contains("updated to 5.0"),
+            "{}",
+            verdict.message
+        );
+    }
+
+    #[test]
+    fn aggregation_fails_closed_and_names_each_po() {
+        assert_eq!(aggregate::<&str>(&[]).status, VerdictStatus::True);
+        let ok = Verdict::upgradeable("fine");
+        let all_ok = aggregate(&[("b", ok.clone()), ("a", ok.clone())]);
+        assert_eq!(
+            (all_ok.status, all_ok.message.as_str()),
+            (VerdictStatus::True, "a: fine\nb: fine")
+        );
+
+        let incompatible = Verdict::blocked(reason::INCOMPATIBLE_OPERATORS_INSTALLED, "too old");
+        let one = aggregate(&[("ok", ok.clone()), ("old", incompatible.clone())]);
+        assert_eq!(one.reason, reason::INCOMPATIBLE_OPERATORS_INSTALLED);
+        assert_eq!(one.message, "old: too old");
+
+        let same = aggregate(&[("x", incompatible.clone()), ("y", incompatible.clone())]);
+        assert_eq!(same.reason, reason::INCOMPATIBLE_OPERATORS_INSTALLED);
+
+        let not_up = Verdict::blocked(reason::OPERATOR_NOT_UPGRADEABLE, "migrating");
+        let many = aggregate(&[
+            ("z".to_owned(), not_up),
+            ("y".to_owned(), incompatible),
+            ("w".to_owned(), Verdict::unknown("no metadata")),
+        ]);
+        assert_eq!(
+            (many.status, many.reason.as_str()),
+            (VerdictStatus::False, "MultipleReasons")
+        );
+        assert_eq!(many.message, "w: no metadata\ny: too old\nz: migrating");
+    }
+}

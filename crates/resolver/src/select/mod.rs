@@ -1,0 +1,614 @@
+//! Candidate selection (§5): which bundle a platform operator should run, and why not the others.
+//!
+//! [`resolve`] applies the filters of §5 in order to every bundle of the package's channel in
+//! every catalog offering the package, records the first filter that refused each bundle, and
+//! ranks what is left. It is a pure function of its [`ResolveRequest`], so the controller,
+//! `pomctl resolve` and `pomctl plan` all get the same answer for the same snapshot.
+//!
+//! Order of the filters (the first failing one is the reported reason):
+//! 1. successor: the installed bundle itself (same name, or same version and release as OLM v1's
+//!    `ExactVersionRelease`) or a direct successor in the channel (`replaces`, `skips`,
+//!    `skipRange`). The installed bundle need not be in the catalog.
+//! 2. the pin (§4.2), then the admin's `versionRange` (Masterminds rules).
+//! 3. compatibility with the cluster the bundle will run on ([`ClusterPhase::running_on`]):
+//!    `maxOpenShiftVersion` (only with a ClusterVersion) and `minKubeVersion` (only with a
+//!    Kubernetes version).
+//! 4. dependencies: refused, naming them.
+//!
+//! Ranking: in each catalog, non-deprecated first, then highest version, then highest release
+//! (build metadata), then the installed bundle, then bundle name; across catalogs, a
+//! non-deprecated winner first, then higher priority; a tie at the top is an error.
+//!
+//! Rollback pivot: during a rollback the pin is `=X.Y.Z`, unless the installed bundle (looked up
+//! by name in the channel) is incompatible with the rollback target. Then the selector pivots
+//! down under [`Pin::rollback_pivot`] (`>=X.0.0 <X.Y.Z`) and *skips the successor filter*: catalog
+//! edges only point forward, so no lower bundle is ever a successor, and the pivot's purpose is
+//! to get back to a bundle that ran on the older cluster. Every other filter still applies.
+//!
+//! Pre-releases at install: with nothing installed there is no pin and only releases are
+//! picked; a pre-release is installed only when the admin's `versionRange` admits it explicitly.
+
+mod compat;
+mod plan;
+mod reject;
+
+use std::cmp::Ordering;
+use std::fmt;
+
+use semver::Version;
+use serde::{Deserialize, Serialize};
+
+use crate::cluster::ClusterPhase;
+use crate::fbc::model::{Bundle, Catalog, Channel, ChannelEntry, MaxOpenShiftVersion, Package};
+use crate::pin::{Pin, PinReason, pin_for};
+use crate::range::VersionRange;
+
+pub use plan::{Hop, HopPlan, PlanEnd, plan_hops};
+pub use reject::{RejectReason, Rejection};
+
+pub(crate) use compat::check_openshift;
+
+/// The bundle a PO runs now. Its version is carried because the bundle may have vanished from
+/// the catalog (OLM v1 allows that too).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstalledBundle {
+    pub name: String,
+    pub version: Version,
+}
+
+/// One catalog to consider: `(name, priority, content)`. Higher priority wins.
+pub type CatalogInput<'a> = (&'a str, i32, &'a Catalog);
+
+/// Everything a resolution depends on.
+#[derive(Debug, Clone)]
+pub struct ResolveRequest<'a> {
+    /// The catalogs to consider (all catalogs, or the one the PO names).
+    pub catalogs: &'a [CatalogInput<'a>],
+    /// `spec.package.name`.
+    pub package: &'a str,
+    /// `spec.package.channel`; `None` = each catalog's `defaultChannel` for the package.
+    pub channel: Option<&'a str>,
+    /// What runs now; `None` before the first install.
+    pub installed: Option<InstalledBundle>,
+    /// `spec.package.versionRange`, ANDed with the pin at all times.
+    pub version_range: Option<VersionRange>,
+    /// `spec.steadyStateVersionRange`, replacing `=X.Y.Z` while the cluster is steady.
+    pub steady_state_range: Option<VersionRange>,
+    /// The cluster phase; `None` without a ClusterVersion (plain Kubernetes: steady, no
+    /// OpenShift compatibility check).
+    pub cluster: Option<ClusterPhase>,
+    /// The API server's version; `None` skips the `minKubeVersion` check.
+    pub kube_version: Option<Version>,
+}
+
+/// The bundle selected, with what the controller needs to install it and report it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChosenBundle {
+    pub name: String,
+    pub version: Version,
+    /// Bundle image; `None` when the catalog carries the objects (`olm.bundle.object`).
+    pub image: Option<String>,
+    pub catalog: String,
+    pub channel: String,
+    /// `olm.maxOpenShiftVersion`, for `status.maxOpenShiftVersion` and the verdict.
+    pub max_openshift_version: Option<MaxOpenShiftVersion>,
+    /// The deprecation message when only deprecated candidates were left.
+    pub deprecation: Option<String>,
+}
+
+/// The answer: the bundle to run, the pin it was chosen under and every bundle refused.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resolution {
+    pub bundle: ChosenBundle,
+    pub pin: Pin,
+    /// The chosen bundle is the installed one: nothing to do.
+    pub stays: bool,
+    /// Bundles refused by a filter, sorted by catalog, then version, then name.
+    pub rejected: Vec<Rejection>,
+}
+
+/// Why no bundle was chosen. Messages name what was asked and what exists.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ResolveError {
+    #[error(
+        "no catalog to resolve package {package:?} from: create a Catalog, or check spec.package.catalog"
+    )]
+    NoCatalogs { package: String },
+    #[error(
+        "package {package:?} is in none of the catalogs considered ({}); check spec.package.name \
+         (packages available: {})",
+        catalogs.join(", "),
+        list_some(known)
+    )]
+    UnknownPackage {
+        package: String,
+        catalogs: Vec<String>,
+        known: Vec<String>,
+    },
+    #[error(
+        "channel {channel:?} does not exist in package {package:?} (channels available: {}); \
+         channel names are case-sensitive: fix spec.package.channel{}",
+        available.join(", "),
+        case_hint(channel, available)
+    )]
+    UnknownChannel {
+        package: String,
+        channel: String,
+        available: Vec<String>,
+    },
+    #[error(
+        "package {package:?} names no usable defaultChannel in any catalog (channels available: {}); \
+         set spec.package.channel",
+        available.join(", ")
+    )]
+    NoDefaultChannel {
+        package: String,
+        available: Vec<String>,
+    },
+    #[error(
+        "catalogs {} all offer package {package:?} at the same priority {priority}: POM will not \
+         pick one at random; set spec.package.catalog on the PlatformOperator or give the catalogs \
+         different spec.priority values",
+        catalogs.join(" and ")
+    )]
+    AmbiguousCatalogs {
+        package: String,
+        priority: i32,
+        catalogs: Vec<String>,
+    },
+    #[error("{}", no_candidate_message(package, channel, pin, version_range.as_deref(), installed.as_ref(), rejected))]
+    NoCandidate {
+        package: String,
+        channel: String,
+        pin: Pin,
+        version_range: Option<String>,
+        installed: Option<InstalledBundle>,
+        rejected: Vec<Rejection>,
+    },
+}
+
+impl ResolveError {
+    /// The rejections carried by [`ResolveError::NoCandidate`] (empty for the other errors).
+    pub fn rejections(&self) -> &[Rejection] {
+        match self {
+            ResolveError::NoCandidate { rejected, .. } => rejected,
+            _ => &[],
+        }
+    }
+}
+
+fn list_some(names: &[String]) -> String {
+    const SHOWN: usize = 30;
+    if names.is_empty() {
+        return "none".to_owned();
+    }
+    let mut text = names
+        .iter()
+        .take(SHOWN)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > SHOWN {
+        text.push_str(&format!(" and {} more", names.len() - SHOWN));
+    }
+    text
+}
+
+fn case_hint(channel: &str, available: &[String]) -> String {
+    available
+        .iter()
+        .find(|name| name.eq_ignore_ascii_case(channel))
+        .map(|name| format!(" (did you mean {name:?}?)"))
+        .unwrap_or_default()
+}
+
+fn no_candidate_message(
+    package: &str,
+    channel: &str,
+    pin: &Pin,
+    version_range: Option<&str>,
+    installed: Option<&InstalledBundle>,
+    rejected: &[Rejection],
+) -> String {
+    let mut text =
+        format!("no bundle of package {package:?} in channel {channel:?} satisfies pin {pin}");
+    if let Some(range) = version_range {
+        text.push_str(&format!(" and versionRange {range:?}"));
+    }
+    match installed {
+        Some(installed) => text.push_str(&format!(
+            "; keeping the installed bundle {} ({})",
+            installed.name, installed.version
+        )),
+        None => text.push_str("; nothing is installed"),
+    }
+    if rejected.is_empty() {
+        text.push_str("; the channel has no bundles");
+    }
+    for rejection in rejected {
+        text.push_str(&format!("\n- {rejection}"));
+    }
+    text
+}
+
+/// One catalog's channel for the package.
+struct Source<'a> {
+    catalog: &'a str,
+    priority: i32,
+    package: &'a Package,
+    channel: &'a Channel,
+}
+
+/// A bundle that passed every filter.
+struct Candidate<'a> {
+    source: usize,
+    bundle: &'a Bundle,
+    deprecation: Option<&'a str>,
+}
+
+/// Resolves the bundle a PO should run (§5). See the module docs for the exact rules.
+pub fn resolve(req: &ResolveRequest<'_>) -> Result<Resolution, ResolveError> {
+    let sources = find_sources(req)?;
+    let installed = req.installed.as_ref();
+    let installed_version = installed.map(|bundle| &bundle.version);
+
+    let mut pin = pin_for(
+        installed_version,
+        req.cluster.as_ref(),
+        req.steady_state_range.as_ref(),
+    );
+    let mut installed_incompatibility = None;
+    if pin.reason == PinReason::Rollback
+        && let (Some(installed), Some(phase)) = (installed, req.cluster.as_ref())
+        && let Some(bundle) = find_installed_bundle(&sources, &installed.name)
+        && let Err(reason) = check_openshift(bundle, phase.running_on())
+    {
+        pin = Pin::rollback_pivot(&installed.version);
+        installed_incompatibility = Some(reason);
+    }
+    let pivot = pin.is_rollback_pivot();
+
+    let mut rejected = Vec::new();
+    let mut candidates = Vec::new();
+    for (index, source) in sources.iter().enumerate() {
+        for entry in &source.channel.entries {
+            let Some(bundle) = source.package.bundles.get(&entry.name) else {
+                continue; // A dangling entry names no bundle: nothing that could be installed.
+            };
+            let verdict = if pivot && installed.is_some_and(|i| i.name == bundle.name) {
+                Err(installed_incompatibility
+                    .clone()
+                    .unwrap_or(RejectReason::OutsidePin {
+                        pin: pin.range.clone(),
+                        reason: pin.reason,
+                    }))
+            } else {
+                evaluate(req, source, entry, bundle, &pin, pivot)
+            };
+            match verdict {
+                Ok(()) => candidates.push(Candidate {
+                    source: index,
+                    bundle,
+                    deprecation: deprecation_of(source, &bundle.name),
+                }),
+                Err(reason) => rejected.push(Rejection {
+                    bundle: bundle.name.clone(),
+                    version: bundle.version.clone(),
+                    catalog: source.catalog.to_owned(),
+                    reason,
+                }),
+            }
+        }
+    }
+    rejected.sort_by(|a, b| {
+        a.catalog
+            .cmp(&b.catalog)
+            .then_with(|| cmp_version_release(&a.version, &b.version))
+            .then_with(|| a.bundle.cmp(&b.bundle))
+    });
+
+    let Some(winner) = pick(req, &sources, &candidates)? else {
+        return Err(ResolveError::NoCandidate {
+            package: req.package.to_owned(),
+            channel: channel_label(&sources),
+            pin,
+            version_range: req.version_range.as_ref().map(ToString::to_string),
+            installed: installed.cloned(),
+            rejected,
+        });
+    };
+    let source = &sources[winner.source];
+    let bundle = winner.bundle;
+    Ok(Resolution {
+        stays: installed.is_some_and(|installed| installed.name == bundle.name),
+        bundle: ChosenBundle {
+            name: bundle.name.clone(),
+            version: bundle.version.clone(),
+            image: bundle.image.clone(),
+            catalog: source.catalog.to_owned(),
+            channel: source.channel.name.clone(),
+            max_openshift_version: bundle.properties.max_openshift_version.clone(),
+            deprecation: winner.deprecation.map(str::to_owned),
+        },
+        pin,
+        rejected,
+    })
+}
+
+/// Finds the package and its channel in each catalog (§5: unknown names are typed errors).
+fn find_sources<'a>(req: &ResolveRequest<'a>) -> Result<Vec<Source<'a>>, ResolveError> {
+    if req.catalogs.is_empty() {
+        return Err(ResolveError::NoCatalogs {
+            package: req.package.to_owned(),
+        });
+    }
+    let mut ordered: Vec<&CatalogInput<'a>> = req.catalogs.iter().collect();
+    ordered.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+
+    let with_package: Vec<(&'a str, i32, &'a Package)> = ordered
+        .iter()
+        .filter_map(|(name, priority, catalog)| {
+            catalog
+                .packages
+                .get(req.package)
+                .map(|package| (*name, *priority, package))
+        })
+        .collect();
+    if with_package.is_empty() {
+        let mut known: Vec<String> = ordered
+            .iter()
+            .flat_map(|(_, _, catalog)| catalog.packages.keys().cloned())
+            .collect();
+        known.sort();
+        known.dedup();
+        return Err(ResolveError::UnknownPackage {
+            package: req.package.to_owned(),
+            catalogs: ordered
+                .iter()
+                .map(|(name, _, _)| (*name).to_owned())
+                .collect(),
+            known,
+        });
+    }
+
+    let mut sources = Vec::new();
+    for (catalog, priority, package) in &with_package {
+        let wanted = req.channel.or(package.default_channel.as_deref());
+        if let Some(channel) = wanted.and_then(|name| package.channels.get(name)) {
+            sources.push(Source {
+                catalog,
+                priority: *priority,
+                package,
+                channel,
+            });
+        }
+    }
+    if sources.is_empty() {
+        let mut available: Vec<String> = with_package
+            .iter()
+            .flat_map(|(_, _, package)| package.channels.keys().cloned())
+            .collect();
+        available.sort();
+        available.dedup();
+        return Err(match req.channel {
+            Some(channel) => ResolveError::UnknownChannel {
+                package: req.package.to_owned(),
+                channel: channel.to_owned(),
+                available,
+            },
+            None => ResolveError::NoDefaultChannel {
+                package: req.package.to_owned(),
+                available,
+            },
+        });
+    }
+    Ok(sources)
+}
+
+fn find_installed_bundle<'a>(sources: &[Source<'a>], name: &str) -> Option<&'a Bundle> {
+    sources.iter().find_map(|source| {
+        source
+            .channel
+            .entries
+            .iter()
+            .any(|entry| entry.name == name)
+            .then(|| source.package.bundles.get(name))
+            .flatten()
+    })
+}
+
+/// Runs the filters of §5 on one bundle; `Err` carries the first one that refused it.
+fn evaluate(
+    req: &ResolveRequest<'_>,
+    source: &Source<'_>,
+    entry: &ChannelEntry,
+    bundle: &Bundle,
+    pin: &Pin,
+    pivot: bool,
+) -> Result<(), RejectReason> {
+    let installed = req.installed.as_ref();
+    if let Some(installed) = installed
+        && !pivot
+        && !is_installed_itself(bundle, installed)
+        && !is_direct_successor(entry, installed)
+    {
+        return Err(RejectReason::NotSuccessor {
+            installed: installed.name.clone(),
+            installed_version: installed.version.clone(),
+            channel: source.channel.name.clone(),
+        });
+    }
+    check_pin(
+        pin,
+        &bundle.version,
+        installed.map(|i| &i.version),
+        req.version_range.as_ref(),
+    )?;
+    if let Some(range) = &req.version_range
+        && !range.matches(&bundle.version)
+    {
+        return Err(RejectReason::OutsideVersionRange {
+            range: range.to_string(),
+        });
+    }
+    if let Some(phase) = &req.cluster {
+        compat::check_openshift(bundle, phase.running_on())?;
+    }
+    if let Some(kube) = &req.kube_version {
+        compat::check_kube(bundle, kube)?;
+    }
+    if !bundle.properties.dependencies.is_empty() {
+        return Err(RejectReason::HasDependencies {
+            dependencies: bundle
+                .properties
+                .dependencies
+                .iter()
+                .map(reject::describe_dependency)
+                .collect(),
+        });
+    }
+    Ok(())
+}
+
+/// OLM v1's `ExactVersionRelease`: the installed bundle, by name or by identical version and
+/// release (build metadata included).
+fn is_installed_itself(bundle: &Bundle, installed: &InstalledBundle) -> bool {
+    bundle.name == installed.name || bundle.version == installed.version
+}
+
+/// OLM v1's legacy successor rule: the entry replaces the installed bundle, skips it, or has a
+/// `skipRange` containing its version. Any entry of the channel counts (no chain is walked).
+pub(crate) fn is_direct_successor(entry: &ChannelEntry, installed: &InstalledBundle) -> bool {
+    entry.replaces.as_deref() == Some(installed.name.as_str())
+        || entry.skips.iter().any(|skipped| *skipped == installed.name)
+        || entry
+            .skip_range
+            .as_ref()
+            .is_some_and(|range| range.contains(&installed.version))
+}
+
+/// The pin check, including the install-time pre-release exception (see module docs).
+fn check_pin(
+    pin: &Pin,
+    version: &Version,
+    installed: Option<&Version>,
+    version_range: Option<&VersionRange>,
+) -> Result<(), RejectReason> {
+    if pin.admits(version, installed) {
+        return Ok(());
+    }
+    let prerelease = !version.pre.is_empty();
+    if prerelease
+        && pin.reason == PinReason::Install
+        && version_range.is_some_and(|r| r.matches(version))
+    {
+        return Ok(());
+    }
+    if prerelease && pin.contains(version) {
+        return Err(RejectReason::PreReleaseOutsidePin {
+            pin: pin.range.clone(),
+            reason: pin.reason,
+        });
+    }
+    Err(RejectReason::OutsidePin {
+        pin: pin.range.clone(),
+        reason: pin.reason,
+    })
+}
+
+/// The most specific deprecation message covering a bundle of this channel, if any.
+fn deprecation_of<'a>(source: &Source<'a>, bundle: &str) -> Option<&'a str> {
+    let deprecations = &source.package.deprecations;
+    deprecations
+        .bundles
+        .get(bundle)
+        .or_else(|| deprecations.channels.get(&source.channel.name))
+        .or(deprecations.package.as_ref())
+        .map(String::as_str)
+}
+
+/// Ranks the candidates (see module docs); `Ok(None)` when there are none.
+fn pick<'c, 'a>(
+    req: &ResolveRequest<'_>,
+    sources: &[Source<'a>],
+    candidates: &'c [Candidate<'a>],
+) -> Result<Option<&'c Candidate<'a>>, ResolveError> {
+    let installed = req.installed.as_ref();
+    let mut best_per_source: Vec<&Candidate<'a>> = Vec::new();
+    for index in 0..sources.len() {
+        let best = candidates
+            .iter()
+            .filter(|candidate| candidate.source == index)
+            .max_by(|a, b| within_catalog(a, b, installed));
+        best_per_source.extend(best);
+    }
+    let Some(top) = best_per_source.iter().copied().max_by_key(|candidate| {
+        (
+            candidate.deprecation.is_none(),
+            sources[candidate.source].priority,
+        )
+    }) else {
+        return Ok(None);
+    };
+    let top_rank = (top.deprecation.is_none(), sources[top.source].priority);
+    let tied: Vec<String> = best_per_source
+        .iter()
+        .filter(|candidate| {
+            (
+                candidate.deprecation.is_none(),
+                sources[candidate.source].priority,
+            ) == top_rank
+        })
+        .map(|candidate| sources[candidate.source].catalog.to_owned())
+        .collect();
+    if tied.len() > 1 {
+        return Err(ResolveError::AmbiguousCatalogs {
+            package: req.package.to_owned(),
+            priority: top_rank.1,
+            catalogs: tied,
+        });
+    }
+    Ok(Some(top))
+}
+
+/// `Greater` = better: non-deprecated, version, release, the installed bundle, lower name.
+fn within_catalog(
+    a: &Candidate<'_>,
+    b: &Candidate<'_>,
+    installed: Option<&InstalledBundle>,
+) -> Ordering {
+    let is_installed =
+        |candidate: &Candidate<'_>| installed.is_some_and(|i| i.name == candidate.bundle.name);
+    a.deprecation
+        .is_none()
+        .cmp(&b.deprecation.is_none())
+        .then_with(|| cmp_version_release(&a.bundle.version, &b.bundle.version))
+        .then_with(|| is_installed(a).cmp(&is_installed(b)))
+        .then_with(|| b.bundle.name.cmp(&a.bundle.name))
+}
+
+/// Semver precedence, then the release carried in build metadata (OLM v1 orders releases of one
+/// version by it; an empty release sorts first).
+pub fn cmp_version_release(a: &Version, b: &Version) -> Ordering {
+    a.cmp_precedence(b).then_with(|| a.build.cmp(&b.build))
+}
+
+fn channel_label(sources: &[Source<'_>]) -> String {
+    let mut names: Vec<&str> = sources
+        .iter()
+        .map(|source| source.channel.name.as_str())
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names.join(", ")
+}
+
+impl fmt::Display for ChosenBundle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} ({}) from catalog {}, channel {}",
+            self.name, self.version, self.catalog, self.channel
+        )
+    }
+}
