@@ -1,0 +1,355 @@
+//! Blobs to the indexed model: packages, channels, bundles and deprecations joined by name.
+//!
+//! Blobs may come in any order and from any file (a bundle before its package, channels in a
+//! separate folder), so [`Assembler`] collects them first and joins them in [`Assembler::finish`],
+//! which also runs the cross-blob checks (duplicates, unknown packages, channel graphs).
+
+use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
+
+use serde_json::Value;
+
+use super::blob::{
+    BlobWire, EntryWire, SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_DEPRECATIONS, SCHEMA_PACKAGE,
+};
+use super::error::FbcError;
+use super::fields::Str;
+use super::model::{Bundle, Catalog, Channel, ChannelEntry, Deprecations, Origin, Package};
+use super::properties;
+use super::validate;
+use crate::range::SkipRange;
+use crate::version::parse_bundle_version;
+
+/// A package as its `olm.package` blob declares it.
+struct PackageSeed {
+    package: Package,
+    origin: Origin,
+}
+
+/// A channel waiting for its package.
+struct ChannelSeed {
+    package: String,
+    channel: Channel,
+    origin: Origin,
+}
+
+/// Deprecations waiting for their package.
+struct DeprecationsSeed {
+    package: String,
+    deprecations: Deprecations,
+    origin: Origin,
+}
+
+/// Collects decoded blobs, then joins them into a [`Catalog`].
+#[derive(Default)]
+pub(crate) struct Assembler {
+    packages: BTreeMap<String, PackageSeed>,
+    channels: Vec<ChannelSeed>,
+    bundles: Vec<Bundle>,
+    deprecations: Vec<DeprecationsSeed>,
+    others: Vec<Value>,
+}
+
+/// Takes a required string field, refusing absence and the empty string.
+fn required(
+    value: Option<Str<'_>>,
+    origin: &Origin,
+    schema: &str,
+    field: &str,
+) -> Result<String, FbcError> {
+    match value {
+        Some(s) if !s.as_str().is_empty() => Ok(s.into_string()),
+        _ => Err(FbcError::MissingField {
+            origin: origin.clone(),
+            schema: schema.to_owned(),
+            field: field.to_owned(),
+        }),
+    }
+}
+
+/// An optional string field; the empty string means absent (as Go's zero value does).
+fn optional(value: Option<Str<'_>>) -> Option<String> {
+    value
+        .filter(|s| !s.as_str().is_empty())
+        .map(Str::into_string)
+}
+
+impl Assembler {
+    /// Adds a blob of a schema POM interprets (the caller checked `schema`).
+    pub(crate) fn add(&mut self, blob: BlobWire<'_>, origin: Origin) -> Result<(), FbcError> {
+        let schema = blob
+            .schema
+            .as_ref()
+            .map(|s| s.as_str().to_owned())
+            .unwrap_or_default();
+        match schema.as_str() {
+            SCHEMA_PACKAGE => self.add_package(blob, origin),
+            SCHEMA_CHANNEL => self.add_channel(blob, origin),
+            SCHEMA_BUNDLE => self.add_bundle(blob, origin),
+            SCHEMA_DEPRECATIONS => self.add_deprecations(blob, origin),
+            _ => Err(FbcError::MissingSchema { origin }),
+        }
+    }
+
+    /// Keeps a blob of a schema POM does not interpret.
+    pub(crate) fn add_other(&mut self, value: Value) {
+        self.others.push(value);
+    }
+
+    fn add_package(&mut self, blob: BlobWire<'_>, origin: Origin) -> Result<(), FbcError> {
+        let name = required(blob.name, &origin, SCHEMA_PACKAGE, "name")?;
+        let package = Package {
+            name: name.clone(),
+            default_channel: optional(blob.default_channel),
+            description: optional(blob.description),
+            channels: BTreeMap::new(),
+            bundles: BTreeMap::new(),
+            deprecations: Deprecations::default(),
+        };
+        match self.packages.entry(name) {
+            Entry::Occupied(first) => Err(FbcError::DuplicatePackage {
+                package: first.key().clone(),
+                first: first.get().origin.clone(),
+                second: origin,
+            }),
+            Entry::Vacant(slot) => {
+                slot.insert(PackageSeed { package, origin });
+                Ok(())
+            }
+        }
+    }
+
+    fn add_channel(&mut self, blob: BlobWire<'_>, origin: Origin) -> Result<(), FbcError> {
+        let package = required(blob.package, &origin, SCHEMA_CHANNEL, "package")?;
+        let name = required(blob.name, &origin, SCHEMA_CHANNEL, "name")?;
+        let mut entries = Vec::with_capacity(blob.entries.as_ref().map_or(0, Vec::len));
+        for wire in blob.entries.unwrap_or_default() {
+            entries.push(channel_entry(wire, &package, &name, &origin)?);
+        }
+        entries.sort_by(|a: &ChannelEntry, b| a.name.cmp(&b.name));
+        if let Some(pair) = entries.windows(2).find(|pair| pair[0].name == pair[1].name) {
+            return Err(FbcError::DuplicateChannelEntry {
+                origin,
+                package,
+                channel: name,
+                entry: pair[0].name.clone(),
+            });
+        }
+        self.channels.push(ChannelSeed {
+            package,
+            channel: Channel { name, entries },
+            origin,
+        });
+        Ok(())
+    }
+
+    fn add_bundle(&mut self, blob: BlobWire<'_>, origin: Origin) -> Result<(), FbcError> {
+        let package = required(blob.package, &origin, SCHEMA_BUNDLE, "package")?;
+        let name = required(blob.name, &origin, SCHEMA_BUNDLE, "name")?;
+        let decoded = properties::decode(blob.properties.unwrap_or_default(), &name, &origin)?;
+        let [package_property] = decoded.packages.as_slice() else {
+            return Err(FbcError::PackagePropertyCount {
+                origin,
+                bundle: name,
+                count: decoded.packages.len(),
+            });
+        };
+        if package_property.package_name != package {
+            return Err(FbcError::PackagePropertyMismatch {
+                origin,
+                bundle: name,
+                package,
+                property_package: package_property.package_name.clone(),
+            });
+        }
+        let version = parse_bundle_version(&package_property.version).map_err(|e| {
+            FbcError::InvalidVersion {
+                origin: origin.clone(),
+                bundle: name.clone(),
+                version: package_property.version.clone(),
+                reason: e.to_string(),
+            }
+        })?;
+        self.bundles.push(Bundle {
+            name,
+            package,
+            image: optional(blob.image),
+            version,
+            properties: decoded.properties,
+            origin,
+        });
+        Ok(())
+    }
+
+    fn add_deprecations(&mut self, blob: BlobWire<'_>, origin: Origin) -> Result<(), FbcError> {
+        let package = required(blob.package, &origin, SCHEMA_DEPRECATIONS, "package")?;
+        let mut deprecations = Deprecations::default();
+        for wire in blob.entries.unwrap_or_default() {
+            let invalid = |reason: String| FbcError::InvalidDeprecation {
+                origin: origin.clone(),
+                package: package.clone(),
+                reason,
+            };
+            let message = optional(wire.message).unwrap_or_default();
+            let Some(reference) = wire.reference else {
+                return Err(invalid("an entry has no `reference`".to_owned()));
+            };
+            let schema = optional(reference.schema).unwrap_or_default();
+            let name = optional(reference.name);
+            match (schema.as_str(), name) {
+                (SCHEMA_PACKAGE, _) => {
+                    deprecations.package.get_or_insert(message);
+                }
+                (SCHEMA_CHANNEL, Some(name)) => {
+                    deprecations.channels.entry(name).or_insert(message);
+                }
+                (SCHEMA_BUNDLE, Some(name)) => {
+                    deprecations.bundles.entry(name).or_insert(message);
+                }
+                (SCHEMA_CHANNEL | SCHEMA_BUNDLE, None) => {
+                    return Err(invalid(format!("a {schema} reference has no `name`")));
+                }
+                _ => {
+                    return Err(invalid(format!(
+                        "reference schema {schema:?} is not one of olm.package, olm.channel, olm.bundle"
+                    )));
+                }
+            }
+        }
+        self.deprecations.push(DeprecationsSeed {
+            package,
+            deprecations,
+            origin,
+        });
+        Ok(())
+    }
+
+    /// Joins everything by package and validates the result.
+    pub(crate) fn finish(self) -> Result<Catalog, FbcError> {
+        let mut packages = self.packages;
+        let mut channel_origins: BTreeMap<(String, String), Origin> = BTreeMap::new();
+        for seed in self.channels {
+            let Some(target) = packages.get_mut(&seed.package) else {
+                return Err(unknown_package(
+                    SCHEMA_CHANNEL,
+                    seed.channel.name,
+                    seed.package,
+                    seed.origin,
+                ));
+            };
+            let key = (seed.package, seed.channel.name.clone());
+            if let Some(first) = channel_origins.get(&key) {
+                return Err(FbcError::DuplicateChannel {
+                    package: key.0,
+                    channel: key.1,
+                    first: first.clone(),
+                    second: seed.origin,
+                });
+            }
+            target
+                .package
+                .channels
+                .insert(seed.channel.name.clone(), seed.channel);
+            channel_origins.insert(key, seed.origin);
+        }
+        for bundle in self.bundles {
+            let Some(target) = packages.get_mut(&bundle.package) else {
+                return Err(unknown_package(
+                    SCHEMA_BUNDLE,
+                    bundle.name,
+                    bundle.package,
+                    bundle.origin,
+                ));
+            };
+            match target.package.bundles.entry(bundle.name.clone()) {
+                Entry::Occupied(first) => {
+                    return Err(FbcError::DuplicateBundle {
+                        package: bundle.package,
+                        bundle: bundle.name,
+                        first: first.get().origin.clone(),
+                        second: bundle.origin,
+                    });
+                }
+                Entry::Vacant(slot) => {
+                    slot.insert(bundle);
+                }
+            }
+        }
+        let mut deprecation_origins: BTreeMap<String, Origin> = BTreeMap::new();
+        for seed in self.deprecations {
+            let Some(target) = packages.get_mut(&seed.package) else {
+                return Err(unknown_package(
+                    SCHEMA_DEPRECATIONS,
+                    seed.package.clone(),
+                    seed.package,
+                    seed.origin,
+                ));
+            };
+            if let Some(first) = deprecation_origins.get(&seed.package) {
+                return Err(FbcError::DuplicateDeprecations {
+                    package: seed.package,
+                    first: first.clone(),
+                    second: seed.origin,
+                });
+            }
+            target.package.deprecations = seed.deprecations;
+            deprecation_origins.insert(seed.package, seed.origin);
+        }
+        for ((package, channel), origin) in &channel_origins {
+            if let Some(package) = packages.get(package).map(|seed| &seed.package)
+                && let Some(channel) = package.channels.get(channel)
+            {
+                validate::channel(package, channel, origin)?;
+            }
+        }
+        Ok(Catalog {
+            packages: packages
+                .into_iter()
+                .map(|(name, seed)| (name, seed.package))
+                .collect(),
+            others: self.others,
+        })
+    }
+}
+
+fn unknown_package(schema: &str, name: String, package: String, origin: Origin) -> FbcError {
+    FbcError::UnknownPackage {
+        origin,
+        schema: schema.to_owned(),
+        name,
+        package,
+    }
+}
+
+fn channel_entry(
+    wire: EntryWire<'_>,
+    package: &str,
+    channel: &str,
+    origin: &Origin,
+) -> Result<ChannelEntry, FbcError> {
+    let name = required(wire.name, origin, "olm.channel entry", "name")?;
+    let skip_range = match optional(wire.skip_range) {
+        None => None,
+        Some(range) => Some(
+            SkipRange::parse(&range).map_err(|e| FbcError::InvalidSkipRange {
+                origin: origin.clone(),
+                package: package.to_owned(),
+                channel: channel.to_owned(),
+                entry: name.clone(),
+                reason: e.reason,
+                range,
+            })?,
+        ),
+    };
+    Ok(ChannelEntry {
+        name,
+        replaces: optional(wire.replaces),
+        skips: wire
+            .skips
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|s| optional(Some(s)))
+            .collect(),
+        skip_range,
+    })
+}

@@ -1,0 +1,158 @@
+//! Bundle properties: the ones POM acts on decoded, every one kept raw.
+//!
+//! Values are decoded from the already-parsed `serde_json::Value` (which the model keeps), with
+//! the same case-insensitive field matching as blobs. Unknown property types are not errors:
+//! operator-registry keeps them too.
+
+use base64::Engine as _;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::blob::{
+    BundleObjectWire, CsvMetadataWire, GvkWire, PackagePropWire, PackageRequiredWire, PropertyWire,
+};
+use super::error::FbcError;
+use super::max_ocp;
+use super::model::{BundleProperties, Dependency, Gvk, Origin};
+
+pub(crate) const PROP_PACKAGE: &str = "olm.package";
+const PROP_GVK: &str = "olm.gvk";
+const PROP_GVK_REQUIRED: &str = "olm.gvk.required";
+const PROP_PACKAGE_REQUIRED: &str = "olm.package.required";
+const PROP_CONSTRAINT: &str = "olm.constraint";
+const PROP_MAX_OCP: &str = "olm.maxOpenShiftVersion";
+const PROP_CSV_METADATA: &str = "olm.csv.metadata";
+const PROP_BUNDLE_OBJECT: &str = "olm.bundle.object";
+const PROP_MEDIA_TYPE: &str = "olm.bundle.mediatype";
+
+/// The `olm.package` property: which package the bundle claims and its version text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PackageProperty {
+    pub(crate) package_name: String,
+    pub(crate) version: String,
+}
+
+/// A bundle's properties after decoding, plus every `olm.package` property found (the caller
+/// requires exactly one).
+#[derive(Debug, Default)]
+pub(crate) struct DecodedProperties {
+    pub(crate) properties: BundleProperties,
+    pub(crate) packages: Vec<PackageProperty>,
+}
+
+/// Decodes the properties of bundle `bundle` (read at `origin`).
+pub(crate) fn decode(
+    wires: Vec<PropertyWire<'_>>,
+    bundle: &str,
+    origin: &Origin,
+) -> Result<DecodedProperties, FbcError> {
+    let mut out = DecodedProperties::default();
+    let mut max_ocp_raws: Vec<String> = Vec::new();
+    out.properties.raw.reserve_exact(wires.len());
+    for wire in wires {
+        let kind = wire.kind.map(|k| k.into_string()).unwrap_or_default();
+        let value = wire.value.unwrap_or(Value::Null);
+        let invalid = |reason: String| FbcError::InvalidProperty {
+            origin: origin.clone(),
+            bundle: bundle.to_owned(),
+            property: kind.clone(),
+            reason,
+        };
+        let props = &mut out.properties;
+        match kind.as_str() {
+            PROP_PACKAGE => {
+                let wire =
+                    PackagePropWire::deserialize(&value).map_err(|e| invalid(e.to_string()))?;
+                out.packages.push(PackageProperty {
+                    package_name: wire
+                        .package_name
+                        .map(|s| s.into_string())
+                        .unwrap_or_default(),
+                    version: wire.version.map(|s| s.into_string()).unwrap_or_default(),
+                });
+            }
+            PROP_GVK => props.provided_gvks.push(gvk(&value).map_err(invalid)?),
+            PROP_GVK_REQUIRED => props
+                .dependencies
+                .push(Dependency::Gvk(gvk(&value).map_err(invalid)?)),
+            PROP_PACKAGE_REQUIRED => {
+                let wire =
+                    PackageRequiredWire::deserialize(&value).map_err(|e| invalid(e.to_string()))?;
+                props.dependencies.push(Dependency::Package {
+                    package_name: wire
+                        .package_name
+                        .map(|s| s.into_string())
+                        .unwrap_or_default(),
+                    version_range: wire
+                        .version_range
+                        .map(|s| s.into_string())
+                        .unwrap_or_default(),
+                });
+            }
+            PROP_CONSTRAINT => props
+                .dependencies
+                .push(Dependency::Constraint(value.clone())),
+            PROP_MAX_OCP => max_ocp_raws.push(max_ocp::raw_text(&value)),
+            PROP_CSV_METADATA => {
+                let wire =
+                    CsvMetadataWire::deserialize(&value).map_err(|e| invalid(e.to_string()))?;
+                if let Some(min_kube) = wire.min_kube_version.filter(|s| !s.as_str().is_empty()) {
+                    props.min_kube_version = Some(min_kube.into_string());
+                }
+                props.supported_install_modes.extend(
+                    wire.install_modes
+                        .unwrap_or_default()
+                        .into_iter()
+                        .filter(|mode| mode.supported == Some(true))
+                        .filter_map(|mode| mode.kind.map(|k| k.into_string())),
+                );
+            }
+            PROP_BUNDLE_OBJECT => props.objects.push(bundle_object(&value).map_err(invalid)?),
+            PROP_MEDIA_TYPE => match &value {
+                Value::String(media_type) => props.media_type = Some(media_type.clone()),
+                other => {
+                    return Err(invalid(format!(
+                        "expected a string such as \"registry+v1\", found {other}"
+                    )));
+                }
+            },
+            _ => {}
+        }
+        out.properties.raw.push((kind, value));
+    }
+    out.properties.max_openshift_version = max_ocp::decode(&max_ocp_raws);
+    Ok(out)
+}
+
+fn gvk(value: &Value) -> Result<Gvk, String> {
+    let wire = GvkWire::deserialize(value).map_err(|e| e.to_string())?;
+    Ok(Gvk {
+        group: wire.group.map(|s| s.into_string()).unwrap_or_default(),
+        version: wire.version.map(|s| s.into_string()).unwrap_or_default(),
+        kind: wire.kind.map(|s| s.into_string()).unwrap_or_default(),
+    })
+}
+
+/// `olm.bundle.object`: `data` is a base64 manifest (Go's `[]byte` JSON form, which tolerates
+/// line breaks). The `ref` form only exists in render templates, before `opm render` inlines it.
+fn bundle_object(value: &Value) -> Result<String, String> {
+    let wire = BundleObjectWire::deserialize(value).map_err(|e| e.to_string())?;
+    let Some(data) = wire.data else {
+        return Err(if wire.reference.is_some() {
+            "`ref` is a render-template form; render the catalog (opm render) so the manifest is \
+             inlined as base64 `data`"
+                .to_owned()
+        } else {
+            "missing field `data` (a base64-encoded manifest)".to_owned()
+        });
+    };
+    let compact: Vec<u8> = data
+        .as_str()
+        .bytes()
+        .filter(|b| !matches!(b, b'\n' | b'\r'))
+        .collect();
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(&compact)
+        .map_err(|e| format!("field `data` is not valid base64 ({e})"))?;
+    String::from_utf8(bytes).map_err(|_| "field `data` does not decode to UTF-8 text".to_owned())
+}
