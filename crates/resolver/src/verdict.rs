@@ -15,7 +15,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::cluster::{max_supports, next_minor};
 use crate::fbc::model::{Bundle, MaxOpenShiftVersion, Package};
-use crate::select::{InstalledBundle, cmp_version_release, is_direct_successor};
+use crate::select::{InstalledBundle, is_direct_successor};
+use crate::version::cmp_version_release;
 
 /// Condition reasons POM writes for Upgradeable (CamelCase, as conditions require).
 pub mod reason {

@@ -28,11 +28,18 @@ fn request<'a>(catalogs: &'a [CatalogInput<'a>], package: &'a str) -> ResolveReq
 }
 
 fn installed(package: &str, version: &str) -> Option<InstalledBundle> {
-    Some(InstalledBundle { name: name(package, version), version: v(version) })
+    Some(InstalledBundle {
+        name: name(package, version),
+        version: v(version),
+    })
 }
 
 fn phase(kind: PhaseKind, current: &str, target: &str) -> Option<ClusterPhase> {
-    Some(ClusterPhase { kind, current: v(current), target: v(target) })
+    Some(ClusterPhase {
+        kind,
+        current: v(current),
+        target: v(target),
+    })
 }
 
 fn chosen(req: &ResolveRequest<'_>) -> String {
@@ -60,11 +67,16 @@ fn one(catalog: &Catalog) -> [CatalogInput<'_>; 1] {
 
 #[test]
 fn unknown_package_lists_what_exists() {
-    let cat = PackageBuilder::new("etcd").chain("stable", &["1.0.0"]).catalog();
+    let cat = PackageBuilder::new("etcd")
+        .chain("stable", &["1.0.0"])
+        .catalog();
     let cats = one(&cat);
     let err = resolve(&request(&cats, "etdc")).unwrap_err();
     assert!(matches!(&err, ResolveError::UnknownPackage { known, .. } if known == &["etcd"]));
-    assert!(err.to_string().contains("\"etdc\"") && err.to_string().contains("etcd"), "{err}");
+    assert!(
+        err.to_string().contains("\"etdc\"") && err.to_string().contains("etcd"),
+        "{err}"
+    );
     let err = resolve(&request(&[], "etcd")).unwrap_err();
     assert!(matches!(err, ResolveError::NoCatalogs { .. }));
 }
@@ -77,29 +89,49 @@ fn channels_are_case_sensitive_and_default_when_unset() {
         .catalog();
     let cats = one(&cat);
     let mut req = request(&cats, "p");
-    assert_eq!(chosen(&req), "1.0.0", "defaultChannel is stable (first added)");
+    assert_eq!(
+        chosen(&req),
+        "1.0.0",
+        "defaultChannel is stable (first added)"
+    );
     req.channel = Some("fast");
     assert_eq!(chosen(&req), "1.1.0");
     req.channel = Some("Stable");
     let err = resolve(&req).unwrap_err();
-    assert!(matches!(&err, ResolveError::UnknownChannel { available, .. } if available == &["fast", "stable"]));
+    assert!(
+        matches!(&err, ResolveError::UnknownChannel { available, .. } if available == &["fast", "stable"])
+    );
     assert!(err.to_string().contains("did you mean \"stable\""), "{err}");
 
-    let no_default = PackageBuilder::new("p").chain("a", &["1.0.0"]).default_channel(None).catalog();
+    let no_default = PackageBuilder::new("p")
+        .chain("a", &["1.0.0"])
+        .default_channel(None)
+        .catalog();
     let cats = one(&no_default);
-    assert!(matches!(resolve(&request(&cats, "p")), Err(ResolveError::NoDefaultChannel { .. })));
+    assert!(matches!(
+        resolve(&request(&cats, "p")),
+        Err(ResolveError::NoDefaultChannel { .. })
+    ));
 }
 
 #[test]
 fn install_takes_the_highest_release_and_skips_prereleases() {
-    let cat = PackageBuilder::new("p").chain("stable", &["1.0.0", "1.1.0", "1.2.0-rc.1"]).catalog();
+    let cat = PackageBuilder::new("p")
+        .chain("stable", &["1.0.0", "1.1.0", "1.2.0-rc.1"])
+        .catalog();
     let cats = one(&cat);
     let req = request(&cats, "p");
     let resolution = resolve(&req).unwrap();
     assert_eq!(resolution.bundle.version, v("1.1.0"));
-    assert_eq!((resolution.pin.reason, resolution.pin.range.as_str()), (PinReason::Install, "*"));
+    assert_eq!(
+        (resolution.pin.reason, resolution.pin.range.as_str()),
+        (PinReason::Install, "*")
+    );
     assert!(!resolution.stays);
-    assert!(matches!(reason_for(&req, "1.2.0-rc.1"), RejectReason::PreReleaseOutsidePin { .. }));
+    assert!(matches!(
+        reason_for(&req, "1.2.0-rc.1"),
+        RejectReason::PreReleaseOutsidePin { .. }
+    ));
 }
 
 #[test]
@@ -107,14 +139,19 @@ fn install_admits_a_prerelease_the_admin_range_names() {
     if !ranges_available() {
         return;
     }
-    let cat = PackageBuilder::new("p").chain("stable", &["1.0.0", "1.1.0", "1.2.0-rc.1"]).catalog();
+    let cat = PackageBuilder::new("p")
+        .chain("stable", &["1.0.0", "1.1.0", "1.2.0-rc.1"])
+        .catalog();
     let cats = one(&cat);
     let mut req = request(&cats, "p");
     req.version_range = Some(VersionRange::parse(">=1.2.0-0").unwrap());
     assert_eq!(chosen(&req), "1.2.0-rc.1");
     req.version_range = Some(VersionRange::parse("<1.1.0").unwrap());
     assert_eq!(chosen(&req), "1.0.0");
-    assert!(matches!(reason_for(&req, "1.1.0"), RejectReason::OutsideVersionRange { .. }));
+    assert!(matches!(
+        reason_for(&req, "1.1.0"),
+        RejectReason::OutsideVersionRange { .. }
+    ));
 }
 
 #[test]
@@ -130,10 +167,21 @@ fn successor_rule_replaces_and_skips_one_hop() {
     let mut req = request(&cats, "p");
     req.installed = installed("p", "1.0.0");
     req.cluster = phase(PhaseKind::MinorUpgrade, "4.16.0", "4.17.0");
-    assert_eq!(chosen(&req), "1.1.0", "one hop: 1.2.0 does not replace 1.0.0");
-    assert!(matches!(reason_for(&req, "1.2.0"), RejectReason::NotSuccessor { .. }));
+    assert_eq!(
+        chosen(&req),
+        "1.1.0",
+        "one hop: 1.2.0 does not replace 1.0.0"
+    );
+    assert!(matches!(
+        reason_for(&req, "1.2.0"),
+        RejectReason::NotSuccessor { .. }
+    ));
     req.channel = Some("skip");
-    assert_eq!(chosen(&req), "1.3.0", "skips makes 1.3.0 a direct successor");
+    assert_eq!(
+        chosen(&req),
+        "1.3.0",
+        "skips makes 1.3.0 a direct successor"
+    );
 }
 
 #[test]
@@ -146,14 +194,23 @@ fn successor_rule_skip_range_and_missing_installed_bundle() {
     let cat = PackageBuilder::new("p")
         .bundles(&["1.1.0", "1.2.0"])
         .entry("stable", "1.1.0", Some("1.0.0"), &[], None)
-        .entry("stable", "1.2.0", Some("1.1.0"), &[], Some(">=1.0.0 <1.2.0"))
+        .entry(
+            "stable",
+            "1.2.0",
+            Some("1.1.0"),
+            &[],
+            Some(">=1.0.0 <1.2.0"),
+        )
         .catalog();
     let cats = one(&cat);
     let mut req = request(&cats, "p");
     req.installed = installed("p", "1.0.5");
     req.cluster = phase(PhaseKind::MinorUpgrade, "4.16.0", "4.17.0");
     assert_eq!(chosen(&req), "1.2.0");
-    assert!(matches!(reason_for(&req, "1.1.0"), RejectReason::NotSuccessor { .. }));
+    assert!(matches!(
+        reason_for(&req, "1.1.0"),
+        RejectReason::NotSuccessor { .. }
+    ));
 }
 
 #[test]
@@ -163,7 +220,13 @@ fn steady_stays_and_patch_minor_pins_bound_the_move() {
         .entry("stable", "1.0.0", None, &[], None)
         .entry("stable", "1.0.1", Some("1.0.0"), &[], None)
         .entry("stable", "1.0.2-rc.1", Some("1.0.1"), &["1.0.0"], None)
-        .entry("stable", "1.1.0", Some("1.0.2-rc.1"), &["1.0.0", "1.0.1"], None)
+        .entry(
+            "stable",
+            "1.1.0",
+            Some("1.0.2-rc.1"),
+            &["1.0.0", "1.0.1"],
+            None,
+        )
         .entry("stable", "2.0.0", Some("1.1.0"), &["1.0.0", "1.0.1"], None)
         .catalog();
     let cats = one(&cat);
@@ -172,17 +235,45 @@ fn steady_stays_and_patch_minor_pins_bound_the_move() {
 
     let steady = resolve(&req).unwrap();
     assert!(steady.stays);
-    assert_eq!((steady.pin.reason, steady.pin.range.as_str()), (PinReason::Steady, "=1.0.0"));
-    assert!(matches!(reason_for(&req, "1.1.0"), RejectReason::OutsidePin { reason: PinReason::Steady, .. }));
+    assert_eq!(
+        (steady.pin.reason, steady.pin.range.as_str()),
+        (PinReason::Steady, "=1.0.0")
+    );
+    assert!(matches!(
+        reason_for(&req, "1.1.0"),
+        RejectReason::OutsidePin {
+            reason: PinReason::Steady,
+            ..
+        }
+    ));
 
     req.cluster = phase(PhaseKind::PatchUpgrade, "4.16.1", "4.16.5");
     assert_eq!(chosen(&req), "1.0.1");
-    assert!(matches!(reason_for(&req, "1.0.2-rc.1"), RejectReason::PreReleaseOutsidePin { .. }));
-    assert!(matches!(reason_for(&req, "1.1.0"), RejectReason::OutsidePin { reason: PinReason::PatchUpgrade, .. }));
+    assert!(matches!(
+        reason_for(&req, "1.0.2-rc.1"),
+        RejectReason::PreReleaseOutsidePin { .. }
+    ));
+    assert!(matches!(
+        reason_for(&req, "1.1.0"),
+        RejectReason::OutsidePin {
+            reason: PinReason::PatchUpgrade,
+            ..
+        }
+    ));
 
     req.cluster = phase(PhaseKind::MinorUpgrade, "4.16.1", "4.17.0");
-    assert_eq!(chosen(&req), "1.1.0", "minor update: within the major, never 2.0.0");
-    assert!(matches!(reason_for(&req, "2.0.0"), RejectReason::OutsidePin { reason: PinReason::MinorUpgrade, .. }));
+    assert_eq!(
+        chosen(&req),
+        "1.1.0",
+        "minor update: within the major, never 2.0.0"
+    );
+    assert!(matches!(
+        reason_for(&req, "2.0.0"),
+        RejectReason::OutsidePin {
+            reason: PinReason::MinorUpgrade,
+            ..
+        }
+    ));
 }
 
 #[test]
@@ -190,13 +281,19 @@ fn steady_state_override_moves_by_hand() {
     if !ranges_available() {
         return;
     }
-    let cat = PackageBuilder::new("p").chain("stable", &["1.0.0", "2.0.0"]).catalog();
+    let cat = PackageBuilder::new("p")
+        .chain("stable", &["1.0.0", "2.0.0"])
+        .catalog();
     let cats = one(&cat);
     let mut req = request(&cats, "p");
     req.installed = installed("p", "1.0.0");
     req.steady_state_range = Some(VersionRange::parse("=2.0.0").unwrap());
     let resolution = resolve(&req).unwrap();
-    assert_eq!(resolution.bundle.version, v("2.0.0"), "an admin may cross a major by hand");
+    assert_eq!(
+        resolution.bundle.version,
+        v("2.0.0"),
+        "an admin may cross a major by hand"
+    );
     assert_eq!(resolution.pin.reason, PinReason::Override);
     // During a cluster update the phase pin rules, not the override.
     req.cluster = phase(PhaseKind::PatchUpgrade, "4.16.1", "4.16.2");
@@ -218,8 +315,14 @@ fn max_openshift_version_is_judged_on_the_target() {
     req.installed = installed("p", "1.0.0");
     req.cluster = phase(PhaseKind::MinorUpgrade, "4.16.3", "4.17.0");
     assert_eq!(chosen(&req), "1.1.0");
-    assert!(matches!(reason_for(&req, "1.0.0"), RejectReason::MaxOpenShiftVersionTooLow { max: (4, 16), .. }));
-    assert!(matches!(reason_for(&req, "1.2.0"), RejectReason::InvalidMaxOpenShiftVersion { .. }));
+    assert!(matches!(
+        reason_for(&req, "1.0.0"),
+        RejectReason::MaxOpenShiftVersionTooLow { max: (4, 16), .. }
+    ));
+    assert!(matches!(
+        reason_for(&req, "1.2.0"),
+        RejectReason::InvalidMaxOpenShiftVersion { .. }
+    ));
     // Plain Kubernetes (no ClusterVersion): no OpenShift check, steady.
     req.cluster = None;
     assert!(resolve(&req).unwrap().stays);
@@ -241,8 +344,14 @@ fn min_kube_version_is_checked_when_known() {
     let mut req = request(&cats, "p");
     req.kube_version = Some(v("1.33.2+k3s1"));
     assert_eq!(chosen(&req), "1.0.0");
-    assert!(matches!(reason_for(&req, "1.1.0"), RejectReason::MinKubeVersionTooHigh { .. }));
-    assert!(matches!(reason_for(&req, "1.2.0"), RejectReason::InvalidMinKubeVersion { .. }));
+    assert!(matches!(
+        reason_for(&req, "1.1.0"),
+        RejectReason::MinKubeVersionTooHigh { .. }
+    ));
+    assert!(matches!(
+        reason_for(&req, "1.2.0"),
+        RejectReason::InvalidMinKubeVersion { .. }
+    ));
     req.kube_version = None;
     assert_eq!(chosen(&req), "1.2.0");
 }
@@ -258,10 +367,17 @@ fn non_deprecated_beats_a_higher_deprecated_bundle() {
     assert_eq!(resolution.bundle.version, v("1.0.0"));
     assert_eq!(resolution.bundle.deprecation, None);
 
-    let all = PackageBuilder::new("p").chain("stable", &["1.0.0"]).deprecate_package("gone").catalog();
+    let all = PackageBuilder::new("p")
+        .chain("stable", &["1.0.0"])
+        .deprecate_package("gone")
+        .catalog();
     let cats = one(&all);
     let resolution = resolve(&request(&cats, "p")).unwrap();
-    assert_eq!(resolution.bundle.deprecation.as_deref(), Some("gone"), "deprecated still installs");
+    assert_eq!(
+        resolution.bundle.deprecation.as_deref(),
+        Some("gone"),
+        "deprecated still installs"
+    );
 }
 
 #[test]
@@ -274,7 +390,12 @@ fn dependencies_are_refused_by_name() {
     let req = request(&cats, "p");
     assert_eq!(chosen(&req), "1.0.0");
     let reason = reason_for(&req, "1.1.0");
-    assert!(reason.to_string().contains("olm.package.required etcd >=0.9.0"), "{reason}");
+    assert!(
+        reason
+            .to_string()
+            .contains("olm.package.required etcd >=0.9.0"),
+        "{reason}"
+    );
 }
 
 #[test]
@@ -291,18 +412,33 @@ fn release_orders_equal_versions() {
 
 #[test]
 fn catalog_priority_wins_and_a_tie_is_an_error() {
-    let high = PackageBuilder::new("p").chain("stable", &["1.0.0"]).catalog();
-    let low = PackageBuilder::new("p").chain("stable", &["1.0.0", "2.0.0"]).catalog();
+    let high = PackageBuilder::new("p")
+        .chain("stable", &["1.0.0"])
+        .catalog();
+    let low = PackageBuilder::new("p")
+        .chain("stable", &["1.0.0", "2.0.0"])
+        .catalog();
     let cats = [("low", 0, &low), ("high", 10, &high)];
     let resolution = resolve(&request(&cats, "p")).unwrap();
-    assert_eq!((resolution.bundle.catalog.as_str(), resolution.bundle.version.to_string()), ("high", "1.0.0".to_owned()));
+    assert_eq!(
+        (
+            resolution.bundle.catalog.as_str(),
+            resolution.bundle.version.to_string()
+        ),
+        ("high", "1.0.0".to_owned())
+    );
 
     let tie = [("b", 5, &low), ("a", 5, &high)];
     let err = resolve(&request(&tie, "p")).unwrap_err();
-    assert!(matches!(&err, ResolveError::AmbiguousCatalogs { priority: 5, catalogs, .. } if catalogs == &["a", "b"]), "{err}");
+    assert!(
+        matches!(&err, ResolveError::AmbiguousCatalogs { priority: 5, catalogs, .. } if catalogs == &["a", "b"]),
+        "{err}"
+    );
 
     // A catalog without the package, or without candidates, does not tie.
-    let other = PackageBuilder::new("q").chain("stable", &["1.0.0"]).catalog();
+    let other = PackageBuilder::new("q")
+        .chain("stable", &["1.0.0"])
+        .catalog();
     let cats = [("low", 0, &low), ("other", 10, &other)];
     assert_eq!(chosen(&request(&cats, "p")), "2.0.0");
 }
@@ -320,9 +456,19 @@ fn no_candidate_reports_every_rejection() {
     req.cluster = phase(PhaseKind::MinorUpgrade, "4.16.0", "4.17.0");
     let err = resolve(&req).unwrap_err();
     let codes: Vec<&str> = err.rejections().iter().map(|r| r.reason.code()).collect();
-    assert_eq!(codes, ["MaxOpenShiftVersionTooLow", "HasDependencies", "NotSuccessor"]);
+    assert_eq!(
+        codes,
+        [
+            "MaxOpenShiftVersionTooLow",
+            "HasDependencies",
+            "NotSuccessor"
+        ]
+    );
     let text = err.to_string();
-    assert!(text.contains("keeping the installed bundle p.v1.0.0"), "{text}");
+    assert!(
+        text.contains("keeping the installed bundle p.v1.0.0"),
+        "{text}"
+    );
     assert_eq!(text.lines().count(), 4, "{text}");
 }
 
@@ -342,7 +488,10 @@ fn rollback_holds_or_pivots_down() {
     req.cluster = phase(PhaseKind::Rollback, "4.16.5", "4.16.4");
     let hold = resolve(&req).unwrap();
     assert!(hold.stays);
-    assert_eq!((hold.pin.reason, hold.pin.range.as_str()), (PinReason::Rollback, "=1.1.0"));
+    assert_eq!(
+        (hold.pin.reason, hold.pin.range.as_str()),
+        (PinReason::Rollback, "=1.1.0")
+    );
     // Rolling back 4.17.1 -> 4.16.9 with 1.2.0 installed... 1.2.0 supports 4.17 and so 4.16: hold.
     req.installed = installed("p", "1.2.0");
     req.cluster = phase(PhaseKind::Rollback, "4.17.1", "4.16.9");
@@ -362,8 +511,14 @@ fn rollback_holds_or_pivots_down() {
     let pivot = resolve(&req).unwrap();
     assert_eq!(pivot.bundle.version, v("1.0.0"), "0.9.0 is another major");
     assert_eq!(pivot.pin.range, ">=1.0.0 <1.1.0");
-    assert!(matches!(reason_for(&req, "1.1.0"), RejectReason::MaxOpenShiftVersionTooLow { .. }));
-    assert!(matches!(reason_for(&req, "0.9.0"), RejectReason::OutsidePin { .. }));
+    assert!(matches!(
+        reason_for(&req, "1.1.0"),
+        RejectReason::MaxOpenShiftVersionTooLow { .. }
+    ));
+    assert!(matches!(
+        reason_for(&req, "0.9.0"),
+        RejectReason::OutsidePin { .. }
+    ));
 }
 
 #[test]
@@ -381,7 +536,10 @@ fn plan_walks_hop_by_hop_until_it_stays() {
     assert_eq!(hops, ["1.1.0", "1.2.0"]);
     assert_eq!(plan.end, PlanEnd::Settled);
     assert_eq!(plan.final_bundle().version, v("1.2.0"));
-    assert_eq!(plan.hops[1].from.as_ref().map(|f| f.version.clone()), Some(v("1.1.0")));
+    assert_eq!(
+        plan.hops[1].from.as_ref().map(|f| f.version.clone()),
+        Some(v("1.1.0"))
+    );
 
     req.cluster = None;
     let plan = plan_hops(&req).unwrap();

@@ -42,6 +42,7 @@ use crate::cluster::ClusterPhase;
 use crate::fbc::model::{Bundle, Catalog, Channel, ChannelEntry, MaxOpenShiftVersion, Package};
 use crate::pin::{Pin, PinReason, pin_for};
 use crate::range::VersionRange;
+use crate::version::cmp_version_release;
 
 pub use plan::{Hop, HopPlan, PlanEnd, plan_hops};
 pub use reject::{RejectReason, Rejection};
@@ -585,12 +586,6 @@ fn within_catalog(
         .then_with(|| cmp_version_release(&a.bundle.version, &b.bundle.version))
         .then_with(|| is_installed(a).cmp(&is_installed(b)))
         .then_with(|| b.bundle.name.cmp(&a.bundle.name))
-}
-
-/// Semver precedence, then the release carried in build metadata (OLM v1 orders releases of one
-/// version by it; an empty release sorts first).
-pub fn cmp_version_release(a: &Version, b: &Version) -> Ordering {
-    a.cmp_precedence(b).then_with(|| a.build.cmp(&b.build))
 }
 
 fn channel_label(sources: &[Source<'_>]) -> String {
