@@ -1,1 +1,32 @@
-//! Placeholder.
+//! The e2e harness: a real Kubernetes control plane for POM's tests.
+//!
+//! [`ControlPlane::start`] launches etcd and kube-apiserver (built from the Go module proxy by
+//! `e2e/tools/build-binaries.sh`, never committed) on free 127.0.0.1 ports with certificates
+//! generated per run, installs POM's CRDs and the OpenShift/OLM CRDs POM talks to, and hands
+//! out `kube::Client`s. With [`Workloads::Simulated`] it also runs kube-controller-manager,
+//! kube-scheduler and kwok with one simulated node, so Deployments really roll out to
+//! `Available`. [`Registry`] starts an OCI registry on loopback.
+//!
+//! Binaries are found through `POM_TEST_BIN_DIR` (set by the Makefile) or the build script's
+//! cache directory. When they are missing, [`binaries::locate`] says so: tests print
+//! `skipped: ...` locally, and fail in CI (`CI` set), where the suite must never skip.
+
+pub mod binaries;
+mod certs;
+mod control_plane;
+mod error;
+mod process;
+mod registry;
+mod shared;
+
+pub use control_plane::{ControlPlane, Workloads};
+pub use shared::shared_control_plane;
+pub use error::HarnessError;
+pub use registry::Registry;
+
+/// Path of the repository's `shared/testdata` folder (next to the checkout), if present.
+#[must_use]
+pub fn shared_testdata() -> Option<std::path::PathBuf> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/testdata");
+    path.is_dir().then_some(path)
+}

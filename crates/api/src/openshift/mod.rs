@@ -1,0 +1,8 @@
+//! Typed views of `config.openshift.io/v1` (openshift/api `config/v1`): only the fields POM reads
+//! or writes, plus those the upstream schema requires so our writes stay valid against it.
+
+mod cluster_operator;
+mod cluster_version;
+
+pub use cluster_operator::*;
+pub use cluster_version::*;

@@ -1,0 +1,164 @@
+//! `PlatformOperator`: an admin's request that a package be installed and kept in step with
+//! the cluster (PRODUCT §3). Compatible with the phase-0 API (same group, kind and
+//! `spec.package.name`), with the validation phase 0 lacked.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::{CustomResource, KubeSchema};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::validation::{DNS1123_LABEL, DURATION, VERSION_RANGE};
+
+/// What the admin asks for.
+#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[kube(
+    group = "platform.openshift.io",
+    version = "v1alpha1",
+    kind = "PlatformOperator",
+    plural = "platformoperators",
+    shortname = "po",
+    category = "platform",
+    status = "PlatformOperatorStatus",
+    derive = "PartialEq",
+    doc = "A PlatformOperator: a package the admin wants installed and kept compatible with the cluster version.",
+    printcolumn = r#"{"name":"Package","type":"string","jsonPath":".spec.package.name"}"#,
+    printcolumn = r#"{"name":"Installed","type":"string","description":"Version of the installed bundle","jsonPath":".status.installedBundle.version"}"#,
+    printcolumn = r#"{"name":"Pin","type":"string","description":"Version range in force and why","jsonPath":".status.pin.range"}"#,
+    printcolumn = r#"{"name":"Status","type":"string","description":"The Installed condition","jsonPath":".status.conditions[?(@.type==\"Installed\")].status"}"#,
+    printcolumn = r#"{"name":"Upgradeable","type":"string","jsonPath":".status.conditions[?(@.type==\"Upgradeable\")].status"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct PlatformOperatorSpec {
+    /// The package to install and where to find it.
+    pub package: PackageSpec,
+    /// Replaces the `=X.Y.Z` pin in steady state (Masterminds v3 syntax). This is how an admin
+    /// upgrades or downgrades by hand, including across a major version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 64), regex(pattern = VERSION_RANGE))]
+    pub steady_state_version_range: Option<String>,
+    /// Namespace the operator is installed into; created by POM. Default: the
+    /// PlatformOperator's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 63), regex(pattern = DNS1123_LABEL))]
+    #[x_kube(validation = kube::core::Rule::new("self == oldSelf").message("spec.installNamespace is immutable: delete and recreate the PlatformOperator to move it"))]
+    pub install_namespace: Option<String>,
+    /// What must hold before the next upgrade hop starts (§7).
+    #[serde(default)]
+    pub upgrade_gate: UpgradeGate,
+    /// How long a move may take to settle before the PlatformOperator is Degraded.
+    #[serde(default = "default_progress_deadline")]
+    #[schemars(regex(pattern = DURATION))]
+    pub progress_deadline: String,
+}
+
+fn default_progress_deadline() -> String {
+    "10m".to_owned()
+}
+
+/// The package part of the spec.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct PackageSpec {
+    /// Package name in the catalog (DNS-1123 label, at most 56 characters, immutable).
+    #[schemars(length(min = 1, max = 56), regex(pattern = DNS1123_LABEL))]
+    #[x_kube(validation = kube::core::Rule::new("self == oldSelf").message("spec.package.name is immutable: create a new PlatformOperator for another package"))]
+    pub name: String,
+    /// Channel to follow (case-sensitive). Default: the package's default channel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253))]
+    pub channel: Option<String>,
+    /// Name of the Catalog to use. Default: every Catalog, by priority.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 253), regex(pattern = crate::validation::DNS1123_SUBDOMAIN))]
+    pub catalog: Option<String>,
+    /// An admin constraint ANDed with the pin at all times (Masterminds v3 syntax).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 64), regex(pattern = VERSION_RANGE))]
+    pub version_range: Option<String>,
+}
+
+/// What gates the next upgrade hop (§7).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default, JsonSchema)]
+pub enum UpgradeGate {
+    /// `Rollout`, plus `OperatorCondition` once the operator has ever reported one.
+    #[default]
+    Auto,
+    /// The new bundle's objects are applied and its Deployments rolled out.
+    Rollout,
+    /// `Rollout`, plus the bundle's OperatorCondition says `Upgradeable=True` for its current
+    /// generation.
+    OperatorCondition,
+}
+
+/// What POM observed and did.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PlatformOperatorStatus {
+    /// The `metadata.generation` this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// Installed, Progressing, Degraded, Upgradeable (§8.1).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[x_kube(merge_strategy = kube::core::ListMerge::Map(vec!["type".into()]))]
+    pub conditions: Vec<Condition>,
+    /// The bundle currently installed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub installed_bundle: Option<InstalledBundle>,
+    /// The bundle POM is moving to, while a move is pending.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub desired_bundle: Option<BundleRef>,
+    /// The version range in force and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pin: Option<PinStatus>,
+    /// The settle state of the last move (§7).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_hop: Option<ActiveHop>,
+    /// `olm.maxOpenShiftVersion` of the installed bundle, when it declares one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_open_shift_version: Option<String>,
+}
+
+/// A bundle that is installed.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub struct InstalledBundle {
+    pub name: String,
+    pub version: String,
+    /// Bundle image (by digest); empty when the catalog carried the objects.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+}
+
+/// A bundle by name and version.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub struct BundleRef {
+    pub name: String,
+    pub version: String,
+}
+
+/// The pin in force.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub struct PinStatus {
+    /// Always printed with an explicit operator, e.g. `=1.2.3` or `>=1.2.3 <1.3.0-0`.
+    pub range: String,
+    /// Install, Steady, PatchUpgrade, MinorUpgrade, Rollback or Override.
+    pub reason: String,
+}
+
+/// The last move (install or hop) and whether it has settled.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ActiveHop {
+    /// The bundle moved from; absent for a first install.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// The bundle moved to.
+    pub to: String,
+    /// When the move started (RFC 3339); the progress deadline counts from here.
+    pub started_at: String,
+    /// True once the move settled (§7); the next hop may start only then.
+    pub settled: bool,
+    /// What the move is waiting for while it has not settled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_for: Option<String>,
+}

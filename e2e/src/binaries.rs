@@ -1,0 +1,76 @@
+//! Where the Go-built binaries are, and what to do when they are not there.
+
+use std::path::{Path, PathBuf};
+
+use crate::HarnessError;
+
+/// The binaries a full control plane with simulated workloads needs.
+pub const CONTROL_PLANE: &[&str] = &["etcd", "kube-apiserver"];
+/// Extra binaries for real rollouts on simulated nodes.
+pub const WORKLOADS: &[&str] = &["kube-controller-manager", "kube-scheduler", "kwok"];
+/// The OCI registry.
+pub const REGISTRY: &[&str] = &["registry"];
+
+/// Finds the directory holding `names`: `POM_TEST_BIN_DIR`, else the build script's cache
+/// directory for the pinned versions in `e2e/tools/versions.env`.
+///
+/// # Errors
+/// [`HarnessError::MissingBinaries`] naming what is missing and how to build it.
+pub fn locate(names: &[&str]) -> Result<PathBuf, HarnessError> {
+    let dir = match std::env::var_os("POM_TEST_BIN_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => default_cache_dir()?,
+    };
+    let missing: Vec<String> = names
+        .iter()
+        .filter(|name| !dir.join(name).is_file())
+        .map(|name| (*name).to_owned())
+        .collect();
+    if missing.is_empty() {
+        Ok(dir)
+    } else {
+        Err(HarnessError::MissingBinaries { dir, missing })
+    }
+}
+
+/// Runs `test` with the binaries' directory, or reports why it cannot run: prints
+/// `skipped: <reason>` and returns `None` locally; panics in CI, where e2e must never skip.
+#[must_use]
+pub fn require(names: &[&str]) -> Option<PathBuf> {
+    match locate(names) {
+        Ok(dir) => Some(dir),
+        Err(err) if std::env::var_os("CI").is_some() => {
+            panic!("e2e cannot run in CI: {err}")
+        }
+        Err(err) => {
+            eprintln!("skipped: {err}");
+            None
+        }
+    }
+}
+
+fn default_cache_dir() -> Result<PathBuf, HarnessError> {
+    let versions_file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/versions.env");
+    let text = std::fs::read_to_string(&versions_file)
+        .map_err(HarnessError::io(format!("reading {}", versions_file.display())))?;
+    let get = |key: &str| -> Result<String, HarnessError> {
+        text.lines()
+            .find_map(|line| line.strip_prefix(key)?.strip_prefix('='))
+            .map(|v| v.trim().to_owned())
+            .ok_or_else(|| HarnessError::Other(format!("{key} missing in {}", versions_file.display())))
+    };
+    let cache = match std::env::var_os("POM_CACHE") {
+        Some(dir) => PathBuf::from(dir),
+        None => match std::env::var_os("XDG_CACHE_HOME") {
+            Some(dir) => PathBuf::from(dir).join("pom"),
+            None => PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/pom"),
+        },
+    };
+    Ok(cache.join("bin").join(format!(
+        "k8s-{}-etcd-{}-kwok-{}-ggcr-{}",
+        get("KUBERNETES_VERSION")?,
+        get("ETCD_VERSION")?,
+        get("KWOK_VERSION")?,
+        get("GGCR_VERSION")?
+    )))
+}
