@@ -223,8 +223,9 @@ fn lift_advice(
     }
 }
 
-/// Breadth-first over successor edges; among reachable bundles that support `next`, the lowest
-/// version (then the shortest path). Returns the path, excluding the installed bundle.
+/// Breadth-first over successor edges (through bundles the selector could install: no declared
+/// dependencies); among reachable bundles that support `next`, the lowest version (then the
+/// shortest path). Returns the path, excluding the installed bundle.
 fn lowest_lifting_path<'a>(
     installed: &InstalledBundle,
     next: (u64, u64),
@@ -241,7 +242,12 @@ fn lowest_lifting_path<'a>(
             if visited.contains(&entry.name) || !is_direct_successor(entry, &node) {
                 continue;
             }
-            let Some(bundle) = package.bundles.get(&entry.name) else {
+            // A bundle with dependencies is refused by the selector: no path goes through it.
+            let Some(bundle) = package
+                .bundles
+                .get(&entry.name)
+                .filter(|b| b.properties.dependencies.is_empty())
+            else {
                 continue;
             };
             visited.insert(entry.name.clone());

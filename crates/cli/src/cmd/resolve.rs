@@ -1,12 +1,340 @@
-//! Placeholder: being written (see issue 3).
+//! `pomctl resolve`: the controller's resolution, offline, on a catalog file or folder (§9).
+//!
+//! Admins use it to ask "what would POM install or move to, and why not the others?" before
+//! touching a cluster. It calls the same pure functions as the controller, so the answer is the
+//! one the controller would give for the same inputs.
+//!
+//! Exit codes: 0 a bundle was chosen; 1 no bundle satisfies the constraints (every rejection on
+//! stderr); 2 bad input (unreadable catalog, unknown package or channel, bad version or range).
 
+use std::fmt::Write as _;
+use std::path::PathBuf;
 use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use pom_resolver::cluster::{ClusterPhase, ClusterVersionSnapshot, HistoryEntry, cluster_phase};
+use pom_resolver::fbc::model::{Catalog, MaxOpenShiftVersion};
+use pom_resolver::fbc::parse::load_path;
+use pom_resolver::range::VersionRange;
+use pom_resolver::select::{
+    InstalledBundle, Rejection, Resolution, ResolveError, ResolveRequest, resolve,
+};
+use pom_resolver::verdict::{Verdict, bundle_upgradeability};
+use pom_resolver::version::parse_tolerant;
+use semver::Version;
+use serde_json::{Value, json};
 
 /// Flags of `pomctl resolve`.
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// FBC file or folder (JSON stream, YAML multi-doc, split folders).
+    #[arg(long, value_name = "PATH")]
+    pub catalog: PathBuf,
+    /// Package name (`spec.package.name`).
+    #[arg(long, value_name = "P")]
+    pub package: String,
+    /// Channel (case-sensitive); default: the package's defaultChannel.
+    #[arg(long, value_name = "C")]
+    pub channel: Option<String>,
+    /// Name of the installed bundle; without it, resolution is a first install.
+    #[arg(long, value_name = "BUNDLE_NAME")]
+    pub installed: Option<String>,
+    /// Version of the installed bundle, needed only when it is not in the catalog.
+    #[arg(long, value_name = "V", requires = "installed")]
+    pub installed_version: Option<String>,
+    /// `spec.package.versionRange` (Masterminds syntax).
+    #[arg(long, value_name = "R")]
+    pub version_range: Option<String>,
+    /// `spec.steadyStateVersionRange` (Masterminds syntax).
+    #[arg(long, value_name = "R")]
+    pub steady_state_range: Option<String>,
+    /// Current OpenShift version; without it there is no cluster pin (pure successor resolution).
+    #[arg(long, value_name = "V")]
+    pub cluster_version: Option<String>,
+    /// Target OpenShift version of an update in flight (default: no update).
+    #[arg(long, value_name = "V", requires = "cluster_version")]
+    pub cluster_target: Option<String>,
+    /// Kubernetes version of the API server, for minKubeVersion checks.
+    #[arg(long, value_name = "V")]
+    pub kube_version: Option<String>,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = Output::Human)]
+    pub output: Output,
+}
+
+/// Output formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Output {
+    Human,
+    Json,
+    Yaml,
+}
 
 /// Runs `pomctl resolve`.
-pub fn run(_args: &Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("pomctl resolve is not implemented yet")
+pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+    let catalog = load_path(&args.catalog)
+        .with_context(|| format!("cannot read the catalog at {}", args.catalog.display()))?;
+    let catalog_name = args.catalog.display().to_string();
+    let cluster = cluster_from_flags(args)?;
+    let installed = installed_from_flags(args, &catalog)?;
+    let version_range = parse_range("--version-range", args.version_range.as_deref())?;
+    let steady_state_range =
+        parse_range("--steady-state-range", args.steady_state_range.as_deref())?;
+    let kube_version = args
+        .kube_version
+        .as_deref()
+        .map(|text| {
+            parse_tolerant(text)
+                .with_context(|| format!("--kube-version {text:?} is not a version"))
+        })
+        .transpose()?;
+
+    let catalogs = [(catalog_name.as_str(), 0, &catalog)];
+    let request = ResolveRequest {
+        catalogs: &catalogs,
+        package: &args.package,
+        channel: args.channel.as_deref(),
+        installed: installed.clone(),
+        version_range,
+        steady_state_range,
+        cluster: cluster.clone(),
+        kube_version,
+    };
+    let resolution = match resolve(&request) {
+        Ok(resolution) => resolution,
+        Err(err @ ResolveError::NoCandidate { .. })
+        | Err(err @ ResolveError::AmbiguousCatalogs { .. }) => {
+            eprintln!("error: {err}");
+            return Ok(ExitCode::from(1));
+        }
+        Err(err) => bail!(err),
+    };
+
+    let upgradeable = cluster
+        .as_ref()
+        .map(|phase| verdict_for(&resolution, phase, &catalog, args));
+    match args.output {
+        Output::Human => print!(
+            "{}",
+            human(&resolution, installed.as_ref(), upgradeable.as_ref())
+        ),
+        Output::Json => {
+            let value = machine(
+                &resolution,
+                installed.as_ref(),
+                cluster.as_ref(),
+                upgradeable.as_ref(),
+            );
+            println!("{}", serde_json::to_string_pretty(&value)?);
+        }
+        Output::Yaml => {
+            let value = machine(
+                &resolution,
+                installed.as_ref(),
+                cluster.as_ref(),
+                upgradeable.as_ref(),
+            );
+            print!("{}", serde_saphyr::to_string(&value)?);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--cluster-version` alone is a steady cluster; with `--cluster-target` an update in flight.
+fn cluster_from_flags(args: &Args) -> anyhow::Result<Option<ClusterPhase>> {
+    let Some(current) = args.cluster_version.as_deref() else {
+        return Ok(None);
+    };
+    let target = args.cluster_target.as_deref().unwrap_or(current);
+    let moving = target != current;
+    let mut history = Vec::new();
+    if moving {
+        history.push(HistoryEntry {
+            state: "Partial".to_owned(),
+            version: target.to_owned(),
+            completion_time: None,
+        });
+    }
+    history.push(HistoryEntry {
+        state: "Completed".to_owned(),
+        version: current.to_owned(),
+        completion_time: Some("offline".to_owned()),
+    });
+    let snapshot = ClusterVersionSnapshot {
+        history,
+        desired_version: Some(target.to_owned()),
+        progressing: Some(moving),
+    };
+    let phase = cluster_phase(&snapshot)
+        .map_err(|err| anyhow::anyhow!("--cluster-version/--cluster-target: {err}"))?;
+    Ok(Some(phase))
+}
+
+/// The installed bundle: its version from the catalog, else from `--installed-version`.
+fn installed_from_flags(args: &Args, catalog: &Catalog) -> anyhow::Result<Option<InstalledBundle>> {
+    let Some(name) = args.installed.as_deref() else {
+        return Ok(None);
+    };
+    let from_catalog = catalog
+        .packages
+        .get(&args.package)
+        .and_then(|package| package.bundles.get(name));
+    let version = match (&args.installed_version, from_catalog) {
+        (Some(text), _) => Version::parse(text.trim().trim_start_matches('v'))
+            .with_context(|| format!("--installed-version {text:?} is not a semantic version"))?,
+        (None, Some(bundle)) => bundle.version.clone(),
+        (None, None) => bail!(
+            "bundle {name:?} is not in package {:?} of the catalog: pass --installed-version with its version",
+            args.package
+        ),
+    };
+    Ok(Some(InstalledBundle {
+        name: name.to_owned(),
+        version,
+    }))
+}
+
+fn parse_range(flag: &str, text: Option<&str>) -> anyhow::Result<Option<VersionRange>> {
+    text.map(|text| VersionRange::parse(text).with_context(|| format!("{flag} {text:?}")))
+        .transpose()
+}
+
+/// §8.3 for the resulting bundle, judged on the version the cluster is heading to.
+fn verdict_for(
+    resolution: &Resolution,
+    phase: &ClusterPhase,
+    catalog: &Catalog,
+    args: &Args,
+) -> Verdict {
+    let chosen = InstalledBundle {
+        name: resolution.bundle.name.clone(),
+        version: resolution.bundle.version.clone(),
+    };
+    bundle_upgradeability(
+        &chosen,
+        resolution.bundle.max_openshift_version.as_ref(),
+        phase.running_on(),
+        catalog.packages.get(&args.package),
+        Some(resolution.bundle.channel.as_str()),
+    )
+}
+
+fn human(
+    resolution: &Resolution,
+    installed: Option<&InstalledBundle>,
+    upgradeable: Option<&Verdict>,
+) -> String {
+    let mut out = String::new();
+    let bundle = &resolution.bundle;
+    let _ = writeln!(out, "bundle:  {} ({})", bundle.name, bundle.version);
+    let _ = writeln!(
+        out,
+        "from:    catalog {}, channel {}",
+        bundle.catalog, bundle.channel
+    );
+    match (installed, resolution.stays) {
+        (Some(_), true) => {
+            let _ = writeln!(out, "move:    none, the installed bundle stays");
+        }
+        (Some(from), false) => {
+            let _ = writeln!(
+                out,
+                "move:    {} ({}) -> {} ({})",
+                from.name, from.version, bundle.name, bundle.version
+            );
+        }
+        (None, _) => {
+            let _ = writeln!(out, "move:    install");
+        }
+    }
+    let _ = writeln!(
+        out,
+        "pin:     {} ({})",
+        resolution.pin.range, resolution.pin.reason
+    );
+    if let Some(image) = &bundle.image {
+        let _ = writeln!(out, "image:   {image}");
+    }
+    if let Some(max) = &bundle.max_openshift_version {
+        let _ = writeln!(out, "maxOpenShiftVersion: {}", max_text(max));
+    }
+    if let Some(message) = &bundle.deprecation {
+        let _ = writeln!(out, "deprecated: {message}");
+    }
+    if let Some(verdict) = upgradeable {
+        let _ = writeln!(
+            out,
+            "upgradeable: {} ({}): {}",
+            verdict.status, verdict.reason, verdict.message
+        );
+    }
+    if resolution.rejected.is_empty() {
+        let _ = writeln!(out, "rejected: none");
+    } else {
+        let _ = writeln!(out, "rejected ({}):", resolution.rejected.len());
+        for rejection in &resolution.rejected {
+            let _ = writeln!(
+                out,
+                "  - {} ({}): {}",
+                rejection.bundle, rejection.version, rejection.reason
+            );
+        }
+    }
+    out
+}
+
+fn machine(
+    resolution: &Resolution,
+    installed: Option<&InstalledBundle>,
+    cluster: Option<&ClusterPhase>,
+    upgradeable: Option<&Verdict>,
+) -> Value {
+    let bundle = &resolution.bundle;
+    let mut value = json!({
+        "bundle": {
+            "name": bundle.name,
+            "version": bundle.version.to_string(),
+            "image": bundle.image,
+            "catalog": bundle.catalog,
+            "channel": bundle.channel,
+            "maxOpenShiftVersion": bundle.max_openshift_version.as_ref().map(max_text),
+            "deprecation": bundle.deprecation,
+        },
+        "installed": installed.map(|i| json!({"name": i.name, "version": i.version.to_string()})),
+        "stays": resolution.stays,
+        "pin": resolution.pin,
+        "rejected": resolution.rejected.iter().map(rejection_json).collect::<Vec<_>>(),
+    });
+    if let Some(phase) = cluster {
+        value["cluster"] = json!({
+            "phase": phase.kind.to_string(),
+            "current": phase.current.to_string(),
+            "target": phase.target.to_string(),
+        });
+    }
+    if let Some(verdict) = upgradeable {
+        value["upgradeable"] = json!({
+            "status": verdict.status.to_string(),
+            "reason": verdict.reason,
+            "message": verdict.message,
+        });
+    }
+    value
+}
+
+fn rejection_json(rejection: &Rejection) -> Value {
+    json!({
+        "bundle": rejection.bundle,
+        "version": rejection.version.to_string(),
+        "catalog": rejection.catalog,
+        "code": rejection.reason.code(),
+        "reason": rejection.reason.to_string(),
+    })
+}
+
+fn max_text(max: &MaxOpenShiftVersion) -> String {
+    match max {
+        MaxOpenShiftVersion::Valid { major, minor } => format!("{major}.{minor}"),
+        MaxOpenShiftVersion::Invalid { raw, reason } => format!("invalid {raw:?} ({reason})"),
+    }
 }
