@@ -5,11 +5,16 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../resolver/tests/fixtures/bundles").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../resolver/tests/fixtures/bundles")
+        .join(name)
 }
 
 fn pomctl(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pomctl")).args(args).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_pomctl"))
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 fn documents(stdout: &[u8]) -> Vec<serde_json::Value> {
@@ -21,33 +26,57 @@ fn documents(stdout: &[u8]) -> Vec<serde_json::Value> {
 fn renders_a_registry_bundle_as_a_yaml_stream() {
     let dir = fixture("registry-v1");
     let out = pomctl(&["render", dir.to_str().unwrap(), "--namespace", "widgets"]);
-    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let docs = documents(&out.stdout);
     assert!(docs.len() > 5);
     assert_eq!(docs[0]["kind"], "CustomResourceDefinition");
     let deployment = docs.last().unwrap();
     assert_eq!(deployment["kind"], "Deployment");
     assert_eq!(deployment["metadata"]["namespace"], "widgets");
-    assert_eq!(deployment["spec"]["template"]["metadata"]["annotations"]["olm.targetNamespaces"], "");
+    assert_eq!(
+        deployment["spec"]["template"]["metadata"]["annotations"]["olm.targetNamespaces"],
+        ""
+    );
 }
 
 #[test]
 fn namespace_defaults_to_the_package_name() {
     let dir = fixture("registry-v1");
     let out = pomctl(&["render", dir.to_str().unwrap(), "--operator-condition"]);
-    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let docs = documents(&out.stdout);
     let deployment = docs.last().unwrap();
     assert_eq!(deployment["metadata"]["namespace"], "widget-operator");
-    let env = deployment["spec"]["template"]["spec"]["containers"][0]["env"].as_array().unwrap();
+    let env = deployment["spec"]["template"]["spec"]["containers"][0]["env"]
+        .as_array()
+        .unwrap();
     assert!(env.iter().any(|e| e["name"] == "OPERATOR_CONDITION_NAME"));
 }
 
 #[test]
 fn json_output() {
     let dir = fixture("plain-v0");
-    let out = pomctl(&["render", dir.to_str().unwrap(), "-n", "gadgets", "-o", "json"]);
-    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let out = pomctl(&[
+        "render",
+        dir.to_str().unwrap(),
+        "-n",
+        "gadgets",
+        "-o",
+        "json",
+    ]);
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let objects: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(objects[0]["kind"], "Namespace");
 }
@@ -59,7 +88,10 @@ fn refusal_exits_2_with_the_reason_on_stderr() {
     assert_eq!(out.status.code(), Some(2));
     assert!(out.stdout.is_empty());
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("webhooks.v0.1.0") && stderr.contains("webhook"), "{stderr}");
+    assert!(
+        stderr.contains("webhooks.v0.1.0") && stderr.contains("webhook"),
+        "{stderr}"
+    );
 
     let out = pomctl(&["render", "/nonexistent/bundle"]);
     assert_eq!(out.status.code(), Some(2));

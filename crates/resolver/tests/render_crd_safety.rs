@@ -42,9 +42,10 @@ fn base() -> Value {
 /// Applies `edit` to the `spec` properties of a copy of the base CRD.
 fn edited(edit: impl FnOnce(&mut serde_json::Map<String, Value>)) -> Value {
     let mut new = base();
-    let props = new["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
-        .as_object_mut()
-        .unwrap();
+    let props =
+        new["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+            .as_object_mut()
+            .unwrap();
     edit(props);
     new
 }
@@ -55,7 +56,10 @@ fn violations(old: &Value, new: &Value) -> Vec<CrdViolation> {
 
 /// (version, path, kind) of each violation.
 fn summary(old: &Value, new: &Value) -> Vec<(Option<String>, Option<String>, K)> {
-    violations(old, new).into_iter().map(|v| (v.version, v.path, v.kind)).collect()
+    violations(old, new)
+        .into_iter()
+        .map(|v| (v.version, v.path, v.kind))
+        .collect()
 }
 
 fn at(path: &str, kind: K) -> (Option<String>, Option<String>, K) {
@@ -88,7 +92,14 @@ fn scope_change() {
     new["spec"]["scope"] = json!("Cluster");
     assert_eq!(
         summary(&base(), &new),
-        vec![(None, None, K::ScopeChanged { from: "Namespaced".into(), to: "Cluster".into() })]
+        vec![(
+            None,
+            None,
+            K::ScopeChanged {
+                from: "Namespaced".into(),
+                to: "Cluster".into()
+            }
+        )]
     );
 }
 
@@ -98,16 +109,25 @@ fn stored_version_removed_from_status_or_storage_flag() {
     let mut old = base();
     let v1alpha1 = json!({"name": "v1alpha1", "served": false, "storage": false,
         "schema": {"openAPIV3Schema": {"type": "object"}}});
-    old["spec"]["versions"].as_array_mut().unwrap().push(v1alpha1);
+    old["spec"]["versions"]
+        .as_array_mut()
+        .unwrap()
+        .push(v1alpha1);
     old["status"] = json!({"storedVersions": ["v1alpha1", "v1"]});
     let new = base();
-    assert_eq!(summary(&old, &new), vec![(Some("v1alpha1".into()), None, K::StoredVersionRemoved)]);
+    assert_eq!(
+        summary(&old, &new),
+        vec![(Some("v1alpha1".into()), None, K::StoredVersionRemoved)]
+    );
 
     // Old CRD from a bundle (no status): the storage version counts as stored.
     let mut new = base();
     new["spec"]["versions"][0]["name"] = json!("v2");
     let found = summary(&base(), &new);
-    assert_eq!(found, vec![(Some("v1".into()), None, K::StoredVersionRemoved)]);
+    assert_eq!(
+        found,
+        vec![(Some("v1".into()), None, K::StoredVersionRemoved)]
+    );
 }
 
 #[test]
@@ -115,8 +135,14 @@ fn served_version_removed() {
     let mut old = base();
     let v1beta1 = json!({"name": "v1beta1", "served": true, "storage": false,
         "schema": {"openAPIV3Schema": {"type": "object"}}});
-    old["spec"]["versions"].as_array_mut().unwrap().push(v1beta1);
-    assert_eq!(summary(&old, &base()), vec![(Some("v1beta1".into()), None, K::ServedVersionRemoved)]);
+    old["spec"]["versions"]
+        .as_array_mut()
+        .unwrap()
+        .push(v1beta1);
+    assert_eq!(
+        summary(&old, &base()),
+        vec![(Some("v1beta1".into()), None, K::ServedVersionRemoved)]
+    );
     // Keeping it, unserved, is the safe path.
     let mut new = old.clone();
     new["spec"]["versions"][1]["served"] = json!(false);
@@ -126,10 +152,16 @@ fn served_version_removed() {
 #[test]
 fn new_required_field() {
     let mut new = base();
-    new["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["required"] = json!(["color", "size"]);
+    new["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["required"] =
+        json!(["color", "size"]);
     assert_eq!(
         summary(&base(), &new),
-        vec![at("^.spec", K::RequiredFieldsAdded { fields: vec!["color".into(), "size".into()] })]
+        vec![at(
+            "^.spec",
+            K::RequiredFieldsAdded {
+                fields: vec!["color".into(), "size".into()]
+            }
+        )]
     );
 }
 
@@ -141,13 +173,19 @@ fn field_removed_reports_the_topmost_field_only() {
     });
     assert_eq!(
         summary(&base(), &new),
-        vec![at("^.spec.color", K::FieldRemoved), at("^.spec.nested", K::FieldRemoved)]
+        vec![
+            at("^.spec.color", K::FieldRemoved),
+            at("^.spec.nested", K::FieldRemoved)
+        ]
     );
     // Map values and array items are fields too.
     let new = edited(|p| {
         p["labels"] = json!({"type": "object"});
     });
-    assert_eq!(summary(&base(), &new), vec![at("^.spec.labels.*", K::FieldRemoved)]);
+    assert_eq!(
+        summary(&base(), &new),
+        vec![at("^.spec.labels.*", K::FieldRemoved)]
+    );
 }
 
 #[test]
@@ -155,23 +193,48 @@ fn type_change() {
     let new = edited(|p| p["color"]["type"] = json!("integer"));
     assert_eq!(
         summary(&base(), &new),
-        vec![at("^.spec.color", K::TypeChanged { from: "string".into(), to: "integer".into() })]
+        vec![at(
+            "^.spec.color",
+            K::TypeChanged {
+                from: "string".into(),
+                to: "integer".into()
+            }
+        )]
     );
     let new = edited(|p| p["tags"]["items"]["type"] = json!("integer"));
     assert_eq!(
         summary(&base(), &new),
-        vec![at("^.spec.tags[*]", K::TypeChanged { from: "string".into(), to: "integer".into() })]
+        vec![at(
+            "^.spec.tags[*]",
+            K::TypeChanged {
+                from: "string".into(),
+                to: "integer".into()
+            }
+        )]
     );
 }
 
 #[test]
 fn enum_rules() {
     let new = edited(|p| p["mode"]["enum"] = json!(["fast"]));
-    assert_eq!(summary(&base(), &new), vec![at("^.spec.mode", K::EnumValuesRemoved { values: vec!["\"slow\"".into()] })]);
+    assert_eq!(
+        summary(&base(), &new),
+        vec![at(
+            "^.spec.mode",
+            K::EnumValuesRemoved {
+                values: vec!["\"slow\"".into()]
+            }
+        )]
+    );
     let new = edited(|p| p["color"]["enum"] = json!(["red", "blue"]));
     assert_eq!(
         summary(&base(), &new),
-        vec![at("^.spec.color", K::EnumRestrictionAdded { allowed: vec!["\"blue\"".into(), "\"red\"".into()] })]
+        vec![at(
+            "^.spec.color",
+            K::EnumRestrictionAdded {
+                allowed: vec!["\"blue\"".into(), "\"red\"".into()]
+            }
+        )]
     );
 }
 
@@ -180,7 +243,13 @@ fn default_rules() {
     let new = edited(|p| p["color"]["default"] = json!("red"));
     assert_eq!(
         summary(&base(), &new),
-        vec![at("^.spec.color", K::DefaultChanged { from: None, to: Some("\"red\"".into()) })]
+        vec![at(
+            "^.spec.color",
+            K::DefaultChanged {
+                from: None,
+                to: Some("\"red\"".into())
+            }
+        )]
     );
 }
 
@@ -194,9 +263,30 @@ fn bound_rules() {
     assert_eq!(
         summary(&base(), &new),
         vec![
-            at("^.spec.color", K::MaximumTightened { constraint: "maxLength", from: None, to: "16".into() }),
-            at("^.spec.size", K::MaximumTightened { constraint: "maximum", from: Some("10".into()), to: "5".into() }),
-            at("^.spec.size", K::MinimumTightened { constraint: "minimum", from: Some("1".into()), to: "2".into() }),
+            at(
+                "^.spec.color",
+                K::MaximumTightened {
+                    constraint: "maxLength",
+                    from: None,
+                    to: "16".into()
+                }
+            ),
+            at(
+                "^.spec.size",
+                K::MaximumTightened {
+                    constraint: "maximum",
+                    from: Some("10".into()),
+                    to: "5".into()
+                }
+            ),
+            at(
+                "^.spec.size",
+                K::MinimumTightened {
+                    constraint: "minimum",
+                    from: Some("1".into()),
+                    to: "2".into()
+                }
+            ),
         ]
     );
 }
@@ -204,7 +294,15 @@ fn bound_rules() {
 #[test]
 fn unknown_changes_fail_closed() {
     let new = edited(|p| p["color"]["pattern"] = json!("^[a-z]+$"));
-    assert_eq!(summary(&base(), &new), vec![at("^.spec.color", K::UnhandledChange { keywords: vec!["pattern".into()] })]);
+    assert_eq!(
+        summary(&base(), &new),
+        vec![at(
+            "^.spec.color",
+            K::UnhandledChange {
+                keywords: vec!["pattern".into()]
+            }
+        )]
+    );
 }
 
 #[test]
@@ -220,7 +318,10 @@ fn different_crds_are_not_compared() {
 fn messages_name_crd_version_and_path() {
     let new = edited(|p| p["color"]["type"] = json!("integer"));
     let message = violations(&base(), &new)[0].to_string();
-    assert!(message.starts_with("CRD widgets.example.com version v1 field ^.spec.color: type changed"), "{message}");
+    assert!(
+        message.starts_with("CRD widgets.example.com version v1 field ^.spec.color: type changed"),
+        "{message}"
+    );
 }
 
 #[test]
@@ -228,15 +329,25 @@ fn garbage_never_panics() {
     for (old, new) in [
         (json!(null), json!(null)),
         (json!([]), json!({"spec": {"versions": "x"}})),
-        (json!({"spec": {"versions": [{"name": "v1", "schema": {"openAPIV3Schema": 3}}]}}), base()),
-        (base(), json!({"metadata": {"name": "widgets.example.com"}, "spec": {"versions": [{"name": "v1"}]}})),
+        (
+            json!({"spec": {"versions": [{"name": "v1", "schema": {"openAPIV3Schema": 3}}]}}),
+            base(),
+        ),
+        (
+            base(),
+            json!({"metadata": {"name": "widgets.example.com"}, "spec": {"versions": [{"name": "v1"}]}}),
+        ),
     ] {
         let _ = check_crd_upgrade(&old, &new);
     }
 }
 
 fn upstream_crd(relative: &str) -> Option<Value> {
-    let path = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/testdata/crds")).join(relative);
+    let path = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/testdata/crds"
+    ))
+    .join(relative);
     if !path.exists() {
         println!("skipped: ../shared/testdata not present");
         return None;
@@ -247,7 +358,8 @@ fn upstream_crd(relative: &str) -> Option<Value> {
 
 #[test]
 fn upstream_crds_against_themselves_and_edits() {
-    let Some(operator_conditions) = upstream_crd("operator-framework-api/operators.coreos.com_operatorconditions.yaml")
+    let Some(operator_conditions) =
+        upstream_crd("operator-framework-api/operators.coreos.com_operatorconditions.yaml")
     else {
         return;
     };
@@ -270,9 +382,12 @@ fn upstream_crds_against_themselves_and_edits() {
 
     // Making spec.overrides required in v2 breaks existing OperatorConditions.
     let mut new = operator_conditions.clone();
-    new["spec"]["versions"][1]["schema"]["openAPIV3Schema"]["properties"]["spec"]["required"] = json!(["overrides"]);
+    new["spec"]["versions"][1]["schema"]["openAPIV3Schema"]["properties"]["spec"]["required"] =
+        json!(["overrides"]);
     let found = violations(&operator_conditions, &new);
     assert_eq!(found.len(), 1, "{found:?}");
     assert_eq!(found[0].path.as_deref(), Some("^.spec"));
-    assert!(matches!(&found[0].kind, K::RequiredFieldsAdded { fields } if fields == &["overrides"]));
+    assert!(
+        matches!(&found[0].kind, K::RequiredFieldsAdded { fields } if fields == &["overrides"])
+    );
 }

@@ -5,16 +5,23 @@
 
 use std::path::PathBuf;
 
-use pom_resolver::render::{BundleFiles, BundleFormat, RenderError, RenderOptions, RenderedBundle, render};
+use pom_resolver::render::{
+    BundleFiles, BundleFormat, RenderError, RenderOptions, RenderedBundle, render,
+};
 use serde_json::{Value, json};
 
 fn fixture(name: &str) -> BundleFiles {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bundles").join(name);
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/bundles")
+        .join(name);
     BundleFiles::load_dir(&dir).unwrap()
 }
 
 fn render_fixture(name: &str, operator_condition: bool) -> Result<RenderedBundle, RenderError> {
-    let opts = RenderOptions { install_namespace: "widgets".to_owned(), operator_condition };
+    let opts = RenderOptions {
+        install_namespace: "widgets".to_owned(),
+        operator_condition,
+    };
     render(&fixture(name), &opts)
 }
 
@@ -25,7 +32,11 @@ fn identities(bundle: &RenderedBundle) -> Vec<(String, String, String)> {
         .iter()
         .map(|o| {
             let s = |v: &Value| v.as_str().unwrap_or_default().to_owned();
-            (s(&o["kind"]), s(&o["metadata"]["namespace"]), s(&o["metadata"]["name"]))
+            (
+                s(&o["kind"]),
+                s(&o["metadata"]["namespace"]),
+                s(&o["metadata"]["name"]),
+            )
         })
         .collect()
 }
@@ -34,7 +45,13 @@ fn find<'a>(bundle: &'a RenderedBundle, kind: &str, name_prefix: &str) -> Vec<&'
     bundle
         .objects
         .iter()
-        .filter(|o| o["kind"] == kind && o["metadata"]["name"].as_str().unwrap().starts_with(name_prefix))
+        .filter(|o| {
+            o["kind"] == kind
+                && o["metadata"]["name"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with(name_prefix)
+        })
         .collect()
 }
 
@@ -48,7 +65,10 @@ fn registry_v1_renders_in_apply_order() {
     assert_eq!(bundle.deployments, vec!["widget-operator-controller"]);
     assert_eq!(bundle.service_accounts, vec!["widget-operator"]);
 
-    let kinds: Vec<String> = identities(&bundle).into_iter().map(|(kind, _, _)| kind).collect();
+    let kinds: Vec<String> = identities(&bundle)
+        .into_iter()
+        .map(|(kind, _, _)| kind)
+        .collect();
     let rank = |kind: &str| match kind {
         "CustomResourceDefinition" => 1,
         "ServiceAccount" => 2,
@@ -61,7 +81,10 @@ fn registry_v1_renders_in_apply_order() {
     let mut sorted = ranks.clone();
     sorted.sort();
     assert_eq!(ranks, sorted, "apply order: {kinds:?}");
-    assert_eq!(kinds.first().map(String::as_str), Some("CustomResourceDefinition"));
+    assert_eq!(
+        kinds.first().map(String::as_str),
+        Some("CustomResourceDefinition")
+    );
     assert_eq!(kinds.last().map(String::as_str), Some("Deployment"));
     // The CSV itself is not applied.
     assert!(!kinds.iter().any(|k| k == "ClusterServiceVersion"));
@@ -76,9 +99,15 @@ fn registry_v1_generates_service_accounts_and_rbac() {
     let accounts = find(&bundle, "ServiceAccount", "");
     assert_eq!(accounts.len(), 2, "{accounts:?}");
     let operator_sa = find(&bundle, "ServiceAccount", "widget-operator")[0];
-    assert_eq!(operator_sa["imagePullSecrets"][0]["name"], "widget-pull-secret");
+    assert_eq!(
+        operator_sa["imagePullSecrets"][0]["name"],
+        "widget-pull-secret"
+    );
     assert_eq!(operator_sa["metadata"]["namespace"], "widgets");
-    assert_eq!(find(&bundle, "ServiceAccount", "widget-metrics")[0]["metadata"]["namespace"], "widgets");
+    assert_eq!(
+        find(&bundle, "ServiceAccount", "widget-metrics")[0]["metadata"]["namespace"],
+        "widgets"
+    );
 
     // permissions: a Role + RoleBinding in the install namespace...
     let roles = find(&bundle, "Role", "widget-operator.v1.2.0-widget-operator-");
@@ -90,7 +119,10 @@ fn registry_v1_generates_service_accounts_and_rbac() {
     assert_eq!(role["rules"][1]["resources"], json!(["leases"]));
     let binding = find(&bundle, "RoleBinding", role_name)[0];
     assert_eq!(binding["metadata"]["namespace"], "widgets");
-    assert_eq!(binding["roleRef"], json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role_name}));
+    assert_eq!(
+        binding["roleRef"],
+        json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role_name})
+    );
     assert_eq!(
         binding["subjects"],
         json!([{"kind": "ServiceAccount", "name": "widget-operator", "namespace": "widgets"}])
@@ -102,14 +134,30 @@ fn registry_v1_generates_service_accounts_and_rbac() {
     assert_eq!(cluster_roles.len(), 3, "{cluster_roles:?}");
     let promoted = cluster_roles
         .iter()
-        .find(|r| r["rules"].as_array().unwrap().iter().any(|rule| rule["resources"] == json!(["namespaces"])))
+        .find(|r| {
+            r["rules"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|rule| rule["resources"] == json!(["namespaces"]))
+        })
         .expect("promoted permissions");
     assert_eq!(promoted["rules"][0]["resources"], json!(["configmaps"]));
     assert!(promoted["metadata"].get("namespace").is_none());
-    let metrics_role = find(&bundle, "ClusterRole", "widget-operator.v1.2.0-widget-metrics-")[0];
-    assert_eq!(metrics_role["rules"], json!([{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]));
-    let metrics_binding =
-        find(&bundle, "ClusterRoleBinding", metrics_role["metadata"]["name"].as_str().unwrap())[0];
+    let metrics_role = find(
+        &bundle,
+        "ClusterRole",
+        "widget-operator.v1.2.0-widget-metrics-",
+    )[0];
+    assert_eq!(
+        metrics_role["rules"],
+        json!([{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}])
+    );
+    let metrics_binding = find(
+        &bundle,
+        "ClusterRoleBinding",
+        metrics_role["metadata"]["name"].as_str().unwrap(),
+    )[0];
     assert_eq!(metrics_binding["subjects"][0]["name"], "widget-metrics");
     assert_eq!(metrics_binding["subjects"][0]["namespace"], "widgets");
 
@@ -124,13 +172,19 @@ fn registry_v1_deployment_follows_olm() {
     let deployment = find(&bundle, "Deployment", "widget-operator-controller")[0];
     assert_eq!(deployment["apiVersion"], "apps/v1");
     assert_eq!(deployment["metadata"]["namespace"], "widgets");
-    assert_eq!(deployment["metadata"]["labels"], json!({"app.kubernetes.io/name": "widget-operator"}));
+    assert_eq!(
+        deployment["metadata"]["labels"],
+        json!({"app.kubernetes.io/name": "widget-operator"})
+    );
     assert_eq!(deployment["spec"]["revisionHistoryLimit"], 1);
     let annotations = &deployment["spec"]["template"]["metadata"]["annotations"];
     // AllNamespaces: the watch namespace annotation is empty.
     assert_eq!(annotations["olm.targetNamespaces"], "");
     // CSV annotations are copied; the pod template's own value wins.
-    assert_eq!(annotations["containerImage"], "quay.example.com/widget/operator:1.2.0");
+    assert_eq!(
+        annotations["containerImage"],
+        "quay.example.com/widget/operator:1.2.0"
+    );
     assert_eq!(annotations["capabilities"], "from-the-pod-template");
     // Without the OperatorCondition gate nothing is injected.
     let env = &deployment["spec"]["template"]["spec"]["containers"][0]["env"];
@@ -141,17 +195,29 @@ fn registry_v1_deployment_follows_olm() {
 fn operator_condition_wiring() {
     let bundle = render_fixture("registry-v1", true).unwrap();
     let deployment = find(&bundle, "Deployment", "widget-operator-controller")[0];
-    for container in deployment["spec"]["template"]["spec"]["containers"].as_array().unwrap() {
+    for container in deployment["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .unwrap()
+    {
         let env = container["env"].as_array().unwrap();
-        let injected: Vec<&Value> = env.iter().filter(|e| e["name"] == "OPERATOR_CONDITION_NAME").collect();
-        assert_eq!(injected, vec![&json!({"name": "OPERATOR_CONDITION_NAME", "value": "widget-operator.v1.2.0"})]);
+        let injected: Vec<&Value> = env
+            .iter()
+            .filter(|e| e["name"] == "OPERATOR_CONDITION_NAME")
+            .collect();
+        assert_eq!(
+            injected,
+            vec![&json!({"name": "OPERATOR_CONDITION_NAME", "value": "widget-operator.v1.2.0"})]
+        );
     }
     let role = find(&bundle, "Role", "widget-operator.v1.2.0")
         .into_iter()
         .find(|r| r["metadata"]["name"] == "widget-operator.v1.2.0")
         .expect("OperatorCondition role");
     assert_eq!(role["rules"][0]["resources"], json!(["operatorconditions"]));
-    assert_eq!(role["rules"][0]["resourceNames"], json!(["widget-operator.v1.2.0"]));
+    assert_eq!(
+        role["rules"][0]["resourceNames"],
+        json!(["widget-operator.v1.2.0"])
+    );
     let binding = find(&bundle, "RoleBinding", "widget-operator.v1.2.0")
         .into_iter()
         .find(|r| r["metadata"]["name"] == "widget-operator.v1.2.0")
@@ -163,10 +229,20 @@ fn operator_condition_wiring() {
 fn registry_v1_copies_manifests_into_the_install_namespace() {
     let bundle = render_fixture("registry-v1", false).unwrap();
     // A namespaced manifest is moved to the install namespace, whatever it said.
-    assert_eq!(find(&bundle, "Service", "widget-metrics")[0]["metadata"]["namespace"], "widgets");
-    assert_eq!(find(&bundle, "ConfigMap", "widget-defaults")[0]["metadata"]["namespace"], "widgets");
+    assert_eq!(
+        find(&bundle, "Service", "widget-metrics")[0]["metadata"]["namespace"],
+        "widgets"
+    );
+    assert_eq!(
+        find(&bundle, "ConfigMap", "widget-defaults")[0]["metadata"]["namespace"],
+        "widgets"
+    );
     // A cluster-scoped one has none.
-    assert!(find(&bundle, "ClusterRole", "widget-viewer")[0]["metadata"].get("namespace").is_none());
+    assert!(
+        find(&bundle, "ClusterRole", "widget-viewer")[0]["metadata"]
+            .get("namespace")
+            .is_none()
+    );
     // Server-owned fields are dropped.
     let crd = find(&bundle, "CustomResourceDefinition", "widgets.example.com")[0];
     assert!(crd.get("status").is_none());
@@ -177,8 +253,14 @@ fn registry_v1_copies_manifests_into_the_install_namespace() {
 fn registry_v1_properties_from_csv_and_metadata() {
     let bundle = render_fixture("registry-v1", false).unwrap();
     // The CSV annotation and properties.yaml both say 4.20: kept once.
-    assert_eq!(bundle.property_values("olm.maxOpenShiftVersion"), vec![&json!("4.20")]);
-    assert_eq!(bundle.property_values("example.com/note"), vec![&json!({"written": "by-the-fixture"})]);
+    assert_eq!(
+        bundle.property_values("olm.maxOpenShiftVersion"),
+        vec![&json!("4.20")]
+    );
+    assert_eq!(
+        bundle.property_values("example.com/note"),
+        vec![&json!({"written": "by-the-fixture"})]
+    );
 }
 
 #[test]
@@ -193,11 +275,27 @@ fn plain_v0_applies_manifests_as_they_are() {
         identities(&bundle),
         vec![
             ("Namespace".into(), "".into(), "gadget-system".into()),
-            ("CustomResourceDefinition".into(), "".into(), "gadgetclasses.example.com".into()),
-            ("ConfigMap".into(), "gadget-system".into(), "gadget-system-settings".into()),
-            ("ConfigMap".into(), "widgets".into(), "gadget-settings".into()),
+            (
+                "CustomResourceDefinition".into(),
+                "".into(),
+                "gadgetclasses.example.com".into()
+            ),
+            (
+                "ConfigMap".into(),
+                "gadget-system".into(),
+                "gadget-system-settings".into()
+            ),
+            (
+                "ConfigMap".into(),
+                "widgets".into(),
+                "gadget-settings".into()
+            ),
             ("GadgetClass".into(), "".into(), "standard".into()),
-            ("Deployment".into(), "widgets".into(), "gadget-controller".into()),
+            (
+                "Deployment".into(),
+                "widgets".into(),
+                "gadget-controller".into()
+            ),
         ]
     );
 }
@@ -205,24 +303,33 @@ fn plain_v0_applies_manifests_as_they_are() {
 #[test]
 fn own_namespace_only_is_refused() {
     let err = render_fixture("own-namespace-only", false).unwrap_err();
-    assert!(matches!(&err, RenderError::AllNamespacesNotSupported { supported, .. } if supported == &["OwnNamespace"]));
+    assert!(
+        matches!(&err, RenderError::AllNamespacesNotSupported { supported, .. } if supported == &["OwnNamespace"])
+    );
     let message = err.to_string();
-    assert!(message.contains("AllNamespaces install mode must be enabled"), "{message}");
+    assert!(
+        message.contains("AllNamespaces install mode must be enabled"),
+        "{message}"
+    );
     assert!(message.contains("own-namespace-only.v0.1.0"), "{message}");
 }
 
 #[test]
 fn webhooks_are_refused() {
     let err = render_fixture("webhooks", false).unwrap_err();
-    assert!(matches!(&err, RenderError::WebhooksNotSupported { webhooks, .. }
-        if webhooks == &["ValidatingAdmissionWebhook vwidget.example.com"]));
+    assert!(
+        matches!(&err, RenderError::WebhooksNotSupported { webhooks, .. }
+        if webhooks == &["ValidatingAdmissionWebhook vwidget.example.com"])
+    );
     assert!(err.to_string().contains("spec.webhookdefinitions"));
 }
 
 #[test]
 fn owned_apiservices_are_refused() {
     let err = render_fixture("apiservice", false).unwrap_err();
-    assert!(matches!(&err, RenderError::ApiServicesNotSupported { apiservices, .. }
-        if apiservices == &["v1beta1.metrics.example.com"]));
+    assert!(
+        matches!(&err, RenderError::ApiServicesNotSupported { apiservices, .. }
+        if apiservices == &["v1beta1.metrics.example.com"])
+    );
     assert!(err.to_string().contains("apiservicedefinitions.owned"));
 }

@@ -8,7 +8,10 @@ use pom_resolver::render::{BundleFiles, BundleFormat, RenderError, RenderOptions
 use serde_json::json;
 
 fn testdata() -> Option<PathBuf> {
-    let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/testdata"));
+    let dir = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/testdata"
+    ));
     if dir.is_dir() {
         Some(dir)
     } else {
@@ -23,11 +26,16 @@ fn load(relative: &str) -> Option<BundleFiles> {
 }
 
 fn community(package_and_version: &str) -> Option<BundleFiles> {
-    load(&format!("redhat-openshift-ecosystem__community-operators-prod/operators/{package_and_version}"))
+    load(&format!(
+        "redhat-openshift-ecosystem__community-operators-prod/operators/{package_and_version}"
+    ))
 }
 
 fn opts() -> RenderOptions {
-    RenderOptions { install_namespace: "pom-test".to_owned(), operator_condition: true }
+    RenderOptions {
+        install_namespace: "pom-test".to_owned(),
+        operator_condition: true,
+    }
 }
 
 /// nfs-provisioner-operator 0.0.3 supports AllNamespaces, has no webhooks or APIServices and
@@ -36,17 +44,34 @@ fn opts() -> RenderOptions {
 /// misnamed v1beta1 but holds v1): identical duplicates collapse into one object.
 #[test]
 fn nfs_provisioner_renders() {
-    let Some(files) = community("nfs-provisioner-operator/0.0.3") else { return };
+    let Some(files) = community("nfs-provisioner-operator/0.0.3") else {
+        return;
+    };
     let bundle = render(&files, &opts()).unwrap();
     assert_eq!(bundle.format, BundleFormat::RegistryV1);
-    assert_eq!(bundle.csv_name.as_deref(), Some("nfs-provisioner-operator.v0.0.3"));
-    assert_eq!(bundle.package_name.as_deref(), Some("nfs-provisioner-operator"));
+    assert_eq!(
+        bundle.csv_name.as_deref(),
+        Some("nfs-provisioner-operator.v0.0.3")
+    );
+    assert_eq!(
+        bundle.package_name.as_deref(),
+        Some("nfs-provisioner-operator")
+    );
     assert_eq!(bundle.crds, vec!["nfsprovisioners.cache.jhouse.com"]);
-    assert_eq!(bundle.deployments, vec!["nfs-provisioner-operator-controller-manager"]);
+    assert_eq!(
+        bundle.deployments,
+        vec!["nfs-provisioner-operator-controller-manager"]
+    );
     assert_eq!(bundle.service_accounts, vec!["default"]);
-    assert!(!bundle.objects.iter().any(|o| o["kind"] == "ServiceAccount"), "default SA must not be generated");
-    let metrics_readers =
-        bundle.objects.iter().filter(|o| o["metadata"]["name"] == "nfs-provisioner-operator-metrics-reader").count();
+    assert!(
+        !bundle.objects.iter().any(|o| o["kind"] == "ServiceAccount"),
+        "default SA must not be generated"
+    );
+    let metrics_readers = bundle
+        .objects
+        .iter()
+        .filter(|o| o["metadata"]["name"] == "nfs-provisioner-operator-metrics-reader")
+        .count();
     assert_eq!(metrics_readers, 1);
     // Every namespaced object is in the install namespace.
     for object in &bundle.objects {
@@ -56,18 +81,36 @@ fn nfs_provisioner_renders() {
         }
     }
     // The maxOpenShiftVersion from the CSV annotation travels with the bundle.
-    assert_eq!(bundle.property_values("olm.maxOpenShiftVersion"), vec![&json!("4.9")]);
+    assert_eq!(
+        bundle.property_values("olm.maxOpenShiftVersion"),
+        vec![&json!("4.9")]
+    );
     // Both containers of the manager get the OperatorCondition name.
-    let deployment = bundle.objects.iter().find(|o| o["kind"] == "Deployment").unwrap();
-    for container in deployment["spec"]["template"]["spec"]["containers"].as_array().unwrap() {
-        assert!(container["env"].as_array().unwrap().iter().any(|e| e["name"] == "OPERATOR_CONDITION_NAME"));
+    let deployment = bundle
+        .objects
+        .iter()
+        .find(|o| o["kind"] == "Deployment")
+        .unwrap();
+    for container in deployment["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .unwrap()
+    {
+        assert!(
+            container["env"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|e| e["name"] == "OPERATOR_CONDITION_NAME")
+        );
     }
 }
 
 /// dbaas-operator 0.5.0 supports AllNamespaces but defines conversion webhooks: refused.
 #[test]
 fn dbaas_is_refused_for_webhooks() {
-    let Some(files) = community("dbaas-operator/0.5.0") else { return };
+    let Some(files) = community("dbaas-operator/0.5.0") else {
+        return;
+    };
     let err = render(&files, &opts()).unwrap_err();
     assert!(
         matches!(&err, RenderError::WebhooksNotSupported { csv, webhooks }
@@ -80,7 +123,9 @@ fn dbaas_is_refused_for_webhooks() {
 /// install-mode refusal comes first.
 #[test]
 fn gitlab_is_refused_for_install_modes() {
-    let Some(files) = community("gitlab-operator-kubernetes/1.6.0") else { return };
+    let Some(files) = community("gitlab-operator-kubernetes/1.6.0") else {
+        return;
+    };
     let err = render(&files, &opts()).unwrap_err();
     assert!(
         matches!(&err, RenderError::AllNamespacesNotSupported { csv, supported }
@@ -94,11 +139,13 @@ fn gitlab_is_refused_for_install_modes() {
 /// before anything is applied.
 #[test]
 fn infinispan_is_refused_for_removed_crd_api() {
-    let Some(files) = community("infinispan/2.1.0") else { return };
+    let Some(files) = community("infinispan/2.1.0") else {
+        return;
+    };
     let err = render(&files, &opts()).unwrap_err();
     assert!(
-        matches!(&err, RenderError::RemovedApiVersion { api_version, kind, .. }
-            if api_version == "apiextensions.k8s.io/v1beta1" && kind == "CustomResourceDefinition"),
+        matches!(&err, RenderError::RemovedApiVersion { api_version, object, .. }
+            if api_version == "apiextensions.k8s.io/v1beta1" && object == "CustomResourceDefinition \"backups.infinispan.org\""),
         "{err}"
     );
     assert!(err.to_string().contains("apiextensions.k8s.io/v1"));
@@ -108,7 +155,9 @@ fn infinispan_is_refused_for_removed_crd_api() {
 /// has no install strategy at all). Refused for the install mode.
 #[test]
 fn rukpak_invalid_registry_bundle_is_refused() {
-    let Some(files) = load("operator-framework__rukpak/testdata/bundles/registry/invalid") else { return };
+    let Some(files) = load("operator-framework__rukpak/testdata/bundles/registry/invalid") else {
+        return;
+    };
     let err = render(&files, &opts()).unwrap_err();
     assert!(
         matches!(&err, RenderError::AllNamespacesNotSupported { supported, .. } if supported == &["MultiNamespace"]),
@@ -124,23 +173,38 @@ fn rukpak_invalid_registry_bundle_is_refused() {
 /// and that CSV owns an APIService, so it is refused.
 #[test]
 fn rukpak_plain_bundles() {
-    let Some(provides) = load("operator-framework__rukpak/testdata/bundles/plain-v0/provides") else { return };
+    let Some(provides) = load("operator-framework__rukpak/testdata/bundles/plain-v0/provides")
+    else {
+        return;
+    };
     let bundle = render(&provides, &opts()).unwrap();
     assert_eq!(bundle.format, BundleFormat::PlainV0);
     assert_eq!(bundle.crds, vec!["operatorgroups.operators.coreos.com"]);
 
     let subdir = load("operator-framework__rukpak/testdata/bundles/plain-v0/subdir").unwrap();
     let err = render(&subdir, &opts()).unwrap_err();
-    assert!(matches!(&err, RenderError::ManifestSubdirectory { path, .. } if path == "manifests/subdir/namespace-b.yaml"));
+    assert!(
+        matches!(&err, RenderError::ManifestSubdirectory { path, .. } if path == "manifests/subdir/namespace-b.yaml")
+    );
 
-    let olm = load("operator-framework__rukpak/testdata/bundles/plain-v0/invalid-missing-crds").unwrap();
+    let olm =
+        load("operator-framework__rukpak/testdata/bundles/plain-v0/invalid-missing-crds").unwrap();
     let err = render(&olm, &opts()).unwrap_err();
-    assert!(matches!(&err, RenderError::ApiServicesNotSupported { csv, .. } if csv == "packageserver"), "{err}");
+    assert!(
+        matches!(&err, RenderError::ApiServicesNotSupported { csv, .. } if csv == "packageserver"),
+        "{err}"
+    );
 
     for name in ["invalid-crds-and-crs", "dependent"] {
-        let files = load(&format!("operator-framework__rukpak/testdata/bundles/plain-v0/{name}")).unwrap();
+        let files = load(&format!(
+            "operator-framework__rukpak/testdata/bundles/plain-v0/{name}"
+        ))
+        .unwrap();
         let bundle = render(&files, &opts()).unwrap_or_else(|err| panic!("{name}: {err}"));
-        assert!(bundle.objects.iter().any(|o| o["kind"] == "Namespace"), "{name}");
+        assert!(
+            bundle.objects.iter().any(|o| o["kind"] == "Namespace"),
+            "{name}"
+        );
         // Namespaces are applied first.
         assert_eq!(bundle.objects[0]["kind"], "Namespace", "{name}");
     }
@@ -149,13 +213,20 @@ fn rukpak_plain_bundles() {
 /// operator-controller's plain+v0 test bundle: one ConfigMap, put in the install namespace.
 #[test]
 fn operator_controller_plain_bundle() {
-    let Some(files) = load("operator-framework__operator-controller/testdata/bundles/plain-v0/plain.v0.1.0") else {
+    let Some(files) =
+        load("operator-framework__operator-controller/testdata/bundles/plain-v0/plain.v0.1.0")
+    else {
         return;
     };
     let bundle = render(&files, &opts()).unwrap();
     assert_eq!(bundle.objects.len(), 1);
     assert_eq!(bundle.objects[0]["metadata"]["namespace"], "pom-test");
-    assert!(bundle.objects[0]["data"]["game.properties"].as_str().unwrap().contains("enemy.types"));
+    assert!(
+        bundle.objects[0]["data"]["game.properties"]
+            .as_str()
+            .unwrap()
+            .contains("enemy.types")
+    );
 }
 
 /// The same bundle given as `olm.bundle.object` manifests (as an FBC carries them) renders the

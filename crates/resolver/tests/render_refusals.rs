@@ -7,13 +7,21 @@ use std::collections::BTreeMap;
 use pom_resolver::render::{BundleFiles, RenderError, RenderOptions, render};
 use proptest::prelude::*;
 
-const ANNOTATIONS: &str = "annotations:\n  operators.operatorframework.io.bundle.mediatype.v1: registry+v1\n";
+const ANNOTATIONS: &str =
+    "annotations:\n  operators.operatorframework.io.bundle.mediatype.v1: registry+v1\n";
 
 fn bundle(files: &[(&str, &str)]) -> BundleFiles {
-    BundleFiles::new(files.iter().map(|(p, c)| ((*p).to_owned(), c.as_bytes().to_vec())).collect::<BTreeMap<_, _>>())
+    BundleFiles::new(
+        files
+            .iter()
+            .map(|(p, c)| ((*p).to_owned(), c.as_bytes().to_vec()))
+            .collect::<BTreeMap<_, _>>(),
+    )
 }
 
-fn render_files(files: &[(&str, &str)]) -> Result<pom_resolver::render::RenderedBundle, RenderError> {
+fn render_files(
+    files: &[(&str, &str)],
+) -> Result<pom_resolver::render::RenderedBundle, RenderError> {
     render(&bundle(files), &RenderOptions::new("ns"))
 }
 
@@ -28,7 +36,11 @@ const INSTALL: &str = "  install:\n    strategy: deployment\n    spec:\n      de
 
 #[test]
 fn a_minimal_bundle_renders() {
-    let bundle = render_files(&[("metadata/annotations.yaml", ANNOTATIONS), ("manifests/csv.yaml", &csv("op.v1", INSTALL))]).unwrap();
+    let bundle = render_files(&[
+        ("metadata/annotations.yaml", ANNOTATIONS),
+        ("manifests/csv.yaml", &csv("op.v1", INSTALL)),
+    ])
+    .unwrap();
     assert_eq!(bundle.deployments, vec!["op"]);
 }
 
@@ -36,7 +48,10 @@ fn a_minimal_bundle_renders() {
 fn no_csv() {
     let err = render_files(&[
         ("metadata/annotations.yaml", ANNOTATIONS),
-        ("manifests/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"),
+        (
+            "manifests/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
+        ),
     ])
     .unwrap_err();
     assert!(matches!(err, RenderError::NoCsv { .. }), "{err}");
@@ -45,15 +60,27 @@ fn no_csv() {
 
 #[test]
 fn several_csvs() {
-    let err = render_files(&[("manifests/a.yaml", &csv("a.v1", INSTALL)), ("manifests/b.yaml", &csv("b.v1", INSTALL))])
-        .unwrap_err();
-    assert!(matches!(&err, RenderError::SeveralCsvs { files } if files == &["manifests/a.yaml", "manifests/b.yaml"]));
+    let err = render_files(&[
+        ("manifests/a.yaml", &csv("a.v1", INSTALL)),
+        ("manifests/b.yaml", &csv("b.v1", INSTALL)),
+    ])
+    .unwrap_err();
+    assert!(
+        matches!(&err, RenderError::SeveralCsvs { files } if files == &["manifests/a.yaml", "manifests/b.yaml"])
+    );
 }
 
 #[test]
 fn malformed_yaml_names_the_file() {
-    let err = render_files(&[("manifests/broken.yaml", "apiVersion: v1\nkind: [ConfigMap\n")]).unwrap_err();
-    assert!(matches!(&err, RenderError::MalformedYaml { file, .. } if file == "manifests/broken.yaml"), "{err}");
+    let err = render_files(&[(
+        "manifests/broken.yaml",
+        "apiVersion: v1\nkind: [ConfigMap\n",
+    )])
+    .unwrap_err();
+    assert!(
+        matches!(&err, RenderError::MalformedYaml { file, .. } if file == "manifests/broken.yaml"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -61,9 +88,13 @@ fn objects_need_api_version_kind_and_name() {
     for (text, missing) in [
         ("kind: ConfigMap\nmetadata: {name: c}\n", "apiVersion"),
         ("apiVersion: v1\nmetadata: {name: c}\n", "kind"),
-        ("apiVersion: v1\nkind: ConfigMap\nmetadata: {generateName: c-}\n", "metadata.name"),
+        (
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {generateName: c-}\n",
+            "metadata.name",
+        ),
     ] {
-        let file = format!("---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: ok}}\n---\n{text}");
+        let file =
+            format!("---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: ok}}\n---\n{text}");
         let err = render_files(&[("manifests/x.yaml", &file)]).unwrap_err();
         assert!(
             matches!(&err, RenderError::IncompleteObject { file, document: 2, line: 6, missing: m } if file == "manifests/x.yaml" && *m == missing),
@@ -71,15 +102,27 @@ fn objects_need_api_version_kind_and_name() {
         );
     }
     let err = render_files(&[("manifests/x.yaml", "- a\n- b\n")]).unwrap_err();
-    assert!(matches!(err, RenderError::NotAnObject { found: "a list", .. }));
+    assert!(matches!(
+        err,
+        RenderError::NotAnObject {
+            found: "a list",
+            ..
+        }
+    ));
 }
 
 #[test]
 fn missing_install_strategy_and_no_deployments() {
     let err = render_files(&[("manifests/csv.yaml", &csv("op.v1", ""))]).unwrap_err();
-    assert!(matches!(err, RenderError::MissingInstallStrategy { .. }), "{err}");
-    let err = render_files(&[("manifests/csv.yaml", &csv("op.v1", "  install:\n    strategy: helm\n    spec: {}\n"))])
-        .unwrap_err();
+    assert!(
+        matches!(err, RenderError::MissingInstallStrategy { .. }),
+        "{err}"
+    );
+    let err = render_files(&[(
+        "manifests/csv.yaml",
+        &csv("op.v1", "  install:\n    strategy: helm\n    spec: {}\n"),
+    )])
+    .unwrap_err();
     assert!(err.to_string().contains("\"helm\""), "{err}");
     let empty = "  install:\n    strategy: deployment\n    spec:\n      deployments: []\n";
     let err = render_files(&[("manifests/csv.yaml", &csv("op.v1", empty))]).unwrap_err();
@@ -94,29 +137,56 @@ fn malformed_csv_fields_are_named() {
         matches!(&err, RenderError::InvalidCsvField { field, .. } if field == "spec.install.spec.deployments[0].name"),
         "{err}"
     );
-    let install = format!("{INSTALL}      permissions:\n      - serviceAccountName: sa\n        rules: nope\n");
+    let install = format!(
+        "{INSTALL}      permissions:\n      - serviceAccountName: sa\n        rules: nope\n"
+    );
     let err = render_files(&[("manifests/csv.yaml", &csv("op.v1", &install))]).unwrap_err();
-    assert!(err.to_string().contains("spec.install.spec.permissions[0].rules"), "{err}");
-    let twice = format!("{INSTALL}{}", INSTALL.lines().skip(4).map(|l| format!("{l}\n")).collect::<String>());
+    assert!(
+        err.to_string()
+            .contains("spec.install.spec.permissions[0].rules"),
+        "{err}"
+    );
+    let twice = format!(
+        "{INSTALL}{}",
+        INSTALL
+            .lines()
+            .skip(4)
+            .map(|l| format!("{l}\n"))
+            .collect::<String>()
+    );
     let err = render_files(&[("manifests/csv.yaml", &csv("op.v1", &twice))]).unwrap_err();
-    assert!(matches!(err, RenderError::DuplicateDeployment { .. }), "{err}");
+    assert!(
+        matches!(err, RenderError::DuplicateDeployment { .. }),
+        "{err}"
+    );
 }
 
 #[test]
 fn owned_crd_must_be_shipped() {
-    let spec = format!("  customresourcedefinitions:\n    owned:\n    - {{name: things.example.com, version: v1, kind: Thing}}\n{INSTALL}");
+    let spec = format!(
+        "  customresourcedefinitions:\n    owned:\n    - {{name: things.example.com, version: v1, kind: Thing}}\n{INSTALL}"
+    );
     let err = render_files(&[("manifests/csv.yaml", &csv("op.v1", &spec))]).unwrap_err();
-    assert!(matches!(&err, RenderError::OwnedCrdMissing { crd, .. } if crd == "things.example.com"), "{err}");
+    assert!(
+        matches!(&err, RenderError::OwnedCrdMissing { crd, .. } if crd == "things.example.com"),
+        "{err}"
+    );
 }
 
 #[test]
 fn unsupported_kind_in_registry_bundle() {
     let err = render_files(&[
         ("manifests/csv.yaml", &csv("op.v1", INSTALL)),
-        ("manifests/ns.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: other}\n"),
+        (
+            "manifests/ns.yaml",
+            "apiVersion: v1\nkind: Namespace\nmetadata: {name: other}\n",
+        ),
     ])
     .unwrap_err();
-    assert!(matches!(&err, RenderError::UnsupportedKind { kind, .. } if kind == "Namespace"), "{err}");
+    assert!(
+        matches!(&err, RenderError::UnsupportedKind { kind, .. } if kind == "Namespace"),
+        "{err}"
+    );
     assert!(err.to_string().contains("plain+v0"));
 }
 
@@ -127,14 +197,29 @@ fn removed_api_versions() {
         "apiVersion: rbac.authorization.k8s.io/v1beta1\nkind: ClusterRole\nmetadata: {name: r}\n",
     )])
     .unwrap_err();
-    assert!(matches!(&err, RenderError::RemovedApiVersion { removed_in: "1.22", .. }), "{err}");
+    assert!(
+        matches!(
+            &err,
+            RenderError::RemovedApiVersion {
+                removed_in: "1.22",
+                ..
+            }
+        ),
+        "{err}"
+    );
 }
 
 #[test]
 fn conflicting_objects() {
     let err = render_files(&[
-        ("manifests/a.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {a: '1'}\n"),
-        ("manifests/b.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {a: '2'}\n"),
+        (
+            "manifests/a.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {a: '1'}\n",
+        ),
+        (
+            "manifests/b.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {a: '2'}\n",
+        ),
     ])
     .unwrap_err();
     assert!(
@@ -145,12 +230,21 @@ fn conflicting_objects() {
 
 #[test]
 fn media_type_and_namespace_checks() {
-    let err = render_files(&[(
-        "metadata/annotations.yaml",
-        "annotations:\n  operators.operatorframework.io.bundle.mediatype.v1: helm+v3\n",
-    ), ("manifests/a.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n")])
+    let err = render_files(&[
+        (
+            "metadata/annotations.yaml",
+            "annotations:\n  operators.operatorframework.io.bundle.mediatype.v1: helm+v3\n",
+        ),
+        (
+            "manifests/a.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
+        ),
+    ])
     .unwrap_err();
-    assert!(matches!(err, RenderError::UnsupportedMediaType { .. }), "{err}");
+    assert!(
+        matches!(err, RenderError::UnsupportedMediaType { .. }),
+        "{err}"
+    );
     let err = render(&bundle(&[]), &RenderOptions::new("Bad_NS")).unwrap_err();
     assert!(matches!(err, RenderError::InvalidInstallNamespace { .. }));
     let err = render_files(&[("manifests/empty.yaml", "# nothing\n")]).unwrap_err();
@@ -160,9 +254,15 @@ fn media_type_and_namespace_checks() {
 #[test]
 fn malformed_properties() {
     let install = INSTALL.to_owned();
-    let text = csv("op.v1", &install).replace("  name: op.v1\n", "  name: op.v1\n  annotations:\n    olm.properties: 'not json'\n");
+    let text = csv("op.v1", &install).replace(
+        "  name: op.v1\n",
+        "  name: op.v1\n  annotations:\n    olm.properties: 'not json'\n",
+    );
     let err = render_files(&[("manifests/csv.yaml", &text)]).unwrap_err();
-    assert!(matches!(err, RenderError::MalformedProperties { .. }), "{err}");
+    assert!(
+        matches!(err, RenderError::MalformedProperties { .. }),
+        "{err}"
+    );
 }
 
 proptest! {

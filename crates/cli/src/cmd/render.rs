@@ -45,14 +45,20 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         Some(namespace) => namespace.clone(),
         None => package_name(&files, &args.bundle_dir)?,
     };
-    let opts = RenderOptions { install_namespace: namespace, operator_condition: args.operator_condition };
+    let opts = RenderOptions {
+        install_namespace: namespace,
+        operator_condition: args.operator_condition,
+    };
     let bundle = render(&files, &opts)
         .with_context(|| format!("POM would refuse bundle {}", args.bundle_dir.display()))?;
     let text = match args.output {
         Output::Yaml => to_yaml_stream(&bundle)?,
         Output::Json => format!("{}\n", serde_json::to_string_pretty(&bundle.objects)?),
     };
-    std::io::stdout().lock().write_all(text.as_bytes()).context("cannot write to stdout")?;
+    std::io::stdout()
+        .lock()
+        .write_all(text.as_bytes())
+        .context("cannot write to stdout")?;
     Ok(ExitCode::SUCCESS)
 }
 

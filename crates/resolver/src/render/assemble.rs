@@ -40,8 +40,14 @@ pub struct Assembled {
 
 /// Metadata fields the API server owns; a manifest that carries them (often
 /// `creationTimestamp: null` from generators) would fight server-side apply.
-const SERVER_METADATA: &[&str] =
-    &["creationTimestamp", "resourceVersion", "uid", "generation", "managedFields", "selfLink"];
+const SERVER_METADATA: &[&str] = &[
+    "creationTimestamp",
+    "resourceVersion",
+    "uid",
+    "generation",
+    "managedFields",
+    "selfLink",
+];
 
 /// Sets namespaces, merges duplicates and orders the objects for applying.
 pub fn assemble(
@@ -52,9 +58,13 @@ pub fn assemble(
     let crd_scopes = bundle_crd_scopes(&objects);
     let mut ordered: BTreeMap<(u8, ObjectKey), Sourced> = BTreeMap::new();
     for mut object in objects {
-        let api_version = str_at(&object.value, &["apiVersion"]).unwrap_or_default().to_owned();
+        let api_version = str_at(&object.value, &["apiVersion"])
+            .unwrap_or_default()
+            .to_owned();
         let group = group_of(&api_version).to_owned();
-        let kind = str_at(&object.value, &["kind"]).unwrap_or_default().to_owned();
+        let kind = str_at(&object.value, &["kind"])
+            .unwrap_or_default()
+            .to_owned();
         let cluster_scoped = crd_scopes
             .get(&(group.clone(), kind.clone()))
             .copied()
@@ -97,7 +107,12 @@ pub fn assemble(
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    Ok(Assembled { objects, crds, deployments, service_accounts })
+    Ok(Assembled {
+        objects,
+        crds,
+        deployments,
+        service_accounts,
+    })
 }
 
 /// (group, kind) → cluster-scoped, for the custom resources the bundle's own CRDs define.
@@ -120,9 +135,13 @@ fn bundle_crd_scopes(objects: &[Sourced]) -> BTreeMap<(String, String), bool> {
 
 /// Drops `status` and server-owned metadata, and sets or removes the namespace.
 fn tidy(value: &mut Value, cluster_scoped: bool, install_namespace: &str, policy: NamespacePolicy) {
-    let Some(object) = value.as_object_mut() else { return };
+    let Some(object) = value.as_object_mut() else {
+        return;
+    };
     object.remove("status");
-    let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) else { return };
+    let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
     for field in SERVER_METADATA {
         metadata.remove(*field);
     }
@@ -130,15 +149,24 @@ fn tidy(value: &mut Value, cluster_scoped: bool, install_namespace: &str, policy
         metadata.remove("namespace");
         return;
     }
-    let named = metadata.get("namespace").and_then(Value::as_str).is_some_and(|ns| !ns.is_empty());
+    let named = metadata
+        .get("namespace")
+        .and_then(Value::as_str)
+        .is_some_and(|ns| !ns.is_empty());
     if policy == NamespacePolicy::Force || !named {
-        metadata.insert("namespace".to_owned(), Value::String(install_namespace.to_owned()));
+        metadata.insert(
+            "namespace".to_owned(),
+            Value::String(install_namespace.to_owned()),
+        );
     }
 }
 
 /// Two objects with one identity: identical ones collapse; a ServiceAccount the bundle ships
 /// wins over the bare one rendering generates for it; anything else is a conflict.
-fn merge(slot: &mut btree_map::OccupiedEntry<'_, (u8, ObjectKey), Sourced>, incoming: Sourced) -> Result<(), RenderError> {
+fn merge(
+    slot: &mut btree_map::OccupiedEntry<'_, (u8, ObjectKey), Sourced>,
+    incoming: Sourced,
+) -> Result<(), RenderError> {
     let existing = slot.get();
     if existing.value == incoming.value {
         return Ok(());
@@ -157,4 +185,3 @@ fn merge(slot: &mut btree_map::OccupiedEntry<'_, (u8, ObjectKey), Sourced>, inco
         second: incoming.origin,
     })
 }
-

@@ -34,8 +34,10 @@ impl BundleFiles {
     /// This is the only I/O of rendering: `pomctl render` and tests use it, the controller does not.
     pub fn load_dir(dir: &Path) -> Result<Self, RenderError> {
         let mut files = BTreeMap::new();
-        let metadata = std::fs::metadata(dir)
-            .map_err(|source| RenderError::Read { path: dir.to_path_buf(), source })?;
+        let metadata = std::fs::metadata(dir).map_err(|source| RenderError::Read {
+            path: dir.to_path_buf(),
+            source,
+        })?;
         if !metadata.is_dir() {
             return Err(RenderError::Read {
                 path: dir.to_path_buf(),
@@ -77,20 +79,29 @@ fn load_into(
     prefix: &str,
     files: &mut BTreeMap<String, Vec<u8>>,
 ) -> Result<(), RenderError> {
-    let entries =
-        std::fs::read_dir(dir).map_err(|source| RenderError::Read { path: dir.to_path_buf(), source })?;
+    let entries = std::fs::read_dir(dir).map_err(|source| RenderError::Read {
+        path: dir.to_path_buf(),
+        source,
+    })?;
     for entry in entries {
-        let entry = entry.map_err(|source| RenderError::Read { path: dir.to_path_buf(), source })?;
+        let entry = entry.map_err(|source| RenderError::Read {
+            path: dir.to_path_buf(),
+            source,
+        })?;
         let path = entry.path();
         let name = entry.file_name().to_string_lossy().into_owned();
         let relative = format!("{prefix}{name}");
-        let metadata = std::fs::metadata(&path)
-            .map_err(|source| RenderError::Read { path: path.clone(), source })?;
+        let metadata = std::fs::metadata(&path).map_err(|source| RenderError::Read {
+            path: path.clone(),
+            source,
+        })?;
         if metadata.is_dir() {
             load_into(&path, &format!("{relative}/"), files)?;
         } else if metadata.is_file() {
-            let bytes =
-                std::fs::read(&path).map_err(|source| RenderError::Read { path: path.clone(), source })?;
+            let bytes = std::fs::read(&path).map_err(|source| RenderError::Read {
+                path: path.clone(),
+                source,
+            })?;
             files.insert(relative, bytes);
         }
     }
@@ -111,7 +122,9 @@ pub struct Document {
 
 /// Parses a file into its non-empty YAML documents (JSON is YAML too).
 pub fn parse_documents(file: &str, bytes: &[u8]) -> Result<Vec<Document>, RenderError> {
-    let text = std::str::from_utf8(bytes).map_err(|_| RenderError::NotText { file: file.to_owned() })?;
+    let text = std::str::from_utf8(bytes).map_err(|_| RenderError::NotText {
+        file: file.to_owned(),
+    })?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut documents = Vec::new();
     match split_documents(text) {
@@ -127,7 +140,10 @@ pub fn parse_documents(file: &str, bytes: &[u8]) -> Result<Vec<Document>, Render
         None => {
             // A document marker with content on the same line: let the YAML parser split.
             let values: Vec<Value> = serde_saphyr::from_str_multiple(text).map_err(|err| {
-                RenderError::MalformedYaml { file: file.to_owned(), message: err.to_string() }
+                RenderError::MalformedYaml {
+                    file: file.to_owned(),
+                    message: err.to_string(),
+                }
             })?;
             for value in values {
                 push_document(&mut documents, file, 1, value);
@@ -142,7 +158,12 @@ fn push_document(documents: &mut Vec<Document>, file: &str, line: usize, value: 
         return;
     }
     let index = documents.len() + 1;
-    documents.push(Document { file: file.to_owned(), index, line, value });
+    documents.push(Document {
+        file: file.to_owned(),
+        index,
+        line,
+        value,
+    });
 }
 
 fn parse_chunk(file: &str, start_line: usize, chunk: &str) -> Result<Value, RenderError> {
@@ -153,7 +174,10 @@ fn parse_chunk(file: &str, start_line: usize, chunk: &str) -> Result<Value, Rend
             Err(err) => err.to_string(),
             Ok(_) => format!("document starting at line {start_line} does not parse"),
         };
-        RenderError::MalformedYaml { file: file.to_owned(), message }
+        RenderError::MalformedYaml {
+            file: file.to_owned(),
+            message,
+        }
     })
 }
 
@@ -217,6 +241,9 @@ mod tests {
 
     #[test]
     fn non_utf8_is_refused() {
-        assert!(matches!(parse_documents("x", &[0xff, 0xfe]), Err(RenderError::NotText { .. })));
+        assert!(matches!(
+            parse_documents("x", &[0xff, 0xfe]),
+            Err(RenderError::NotText { .. })
+        ));
     }
 }

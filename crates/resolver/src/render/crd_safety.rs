@@ -41,26 +41,54 @@ pub struct CrdViolation {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CrdViolationKind {
     /// The two objects are different CRDs.
-    DifferentCrd { old: String, new: String },
-    ScopeChanged { from: String, to: String },
+    DifferentCrd {
+        old: String,
+        new: String,
+    },
+    ScopeChanged {
+        from: String,
+        to: String,
+    },
     /// A version that holds stored objects is gone from `spec.versions`.
     StoredVersionRemoved,
     /// A served version is gone from `spec.versions`.
     ServedVersionRemoved,
     FieldRemoved,
-    TypeChanged { from: String, to: String },
-    RequiredFieldsAdded { fields: Vec<String> },
+    TypeChanged {
+        from: String,
+        to: String,
+    },
+    RequiredFieldsAdded {
+        fields: Vec<String>,
+    },
     /// An enum now restricts a field that accepted any value.
-    EnumRestrictionAdded { allowed: Vec<String> },
-    EnumValuesRemoved { values: Vec<String> },
+    EnumRestrictionAdded {
+        allowed: Vec<String>,
+    },
+    EnumValuesRemoved {
+        values: Vec<String>,
+    },
     /// A default was added (`from` None), removed (`to` None) or changed.
-    DefaultChanged { from: Option<String>, to: Option<String> },
+    DefaultChanged {
+        from: Option<String>,
+        to: Option<String>,
+    },
     /// `maximum`, `maxLength`, `maxItems` or `maxProperties` added or lowered.
-    MaximumTightened { constraint: &'static str, from: Option<String>, to: String },
+    MaximumTightened {
+        constraint: &'static str,
+        from: Option<String>,
+        to: String,
+    },
     /// `minimum`, `minLength`, `minItems` or `minProperties` added or raised.
-    MinimumTightened { constraint: &'static str, from: Option<String>, to: String },
+    MinimumTightened {
+        constraint: &'static str,
+        from: Option<String>,
+        to: String,
+    },
     /// Other schema keywords changed; POM cannot tell that the change is safe.
-    UnhandledChange { keywords: Vec<String> },
+    UnhandledChange {
+        keywords: Vec<String>,
+    },
 }
 
 impl fmt::Display for CrdViolation {
@@ -140,7 +168,12 @@ impl fmt::Display for CrdViolation {
 pub fn check_crd_upgrade(old: &Value, new: &Value) -> Result<(), Vec<CrdViolation>> {
     let old_name = str_at(old, &["metadata", "name"]).unwrap_or_default();
     let new_name = str_at(new, &["metadata", "name"]).unwrap_or_default();
-    let crd = if new_name.is_empty() { old_name } else { new_name }.to_owned();
+    let crd = if new_name.is_empty() {
+        old_name
+    } else {
+        new_name
+    }
+    .to_owned();
     let violation = |version: Option<&str>, path: Option<&str>, kind| CrdViolation {
         crd: crd.clone(),
         version: version.map(str::to_owned),
@@ -153,7 +186,10 @@ pub fn check_crd_upgrade(old: &Value, new: &Value) -> Result<(), Vec<CrdViolatio
         violations.push(violation(
             None,
             None,
-            CrdViolationKind::DifferentCrd { old: old_name.to_owned(), new: new_name.to_owned() },
+            CrdViolationKind::DifferentCrd {
+                old: old_name.to_owned(),
+                new: new_name.to_owned(),
+            },
         ));
         return Err(violations);
     }
@@ -164,7 +200,10 @@ pub fn check_crd_upgrade(old: &Value, new: &Value) -> Result<(), Vec<CrdViolatio
         violations.push(violation(
             None,
             None,
-            CrdViolationKind::ScopeChanged { from: old_scope.to_owned(), to: new_scope.to_owned() },
+            CrdViolationKind::ScopeChanged {
+                from: old_scope.to_owned(),
+                to: new_scope.to_owned(),
+            },
         ));
     }
 
@@ -177,25 +216,44 @@ pub fn check_crd_upgrade(old: &Value, new: &Value) -> Result<(), Vec<CrdViolatio
     stored.extend(old_versions.values().filter(|v| v.storage).map(|v| v.name));
     for version in &stored {
         if !new_versions.contains_key(version) {
-            violations.push(violation(Some(version), None, CrdViolationKind::StoredVersionRemoved));
+            violations.push(violation(
+                Some(version),
+                None,
+                CrdViolationKind::StoredVersionRemoved,
+            ));
         }
     }
     for version in old_versions.values() {
-        if version.served && !stored.contains(version.name) && !new_versions.contains_key(version.name) {
-            violations.push(violation(Some(version.name), None, CrdViolationKind::ServedVersionRemoved));
+        if version.served
+            && !stored.contains(version.name)
+            && !new_versions.contains_key(version.name)
+        {
+            violations.push(violation(
+                Some(version.name),
+                None,
+                CrdViolationKind::ServedVersionRemoved,
+            ));
         }
     }
 
     for (name, old_version) in &old_versions {
-        let Some(new_version) = new_versions.get(name) else { continue };
+        let Some(new_version) = new_versions.get(name) else {
+            continue;
+        };
         let old_fields = flatten(old_version.schema);
         let new_fields = flatten(new_version.schema);
         for (path, old_field) in &old_fields {
             let Some(new_field) = new_fields.get(path) else {
-                let parent_removed =
-                    old_field.parent.as_ref().is_some_and(|parent| !new_fields.contains_key(parent));
+                let parent_removed = old_field
+                    .parent
+                    .as_ref()
+                    .is_some_and(|parent| !new_fields.contains_key(parent));
                 if !parent_removed {
-                    violations.push(violation(Some(name), Some(path), CrdViolationKind::FieldRemoved));
+                    violations.push(violation(
+                        Some(name),
+                        Some(path),
+                        CrdViolationKind::FieldRemoved,
+                    ));
                 }
                 continue;
             };
@@ -205,7 +263,11 @@ pub fn check_crd_upgrade(old: &Value, new: &Value) -> Result<(), Vec<CrdViolatio
         }
     }
 
-    if violations.is_empty() { Ok(()) } else { Err(violations) }
+    if violations.is_empty() {
+        Ok(())
+    } else {
+        Err(violations)
+    }
 }
 
 /// One entry of `spec.versions`.
@@ -219,7 +281,9 @@ struct Version<'a> {
 const EMPTY_SCHEMA: Value = Value::Null;
 
 fn versions(crd: &Value) -> BTreeMap<&str, Version<'_>> {
-    let Some(Value::Array(items)) = at(crd, &["spec", "versions"]) else { return BTreeMap::new() };
+    let Some(Value::Array(items)) = at(crd, &["spec", "versions"]) else {
+        return BTreeMap::new();
+    };
     items
         .iter()
         .filter_map(|item| {
@@ -229,7 +293,10 @@ fn versions(crd: &Value) -> BTreeMap<&str, Version<'_>> {
                 Version {
                     name,
                     served: item.get("served").and_then(Value::as_bool).unwrap_or(false),
-                    storage: item.get("storage").and_then(Value::as_bool).unwrap_or(false),
+                    storage: item
+                        .get("storage")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false),
                     schema: at(item, &["schema", "openAPIV3Schema"]).unwrap_or(&EMPTY_SCHEMA),
                 },
             ))
@@ -250,7 +317,12 @@ fn flatten(schema: &Value) -> BTreeMap<String, Field> {
     fields
 }
 
-fn flatten_into(schema: &Value, path: String, parent: Option<String>, out: &mut BTreeMap<String, Field>) {
+fn flatten_into(
+    schema: &Value,
+    path: String,
+    parent: Option<String>,
+    out: &mut BTreeMap<String, Field>,
+) {
     let mut keywords = match schema {
         Value::Object(map) => map.clone(),
         _ => Map::new(),
@@ -289,11 +361,17 @@ fn compare_field(old: &Map<String, Value>, new: &Map<String, Value>) -> Vec<CrdV
     let old_type = old.get("type").and_then(Value::as_str).unwrap_or_default();
     let new_type = new.get("type").and_then(Value::as_str).unwrap_or_default();
     if old.get("type") != new.get("type") {
-        found.push(CrdViolationKind::TypeChanged { from: old_type.to_owned(), to: new_type.to_owned() });
+        found.push(CrdViolationKind::TypeChanged {
+            from: old_type.to_owned(),
+            to: new_type.to_owned(),
+        });
     }
 
     let old_required = string_set(old.get("required"));
-    let added: Vec<String> = string_set(new.get("required")).difference(&old_required).cloned().collect();
+    let added: Vec<String> = string_set(new.get("required"))
+        .difference(&old_required)
+        .cloned()
+        .collect();
     if !added.is_empty() {
         found.push(CrdViolationKind::RequiredFieldsAdded { fields: added });
     }
@@ -301,7 +379,9 @@ fn compare_field(old: &Map<String, Value>, new: &Map<String, Value>) -> Vec<CrdV
     let old_enum = value_set(old.get("enum"));
     let new_enum = value_set(new.get("enum"));
     if old_enum.is_empty() && !new_enum.is_empty() {
-        found.push(CrdViolationKind::EnumRestrictionAdded { allowed: new_enum.iter().cloned().collect() });
+        found.push(CrdViolationKind::EnumRestrictionAdded {
+            allowed: new_enum.iter().cloned().collect(),
+        });
     } else if !new_enum.is_empty() {
         // An emptied enum lifts the restriction: safe.
         let removed: Vec<String> = old_enum.difference(&new_enum).cloned().collect();
@@ -311,17 +391,32 @@ fn compare_field(old: &Map<String, Value>, new: &Map<String, Value>) -> Vec<CrdV
     }
 
     if text(old.get("default")) != text(new.get("default")) {
-        found.push(CrdViolationKind::DefaultChanged { from: text(old.get("default")), to: text(new.get("default")) });
+        found.push(CrdViolationKind::DefaultChanged {
+            from: text(old.get("default")),
+            to: text(new.get("default")),
+        });
     }
 
     for constraint in MAXIMA {
-        if let Some((from, to)) = tightened(old.get(*constraint), new.get(*constraint), |o, n| n < o) {
-            found.push(CrdViolationKind::MaximumTightened { constraint, from, to });
+        if let Some((from, to)) =
+            tightened(old.get(*constraint), new.get(*constraint), |o, n| n < o)
+        {
+            found.push(CrdViolationKind::MaximumTightened {
+                constraint,
+                from,
+                to,
+            });
         }
     }
     for constraint in MINIMA {
-        if let Some((from, to)) = tightened(old.get(*constraint), new.get(*constraint), |o, n| n > o) {
-            found.push(CrdViolationKind::MinimumTightened { constraint, from, to });
+        if let Some((from, to)) =
+            tightened(old.get(*constraint), new.get(*constraint), |o, n| n > o)
+        {
+            found.push(CrdViolationKind::MinimumTightened {
+                constraint,
+                from,
+                to,
+            });
         }
     }
 
@@ -346,7 +441,11 @@ fn compare_field(old: &Map<String, Value>, new: &Map<String, Value>) -> Vec<CrdV
 }
 
 /// `Some((old, new))` when a bound is added, or moved in the tightening direction.
-fn tightened(old: Option<&Value>, new: Option<&Value>, tighter: fn(f64, f64) -> bool) -> Option<(Option<String>, String)> {
+fn tightened(
+    old: Option<&Value>,
+    new: Option<&Value>,
+    tighter: fn(f64, f64) -> bool,
+) -> Option<(Option<String>, String)> {
     let new = new?;
     let new_number = new.as_f64();
     match old {
@@ -363,7 +462,11 @@ fn tightened(old: Option<&Value>, new: Option<&Value>, tighter: fn(f64, f64) -> 
 
 fn string_set(value: Option<&Value>) -> BTreeSet<String> {
     match value {
-        Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
         _ => BTreeSet::new(),
     }
 }

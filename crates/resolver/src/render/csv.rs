@@ -49,7 +49,11 @@ pub struct Strategy {
 impl<'a> Csv<'a> {
     /// Views a manifest known to be a CSV.
     pub fn new(manifest: &'a Manifest) -> Self {
-        Self { name: &manifest.name, file: &manifest.file, value: &manifest.value }
+        Self {
+            name: &manifest.name,
+            file: &manifest.file,
+            value: &manifest.value,
+        }
     }
 
     fn invalid(&self, field: impl Into<String>, problem: impl Into<String>) -> RenderError {
@@ -118,19 +122,29 @@ impl<'a> Csv<'a> {
             file: self.file.to_owned(),
             problem: problem.to_owned(),
         };
-        let install = at(self.value, &["spec", "install"]).ok_or_else(|| missing("spec.install is missing"))?;
+        let install = at(self.value, &["spec", "install"])
+            .ok_or_else(|| missing("spec.install is missing"))?;
         match str_at(install, &["strategy"]) {
             Some("deployment") => {}
-            Some(other) => return Err(missing(&format!("spec.install.strategy is {other:?}, not \"deployment\""))),
+            Some(other) => {
+                return Err(missing(&format!(
+                    "spec.install.strategy is {other:?}, not \"deployment\""
+                )));
+            }
             None => return Err(missing("spec.install.strategy is missing")),
         }
-        let spec = install.get("spec").ok_or_else(|| missing("spec.install.spec is missing"))?;
+        let spec = install
+            .get("spec")
+            .ok_or_else(|| missing("spec.install.spec is missing"))?;
         if !spec.is_object() {
             return Err(self.invalid("spec.install.spec", "is not a mapping"));
         }
         let deployments = self.deployments(spec)?;
         if deployments.is_empty() {
-            return Err(RenderError::NoDeployments { csv: self.name.to_owned(), file: self.file.to_owned() });
+            return Err(RenderError::NoDeployments {
+                csv: self.name.to_owned(),
+                file: self.file.to_owned(),
+            });
         }
         Ok(Strategy {
             deployments,
@@ -150,11 +164,16 @@ impl<'a> Csv<'a> {
             if !super::names::is_dns1123_subdomain(name) {
                 return Err(self.invalid(
                     field("name"),
-                    format!("{name:?} is not a valid Deployment name (lowercase DNS-1123 subdomain)"),
+                    format!(
+                        "{name:?} is not a valid Deployment name (lowercase DNS-1123 subdomain)"
+                    ),
                 ));
             }
             if deployments.iter().any(|d| d.name == name) {
-                return Err(RenderError::DuplicateDeployment { csv: self.name.to_owned(), name: name.to_owned() });
+                return Err(RenderError::DuplicateDeployment {
+                    csv: self.name.to_owned(),
+                    name: name.to_owned(),
+                });
             }
             let spec = match entry.get("spec") {
                 Some(spec @ Value::Object(_)) => spec.clone(),
@@ -168,7 +187,11 @@ impl<'a> Csv<'a> {
                 Some(Value::Object(map)) if map.values().all(Value::is_string) => map.clone(),
                 Some(_) => return Err(self.invalid(field("label"), "is not a mapping of strings")),
             };
-            deployments.push(StrategyDeployment { name: name.to_owned(), spec, labels });
+            deployments.push(StrategyDeployment {
+                name: name.to_owned(),
+                spec,
+                labels,
+            });
         }
         Ok(deployments)
     }
@@ -192,7 +215,10 @@ impl<'a> Csv<'a> {
             if let Some(bad) = rules.iter().position(|rule| !rule.is_object()) {
                 return Err(self.invalid(field(&format!("rules[{bad}]")), "is not a mapping"));
             }
-            permissions.push(Permission { service_account, rules });
+            permissions.push(Permission {
+                service_account,
+                rules,
+            });
         }
         Ok(permissions)
     }

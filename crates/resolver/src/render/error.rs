@@ -9,7 +9,9 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum RenderError {
     /// `BundleFiles::load_dir` could not read the bundle folder.
-    #[error("cannot read bundle file or folder {path}: {source}; check that the path exists and is readable")]
+    #[error(
+        "cannot read bundle file or folder {path}: {source}; check that the path exists and is readable"
+    )]
     Read {
         path: PathBuf,
         #[source]
@@ -34,13 +36,23 @@ pub enum RenderError {
     #[error(
         "bundle file {file}, document {document} (line {line}): expected a Kubernetes object (a mapping with apiVersion, kind and metadata), found {found}"
     )]
-    NotAnObject { file: String, document: usize, line: usize, found: &'static str },
+    NotAnObject {
+        file: String,
+        document: usize,
+        line: usize,
+        found: &'static str,
+    },
 
     /// An object lacks `apiVersion`, `kind` or `metadata.name`.
     #[error(
         "bundle file {file}, document {document} (line {line}): the object has no {missing}; every manifest needs apiVersion, kind and metadata.name (generateName is not supported)"
     )]
-    IncompleteObject { file: String, document: usize, line: usize, missing: &'static str },
+    IncompleteObject {
+        file: String,
+        document: usize,
+        line: usize,
+        missing: &'static str,
+    },
 
     /// `metadata/annotations.yaml` names a media type POM does not render.
     #[error(
@@ -49,7 +61,9 @@ pub enum RenderError {
     UnsupportedMediaType { mediatype: String },
 
     /// `metadata/annotations.yaml` exists but is not the expected shape.
-    #[error("bundle file {file}: {problem}; see operator-registry docs/design/operator-bundle.md for the layout")]
+    #[error(
+        "bundle file {file}: {problem}; see operator-registry docs/design/operator-bundle.md for the layout"
+    )]
     MalformedAnnotations { file: String, problem: String },
 
     /// The manifests folder has a sub-folder (refused by OLM v0 and v1 alike).
@@ -59,7 +73,9 @@ pub enum RenderError {
     ManifestSubdirectory { path: String, manifests_dir: String },
 
     /// The bundle has no object to apply.
-    #[error("the bundle has no manifests under {manifests_dir}; a bundle must contain at least one object")]
+    #[error(
+        "the bundle has no manifests under {manifests_dir}; a bundle must contain at least one object"
+    )]
     NoManifests { manifests_dir: String },
 
     /// A registry+v1 bundle without a ClusterServiceVersion.
@@ -91,13 +107,20 @@ pub enum RenderError {
         "ClusterServiceVersion {csv} owns API services ({}, spec.apiservicedefinitions.owned); POM does not install APIServices yet; use a bundle without owned APIServices",
         apiservices.join(", ")
     )]
-    ApiServicesNotSupported { csv: String, apiservices: Vec<String> },
+    ApiServicesNotSupported {
+        csv: String,
+        apiservices: Vec<String>,
+    },
 
     /// The CSV has no usable install strategy.
     #[error(
         "ClusterServiceVersion {csv} ({file}) has no usable install strategy: {problem}; spec.install must be {{strategy: deployment, spec: {{deployments: [...]}}}}"
     )]
-    MissingInstallStrategy { csv: String, file: String, problem: String },
+    MissingInstallStrategy {
+        csv: String,
+        file: String,
+        problem: String,
+    },
 
     /// The install strategy lists no Deployment.
     #[error(
@@ -107,7 +130,12 @@ pub enum RenderError {
 
     /// A CSV field POM reads has the wrong shape.
     #[error("ClusterServiceVersion {csv} ({file}): field {field} {problem}")]
-    InvalidCsvField { csv: String, file: String, field: String, problem: String },
+    InvalidCsvField {
+        csv: String,
+        file: String,
+        field: String,
+        problem: String,
+    },
 
     /// Two install-strategy Deployments share a name.
     #[error(
@@ -125,16 +153,21 @@ pub enum RenderError {
     #[error(
         "bundle file {file}: {kind} {name:?} is not a kind a registry+v1 bundle may contain (allowed: {allowed}); remove it or ship it as a plain+v0 bundle"
     )]
-    UnsupportedKind { file: String, kind: String, name: String, allowed: String },
-
-    /// An object uses an API version that every cluster POM supports has removed.
-    #[error(
-        "bundle file {file}: {kind} {name:?} uses {api_version}, which Kubernetes removed in {removed_in}; this bundle cannot be applied on any supported cluster, use a bundle built with {use_instead}"
-    )]
-    RemovedApiVersion {
+    UnsupportedKind {
         file: String,
         kind: String,
         name: String,
+        allowed: String,
+    },
+
+    /// An object uses an API version that every cluster POM supports has removed.
+    #[error(
+        "bundle file {file}: {object} uses {api_version}, which Kubernetes removed in {removed_in}; this bundle cannot be applied on any supported cluster, use a bundle built with {use_instead}"
+    )]
+    RemovedApiVersion {
+        file: String,
+        /// `Kind "name"`.
+        object: String,
         api_version: String,
         removed_in: &'static str,
         use_instead: &'static str,
@@ -144,9 +177,18 @@ pub enum RenderError {
     #[error(
         "{object} is defined twice with different content ({first} and {second}); remove one of them or give them different names"
     )]
-    ConflictingObjects { object: String, first: String, second: String },
+    ConflictingObjects {
+        object: String,
+        first: String,
+        second: String,
+    },
 
     /// `olm.properties` or `metadata/properties.yaml` is malformed.
-    #[error("bundle properties in {source_name} are malformed: {problem}; expected a list of {{type, value}}")]
-    MalformedProperties { source_name: String, problem: String },
+    #[error(
+        "bundle properties in {source_name} are malformed: {problem}; expected a list of {{type, value}}"
+    )]
+    MalformedProperties {
+        source_name: String,
+        problem: String,
+    },
 }

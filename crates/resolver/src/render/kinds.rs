@@ -26,12 +26,24 @@ const CLUSTER_SCOPED: &[(&str, &str)] = &[
     ("apiregistration.k8s.io", "APIService"),
     ("rbac.authorization.k8s.io", "ClusterRole"),
     ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
-    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
-    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
+    (
+        "admissionregistration.k8s.io",
+        "MutatingWebhookConfiguration",
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "ValidatingWebhookConfiguration",
+    ),
     ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"),
-    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"),
+    (
+        "admissionregistration.k8s.io",
+        "ValidatingAdmissionPolicyBinding",
+    ),
     ("admissionregistration.k8s.io", "MutatingAdmissionPolicy"),
-    ("admissionregistration.k8s.io", "MutatingAdmissionPolicyBinding"),
+    (
+        "admissionregistration.k8s.io",
+        "MutatingAdmissionPolicyBinding",
+    ),
     ("storage.k8s.io", "StorageClass"),
     ("storage.k8s.io", "CSIDriver"),
     ("storage.k8s.io", "CSINode"),
@@ -67,7 +79,9 @@ const CLUSTER_SCOPED: &[(&str, &str)] = &[
 
 /// Whether (group, kind) is cluster-scoped according to the static list.
 pub fn is_cluster_scoped(group: &str, kind: &str) -> bool {
-    CLUSTER_SCOPED.iter().any(|(g, k)| *g == group && *k == kind)
+    CLUSTER_SCOPED
+        .iter()
+        .any(|(g, k)| *g == group && *k == kind)
 }
 
 /// An API version that no cluster POM supports (Kubernetes ≥ 1.33) still serves.
@@ -83,37 +97,157 @@ pub struct RemovedApi {
 /// API versions removed up to Kubernetes 1.32 (the Kubernetes deprecation guide). A bundle
 /// using them cannot be applied, so rendering refuses it up front with the replacement to use.
 const REMOVED_APIS: &[RemovedApi] = &[
-    removed("apiextensions.k8s.io/v1beta1", None, "1.22", "apiextensions.k8s.io/v1"),
-    removed("admissionregistration.k8s.io/v1beta1", None, "1.22", "admissionregistration.k8s.io/v1"),
-    removed("apiregistration.k8s.io/v1beta1", None, "1.22", "apiregistration.k8s.io/v1"),
-    removed("authentication.k8s.io/v1beta1", None, "1.22", "authentication.k8s.io/v1"),
-    removed("authorization.k8s.io/v1beta1", None, "1.22", "authorization.k8s.io/v1"),
-    removed("certificates.k8s.io/v1beta1", None, "1.22", "certificates.k8s.io/v1"),
-    removed("coordination.k8s.io/v1beta1", None, "1.22", "coordination.k8s.io/v1"),
-    removed("extensions/v1beta1", None, "1.22", "apps/v1 or networking.k8s.io/v1"),
-    removed("networking.k8s.io/v1beta1", Some("Ingress"), "1.22", "networking.k8s.io/v1"),
-    removed("networking.k8s.io/v1beta1", Some("IngressClass"), "1.22", "networking.k8s.io/v1"),
-    removed("rbac.authorization.k8s.io/v1beta1", None, "1.22", "rbac.authorization.k8s.io/v1"),
-    removed("rbac.authorization.k8s.io/v1alpha1", None, "1.22", "rbac.authorization.k8s.io/v1"),
-    removed("scheduling.k8s.io/v1beta1", None, "1.22", "scheduling.k8s.io/v1"),
-    removed("scheduling.k8s.io/v1alpha1", None, "1.22", "scheduling.k8s.io/v1"),
-    removed("storage.k8s.io/v1beta1", Some("CSIDriver"), "1.22", "storage.k8s.io/v1"),
-    removed("storage.k8s.io/v1beta1", Some("CSINode"), "1.22", "storage.k8s.io/v1"),
-    removed("storage.k8s.io/v1beta1", Some("StorageClass"), "1.22", "storage.k8s.io/v1"),
-    removed("storage.k8s.io/v1beta1", Some("VolumeAttachment"), "1.22", "storage.k8s.io/v1"),
-    removed("storage.k8s.io/v1beta1", Some("CSIStorageCapacity"), "1.27", "storage.k8s.io/v1"),
+    removed(
+        "apiextensions.k8s.io/v1beta1",
+        None,
+        "1.22",
+        "apiextensions.k8s.io/v1",
+    ),
+    removed(
+        "admissionregistration.k8s.io/v1beta1",
+        None,
+        "1.22",
+        "admissionregistration.k8s.io/v1",
+    ),
+    removed(
+        "apiregistration.k8s.io/v1beta1",
+        None,
+        "1.22",
+        "apiregistration.k8s.io/v1",
+    ),
+    removed(
+        "authentication.k8s.io/v1beta1",
+        None,
+        "1.22",
+        "authentication.k8s.io/v1",
+    ),
+    removed(
+        "authorization.k8s.io/v1beta1",
+        None,
+        "1.22",
+        "authorization.k8s.io/v1",
+    ),
+    removed(
+        "certificates.k8s.io/v1beta1",
+        None,
+        "1.22",
+        "certificates.k8s.io/v1",
+    ),
+    removed(
+        "coordination.k8s.io/v1beta1",
+        None,
+        "1.22",
+        "coordination.k8s.io/v1",
+    ),
+    removed(
+        "extensions/v1beta1",
+        None,
+        "1.22",
+        "apps/v1 or networking.k8s.io/v1",
+    ),
+    removed(
+        "networking.k8s.io/v1beta1",
+        Some("Ingress"),
+        "1.22",
+        "networking.k8s.io/v1",
+    ),
+    removed(
+        "networking.k8s.io/v1beta1",
+        Some("IngressClass"),
+        "1.22",
+        "networking.k8s.io/v1",
+    ),
+    removed(
+        "rbac.authorization.k8s.io/v1beta1",
+        None,
+        "1.22",
+        "rbac.authorization.k8s.io/v1",
+    ),
+    removed(
+        "rbac.authorization.k8s.io/v1alpha1",
+        None,
+        "1.22",
+        "rbac.authorization.k8s.io/v1",
+    ),
+    removed(
+        "scheduling.k8s.io/v1beta1",
+        None,
+        "1.22",
+        "scheduling.k8s.io/v1",
+    ),
+    removed(
+        "scheduling.k8s.io/v1alpha1",
+        None,
+        "1.22",
+        "scheduling.k8s.io/v1",
+    ),
+    removed(
+        "storage.k8s.io/v1beta1",
+        Some("CSIDriver"),
+        "1.22",
+        "storage.k8s.io/v1",
+    ),
+    removed(
+        "storage.k8s.io/v1beta1",
+        Some("CSINode"),
+        "1.22",
+        "storage.k8s.io/v1",
+    ),
+    removed(
+        "storage.k8s.io/v1beta1",
+        Some("StorageClass"),
+        "1.22",
+        "storage.k8s.io/v1",
+    ),
+    removed(
+        "storage.k8s.io/v1beta1",
+        Some("VolumeAttachment"),
+        "1.22",
+        "storage.k8s.io/v1",
+    ),
+    removed(
+        "storage.k8s.io/v1beta1",
+        Some("CSIStorageCapacity"),
+        "1.27",
+        "storage.k8s.io/v1",
+    ),
     removed("apps/v1beta1", None, "1.16", "apps/v1"),
     removed("apps/v1beta2", None, "1.16", "apps/v1"),
     removed("batch/v1beta1", None, "1.25", "batch/v1"),
-    removed("discovery.k8s.io/v1beta1", None, "1.25", "discovery.k8s.io/v1"),
+    removed(
+        "discovery.k8s.io/v1beta1",
+        None,
+        "1.25",
+        "discovery.k8s.io/v1",
+    ),
     removed("events.k8s.io/v1beta1", None, "1.25", "events.k8s.io/v1"),
     removed("autoscaling/v2beta1", None, "1.25", "autoscaling/v2"),
     removed("autoscaling/v2beta2", None, "1.26", "autoscaling/v2"),
-    removed("policy/v1beta1", None, "1.25", "policy/v1 (PodSecurityPolicy has no replacement)"),
+    removed(
+        "policy/v1beta1",
+        None,
+        "1.25",
+        "policy/v1 (PodSecurityPolicy has no replacement)",
+    ),
     removed("node.k8s.io/v1beta1", None, "1.25", "node.k8s.io/v1"),
-    removed("flowcontrol.apiserver.k8s.io/v1beta1", None, "1.26", "flowcontrol.apiserver.k8s.io/v1"),
-    removed("flowcontrol.apiserver.k8s.io/v1beta2", None, "1.29", "flowcontrol.apiserver.k8s.io/v1"),
-    removed("flowcontrol.apiserver.k8s.io/v1beta3", None, "1.32", "flowcontrol.apiserver.k8s.io/v1"),
+    removed(
+        "flowcontrol.apiserver.k8s.io/v1beta1",
+        None,
+        "1.26",
+        "flowcontrol.apiserver.k8s.io/v1",
+    ),
+    removed(
+        "flowcontrol.apiserver.k8s.io/v1beta2",
+        None,
+        "1.29",
+        "flowcontrol.apiserver.k8s.io/v1",
+    ),
+    removed(
+        "flowcontrol.apiserver.k8s.io/v1beta3",
+        None,
+        "1.32",
+        "flowcontrol.apiserver.k8s.io/v1",
+    ),
 ];
 
 const fn removed(
@@ -122,7 +256,12 @@ const fn removed(
     removed_in: &'static str,
     use_instead: &'static str,
 ) -> RemovedApi {
-    RemovedApi { api_version, kind, removed_in, use_instead }
+    RemovedApi {
+        api_version,
+        kind,
+        removed_in,
+        use_instead,
+    }
 }
 
 /// The removal record for (apiVersion, kind), if no supported cluster serves it.
@@ -188,7 +327,10 @@ mod tests {
 
     #[test]
     fn order() {
-        assert!(apply_rank("apiextensions.k8s.io", "CustomResourceDefinition") < apply_rank("", "ServiceAccount"));
+        assert!(
+            apply_rank("apiextensions.k8s.io", "CustomResourceDefinition")
+                < apply_rank("", "ServiceAccount")
+        );
         assert!(apply_rank("", "ConfigMap") < apply_rank("apps", "Deployment"));
     }
 }

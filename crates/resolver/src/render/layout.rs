@@ -7,10 +7,10 @@
 
 use serde_json::Value;
 
+use super::BundleFormat;
 use super::bundle::{BundleFiles, parse_documents};
 use super::error::RenderError;
 use super::objects::{Manifest, scalar_to_string};
-use super::BundleFormat;
 
 /// The annotations file every image bundle carries.
 pub const ANNOTATIONS_FILE: &str = "metadata/annotations.yaml";
@@ -44,7 +44,10 @@ impl Layout {
         if let Some(bytes) = files.get(ANNOTATIONS_FILE) {
             let annotations = read_annotations(bytes)?;
             let get = |key: &str| {
-                annotations.get(&format!("{KEY_PREFIX}{key}")).and_then(scalar_to_string).filter(|s| !s.is_empty())
+                annotations
+                    .get(&format!("{KEY_PREFIX}{key}"))
+                    .and_then(scalar_to_string)
+                    .filter(|s| !s.is_empty())
             };
             layout.mediatype = get("mediatype.v1");
             layout.package = get("package.v1");
@@ -54,7 +57,11 @@ impl Layout {
             if let Some(dir) = get("metadata.v1") {
                 layout.metadata_dir = normalize_dir(&dir);
             }
-        } else if !files.files.keys().any(|path| path.starts_with(DEFAULT_MANIFESTS_DIR)) {
+        } else if !files
+            .files
+            .keys()
+            .any(|path| path.starts_with(DEFAULT_MANIFESTS_DIR))
+        {
             // A bare folder of manifests (plain+v0 without the manifests/ level).
             layout.manifests_dir = String::new();
         }
@@ -63,17 +70,28 @@ impl Layout {
 
     /// The manifest folder as shown to people.
     pub fn manifests_dir_display(&self) -> String {
-        if self.manifests_dir.is_empty() { "the bundle folder".to_owned() } else { self.manifests_dir.clone() }
+        if self.manifests_dir.is_empty() {
+            "the bundle folder".to_owned()
+        } else {
+            self.manifests_dir.clone()
+        }
     }
 
     /// The manifest files, in path order. Sub-folders are refused, as OLM does; in a bare folder
     /// only `.yaml`, `.yml` and `.json` files count and sub-folders are ignored.
-    pub fn manifest_files<'a>(&self, files: &'a BundleFiles) -> Result<Vec<(&'a str, &'a [u8])>, RenderError> {
+    pub fn manifest_files<'a>(
+        &self,
+        files: &'a BundleFiles,
+    ) -> Result<Vec<(&'a str, &'a [u8])>, RenderError> {
         let mut out = Vec::new();
         for (path, bytes) in &files.files {
-            let Some(relative) = path.strip_prefix(&self.manifests_dir) else { continue };
+            let Some(relative) = path.strip_prefix(&self.manifests_dir) else {
+                continue;
+            };
             if self.manifests_dir.is_empty() {
-                let is_manifest = [".yaml", ".yml", ".json"].iter().any(|ext| relative.ends_with(ext));
+                let is_manifest = [".yaml", ".yml", ".json"]
+                    .iter()
+                    .any(|ext| relative.ends_with(ext));
                 if relative.contains('/') || !is_manifest {
                     continue;
                 }
@@ -91,7 +109,10 @@ impl Layout {
     /// `metadata/properties.yaml`, if the bundle has one.
     pub fn properties_file<'a>(&self, files: &'a BundleFiles) -> Option<(&'a str, &'a [u8])> {
         let path = format!("{}properties.yaml", self.metadata_dir);
-        files.files.get_key_value(&path).map(|(k, v)| (k.as_str(), v.as_slice()))
+        files
+            .files
+            .get_key_value(&path)
+            .map(|(k, v)| (k.as_str(), v.as_slice()))
     }
 
     /// The bundle's format: the annotated media type, else registry+v1 iff a CSV is present.
@@ -99,8 +120,13 @@ impl Layout {
         match self.mediatype.as_deref() {
             Some("registry+v1") => Ok(BundleFormat::RegistryV1),
             Some("plain+v0") => Ok(BundleFormat::PlainV0),
-            Some(other) => Err(RenderError::UnsupportedMediaType { mediatype: other.to_owned() }),
-            None if manifests.iter().any(|m| m.is(crate::render::csv::CSV_GROUP, crate::render::csv::CSV_KIND)) => {
+            Some(other) => Err(RenderError::UnsupportedMediaType {
+                mediatype: other.to_owned(),
+            }),
+            None if manifests
+                .iter()
+                .any(|m| m.is(crate::render::csv::CSV_GROUP, crate::render::csv::CSV_KIND)) =>
+            {
                 Ok(BundleFormat::RegistryV1)
             }
             None => Ok(BundleFormat::PlainV0),
@@ -127,7 +153,11 @@ fn read_annotations(bytes: &[u8]) -> Result<serde_json::Map<String, Value>, Rend
 /// `./manifests`, `/manifests/` and `manifests` all become `manifests/`.
 fn normalize_dir(dir: &str) -> String {
     let trimmed = dir.trim().trim_start_matches("./").trim_matches('/');
-    if trimmed.is_empty() { String::new() } else { format!("{trimmed}/") }
+    if trimmed.is_empty() {
+        String::new()
+    } else {
+        format!("{trimmed}/")
+    }
 }
 
 #[cfg(test)]
@@ -136,7 +166,12 @@ mod tests {
     use std::collections::BTreeMap;
 
     fn files(entries: &[(&str, &str)]) -> BundleFiles {
-        BundleFiles::new(entries.iter().map(|(p, c)| ((*p).to_owned(), c.as_bytes().to_vec())).collect::<BTreeMap<_, _>>())
+        BundleFiles::new(
+            entries
+                .iter()
+                .map(|(p, c)| ((*p).to_owned(), c.as_bytes().to_vec()))
+                .collect::<BTreeMap<_, _>>(),
+        )
     }
 
     #[test]
@@ -155,14 +190,22 @@ mod tests {
     fn subfolders_are_refused() {
         let bundle = files(&[("manifests/a.yaml", ""), ("manifests/sub/b.yaml", "")]);
         let layout = Layout::detect(&bundle).unwrap();
-        assert!(matches!(layout.manifest_files(&bundle), Err(RenderError::ManifestSubdirectory { .. })));
+        assert!(matches!(
+            layout.manifest_files(&bundle),
+            Err(RenderError::ManifestSubdirectory { .. })
+        ));
     }
 
     #[test]
     fn bare_folder_takes_yaml_files() {
         let bundle = files(&[("a.yaml", ""), ("README.md", ""), ("x/b.yaml", "")]);
         let layout = Layout::detect(&bundle).unwrap();
-        let found: Vec<_> = layout.manifest_files(&bundle).unwrap().into_iter().map(|(p, _)| p).collect();
+        let found: Vec<_> = layout
+            .manifest_files(&bundle)
+            .unwrap()
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
         assert_eq!(found, vec!["a.yaml"]);
     }
 }

@@ -52,7 +52,10 @@ pub struct RenderOptions {
 impl RenderOptions {
     /// Options for `install_namespace` without OperatorCondition wiring.
     pub fn new(install_namespace: impl Into<String>) -> Self {
-        Self { install_namespace: install_namespace.into(), operator_condition: false }
+        Self {
+            install_namespace: install_namespace.into(),
+            operator_condition: false,
+        }
     }
 }
 
@@ -108,19 +111,27 @@ impl RenderedBundle {
     /// Values of every property of type `property_type`, in order (for example
     /// `olm.maxOpenShiftVersion`; more than one is an error for whoever judges it).
     pub fn property_values(&self, property_type: &str) -> Vec<&Value> {
-        self.properties.iter().filter(|(t, _)| t == property_type).map(|(_, v)| v).collect()
+        self.properties
+            .iter()
+            .filter(|(t, _)| t == property_type)
+            .map(|(_, v)| v)
+            .collect()
     }
 }
 
 /// Renders a bundle into the objects POM applies, or says why POM refuses it.
 pub fn render(files: &BundleFiles, opts: &RenderOptions) -> Result<RenderedBundle, RenderError> {
     if !names::is_dns1123_label(&opts.install_namespace) {
-        return Err(RenderError::InvalidInstallNamespace { namespace: opts.install_namespace.clone() });
+        return Err(RenderError::InvalidInstallNamespace {
+            namespace: opts.install_namespace.clone(),
+        });
     }
     let layout = Layout::detect(files)?;
     let manifests = read_manifests(files, &layout)?;
     if manifests.is_empty() {
-        return Err(RenderError::NoManifests { manifests_dir: layout.manifests_dir_display() });
+        return Err(RenderError::NoManifests {
+            manifests_dir: layout.manifests_dir_display(),
+        });
     }
     let format = layout.format(&manifests)?;
     let properties_file = layout.properties_file(files);
@@ -128,7 +139,10 @@ pub fn render(files: &BundleFiles, opts: &RenderOptions) -> Result<RenderedBundl
         BundleFormat::RegistryV1 => registry_v1::render(&manifests, &layout, opts)?,
         BundleFormat::PlainV0 => plain_v0::render(&manifests)?,
     };
-    let csv = parts.csv.as_ref().map(|(file, value)| (file.as_str(), value));
+    let csv = parts
+        .csv
+        .as_ref()
+        .map(|(file, value)| (file.as_str(), value));
     let properties = properties::collect(csv, properties_file)?;
     let namespace_policy = match format {
         BundleFormat::RegistryV1 => assemble::NamespacePolicy::Force,
@@ -164,8 +178,7 @@ fn check_removed_apis(manifests: &[Manifest]) -> Result<(), RenderError> {
         if let Some(removed) = kinds::removed_api(&manifest.api_version, &manifest.kind) {
             return Err(RenderError::RemovedApiVersion {
                 file: manifest.origin(),
-                kind: manifest.kind.clone(),
-                name: manifest.name.clone(),
+                object: format!("{} {:?}", manifest.kind, manifest.name),
                 api_version: manifest.api_version.clone(),
                 removed_in: removed.removed_in,
                 use_instead: removed.use_instead,

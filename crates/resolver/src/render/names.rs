@@ -76,7 +76,9 @@ fn write_canonical(value: &Value, out: &mut String) {
 pub fn is_dns1123_label(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= MAX_NAME_LEN
-        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !name.starts_with('-')
         && !name.ends_with('-')
 }
@@ -87,7 +89,9 @@ pub fn is_dns1123_subdomain(name: &str) -> bool {
         && !name.is_empty()
         && name.split('.').all(|part| {
             !part.is_empty()
-                && part.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && part
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
                 && !part.starts_with('-')
                 && !part.ends_with('-')
         })
@@ -117,7 +121,10 @@ mod tests {
 
     #[test]
     fn canonical_json_sorts_keys() {
-        assert_eq!(canonical_json(&json!({"b": 1, "a": [{"d": 1, "c": 2}]})), r#"{"a":[{"c":2,"d":1}],"b":1}"#);
+        assert_eq!(
+            canonical_json(&json!({"b": 1, "a": [{"d": 1, "c": 2}]})),
+            r#"{"a":[{"c":2,"d":1}],"b":1}"#
+        );
     }
 
     #[test]

@@ -24,7 +24,12 @@ pub struct Manifest {
 impl Manifest {
     /// Checks the fields every object needs and keeps them at hand.
     pub fn from_document(doc: Document) -> Result<Self, RenderError> {
-        let Document { file, index, line, value } = doc;
+        let Document {
+            file,
+            index,
+            line,
+            value,
+        } = doc;
         let found = match &value {
             Value::Object(_) => None,
             Value::Array(_) => Some("a list"),
@@ -34,7 +39,12 @@ impl Manifest {
             Value::Null => Some("nothing"),
         };
         if let Some(found) = found {
-            return Err(RenderError::NotAnObject { file, document: index, line, found });
+            return Err(RenderError::NotAnObject {
+                file,
+                document: index,
+                line,
+                found,
+            });
         }
         let missing = |missing: &'static str| RenderError::IncompleteObject {
             file: file.clone(),
@@ -42,17 +52,30 @@ impl Manifest {
             line,
             missing,
         };
-        let api_version = non_empty_str(&value, &["apiVersion"]).ok_or_else(|| missing("apiVersion"))?;
+        let api_version =
+            non_empty_str(&value, &["apiVersion"]).ok_or_else(|| missing("apiVersion"))?;
         let kind = non_empty_str(&value, &["kind"]).ok_or_else(|| missing("kind"))?;
-        let name = non_empty_str(&value, &["metadata", "name"]).ok_or_else(|| missing("metadata.name"))?;
+        let name =
+            non_empty_str(&value, &["metadata", "name"]).ok_or_else(|| missing("metadata.name"))?;
         let (api_version, kind, name) = (api_version.to_owned(), kind.to_owned(), name.to_owned());
-        Ok(Self { file, document: index, line, api_version, kind, name, value })
+        Ok(Self {
+            file,
+            document: index,
+            line,
+            api_version,
+            kind,
+            name,
+            value,
+        })
     }
 
     /// `file`, plus the document number and its first line when the file holds several.
     pub fn origin(&self) -> String {
         if self.document > 1 {
-            format!("{} (document {}, line {})", self.file, self.document, self.line)
+            format!(
+                "{} (document {}, line {})",
+                self.file, self.document, self.line
+            )
         } else {
             self.file.clone()
         }
@@ -91,11 +114,19 @@ impl ObjectKey {
 
 impl fmt::Display for ObjectKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let kind = if self.group.is_empty() { self.kind.clone() } else { format!("{}.{}", self.kind, self.group) };
+        let kind = if self.group.is_empty() {
+            self.kind.clone()
+        } else {
+            format!("{}.{}", self.kind, self.group)
+        };
         if self.namespace.is_empty() {
             write!(f, "{kind} {:?}", self.name)
         } else {
-            write!(f, "{kind} {:?} in namespace {:?}", self.name, self.namespace)
+            write!(
+                f,
+                "{kind} {:?} in namespace {:?}",
+                self.name, self.namespace
+            )
         }
     }
 }
@@ -116,7 +147,10 @@ fn non_empty_str<'a>(value: &'a Value, path: &[&str]) -> Option<&'a str> {
 
 /// The object at `path` inside `value`, creating (or replacing any non-object on the way with)
 /// empty objects. `None` cannot happen in practice; it keeps this free of panics.
-pub fn object_at_mut<'a>(value: &'a mut Value, path: &[&str]) -> Option<&'a mut Map<String, Value>> {
+pub fn object_at_mut<'a>(
+    value: &'a mut Value,
+    path: &[&str],
+) -> Option<&'a mut Map<String, Value>> {
     let mut current = value;
     for key in path {
         if !current.is_object() {

@@ -13,7 +13,15 @@ pub fn render(manifests: &[Manifest]) -> Result<Parts, RenderError> {
     check_removed_apis(manifests)?;
     let objects = manifests
         .iter()
-        .map(|m| Sourced { value: m.value.clone(), origin: m.origin(), generated: false })
+        .map(|m| Sourced {
+            value: m.value.clone(),
+            origin: m.origin(),
+            generated: false,
+        })
         .collect();
-    Ok(Parts { csv: None, csv_name: None, objects })
+    Ok(Parts {
+        csv: None,
+        csv_name: None,
+        objects,
+    })
 }

@@ -24,10 +24,11 @@ pub fn collect(
         && let Some(text) = str_at(csv, &["metadata", "annotations", PROPERTIES_ANNOTATION])
     {
         let source_name = format!("{csv_file} (annotation {PROPERTIES_ANNOTATION})");
-        let list: Value = serde_json::from_str(text).map_err(|err| RenderError::MalformedProperties {
-            source_name: source_name.clone(),
-            problem: format!("not JSON: {err}"),
-        })?;
+        let list: Value =
+            serde_json::from_str(text).map_err(|err| RenderError::MalformedProperties {
+                source_name: source_name.clone(),
+                problem: format!("not JSON: {err}"),
+            })?;
         push_list(&mut properties, &source_name, &list)?;
     }
     if let Some((file, bytes)) = properties_file {
@@ -52,7 +53,9 @@ fn push_list(
         source_name: source_name.to_owned(),
         problem,
     };
-    let items = list.as_array().ok_or_else(|| malformed("the properties are not a list".to_owned()))?;
+    let items = list
+        .as_array()
+        .ok_or_else(|| malformed("the properties are not a list".to_owned()))?;
     for (index, item) in items.iter().enumerate() {
         let kind = str_at(item, &["type"])
             .filter(|t| !t.is_empty())
@@ -76,17 +79,29 @@ mod tests {
         let csv = json!({"metadata": {"annotations": {
             "olm.properties": r#"[{"type": "olm.maxOpenShiftVersion", "value": "4.17"}]"#}}});
         let file = b"properties:\n- type: olm.maxOpenShiftVersion\n  value: \"4.17\"\n- type: x\n  value: 1\n";
-        let got = collect(Some(("csv.yaml", &csv)), Some(("metadata/properties.yaml", file))).unwrap();
+        let got = collect(
+            Some(("csv.yaml", &csv)),
+            Some(("metadata/properties.yaml", file)),
+        )
+        .unwrap();
         assert_eq!(
             got,
-            vec![("olm.maxOpenShiftVersion".to_owned(), json!("4.17")), ("x".to_owned(), json!(1))]
+            vec![
+                ("olm.maxOpenShiftVersion".to_owned(), json!("4.17")),
+                ("x".to_owned(), json!(1))
+            ]
         );
     }
 
     #[test]
     fn malformed_annotation_is_named() {
         let csv = json!({"metadata": {"annotations": {"olm.properties": "[{"}}});
-        let err = collect(Some(("m/csv.yaml", &csv)), None).unwrap_err().to_string();
-        assert!(err.contains("m/csv.yaml") && err.contains("olm.properties"), "{err}");
+        let err = collect(Some(("m/csv.yaml", &csv)), None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("m/csv.yaml") && err.contains("olm.properties"),
+            "{err}"
+        );
     }
 }

@@ -40,39 +40,78 @@ const RBAC_API: &str = "rbac.authorization.k8s.io/v1";
 const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
 
 /// Renders a registry+v1 bundle, refusing what POM cannot install.
-pub fn render(manifests: &[Manifest], layout: &Layout, opts: &RenderOptions) -> Result<Parts, RenderError> {
+pub fn render(
+    manifests: &[Manifest],
+    layout: &Layout,
+    opts: &RenderOptions,
+) -> Result<Parts, RenderError> {
     let csv_manifest = single_csv(manifests, layout)?;
     let csv = Csv::new(csv_manifest);
     let ns = opts.install_namespace.as_str();
 
     let supported = csv.supported_install_modes();
     if !supported.iter().any(|mode| mode == ALL_NAMESPACES) {
-        return Err(RenderError::AllNamespacesNotSupported { csv: csv.name.to_owned(), supported });
+        return Err(RenderError::AllNamespacesNotSupported {
+            csv: csv.name.to_owned(),
+            supported,
+        });
     }
     let apiservices = csv.owned_apiservices();
     if !apiservices.is_empty() {
-        return Err(RenderError::ApiServicesNotSupported { csv: csv.name.to_owned(), apiservices });
+        return Err(RenderError::ApiServicesNotSupported {
+            csv: csv.name.to_owned(),
+            apiservices,
+        });
     }
     let webhooks = csv.webhooks();
     if !webhooks.is_empty() {
-        return Err(RenderError::WebhooksNotSupported { csv: csv.name.to_owned(), webhooks });
+        return Err(RenderError::WebhooksNotSupported {
+            csv: csv.name.to_owned(),
+            webhooks,
+        });
     }
     let strategy = csv.strategy()?;
 
-    let others: Vec<&Manifest> = manifests.iter().filter(|m| !m.is(CSV_GROUP, CSV_KIND)).collect();
+    let others: Vec<&Manifest> = manifests
+        .iter()
+        .filter(|m| !m.is(CSV_GROUP, CSV_KIND))
+        .collect();
     check_removed_apis(manifests)?;
     check_kinds(&others)?;
     check_owned_crds(&csv, &others)?;
 
-    let generated_origin = format!("generated from ClusterServiceVersion {} ({})", csv.name, csv.file);
-    let generated = |value: Value| Sourced { value, origin: generated_origin.clone(), generated: true };
-    let mut objects: Vec<Sourced> =
-        others.iter().map(|m| Sourced { value: m.value.clone(), origin: m.origin(), generated: false }).collect();
+    let generated_origin = format!(
+        "generated from ClusterServiceVersion {} ({})",
+        csv.name, csv.file
+    );
+    let generated = |value: Value| Sourced {
+        value,
+        origin: generated_origin.clone(),
+        generated: true,
+    };
+    let mut objects: Vec<Sourced> = others
+        .iter()
+        .map(|m| Sourced {
+            value: m.value.clone(),
+            origin: m.origin(),
+            generated: false,
+        })
+        .collect();
 
     let deployment_accounts = deployment_service_accounts(&strategy.deployments);
     let mut accounts: BTreeSet<&str> = deployment_accounts.iter().map(String::as_str).collect();
-    accounts.extend(strategy.permissions.iter().map(|p| p.service_account.as_str()));
-    accounts.extend(strategy.cluster_permissions.iter().map(|p| p.service_account.as_str()));
+    accounts.extend(
+        strategy
+            .permissions
+            .iter()
+            .map(|p| p.service_account.as_str()),
+    );
+    accounts.extend(
+        strategy
+            .cluster_permissions
+            .iter()
+            .map(|p| p.service_account.as_str()),
+    );
     for account in accounts.into_iter().filter(|a| *a != "default") {
         objects.push(generated(json!({
             "apiVersion": "v1",
@@ -84,7 +123,14 @@ pub fn render(manifests: &[Manifest], layout: &Layout, opts: &RenderOptions) -> 
     for permission in &strategy.permissions {
         let name = rbac_name(csv.name, "permissions", permission, &permission.rules);
         objects.push(generated(role("Role", &name, Some(ns), &permission.rules)));
-        objects.push(generated(binding("RoleBinding", "Role", &name, Some(ns), &[&permission.service_account], ns)));
+        objects.push(generated(binding(
+            "RoleBinding",
+            "Role",
+            &name,
+            Some(ns),
+            &[&permission.service_account],
+            ns,
+        )));
 
         let mut rules = permission.rules.clone();
         rules.push(json!({"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]}));
@@ -100,8 +146,18 @@ pub fn render(manifests: &[Manifest], layout: &Layout, opts: &RenderOptions) -> 
         )));
     }
     for permission in &strategy.cluster_permissions {
-        let name = rbac_name(csv.name, "clusterPermissions", permission, &permission.rules);
-        objects.push(generated(role("ClusterRole", &name, None, &permission.rules)));
+        let name = rbac_name(
+            csv.name,
+            "clusterPermissions",
+            permission,
+            &permission.rules,
+        );
+        objects.push(generated(role(
+            "ClusterRole",
+            &name,
+            None,
+            &permission.rules,
+        )));
         objects.push(generated(binding(
             "ClusterRoleBinding",
             "ClusterRole",
@@ -114,7 +170,13 @@ pub fn render(manifests: &[Manifest], layout: &Layout, opts: &RenderOptions) -> 
 
     let pod_annotations = pod_annotations(&csv);
     for deployment in &strategy.deployments {
-        objects.push(generated(render_deployment(deployment, ns, &pod_annotations, opts, csv.name)));
+        objects.push(generated(render_deployment(
+            deployment,
+            ns,
+            &pod_annotations,
+            opts,
+            csv.name,
+        )));
     }
 
     if opts.operator_condition {
@@ -126,7 +188,14 @@ pub fn render(manifests: &[Manifest], layout: &Layout, opts: &RenderOptions) -> 
         })];
         let subjects: Vec<&str> = deployment_accounts.iter().map(String::as_str).collect();
         objects.push(generated(role("Role", csv.name, Some(ns), &rules)));
-        objects.push(generated(binding("RoleBinding", "Role", csv.name, Some(ns), &subjects, ns)));
+        objects.push(generated(binding(
+            "RoleBinding",
+            "Role",
+            csv.name,
+            Some(ns),
+            &subjects,
+            ns,
+        )));
     }
 
     Ok(Parts {
@@ -137,11 +206,18 @@ pub fn render(manifests: &[Manifest], layout: &Layout, opts: &RenderOptions) -> 
 }
 
 fn single_csv<'m>(manifests: &'m [Manifest], layout: &Layout) -> Result<&'m Manifest, RenderError> {
-    let csvs: Vec<&Manifest> = manifests.iter().filter(|m| m.is(CSV_GROUP, CSV_KIND)).collect();
+    let csvs: Vec<&Manifest> = manifests
+        .iter()
+        .filter(|m| m.is(CSV_GROUP, CSV_KIND))
+        .collect();
     match csvs.as_slice() {
         [csv] => Ok(csv),
-        [] => Err(RenderError::NoCsv { manifests_dir: layout.manifests_dir_display() }),
-        several => Err(RenderError::SeveralCsvs { files: several.iter().map(|m| m.origin()).collect() }),
+        [] => Err(RenderError::NoCsv {
+            manifests_dir: layout.manifests_dir_display(),
+        }),
+        several => Err(RenderError::SeveralCsvs {
+            files: several.iter().map(|m| m.origin()).collect(),
+        }),
     }
 }
 
@@ -169,8 +245,14 @@ fn check_owned_crds(csv: &Csv<'_>, others: &[&Manifest]) -> Result<(), RenderErr
         .collect();
     let mut owned = csv.owned_crds();
     owned.sort();
-    match owned.into_iter().find(|crd| !shipped.contains(crd.as_str())) {
-        Some(crd) => Err(RenderError::OwnedCrdMissing { csv: csv.name.to_owned(), crd }),
+    match owned
+        .into_iter()
+        .find(|crd| !shipped.contains(crd.as_str()))
+    {
+        Some(crd) => Err(RenderError::OwnedCrdMissing {
+            csv: csv.name.to_owned(),
+            crd,
+        }),
         None => Ok(()),
     }
 }
@@ -182,7 +264,10 @@ fn rbac_name(csv: &str, tag: &str, permission: &Permission, rules: &[Value]) -> 
         "serviceAccountName": permission.service_account,
         "rules": rules,
     }));
-    hashed_name(&format!("{csv}-{}", permission.service_account), &hash_input)
+    hashed_name(
+        &format!("{csv}-{}", permission.service_account),
+        &hash_input,
+    )
 }
 
 fn role(kind: &str, name: &str, namespace: Option<&str>, rules: &[Value]) -> Value {
@@ -240,7 +325,10 @@ fn pod_annotations(csv: &Csv<'_>) -> Map<String, Value> {
         .into_iter()
         .filter_map(|(key, value)| scalar_to_string(&value).map(|s| (key, Value::String(s))))
         .collect();
-    annotations.insert(TARGET_NAMESPACES_ANNOTATION.to_owned(), Value::String(String::new()));
+    annotations.insert(
+        TARGET_NAMESPACES_ANNOTATION.to_owned(),
+        Value::String(String::new()),
+    );
     annotations
 }
 
@@ -270,26 +358,38 @@ fn render_deployment(
     if !deployment.labels.is_empty()
         && let Some(map) = metadata.as_object_mut()
     {
-        map.insert("labels".to_owned(), Value::Object(deployment.labels.clone()));
+        map.insert(
+            "labels".to_owned(),
+            Value::Object(deployment.labels.clone()),
+        );
     }
     json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": metadata, "spec": spec})
 }
 
 /// Sets `name=value` in every container's env, replacing an existing entry of that name.
 fn inject_env(spec: &mut Value, name: &str, value: &str) {
-    let Some(Value::Array(containers)) =
-        spec.get_mut("template").and_then(|t| t.get_mut("spec")).and_then(|s| s.get_mut("containers"))
+    let Some(Value::Array(containers)) = spec
+        .get_mut("template")
+        .and_then(|t| t.get_mut("spec"))
+        .and_then(|s| s.get_mut("containers"))
     else {
         return;
     };
     for container in containers.iter_mut().filter_map(Value::as_object_mut) {
-        let env = container.entry("env").or_insert_with(|| Value::Array(Vec::new()));
+        let env = container
+            .entry("env")
+            .or_insert_with(|| Value::Array(Vec::new()));
         if !env.is_array() {
             *env = Value::Array(Vec::new());
         }
-        let Some(env) = env.as_array_mut() else { continue };
+        let Some(env) = env.as_array_mut() else {
+            continue;
+        };
         let var = json!({"name": name, "value": value});
-        match env.iter_mut().find(|var| var.get("name").and_then(Value::as_str) == Some(name)) {
+        match env
+            .iter_mut()
+            .find(|var| var.get("name").and_then(Value::as_str) == Some(name))
+        {
             Some(slot) => *slot = var,
             None => env.push(var),
         }
