@@ -8,10 +8,10 @@
 //! is refused here with a [`RenderError`] that says why and what to do, before anything is
 //! applied.
 //!
-//! Modules: [`bundle`] (files and YAML documents), [`layout`] (format detection from
-//! `metadata/annotations.yaml`), [`registry_v1`] and [`plain_v0`] (the two formats),
-//! [`assemble`] (namespaces, duplicates, order), [`kinds`] (static kind knowledge),
-//! [`properties`], [`names`], [`objects`], [`crd_safety`].
+//! Modules (one job each): `bundle` (files and YAML documents), `layout` (format detection
+//! from `metadata/annotations.yaml`), `registry_v1` and `plain_v0` (the two formats), `csv`
+//! (reading a ClusterServiceVersion), `assemble` (namespaces, duplicates, order), `kinds`
+//! (static kind knowledge), `properties`, `names`, `objects`, and the public [`crd_safety`].
 
 mod assemble;
 mod bundle;
@@ -188,9 +188,9 @@ fn check_removed_apis(manifests: &[Manifest]) -> Result<(), RenderError> {
     Ok(())
 }
 
-/// What a format renderer hands to [`assemble`].
+/// What a format renderer hands to `assemble`.
 #[derive(Debug, Clone)]
-pub struct Parts {
+pub(crate) struct Parts {
     /// The CSV's file and content (registry+v1), for its properties annotation.
     pub csv: Option<(String, Value)>,
     pub csv_name: Option<String>,
