@@ -21,7 +21,8 @@
 //! Deliberate differences, on strings no catalog should hold: blang turns an `x` token with an
 //! operator outside the list (`~1.2.x`, `v1.x`) into an exact version by accident; POM refuses
 //! it. blang builds a range that crashes on use for an empty OR group (`1.0.0 || || 2.0.0`);
-//! POM refuses it.
+//! POM refuses it. A version with two `.x` identifiers (`1.0.0-a.x.b.x`), of which blang
+//! rewrites only the first, is refused too: its canonical form would not parse back the same.
 
 use std::fmt;
 
@@ -218,6 +219,17 @@ fn expand_wildcard(
     if flat.split('.').count() == 2 {
         flat.push_str(".0");
     }
+    if flat.contains(".x") {
+        // blang rewrites only the first `.x`; a second one would be rewritten again when the
+        // canonical form is parsed back, so the range could not be shown faithfully.
+        let reason = format!(
+            "comparator {:?} at position {}: blang rewrites only the first \".x\" of {version_text:?} to \".0\" and \
+             keeps the others; write the version without \".x\" identifiers",
+            token.text,
+            char_position(input, token.start)
+        );
+        return Err(error_at(input, token.start, reason));
+    }
     let next = || -> Result<String, RangeError> { next_version(input, token, &flat, wildcard) };
     let expanded: Vec<(BlangOp, String)> = match op {
         BlangOp::Gt => vec![(BlangOp::Ge, next()?)],
@@ -389,6 +401,7 @@ mod tests {
             ("1.18446744073709551615.x", "not a number that can be increased"),
             ("1.0.0\t<2.0.0", "comparator \"1.0.0\\t<2.0.0\" at position 0"),
             ("1.0.0 >=x", "comparator \">=x\" at position 6 has no version number"),
+            (">=1.0.0-a.x.b.x", "rewrites only the first \".x\""),
         ];
         for (input, fragment) in cases {
             let err = parse(input).unwrap_err();
