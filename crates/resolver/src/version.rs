@@ -54,10 +54,15 @@ pub fn parse_bundle_version(s: &str) -> Result<Version, VersionError> {
     if s.trim().is_empty() {
         return Err(VersionError::Empty);
     }
-    let strict = |reason: String| VersionError::NotStrictSemver { input: s.to_owned(), reason };
+    let strict = |reason: String| VersionError::NotStrictSemver {
+        input: s.to_owned(),
+        reason,
+    };
     let version = Version::parse(s).map_err(|e| strict(e.to_string()))?;
     if let Some(too_big) = numeric_identifier_over_u64(&version.pre) {
-        return Err(strict(format!("numeric pre-release identifier {too_big:?} does not fit in 64 bits")));
+        return Err(strict(format!(
+            "numeric pre-release identifier {too_big:?} does not fit in 64 bits"
+        )));
     }
     Ok(version)
 }
@@ -75,13 +80,19 @@ pub fn parse_tolerant(s: &str) -> Result<Version, VersionError> {
     if trimmed.is_empty() {
         return Err(VersionError::Empty);
     }
-    let tolerant = |reason: String| VersionError::NotTolerant { input: s.to_owned(), reason };
+    let tolerant = |reason: String| VersionError::NotTolerant {
+        input: s.to_owned(),
+        reason,
+    };
     let unprefixed = trimmed.strip_prefix(['v', 'V']).unwrap_or(trimmed);
     let core_end = unprefixed.find(['-', '+']).unwrap_or(unprefixed.len());
     let (core, suffix) = unprefixed.split_at(core_end);
     let parts: Vec<&str> = core.split('.').collect();
     if parts.len() > 3 {
-        return Err(tolerant(format!("{core:?} has {} numeric parts, at most 3 are allowed", parts.len())));
+        return Err(tolerant(format!(
+            "{core:?} has {} numeric parts, at most 3 are allowed",
+            parts.len()
+        )));
     }
     let mut numbers = [0_u64; 3];
     for (index, (part, slot)) in parts.iter().zip(numbers.iter_mut()).enumerate() {
@@ -89,7 +100,8 @@ pub fn parse_tolerant(s: &str) -> Result<Version, VersionError> {
     }
     let [major, minor, patch] = numbers;
     let normalised = format!("{major}.{minor}.{patch}{suffix}");
-    let version = Version::parse(&normalised).map_err(|e| tolerant(format!("in {suffix:?}: {e}")))?;
+    let version =
+        Version::parse(&normalised).map_err(|e| tolerant(format!("in {suffix:?}: {e}")))?;
     Ok(version)
 }
 
@@ -101,12 +113,17 @@ fn parse_numeric_part(part: &str, name: &str) -> Result<u64, String> {
         return Err(format!("the {name} version number is missing"));
     }
     if !part.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!("the {name} version number {part:?} is not a number"));
+        return Err(format!(
+            "the {name} version number {part:?} is not a number"
+        ));
     }
     if part.len() > 1 && part.starts_with('0') {
-        return Err(format!("the {name} version number {part:?} has a leading zero"));
+        return Err(format!(
+            "the {name} version number {part:?} has a leading zero"
+        ));
     }
-    part.parse::<u64>().map_err(|_| format!("the {name} version number {part:?} does not fit in 64 bits"))
+    part.parse::<u64>()
+        .map_err(|_| format!("the {name} version number {part:?} does not fit in 64 bits"))
 }
 
 /// The first all-digit identifier of `pre` that does not fit in a `u64`, if any.
@@ -180,7 +197,14 @@ mod tests {
 
     #[test]
     fn bundle_versions_are_strict_semver() {
-        for ok in ["0.0.0", "1.2.3", "1.2.3-rc.1", "1.2.3+build.001", "3.15.1+0.1726639477.p", "1.0.0-0A.is.legal"] {
+        for ok in [
+            "0.0.0",
+            "1.2.3",
+            "1.2.3-rc.1",
+            "1.2.3+build.001",
+            "3.15.1+0.1726639477.p",
+            "1.0.0-0A.is.legal",
+        ] {
             assert_eq!(parse_bundle_version(ok).unwrap().to_string(), ok);
         }
         for bad in [
@@ -201,8 +225,14 @@ mod tests {
             "18446744073709551616.0.0",
         ] {
             let err = parse_bundle_version(bad).unwrap_err();
-            assert!(matches!(err, VersionError::NotStrictSemver { .. }), "{bad}: {err}");
-            assert!(err.to_string().contains(&format!("{bad:?}")), "error names the input: {err}");
+            assert!(
+                matches!(err, VersionError::NotStrictSemver { .. }),
+                "{bad}: {err}"
+            );
+            assert!(
+                err.to_string().contains(&format!("{bad:?}")),
+                "error names the input: {err}"
+            );
         }
         assert_eq!(parse_bundle_version("  "), Err(VersionError::Empty));
     }
@@ -217,11 +247,18 @@ mod tests {
             ("V1.30.1-eks-b9c9ed7", "1.30.1-eks-b9c9ed7"),
             ("4.16.0-rc.1", "4.16.0-rc.1"),
             ("4.16-rc.1", "4.16.0-rc.1"),
-            ("4.15.0-0.okd-2024-03-10-010116", "4.15.0-0.okd-2024-03-10-010116"),
+            (
+                "4.15.0-0.okd-2024-03-10-010116",
+                "4.15.0-0.okd-2024-03-10-010116",
+            ),
             ("v1.28.3+rke2r1", "1.28.3+rke2r1"),
         ];
         for (input, expected) in cases {
-            assert_eq!(parse_tolerant(input).unwrap().to_string(), expected, "{input}");
+            assert_eq!(
+                parse_tolerant(input).unwrap().to_string(),
+                expected,
+                "{input}"
+            );
         }
     }
 
@@ -246,10 +283,23 @@ mod tests {
 
     #[test]
     fn release_is_read_from_build_metadata_only_when_valid() {
-        assert_eq!(legacy_release(&v("3.15.1+0.1726639477.p")).unwrap().as_str(), "0.1726639477.p");
+        assert_eq!(
+            legacy_release(&v("3.15.1+0.1726639477.p"))
+                .unwrap()
+                .as_str(),
+            "0.1726639477.p"
+        );
         assert_eq!(legacy_release(&v("1.0.0")), None);
-        assert_eq!(legacy_release(&v("1.0.0+001")), None, "leading zero: not a release");
-        assert_eq!(legacy_release(&v("1.0.0+99999999999999999999")), None, "over 64 bits: not a release");
+        assert_eq!(
+            legacy_release(&v("1.0.0+001")),
+            None,
+            "leading zero: not a release"
+        );
+        assert_eq!(
+            legacy_release(&v("1.0.0+99999999999999999999")),
+            None,
+            "over 64 bits: not a release"
+        );
         assert_eq!(legacy_release(&v("1.0.0-rc.1+2")).unwrap().as_str(), "2");
     }
 
@@ -274,7 +324,11 @@ mod tests {
         ];
         for (a, b, expected) in cases {
             assert_eq!(cmp_version_release(&v(a), &v(b)), expected, "{a} vs {b}");
-            assert_eq!(cmp_version_release(&v(b), &v(a)), expected.reverse(), "{b} vs {a}");
+            assert_eq!(
+                cmp_version_release(&v(b), &v(a)),
+                expected.reverse(),
+                "{b} vs {a}"
+            );
         }
     }
 }

@@ -15,8 +15,14 @@ const CASES: u32 = 2_000;
 
 /// 2,000 cases per property, or `PROPTEST_CASES` when set (for a longer fuzzing run).
 fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(CASES);
-    ProptestConfig { cases, ..ProptestConfig::default() }
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(CASES);
+    ProptestConfig {
+        cases,
+        ..ProptestConfig::default()
+    }
 }
 
 fn small_number() -> impl Strategy<Value = String> {
@@ -24,7 +30,8 @@ fn small_number() -> impl Strategy<Value = String> {
 }
 
 fn prerelease() -> impl Strategy<Value = String> {
-    prop::sample::select(vec!["0", "rc.1", "rc.2", "alpha", "beta.2", "1.4.5", "x86"]).prop_map(str::to_owned)
+    prop::sample::select(vec!["0", "rc.1", "rc.2", "alpha", "beta.2", "1.4.5", "x86"])
+        .prop_map(str::to_owned)
 }
 
 /// Pre-releases without `x`: blang expands any comparator containing `x` as a wildcard, so
@@ -59,25 +66,33 @@ fn masterminds_version() -> impl Strategy<Value = String> {
 }
 
 fn masterminds_comparator() -> impl Strategy<Value = String> {
-    let ops = vec!["", "=", "!=", ">", ">=", "=>", "<", "<=", "=<", "~", "~>", "^"];
-    (prop::sample::select(ops), prop::sample::select(vec!["", " "]), masterminds_version())
+    let ops = vec![
+        "", "=", "!=", ">", ">=", "=>", "<", "<=", "=<", "~", "~>", "^",
+    ];
+    (
+        prop::sample::select(ops),
+        prop::sample::select(vec!["", " "]),
+        masterminds_version(),
+    )
         .prop_map(|(op, space, version)| format!("{op}{space}{version}"))
 }
 
 /// A Masterminds AND group: comparators joined by spaces or commas, or a lone hyphen range.
 fn masterminds_group() -> impl Strategy<Value = String> {
     let joints = prop::sample::select(vec![" ", ",", ", ", " , ", "  "]);
-    let comparators = prop::collection::vec((joints, masterminds_comparator()), 1..=3).prop_map(|items| {
-        let mut text = String::new();
-        for (index, (joint, comparator)) in items.into_iter().enumerate() {
-            if index > 0 {
-                text.push_str(joint);
+    let comparators =
+        prop::collection::vec((joints, masterminds_comparator()), 1..=3).prop_map(|items| {
+            let mut text = String::new();
+            for (index, (joint, comparator)) in items.into_iter().enumerate() {
+                if index > 0 {
+                    text.push_str(joint);
+                }
+                text.push_str(&comparator);
             }
-            text.push_str(&comparator);
-        }
-        text
-    });
-    let hyphen = (masterminds_version(), masterminds_version()).prop_map(|(a, b)| format!("{a} - {b}"));
+            text
+        });
+    let hyphen =
+        (masterminds_version(), masterminds_version()).prop_map(|(a, b)| format!("{a} - {b}"));
     prop_oneof![5 => comparators, 1 => hyphen]
 }
 
@@ -98,22 +113,40 @@ fn blang_comparator() -> impl Strategy<Value = String> {
         1 => (small_number(), small_number()).prop_map(|(a, b)| format!("{a}.{b}.x")),
         1 => small_number().prop_map(|a| format!("{a}.x")),
     ];
-    (prop::sample::select(ops), prop::sample::select(vec!["", " "]), version).prop_map(|(op, space, version)| {
-        // blang lets a space follow only `>`, `<` and `=`.
-        let space = if op.ends_with(['>', '<', '=']) { space } else { "" };
-        format!("{op}{space}{version}")
-    })
+    (
+        prop::sample::select(ops),
+        prop::sample::select(vec!["", " "]),
+        version,
+    )
+        .prop_map(|(op, space, version)| {
+            // blang lets a space follow only `>`, `<` and `=`.
+            let space = if op.ends_with(['>', '<', '=']) {
+                space
+            } else {
+                ""
+            };
+            format!("{op}{space}{version}")
+        })
 }
 
 fn blang_range() -> impl Strategy<Value = String> {
-    prop::collection::vec(prop::collection::vec(blang_comparator(), 1..=3).prop_map(|c| c.join(" ")), 1..=3)
-        .prop_map(|groups| groups.join(" || "))
+    prop::collection::vec(
+        prop::collection::vec(blang_comparator(), 1..=3).prop_map(|c| c.join(" ")),
+        1..=3,
+    )
+    .prop_map(|groups| groups.join(" || "))
 }
 
 /// Versions near the ones the ranges name, with and without pre-release and build metadata.
 fn candidate_version() -> impl Strategy<Value = Version> {
-    (0_u64..5, 0_u64..5, 0_u64..5, prop::option::of(prerelease()), any::<bool>()).prop_map(
-        |(major, minor, patch, pre, build)| {
+    (
+        0_u64..5,
+        0_u64..5,
+        0_u64..5,
+        prop::option::of(prerelease()),
+        any::<bool>(),
+    )
+        .prop_map(|(major, minor, patch, pre, build)| {
             let mut text = format!("{major}.{minor}.{patch}");
             if let Some(pre) = pre {
                 text.push('-');
@@ -123,34 +156,71 @@ fn candidate_version() -> impl Strategy<Value = Version> {
                 text.push_str("+b.1");
             }
             Version::parse(&text).unwrap()
-        },
-    )
+        })
 }
 
 /// Characters both grammars care about, to reach deep error paths with short strings.
 const RANGE_ALPHABET: &str = "[ <>=!~^vVxX*0-9.,|+\\-a-zA-Z\t_é]{0,40}";
 
 /// Checks the round-trip properties of any Masterminds range that parsed.
-fn masterminds_round_trip(text: &str, range: &VersionRange, versions: &[Version]) -> Result<(), TestCaseError> {
+fn masterminds_round_trip(
+    text: &str,
+    range: &VersionRange,
+    versions: &[Version],
+) -> Result<(), TestCaseError> {
     let shown = range.to_string();
-    let reparsed = VersionRange::parse(&shown)
-        .map_err(|e| TestCaseError::fail(format!("{text:?} displays as {shown:?}, which does not parse: {e}")))?;
+    let reparsed = VersionRange::parse(&shown).map_err(|e| {
+        TestCaseError::fail(format!(
+            "{text:?} displays as {shown:?}, which does not parse: {e}"
+        ))
+    })?;
     prop_assert_eq!(&reparsed, range, "{:?} displays as {:?}", text, shown);
-    prop_assert_eq!(reparsed.to_string(), shown.clone(), "display is not a fixpoint for {:?}", text);
+    prop_assert_eq!(
+        reparsed.to_string(),
+        shown.clone(),
+        "display is not a fixpoint for {:?}",
+        text
+    );
     for version in versions {
-        prop_assert_eq!(range.matches(version), reparsed.matches(version), "{:?} vs {:?} on {}", text, shown, version);
+        prop_assert_eq!(
+            range.matches(version),
+            reparsed.matches(version),
+            "{:?} vs {:?} on {}",
+            text,
+            shown,
+            version
+        );
     }
     Ok(())
 }
 
-fn blang_round_trip(text: &str, range: &SkipRange, versions: &[Version]) -> Result<(), TestCaseError> {
+fn blang_round_trip(
+    text: &str,
+    range: &SkipRange,
+    versions: &[Version],
+) -> Result<(), TestCaseError> {
     let shown = range.to_string();
-    let reparsed = SkipRange::parse(&shown)
-        .map_err(|e| TestCaseError::fail(format!("{text:?} displays as {shown:?}, which does not parse: {e}")))?;
+    let reparsed = SkipRange::parse(&shown).map_err(|e| {
+        TestCaseError::fail(format!(
+            "{text:?} displays as {shown:?}, which does not parse: {e}"
+        ))
+    })?;
     prop_assert_eq!(&reparsed, range, "{:?} displays as {:?}", text, shown);
-    prop_assert_eq!(reparsed.to_string(), shown.clone(), "display is not a fixpoint for {:?}", text);
+    prop_assert_eq!(
+        reparsed.to_string(),
+        shown.clone(),
+        "display is not a fixpoint for {:?}",
+        text
+    );
     for version in versions {
-        prop_assert_eq!(range.contains(version), reparsed.contains(version), "{:?} vs {:?} on {}", text, shown, version);
+        prop_assert_eq!(
+            range.contains(version),
+            reparsed.contains(version),
+            "{:?} vs {:?} on {}",
+            text,
+            shown,
+            version
+        );
     }
     Ok(())
 }

@@ -15,7 +15,10 @@ use pom_resolver::range::{SkipRange, VersionRange};
 use pom_resolver::version::parse_bundle_version;
 use serde::Deserialize;
 
-const TESTDATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/testdata/version-ranges");
+const TESTDATA: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../../shared/testdata/version-ranges"
+);
 
 #[derive(Deserialize)]
 struct MatchCase {
@@ -39,8 +42,10 @@ fn load<T: for<'de> Deserialize<'de>>(file: &str) -> Option<Vec<T>> {
         println!("skipped: ../shared/testdata not present");
         return None;
     }
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
-    let cases: Vec<T> = serde_json::from_str(&text).unwrap_or_else(|e| panic!("parsing {}: {e}", path.display()));
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let cases: Vec<T> =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("parsing {}: {e}", path.display()));
     assert!(!cases.is_empty(), "{} has no cases", path.display());
     Some(cases)
 }
@@ -69,7 +74,10 @@ fn judge_all(
                         let verb = if expected { "match" } else { "reject" };
                         failures.push(format!("{:?} should {verb} {text}", case.range));
                     }
-                    Err(e) => failures.push(format!("{:?}: candidate {text:?} does not parse: {e}", case.range)),
+                    Err(e) => failures.push(format!(
+                        "{:?}: candidate {text:?} does not parse: {e}",
+                        case.range
+                    )),
                 }
             }
         }
@@ -79,33 +87,55 @@ fn judge_all(
 
 #[test]
 fn masterminds_cases_from_cases_json() {
-    let Some(cases) = load::<MatchCase>("cases.json") else { return };
+    let Some(cases) = load::<MatchCase>("cases.json") else {
+        return;
+    };
     let (checked, failures) = judge_all(&cases, |text| {
         let range = VersionRange::parse(text).map_err(|e| e.to_string())?;
         // The displayed form must judge exactly like the original.
-        let shown = VersionRange::parse(&range.to_string()).map_err(|e| format!("display does not re-parse: {e}"))?;
+        let shown = VersionRange::parse(&range.to_string())
+            .map_err(|e| format!("display does not re-parse: {e}"))?;
         if shown != range {
-            return Err(format!("display {:?} re-parses to a different range", range.to_string()));
+            return Err(format!(
+                "display {:?} re-parses to a different range",
+                range.to_string()
+            ));
         }
         Ok(Box::new(move |version| range.matches(version)))
     });
     assert!(checked >= 300, "only {checked} pairs checked");
-    assert!(failures.is_empty(), "{} of {checked} cases failed:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {checked} cases failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
 fn blang_cases_from_skiprange_cases_json() {
-    let Some(cases) = load::<MatchCase>("skiprange-cases.json") else { return };
+    let Some(cases) = load::<MatchCase>("skiprange-cases.json") else {
+        return;
+    };
     let (checked, failures) = judge_all(&cases, |text| {
         let range = SkipRange::parse(text).map_err(|e| e.to_string())?;
-        let shown = SkipRange::parse(&range.to_string()).map_err(|e| format!("display does not re-parse: {e}"))?;
+        let shown = SkipRange::parse(&range.to_string())
+            .map_err(|e| format!("display does not re-parse: {e}"))?;
         if shown != range {
-            return Err(format!("display {:?} re-parses to a different range", range.to_string()));
+            return Err(format!(
+                "display {:?} re-parses to a different range",
+                range.to_string()
+            ));
         }
         Ok(Box::new(move |version| range.contains(version)))
     });
     assert!(checked >= 120, "only {checked} pairs checked");
-    assert!(failures.is_empty(), "{} of {checked} cases failed:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {checked} cases failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 /// `clusterextension-version` cases are the CRD's admission rule (a CEL regex plus
@@ -128,7 +158,9 @@ fn crd_only_refusal(case: &ValidityCase) -> bool {
 
 #[test]
 fn parser_validity_from_validity_cases_json() {
-    let Some(cases) = load::<ValidityCase>("validity-cases.json") else { return };
+    let Some(cases) = load::<ValidityCase>("validity-cases.json") else {
+        return;
+    };
     let mut failures = Vec::new();
     let mut checked = 0;
     let mut crd_only = 0;
@@ -144,17 +176,34 @@ fn parser_validity_from_validity_cases_json() {
         if crd_only_refusal(case) {
             crd_only += 1;
             if let Err(e) = outcome {
-                failures.push(format!("{} {:?}: Masterminds parses this, POM should too: {e}", case.grammar, case.input));
+                failures.push(format!(
+                    "{} {:?}: Masterminds parses this, POM should too: {e}",
+                    case.grammar, case.input
+                ));
             }
             continue;
         }
         checked += 1;
         match (case.valid, outcome) {
             (true, Ok(())) | (false, Err(_)) => {}
-            (true, Err(e)) => failures.push(format!("{} {:?} should parse: {e}", case.grammar, case.input)),
-            (false, Ok(())) => failures.push(format!("{} {:?} should be refused", case.grammar, case.input)),
+            (true, Err(e)) => failures.push(format!(
+                "{} {:?} should parse: {e}",
+                case.grammar, case.input
+            )),
+            (false, Ok(())) => failures.push(format!(
+                "{} {:?} should be refused",
+                case.grammar, case.input
+            )),
         }
     }
-    assert_eq!(crd_only, 5, "the CRD-only refusals changed; review crd_only_refusal");
-    assert!(failures.is_empty(), "{} of {checked} cases failed:\n{}", failures.len(), failures.join("\n"));
+    assert_eq!(
+        crd_only, 5,
+        "the CRD-only refusals changed; review crd_only_refusal"
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {checked} cases failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

@@ -112,7 +112,8 @@ pub(super) fn parse(input: &str) -> Result<BlangGroups, RangeError> {
     if tokens.is_empty() {
         return Err(error_whole(
             input,
-            "the range is empty; write at least one comparator such as \">=1.2.0 <1.3.0\"".to_owned(),
+            "the range is empty; write at least one comparator such as \">=1.2.0 <1.3.0\""
+                .to_owned(),
         ));
     }
     let mut groups: BlangGroups = Vec::new();
@@ -122,13 +123,23 @@ pub(super) fn parse(input: &str) -> Result<BlangGroups, RangeError> {
         if token.text == "||" {
             let at = char_position(input, token.start);
             if index == 0 {
-                return Err(error_at(input, token.start, format!("the range starts with \"||\" at position {at}")));
+                return Err(error_at(
+                    input,
+                    token.start,
+                    format!("the range starts with \"||\" at position {at}"),
+                ));
             }
             if index == last_index {
-                return Err(error_at(input, token.start, format!("the range ends with \"||\" at position {at}")));
+                return Err(error_at(
+                    input,
+                    token.start,
+                    format!("the range ends with \"||\" at position {at}"),
+                ));
             }
             if current.is_empty() {
-                let reason = format!("\"||\" at position {at} follows another \"||\" with no comparator between them");
+                let reason = format!(
+                    "\"||\" at position {at} follows another \"||\" with no comparator between them"
+                );
                 return Err(error_at(input, token.start, reason));
             }
             groups.push(std::mem::take(&mut current));
@@ -150,7 +161,10 @@ fn tokenize(input: &str) -> Vec<Token> {
         // blang keeps a token only when it is at least two bytes long.
         if end >= start + 2 {
             let raw = input.get(start..end).unwrap_or("");
-            tokens.push(Token { start, text: raw.replace(' ', "") });
+            tokens.push(Token {
+                start,
+                text: raw.replace(' ', ""),
+            });
         }
     };
     for (index, &byte) in bytes.iter().enumerate() {
@@ -215,7 +229,9 @@ fn expand_wildcard(
         (3, Some(&"x")) => TrailingWildcard::Patch,
         _ => TrailingWildcard::None,
     };
-    let mut flat = version_text.replacen(".x.x", ".x", 1).replacen(".x", ".0", 1);
+    let mut flat = version_text
+        .replacen(".x.x", ".x", 1)
+        .replacen(".x", ".0", 1);
     if flat.split('.').count() == 2 {
         flat.push_str(".0");
     }
@@ -243,13 +259,19 @@ fn expand_wildcard(
         .into_iter()
         .map(|(op, text)| {
             let expansion = format!("{}{text}", op.symbol());
-            strict_version(input, token, &text, Some(&expansion)).map(|version| BlangComparator { op, version })
+            strict_version(input, token, &text, Some(&expansion))
+                .map(|version| BlangComparator { op, version })
         })
         .collect()
 }
 
 /// The version just above a wildcard: next minor for `1.2.x`, next major for `1.x`.
-fn next_version(input: &str, token: &Token, flat: &str, wildcard: TrailingWildcard) -> Result<String, RangeError> {
+fn next_version(
+    input: &str,
+    token: &Token,
+    flat: &str,
+    wildcard: TrailingWildcard,
+) -> Result<String, RangeError> {
     let at = char_position(input, token.start);
     let index = match wildcard {
         TrailingWildcard::Minor => 0,
@@ -285,11 +307,21 @@ fn next_version(input: &str, token: &Token, flat: &str, wildcard: TrailingWildca
 }
 
 /// Parses a comparator's version as blang `Parse` does (strict SemVer) and drops its build.
-fn strict_version(input: &str, token: &Token, text: &str, expansion: Option<&str>) -> Result<Version, RangeError> {
+fn strict_version(
+    input: &str,
+    token: &Token,
+    text: &str,
+    expansion: Option<&str>,
+) -> Result<Version, RangeError> {
     let mut version = parse_bundle_version(text).map_err(|e| {
         let at = char_position(input, token.start);
-        let expanded = expansion.map(|e| format!(" (expanded from the wildcard to {e:?})")).unwrap_or_default();
-        let reason = format!("comparator {:?} at position {at}{expanded}: {e}", token.text);
+        let expanded = expansion
+            .map(|e| format!(" (expanded from the wildcard to {e:?})"))
+            .unwrap_or_default();
+        let reason = format!(
+            "comparator {:?} at position {at}{expanded}: {e}",
+            token.text
+        );
         error_at(input, token.start, reason)
     })?;
     version.build = BuildMetadata::EMPTY;
@@ -306,7 +338,13 @@ mod tests {
         parse(input)
             .unwrap()
             .iter()
-            .map(|group| group.iter().map(ToString::to_string).collect::<Vec<_>>().join(" "))
+            .map(|group| {
+                group
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
             .collect::<Vec<_>>()
             .join(" || ")
     }
@@ -327,7 +365,10 @@ mod tests {
             (">= 1.0.0", ">=1.0.0"),
             ("<1.0.0+build.5", "<1.0.0"),
             ("<2.0.0 || >=3.0.0", "<2.0.0 || >=3.0.0"),
-            (">1.0.0 <3.0.0 !2.0.3-beta.2", ">1.0.0 <3.0.0 !=2.0.3-beta.2"),
+            (
+                ">1.0.0 <3.0.0 !2.0.3-beta.2",
+                ">1.0.0 <3.0.0 !=2.0.3-beta.2",
+            ),
         ];
         for (input, expected) in cases {
             assert_eq!(shape(input), expected, "{input}");
@@ -380,7 +421,10 @@ mod tests {
             ("  x ", "the range is empty"),
             ("|| 1.0.0", "starts with \"||\" at position 0"),
             ("1.0.0 ||", "ends with \"||\" at position 6"),
-            ("1.0.0 || || 2.0.0", "\"||\" at position 9 follows another \"||\""),
+            (
+                "1.0.0 || || 2.0.0",
+                "\"||\" at position 9 follows another \"||\"",
+            ),
             (">=1.0.0 <=", "operator \"<=\" at position 8 has no version"),
             ("1.2", "comparator \"1.2\" at position 0"),
             ("<1.0", "comparator \"<1.0\" at position 0"),
@@ -388,25 +432,43 @@ mod tests {
             ("1.2.X", "comparator \"1.2.X\" at position 0"),
             ("1.2.*", "comparator \"1.2.*\" at position 0"),
             ("*", "the range is empty"),
-            ("**", "comparator \"**\" at position 0 has no version number"),
+            (
+                "**",
+                "comparator \"**\" at position 0 has no version number",
+            ),
             ("^1.2.3", "unknown operator \"^\""),
             ("~1.2.3", "unknown operator \"~\""),
             ("~1.2.x", "unknown operator \"~\""),
             ("v1.0.0", "unknown operator \"v\""),
-            (">=1.2.3,<2.0.0", "comparator \">=1.2.3,<2.0.0\" at position 0"),
+            (
+                ">=1.2.3,<2.0.0",
+                "comparator \">=1.2.3,<2.0.0\" at position 0",
+            ),
             ("1.0.0||2.0.0", "comparator \"1.0.0||2.0.0\" at position 0"),
             (">1.0.0-x", "contains \"x\" but not as a trailing wildcard"),
             ("1.0.0-xyz", "contains \"x\" but not as a trailing wildcard"),
             (">=01.x", "expanded from the wildcard to \">=01.0.0\""),
-            ("1.18446744073709551615.x", "not a number that can be increased"),
-            ("1.0.0\t<2.0.0", "comparator \"1.0.0\\t<2.0.0\" at position 0"),
-            ("1.0.0 >=x", "comparator \">=x\" at position 6 has no version number"),
+            (
+                "1.18446744073709551615.x",
+                "not a number that can be increased",
+            ),
+            (
+                "1.0.0\t<2.0.0",
+                "comparator \"1.0.0\\t<2.0.0\" at position 0",
+            ),
+            (
+                "1.0.0 >=x",
+                "comparator \">=x\" at position 6 has no version number",
+            ),
             (">=1.0.0-a.x.b.x", "rewrites only the first \".x\""),
         ];
         for (input, fragment) in cases {
             let err = parse(input).unwrap_err();
             let message = err.to_string();
-            assert!(message.starts_with(&format!("invalid version range {input:?}: ")), "{message}");
+            assert!(
+                message.starts_with(&format!("invalid version range {input:?}: ")),
+                "{message}"
+            );
             assert!(message.contains(fragment), "{input:?}: {message}");
         }
     }

@@ -85,7 +85,10 @@ pub(super) struct PartialVersion {
 impl PartialVersion {
     /// The lowest version the partial names: open parts are 0, the pre-release is kept.
     pub(super) fn floor(&self) -> Version {
-        Version { pre: self.pre.clone(), ..Version::new(self.major, self.minor, self.patch) }
+        Version {
+            pre: self.pre.clone(),
+            ..Version::new(self.major, self.minor, self.patch)
+        }
     }
 
     /// The same version with every open part pinned to 0 (`1.2.x` becomes `1.2.0`).

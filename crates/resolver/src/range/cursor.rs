@@ -8,17 +8,28 @@ use super::RangeError;
 
 /// Builds the error for `input` with a reason that already names the position.
 pub(super) fn error_at(input: &str, byte_pos: usize, reason: String) -> RangeError {
-    RangeError { input: input.to_owned(), reason, position: Some(char_position(input, byte_pos)) }
+    RangeError {
+        input: input.to_owned(),
+        reason,
+        position: Some(char_position(input, byte_pos)),
+    }
 }
 
 /// Builds an error about the string as a whole.
 pub(super) fn error_whole(input: &str, reason: String) -> RangeError {
-    RangeError { input: input.to_owned(), reason, position: None }
+    RangeError {
+        input: input.to_owned(),
+        reason,
+        position: None,
+    }
 }
 
 /// The character offset of byte offset `byte_pos` in `input`.
 pub(super) fn char_position(input: &str, byte_pos: usize) -> usize {
-    input.char_indices().take_while(|(index, _)| *index < byte_pos).count()
+    input
+        .char_indices()
+        .take_while(|(index, _)| *index < byte_pos)
+        .count()
 }
 
 /// Describes the character at `byte_pos` for an error message (`'@'`, `'\t'`, `end of input`).
@@ -44,7 +55,11 @@ pub(super) struct Cursor<'a> {
 impl<'a> Cursor<'a> {
     /// A cursor over `input[start..end]`, reporting positions relative to the whole `input`.
     pub(super) fn new(input: &'a str, start: usize, end: usize) -> Self {
-        Cursor { bytes: input.as_bytes(), pos: start, end: end.min(input.len()) }
+        Cursor {
+            bytes: input.as_bytes(),
+            pos: start,
+            end: end.min(input.len()),
+        }
     }
 
     pub(super) fn pos(&self) -> usize {
@@ -56,12 +71,20 @@ impl<'a> Cursor<'a> {
     }
 
     pub(super) fn peek(&self) -> Option<u8> {
-        if self.at_end() { None } else { self.bytes.get(self.pos).copied() }
+        if self.at_end() {
+            None
+        } else {
+            self.bytes.get(self.pos).copied()
+        }
     }
 
     pub(super) fn peek_at(&self, offset: usize) -> Option<u8> {
         let index = self.pos.checked_add(offset)?;
-        if index >= self.end { None } else { self.bytes.get(index).copied() }
+        if index >= self.end {
+            None
+        } else {
+            self.bytes.get(index).copied()
+        }
     }
 
     pub(super) fn bump(&mut self) {

@@ -33,13 +33,17 @@ pub(super) fn parse(input: &str) -> Result<Groups, RangeError> {
     if input.bytes().all(is_space) {
         return Err(error_whole(
             input,
-            "the range is empty; write at least one comparator such as \">=1.2.3\" or \"=1.2.3\"".to_owned(),
+            "the range is empty; write at least one comparator such as \">=1.2.3\" or \"=1.2.3\""
+                .to_owned(),
         ));
     }
     let mut groups = Vec::new();
     let mut start = 0;
     loop {
-        let end = input.get(start..).and_then(|rest| rest.find("||")).map_or(input.len(), |i| start + i);
+        let end = input
+            .get(start..)
+            .and_then(|rest| rest.find("||"))
+            .map_or(input.len(), |i| start + i);
         groups.push(parse_group(input, start, end)?);
         if end >= input.len() {
             return Ok(groups);
@@ -64,9 +68,15 @@ fn parse_group(input: &str, start: usize, end: usize) -> Result<Vec<Comparator>,
         let reason = if start == 0 {
             "the range starts with \"||\"; put a comparator before it".to_owned()
         } else if end >= input.len() {
-            format!("\"||\" at position {} is not followed by a comparator", char_pos(input, start - 2))
+            format!(
+                "\"||\" at position {} is not followed by a comparator",
+                char_pos(input, start - 2)
+            )
         } else {
-            format!("\"||\" at position {} is followed by nothing before the next \"||\"", char_pos(input, start - 2))
+            format!(
+                "\"||\" at position {} is followed by nothing before the next \"||\"",
+                char_pos(input, start - 2)
+            )
         };
         return Err(error_at(input, start, reason));
     }
@@ -97,7 +107,10 @@ fn parse_group(input: &str, start: usize, end: usize) -> Result<Vec<Comparator>,
             cursor.bump();
             cursor.skip_space();
             if cursor.at_end() {
-                let reason = format!("the comma at position {} is not followed by a comparator", char_pos(input, after_item));
+                let reason = format!(
+                    "the comma at position {} is not followed by a comparator",
+                    char_pos(input, after_item)
+                );
                 return Err(error_at(input, after_item, reason));
             }
             Joint::Comma
@@ -149,12 +162,18 @@ fn parse_item(input: &str, cursor: &mut Cursor<'_>) -> Result<Item, RangeError> 
     if !starts_version(cursor.peek()) {
         let at = cursor.pos();
         if symbol.is_empty() {
-            let reason =
-                format!("expected a comparator at position {}, found {}", char_pos(input, at), describe_at(input, at));
+            let reason = format!(
+                "expected a comparator at position {}, found {}",
+                char_pos(input, at),
+                describe_at(input, at)
+            );
             return Err(error_at(input, at, reason));
         }
         let reason = if cursor.at_end() || matches!(cursor.peek(), Some(b',' | b'|')) {
-            format!("operator {symbol:?} at position {} has no version", char_pos(input, op_start))
+            format!(
+                "operator {symbol:?} at position {} has no version",
+                char_pos(input, op_start)
+            )
         } else {
             format!(
                 "operator {symbol:?} at position {} must be followed by a version, found {} at position {}",
@@ -173,8 +192,10 @@ fn parse_item(input: &str, cursor: &mut Cursor<'_>) -> Result<Item, RangeError> 
         cursor.bump();
         cursor.skip_space();
         if !starts_version(cursor.peek()) {
-            let reason =
-                format!("the \"-\" at position {} of a hyphen range has no upper version after it", char_pos(input, dash));
+            let reason = format!(
+                "the \"-\" at position {} of a hyphen range has no upper version after it",
+                char_pos(input, dash)
+            );
             return Err(error_at(input, dash, reason));
         }
         let upper = parse_version(input, cursor)?;
@@ -189,7 +210,9 @@ fn hyphen_follows(cursor: &Cursor<'_>) -> bool {
     while cursor.peek_at(offset).is_some_and(is_space) {
         offset += 1;
     }
-    offset > 0 && cursor.peek_at(offset) == Some(b'-') && cursor.peek_at(offset + 1).is_some_and(is_space)
+    offset > 0
+        && cursor.peek_at(offset) == Some(b'-')
+        && cursor.peek_at(offset + 1).is_some_and(is_space)
 }
 
 fn starts_version(b: Option<u8>) -> bool {
@@ -277,11 +300,20 @@ fn parse_version(input: &str, cursor: &mut Cursor<'_>) -> Result<PartialVersion,
     let pre = match pre {
         None => Prerelease::EMPTY,
         Some(pre_text) => Prerelease::new(pre_text).map_err(|e| {
-            let reason = format!("version {text:?} at position {}: pre-release {pre_text:?}: {e}", char_pos(input, start));
+            let reason = format!(
+                "version {text:?} at position {}: pre-release {pre_text:?}: {e}",
+                char_pos(input, start)
+            );
             error_at(input, start, reason)
         })?,
     };
-    Ok(PartialVersion { major, minor, patch, pre, wildcard })
+    Ok(PartialVersion {
+        major,
+        minor,
+        patch,
+        pre,
+        wildcard,
+    })
 }
 
 const PART_NAMES: [&str; 3] = ["major", "minor", "patch"];
@@ -305,7 +337,11 @@ fn parse_identifiers<'a>(
     if cursor.peek() != Some(marker) {
         return Ok(None);
     }
-    let what = if marker == b'-' { "pre-release" } else { "build metadata" };
+    let what = if marker == b'-' {
+        "pre-release"
+    } else {
+        "build metadata"
+    };
     cursor.bump();
     let start = cursor.pos();
     loop {
@@ -347,7 +383,13 @@ mod tests {
         parse(input)
             .unwrap()
             .iter()
-            .map(|group| group.iter().map(ToString::to_string).collect::<Vec<_>>().join(" "))
+            .map(|group| {
+                group
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
             .collect::<Vec<_>>()
             .join(" || ")
     }
@@ -437,18 +479,36 @@ mod tests {
             (">=1.2.3, <", "operator \"<\" at position 9 has no version"),
             (">=", "operator \">=\" at position 0 has no version"),
             ("|| 1.0.0", "starts with \"||\""),
-            ("1.0.0 ||", "\"||\" at position 6 is not followed by a comparator"),
-            ("1.0.0 || || 2.0.0", "\"||\" at position 6 is followed by nothing"),
-            ("1.0.0,", "the comma at position 5 is not followed by a comparator"),
-            ("1.0.0,,2.0.0", "expected a comparator at position 6, found ','"),
+            (
+                "1.0.0 ||",
+                "\"||\" at position 6 is not followed by a comparator",
+            ),
+            (
+                "1.0.0 || || 2.0.0",
+                "\"||\" at position 6 is followed by nothing",
+            ),
+            (
+                "1.0.0,",
+                "the comma at position 5 is not followed by a comparator",
+            ),
+            (
+                "1.0.0,,2.0.0",
+                "expected a comparator at position 6, found ','",
+            ),
             (",1.0.0", "expected a comparator at position 0, found ','"),
             ("==1.2.3", "unknown operator \"==\" at position 0"),
             ("!1.2.3", "unknown operator \"!\" at position 0"),
             ("<<1.2.3", "unknown operator \"<<\" at position 0"),
             (">~1.2.3", "unknown operator \">~\" at position 0"),
             ("=!1.2.3", "unknown operator \"=!\" at position 0"),
-            ("> =1.2.3", "operator \">\" at position 0 must be followed by a version, found '=' at position 2"),
-            ("invalid-semver", "expected a comparator at position 0, found 'i'"),
+            (
+                "> =1.2.3",
+                "operator \">\" at position 0 must be followed by a version, found '=' at position 2",
+            ),
+            (
+                "invalid-semver",
+                "expected a comparator at position 0, found 'i'",
+            ),
             ("1.2.3.4", "unexpected '.' at position 5 after \"1.2.3\""),
             ("1.2.3.alpha", "unexpected '.' at position 5"),
             ("1..2.3", "empty or invalid part at position 2"),
@@ -457,30 +517,66 @@ mod tests {
             ("1.Y", "empty or invalid part at position 2"),
             ("1.2.3-beta!", "unexpected '!' at position 10"),
             ("1.2.3-pre+bad_metadata", "unexpected '_' at position 13"),
-            ("1.2.3-", "the pre-release has an empty identifier at position 6"),
-            ("1.2.3-a..b", "the pre-release has an empty identifier at position 8"),
-            ("1.2.3+", "the build metadata has an empty identifier at position 6"),
+            (
+                "1.2.3-",
+                "the pre-release has an empty identifier at position 6",
+            ),
+            (
+                "1.2.3-a..b",
+                "the pre-release has an empty identifier at position 8",
+            ),
+            (
+                "1.2.3+",
+                "the build metadata has an empty identifier at position 6",
+            ),
             ("1.2.3-01", "pre-release \"01\""),
             ("01.2.3", "major part \"01\" has a leading zero"),
             ("1.02.3", "minor part \"02\" has a leading zero"),
             ("1.2.03", "patch part \"03\" has a leading zero"),
             ("1x.2.3", "major part \"1x\" must be a number"),
-            ("1.2.99999999999999999999", "patch part \"99999999999999999999\" does not fit in 64 bits"),
-            (">1.2.3 && <2.3.4", "expected a comparator at position 7, found '&'"),
+            (
+                "1.2.99999999999999999999",
+                "patch part \"99999999999999999999\" does not fit in 64 bits",
+            ),
+            (
+                ">1.2.3 && <2.3.4",
+                "expected a comparator at position 7, found '&'",
+            ),
             (">1.2.3;<2.3.4", "unexpected ';' at position 6"),
-            (">1.0.0<2.0.0", "unexpected '<' at position 6 after \">1.0.0\""),
-            ("1.0.0 - ", "the \"-\" at position 6 of a hyphen range has no upper version after it"),
-            ("1.0.0 - >2.0.0", "the \"-\" at position 6 of a hyphen range has no upper version after it"),
-            (">=1.0.0 - 2.0.0", "expected a comparator at position 8, found '-'"),
-            ("1.0.0 - 2.0.0 <1.5.0", "the hyphen range at position 0 must be joined"),
-            ("<1.5.0 1.0.0 - 2.0.0", "the hyphen range at position 7 must be joined"),
+            (
+                ">1.0.0<2.0.0",
+                "unexpected '<' at position 6 after \">1.0.0\"",
+            ),
+            (
+                "1.0.0 - ",
+                "the \"-\" at position 6 of a hyphen range has no upper version after it",
+            ),
+            (
+                "1.0.0 - >2.0.0",
+                "the \"-\" at position 6 of a hyphen range has no upper version after it",
+            ),
+            (
+                ">=1.0.0 - 2.0.0",
+                "expected a comparator at position 8, found '-'",
+            ),
+            (
+                "1.0.0 - 2.0.0 <1.5.0",
+                "the hyphen range at position 0 must be joined",
+            ),
+            (
+                "<1.5.0 1.0.0 - 2.0.0",
+                "the hyphen range at position 7 must be joined",
+            ),
             ("V1.2.3", "expected a comparator at position 0, found 'V'"),
             ("1.2.3 ¿", "expected a comparator at position 6, found '¿'"),
         ];
         for (input, fragment) in cases {
             let err = parse(input).unwrap_err();
             let message = err.to_string();
-            assert!(message.starts_with(&format!("invalid version range {input:?}: ")), "{message}");
+            assert!(
+                message.starts_with(&format!("invalid version range {input:?}: ")),
+                "{message}"
+            );
             assert!(message.contains(fragment), "{input:?}: {message}");
         }
     }

@@ -83,7 +83,10 @@ impl VersionRange {
     pub fn matches(&self, version: &Version) -> bool {
         self.groups.iter().any(|group| {
             (version.pre.is_empty() || group.admits_prereleases)
-                && group.comparators.iter().all(|comparator| comparator.admits(version))
+                && group
+                    .comparators
+                    .iter()
+                    .all(|comparator| comparator.admits(version))
         })
     }
 }
@@ -135,13 +138,17 @@ pub struct SkipRange {
 impl SkipRange {
     /// Parses blang/semver v4 `ParseRange` syntax (see [`blang`] for the rules and quirks).
     pub fn parse(input: &str) -> Result<Self, RangeError> {
-        Ok(SkipRange { groups: blang::parse(input)? })
+        Ok(SkipRange {
+            groups: blang::parse(input)?,
+        })
     }
 
     /// blang evaluation: some AND group passes `version` by plain SemVer precedence
     /// (pre-releases are not special, build metadata is ignored).
     pub fn contains(&self, version: &Version) -> bool {
-        self.groups.iter().any(|group| group.iter().all(|comparator| comparator.admits(version)))
+        self.groups
+            .iter()
+            .any(|group| group.iter().all(|comparator| comparator.admits(version)))
     }
 }
 
