@@ -6,11 +6,11 @@
 //! (Cargo's `VersionReq` reads `1.2.3` as `^1.2.3` and refuses `||`). So both grammars have a
 //! hand-written parser here that lowers the string to an OR of AND groups of comparators:
 //!
-//! - [`masterminds`] and [`comparator`]: the admin syntax. AND by comma or space, OR by `||`,
+//! - `masterminds.rs` (grammar) and `comparator.rs` (evaluation): the admin syntax. AND by comma or space, OR by `||`,
 //!   `= != > >= < <= ~ ^`, `x X *` wildcards, hyphen ranges, optional `v`, partial versions. A
 //!   pre-release version passes an AND group only if some comparator of that group carries a
 //!   pre-release; build metadata is ignored on both sides.
-//! - [`blang`]: the catalog syntax. Space = AND, `||` = OR, `x` wildcard expansion, plain SemVer
+//! - `blang.rs`: the catalog syntax. Space = AND, `||` = OR, `x` wildcard expansion, plain SemVer
 //!   precedence (pre-releases are ordinary versions).
 //!
 //! Both types print a canonical form (`Display`) that parses back to an equal value, so status
@@ -64,7 +64,7 @@ struct AndGroup {
 }
 
 impl VersionRange {
-    /// Parses Masterminds v3 syntax (see [`masterminds`] for the grammar). Refuses empty input;
+    /// Parses Masterminds v3 syntax (grammar and the few deliberate differences from Masterminds: `range/masterminds.rs`). Refuses empty input;
     /// the 64-character limit on admin ranges is the CRD's to enforce, not this parser's.
     pub fn parse(input: &str) -> Result<Self, RangeError> {
         let groups = masterminds::parse(input)?
@@ -136,7 +136,7 @@ pub struct SkipRange {
 }
 
 impl SkipRange {
-    /// Parses blang/semver v4 `ParseRange` syntax (see [`blang`] for the rules and quirks).
+    /// Parses blang/semver v4 `ParseRange` syntax (the rules and the blang quirks kept or refused: `range/blang.rs`).
     pub fn parse(input: &str) -> Result<Self, RangeError> {
         Ok(SkipRange {
             groups: blang::parse(input)?,
