@@ -125,8 +125,10 @@ fn bundle_blob(p: usize, b: usize, rng: &mut SplitMix64) -> Value {
         json!({ "type": "olm.gvk", "value": { "group": group, "kind": "WidgetPool", "version": "v1beta1" } }),
         json!({ "type": "olm.package", "value": { "packageName": pkg, "version": version } }),
     ];
-    if b % 3 == 0 {
-        properties.push(json!({ "type": "olm.maxOpenShiftVersion", "value": format!("4.{}", 14 + (b % 8)) }));
+    if b.is_multiple_of(3) {
+        properties.push(
+            json!({ "type": "olm.maxOpenShiftVersion", "value": format!("4.{}", 14 + (b % 8)) }),
+        );
     }
     if p % 7 == 5 {
         properties.push(json!({ "type": "olm.package.required", "value": { "packageName": package_name(p + 1), "versionRange": ">=1.0.0" } }));
