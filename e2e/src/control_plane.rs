@@ -50,10 +50,14 @@ impl ControlPlane {
             needed.extend_from_slice(crate::binaries::WORKLOADS);
         }
         let bin = crate::binaries::locate(&needed)?;
-        let dir = tempfile::Builder::new()
+        let mut dir = tempfile::Builder::new()
             .prefix("pom-e2e-")
             .tempdir()
             .map_err(HarnessError::io("creating the control plane's temporary directory"))?;
+        if std::env::var_os("POM_E2E_KEEP").is_some() {
+            eprintln!("POM_E2E_KEEP: keeping {}", dir.path().display());
+            dir.disable_cleanup(true);
+        }
         let root = dir.path().to_path_buf();
         let certs = certs::generate(&root)?;
 
@@ -178,7 +182,7 @@ impl ControlPlane {
             format!("--secure-port={}", free_port()?),
             format!("--service-account-private-key-file={}", certs.sa_key.display()),
             format!("--root-ca-file={}", certs.serving_ca.display()),
-            "--controllers=*,-csrsigning,-csrapproving,-nodeipam,-bootstrapsigner,-tokencleaner".into(),
+            "--controllers=*,-csrsigning,-csrapproving,-nodeipam,-nodelifecycle,-bootstrapsigner,-tokencleaner".into(),
             "--concurrent-deployment-syncs=10".into(),
             "--concurrent-replicaset-syncs=10".into(),
         ];
@@ -197,11 +201,10 @@ impl ControlPlane {
             "--manage-all-nodes=false".into(),
             "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake".into(),
             "--manage-nodes-with-label-selector=".into(),
-            "--disregard-status-with-annotation-selector=kwok.x-k8s.io/status=custom".into(),
-            "--disregard-status-with-label-selector=".into(),
             "--cidr=10.0.0.1/24".into(),
             "--node-ip=10.0.0.1".into(),
             format!("--server-address=127.0.0.1:{}", free_port()?),
+            format!("--config={}", Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/kwok-stages.yaml").display()),
         ];
         let kwok = Process::spawn("kwok", &bin.join("kwok"), &kwok_args, &root)?;
         self.workload_processes.push(kwok);
@@ -236,6 +239,16 @@ impl ControlPlane {
                 .and_then(|n| n.status?.conditions)
                 .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
             if ready {
+                // Node admission adds a not-ready taint that only the (disabled) node lifecycle
+                // controller would lift; without it nothing schedules.
+                nodes
+                    .patch(
+                        "kwok-node-0",
+                        &PatchParams::default(),
+                        &Patch::Merge(serde_json::json!({"spec": {"taints": null}})),
+                    )
+                    .await
+                    .map_err(HarnessError::kube("removing the simulated node's taints"))?;
                 return Ok(());
             }
             if let Some(p) = self.workload_processes.iter_mut().find_map(|p| if p.has_exited() { Some(p) } else { None }) {
