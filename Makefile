@@ -1,0 +1,51 @@
+# POM developer entry points. `make test` is what CI runs (through .ci/run).
+SHELL := /bin/bash
+CARGO ?= cargo
+# Where the Go-built control-plane binaries live (outside git); printed by the build script.
+BIN_DIR = $(shell bash e2e/tools/build-binaries.sh 2>/dev/null | tail -n1)
+
+.PHONY: all test unit e2e e2e-binaries lint fmt crds manifests demo bench clean-cache help
+
+help:
+	@echo "make demo   - start a local control plane + registry, run POM, install two operators"
+	@echo "make test   - unit + property + e2e tests (builds control-plane binaries on first use)"
+	@echo "make e2e    - only the e2e suite;  make lint - fmt + clippy;  make crds - regenerate crds/"
+	@echo "make bench  - benchmarks (resolver)"
+
+all: lint test
+
+## Build kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kwok and an OCI registry
+## from the Go module proxy into ~/.cache/pom (first run ~15-25 min on 2 cores; cached after).
+e2e-binaries:
+	@bash e2e/tools/build-binaries.sh
+
+test: e2e-binaries
+	@dir=$$(bash e2e/tools/build-binaries.sh | tail -n1) && \
+	  POM_TEST_BIN_DIR=$$dir PROPTEST_CASES=$${PROPTEST_CASES:-2000} $(CARGO) test --workspace --all-targets --no-fail-fast -- --test-threads=2
+
+unit:
+	$(CARGO) test --workspace --exclude pom-e2e
+
+e2e: e2e-binaries
+	@dir=$$(bash e2e/tools/build-binaries.sh | tail -n1) && \
+	  POM_TEST_BIN_DIR=$$dir $(CARGO) test -p pom-e2e -- --test-threads=2
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+fmt:
+	$(CARGO) fmt --all
+
+crds:
+	$(CARGO) run -q -p pom-api --bin crdgen > crds/crds.yaml
+
+demo: e2e-binaries
+	@dir=$$(bash e2e/tools/build-binaries.sh | tail -n1) && \
+	  POM_TEST_BIN_DIR=$$dir $(CARGO) run -q -p pom-e2e --bin pom-demo -- $(if $(DEMO_ONCE),--once,)
+
+bench:
+	$(CARGO) bench -p pom-resolver
+
+clean-cache:
+	rm -rf $${POM_CACHE:-$${XDG_CACHE_HOME:-$$HOME/.cache}/pom}
