@@ -157,13 +157,13 @@ pub enum ResolveError {
         priority: i32,
         catalogs: Vec<String>,
     },
-    #[error("{}", no_candidate_message(package, channel, pin, version_range.as_deref(), installed.as_ref(), rejected))]
+    #[error("{}", no_candidate_message(package, channel, pin, version_range.as_deref(), installed.as_deref(), rejected))]
     NoCandidate {
         package: String,
         channel: String,
-        pin: Pin,
+        pin: Box<Pin>,
         version_range: Option<String>,
-        installed: Option<InstalledBundle>,
+        installed: Option<Box<InstalledBundle>>,
         rejected: Vec<Rejection>,
     },
 }
@@ -269,7 +269,11 @@ pub fn resolve(req: &ResolveRequest<'_>) -> Result<Resolution, ResolveError> {
     }
     let pivot = pin.is_rollback_pivot();
 
-    let mut rejected = Vec::new();
+    let entries: usize = sources
+        .iter()
+        .map(|source| source.channel.entries.len())
+        .sum();
+    let mut rejected = Vec::with_capacity(entries);
     let mut candidates = Vec::new();
     for (index, source) in sources.iter().enumerate() {
         for entry in &source.channel.entries {
@@ -284,7 +288,7 @@ pub fn resolve(req: &ResolveRequest<'_>) -> Result<Resolution, ResolveError> {
                         reason: pin.reason,
                     }))
             } else {
-                evaluate(req, source, entry, bundle, &pin, pivot)
+                evaluate(req, entry, bundle, &pin, pivot)
             };
             match verdict {
                 Ok(()) => candidates.push(Candidate {
@@ -312,9 +316,9 @@ pub fn resolve(req: &ResolveRequest<'_>) -> Result<Resolution, ResolveError> {
         return Err(ResolveError::NoCandidate {
             package: req.package.to_owned(),
             channel: channel_label(&sources),
-            pin,
+            pin: Box::new(pin),
             version_range: req.version_range.as_ref().map(ToString::to_string),
-            installed: installed.cloned(),
+            installed: installed.cloned().map(Box::new),
             rejected,
         });
     };
@@ -421,7 +425,6 @@ fn find_installed_bundle<'a>(sources: &[Source<'a>], name: &str) -> Option<&'a B
 /// Runs the filters of §5 on one bundle; `Err` carries the first one that refused it.
 fn evaluate(
     req: &ResolveRequest<'_>,
-    source: &Source<'_>,
     entry: &ChannelEntry,
     bundle: &Bundle,
     pin: &Pin,
@@ -434,9 +437,7 @@ fn evaluate(
         && !is_direct_successor(entry, installed)
     {
         return Err(RejectReason::NotSuccessor {
-            installed: installed.name.clone(),
             installed_version: installed.version.clone(),
-            channel: source.channel.name.clone(),
         });
     }
     check_pin(
@@ -481,7 +482,7 @@ fn is_installed_itself(bundle: &Bundle, installed: &InstalledBundle) -> bool {
 /// `skipRange` containing its version. Any entry of the channel counts (no chain is walked).
 pub(crate) fn is_direct_successor(entry: &ChannelEntry, installed: &InstalledBundle) -> bool {
     entry.replaces.as_deref() == Some(installed.name.as_str())
-        || entry.skips.iter().any(|skipped| *skipped == installed.name)
+        || entry.skips.contains(&installed.name)
         || entry
             .skip_range
             .as_ref()

@@ -27,7 +27,7 @@ pub enum PlanEnd {
     /// The last bundle stays: the PO has reached its pin.
     Settled,
     /// A later hop has no candidate: the PO stops at the last hop's bundle, for this reason.
-    Blocked(ResolveError),
+    Blocked(Box<ResolveError>),
     /// The walk came back to a bundle it had already left (a catalog cycle): it stops there.
     Cycle { bundle: String },
     /// More hops than there are bundles: a safety stop that a sane catalog never reaches.
@@ -103,7 +103,7 @@ pub fn plan_hops(req: &ResolveRequest<'_>) -> Result<HopPlan, ResolveError> {
                 return Ok(HopPlan {
                     first,
                     hops,
-                    end: PlanEnd::Blocked(err),
+                    end: PlanEnd::Blocked(Box::new(err)),
                 });
             }
         };

@@ -34,12 +34,10 @@ impl fmt::Display for Rejection {
 /// The filter that refused a bundle, with the data it judged.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RejectReason {
-    /// Not the installed bundle and no edge from it (§5 step 1).
-    NotSuccessor {
-        installed: String,
-        installed_version: Version,
-        channel: String,
-    },
+    /// Not the installed bundle and no edge from it (§5 step 1). The installed bundle's name
+    /// and the channel are the same for every rejection of a resolution and are named once, in
+    /// its context (the `NoCandidate` message, `pomctl resolve` output), not copied 200 times.
+    NotSuccessor { installed_version: Version },
     /// Outside the pin in force (§4.2).
     OutsidePin { pin: String, reason: PinReason },
     /// A pre-release, which a pin never admits unless the installed version is one.
@@ -82,15 +80,11 @@ impl RejectReason {
 impl fmt::Display for RejectReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            RejectReason::NotSuccessor {
-                installed,
-                installed_version,
-                channel,
-            } => write!(
+            RejectReason::NotSuccessor { installed_version } => write!(
                 f,
-                "not a direct successor of the installed bundle {installed} ({installed_version}): \
-                 its entry in channel {channel} neither replaces nor skips it, and has no skipRange \
-                 containing {installed_version} (POM moves one catalog edge at a time)"
+                "not a direct successor of the installed bundle ({installed_version}): its channel \
+                 entry neither replaces nor skips it, and has no skipRange containing \
+                 {installed_version} (POM moves one catalog edge at a time)"
             ),
             RejectReason::OutsidePin { pin, reason } => {
                 write!(f, "outside the pin {pin} ({reason}){}", pin_hint(*reason))

@@ -45,10 +45,16 @@ impl PackageBuilder {
         let mut bundle = Bundle {
             name: name(&self.package.name, version),
             package: self.package.name.clone(),
-            image: Some(format!("quay.example/{}-bundle:v{version}", self.package.name)),
+            image: Some(format!(
+                "quay.example/{}-bundle:v{version}",
+                self.package.name
+            )),
             version: v(version),
             properties: BundleProperties::default(),
-            origin: Origin { file: "test".to_owned(), line: None },
+            origin: Origin {
+                file: "test".to_owned(),
+                line: None,
+            },
         };
         edit(&mut bundle);
         self.package.bundles.insert(bundle.name.clone(), bundle);
@@ -86,7 +92,10 @@ impl PackageBuilder {
             .package
             .channels
             .entry(channel.to_owned())
-            .or_insert_with(|| Channel { name: channel.to_owned(), entries: vec![] });
+            .or_insert_with(|| Channel {
+                name: channel.to_owned(),
+                entries: vec![],
+            });
         chan.entries.push(entry);
         chan.entries.sort_by(|a, b| a.name.cmp(&b.name));
         self
@@ -96,7 +105,11 @@ impl PackageBuilder {
     pub fn chain(mut self, channel: &str, versions: &[&str]) -> Self {
         let mut previous: Option<&str> = None;
         for version in versions {
-            if !self.package.bundles.contains_key(&name(&self.package.name, version)) {
+            if !self
+                .package
+                .bundles
+                .contains_key(&name(&self.package.name, version))
+            {
                 self = self.bundle(version, |_| {});
             }
             self = self.entry(channel, version, previous, &[], None);
@@ -112,7 +125,10 @@ impl PackageBuilder {
 
     pub fn deprecate_bundle(mut self, version: &str, message: &str) -> Self {
         let bundle = name(&self.package.name, version);
-        self.package.deprecations.bundles.insert(bundle, message.to_owned());
+        self.package
+            .deprecations
+            .bundles
+            .insert(bundle, message.to_owned());
         self
     }
 
