@@ -1,0 +1,257 @@
+//! Reading a Catalog's content from its source: an index image (files under `/configs`) or a
+//! ConfigMap key. Content that has not changed since it was last served is reused as is.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Api;
+use pom_api::catalog::{CatalogSource, ConfigMapSource, ImageSource};
+use pom_api::conditions::reasons;
+use pom_resolver::fbc::{FbcError, parse_documents};
+use sha2::{Digest, Sha256};
+
+use super::cache::ServedCatalog;
+use crate::Context;
+use crate::oci::OciError;
+
+/// Where catalogs keep their file-based catalog inside an index image.
+pub(crate) const IMAGE_PREFIX: &str = "configs/";
+/// The ConfigMap key read when `spec.source.configMap.key` is not set.
+pub(crate) const DEFAULT_CONFIG_MAP_KEY: &str = "catalog.json";
+
+/// Why a Catalog's source could not be served.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    /// The image could not be resolved or pulled (the message names the image).
+    #[error("{source}")]
+    Image {
+        reference: String,
+        #[source]
+        source: OciError,
+    },
+    /// The image has no catalog files where index images keep them.
+    #[error(
+        "image {reference} has no .json or .yaml file under /configs; build the index image \
+         with its file-based catalog in /configs (the layout opm produces)"
+    )]
+    EmptyImage { reference: String },
+    /// The ConfigMap does not exist.
+    #[error(
+        "ConfigMap {namespace}/{name} was not found; create it with the file-based catalog \
+         under key {key:?}, or fix spec.source.configMap"
+    )]
+    ConfigMapNotFound {
+        namespace: String,
+        name: String,
+        key: String,
+    },
+    /// The ConfigMap exists without the key.
+    #[error(
+        "ConfigMap {namespace}/{name} has no key {key:?} (it has {available:?}); add the key \
+         or set spec.source.configMap.key"
+    )]
+    ConfigMapKeyMissing {
+        namespace: String,
+        name: String,
+        key: String,
+        available: Vec<String>,
+    },
+    /// Reading the ConfigMap failed (permissions, API server).
+    #[error(
+        "reading ConfigMap {namespace}/{name}: {source}; check the manager's RBAC for ConfigMaps"
+    )]
+    ConfigMapRead {
+        namespace: String,
+        name: String,
+        #[source]
+        source: Box<kube::Error>,
+    },
+    /// The content is not a valid file-based catalog (the error names the file).
+    #[error("{source_name} holds an invalid file-based catalog: {error}")]
+    Invalid {
+        source_name: String,
+        error: Box<FbcError>,
+    },
+    /// The spec names no source (only possible if the CRD validation was bypassed).
+    #[error("spec.source sets neither image nor configMap; set exactly one")]
+    NoSource,
+    /// The parse task was interrupted (shutdown).
+    #[error("parsing the catalog was interrupted: {0}")]
+    Interrupted(String),
+}
+
+impl SourceError {
+    /// The `Serving=False` condition reason.
+    #[must_use]
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::Image { source, .. } => source.reason(),
+            Self::EmptyImage { .. } | Self::Invalid { .. } | Self::NoSource => {
+                reasons::INVALID_CATALOG
+            }
+            Self::ConfigMapNotFound { .. } => "ConfigMapNotFound",
+            Self::ConfigMapKeyMissing { .. } => "ConfigMapKeyNotFound",
+            Self::ConfigMapRead { .. } | Self::Interrupted(_) => reasons::SOURCE_FAILED,
+        }
+    }
+
+    /// Whether to retry with backoff: everything but content that is wrong as published, which
+    /// only a new push (seen at the next poll) or a ConfigMap edit (seen by the watch) fixes.
+    #[must_use]
+    pub fn retry_with_backoff(&self) -> bool {
+        !matches!(
+            self,
+            Self::EmptyImage { .. } | Self::Invalid { .. } | Self::NoSource
+        )
+    }
+}
+
+/// Reads the content `source` names now. `previous` is the content last served for this
+/// Catalog: when the source still holds exactly that, it is returned without pulling or parsing.
+pub(crate) async fn fetch(
+    ctx: &Context,
+    source: &CatalogSource,
+    previous: Option<Arc<ServedCatalog>>,
+) -> Result<Arc<ServedCatalog>, SourceError> {
+    match (&source.image, &source.config_map) {
+        (Some(image), _) => fetch_image(ctx, image, previous).await,
+        (None, Some(config_map)) => fetch_config_map(ctx, config_map, previous).await,
+        (None, None) => Err(SourceError::NoSource),
+    }
+}
+
+async fn fetch_image(
+    ctx: &Context,
+    image: &ImageSource,
+    previous: Option<Arc<ServedCatalog>>,
+) -> Result<Arc<ServedCatalog>, SourceError> {
+    let reference = image.reference.clone();
+    let image_error = |source| SourceError::Image {
+        reference: reference.clone(),
+        source,
+    };
+    let resolved = ctx
+        .images
+        .resolve_digest(&image.reference)
+        .await
+        .map_err(image_error)?;
+    if let Some(previous) = previous.filter(|p| p.resolved_source == resolved) {
+        return Ok(previous);
+    }
+    let files = ctx
+        .images
+        .pull_files(&resolved, IMAGE_PREFIX)
+        .await
+        .map_err(image_error)?;
+    let documents: Vec<(String, Vec<u8>)> = files
+        .iter()
+        .filter(|(path, _)| is_catalog_file(path))
+        .map(|(path, data)| (format!("/{IMAGE_PREFIX}{path}"), data.clone()))
+        .collect();
+    if documents.is_empty() {
+        return Err(SourceError::EmptyImage { reference });
+    }
+    let content = parse(format!("image {resolved}"), documents).await?;
+    Ok(served(resolved, content))
+}
+
+async fn fetch_config_map(
+    ctx: &Context,
+    source: &ConfigMapSource,
+    previous: Option<Arc<ServedCatalog>>,
+) -> Result<Arc<ServedCatalog>, SourceError> {
+    let (namespace, name) = (&source.namespace, &source.name);
+    let key = source.key.as_deref().unwrap_or(DEFAULT_CONFIG_MAP_KEY);
+    let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), namespace);
+    let config_map = api
+        .get_opt(name)
+        .await
+        .map_err(|err| SourceError::ConfigMapRead {
+            namespace: namespace.clone(),
+            name: name.clone(),
+            source: Box::new(err),
+        })?
+        .ok_or_else(|| SourceError::ConfigMapNotFound {
+            namespace: namespace.clone(),
+            name: name.clone(),
+            key: key.to_owned(),
+        })?;
+    let text = config_map
+        .data
+        .as_ref()
+        .and_then(|data| data.get(key))
+        .map(|text| text.as_bytes().to_vec());
+    let binary = || {
+        config_map
+            .binary_data
+            .as_ref()
+            .and_then(|data| data.get(key))
+            .map(|bytes| bytes.0.clone())
+    };
+    let Some(bytes) = text.or_else(binary) else {
+        let mut available: Vec<String> = config_map
+            .data
+            .iter()
+            .flatten()
+            .map(|(k, _)| k.clone())
+            .collect();
+        available.extend(
+            config_map
+                .binary_data
+                .iter()
+                .flatten()
+                .map(|(k, _)| k.clone()),
+        );
+        available.sort();
+        return Err(SourceError::ConfigMapKeyMissing {
+            namespace: namespace.clone(),
+            name: name.clone(),
+            key: key.to_owned(),
+            available,
+        });
+    };
+    // The content's digest, not the resourceVersion: edits to other keys change nothing, and
+    // the value is stable across manager restarts.
+    let resolved = format!(
+        "configmap/{namespace}/{name}/{key}@sha256:{}",
+        hex::encode(Sha256::digest(&bytes))
+    );
+    if let Some(previous) = previous.filter(|p| p.resolved_source == resolved) {
+        return Ok(previous);
+    }
+    let label = format!("configmap/{namespace}/{name}:{key}");
+    let content = parse(
+        format!("ConfigMap {namespace}/{name}"),
+        vec![(label, bytes)],
+    )
+    .await?;
+    Ok(served(resolved, content))
+}
+
+/// Parses off the async threads: real catalogs are tens of megabytes.
+async fn parse(
+    source_name: String,
+    documents: Vec<(String, Vec<u8>)>,
+) -> Result<pom_resolver::fbc::Catalog, SourceError> {
+    tokio::task::spawn_blocking(move || parse_documents(documents).map_err(Box::new))
+        .await
+        .map_err(|err| SourceError::Interrupted(err.to_string()))?
+        .map_err(|error| SourceError::Invalid { source_name, error })
+}
+
+fn served(resolved_source: String, content: pom_resolver::fbc::Catalog) -> Arc<ServedCatalog> {
+    Arc::new(ServedCatalog {
+        resolved_source,
+        content: Arc::new(content),
+        unpacked_at: jiff::Timestamp::now(),
+    })
+}
+
+/// The files opm's `serve` reads: JSON and YAML, not hidden ones (`.indexignore`, editor files).
+fn is_catalog_file(path: &str) -> bool {
+    let hidden = path.split('/').any(|part| part.starts_with('.'));
+    let catalog = [".json", ".yaml", ".yml"]
+        .iter()
+        .any(|ext| path.ends_with(ext));
+    catalog && !hidden
+}

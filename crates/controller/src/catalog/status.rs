@@ -1,0 +1,157 @@
+//! The Catalog status POM reports: computed purely from the previous status and the outcome of
+//! a fetch, so that an unchanged outcome gives an identical status and nothing is written.
+
+use std::sync::Arc;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use pom_api::CatalogStatus;
+use pom_api::conditions::{reasons, types};
+
+use super::cache::ServedCatalog;
+
+/// What a reconcile found: served content, or a `Serving=False` reason and message.
+pub(crate) type Outcome<'a> = Result<&'a Arc<ServedCatalog>, (&'a str, String)>;
+
+/// The full status after `outcome`. Fields describing content (`resolvedSource`, `packages`,
+/// `lastUnpacked`) keep their previous values on failure: they describe the last good content.
+pub(crate) fn desired(
+    old: &CatalogStatus,
+    generation: Option<i64>,
+    outcome: &Outcome<'_>,
+    now: jiff::Timestamp,
+) -> CatalogStatus {
+    let mut status = old.clone();
+    status.observed_generation = generation;
+    let condition = match outcome {
+        Ok(served) => {
+            let packages = served.content.packages.len();
+            let keep_time = old.resolved_source.as_deref() == Some(served.resolved_source.as_str())
+                && old.last_unpacked.is_some();
+            if !keep_time {
+                status.last_unpacked = Some(seconds(served.unpacked_at).to_string());
+            }
+            status.resolved_source = Some(served.resolved_source.clone());
+            status.packages = Some(i64::try_from(packages).unwrap_or(i64::MAX));
+            Condition {
+                type_: types::SERVING.to_owned(),
+                status: "True".to_owned(),
+                reason: reasons::UNPACKED.to_owned(),
+                message: format!(
+                    "serving {packages} package{} from {}",
+                    if packages == 1 { "" } else { "s" },
+                    served.resolved_source
+                ),
+                observed_generation: generation,
+                last_transition_time: Time(seconds(now)),
+            }
+        }
+        Err((reason, message)) => Condition {
+            type_: types::SERVING.to_owned(),
+            status: "False".to_owned(),
+            reason: (*reason).to_owned(),
+            message: message.clone(),
+            observed_generation: generation,
+            last_transition_time: Time(seconds(now)),
+        },
+    };
+    set_condition(&mut status.conditions, condition);
+    status
+}
+
+/// The part of `status` this controller owns and applies: every field but the conditions of
+/// other writers.
+pub(crate) fn owned(status: &CatalogStatus) -> CatalogStatus {
+    CatalogStatus {
+        conditions: status
+            .conditions
+            .iter()
+            .filter(|c| c.type_ == types::SERVING)
+            .cloned()
+            .collect(),
+        ..status.clone()
+    }
+}
+
+/// The `Serving` condition of a status.
+pub(crate) fn serving(status: &CatalogStatus) -> Option<&Condition> {
+    status.conditions.iter().find(|c| c.type_ == types::SERVING)
+}
+
+/// Replaces the condition of the same type, keeping its `lastTransitionTime` unless the status
+/// flips (the metav1.Condition contract clients rely on to tell how long a state has held).
+fn set_condition(conditions: &mut Vec<Condition>, mut new: Condition) {
+    match conditions.iter_mut().find(|c| c.type_ == new.type_) {
+        Some(old) => {
+            if old.status == new.status {
+                new.last_transition_time = old.last_transition_time.clone();
+            }
+            *old = new;
+        }
+        None => conditions.push(new),
+    }
+}
+
+/// API servers store times with second precision; writing more would never compare equal.
+fn seconds(at: jiff::Timestamp) -> jiff::Timestamp {
+    jiff::Timestamp::from_second(at.as_second()).unwrap_or(at)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    fn served(source: &str) -> Arc<ServedCatalog> {
+        Arc::new(ServedCatalog {
+            resolved_source: source.to_owned(),
+            content: Arc::new(pom_resolver::fbc::Catalog::default()),
+            unpacked_at: jiff::Timestamp::from_second(1_000).unwrap(),
+        })
+    }
+
+    fn at(second: i64) -> jiff::Timestamp {
+        jiff::Timestamp::from_second(second).unwrap()
+    }
+
+    #[test]
+    fn unchanged_outcome_gives_an_identical_status() {
+        let content = served("r/c@sha256:1");
+        let first = desired(&CatalogStatus::default(), Some(1), &Ok(&content), at(2_000));
+        let again = desired(&first, Some(1), &Ok(&content), at(3_000));
+        assert_eq!(first, again);
+        assert_eq!(first.last_unpacked.as_deref(), Some("1970-01-01T00:16:40Z"));
+        assert_eq!(
+            serving(&first).unwrap().message,
+            "serving 0 packages from r/c@sha256:1"
+        );
+    }
+
+    #[test]
+    fn transition_time_moves_only_when_the_status_flips() {
+        let content = served("r/c@sha256:1");
+        let up = desired(&CatalogStatus::default(), Some(1), &Ok(&content), at(2_000));
+        let down = desired(
+            &up,
+            Some(1),
+            &Err(("ImageNotFound", "gone".to_owned())),
+            at(3_000),
+        );
+        let still_down = desired(
+            &down,
+            Some(1),
+            &Err(("RegistryUnreachable", "down".to_owned())),
+            at(4_000),
+        );
+        assert_eq!(
+            serving(&down).unwrap().last_transition_time,
+            Time(at(3_000))
+        );
+        assert_eq!(
+            serving(&still_down).unwrap().last_transition_time,
+            Time(at(3_000))
+        );
+        assert_eq!(serving(&still_down).unwrap().reason, "RegistryUnreachable");
+        // The last good content is still described.
+        assert_eq!(still_down.resolved_source.as_deref(), Some("r/c@sha256:1"));
+    }
+}

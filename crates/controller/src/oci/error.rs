@@ -1,0 +1,131 @@
+//! Why an image could not be resolved or pulled, worded for the admin who reads it in a
+//! condition message, with a CamelCase reason for the condition itself.
+
+/// Why a layer could not be applied. Kept apart from [`OciError`] so that layer extraction can be
+/// tested on in-memory tarballs without a registry.
+#[derive(Debug, thiserror::Error)]
+pub enum LayerError {
+    /// The manifest lists a layer format POM cannot read (zstd, foreign or encrypted layers).
+    #[error(
+        "layer media type {media_type} is not supported; build the image with plain tar or \
+         tar+gzip layers (docker or OCI media types)"
+    )]
+    UnsupportedMediaType { media_type: String },
+    /// The layer is not a readable tar (or gzip) stream.
+    #[error("layer is not a valid {format} archive: {reason}; rebuild and push the image")]
+    Corrupt {
+        format: &'static str,
+        reason: String,
+    },
+    /// A path escapes the image root (`..`), which a well-built image never contains.
+    #[error(
+        "layer entry {path:?} escapes the image root; refusing the image (rebuild it without \
+         `..` in paths)"
+    )]
+    UnsafePath { path: String },
+    /// The files POM would keep in memory exceed the limit.
+    #[error(
+        "content exceeds {limit} bytes; POM keeps pulled files in memory and refuses larger \
+         content: split the catalog or bundle"
+    )]
+    TooLarge { limit: u64 },
+}
+
+/// Why an image could not be resolved to a digest or pulled.
+#[derive(Debug, thiserror::Error)]
+pub enum OciError {
+    /// The reference does not parse as `registry/repository[:tag][@digest]`.
+    #[error(
+        "{reference:?} is not a valid image reference ({reason}); use registry/repository:tag or registry/repository@sha256:<digest>"
+    )]
+    InvalidReference { reference: String, reason: String },
+    /// No TCP/TLS connection to the registry (down, wrong host, DNS, TLS handshake).
+    #[error(
+        "registry {registry} is unreachable while fetching {reference}: {detail}; check the \
+         host name, the network path from the cluster and, for a plain-HTTP registry, that it \
+         is listed as insecure"
+    )]
+    Unreachable {
+        reference: String,
+        registry: String,
+        detail: String,
+    },
+    /// The registry answered, and the repository, tag or digest does not exist.
+    #[error(
+        "image {reference} was not found in the registry ({detail}); check the repository and tag, and that the image was pushed"
+    )]
+    NotFound { reference: String, detail: String },
+    /// The registry wants credentials (POM pulls anonymously).
+    #[error(
+        "registry refused anonymous access to {reference} ({detail}); POM pulls anonymously: \
+         make the repository public or mirror the image to a registry the cluster can read"
+    )]
+    Unauthorized { reference: String, detail: String },
+    /// A layer is unusable (format, size, paths).
+    #[error("image {reference}, layer {layer}: {source}")]
+    Layer {
+        reference: String,
+        layer: String,
+        #[source]
+        source: LayerError,
+    },
+    /// A manifest or blob is bigger than POM accepts before even downloading it.
+    #[error(
+        "image {reference}: {what} is {size} bytes, above the {limit}-byte limit; POM refuses \
+         images this large: split the content"
+    )]
+    TooLarge {
+        reference: String,
+        what: String,
+        size: u64,
+        limit: u64,
+    },
+    /// Any other answer of the registry (5xx, malformed manifest, digest mismatch, no layers).
+    #[error(
+        "registry error for {reference}: {detail}; retrying, check the registry if it persists"
+    )]
+    Registry { reference: String, detail: String },
+    /// No rustls crypto provider is installed, so no HTTPS client can be built.
+    #[error(
+        "no TLS crypto provider is installed; the manager must call \
+         rustls::crypto::ring::default_provider().install_default() at start-up"
+    )]
+    NoCryptoProvider,
+    /// The blocking extraction task panicked or was cancelled.
+    #[error("extracting {reference} was interrupted: {detail}")]
+    Interrupted { reference: String, detail: String },
+}
+
+impl OciError {
+    /// The CamelCase condition reason for this failure, so status says what kind of problem it
+    /// is without parsing the message.
+    #[must_use]
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::InvalidReference { .. } => "InvalidImageReference",
+            Self::Unreachable { .. } => "RegistryUnreachable",
+            Self::NotFound { .. } => "ImageNotFound",
+            Self::Unauthorized { .. } => "RegistryUnauthorized",
+            Self::Layer { source, .. } => match source {
+                LayerError::UnsupportedMediaType { .. } => "UnsupportedLayerMediaType",
+                LayerError::Corrupt { .. } => "InvalidImageLayer",
+                LayerError::UnsafePath { .. } => "UnsafeImagePath",
+                LayerError::TooLarge { .. } => "ImageTooLarge",
+            },
+            Self::TooLarge { .. } => "ImageTooLarge",
+            Self::Registry { .. } => "RegistryError",
+            Self::NoCryptoProvider => "TlsNotConfigured",
+            Self::Interrupted { .. } => "PullInterrupted",
+        }
+    }
+
+    /// Whether trying again soon may succeed (network, registry hiccups), as opposed to a
+    /// problem that only a change of the image or of its reference fixes.
+    #[must_use]
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            Self::Unreachable { .. } | Self::Registry { .. } | Self::Interrupted { .. }
+        )
+    }
+}

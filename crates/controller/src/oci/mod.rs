@@ -1,0 +1,18 @@
+//! Pulling catalog and bundle images (PRODUCT §3, §6): tags are resolved to digests, content is
+//! pulled by digest, unpacked in memory and cached by digest.
+//!
+//! - [`ImagePuller`]: the registry side (oci-client, anonymous, HTTPS except for the
+//!   registries configured as insecure).
+//! - [`layers`]: applying layers in order (tar, tar+gzip, whiteouts), with path and size
+//!   checks; pure, so it is tested on in-memory tarballs.
+//! - [`OciError`] / [`LayerError`]: what went wrong, worded for status messages, with a
+//!   CamelCase condition reason.
+
+mod cache;
+mod error;
+pub mod layers;
+mod puller;
+
+pub use cache::Files;
+pub use error::{LayerError, OciError};
+pub use puller::ImagePuller;
