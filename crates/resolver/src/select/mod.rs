@@ -104,7 +104,8 @@ pub struct Resolution {
     pub pin: Pin,
     /// The chosen bundle is the installed one: nothing to do.
     pub stays: bool,
-    /// Bundles refused by a filter, sorted by catalog, then version, then name.
+    /// Bundles refused by a filter: catalogs in priority order (then by name), each sorted by
+    /// version, release and bundle name.
     pub rejected: Vec<Rejection>,
 }
 
@@ -276,14 +277,17 @@ pub fn resolve(req: &ResolveRequest<'_>) -> Result<Resolution, ResolveError> {
     let mut rejected = Vec::with_capacity(entries);
     let mut candidates = Vec::new();
     for (index, source) in sources.iter().enumerate() {
-        for entry in &source.channel.entries {
-            let Some(bundle) = source.package.bundles.get(&entry.name) else {
-                continue; // A dangling entry names no bundle: nothing that could be installed.
-            };
+        // Dangling entries name no bundle: nothing that could be installed, nothing to explain.
+        let mut entries = entries_with_bundles(source);
+        // Evaluating in version order makes `rejected` come out sorted without moving it.
+        entries.sort_by(|a, b| {
+            cmp_version_release(&a.1.version, &b.1.version).then_with(|| a.1.name.cmp(&b.1.name))
+        });
+        for (entry, bundle) in entries {
             let verdict = if pivot && installed.is_some_and(|i| i.name == bundle.name) {
                 Err(installed_incompatibility
                     .clone()
-                    .unwrap_or(RejectReason::OutsidePin {
+                    .unwrap_or_else(|| RejectReason::OutsidePin {
                         pin: pin.range.clone(),
                         reason: pin.reason,
                     }))
@@ -305,12 +309,6 @@ pub fn resolve(req: &ResolveRequest<'_>) -> Result<Resolution, ResolveError> {
             }
         }
     }
-    rejected.sort_by(|a, b| {
-        a.catalog
-            .cmp(&b.catalog)
-            .then_with(|| cmp_version_release(&a.version, &b.version))
-            .then_with(|| a.bundle.cmp(&b.bundle))
-    });
 
     let Some(winner) = pick(req, &sources, &candidates)? else {
         return Err(ResolveError::NoCandidate {
@@ -338,6 +336,32 @@ pub fn resolve(req: &ResolveRequest<'_>) -> Result<Resolution, ResolveError> {
         pin,
         rejected,
     })
+}
+
+/// Pairs each channel entry with its bundle, dropping dangling entries.
+///
+/// Entries and bundles are both sorted by name, so this walks the two side by side instead of
+/// searching the bundle map once per entry (a resolution over a cold, large catalog is dominated
+/// by those searches). An entry the walk misses (unsorted input) falls back to a lookup, so the
+/// result never depends on the order.
+fn entries_with_bundles<'a>(source: &Source<'a>) -> Vec<(&'a ChannelEntry, &'a Bundle)> {
+    let bundles = &source.package.bundles;
+    let mut cursor = bundles.iter().peekable();
+    let mut paired = Vec::with_capacity(source.channel.entries.len());
+    for entry in &source.channel.entries {
+        while cursor
+            .next_if(|(name, _)| name.as_str() < entry.name.as_str())
+            .is_some()
+        {}
+        let bundle = match cursor.peek() {
+            Some((name, bundle)) if **name == entry.name => Some(*bundle),
+            _ => bundles.get(&entry.name),
+        };
+        if let Some(bundle) = bundle {
+            paired.push((entry, bundle));
+        }
+    }
+    paired
 }
 
 /// Finds the package and its channel in each catalog (§5: unknown names are typed errors).
