@@ -132,9 +132,12 @@ impl LayerStack {
                 continue;
             };
             let kind = entry.header().entry_type();
+            // A file replaced in place frees its old bytes.
+            let replaced = self.files.get(&key).map_or(0, |data| data.len() as u64);
+            let available_from = used.saturating_sub(replaced);
             let data = if kind.is_file() {
                 let size = entry.header().size().map_err(corrupt)?;
-                check_budget(used, size, self.max_bytes)?;
+                check_budget(available_from, size, self.max_bytes)?;
                 let mut data = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
                 entry.read_to_end(&mut data).map_err(corrupt)?;
                 data
@@ -149,18 +152,18 @@ impl LayerStack {
                 let Some(data) = self.key_for(&target).and_then(|k| self.files.get(&k)) else {
                     continue;
                 };
-                check_budget(used, data.len() as u64, self.max_bytes)?;
+                check_budget(available_from, data.len() as u64, self.max_bytes)?;
                 data.clone()
             } else {
                 // A folder, symlink or device replaces a file of the same path.
                 if let Some(old) = self.files.remove(&key) {
-                    used -= old.len() as u64;
+                    used = used.saturating_sub(old.len() as u64);
                 }
                 continue;
             };
             used += data.len() as u64;
             if let Some(old) = self.files.insert(key.clone(), data) {
-                used -= old.len() as u64;
+                used = used.saturating_sub(old.len() as u64);
             }
             written.insert(key);
         }
