@@ -15,6 +15,7 @@ pub mod binaries;
 mod certs;
 mod control_plane;
 mod error;
+pub mod oci_publish;
 mod process;
 mod registry;
 mod shared;
