@@ -326,7 +326,7 @@ fn rejection_json(rejection: &Rejection) -> Value {
     json!({
         "bundle": rejection.bundle,
         "version": rejection.version.to_string(),
-        "catalog": rejection.catalog,
+        "catalog": &*rejection.catalog,
         "code": rejection.reason.code(),
         "reason": rejection.reason.to_string(),
     })

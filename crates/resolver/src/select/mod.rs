@@ -277,6 +277,7 @@ pub fn resolve(req: &ResolveRequest<'_>) -> Result<Resolution, ResolveError> {
     let mut rejected = Vec::with_capacity(entries);
     let mut candidates = Vec::new();
     for (index, source) in sources.iter().enumerate() {
+        let catalog_name: std::sync::Arc<str> = source.catalog.into();
         // Dangling entries name no bundle: nothing that could be installed, nothing to explain.
         let mut entries = entries_with_bundles(source);
         // Evaluating in version order makes `rejected` come out sorted without moving it.
@@ -303,7 +304,7 @@ pub fn resolve(req: &ResolveRequest<'_>) -> Result<Resolution, ResolveError> {
                 Err(reason) => rejected.push(Rejection {
                     bundle: bundle.name.clone(),
                     version: bundle.version.clone(),
-                    catalog: source.catalog.to_owned(),
+                    catalog: catalog_name.clone(),
                     reason,
                 }),
             }

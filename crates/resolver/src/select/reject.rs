@@ -4,6 +4,7 @@
 //! failed, in the order of §5), so "why did POM not move to X?" always has an answer.
 
 use std::fmt;
+use std::sync::Arc;
 
 use semver::Version;
 
@@ -16,8 +17,8 @@ pub struct Rejection {
     /// Bundle name.
     pub bundle: String,
     pub version: Version,
-    /// Name of the catalog the bundle came from.
-    pub catalog: String,
+    /// Name of the catalog the bundle came from (shared by every rejection from that catalog).
+    pub catalog: Arc<str>,
     pub reason: RejectReason,
 }
 
