@@ -16,6 +16,8 @@ mod certs;
 mod control_plane;
 mod error;
 pub mod oci_publish;
+pub mod fixtures;
+pub mod manager;
 mod process;
 mod registry;
 mod shared;

@@ -1,1 +1,23 @@
-//! Placeholder.
+//! The POM manager, as a library so that tests can run it in-process.
+//!
+//! Data flow: watches feed reconcilers; each reconciler gathers a snapshot (the object, the
+//! cached catalogs, the cluster version, what is installed), asks `pom_resolver` what to do, then
+//! writes with server-side apply and reports status. See `docs/architecture.md`.
+//!
+//! - [`catalog`]: the Catalog reconciler and the parsed-catalog cache it fills.
+//! - [`oci`]: pulling catalog and bundle images by digest.
+//! - [`operator`]: the PlatformOperator reconciler (resolve → fetch → render → apply → status).
+//! - [`cluster_operator`]: the aggregated ClusterOperator the CVO reads.
+//! - [`conditions`]: the one place conditions are computed (lastTransitionTime discipline).
+
+pub mod catalog;
+pub mod cluster_operator;
+pub mod conditions;
+pub mod context;
+pub mod error;
+pub mod oci;
+pub mod operator;
+pub mod run;
+
+pub use context::Context;
+pub use error::Error;

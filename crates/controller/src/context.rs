@@ -1,0 +1,82 @@
+//! What every reconciler shares: the client, the catalog cache, the image puller, the event
+//! recorder and the manager's settings. No other state lives outside the cluster.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::Client;
+use kube::runtime::events::{Recorder, Reporter};
+
+use crate::catalog::CatalogCache;
+use crate::oci::ImagePuller;
+
+/// The field manager for every server-side apply of installed bundle objects (PRODUCT §6:
+/// one manager, forced).
+pub const BUNDLE_FIELD_MANAGER: &str = "platform-operators-manager";
+/// Field manager for PlatformOperator status.
+pub const PO_STATUS_FIELD_MANAGER: &str = "platform-operators-manager/po-status";
+/// Field manager for Catalog status.
+pub const CATALOG_STATUS_FIELD_MANAGER: &str = "platform-operators-manager/catalog-status";
+/// Field manager for the aggregated ClusterOperator status.
+pub const CLUSTER_OPERATOR_FIELD_MANAGER: &str = "platform-operators-manager/clusteroperator";
+/// Field manager for finalizers.
+pub const FINALIZER_FIELD_MANAGER: &str = "platform-operators-manager/finalizer";
+/// Field manager for OperatorConditions POM creates and for their status copy.
+pub const OPERATOR_CONDITION_FIELD_MANAGER: &str = "platform-operators-manager/operatorcondition";
+
+/// Settings from flags (see `main.rs`).
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The manager's release version, reported in the ClusterOperator's `versions`.
+    pub release_version: String,
+    /// Namespace the manager runs in (a related object of the ClusterOperator).
+    pub manager_namespace: String,
+    /// Registries reached over plain HTTP (tests and the demo use a loopback registry).
+    pub insecure_registries: Vec<String>,
+    /// Default poll interval for image catalogs without one.
+    pub default_poll_interval: Duration,
+    /// Periodic re-check of every PlatformOperator (drift repair also reacts to watch events).
+    pub resync_interval: Duration,
+    /// Name of this replica (Event reporter instance, lease holder).
+    pub instance: String,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            release_version: "0.0.1-snapshot".to_owned(),
+            manager_namespace: "openshift-platform-operators".to_owned(),
+            insecure_registries: Vec::new(),
+            default_poll_interval: Duration::from_secs(600),
+            resync_interval: Duration::from_secs(300),
+            instance: "pom".to_owned(),
+        }
+    }
+}
+
+/// Shared state of the manager.
+pub struct Context {
+    pub client: Client,
+    pub catalogs: CatalogCache,
+    pub images: ImagePuller,
+    pub recorder: Recorder,
+    pub settings: Settings,
+}
+
+impl Context {
+    /// Builds the context for a client and settings.
+    #[must_use]
+    pub fn new(client: Client, settings: Settings) -> Arc<Self> {
+        let reporter = Reporter {
+            controller: "platform-operators-manager".into(),
+            instance: Some(settings.instance.clone()),
+        };
+        Arc::new(Self {
+            recorder: Recorder::new(client.clone(), reporter),
+            images: ImagePuller::new(settings.insecure_registries.clone()),
+            catalogs: CatalogCache::default(),
+            client,
+            settings,
+        })
+    }
+}

@@ -1,0 +1,64 @@
+//! The manager's errors, each mapped to the CamelCase condition reason it surfaces as.
+
+use pom_api::conditions::reasons;
+
+/// Why a reconcile could not do what it set out to do.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("Kubernetes API call failed while {action}: {source}")]
+    Kube {
+        action: String,
+        #[source]
+        source: Box<kube::Error>,
+    },
+    #[error("pulling bundle image {image}: {source}")]
+    BundlePull {
+        image: String,
+        #[source]
+        source: crate::oci::OciError,
+    },
+    #[error("rendering bundle {bundle}: {source}")]
+    Render {
+        bundle: String,
+        #[source]
+        source: Box<pom_resolver::render::RenderError>,
+    },
+    #[error(
+        "bundle {bundle} would change CRDs unsafely, so the running version is kept: {details}. Publish a bundle whose CRD change keeps stored versions and existing custom resources valid"
+    )]
+    UnsafeCrdChange { bundle: String, details: String },
+    #[error(
+        "{kind} {name} is already installed by PlatformOperator {owner}; two PlatformOperators cannot own one object: delete one of them"
+    )]
+    OwnershipConflict { kind: String, name: String, owner: String },
+    #[error("object without {field} in bundle {bundle}")]
+    InvalidObject { bundle: String, field: &'static str },
+    #[error("finalizer: {0}")]
+    Finalizer(String),
+}
+
+impl Error {
+    /// The `Installed` condition reason this error reports.
+    #[must_use]
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::Kube { .. } | Self::InvalidObject { .. } | Self::Finalizer(_) => reasons::INSTALL_FAILED,
+            Self::BundlePull { .. } => reasons::UNPACK_FAILED,
+            Self::Render { source, .. } => {
+                if matches!(**source, pom_resolver::render::RenderError::AllNamespacesNotSupported { .. }) {
+                    reasons::INSTALL_MODE_UNSUPPORTED
+                } else {
+                    reasons::UNPACK_FAILED
+                }
+            }
+            Self::UnsafeCrdChange { .. } => reasons::UNSAFE_CRD_CHANGE,
+            Self::OwnershipConflict { .. } => reasons::OWNERSHIP_CONFLICT,
+        }
+    }
+
+    /// Helper for `map_err` on API calls.
+    pub fn kube(action: impl Into<String>) -> impl FnOnce(kube::Error) -> Self {
+        let action = action.into();
+        move |source| Self::Kube { action, source: Box::new(source) }
+    }
+}

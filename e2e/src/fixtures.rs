@@ -1,0 +1,188 @@
+//! Test bundles and catalogs written by us, generated in code so that each scenario states the
+//! versions, upgrade edges and properties it needs. Bundles are registry+v1 (a CSV with an
+//! AllNamespaces install mode, one Deployment, RBAC, one owned CRD) carried in the catalog as
+//! `olm.bundle.object` properties, or pushed as images with [`crate::oci_publish`].
+
+use base64::Engine as _;
+use serde_json::{Value, json};
+
+/// One bundle of a test package.
+#[derive(Debug, Clone)]
+pub struct TestBundle {
+    pub package: String,
+    pub version: String,
+    /// Bundle name this one replaces (same package).
+    pub replaces: Option<String>,
+    pub skip_range: Option<String>,
+    pub max_openshift_version: Option<String>,
+    /// Install modes marked supported (default: AllNamespaces and OwnNamespace).
+    pub install_modes: Vec<&'static str>,
+    /// The CRD's `spec.size` type (`integer` normally; change it to make an unsafe CRD upgrade).
+    pub crd_size_type: &'static str,
+    /// Replicas of the operator Deployment.
+    pub replicas: i32,
+}
+
+impl TestBundle {
+    #[must_use]
+    pub fn new(package: &str, version: &str) -> Self {
+        Self {
+            package: package.to_owned(),
+            version: version.to_owned(),
+            replaces: None,
+            skip_range: None,
+            max_openshift_version: None,
+            install_modes: vec!["AllNamespaces", "OwnNamespace"],
+            crd_size_type: "integer",
+            replicas: 1,
+        }
+    }
+
+    #[must_use]
+    pub fn replaces(mut self, version: &str) -> Self {
+        self.replaces = Some(bundle_name(&self.package, version));
+        self
+    }
+
+    #[must_use]
+    pub fn max_ocp(mut self, max: &str) -> Self {
+        self.max_openshift_version = Some(max.to_owned());
+        self
+    }
+
+    /// The bundle (and CSV) name: `<package>.v<version>`.
+    #[must_use]
+    pub fn name(&self) -> String {
+        bundle_name(&self.package, &self.version)
+    }
+
+    /// The CRD the bundle owns.
+    #[must_use]
+    pub fn crd_name(&self) -> String {
+        format!("widgets.{}.example.com", self.package)
+    }
+
+    /// The operator Deployment's name.
+    #[must_use]
+    pub fn deployment_name(&self) -> String {
+        format!("{}-controller", self.package)
+    }
+
+    /// The bundle's manifests (CSV and CRD) as JSON texts.
+    #[must_use]
+    pub fn manifests(&self) -> Vec<String> {
+        let pkg = &self.package;
+        let modes: Vec<Value> = ["AllNamespaces", "OwnNamespace", "SingleNamespace", "MultiNamespace"]
+            .iter()
+            .map(|m| json!({"type": m, "supported": self.install_modes.contains(m)}))
+            .collect();
+        let mut annotations = serde_json::Map::new();
+        if let Some(max) = &self.max_openshift_version {
+            annotations.insert(
+                "olm.properties".into(),
+                Value::String(json!([{"type": "olm.maxOpenShiftVersion", "value": max}]).to_string()),
+            );
+        }
+        let csv = json!({
+            "apiVersion": "operators.coreos.com/v1alpha1",
+            "kind": "ClusterServiceVersion",
+            "metadata": {"name": self.name(), "annotations": annotations},
+            "spec": {
+                "displayName": pkg,
+                "version": self.version,
+                "replaces": self.replaces,
+                "installModes": modes,
+                "customresourcedefinitions": {"owned": [{"name": self.crd_name(), "version": "v1", "kind": "Widget"}]},
+                "install": {"strategy": "deployment", "spec": {
+                    "permissions": [{"serviceAccountName": pkg, "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}]}],
+                    "clusterPermissions": [{"serviceAccountName": pkg, "rules": [{"apiGroups": [format!("{pkg}.example.com")], "resources": ["widgets"], "verbs": ["get", "list", "watch"]}]}],
+                    "deployments": [{"name": self.deployment_name(), "spec": {
+                        "replicas": self.replicas,
+                        "selector": {"matchLabels": {"app": pkg}},
+                        "template": {"metadata": {"labels": {"app": pkg}}, "spec": {
+                            "serviceAccountName": pkg,
+                            "containers": [{"name": "manager", "image": format!("example.invalid/{pkg}:{}", self.version)}]
+                        }}
+                    }}]
+                }}
+            }
+        });
+        let crd = json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": self.crd_name()},
+            "spec": {
+                "group": format!("{pkg}.example.com"),
+                "names": {"kind": "Widget", "listKind": "WidgetList", "plural": "widgets", "singular": "widget"},
+                "scope": "Namespaced",
+                "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+                    "type": "object",
+                    "properties": {"spec": {"type": "object", "properties": {"size": {"type": self.crd_size_type}}}}
+                }}}]
+            }
+        });
+        vec![csv.to_string(), crd.to_string()]
+    }
+
+    fn fbc_bundle(&self, image: Option<&str>) -> Value {
+        let mut properties = vec![json!({"type": "olm.package", "value": {"packageName": self.package, "version": self.version}})];
+        if let Some(max) = &self.max_openshift_version {
+            properties.push(json!({"type": "olm.maxOpenShiftVersion", "value": max}));
+        }
+        if image.is_none() {
+            for manifest in self.manifests() {
+                let data = base64::engine::general_purpose::STANDARD.encode(manifest);
+                properties.push(json!({"type": "olm.bundle.object", "value": {"data": data}}));
+            }
+        }
+        json!({
+            "schema": "olm.bundle",
+            "package": self.package,
+            "name": self.name(),
+            "image": image.unwrap_or(""),
+            "properties": properties,
+        })
+    }
+}
+
+/// `<package>.v<version>`.
+#[must_use]
+pub fn bundle_name(package: &str, version: &str) -> String {
+    format!("{package}.v{version}")
+}
+
+/// An FBC JSON stream for `bundles` (all in channel `stable`, the default), with bundle
+/// objects inline; `images` maps a bundle name to an image reference to use instead.
+#[must_use]
+pub fn catalog_json(bundles: &[TestBundle], images: &[(String, String)]) -> String {
+    let mut packages: Vec<&str> = bundles.iter().map(|b| b.package.as_str()).collect();
+    packages.sort_unstable();
+    packages.dedup();
+    let mut out = String::new();
+    for package in packages {
+        out.push_str(&json!({"schema": "olm.package", "name": package, "defaultChannel": "stable"}).to_string());
+        out.push('\n');
+        let entries: Vec<Value> = bundles
+            .iter()
+            .filter(|b| b.package == package)
+            .map(|b| {
+                let mut entry = json!({"name": b.name()});
+                if let Some(r) = &b.replaces {
+                    entry["replaces"] = Value::String(r.clone());
+                }
+                if let Some(s) = &b.skip_range {
+                    entry["skipRange"] = Value::String(s.clone());
+                }
+                entry
+            })
+            .collect();
+        out.push_str(&json!({"schema": "olm.channel", "package": package, "name": "stable", "entries": entries}).to_string());
+        out.push('\n');
+        for bundle in bundles.iter().filter(|b| b.package == package) {
+            let image = images.iter().find(|(name, _)| *name == bundle.name()).map(|(_, i)| i.as_str());
+            out.push_str(&bundle.fbc_bundle(image).to_string());
+            out.push('\n');
+        }
+    }
+    out
+}

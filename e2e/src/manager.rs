@@ -1,0 +1,84 @@
+//! Running the manager in-process for a test, and waiting on what it reports.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use kube::api::Api;
+use kube::Client;
+use pom_api::PlatformOperator;
+use pom_controller::context::Settings;
+use tokio_util::sync::CancellationToken;
+
+/// A manager running in the test's runtime; dropping it (or [`Manager::stop`]) shuts it down.
+pub struct Manager {
+    token: CancellationToken,
+    handle: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Manager {
+    /// Starts every reconciler against `client`.
+    #[must_use]
+    pub fn start(client: Client, settings: Settings) -> Self {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let token = CancellationToken::new();
+        let ctx = pom_controller::Context::new(client, settings);
+        let handle = tokio::spawn(pom_controller::run::run_all(ctx, token.clone()));
+        Self { token, handle: Some(handle) }
+    }
+
+    /// Settings suited to tests: fast resync, the loopback registry reachable over HTTP.
+    #[must_use]
+    pub fn test_settings(insecure_registries: Vec<String>) -> Settings {
+        Settings {
+            insecure_registries,
+            default_poll_interval: Duration::from_secs(5),
+            resync_interval: Duration::from_secs(20),
+            release_version: "4.99.0-pom-test".into(),
+            ..Settings::default()
+        }
+    }
+
+    /// Stops the manager and waits for in-flight reconciles to finish.
+    pub async fn stop(mut self) {
+        self.token.cancel();
+        if let Some(handle) = self.handle.take() {
+            let _ = handle.await;
+        }
+    }
+}
+
+impl Drop for Manager {
+    fn drop(&mut self) {
+        self.token.cancel();
+    }
+}
+
+/// Polls `check` every 250 ms until it returns `Some`, or panics after `timeout` with `what`.
+pub async fn eventually<T, F, Fut>(timeout: Duration, what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let started = Instant::now();
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(started.elapsed() < timeout, "timed out after {timeout:?} waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// The status and reason of condition `type_` on PlatformOperator `name`.
+pub async fn po_condition(client: &Client, name: &str, type_: &str) -> Option<(String, String, String)> {
+    let po = Api::<PlatformOperator>::all(client.clone()).get_opt(name).await.ok()??;
+    let status = po.status?;
+    if status.observed_generation != po.metadata.generation {
+        return None;
+    }
+    status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
+}
