@@ -21,6 +21,9 @@ pub struct TestBundle {
     pub crd_size_type: &'static str,
     /// Replicas of the operator Deployment.
     pub replicas: i32,
+    /// API group of the owned CRD (default `<package>.example.com`); two packages sharing one
+    /// make an ownership conflict.
+    pub crd_group: Option<String>,
 }
 
 impl TestBundle {
@@ -35,6 +38,7 @@ impl TestBundle {
             install_modes: vec!["AllNamespaces", "OwnNamespace"],
             crd_size_type: "integer",
             replicas: 1,
+            crd_group: None,
         }
     }
 
@@ -59,7 +63,26 @@ impl TestBundle {
     /// The CRD the bundle owns.
     #[must_use]
     pub fn crd_name(&self) -> String {
-        format!("widgets.{}.example.com", self.package)
+        format!("widgets.{}", self.crd_group())
+    }
+
+    fn crd_group(&self) -> String {
+        self.crd_group.clone().unwrap_or_else(|| format!("{}.example.com", self.package))
+    }
+
+    /// The files of the bundle as a registry+v1 image holds them (`manifests/`, `metadata/`).
+    #[must_use]
+    pub fn image_files(&self) -> Vec<(String, Vec<u8>)> {
+        let manifests = self.manifests();
+        let annotations = format!(
+            "annotations:\n  operators.operatorframework.io.bundle.mediatype.v1: registry+v1\n  operators.operatorframework.io.bundle.manifests.v1: manifests/\n  operators.operatorframework.io.bundle.metadata.v1: metadata/\n  operators.operatorframework.io.bundle.package.v1: {}\n  operators.operatorframework.io.bundle.channels.v1: stable\n  operators.operatorframework.io.bundle.channel.default.v1: stable\n",
+            self.package
+        );
+        vec![
+            (format!("manifests/{}.clusterserviceversion.yaml", self.package), manifests[0].clone().into_bytes()),
+            (format!("manifests/{}.crd.yaml", self.package), manifests[1].clone().into_bytes()),
+            ("metadata/annotations.yaml".to_owned(), annotations.into_bytes()),
+        ]
     }
 
     /// The operator Deployment's name.
@@ -95,7 +118,7 @@ impl TestBundle {
                 "customresourcedefinitions": {"owned": [{"name": self.crd_name(), "version": "v1", "kind": "Widget"}]},
                 "install": {"strategy": "deployment", "spec": {
                     "permissions": [{"serviceAccountName": pkg, "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}]}],
-                    "clusterPermissions": [{"serviceAccountName": pkg, "rules": [{"apiGroups": [format!("{pkg}.example.com")], "resources": ["widgets"], "verbs": ["get", "list", "watch"]}]}],
+                    "clusterPermissions": [{"serviceAccountName": pkg, "rules": [{"apiGroups": [self.crd_group()], "resources": ["widgets"], "verbs": ["get", "list", "watch"]}]}],
                     "deployments": [{"name": self.deployment_name(), "spec": {
                         "replicas": self.replicas,
                         "selector": {"matchLabels": {"app": pkg}},
@@ -112,7 +135,7 @@ impl TestBundle {
             "kind": "CustomResourceDefinition",
             "metadata": {"name": self.crd_name()},
             "spec": {
-                "group": format!("{pkg}.example.com"),
+                "group": self.crd_group(),
                 "names": {"kind": "Widget", "listKind": "WidgetList", "plural": "widgets", "singular": "widget"},
                 "scope": "Namespaced",
                 "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {

@@ -72,7 +72,7 @@ async fn installs_from_a_configmap_catalog_and_reports_the_cluster_operator() {
     let Some(plane) = plane().await else { return };
     let client = plane.client().await.unwrap();
     let bundle = TestBundle::new("alpha", "1.0.0");
-    configmap_catalog(&client, "local", &catalog_json(&[bundle.clone()], &[]), 0).await;
+    configmap_catalog(&client, "local", &catalog_json(std::slice::from_ref(&bundle), &[]), 0).await;
     create_po(&client, "alpha", json!({"package": {"name": "alpha"}})).await;
     let manager = Manager::start(client.clone(), Manager::test_settings(vec![]));
 

@@ -14,3 +14,6 @@ pub const MANAGED_BY_VALUE: &str = "platform-operators-manager";
 pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
 /// The finalizer that lets POM remove what it installed before a PlatformOperator goes away.
 pub const FINALIZER: &str = "platform.openshift.io/cleanup";
+/// Set on a PlatformOperator once its operator has reported an OperatorCondition under POM:
+/// with `upgradeGate: Auto` it must then report again after every move (§7).
+pub const OPERATOR_CONDITION_REPORTED: &str = "platform.openshift.io/operator-condition-reported";

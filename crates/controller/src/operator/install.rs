@@ -11,13 +11,14 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::ResourceExt;
 use pom_api::PlatformOperator;
 use pom_api::labels;
-use pom_api::platform_operator::InstalledBundle;
+use pom_api::platform_operator::{InstalledBundle, UpgradeGate};
 use pom_resolver::fbc::{Bundle, Catalog as FbcCatalog};
 use pom_resolver::render::{self, BundleFiles, RenderOptions, check_crd_upgrade};
 use pom_resolver::select::Resolution;
 use serde_json::Value;
 
 use super::objects::{self, apply_if_changed, get_opt, label, label_value, object_id};
+use super::operator_condition::{self, Gate};
 use super::reconcile::PoContext;
 use crate::context::BUNDLE_FIELD_MANAGER;
 use crate::error::Error;
@@ -76,6 +77,8 @@ pub struct Installed {
     pub max_openshift_version: Option<String>,
     /// How many objects were written (0 in a steady state).
     pub wrote: usize,
+    /// The bundle's OperatorCondition gate, when it has a CSV and the cluster the API.
+    pub gate: Option<Gate>,
 }
 
 /// Installs (or re-applies) `target` for `po` into `namespace`.
@@ -183,11 +186,35 @@ pub async fn install(pctx: &PoContext, po: &PlatformOperator, namespace: &str, t
         }
     }
 
+    // The OperatorCondition gate (§7): never a readiness probe.
+    let gate = match &rendered.csv_name {
+        Some(csv) => operator_condition::ensure(client, namespace, csv, &rendered.deployments, &rendered.service_accounts, &po_name, package).await?,
+        None => None,
+    };
+    let reported_before = po.annotations().contains_key(labels::OPERATOR_CONDITION_REPORTED);
+    let requires_condition = match po.spec.upgrade_gate {
+        UpgradeGate::Rollout => false,
+        UpgradeGate::OperatorCondition => true,
+        UpgradeGate::Auto => reported_before || gate.as_ref().is_some_and(|g| g.reported),
+    };
+    if requires_condition {
+        let csv = rendered.csv_name.clone().unwrap_or_else(|| target.name.clone());
+        match &gate {
+            Some(g) if g.upgradeable == Some(true) => {}
+            Some(g) => waiting.push(format!(
+                "OperatorCondition {namespace}/{csv} to report Upgradeable=True for its current generation (now: {})",
+                g.message
+            )),
+            None => waiting.push(format!("OperatorCondition {namespace}/{csv}: the OperatorCondition API or object is missing")),
+        }
+    }
+
     Ok(Installed {
         bundle: InstalledBundle { name: target.name.clone(), version: target.version.clone(), image: target.image.clone() },
         waiting_for: (!waiting.is_empty()).then(|| waiting.join(", ")),
         max_openshift_version: max_ocp,
         wrote,
+        gate,
     })
 }
 

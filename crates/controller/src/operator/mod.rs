@@ -3,6 +3,7 @@
 
 mod install;
 mod objects;
+mod operator_condition;
 mod reconcile;
 mod snapshot;
 pub mod status;

@@ -57,6 +57,11 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
             watcher::Config::default().labels(labels::OWNER_PO),
             by_owner_label,
         )
+        .watches(
+            Api::<kube::api::PartialObjectMeta<pom_api::olm::OperatorCondition>>::all(client.clone()),
+            watcher::Config::default().labels(labels::OWNER_PO),
+            |obj| obj.labels().get(labels::OWNER_PO).map(|owner| ObjectRef::<PlatformOperator>::new(owner)),
+        )
         .watches(Api::<ClusterVersion>::all(client.clone()), watcher::Config::default(), move |_| {
             all_store.state().iter().map(|po| ObjectRef::from_obj(po.as_ref())).collect::<Vec<_>>()
         })
@@ -191,8 +196,14 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<Action, Error>
         }
     }
 
-    // Choose the target: the resolved bundle, unless the last move has not settled (§7).
-    let last_settled = previous.active_hop.as_ref().is_none_or(|h| h.settled);
+    // Choose the target: the resolved bundle, unless the last move has not settled or the
+    // running operator says it must not be upgraded now (§7).
+    let installed_gate = match &installed_before {
+        Some(b) => super::operator_condition::read(&ctx.client, &namespace, &b.name).await?,
+        None => None,
+    };
+    let operator_blocks = installed_gate.as_ref().filter(|g| g.upgradeable == Some(false));
+    let last_settled = previous.active_hop.as_ref().is_none_or(|h| h.settled) && operator_blocks.is_none();
     let mut desired_bundle = None;
     let mut outcome = Outcome::Failed { reason: reasons::RESOLUTION_FAILED, message: String::new() };
     let mut installed_now = installed_before.clone();
@@ -211,7 +222,10 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<Action, Error>
             install::Target::installed(installed_before.as_ref(), res, catalogs)
         };
         match install::install(pctx, po, &namespace, &target).await {
-            Ok(Installed { bundle, waiting_for, max_openshift_version, wrote }) => {
+            Ok(Installed { bundle, waiting_for, max_openshift_version, wrote, gate }) => {
+                if gate.as_ref().is_some_and(|g| g.reported) && !po.annotations().contains_key(labels::OPERATOR_CONDITION_REPORTED) {
+                    mark_reported(&ctx.client, &name).await?;
+                }
                 if wrote > 0 {
                     tracing::info!(po = %name, bundle = %bundle.name, objects = wrote, "applied bundle objects");
                 }
@@ -234,6 +248,16 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<Action, Error>
             let package = resolution.as_ref().and_then(|(_, cats)| cats.iter().find_map(|(_, _, c)| c.packages.get(&po.spec.package.name).cloned()));
             verdict::bundle_upgradeability(&installed, max.as_ref(), &phase.current, package.as_ref(), po.spec.package.channel.as_deref())
         }
+    };
+
+    // An operator that says it must not be upgraded blocks the cluster's minor updates too.
+    let verdict = match operator_blocks {
+        Some(gate) if verdict.allows_update() => Verdict {
+            status: pom_resolver::verdict::VerdictStatus::False,
+            reason: reasons::OPERATOR_NOT_UPGRADEABLE.to_owned(),
+            message: format!("the operator reports Upgradeable=False: {}", gate.message),
+        },
+        _ => verdict,
     };
 
     let deadline = parse_duration(&po.spec.progress_deadline).unwrap_or(Duration::from_secs(600));
@@ -269,6 +293,16 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<Action, Error>
         return Ok(Action::requeue(Duration::from_secs(3)));
     }
     Ok(Action::requeue(ctx.settings.resync_interval))
+}
+
+/// Remembers on the PO that its operator reports OperatorConditions (`upgradeGate: Auto`).
+async fn mark_reported(client: &kube::Client, name: &str) -> Result<(), Error> {
+    let api: Api<PlatformOperator> = Api::all(client.clone());
+    let patch = serde_json::json!({"metadata": {"annotations": {labels::OPERATOR_CONDITION_REPORTED: "true"}}});
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map_err(Error::kube(format!("annotating PlatformOperator {name}")))?;
+    Ok(())
 }
 
 fn parse_range(text: Option<&str>, field: &str) -> Result<Option<VersionRange>, String> {

@@ -1,0 +1,189 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! Bad input and faults: each leaves what ran before untouched and says why in a condition;
+//! the aggregated ClusterOperator follows (§8.2). Also installs from an image catalog.
+
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use kube::Client;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use pom_api::openshift::{AGGREGATED_CLUSTER_OPERATOR, ClusterOperator};
+use pom_api::{Catalog, PlatformOperator};
+use pom_e2e::fixtures::{TestBundle, catalog_json};
+use pom_e2e::manager::{Manager, eventually, po_condition};
+use pom_e2e::oci_publish::{push_catalog, push_files};
+use pom_e2e::{ControlPlane, Registry, Workloads, binaries};
+use serde_json::json;
+
+const WAIT: Duration = Duration::from_secs(120);
+
+async fn plane() -> Option<ControlPlane> {
+    let mut needed = binaries::CONTROL_PLANE.to_vec();
+    needed.extend_from_slice(binaries::WORKLOADS);
+    needed.extend_from_slice(binaries::REGISTRY);
+    binaries::require(&needed)?;
+    Some(ControlPlane::start(Workloads::Simulated).await.unwrap())
+}
+
+async fn apply_catalog(client: &Client, name: &str, source: serde_json::Value) {
+    let catalog: Catalog = serde_json::from_value(json!({
+        "apiVersion": "platform.openshift.io/v1alpha1", "kind": "Catalog", "metadata": {"name": name},
+        "spec": {"source": source}
+    }))
+    .unwrap();
+    Api::<Catalog>::all(client.clone()).patch(name, &PatchParams::apply("pom-e2e").force(), &Patch::Apply(&catalog)).await.unwrap();
+}
+
+async fn configmap_catalog(client: &Client, name: &str, fbc: &str) {
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let _ = namespaces.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "catalogs"}})).unwrap()).await;
+    let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": name}, "data": {"catalog.json": fbc}})).unwrap();
+    Api::<ConfigMap>::namespaced(client.clone(), "catalogs").patch(name, &PatchParams::apply("pom-e2e").force(), &Patch::Apply(&cm)).await.unwrap();
+    apply_catalog(client, name, json!({"configMap": {"name": name, "namespace": "catalogs"}})).await;
+}
+
+async fn create_po(client: &Client, name: &str, spec: serde_json::Value) {
+    let po: PlatformOperator = serde_json::from_value(json!({
+        "apiVersion": "platform.openshift.io/v1alpha1", "kind": "PlatformOperator", "metadata": {"name": name}, "spec": spec
+    }))
+    .unwrap();
+    Api::<PlatformOperator>::all(client.clone()).create(&PostParams::default(), &po).await.unwrap();
+}
+
+async fn wait_condition(client: &Client, po: &str, type_: &str, status: &str, reason: &str) -> String {
+    eventually(WAIT, &format!("{po} {type_}={status}/{reason}"), || async {
+        po_condition(client, po, type_).await.filter(|(s, r, _)| s == status && r == reason).map(|(_, _, m)| m)
+    })
+    .await
+}
+
+async fn co_condition(client: &Client, type_: &str) -> Option<(String, String, String)> {
+    let co = Api::<ClusterOperator>::all(client.clone()).get_opt(AGGREGATED_CLUSTER_OPERATOR).await.ok()??;
+    let c = co.status?.conditions.into_iter().find(|c| c.type_ == type_)?;
+    Some((c.status, c.reason.unwrap_or_default(), c.message.unwrap_or_default()))
+}
+
+async fn deployment_image(client: &Client, ns: &str, name: &str) -> String {
+    let d = Api::<Deployment>::namespaced(client.clone(), ns).get(name).await.unwrap();
+    d.spec.unwrap().template.spec.unwrap().containers[0].image.clone().unwrap()
+}
+
+#[tokio::test]
+async fn image_catalog_installs_and_registry_outage_keeps_the_running_version() {
+    let Some(plane) = plane().await else { return };
+    let client = plane.client().await.unwrap();
+    let mut registry = Registry::start().await.unwrap();
+    let host = registry.host();
+    let v1 = TestBundle::new("gamma", "1.0.0");
+    let v1_image = push_files(&host, "bundles/gamma", "1.0.0", &v1.image_files()).await.unwrap();
+    let catalog_image = push_catalog(&host, "catalogs/main", "latest", &catalog_json(std::slice::from_ref(&v1), &[(v1.name(), v1_image.clone())])).await.unwrap();
+    apply_catalog(&client, "main", json!({"image": {"ref": catalog_image}})).await;
+    create_po(&client, "gamma", json!({"package": {"name": "gamma"}})).await;
+    let manager = Manager::start(client.clone(), Manager::test_settings(vec![host.clone()]));
+    wait_condition(&client, "gamma", "Installed", "True", "InstallSucceeded").await;
+    let po = Api::<PlatformOperator>::all(client.clone()).get("gamma").await.unwrap();
+    assert_eq!(po.status.unwrap().installed_bundle.unwrap().image.as_deref(), Some(v1_image.as_str()));
+    let before = deployment_image(&client, "gamma", &v1.deployment_name()).await;
+
+    // An upgrade to 1.1.0 whose image lives in a registry that is down: the pull fails, 1.0.0
+    // keeps running, and the PO says why.
+    registry.stop();
+    let v2 = TestBundle::new("gamma", "1.1.0").replaces("1.0.0");
+    let fbc = catalog_json(&[v1.clone(), v2.clone()], &[(v1.name(), v1_image.clone()), (v2.name(), format!("{host}/bundles/gamma@sha256:{}", "0".repeat(64)))]);
+    configmap_catalog(&client, "fallback", &fbc).await;
+    Api::<PlatformOperator>::all(client.clone())
+        .patch("gamma", &PatchParams::default(), &Patch::Merge(json!({"spec": {"package": {"catalog": "fallback"}, "steadyStateVersionRange": ">=1.0.0"}})))
+        .await
+        .unwrap();
+    let message = wait_condition(&client, "gamma", "Degraded", "True", "UnpackFailed").await;
+    assert!(message.contains("gamma"), "{message}");
+    let (installed, reason, _) = po_condition(&client, "gamma", "Installed").await.unwrap();
+    assert_eq!((installed.as_str(), reason.as_str()), ("True", "InstallSucceeded"));
+    assert_eq!(deployment_image(&client, "gamma", &v1.deployment_name()).await, before, "the running operator must be untouched");
+    let (degraded, _, co_message) = eventually(WAIT, "the ClusterOperator to be Degraded", || async { co_condition(&client, "Degraded").await.filter(|c| c.0 == "True") }).await;
+    assert_eq!(degraded, "True");
+    assert!(co_message.starts_with("gamma: "), "{co_message}");
+    assert_eq!(co_condition(&client, "Available").await.unwrap().0, "True", "a degraded upgrade is not unavailability");
+    manager.stop().await;
+}
+
+#[tokio::test]
+async fn refusals_say_why_and_keep_what_runs() {
+    let Some(plane) = plane().await else { return };
+    let client = plane.client().await.unwrap();
+    let good = TestBundle::new("delta", "1.0.0");
+    let mut own_namespace_only = TestBundle::new("epsilon", "1.0.0");
+    own_namespace_only.install_modes = vec!["OwnNamespace"];
+    let mut squatter = TestBundle::new("zeta", "1.0.0");
+    squatter.crd_group = Some("delta.example.com".into());
+    let mut unsafe_next = TestBundle::new("delta", "1.1.0").replaces("1.0.0");
+    unsafe_next.crd_size_type = "string";
+    configmap_catalog(&client, "local", &catalog_json(&[good.clone(), unsafe_next.clone(), own_namespace_only, squatter], &[])).await;
+
+    create_po(&client, "delta", json!({"package": {"name": "delta"}})).await;
+    let manager = Manager::start(client.clone(), Manager::test_settings(vec![]));
+    wait_condition(&client, "delta", "Installed", "True", "InstallSucceeded").await;
+
+    // Unknown package: nothing installed, the message names the package.
+    create_po(&client, "nosuch", json!({"package": {"name": "no-such-package"}})).await;
+    let message = wait_condition(&client, "nosuch", "Installed", "False", "ResolutionFailed").await;
+    assert!(message.contains("no-such-package"), "{message}");
+
+    // Not AllNamespaces.
+    create_po(&client, "epsilon", json!({"package": {"name": "epsilon"}})).await;
+    let message = wait_condition(&client, "epsilon", "Installed", "False", "InstallModeUnsupported").await;
+    assert!(message.contains("AllNamespaces"), "{message}");
+
+    // A bundle whose CRD is already installed by another PO.
+    create_po(&client, "zeta", json!({"package": {"name": "zeta"}})).await;
+    let message = wait_condition(&client, "zeta", "Installed", "False", "OwnershipConflict").await;
+    assert!(message.contains("delta"), "{message}");
+
+    // Duplicate package: the newer PO is refused, the older keeps running.
+    create_po(&client, "delta-again", json!({"package": {"name": "delta"}})).await;
+    let message = wait_condition(&client, "delta-again", "Installed", "False", "DuplicatePackage").await;
+    assert!(message.contains("delta"), "{message}");
+
+    // Unsafe CRD change on upgrade: refused, 1.0.0 keeps running.
+    let before = deployment_image(&client, "delta", &good.deployment_name()).await;
+    Api::<PlatformOperator>::all(client.clone())
+        .patch("delta", &PatchParams::default(), &Patch::Merge(json!({"spec": {"steadyStateVersionRange": ">=1.0.0"}})))
+        .await
+        .unwrap();
+    let message = wait_condition(&client, "delta", "Degraded", "True", "UnsafeCRDChange").await;
+    assert!(message.contains(&good.crd_name()), "{message}");
+    assert_eq!(deployment_image(&client, "delta", &good.deployment_name()).await, before);
+    let installed = Api::<PlatformOperator>::all(client.clone()).get("delta").await.unwrap().status.unwrap().installed_bundle.unwrap();
+    assert_eq!(installed.version, "1.0.0");
+
+    // §8.2: a PO with nothing working makes the ClusterOperator unavailable, one line per PO.
+    let (_, reason, message) = eventually(WAIT, "Available=False", || async { co_condition(&client, "Available").await.filter(|c| c.0 == "False") }).await;
+    assert_eq!(reason, "PlatformOperatorFailed");
+    assert!(message.lines().any(|l| l.starts_with("nosuch: ")), "{message}");
+    assert!(message.lines().any(|l| l.starts_with("epsilon: ")), "{message}");
+    let (degraded, _, message) = co_condition(&client, "Degraded").await.unwrap();
+    assert_eq!(degraded, "True");
+    assert!(message.lines().any(|l| l.starts_with("delta: ")), "{message}");
+    manager.stop().await;
+}
+
+#[tokio::test]
+async fn missing_catalog_image_is_reported_on_the_catalog_and_the_po() {
+    let Some(plane) = plane().await else { return };
+    let client = plane.client().await.unwrap();
+    let registry = Registry::start().await.unwrap();
+    apply_catalog(&client, "missing", json!({"image": {"ref": format!("{}/catalogs/none:latest", registry.host())}})).await;
+    create_po(&client, "omega", json!({"package": {"name": "omega", "catalog": "missing"}})).await;
+    let manager = Manager::start(client.clone(), Manager::test_settings(vec![registry.host()]));
+    let message = wait_condition(&client, "omega", "Installed", "False", "SourceFailed").await;
+    assert!(message.contains("missing"), "{message}");
+    let catalog = eventually(WAIT, "Serving=False on the Catalog", || async {
+        let c = Api::<Catalog>::all(client.clone()).get("missing").await.ok()?;
+        let serving = c.status?.conditions.into_iter().find(|c| c.type_ == "Serving")?;
+        (serving.status == "False").then_some(serving)
+    })
+    .await;
+    assert!(catalog.message.contains("catalogs/none"), "{}", catalog.message);
+    manager.stop().await;
+}
