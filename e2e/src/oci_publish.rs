@@ -12,6 +12,8 @@ use std::path::Path;
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
+use oci_client::errors::OciDistributionError;
+use oci_client::manifest::OciImageManifest;
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 use sha2::{Digest, Sha256};
@@ -96,19 +98,61 @@ async fn push_image(
     let reference = Reference::with_tag(host.to_owned(), repository.to_owned(), tag.to_owned());
     let client = Client::try_from(ClientConfig {
         protocol: ClientProtocol::HttpsExcept(vec![host.to_owned()]),
+        use_monolithic_push: true,
         ..ClientConfig::default()
     })
     .map_err(|e| other("building the registry client", &e))?;
     let auth = RegistryAuth::Anonymous;
+    client.store_auth_if_needed(host, &auth).await;
+    let manifest = OciImageManifest::build(std::slice::from_ref(&layer), &config, None);
+    push_blob(
+        &client,
+        &reference,
+        layer.data.to_vec(),
+        &manifest.layers[0].digest,
+    )
+    .await?;
+    push_blob(
+        &client,
+        &reference,
+        config.data.to_vec(),
+        &manifest.config.digest,
+    )
+    .await?;
     client
-        .push(&reference, &[layer], config, &auth, None)
+        .push_manifest(&reference, &manifest.into())
         .await
-        .map_err(|e| other(&format!("pushing {reference}"), &e))?;
+        .map_err(|e| other(&format!("pushing the manifest of {reference}"), &e))?;
     let digest = client
         .fetch_manifest_digest(&reference, &auth)
         .await
         .map_err(|e| other(&format!("reading back the digest of {reference}"), &e))?;
     Ok(format!("{host}/{repository}@{digest}"))
+}
+
+/// Uploads one blob. go-containerregistry's registry completes uploads without the `Location`
+/// header oci-client expects, so that error is accepted when the blob is then found.
+async fn push_blob(
+    client: &Client,
+    reference: &Reference,
+    data: Vec<u8>,
+    digest: &str,
+) -> Result<(), HarnessError> {
+    match client.push_blob(reference, data, digest).await {
+        Ok(_) | Err(OciDistributionError::RegistryNoLocationError) => {}
+        Err(e) => return Err(other(&format!("pushing blob {digest} of {reference}"), &e)),
+    }
+    let found = client
+        .blob_exists(reference, digest)
+        .await
+        .map_err(|e| other(&format!("checking blob {digest} of {reference}"), &e))?;
+    if found {
+        Ok(())
+    } else {
+        Err(HarnessError::Other(format!(
+            "blob {digest} of {reference} is missing after its upload"
+        )))
+    }
 }
 
 /// A tar stream of `files` with their parent folders, sorted, with fixed metadata.
