@@ -14,6 +14,7 @@
 pub mod binaries;
 mod certs;
 mod control_plane;
+pub mod cvo;
 mod error;
 pub mod oci_publish;
 pub mod fixtures;
