@@ -431,3 +431,77 @@ async fn registry_outage_keeps_the_last_good_content(env: &mut Env) {
     assert_eq!(last_good.resolved_source, served);
     assert_eq!(last_good.content.packages.len(), 2);
 }
+
+/// The bundle path of the puller against the real registry: a bundle folder pushed by
+/// `push_bundle_dir` comes back file for file (prefix `""`), by digest, from the cache the
+/// second time.
+#[tokio::test]
+async fn bundle_image_round_trips_through_the_registry() {
+    if binaries::require(binaries::REGISTRY).is_none() {
+        return;
+    }
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let registry = Registry::start().await.unwrap();
+    let host = registry.host();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("manifests")).unwrap();
+    std::fs::create_dir_all(dir.path().join("metadata")).unwrap();
+    std::fs::write(
+        dir.path().join("manifests/op.clusterserviceversion.yaml"),
+        "kind: ClusterServiceVersion\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("manifests/crd.yaml"),
+        "kind: CustomResourceDefinition\n",
+    )
+    .unwrap();
+    let annotations = "annotations:\n  operators.operatorframework.io.bundle.mediatype.v1: registry+v1\n  operators.operatorframework.io.bundle.package.v1: op\n";
+    std::fs::write(dir.path().join("metadata/annotations.yaml"), annotations).unwrap();
+    let pushed = pom_e2e::oci_publish::push_bundle_dir(&host, "bundles/op", "v1.0.0", dir.path())
+        .await
+        .unwrap();
+    assert!(
+        pushed.starts_with(&format!("{host}/bundles/op@sha256:")),
+        "{pushed}"
+    );
+
+    let puller = pom_controller::oci::ImagePuller::new(vec![host.clone()]);
+    assert_eq!(
+        puller
+            .resolve_digest(&format!("{host}/bundles/op:v1.0.0"))
+            .await
+            .unwrap(),
+        pushed
+    );
+    let files = puller
+        .pull_files(&format!("{host}/bundles/op:v1.0.0"), "")
+        .await
+        .unwrap();
+    let paths: Vec<&str> = files.keys().map(String::as_str).collect();
+    assert_eq!(
+        paths,
+        [
+            "manifests/crd.yaml",
+            "manifests/op.clusterserviceversion.yaml",
+            "metadata/annotations.yaml"
+        ]
+    );
+    assert_eq!(files["metadata/annotations.yaml"], annotations.as_bytes());
+    let manifests = puller.pull_files(&pushed, "manifests/").await.unwrap();
+    assert_eq!(
+        manifests.keys().collect::<Vec<_>>(),
+        ["crd.yaml", "op.clusterserviceversion.yaml"]
+    );
+    let again = puller.pull_files(&pushed, "").await.unwrap();
+    assert!(
+        Arc::ptr_eq(&files, &again),
+        "the second pull of a digest is served from the cache"
+    );
+
+    let missing = puller
+        .pull_files(&format!("{host}/bundles/op:v9"), "")
+        .await
+        .unwrap_err();
+    assert_eq!(missing.reason(), "ImageNotFound", "{missing}");
+}
