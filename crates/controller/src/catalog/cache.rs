@@ -89,6 +89,7 @@ pub struct CatalogEntry {
     pub name: String,
     /// `spec.priority`: higher wins between catalogs offering a package.
     pub priority: i32,
+    /// Serving, or why not (with the last good content kept for running operators).
     pub state: CatalogState,
 }
 
