@@ -3,8 +3,8 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use kube::api::Api;
 use kube::Client;
+use kube::api::Api;
 use pom_api::PlatformOperator;
 use pom_controller::context::Settings;
 use tokio_util::sync::CancellationToken;
@@ -20,10 +20,19 @@ impl Manager {
     #[must_use]
     pub fn start(client: Client, settings: Settings) -> Self {
         let _ = rustls::crypto::ring::default_provider().install_default();
+        if std::env::var_os("RUST_LOG").is_some() {
+            let _ = tracing_subscriber::fmt()
+                .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+                .with_test_writer()
+                .try_init();
+        }
         let token = CancellationToken::new();
         let ctx = pom_controller::Context::new(client, settings);
         let handle = tokio::spawn(pom_controller::run::run_all(ctx, token.clone()));
-        Self { token, handle: Some(handle) }
+        Self {
+            token,
+            handle: Some(handle),
+        }
     }
 
     /// Settings suited to tests: fast resync, the loopback registry reachable over HTTP.
@@ -64,14 +73,24 @@ where
         if let Some(value) = check().await {
             return value;
         }
-        assert!(started.elapsed() < timeout, "timed out after {timeout:?} waiting for {what}");
+        assert!(
+            started.elapsed() < timeout,
+            "timed out after {timeout:?} waiting for {what}"
+        );
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }
 
 /// The status and reason of condition `type_` on PlatformOperator `name`.
-pub async fn po_condition(client: &Client, name: &str, type_: &str) -> Option<(String, String, String)> {
-    let po = Api::<PlatformOperator>::all(client.clone()).get_opt(name).await.ok()??;
+pub async fn po_condition(
+    client: &Client,
+    name: &str,
+    type_: &str,
+) -> Option<(String, String, String)> {
+    let po = Api::<PlatformOperator>::all(client.clone())
+        .get_opt(name)
+        .await
+        .ok()??;
     let status = po.status?;
     if status.observed_generation != po.metadata.generation {
         return None;

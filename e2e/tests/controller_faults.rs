@@ -32,15 +32,41 @@ async fn apply_catalog(client: &Client, name: &str, source: serde_json::Value) {
         "spec": {"source": source}
     }))
     .unwrap();
-    Api::<Catalog>::all(client.clone()).patch(name, &PatchParams::apply("pom-e2e").force(), &Patch::Apply(&catalog)).await.unwrap();
+    Api::<Catalog>::all(client.clone())
+        .patch(
+            name,
+            &PatchParams::apply("pom-e2e").force(),
+            &Patch::Apply(&catalog),
+        )
+        .await
+        .unwrap();
 }
 
 async fn configmap_catalog(client: &Client, name: &str, fbc: &str) {
     let namespaces: Api<Namespace> = Api::all(client.clone());
-    let _ = namespaces.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "catalogs"}})).unwrap()).await;
-    let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": name}, "data": {"catalog.json": fbc}})).unwrap();
-    Api::<ConfigMap>::namespaced(client.clone(), "catalogs").patch(name, &PatchParams::apply("pom-e2e").force(), &Patch::Apply(&cm)).await.unwrap();
-    apply_catalog(client, name, json!({"configMap": {"name": name, "namespace": "catalogs"}})).await;
+    let _ = namespaces
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "catalogs"}})).unwrap(),
+        )
+        .await;
+    let cm: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"name": name}, "data": {"catalog.json": fbc}}))
+            .unwrap();
+    Api::<ConfigMap>::namespaced(client.clone(), "catalogs")
+        .patch(
+            name,
+            &PatchParams::apply("pom-e2e").force(),
+            &Patch::Apply(&cm),
+        )
+        .await
+        .unwrap();
+    apply_catalog(
+        client,
+        name,
+        json!({"configMap": {"name": name, "namespace": "catalogs"}}),
+    )
+    .await;
 }
 
 async fn create_po(client: &Client, name: &str, spec: serde_json::Value) {
@@ -48,25 +74,54 @@ async fn create_po(client: &Client, name: &str, spec: serde_json::Value) {
         "apiVersion": "platform.openshift.io/v1alpha1", "kind": "PlatformOperator", "metadata": {"name": name}, "spec": spec
     }))
     .unwrap();
-    Api::<PlatformOperator>::all(client.clone()).create(&PostParams::default(), &po).await.unwrap();
+    Api::<PlatformOperator>::all(client.clone())
+        .create(&PostParams::default(), &po)
+        .await
+        .unwrap();
 }
 
-async fn wait_condition(client: &Client, po: &str, type_: &str, status: &str, reason: &str) -> String {
+async fn wait_condition(
+    client: &Client,
+    po: &str,
+    type_: &str,
+    status: &str,
+    reason: &str,
+) -> String {
     eventually(WAIT, &format!("{po} {type_}={status}/{reason}"), || async {
-        po_condition(client, po, type_).await.filter(|(s, r, _)| s == status && r == reason).map(|(_, _, m)| m)
+        po_condition(client, po, type_)
+            .await
+            .filter(|(s, r, _)| s == status && r == reason)
+            .map(|(_, _, m)| m)
     })
     .await
 }
 
 async fn co_condition(client: &Client, type_: &str) -> Option<(String, String, String)> {
-    let co = Api::<ClusterOperator>::all(client.clone()).get_opt(AGGREGATED_CLUSTER_OPERATOR).await.ok()??;
-    let c = co.status?.conditions.into_iter().find(|c| c.type_ == type_)?;
-    Some((c.status, c.reason.unwrap_or_default(), c.message.unwrap_or_default()))
+    let co = Api::<ClusterOperator>::all(client.clone())
+        .get_opt(AGGREGATED_CLUSTER_OPERATOR)
+        .await
+        .ok()??;
+    let c = co
+        .status?
+        .conditions
+        .into_iter()
+        .find(|c| c.type_ == type_)?;
+    Some((
+        c.status,
+        c.reason.unwrap_or_default(),
+        c.message.unwrap_or_default(),
+    ))
 }
 
 async fn deployment_image(client: &Client, ns: &str, name: &str) -> String {
-    let d = Api::<Deployment>::namespaced(client.clone(), ns).get(name).await.unwrap();
-    d.spec.unwrap().template.spec.unwrap().containers[0].image.clone().unwrap()
+    let d = Api::<Deployment>::namespaced(client.clone(), ns)
+        .get(name)
+        .await
+        .unwrap();
+    d.spec.unwrap().template.spec.unwrap().containers[0]
+        .image
+        .clone()
+        .unwrap()
 }
 
 #[tokio::test]
@@ -76,21 +131,50 @@ async fn image_catalog_installs_and_registry_outage_keeps_the_running_version() 
     let mut registry = Registry::start().await.unwrap();
     let host = registry.host();
     let v1 = TestBundle::new("gamma", "1.0.0");
-    let v1_image = push_files(&host, "bundles/gamma", "1.0.0", &v1.image_files()).await.unwrap();
-    let catalog_image = push_catalog(&host, "catalogs/main", "latest", &catalog_json(std::slice::from_ref(&v1), &[(v1.name(), v1_image.clone())])).await.unwrap();
+    let v1_image = push_files(&host, "bundles/gamma", "1.0.0", &v1.image_files())
+        .await
+        .unwrap();
+    let catalog_image = push_catalog(
+        &host,
+        "catalogs/main",
+        "latest",
+        &catalog_json(std::slice::from_ref(&v1), &[(v1.name(), v1_image.clone())]),
+    )
+    .await
+    .unwrap();
     apply_catalog(&client, "main", json!({"image": {"ref": catalog_image}})).await;
     create_po(&client, "gamma", json!({"package": {"name": "gamma"}})).await;
     let manager = Manager::start(client.clone(), Manager::test_settings(vec![host.clone()]));
     wait_condition(&client, "gamma", "Installed", "True", "InstallSucceeded").await;
-    let po = Api::<PlatformOperator>::all(client.clone()).get("gamma").await.unwrap();
-    assert_eq!(po.status.unwrap().installed_bundle.unwrap().image.as_deref(), Some(v1_image.as_str()));
+    let po = Api::<PlatformOperator>::all(client.clone())
+        .get("gamma")
+        .await
+        .unwrap();
+    assert_eq!(
+        po.status
+            .unwrap()
+            .installed_bundle
+            .unwrap()
+            .image
+            .as_deref(),
+        Some(v1_image.as_str())
+    );
     let before = deployment_image(&client, "gamma", &v1.deployment_name()).await;
 
     // An upgrade to 1.1.0 whose image lives in a registry that is down: the pull fails, 1.0.0
     // keeps running, and the PO says why.
     registry.stop();
     let v2 = TestBundle::new("gamma", "1.1.0").replaces("1.0.0");
-    let fbc = catalog_json(&[v1.clone(), v2.clone()], &[(v1.name(), v1_image.clone()), (v2.name(), format!("{host}/bundles/gamma@sha256:{}", "0".repeat(64)))]);
+    let fbc = catalog_json(
+        &[v1.clone(), v2.clone()],
+        &[
+            (v1.name(), v1_image.clone()),
+            (
+                v2.name(),
+                format!("{host}/bundles/gamma@sha256:{}", "0".repeat(64)),
+            ),
+        ],
+    );
     configmap_catalog(&client, "fallback", &fbc).await;
     Api::<PlatformOperator>::all(client.clone())
         .patch("gamma", &PatchParams::default(), &Patch::Merge(json!({"spec": {"package": {"catalog": "fallback"}, "steadyStateVersionRange": ">=1.0.0"}})))
@@ -99,12 +183,29 @@ async fn image_catalog_installs_and_registry_outage_keeps_the_running_version() 
     let message = wait_condition(&client, "gamma", "Degraded", "True", "UnpackFailed").await;
     assert!(message.contains("gamma"), "{message}");
     let (installed, reason, _) = po_condition(&client, "gamma", "Installed").await.unwrap();
-    assert_eq!((installed.as_str(), reason.as_str()), ("True", "InstallSucceeded"));
-    assert_eq!(deployment_image(&client, "gamma", &v1.deployment_name()).await, before, "the running operator must be untouched");
-    let (degraded, _, co_message) = eventually(WAIT, "the ClusterOperator to be Degraded", || async { co_condition(&client, "Degraded").await.filter(|c| c.0 == "True") }).await;
+    assert_eq!(
+        (installed.as_str(), reason.as_str()),
+        ("True", "InstallSucceeded")
+    );
+    assert_eq!(
+        deployment_image(&client, "gamma", &v1.deployment_name()).await,
+        before,
+        "the running operator must be untouched"
+    );
+    let (degraded, _, co_message) =
+        eventually(WAIT, "the ClusterOperator to be Degraded", || async {
+            co_condition(&client, "Degraded")
+                .await
+                .filter(|c| c.0 == "True")
+        })
+        .await;
     assert_eq!(degraded, "True");
     assert!(co_message.starts_with("gamma: "), "{co_message}");
-    assert_eq!(co_condition(&client, "Available").await.unwrap().0, "True", "a degraded upgrade is not unavailability");
+    assert_eq!(
+        co_condition(&client, "Available").await.unwrap().0,
+        "True",
+        "a degraded upgrade is not unavailability"
+    );
     manager.stop().await;
 }
 
@@ -119,20 +220,35 @@ async fn refusals_say_why_and_keep_what_runs() {
     squatter.crd_group = Some("delta.example.com".into());
     let mut unsafe_next = TestBundle::new("delta", "1.1.0").replaces("1.0.0");
     unsafe_next.crd_size_type = "string";
-    configmap_catalog(&client, "local", &catalog_json(&[good.clone(), unsafe_next.clone(), own_namespace_only, squatter], &[])).await;
+    let others = [own_namespace_only, squatter];
+    let mut first = vec![good.clone()];
+    first.extend(others.iter().cloned());
+    configmap_catalog(&client, "local", &catalog_json(&first, &[])).await;
 
     create_po(&client, "delta", json!({"package": {"name": "delta"}})).await;
     let manager = Manager::start(client.clone(), Manager::test_settings(vec![]));
     wait_condition(&client, "delta", "Installed", "True", "InstallSucceeded").await;
 
     // Unknown package: nothing installed, the message names the package.
-    create_po(&client, "nosuch", json!({"package": {"name": "no-such-package"}})).await;
+    create_po(
+        &client,
+        "nosuch",
+        json!({"package": {"name": "no-such-package"}}),
+    )
+    .await;
     let message = wait_condition(&client, "nosuch", "Installed", "False", "ResolutionFailed").await;
     assert!(message.contains("no-such-package"), "{message}");
 
     // Not AllNamespaces.
     create_po(&client, "epsilon", json!({"package": {"name": "epsilon"}})).await;
-    let message = wait_condition(&client, "epsilon", "Installed", "False", "InstallModeUnsupported").await;
+    let message = wait_condition(
+        &client,
+        "epsilon",
+        "Installed",
+        "False",
+        "InstallModeUnsupported",
+    )
+    .await;
     assert!(message.contains("AllNamespaces"), "{message}");
 
     // A bundle whose CRD is already installed by another PO.
@@ -141,30 +257,77 @@ async fn refusals_say_why_and_keep_what_runs() {
     assert!(message.contains("delta"), "{message}");
 
     // Duplicate package: the newer PO is refused, the older keeps running.
-    create_po(&client, "delta-again", json!({"package": {"name": "delta"}})).await;
-    let message = wait_condition(&client, "delta-again", "Installed", "False", "DuplicatePackage").await;
+    create_po(
+        &client,
+        "delta-again",
+        json!({"package": {"name": "delta"}}),
+    )
+    .await;
+    let message = wait_condition(
+        &client,
+        "delta-again",
+        "Installed",
+        "False",
+        "DuplicatePackage",
+    )
+    .await;
     assert!(message.contains("delta"), "{message}");
 
-    // Unsafe CRD change on upgrade: refused, 1.0.0 keeps running.
+    // Unsafe CRD change on upgrade: the catalog gains 1.1.0 (steady state: nothing moves), the
+    // admin moves by hand, POM refuses and 1.0.0 keeps running.
+    let mut all = first.clone();
+    all.push(unsafe_next.clone());
+    configmap_catalog(&client, "local", &catalog_json(&all, &[])).await;
     let before = deployment_image(&client, "delta", &good.deployment_name()).await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let installed = Api::<PlatformOperator>::all(client.clone()).get("delta").await.unwrap().status.unwrap().installed_bundle.unwrap();
+    assert_eq!(installed.version, "1.0.0", "steady state must not move when the catalog gains bundles");
     Api::<PlatformOperator>::all(client.clone())
-        .patch("delta", &PatchParams::default(), &Patch::Merge(json!({"spec": {"steadyStateVersionRange": ">=1.0.0"}})))
+        .patch(
+            "delta",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"steadyStateVersionRange": ">=1.0.0"}})),
+        )
         .await
         .unwrap();
     let message = wait_condition(&client, "delta", "Degraded", "True", "UnsafeCRDChange").await;
     assert!(message.contains(&good.crd_name()), "{message}");
-    assert_eq!(deployment_image(&client, "delta", &good.deployment_name()).await, before);
-    let installed = Api::<PlatformOperator>::all(client.clone()).get("delta").await.unwrap().status.unwrap().installed_bundle.unwrap();
+    assert_eq!(
+        deployment_image(&client, "delta", &good.deployment_name()).await,
+        before
+    );
+    let installed = Api::<PlatformOperator>::all(client.clone())
+        .get("delta")
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .installed_bundle
+        .unwrap();
     assert_eq!(installed.version, "1.0.0");
 
     // §8.2: a PO with nothing working makes the ClusterOperator unavailable, one line per PO.
-    let (_, reason, message) = eventually(WAIT, "Available=False", || async { co_condition(&client, "Available").await.filter(|c| c.0 == "False") }).await;
+    let (_, reason, message) = eventually(WAIT, "Available=False", || async {
+        co_condition(&client, "Available")
+            .await
+            .filter(|c| c.0 == "False")
+    })
+    .await;
     assert_eq!(reason, "PlatformOperatorFailed");
-    assert!(message.lines().any(|l| l.starts_with("nosuch: ")), "{message}");
-    assert!(message.lines().any(|l| l.starts_with("epsilon: ")), "{message}");
+    assert!(
+        message.lines().any(|l| l.starts_with("nosuch: ")),
+        "{message}"
+    );
+    assert!(
+        message.lines().any(|l| l.starts_with("epsilon: ")),
+        "{message}"
+    );
     let (degraded, _, message) = co_condition(&client, "Degraded").await.unwrap();
     assert_eq!(degraded, "True");
-    assert!(message.lines().any(|l| l.starts_with("delta: ")), "{message}");
+    assert!(
+        message.lines().any(|l| l.starts_with("delta: ")),
+        "{message}"
+    );
     manager.stop().await;
 }
 
@@ -173,17 +336,41 @@ async fn missing_catalog_image_is_reported_on_the_catalog_and_the_po() {
     let Some(plane) = plane().await else { return };
     let client = plane.client().await.unwrap();
     let registry = Registry::start().await.unwrap();
-    apply_catalog(&client, "missing", json!({"image": {"ref": format!("{}/catalogs/none:latest", registry.host())}})).await;
-    create_po(&client, "omega", json!({"package": {"name": "omega", "catalog": "missing"}})).await;
-    let manager = Manager::start(client.clone(), Manager::test_settings(vec![registry.host()]));
+    apply_catalog(
+        &client,
+        "missing",
+        json!({"image": {"ref": format!("{}/catalogs/none:latest", registry.host())}}),
+    )
+    .await;
+    create_po(
+        &client,
+        "omega",
+        json!({"package": {"name": "omega", "catalog": "missing"}}),
+    )
+    .await;
+    let manager = Manager::start(
+        client.clone(),
+        Manager::test_settings(vec![registry.host()]),
+    );
     let message = wait_condition(&client, "omega", "Installed", "False", "SourceFailed").await;
     assert!(message.contains("missing"), "{message}");
     let catalog = eventually(WAIT, "Serving=False on the Catalog", || async {
-        let c = Api::<Catalog>::all(client.clone()).get("missing").await.ok()?;
-        let serving = c.status?.conditions.into_iter().find(|c| c.type_ == "Serving")?;
+        let c = Api::<Catalog>::all(client.clone())
+            .get("missing")
+            .await
+            .ok()?;
+        let serving = c
+            .status?
+            .conditions
+            .into_iter()
+            .find(|c| c.type_ == "Serving")?;
         (serving.status == "False").then_some(serving)
     })
     .await;
-    assert!(catalog.message.contains("catalogs/none"), "{}", catalog.message);
+    assert!(
+        catalog.message.contains("catalogs/none"),
+        "{}",
+        catalog.message
+    );
     manager.stop().await;
 }

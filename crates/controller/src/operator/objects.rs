@@ -9,10 +9,10 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use kube::Client;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
 use kube::core::GroupVersionKind;
 use kube::discovery::{ApiCapabilities, ApiResource, Scope};
-use kube::Client;
 use serde_json::Value;
 
 use crate::context::BUNDLE_FIELD_MANAGER;
@@ -44,14 +44,28 @@ pub struct KindCache {
 
 impl KindCache {
     /// The `Api` for an object of `gvk` in `namespace` (ignored for cluster-scoped kinds).
-    pub async fn api(&self, client: &Client, gvk: &GroupVersionKind, namespace: Option<&str>) -> Result<(Api<DynamicObject>, bool), Error> {
-        let cached = self.kinds.lock().map(|k| k.get(gvk).cloned()).ok().flatten();
+    pub async fn api(
+        &self,
+        client: &Client,
+        gvk: &GroupVersionKind,
+        namespace: Option<&str>,
+    ) -> Result<(Api<DynamicObject>, bool), Error> {
+        let cached = self
+            .kinds
+            .lock()
+            .map(|k| k.get(gvk).cloned())
+            .ok()
+            .flatten();
         let (resource, caps) = match cached {
             Some(found) => found,
             None => {
-                let found = kube::discovery::pinned_kind(client, gvk)
-                    .await
-                    .map_err(Error::kube(format!("discovering {}/{} {}", gvk.group, gvk.version, gvk.kind)))?;
+                let found =
+                    kube::discovery::pinned_kind(client, gvk)
+                        .await
+                        .map_err(Error::kube(format!(
+                            "discovering {}/{} {}",
+                            gvk.group, gvk.version, gvk.kind
+                        )))?;
                 if let Ok(mut kinds) = self.kinds.lock() {
                     kinds.insert(gvk.clone(), found.clone());
                 }
@@ -84,9 +98,20 @@ pub struct ObjectId {
 
 /// Reads apiVersion/kind/name/namespace of a rendered object.
 pub fn object_id(object: &Value, bundle: &str) -> Result<ObjectId, Error> {
-    let api_version = object["apiVersion"].as_str().ok_or(Error::InvalidObject { bundle: bundle.to_owned(), field: "apiVersion" })?;
-    let kind = object["kind"].as_str().ok_or(Error::InvalidObject { bundle: bundle.to_owned(), field: "kind" })?;
-    let name = object["metadata"]["name"].as_str().ok_or(Error::InvalidObject { bundle: bundle.to_owned(), field: "metadata.name" })?;
+    let api_version = object["apiVersion"].as_str().ok_or(Error::InvalidObject {
+        bundle: bundle.to_owned(),
+        field: "apiVersion",
+    })?;
+    let kind = object["kind"].as_str().ok_or(Error::InvalidObject {
+        bundle: bundle.to_owned(),
+        field: "kind",
+    })?;
+    let name = object["metadata"]["name"]
+        .as_str()
+        .ok_or(Error::InvalidObject {
+            bundle: bundle.to_owned(),
+            field: "metadata.name",
+        })?;
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
     Ok(ObjectId {
         gvk: GroupVersionKind::gvk(group, version, kind),
@@ -99,9 +124,20 @@ pub fn object_id(object: &Value, bundle: &str) -> Result<ObjectId, Error> {
 /// ends; bundle names usually fit, long ones are shortened deterministically.
 #[must_use]
 pub fn label_value(value: &str) -> String {
-    let cleaned: String = value.chars().map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '-' }).collect();
+    let cleaned: String = value
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
     let short: String = cleaned.chars().take(63).collect();
-    short.trim_matches(|c: char| !c.is_ascii_alphanumeric()).to_owned()
+    short
+        .trim_matches(|c: char| !c.is_ascii_alphanumeric())
+        .to_owned()
 }
 
 /// Adds POM's ownership labels to a rendered object.
@@ -124,35 +160,55 @@ pub fn label(object: &mut Value, po: &str, package: &str, bundle: &str) {
 #[must_use]
 pub fn is_subset(desired: &Value, live: &Value) -> bool {
     match (desired, live) {
-        (Value::Object(want), Value::Object(have)) => want.iter().all(|(k, v)| have.get(k).is_some_and(|h| is_subset(v, h))),
-        (Value::Array(want), Value::Array(have)) => want.len() == have.len() && want.iter().zip(have).all(|(w, h)| is_subset(w, h)),
+        (Value::Object(want), Value::Object(have)) => want
+            .iter()
+            .all(|(k, v)| have.get(k).is_some_and(|h| is_subset(v, h))),
+        (Value::Array(want), Value::Array(have)) => {
+            want.len() == have.len() && want.iter().zip(have).all(|(w, h)| is_subset(w, h))
+        }
         (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
         _ => desired == live,
     }
 }
 
 /// Applies `object` unless the live object already matches; returns whether it wrote.
-pub async fn apply_if_changed(api: &Api<DynamicObject>, name: &str, object: &Value, live: Option<&DynamicObject>) -> Result<bool, Error> {
+pub async fn apply_if_changed(
+    api: &Api<DynamicObject>,
+    name: &str,
+    object: &Value,
+    live: Option<&DynamicObject>,
+) -> Result<bool, Error> {
     if let Some(live) = live {
         let live_value = serde_json::to_value(live).unwrap_or(Value::Null);
         if is_subset(object, &live_value) {
             return Ok(false);
         }
     }
-    api.patch(name, &PatchParams::apply(BUNDLE_FIELD_MANAGER).force(), &Patch::Apply(object))
-        .await
-        .map_err(Error::kube(format!("applying {name}")))?;
+    api.patch(
+        name,
+        &PatchParams::apply(BUNDLE_FIELD_MANAGER).force(),
+        &Patch::Apply(object),
+    )
+    .await
+    .map_err(Error::kube(format!("applying {name}")))?;
     Ok(true)
 }
 
 /// Reads an object, `None` when absent.
 pub async fn get_opt(api: &Api<DynamicObject>, name: &str) -> Result<Option<DynamicObject>, Error> {
-    api.get_opt(name).await.map_err(Error::kube(format!("reading {name}")))
+    api.get_opt(name)
+        .await
+        .map_err(Error::kube(format!("reading {name}")))
 }
 
 /// Deletes the PO's objects of the prunable kinds whose bundle label is not `keep_bundle`
 /// (all of them when `keep_bundle` is `None`); CRDs are never touched. Returns how many.
-pub async fn prune(kinds: &KindCache, client: &Client, po: &str, keep_bundle: Option<&str>) -> Result<usize, Error> {
+pub async fn prune(
+    kinds: &KindCache,
+    client: &Client,
+    po: &str,
+    keep_bundle: Option<&str>,
+) -> Result<usize, Error> {
     let mut selector = format!("{}={}", labels::OWNER_PO, label_value(po));
     if let Some(bundle) = keep_bundle {
         selector.push_str(&format!(",{}!={}", labels::BUNDLE, label_value(bundle)));
@@ -160,7 +216,9 @@ pub async fn prune(kinds: &KindCache, client: &Client, po: &str, keep_bundle: Op
     let mut deleted = 0;
     for (group, version, kind) in PRUNABLE_KINDS {
         let gvk = GroupVersionKind::gvk(group, version, kind);
-        let Ok((api, _)) = kinds.api(client, &gvk, None).await else { continue };
+        let Ok((api, _)) = kinds.api(client, &gvk, None).await else {
+            continue;
+        };
         let list = api.list(&ListParams::default().labels(&selector)).await;
         let Ok(list) = list else { continue };
         for object in list.items {

@@ -42,8 +42,16 @@ impl Gate {
             .and_then(|s| s.conditions.iter().find(|c| c.type_ == UPGRADEABLE))
             .filter(|c| c.observed_generation == generation);
         match status_condition {
-            Some(c) => Self { reported, upgradeable: bool_status(&c.status), message: c.message.clone() },
-            None => Self { reported, upgradeable: None, message: "no Upgradeable condition for the current generation".to_owned() },
+            Some(c) => Self {
+                reported,
+                upgradeable: bool_status(&c.status),
+                message: c.message.clone(),
+            },
+            None => Self {
+                reported,
+                upgradeable: None,
+                message: "no Upgradeable condition for the current generation".to_owned(),
+            },
         }
     }
 }
@@ -62,12 +70,18 @@ fn is_missing_api(err: &kube::Error) -> bool {
 
 /// Reads the gate of CSV `csv` in `namespace`; `None` when there is no such OperatorCondition
 /// (or the cluster has no OperatorCondition API).
-pub async fn read(client: &kube::Client, namespace: &str, csv: &str) -> Result<Option<Gate>, Error> {
+pub async fn read(
+    client: &kube::Client,
+    namespace: &str,
+    csv: &str,
+) -> Result<Option<Gate>, Error> {
     let api: Api<OperatorCondition> = Api::namespaced(client.clone(), namespace);
     match api.get_opt(csv).await {
         Ok(oc) => Ok(oc.as_ref().map(Gate::from_object)),
         Err(err) if is_missing_api(&err) => Ok(None),
-        Err(err) => Err(Error::kube(format!("reading OperatorCondition {namespace}/{csv}"))(err)),
+        Err(err) => Err(Error::kube(format!(
+            "reading OperatorCondition {namespace}/{csv}"
+        ))(err)),
     }
 }
 
@@ -88,7 +102,11 @@ pub async fn ensure(
     let existing = match api.get_opt(csv).await {
         Ok(existing) => existing,
         Err(err) if is_missing_api(&err) => return Ok(None),
-        Err(err) => return Err(Error::kube(format!("reading OperatorCondition {namespace}/{csv}"))(err)),
+        Err(err) => {
+            return Err(Error::kube(format!(
+                "reading OperatorCondition {namespace}/{csv}"
+            ))(err));
+        }
     };
     let mut deployments = deployments.to_vec();
     deployments.sort();
@@ -98,7 +116,12 @@ pub async fn ensure(
     let up_to_date = existing.as_ref().is_some_and(|oc| {
         oc.spec.deployments == deployments
             && oc.spec.service_accounts == service_accounts
-            && oc.metadata.labels.as_ref().and_then(|l| l.get(labels::OWNER_PO)).is_some_and(|o| *o == label_value(po))
+            && oc
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(labels::OWNER_PO))
+                .is_some_and(|o| *o == label_value(po))
     });
     let oc = if up_to_date {
         existing
@@ -115,9 +138,15 @@ pub async fn ensure(
             "spec": {"deployments": deployments, "serviceAccounts": service_accounts},
         });
         Some(
-            api.patch(csv, &PatchParams::apply(OPERATOR_CONDITION_FIELD_MANAGER).force(), &Patch::Apply(&patch))
-                .await
-                .map_err(Error::kube(format!("applying OperatorCondition {namespace}/{csv}")))?,
+            api.patch(
+                csv,
+                &PatchParams::apply(OPERATOR_CONDITION_FIELD_MANAGER).force(),
+                &Patch::Apply(&patch),
+            )
+            .await
+            .map_err(Error::kube(format!(
+                "applying OperatorCondition {namespace}/{csv}"
+            )))?,
         )
     };
     let Some(oc) = oc else { return Ok(None) };
@@ -139,7 +168,11 @@ async fn copy_status(api: &Api<OperatorCondition>, oc: &OperatorCondition) -> Re
             c
         })
         .collect();
-    let current = oc.status.as_ref().map(|s| s.conditions.clone()).unwrap_or_default();
+    let current = oc
+        .status
+        .as_ref()
+        .map(|s| s.conditions.clone())
+        .unwrap_or_default();
     if current == wanted {
         return Ok(());
     }
@@ -149,8 +182,14 @@ async fn copy_status(api: &Api<OperatorCondition>, oc: &OperatorCondition) -> Re
         "kind": "OperatorCondition",
         "status": {"conditions": wanted},
     });
-    api.patch_status(&name, &PatchParams::apply(OPERATOR_CONDITION_FIELD_MANAGER).force(), &Patch::Apply(&patch))
-        .await
-        .map_err(Error::kube(format!("copying the conditions of OperatorCondition {name} to its status")))?;
+    api.patch_status(
+        &name,
+        &PatchParams::apply(OPERATOR_CONDITION_FIELD_MANAGER).force(),
+        &Patch::Apply(&patch),
+    )
+    .await
+    .map_err(Error::kube(format!(
+        "copying the conditions of OperatorCondition {name} to its status"
+    )))?;
     Ok(())
 }

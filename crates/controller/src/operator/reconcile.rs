@@ -12,11 +12,11 @@ use kube::runtime::finalizer::{Event as Finalizer, finalizer};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
+use pom_api::PlatformOperator;
 use pom_api::conditions::{reasons, types};
 use pom_api::labels;
 use pom_api::openshift::ClusterVersion;
 use pom_api::platform_operator::{BundleRef, PinStatus, PlatformOperatorStatus};
-use pom_api::PlatformOperator;
 use pom_resolver::range::VersionRange;
 use pom_resolver::select::{self, ResolveRequest};
 use pom_resolver::verdict::{self, Verdict};
@@ -44,9 +44,16 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     let pos: Api<PlatformOperator> = Api::all(client.clone());
     let controller = Controller::new(pos, watcher::Config::default().any_semantic());
     let store = controller.store();
-    let po_ctx = Arc::new(PoContext { ctx: ctx.clone(), store: store.clone(), kinds: KindCache::default(), attempts: Mutex::default() });
+    let po_ctx = Arc::new(PoContext {
+        ctx: ctx.clone(),
+        store: store.clone(),
+        kinds: KindCache::default(),
+        attempts: Mutex::default(),
+    });
     let by_owner_label = |obj: kube::api::PartialObjectMeta<Deployment>| {
-        obj.labels().get(labels::OWNER_PO).map(|owner| ObjectRef::<PlatformOperator>::new(owner))
+        obj.labels()
+            .get(labels::OWNER_PO)
+            .map(|owner| ObjectRef::<PlatformOperator>::new(owner))
     };
     let all_store = store.clone();
     let catalog_changes = tokio_stream_from_watch(ctx.catalogs.subscribe());
@@ -58,13 +65,27 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
             by_owner_label,
         )
         .watches(
-            Api::<kube::api::PartialObjectMeta<pom_api::olm::OperatorCondition>>::all(client.clone()),
+            Api::<kube::api::PartialObjectMeta<pom_api::olm::OperatorCondition>>::all(
+                client.clone(),
+            ),
             watcher::Config::default().labels(labels::OWNER_PO),
-            |obj| obj.labels().get(labels::OWNER_PO).map(|owner| ObjectRef::<PlatformOperator>::new(owner)),
+            |obj| {
+                obj.labels()
+                    .get(labels::OWNER_PO)
+                    .map(|owner| ObjectRef::<PlatformOperator>::new(owner))
+            },
         )
-        .watches(Api::<ClusterVersion>::all(client.clone()), watcher::Config::default(), move |_| {
-            all_store.state().iter().map(|po| ObjectRef::from_obj(po.as_ref())).collect::<Vec<_>>()
-        })
+        .watches(
+            Api::<ClusterVersion>::all(client.clone()),
+            watcher::Config::default(),
+            move |_| {
+                all_store
+                    .state()
+                    .iter()
+                    .map(|po| ObjectRef::from_obj(po.as_ref()))
+                    .collect::<Vec<_>>()
+            },
+        )
         .reconcile_all_on(catalog_changes)
         .graceful_shutdown_on(shutdown.cancelled_owned())
         .run(reconcile, error_policy, po_ctx)
@@ -77,8 +98,12 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
 }
 
 /// Every change of the catalog cache, as a stream (each item re-resolves every PO).
-fn tokio_stream_from_watch(rx: tokio::sync::watch::Receiver<u64>) -> impl futures::Stream<Item = ()> + Send {
-    futures::stream::unfold(rx, |mut rx| async move { rx.changed().await.ok().map(|()| ((), rx)) })
+fn tokio_stream_from_watch(
+    rx: tokio::sync::watch::Receiver<u64>,
+) -> impl futures::Stream<Item = ()> + Send {
+    futures::stream::unfold(rx, |mut rx| async move {
+        rx.changed().await.ok().map(|()| ((), rx))
+    })
 }
 
 fn error_policy(po: Arc<PlatformOperator>, err: &Error, ctx: Arc<PoContext>) -> Action {
@@ -113,7 +138,8 @@ async fn reconcile(po: Arc<PlatformOperator>, ctx: Arc<PoContext>) -> Result<Act
     })
     .await;
     let action = result.map_err(|e| match e {
-        kube::runtime::finalizer::Error::ApplyFailed(err) | kube::runtime::finalizer::Error::CleanupFailed(err) => err,
+        kube::runtime::finalizer::Error::ApplyFailed(err)
+        | kube::runtime::finalizer::Error::CleanupFailed(err) => err,
         other => Error::Finalizer(other.to_string()),
     })?;
     Ok(action)
@@ -121,11 +147,19 @@ async fn reconcile(po: Arc<PlatformOperator>, ctx: Arc<PoContext>) -> Result<Act
 
 /// The older PlatformOperator for the same package, if this one is not it.
 fn duplicate_winner(store: &Store<PlatformOperator>, po: &PlatformOperator) -> Option<String> {
-    let key = |p: &PlatformOperator| (p.metadata.creation_timestamp.clone().map(|t| t.0), p.name_any());
+    let key = |p: &PlatformOperator| {
+        (
+            p.metadata.creation_timestamp.clone().map(|t| t.0),
+            p.name_any(),
+        )
+    };
     store
         .state()
         .iter()
-        .filter(|other| other.spec.package.name == po.spec.package.name && other.meta().deletion_timestamp.is_none())
+        .filter(|other| {
+            other.spec.package.name == po.spec.package.name
+                && other.meta().deletion_timestamp.is_none()
+        })
         .min_by_key(|other| key(other))
         .filter(|winner| winner.name_any() != po.name_any())
         .map(|winner| winner.name_any())
@@ -136,7 +170,11 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<Action, Error>
     let name = po.name_any();
     let previous = po.status.clone().unwrap_or_default();
     let now = conditions::now();
-    let namespace = po.spec.install_namespace.clone().unwrap_or_else(|| name.clone());
+    let namespace = po
+        .spec
+        .install_namespace
+        .clone()
+        .unwrap_or_else(|| name.clone());
 
     if let Some(winner) = duplicate_winner(&pctx.store, po) {
         let st = status::compute(StatusInput {
@@ -156,7 +194,9 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<Action, Error>
     }
 
     let installed_before = previous.installed_bundle.clone();
-    let installed_version = installed_before.as_ref().and_then(|b| semver::Version::parse(&b.version).ok());
+    let installed_version = installed_before
+        .as_ref()
+        .and_then(|b| semver::Version::parse(&b.version).ok());
     let cluster = snapshot::cluster(&ctx.client).await?;
     let kube_version = kube_version(&ctx.client).await;
 
@@ -164,13 +204,30 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<Action, Error>
     let mut failure: Option<(&'static str, String)> = None;
     let mut resolution = None;
     let mut pin = previous.pin.clone();
-    match (&cluster, snapshot::catalogs(&ctx.catalogs, po.spec.package.catalog.as_deref())) {
-        (Err(cluster_err), _) => failure = Some((reasons::RESOLUTION_FAILED, format!("cannot judge the cluster version: {cluster_err}"))),
+    match (
+        &cluster,
+        snapshot::catalogs(&ctx.catalogs, po.spec.package.catalog.as_deref()),
+    ) {
+        (Err(cluster_err), _) => {
+            failure = Some((
+                reasons::RESOLUTION_FAILED,
+                format!("cannot judge the cluster version: {cluster_err}"),
+            ))
+        }
         (_, Err(catalog_err)) => failure = Some((reasons::SOURCE_FAILED, catalog_err)),
         (Ok(phase), Ok(catalogs)) => {
-            let inputs: Vec<select::CatalogInput<'_>> = catalogs.iter().map(|(n, p, c)| (n.as_str(), *p, c.as_ref())).collect();
-            let version_range = parse_range(po.spec.package.version_range.as_deref(), "spec.package.versionRange");
-            let steady = parse_range(po.spec.steady_state_version_range.as_deref(), "spec.steadyStateVersionRange");
+            let inputs: Vec<select::CatalogInput<'_>> = catalogs
+                .iter()
+                .map(|(n, p, c)| (n.as_str(), *p, c.as_ref()))
+                .collect();
+            let version_range = parse_range(
+                po.spec.package.version_range.as_deref(),
+                "spec.package.versionRange",
+            );
+            let steady = parse_range(
+                po.spec.steady_state_version_range.as_deref(),
+                "spec.steadyStateVersionRange",
+            );
             match (version_range, steady) {
                 (Err(e), _) | (_, Err(e)) => failure = Some((reasons::RESOLUTION_FAILED, e)),
                 (Ok(version_range), Ok(steady_state_range)) => {
@@ -178,7 +235,13 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<Action, Error>
                         catalogs: &inputs,
                         package: &po.spec.package.name,
                         channel: po.spec.package.channel.as_deref(),
-                        installed: installed_before.as_ref().zip(installed_version.clone()).map(|(b, v)| select::InstalledBundle { name: b.name.clone(), version: v }),
+                        installed: installed_before
+                            .as_ref()
+                            .zip(installed_version.clone())
+                            .map(|(b, v)| select::InstalledBundle {
+                                name: b.name.clone(),
+                                version: v,
+                            }),
                         version_range,
                         steady_state_range,
                         cluster: phase.clone(),
@@ -186,7 +249,10 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<Action, Error>
                     };
                     match select::resolve(&request) {
                         Ok(res) => {
-                            pin = Some(PinStatus { range: res.pin.range.clone(), reason: res.pin.reason.to_string() });
+                            pin = Some(PinStatus {
+                                range: res.pin.range.clone(),
+                                reason: res.pin.reason.to_string(),
+                            });
                             resolution = Some((res, catalogs.clone()));
                         }
                         Err(err) => failure = Some((reasons::RESOLUTION_FAILED, err.to_string())),
@@ -202,10 +268,16 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<Action, Error>
         Some(b) => super::operator_condition::read(&ctx.client, &namespace, &b.name).await?,
         None => None,
     };
-    let operator_blocks = installed_gate.as_ref().filter(|g| g.upgradeable == Some(false));
-    let last_settled = previous.active_hop.as_ref().is_none_or(|h| h.settled) && operator_blocks.is_none();
+    let operator_blocks = installed_gate
+        .as_ref()
+        .filter(|g| g.upgradeable == Some(false));
+    let last_settled =
+        previous.active_hop.as_ref().is_none_or(|h| h.settled) && operator_blocks.is_none();
     let mut desired_bundle = None;
-    let mut outcome = Outcome::Failed { reason: reasons::RESOLUTION_FAILED, message: String::new() };
+    let mut outcome = Outcome::Failed {
+        reason: reasons::RESOLUTION_FAILED,
+        message: String::new(),
+    };
     let mut installed_now = installed_before.clone();
     let mut max_ocp = previous.max_open_shift_version.clone();
     if let Some((reason, message)) = failure.clone() {
@@ -214,7 +286,10 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<Action, Error>
         let moving = !res.stays;
         let target_is_new = moving && last_settled;
         if moving && !last_settled {
-            desired_bundle = Some(BundleRef { name: res.bundle.name.clone(), version: res.bundle.version.to_string() });
+            desired_bundle = Some(BundleRef {
+                name: res.bundle.name.clone(),
+                version: res.bundle.version.to_string(),
+            });
         }
         let target = if target_is_new || installed_before.is_none() {
             install::Target::from_resolution(res, catalogs)
@@ -222,8 +297,18 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<Action, Error>
             install::Target::installed(installed_before.as_ref(), res, catalogs)
         };
         match install::install(pctx, po, &namespace, &target).await {
-            Ok(Installed { bundle, waiting_for, max_openshift_version, wrote, gate }) => {
-                if gate.as_ref().is_some_and(|g| g.reported) && !po.annotations().contains_key(labels::OPERATOR_CONDITION_REPORTED) {
+            Ok(Installed {
+                bundle,
+                waiting_for,
+                max_openshift_version,
+                wrote,
+                gate,
+            }) => {
+                if gate.as_ref().is_some_and(|g| g.reported)
+                    && !po
+                        .annotations()
+                        .contains_key(labels::OPERATOR_CONDITION_REPORTED)
+                {
                     mark_reported(&ctx.client, &name).await?;
                 }
                 if wrote > 0 {
@@ -233,20 +318,40 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<Action, Error>
                 installed_now = Some(bundle);
                 outcome = Outcome::Applied { waiting_for };
             }
-            Err(err) => outcome = Outcome::Failed { reason: err.reason(), message: err.to_string() },
+            Err(err) => {
+                outcome = Outcome::Failed {
+                    reason: err.reason(),
+                    message: err.to_string(),
+                }
+            }
         }
     }
 
     // Upgradeable verdict for what runs now (§8.3).
     let verdict = match (&cluster, &installed_now) {
         (Err(e), _) => Verdict::unknown(format!("cannot judge the cluster version: {e}")),
-        (Ok(None), _) => Verdict::upgradeable("no ClusterVersion: OpenShift compatibility checks are off"),
+        (Ok(None), _) => {
+            Verdict::upgradeable("no ClusterVersion: OpenShift compatibility checks are off")
+        }
         (Ok(Some(_)), None) => Verdict::upgradeable("nothing installed"),
         (Ok(Some(phase)), Some(b)) => {
             let max = max_ocp.as_deref().map(parse_max_ocp);
-            let installed = select::InstalledBundle { name: b.name.clone(), version: semver::Version::parse(&b.version).unwrap_or(semver::Version::new(0, 0, 0)) };
-            let package = resolution.as_ref().and_then(|(_, cats)| cats.iter().find_map(|(_, _, c)| c.packages.get(&po.spec.package.name).cloned()));
-            verdict::bundle_upgradeability(&installed, max.as_ref(), &phase.current, package.as_ref(), po.spec.package.channel.as_deref())
+            let installed = select::InstalledBundle {
+                name: b.name.clone(),
+                version: semver::Version::parse(&b.version)
+                    .unwrap_or(semver::Version::new(0, 0, 0)),
+            };
+            let package = resolution.as_ref().and_then(|(_, cats)| {
+                cats.iter()
+                    .find_map(|(_, _, c)| c.packages.get(&po.spec.package.name).cloned())
+            });
+            verdict::bundle_upgradeability(
+                &installed,
+                max.as_ref(),
+                &phase.current,
+                package.as_ref(),
+                po.spec.package.channel.as_deref(),
+            )
         }
     };
 
@@ -260,13 +365,16 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<Action, Error>
         _ => verdict,
     };
 
-    let deadline = parse_duration(&po.spec.progress_deadline).unwrap_or(Duration::from_secs(600));
+    let deadline = crate::catalog::parse_go_duration(&po.spec.progress_deadline).unwrap_or(Duration::from_secs(600));
     let new_status_probe = previous.active_hop.clone();
     let deadline_exceeded = new_status_probe
         .as_ref()
         .filter(|h| !h.settled)
         .and_then(|h| h.started_at.parse::<k8s_openapi::jiff::Timestamp>().ok())
-        .is_some_and(|started| now.0.duration_since(started).as_secs() > i64::try_from(deadline.as_secs()).unwrap_or(i64::MAX));
+        .is_some_and(|started| {
+            now.0.duration_since(started).as_secs()
+                > i64::try_from(deadline.as_secs()).unwrap_or(i64::MAX)
+        });
 
     let new_status = status::compute(StatusInput {
         previous: &previous,
@@ -281,7 +389,8 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<Action, Error>
         deadline_exceeded,
     });
     let settled = new_status.active_hop.as_ref().is_none_or(|h| h.settled);
-    let failed = conditions::find(&new_status.conditions, types::DEGRADED).is_some_and(|c| c.status == "True");
+    let failed = conditions::find(&new_status.conditions, types::DEGRADED)
+        .is_some_and(|c| c.status == "True");
     write_status(po, pctx, &previous, new_status).await?;
     if let Ok(mut attempts) = pctx.attempts.lock() {
         attempts.remove(&name);
@@ -306,50 +415,21 @@ async fn mark_reported(client: &kube::Client, name: &str) -> Result<(), Error> {
 }
 
 fn parse_range(text: Option<&str>, field: &str) -> Result<Option<VersionRange>, String> {
-    text.map(|t| VersionRange::parse(t).map_err(|e| format!("{field}: {e}"))).transpose()
+    text.map(|t| VersionRange::parse(t).map_err(|e| format!("{field}: {e}")))
+        .transpose()
 }
 
 fn parse_max_ocp(text: &str) -> pom_resolver::fbc::MaxOpenShiftVersion {
-    let parsed = text.split_once('.').and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)));
+    let parsed = text
+        .split_once('.')
+        .and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)));
     match parsed {
         Some((major, minor)) => pom_resolver::fbc::MaxOpenShiftVersion::Valid { major, minor },
-        None => pom_resolver::fbc::MaxOpenShiftVersion::Invalid { raw: text.to_owned(), reason: "not X.Y".to_owned() },
+        None => pom_resolver::fbc::MaxOpenShiftVersion::Invalid {
+            raw: text.to_owned(),
+            reason: "not X.Y".to_owned(),
+        },
     }
-}
-
-/// Parses the Go-style durations the CRD admits (`10m`, `1h30m`, `90s`).
-#[must_use]
-pub fn parse_duration(text: &str) -> Option<Duration> {
-    let mut total = 0f64;
-    let mut number = String::new();
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c.is_ascii_digit() || c == '.' {
-            number.push(c);
-            continue;
-        }
-        let mut unit = c.to_string();
-        if let Some(&next) = chars.peek()
-            && (c == 'm' || c == 'u' || c == 'n')
-            && next == 's'
-        {
-            unit.push(next);
-            chars.next();
-        }
-        let value: f64 = number.parse().ok()?;
-        number.clear();
-        total += value
-            * match unit.as_str() {
-                "h" => 3600.0,
-                "m" => 60.0,
-                "s" => 1.0,
-                "ms" => 0.001,
-                "us" => 0.000_001,
-                "ns" => 0.000_000_001,
-                _ => return None,
-            };
-    }
-    number.is_empty().then(|| Duration::from_secs_f64(total))
 }
 
 async fn kube_version(client: &kube::Client) -> Option<semver::Version> {
@@ -357,7 +437,12 @@ async fn kube_version(client: &kube::Client) -> Option<semver::Version> {
     pom_resolver::version::parse_tolerant(&info.git_version).ok()
 }
 
-async fn write_status(po: &PlatformOperator, pctx: &PoContext, previous: &PlatformOperatorStatus, new: PlatformOperatorStatus) -> Result<(), Error> {
+async fn write_status(
+    po: &PlatformOperator,
+    pctx: &PoContext,
+    previous: &PlatformOperatorStatus,
+    new: PlatformOperatorStatus,
+) -> Result<(), Error> {
     if &new == previous {
         return Ok(());
     }
@@ -369,25 +454,50 @@ async fn write_status(po: &PlatformOperator, pctx: &PoContext, previous: &Platfo
         "kind": "PlatformOperator",
         "status": new,
     });
-    api.patch_status(&name, &PatchParams::apply(PO_STATUS_FIELD_MANAGER).force(), &Patch::Apply(&patch))
-        .await
-        .map_err(Error::kube(format!("writing the status of PlatformOperator {name}")))?;
+    api.patch_status(
+        &name,
+        &PatchParams::apply(PO_STATUS_FIELD_MANAGER).force(),
+        &Patch::Apply(&patch),
+    )
+    .await
+    .map_err(Error::kube(format!(
+        "writing the status of PlatformOperator {name}"
+    )))?;
     Ok(())
 }
 
 /// One Kubernetes Event per condition that changed status or reason.
-async fn publish_transitions(po: &PlatformOperator, pctx: &PoContext, previous: &PlatformOperatorStatus, new: &PlatformOperatorStatus) {
+async fn publish_transitions(
+    po: &PlatformOperator,
+    pctx: &PoContext,
+    previous: &PlatformOperatorStatus,
+    new: &PlatformOperatorStatus,
+) {
     for condition in &new.conditions {
         let old = conditions::find(&previous.conditions, &condition.type_);
         if old.is_some_and(|o| o.status == condition.status && o.reason == condition.reason) {
             continue;
         }
         let bad = (condition.type_ == types::DEGRADED && condition.status == "True")
-            || (condition.type_ == types::INSTALLED && condition.status == "False" && condition.reason != reasons::INSTALLING);
+            || (condition.type_ == types::INSTALLED
+                && condition.status == "False"
+                && condition.reason != reasons::INSTALLING);
         let event = Event {
-            type_: if bad { EventType::Warning } else { EventType::Normal },
+            type_: if bad {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
             reason: condition.reason.clone(),
-            note: Some(format!("{}={}: {}", condition.type_, condition.status, condition.message).chars().take(1000).collect()),
+            note: Some(
+                format!(
+                    "{}={}: {}",
+                    condition.type_, condition.status, condition.message
+                )
+                .chars()
+                .take(1000)
+                .collect(),
+            ),
             action: condition.type_.clone(),
             secondary: None,
         };
@@ -402,20 +512,4 @@ async fn cleanup(po: &PlatformOperator, pctx: &PoContext) -> Result<Action, Erro
     let deleted = super::objects::prune(&pctx.kinds, &pctx.ctx.client, &name, None).await?;
     tracing::info!(po = %name, deleted, "removed what the PlatformOperator installed (CRDs kept)");
     Ok(Action::await_change())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_duration;
-    use std::time::Duration;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("10m"), Some(Duration::from_secs(600)));
-        assert_eq!(parse_duration("1h30m"), Some(Duration::from_secs(5400)));
-        assert_eq!(parse_duration("1.5s"), Some(Duration::from_millis(1500)));
-        assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
-        assert_eq!(parse_duration("10"), None);
-        assert_eq!(parse_duration("1d"), None);
-    }
 }

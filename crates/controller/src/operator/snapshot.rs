@@ -37,18 +37,31 @@ pub async fn cluster(client: &kube::Client) -> Result<Result<Option<ClusterPhase
             })
             .collect(),
         desired_version: Some(status.desired.version.clone()).filter(|v| !v.is_empty()),
-        progressing: status.conditions.iter().find(|c| c.type_ == "Progressing").map(|c| c.status == "True"),
+        progressing: status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "Progressing")
+            .map(|c| c.status == "True"),
     };
-    Ok(cluster_phase(&snapshot).map(Some).map_err(|e| e.to_string()))
+    Ok(cluster_phase(&snapshot)
+        .map(Some)
+        .map_err(|e| e.to_string()))
 }
 
 /// The catalogs a PO resolves from: the one it names, or all; serving content only, falling
 /// back to the last good content of an unavailable catalog. The error says why none is usable.
-pub fn catalogs(cache: &CatalogCache, named: Option<&str>) -> Result<Vec<(String, i32, Arc<FbcCatalog>)>, String> {
+pub fn catalogs(
+    cache: &CatalogCache,
+    named: Option<&str>,
+) -> Result<Vec<(String, i32, Arc<FbcCatalog>)>, String> {
     let entries = match named {
         Some(name) => match cache.get(name) {
             Some(entry) => vec![entry],
-            None => return Err(format!("Catalog {name:?} (spec.package.catalog) does not exist or has not been unpacked yet")),
+            None => {
+                return Err(format!(
+                    "Catalog {name:?} (spec.package.catalog) does not exist or has not been unpacked yet"
+                ));
+            }
         },
         None => cache.snapshot(),
     };
@@ -56,11 +69,18 @@ pub fn catalogs(cache: &CatalogCache, named: Option<&str>) -> Result<Vec<(String
     let mut problems = Vec::new();
     for entry in entries {
         match &entry.state {
-            CatalogState::Serving(served) => usable.push((entry.name.clone(), entry.priority, served.content.clone())),
-            CatalogState::Unavailable { last_good: Some(served), .. } => {
+            CatalogState::Serving(served) => {
+                usable.push((entry.name.clone(), entry.priority, served.content.clone()))
+            }
+            CatalogState::Unavailable {
+                last_good: Some(served),
+                ..
+            } => {
                 usable.push((entry.name.clone(), entry.priority, served.content.clone()));
             }
-            CatalogState::Unavailable { message, .. } => problems.push(format!("Catalog {}: {message}", entry.name)),
+            CatalogState::Unavailable { message, .. } => {
+                problems.push(format!("Catalog {}: {message}", entry.name))
+            }
         }
     }
     if usable.is_empty() {

@@ -3,7 +3,9 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use pom_api::conditions::{reasons, types};
-use pom_api::platform_operator::{ActiveHop, BundleRef, InstalledBundle, PinStatus, PlatformOperatorStatus};
+use pom_api::platform_operator::{
+    ActiveHop, BundleRef, InstalledBundle, PinStatus, PlatformOperatorStatus,
+};
 use pom_resolver::verdict::{Verdict, VerdictStatus};
 
 use crate::conditions::{Desired, Status, merge};
@@ -14,7 +16,10 @@ pub enum Outcome {
     /// Another PlatformOperator (older) already manages this package.
     Duplicate { winner: String },
     /// Something failed before or while installing; what ran before is untouched.
-    Failed { reason: &'static str, message: String },
+    Failed {
+        reason: &'static str,
+        message: String,
+    },
     /// The bundle's objects are applied; `settled` says whether the move finished (§7).
     Applied { waiting_for: Option<String> },
 }
@@ -60,7 +65,11 @@ pub fn compute(input: StatusInput<'_>) -> PlatformOperatorStatus {
             };
             // Once settled, a move stays settled (a later rollout is drift, not a move).
             hop.settled = hop.settled || waiting_for.is_none();
-            hop.waiting_for = if hop.settled { None } else { waiting_for.clone() };
+            hop.waiting_for = if hop.settled {
+                None
+            } else {
+                waiting_for.clone()
+            };
             Some(hop)
         }
         _ => previous.active_hop.clone(),
@@ -73,9 +82,24 @@ pub fn compute(input: StatusInput<'_>) -> PlatformOperatorStatus {
             let msg = format!(
                 "package is already managed by PlatformOperator {winner} (the older one wins); delete this PlatformOperator or {winner}"
             );
-            desired.push(Desired::new(types::INSTALLED, Status::False, reasons::DUPLICATE_PACKAGE, msg.clone()));
-            desired.push(Desired::new(types::PROGRESSING, Status::False, reasons::DUPLICATE_PACKAGE, "nothing to do"));
-            desired.push(Desired::new(types::DEGRADED, Status::True, reasons::DUPLICATE_PACKAGE, msg));
+            desired.push(Desired::new(
+                types::INSTALLED,
+                Status::False,
+                reasons::DUPLICATE_PACKAGE,
+                msg.clone(),
+            ));
+            desired.push(Desired::new(
+                types::PROGRESSING,
+                Status::False,
+                reasons::DUPLICATE_PACKAGE,
+                "nothing to do",
+            ));
+            desired.push(Desired::new(
+                types::DEGRADED,
+                Status::True,
+                reasons::DUPLICATE_PACKAGE,
+                msg,
+            ));
         }
         Outcome::Failed { reason, message } => {
             match &installed {
@@ -85,37 +109,92 @@ pub fn compute(input: StatusInput<'_>) -> PlatformOperatorStatus {
                     reasons::INSTALL_SUCCEEDED,
                     format!("{} {} keeps running: {message}", b.name, b.version),
                 )),
-                None => desired.push(Desired::new(types::INSTALLED, Status::False, *reason, message.clone())),
+                None => desired.push(Desired::new(
+                    types::INSTALLED,
+                    Status::False,
+                    *reason,
+                    message.clone(),
+                )),
             }
-            desired.push(Desired::new(types::PROGRESSING, Status::False, *reason, "blocked; see Degraded"));
-            desired.push(Desired::new(types::DEGRADED, Status::True, *reason, message.clone()));
+            desired.push(Desired::new(
+                types::PROGRESSING,
+                Status::False,
+                *reason,
+                "blocked; see Degraded",
+            ));
+            desired.push(Desired::new(
+                types::DEGRADED,
+                Status::True,
+                *reason,
+                message.clone(),
+            ));
         }
         Outcome::Applied { waiting_for } => {
             let b = installed.clone().unwrap_or_default();
-            let first_install = installed_before.is_none() || previous.active_hop.as_ref().is_some_and(|h| h.from.is_none() && !h.settled);
+            let first_install = installed_before.is_none()
+                || previous
+                    .active_hop
+                    .as_ref()
+                    .is_some_and(|h| h.from.is_none() && !h.settled);
             if settled || !first_install {
-                desired.push(Desired::new(types::INSTALLED, Status::True, reasons::INSTALL_SUCCEEDED, format!("installed {} {}", b.name, b.version)));
+                desired.push(Desired::new(
+                    types::INSTALLED,
+                    Status::True,
+                    reasons::INSTALL_SUCCEEDED,
+                    format!("installed {} {}", b.name, b.version),
+                ));
             } else {
-                desired.push(Desired::new(types::INSTALLED, Status::False, reasons::INSTALLING, format!("installing {} {}: {}", b.name, b.version, waiting_for.clone().unwrap_or_default())));
+                desired.push(Desired::new(
+                    types::INSTALLED,
+                    Status::False,
+                    reasons::INSTALLING,
+                    format!(
+                        "installing {} {}: {}",
+                        b.name,
+                        b.version,
+                        waiting_for.clone().unwrap_or_default()
+                    ),
+                ));
             }
             if settled {
-                desired.push(Desired::new(types::PROGRESSING, Status::False, reasons::AS_EXPECTED, "at the desired bundle"));
+                desired.push(Desired::new(
+                    types::PROGRESSING,
+                    Status::False,
+                    reasons::AS_EXPECTED,
+                    "at the desired bundle",
+                ));
             } else {
                 let reason = match waiting_for.as_deref() {
-                    Some(w) if w.contains("OperatorCondition") => reasons::WAITING_FOR_OPERATOR_CONDITION,
+                    Some(w) if w.contains("OperatorCondition") => {
+                        reasons::WAITING_FOR_OPERATOR_CONDITION
+                    }
                     _ => reasons::WAITING_FOR_ROLLOUT,
                 };
-                desired.push(Desired::new(types::PROGRESSING, Status::True, reason, waiting_for.clone().unwrap_or_default()));
+                desired.push(Desired::new(
+                    types::PROGRESSING,
+                    Status::True,
+                    reason,
+                    waiting_for.clone().unwrap_or_default(),
+                ));
             }
             if input.deadline_exceeded && !settled {
                 desired.push(Desired::new(
                     types::DEGRADED,
                     Status::True,
                     reasons::PROGRESS_DEADLINE_EXCEEDED,
-                    format!("the move to {} has not settled within spec.progressDeadline: {}", b.name, waiting_for.clone().unwrap_or_default()),
+                    format!(
+                        "the move to {} has not settled within spec.progressDeadline: {}",
+                        b.name,
+                        waiting_for.clone().unwrap_or_default()
+                    ),
                 ));
             } else {
-                desired.push(Desired::new(types::DEGRADED, Status::False, reasons::AS_EXPECTED, "no problems"));
+                desired.push(Desired::new(
+                    types::DEGRADED,
+                    Status::False,
+                    reasons::AS_EXPECTED,
+                    "no problems",
+                ));
             }
         }
     }
@@ -136,12 +215,16 @@ pub fn compute(input: StatusInput<'_>) -> PlatformOperatorStatus {
 fn upgradeable(verdict: &Verdict, settled: bool, hop: Option<&ActiveHop>) -> Desired {
     if !settled {
         let to = hop.map(|h| h.to.as_str()).unwrap_or_default();
-        let waiting = hop.and_then(|h| h.waiting_for.as_deref()).unwrap_or("settling");
+        let waiting = hop
+            .and_then(|h| h.waiting_for.as_deref())
+            .unwrap_or("settling");
         return Desired::new(
             types::UPGRADEABLE,
             Status::False,
             reasons::MOVE_NOT_SETTLED,
-            format!("the move to {to} has not settled ({waiting}); wait for it before updating the cluster"),
+            format!(
+                "the move to {to} has not settled ({waiting}); wait for it before updating the cluster"
+            ),
         );
     }
     let status = match verdict.status {
@@ -149,5 +232,10 @@ fn upgradeable(verdict: &Verdict, settled: bool, hop: Option<&ActiveHop>) -> Des
         VerdictStatus::False => Status::False,
         VerdictStatus::Unknown => Status::Unknown,
     };
-    Desired::new(types::UPGRADEABLE, status, verdict.reason.clone(), verdict.message.clone())
+    Desired::new(
+        types::UPGRADEABLE,
+        status,
+        verdict.reason.clone(),
+        verdict.message.clone(),
+    )
 }
