@@ -51,13 +51,17 @@ pub fn require(names: &[&str]) -> Option<PathBuf> {
 
 fn default_cache_dir() -> Result<PathBuf, HarnessError> {
     let versions_file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/versions.env");
-    let text = std::fs::read_to_string(&versions_file)
-        .map_err(HarnessError::io(format!("reading {}", versions_file.display())))?;
+    let text = std::fs::read_to_string(&versions_file).map_err(HarnessError::io(format!(
+        "reading {}",
+        versions_file.display()
+    )))?;
     let get = |key: &str| -> Result<String, HarnessError> {
         text.lines()
             .find_map(|line| line.strip_prefix(key)?.strip_prefix('='))
             .map(|v| v.trim().to_owned())
-            .ok_or_else(|| HarnessError::Other(format!("{key} missing in {}", versions_file.display())))
+            .ok_or_else(|| {
+                HarnessError::Other(format!("{key} missing in {}", versions_file.display()))
+            })
     };
     let cache = match std::env::var_os("POM_CACHE") {
         Some(dir) => PathBuf::from(dir),

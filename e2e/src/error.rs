@@ -22,7 +22,11 @@ pub enum HarnessError {
         source: kube::Error,
     },
     #[error("{component} did not become ready within {seconds}s; last log lines:\n{log_tail}")]
-    NotReady { component: String, seconds: u64, log_tail: String },
+    NotReady {
+        component: String,
+        seconds: u64,
+        log_tail: String,
+    },
     #[error("{0}")]
     Other(String),
 }

@@ -67,7 +67,9 @@ impl TestBundle {
     }
 
     fn crd_group(&self) -> String {
-        self.crd_group.clone().unwrap_or_else(|| format!("{}.example.com", self.package))
+        self.crd_group
+            .clone()
+            .unwrap_or_else(|| format!("{}.example.com", self.package))
     }
 
     /// The files of the bundle as a registry+v1 image holds them (`manifests/`, `metadata/`).
@@ -79,9 +81,18 @@ impl TestBundle {
             self.package
         );
         vec![
-            (format!("manifests/{}.clusterserviceversion.yaml", self.package), manifests[0].clone().into_bytes()),
-            (format!("manifests/{}.crd.yaml", self.package), manifests[1].clone().into_bytes()),
-            ("metadata/annotations.yaml".to_owned(), annotations.into_bytes()),
+            (
+                format!("manifests/{}.clusterserviceversion.yaml", self.package),
+                manifests[0].clone().into_bytes(),
+            ),
+            (
+                format!("manifests/{}.crd.yaml", self.package),
+                manifests[1].clone().into_bytes(),
+            ),
+            (
+                "metadata/annotations.yaml".to_owned(),
+                annotations.into_bytes(),
+            ),
         ]
     }
 
@@ -95,15 +106,22 @@ impl TestBundle {
     #[must_use]
     pub fn manifests(&self) -> Vec<String> {
         let pkg = &self.package;
-        let modes: Vec<Value> = ["AllNamespaces", "OwnNamespace", "SingleNamespace", "MultiNamespace"]
-            .iter()
-            .map(|m| json!({"type": m, "supported": self.install_modes.contains(m)}))
-            .collect();
+        let modes: Vec<Value> = [
+            "AllNamespaces",
+            "OwnNamespace",
+            "SingleNamespace",
+            "MultiNamespace",
+        ]
+        .iter()
+        .map(|m| json!({"type": m, "supported": self.install_modes.contains(m)}))
+        .collect();
         let mut annotations = serde_json::Map::new();
         if let Some(max) = &self.max_openshift_version {
             annotations.insert(
                 "olm.properties".into(),
-                Value::String(json!([{"type": "olm.maxOpenShiftVersion", "value": max}]).to_string()),
+                Value::String(
+                    json!([{"type": "olm.maxOpenShiftVersion", "value": max}]).to_string(),
+                ),
             );
         }
         let csv = json!({
@@ -148,7 +166,9 @@ impl TestBundle {
     }
 
     fn fbc_bundle(&self, image: Option<&str>) -> Value {
-        let mut properties = vec![json!({"type": "olm.package", "value": {"packageName": self.package, "version": self.version}})];
+        let mut properties = vec![
+            json!({"type": "olm.package", "value": {"packageName": self.package, "version": self.version}}),
+        ];
         if let Some(max) = &self.max_openshift_version {
             properties.push(json!({"type": "olm.maxOpenShiftVersion", "value": max}));
         }
@@ -183,7 +203,10 @@ pub fn catalog_json(bundles: &[TestBundle], images: &[(String, String)]) -> Stri
     packages.dedup();
     let mut out = String::new();
     for package in packages {
-        out.push_str(&json!({"schema": "olm.package", "name": package, "defaultChannel": "stable"}).to_string());
+        out.push_str(
+            &json!({"schema": "olm.package", "name": package, "defaultChannel": "stable"})
+                .to_string(),
+        );
         out.push('\n');
         let entries: Vec<Value> = bundles
             .iter()
@@ -202,7 +225,10 @@ pub fn catalog_json(bundles: &[TestBundle], images: &[(String, String)]) -> Stri
         out.push_str(&json!({"schema": "olm.channel", "package": package, "name": "stable", "entries": entries}).to_string());
         out.push('\n');
         for bundle in bundles.iter().filter(|b| b.package == package) {
-            let image = images.iter().find(|(name, _)| *name == bundle.name()).map(|(_, i)| i.as_str());
+            let image = images
+                .iter()
+                .find(|(name, _)| *name == bundle.name())
+                .map(|(_, i)| i.as_str());
             out.push_str(&bundle.fbc_bundle(image).to_string());
             out.push('\n');
         }

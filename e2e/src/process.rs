@@ -24,10 +24,18 @@ kill $child 2>/dev/null; wait $child"#;
 
 impl Process {
     /// Starts `bin` with `args`, logging stdout and stderr to `<log_dir>/<name>.log`.
-    pub fn spawn(name: &str, bin: &Path, args: &[String], log_dir: &Path) -> Result<Self, HarnessError> {
+    pub fn spawn(
+        name: &str,
+        bin: &Path,
+        args: &[String],
+        log_dir: &Path,
+    ) -> Result<Self, HarnessError> {
         let log = log_dir.join(format!("{name}.log"));
-        let out = std::fs::File::create(&log).map_err(HarnessError::io(format!("creating {}", log.display())))?;
-        let err = out.try_clone().map_err(HarnessError::io("cloning a log file handle"))?;
+        let out = std::fs::File::create(&log)
+            .map_err(HarnessError::io(format!("creating {}", log.display())))?;
+        let err = out
+            .try_clone()
+            .map_err(HarnessError::io("cloning a log file handle"))?;
         let child = Command::new("sh")
             .arg("-c")
             .arg(GUARDIAN)
@@ -40,7 +48,11 @@ impl Process {
             .stderr(err)
             .spawn()
             .map_err(HarnessError::io(format!("starting {}", bin.display())))?;
-        Ok(Self { name: name.to_owned(), child, log })
+        Ok(Self {
+            name: name.to_owned(),
+            child,
+            log,
+        })
     }
 
     /// The last `lines` lines of the log, for error messages.
@@ -58,7 +70,9 @@ impl Process {
 
     /// Asks the guardian to stop the binary (SIGTERM) and waits for it.
     pub fn stop(&mut self) {
-        let _ = Command::new("kill").arg(self.child.id().to_string()).status();
+        let _ = Command::new("kill")
+            .arg(self.child.id().to_string())
+            .status();
         let _ = self.child.wait();
     }
 }
@@ -71,19 +85,28 @@ impl Drop for Process {
 
 /// A free TCP port on 127.0.0.1 (the listener is closed again; a race is possible but rare).
 pub fn free_port() -> Result<u16, HarnessError> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(HarnessError::io("binding 127.0.0.1:0"))?;
-    Ok(listener.local_addr().map_err(HarnessError::io("reading a local address"))?.port())
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")
+        .map_err(HarnessError::io("binding 127.0.0.1:0"))?;
+    Ok(listener
+        .local_addr()
+        .map_err(HarnessError::io("reading a local address"))?
+        .port())
 }
 
 /// Sends a plain HTTP/1.0 GET to 127.0.0.1 and returns the status code and body.
 pub async fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.ok()?;
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .ok()?;
     let request = format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
     stream.write_all(request.as_bytes()).await.ok()?;
     let mut response = String::new();
     stream.read_to_string(&mut response).await.ok()?;
     let status = response.split_whitespace().nth(1)?.parse().ok()?;
-    let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
     Some((status, body))
 }

@@ -22,14 +22,20 @@ impl Registry {
         let dir = tempfile::Builder::new()
             .prefix("pom-registry-")
             .tempdir()
-            .map_err(HarnessError::io("creating the registry's temporary directory"))?;
+            .map_err(HarnessError::io(
+                "creating the registry's temporary directory",
+            ))?;
         let port = free_port()?;
         let args = vec![format!("-port={port}")];
         let mut process = Process::spawn("registry", &bin.join("registry"), &args, dir.path())?;
         let started = Instant::now();
         loop {
             if let Some((200, _)) = http_get(port, "/v2/").await {
-                return Ok(Self { process, port, _dir: dir });
+                return Ok(Self {
+                    process,
+                    port,
+                    _dir: dir,
+                });
             }
             if process.has_exited() || started.elapsed() > Duration::from_secs(30) {
                 return Err(HarnessError::NotReady {

@@ -7,8 +7,8 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::Client;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use pom_api::openshift::{AGGREGATED_CLUSTER_OPERATOR, ClusterOperator};
 use pom_api::{Catalog, PlatformOperator};
 use pom_e2e::fixtures::{TestBundle, catalog_json};
@@ -31,15 +31,30 @@ async fn configmap_catalog(client: &Client, name: &str, fbc: &str, priority: i32
     let ns = serde_json::from_value(json!({"metadata": {"name": "catalogs"}})).unwrap();
     let _ = namespaces.create(&PostParams::default(), &ns).await;
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "catalogs");
-    let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": name}, "data": {"catalog.json": fbc}})).unwrap();
-    cms.patch(name, &PatchParams::apply("pom-e2e").force(), &Patch::Apply(&cm)).await.unwrap();
+    let cm: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"name": name}, "data": {"catalog.json": fbc}}))
+            .unwrap();
+    cms.patch(
+        name,
+        &PatchParams::apply("pom-e2e").force(),
+        &Patch::Apply(&cm),
+    )
+    .await
+    .unwrap();
     let catalogs: Api<Catalog> = Api::all(client.clone());
     let catalog: Catalog = serde_json::from_value(json!({
         "apiVersion": "platform.openshift.io/v1alpha1", "kind": "Catalog", "metadata": {"name": name},
         "spec": {"source": {"configMap": {"name": name, "namespace": "catalogs"}}, "priority": priority}
     }))
     .unwrap();
-    catalogs.patch(name, &PatchParams::apply("pom-e2e").force(), &Patch::Apply(&catalog)).await.unwrap();
+    catalogs
+        .patch(
+            name,
+            &PatchParams::apply("pom-e2e").force(),
+            &Patch::Apply(&catalog),
+        )
+        .await
+        .unwrap();
 }
 
 async fn create_po(client: &Client, name: &str, spec: serde_json::Value) {
@@ -51,20 +66,41 @@ async fn create_po(client: &Client, name: &str, spec: serde_json::Value) {
     pos.create(&PostParams::default(), &po).await.unwrap();
 }
 
-async fn wait_condition(client: &Client, po: &str, type_: &str, status: &str) -> (String, String, String) {
+async fn wait_condition(
+    client: &Client,
+    po: &str,
+    type_: &str,
+    status: &str,
+) -> (String, String, String) {
     eventually(WAIT, &format!("{po} {type_}={status}"), || async {
-        po_condition(client, po, type_).await.filter(|(s, _, _)| s == status)
+        po_condition(client, po, type_)
+            .await
+            .filter(|(s, _, _)| s == status)
     })
     .await
 }
 
 async fn cluster_operator(client: &Client) -> ClusterOperator {
-    Api::<ClusterOperator>::all(client.clone()).get(AGGREGATED_CLUSTER_OPERATOR).await.unwrap()
+    Api::<ClusterOperator>::all(client.clone())
+        .get(AGGREGATED_CLUSTER_OPERATOR)
+        .await
+        .unwrap()
 }
 
 fn co_condition(co: &ClusterOperator, type_: &str) -> (String, String, String) {
-    let c = co.status.as_ref().unwrap().conditions.iter().find(|c| c.type_ == type_).unwrap();
-    (c.status.clone(), c.reason.clone().unwrap_or_default(), c.message.clone().unwrap_or_default())
+    let c = co
+        .status
+        .as_ref()
+        .unwrap()
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .unwrap();
+    (
+        c.status.clone(),
+        c.reason.clone().unwrap_or_default(),
+        c.message.clone().unwrap_or_default(),
+    )
 }
 
 #[tokio::test]
@@ -72,71 +108,172 @@ async fn installs_from_a_configmap_catalog_and_reports_the_cluster_operator() {
     let Some(plane) = plane().await else { return };
     let client = plane.client().await.unwrap();
     let bundle = TestBundle::new("alpha", "1.0.0");
-    configmap_catalog(&client, "local", &catalog_json(std::slice::from_ref(&bundle), &[]), 0).await;
+    configmap_catalog(
+        &client,
+        "local",
+        &catalog_json(std::slice::from_ref(&bundle), &[]),
+        0,
+    )
+    .await;
     create_po(&client, "alpha", json!({"package": {"name": "alpha"}})).await;
     let manager = Manager::start(client.clone(), Manager::test_settings(vec![]));
 
     let (_, reason, message) = wait_condition(&client, "alpha", "Installed", "True").await;
     assert_eq!(reason, "InstallSucceeded", "{message}");
     // The operator really rolled out (kwok runs its pod), read through the API alone.
-    let deployment = Api::<Deployment>::namespaced(client.clone(), "alpha").get(&bundle.deployment_name()).await.unwrap();
-    let available = deployment.status.unwrap().conditions.unwrap().into_iter().any(|c| c.type_ == "Available" && c.status == "True");
+    let deployment = Api::<Deployment>::namespaced(client.clone(), "alpha")
+        .get(&bundle.deployment_name())
+        .await
+        .unwrap();
+    let available = deployment
+        .status
+        .unwrap()
+        .conditions
+        .unwrap()
+        .into_iter()
+        .any(|c| c.type_ == "Available" && c.status == "True");
     assert!(available);
-    let po = Api::<PlatformOperator>::all(client.clone()).get("alpha").await.unwrap();
+    let po = Api::<PlatformOperator>::all(client.clone())
+        .get("alpha")
+        .await
+        .unwrap();
     let status = po.status.unwrap();
-    assert_eq!(status.installed_bundle.as_ref().unwrap().name, "alpha.v1.0.0");
+    assert_eq!(
+        status.installed_bundle.as_ref().unwrap().name,
+        "alpha.v1.0.0"
+    );
     // Once installed, the steady-state pin holds the installed version.
     let pin = eventually(WAIT, "the steady pin", || async {
-        let pin = Api::<PlatformOperator>::all(client.clone()).get("alpha").await.ok()?.status?.pin?;
+        let pin = Api::<PlatformOperator>::all(client.clone())
+            .get("alpha")
+            .await
+            .ok()?
+            .status?
+            .pin?;
         (pin.reason == "Steady").then_some(pin)
     })
     .await;
     assert_eq!(pin.range, "=1.0.0");
     assert!(status.active_hop.unwrap().settled);
     // The CRD is installed and labelled.
-    let crd = Api::<CustomResourceDefinition>::all(client.clone()).get(&bundle.crd_name()).await.unwrap();
-    assert_eq!(crd.metadata.labels.unwrap()["platform.openshift.io/owner"], "alpha");
+    let crd = Api::<CustomResourceDefinition>::all(client.clone())
+        .get(&bundle.crd_name())
+        .await
+        .unwrap();
+    assert_eq!(
+        crd.metadata.labels.unwrap()["platform.openshift.io/owner"],
+        "alpha"
+    );
 
     // §8.2: every condition explicit, versions reached, related objects listed.
-    let co = eventually(WAIT, "the ClusterOperator to report the installed PO", || async {
-        let co = cluster_operator(&client).await;
-        let versions = co.status.as_ref()?.versions.clone();
-        (!versions.is_empty()).then_some(co)
-    })
+    let co = eventually(
+        WAIT,
+        "the ClusterOperator to report the installed PO",
+        || async {
+            let co = cluster_operator(&client).await;
+            let versions = co.status.as_ref()?.versions.clone();
+            (!versions.is_empty()).then_some(co)
+        },
+    )
     .await;
     assert_eq!(co_condition(&co, "Available").0, "True");
     assert_eq!(co_condition(&co, "Degraded").0, "False");
-    assert_eq!(co_condition(&co, "Progressing").0, "False", "{:?}", co_condition(&co, "Progressing"));
-    assert_eq!(co_condition(&co, "Upgradeable"), ("True".into(), "AsExpected".into(), co_condition(&co, "Upgradeable").2));
+    assert_eq!(
+        co_condition(&co, "Progressing").0,
+        "False",
+        "{:?}",
+        co_condition(&co, "Progressing")
+    );
+    assert_eq!(
+        co_condition(&co, "Upgradeable"),
+        (
+            "True".into(),
+            "AsExpected".into(),
+            co_condition(&co, "Upgradeable").2
+        )
+    );
     let status = co.status.unwrap();
     assert_eq!(status.versions[0].version, "4.99.0-pom-test");
-    assert!(status.related_objects.iter().any(|r| r.resource == "namespaces" && r.name == "alpha"));
+    assert!(
+        status
+            .related_objects
+            .iter()
+            .any(|r| r.resource == "namespaces" && r.name == "alpha")
+    );
 
     // Steady state: no further writes to the PO or the ClusterOperator.
-    let before = Api::<PlatformOperator>::all(client.clone()).get("alpha").await.unwrap();
+    let before = Api::<PlatformOperator>::all(client.clone())
+        .get("alpha")
+        .await
+        .unwrap();
     let po_rv = before.metadata.resource_version.clone();
     let co_rv = cluster_operator(&client).await.metadata.resource_version;
     tokio::time::sleep(Duration::from_secs(8)).await;
-    let after = Api::<PlatformOperator>::all(client.clone()).get("alpha").await.unwrap();
-    assert_eq!(after.metadata.resource_version, po_rv, "the PO was rewritten in a steady state:\nbefore {}\nafter {}", serde_json::to_string(&before.status).unwrap(), serde_json::to_string(&after.status).unwrap());
-    assert_eq!(cluster_operator(&client).await.metadata.resource_version, co_rv);
+    let after = Api::<PlatformOperator>::all(client.clone())
+        .get("alpha")
+        .await
+        .unwrap();
+    assert_eq!(
+        after.metadata.resource_version,
+        po_rv,
+        "the PO was rewritten in a steady state:\nbefore {}\nafter {}",
+        serde_json::to_string(&before.status).unwrap(),
+        serde_json::to_string(&after.status).unwrap()
+    );
+    assert_eq!(
+        cluster_operator(&client).await.metadata.resource_version,
+        co_rv
+    );
 
     // Drift: a hand edit of the Deployment is put back.
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), "alpha");
     deployments
-        .patch(&bundle.deployment_name(), &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 3}})))
+        .patch(
+            &bundle.deployment_name(),
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 3}})),
+        )
         .await
         .unwrap();
-    eventually(WAIT, "drift repair of the Deployment's replicas", || async {
-        let d = deployments.get(&bundle.deployment_name()).await.ok()?;
-        (d.spec?.replicas == Some(1)).then_some(())
-    })
+    eventually(
+        WAIT,
+        "drift repair of the Deployment's replicas",
+        || async {
+            let d = deployments.get(&bundle.deployment_name()).await.ok()?;
+            (d.spec?.replicas == Some(1)).then_some(())
+        },
+    )
     .await;
 
     // Deletion removes what POM installed but keeps the CRD.
-    Api::<PlatformOperator>::all(client.clone()).delete("alpha", &DeleteParams::default()).await.unwrap();
-    eventually(WAIT, "the PO to be gone", || async { Api::<PlatformOperator>::all(client.clone()).get_opt("alpha").await.ok()?.is_none().then_some(()) }).await;
-    assert!(deployments.get_opt(&bundle.deployment_name()).await.unwrap().is_none(), "the Deployment must be removed");
-    assert!(Api::<CustomResourceDefinition>::all(client.clone()).get_opt(&bundle.crd_name()).await.unwrap().is_some(), "the CRD must be kept");
+    Api::<PlatformOperator>::all(client.clone())
+        .delete("alpha", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(WAIT, "the PO to be gone", || async {
+        Api::<PlatformOperator>::all(client.clone())
+            .get_opt("alpha")
+            .await
+            .ok()?
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    assert!(
+        deployments
+            .get_opt(&bundle.deployment_name())
+            .await
+            .unwrap()
+            .is_none(),
+        "the Deployment must be removed"
+    );
+    assert!(
+        Api::<CustomResourceDefinition>::all(client.clone())
+            .get_opt(&bundle.crd_name())
+            .await
+            .unwrap()
+            .is_some(),
+        "the CRD must be kept"
+    );
     manager.stop().await;
 }

@@ -47,10 +47,16 @@ async fn assert_refused(api: &Api<DynamicObject>, obj: &DynamicObject, needles: 
         .create(&PostParams::default(), obj)
         .await
         .expect_err("the API server accepted an invalid object");
-    let kube::Error::Api(status) = err else { panic!("unexpected error: {err}") };
+    let kube::Error::Api(status) = err else {
+        panic!("unexpected error: {err}")
+    };
     assert_eq!(status.code, 422, "{status:?}");
     for needle in needles {
-        assert!(status.message.contains(needle), "message {:?} does not contain {needle:?}", status.message);
+        assert!(
+            status.message.contains(needle),
+            "message {:?} does not contain {needle:?}",
+            status.message
+        );
     }
 }
 
@@ -60,7 +66,13 @@ async fn both_crds_are_established() {
     let crds: Api<CustomResourceDefinition> = Api::all(client);
     for name in [PlatformOperator::crd_name(), Catalog::crd_name()] {
         let crd = crds.get(name).await.unwrap();
-        let established = crd.status.unwrap().conditions.unwrap_or_default().into_iter().any(|c| c.type_ == "Established" && c.status == "True");
+        let established = crd
+            .status
+            .unwrap()
+            .conditions
+            .unwrap_or_default()
+            .into_iter()
+            .any(|c| c.type_ == "Established" && c.status == "True");
         assert!(established, "{name} is not Established");
     }
 }
@@ -86,10 +98,17 @@ async fn valid_platform_operator_and_catalog_are_accepted_with_defaults() {
         .create(&PostParams::default(), &po("valid-po", json!({"package": {"name": "cert-manager", "channel": "stable-v1", "versionRange": ">=1.2.0 <2.0.0-0"}})))
         .await
         .unwrap();
-    assert_eq!(created.data["spec"]["upgradeGate"], "Auto", "default upgradeGate");
-    assert_eq!(created.data["spec"]["progressDeadline"], "10m", "default progressDeadline");
+    assert_eq!(
+        created.data["spec"]["upgradeGate"], "Auto",
+        "default upgradeGate"
+    );
+    assert_eq!(
+        created.data["spec"]["progressDeadline"], "10m",
+        "default progressDeadline"
+    );
     // The typed view reads what the server stored.
-    let typed: PlatformOperator = serde_json::from_value(serde_json::to_value(&created).unwrap()).unwrap();
+    let typed: PlatformOperator =
+        serde_json::from_value(serde_json::to_value(&created).unwrap()).unwrap();
     assert_eq!(typed.spec.package.name, "cert-manager");
 
     let created = catalog_api(client.clone())
@@ -107,63 +126,154 @@ async fn valid_platform_operator_and_catalog_are_accepted_with_defaults() {
 async fn package_name_must_be_a_dns1123_label() {
     let Some(client) = client().await else { return };
     let api = po_api(client);
-    assert_refused(&api, &po("bad-name-1", json!({"package": {"name": "Foo_Bar"}})), &["spec.package.name"]).await;
-    assert_refused(&api, &po("bad-name-2", json!({"package": {"name": "-leading-dash"}})), &["spec.package.name"]).await;
+    assert_refused(
+        &api,
+        &po("bad-name-1", json!({"package": {"name": "Foo_Bar"}})),
+        &["spec.package.name"],
+    )
+    .await;
+    assert_refused(
+        &api,
+        &po("bad-name-2", json!({"package": {"name": "-leading-dash"}})),
+        &["spec.package.name"],
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn package_name_is_at_most_56_characters() {
     let Some(client) = client().await else { return };
     let long = "a".repeat(57);
-    assert_refused(&po_api(client), &po("long-name", json!({"package": {"name": long}})), &["spec.package.name", "56"]).await;
+    assert_refused(
+        &po_api(client),
+        &po("long-name", json!({"package": {"name": long}})),
+        &["spec.package.name", "56"],
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn package_name_is_required() {
     let Some(client) = client().await else { return };
-    assert_refused(&po_api(client), &po("no-name", json!({"package": {}})), &["spec.package.name", "Required"]).await;
+    assert_refused(
+        &po_api(client),
+        &po("no-name", json!({"package": {}})),
+        &["spec.package.name", "Required"],
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn package_name_is_immutable() {
     let Some(client) = client().await else { return };
     let api = po_api(client);
-    api.create(&PostParams::default(), &po("immutable-po", json!({"package": {"name": "first"}}))).await.unwrap();
+    api.create(
+        &PostParams::default(),
+        &po("immutable-po", json!({"package": {"name": "first"}})),
+    )
+    .await
+    .unwrap();
     let err = api
-        .patch("immutable-po", &PatchParams::default(), &Patch::Merge(json!({"spec": {"package": {"name": "second"}}})))
+        .patch(
+            "immutable-po",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"package": {"name": "second"}}})),
+        )
         .await
         .expect_err("the package name changed");
-    let kube::Error::Api(status) = err else { panic!("{err}") };
-    assert!(status.message.contains("spec.package.name") && status.message.contains("immutable"), "{}", status.message);
+    let kube::Error::Api(status) = err else {
+        panic!("{err}")
+    };
+    assert!(
+        status.message.contains("spec.package.name") && status.message.contains("immutable"),
+        "{}",
+        status.message
+    );
 }
 
 #[tokio::test]
 async fn version_range_characters_and_length_are_checked() {
     let Some(client) = client().await else { return };
     let api = po_api(client);
-    assert_refused(&api, &po("bad-range-1", json!({"package": {"name": "p", "versionRange": ">=1.0.0; rm -rf"}})), &["spec.package.versionRange"]).await;
+    assert_refused(
+        &api,
+        &po(
+            "bad-range-1",
+            json!({"package": {"name": "p", "versionRange": ">=1.0.0; rm -rf"}}),
+        ),
+        &["spec.package.versionRange"],
+    )
+    .await;
     let long = format!(">={}", "1".repeat(70));
-    assert_refused(&api, &po("bad-range-2", json!({"package": {"name": "p", "versionRange": long}})), &["spec.package.versionRange", "64"]).await;
-    assert_refused(&api, &po("bad-range-3", json!({"package": {"name": "p"}, "steadyStateVersionRange": "1.2.3 $"})), &["spec.steadyStateVersionRange"]).await;
+    assert_refused(
+        &api,
+        &po(
+            "bad-range-2",
+            json!({"package": {"name": "p", "versionRange": long}}),
+        ),
+        &["spec.package.versionRange", "64"],
+    )
+    .await;
+    assert_refused(
+        &api,
+        &po(
+            "bad-range-3",
+            json!({"package": {"name": "p"}, "steadyStateVersionRange": "1.2.3 $"}),
+        ),
+        &["spec.steadyStateVersionRange"],
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn upgrade_gate_is_an_enum() {
     let Some(client) = client().await else { return };
-    assert_refused(&po_api(client), &po("bad-gate", json!({"package": {"name": "p"}, "upgradeGate": "Readiness"})), &["spec.upgradeGate", "Auto", "Rollout", "OperatorCondition"]).await;
+    assert_refused(
+        &po_api(client),
+        &po(
+            "bad-gate",
+            json!({"package": {"name": "p"}, "upgradeGate": "Readiness"}),
+        ),
+        &["spec.upgradeGate", "Auto", "Rollout", "OperatorCondition"],
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn durations_are_checked() {
     let Some(client) = client().await else { return };
-    assert_refused(&po_api(client.clone()), &po("bad-deadline", json!({"package": {"name": "p"}, "progressDeadline": "ten minutes"})), &["spec.progressDeadline"]).await;
-    assert_refused(&catalog_api(client), &catalog("bad-poll", json!({"source": {"image": {"ref": "r/c:1", "pollInterval": "5 minutes"}}})), &["spec.source.image.pollInterval"]).await;
+    assert_refused(
+        &po_api(client.clone()),
+        &po(
+            "bad-deadline",
+            json!({"package": {"name": "p"}, "progressDeadline": "ten minutes"}),
+        ),
+        &["spec.progressDeadline"],
+    )
+    .await;
+    assert_refused(
+        &catalog_api(client),
+        &catalog(
+            "bad-poll",
+            json!({"source": {"image": {"ref": "r/c:1", "pollInterval": "5 minutes"}}}),
+        ),
+        &["spec.source.image.pollInterval"],
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn install_namespace_must_be_a_dns1123_label() {
     let Some(client) = client().await else { return };
-    assert_refused(&po_api(client), &po("bad-ns", json!({"package": {"name": "p"}, "installNamespace": "Not_A_Namespace"})), &["spec.installNamespace"]).await;
+    assert_refused(
+        &po_api(client),
+        &po(
+            "bad-ns",
+            json!({"package": {"name": "p"}, "installNamespace": "Not_A_Namespace"}),
+        ),
+        &["spec.installNamespace"],
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -171,22 +281,49 @@ async fn catalog_needs_exactly_one_source() {
     let Some(client) = client().await else { return };
     let api = catalog_api(client);
     assert_refused(&api, &catalog("two-sources", json!({"source": {"image": {"ref": "r/c:1"}, "configMap": {"name": "c", "namespace": "default"}}})), &["spec.source", "exactly one"]).await;
-    assert_refused(&api, &catalog("no-source", json!({"source": {}})), &["spec.source", "exactly one"]).await;
+    assert_refused(
+        &api,
+        &catalog("no-source", json!({"source": {}})),
+        &["spec.source", "exactly one"],
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn printer_columns_are_served_as_a_table() {
     let Some(client) = client().await else { return };
     po_api(client.clone())
-        .create(&PostParams::default(), &po("table-po", json!({"package": {"name": "table-pkg"}})))
+        .create(
+            &PostParams::default(),
+            &po("table-po", json!({"package": {"name": "table-pkg"}})),
+        )
         .await
         .unwrap();
-    let request = http::Request::get(format!("{}/table-po", PlatformOperator::url_path(&(), None)))
-        .header("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
-        .body(Vec::new())
-        .unwrap();
+    let request = http::Request::get(format!(
+        "{}/table-po",
+        PlatformOperator::url_path(&(), None)
+    ))
+    .header("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+    .body(Vec::new())
+    .unwrap();
     let table: Value = client.request(request).await.unwrap();
-    let names: Vec<&str> = table["columnDefinitions"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["Name", "Package", "Installed", "Pin", "Status", "Upgradeable", "Age"]);
+    let names: Vec<&str> = table["columnDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "Name",
+            "Package",
+            "Installed",
+            "Pin",
+            "Status",
+            "Upgradeable",
+            "Age"
+        ]
+    );
     assert_eq!(table["rows"][0]["cells"][1], "table-pkg");
 }

@@ -8,8 +8,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use pom_api::olm::{OperatorCondition, OperatorConditionSpec};
 use pom_api::openshift::{
-    ClusterOperator, ClusterOperatorSpec, ClusterOperatorStatus, ClusterOperatorStatusCondition, ClusterVersion,
-    ClusterVersionSpec, ClusterVersionStatus, ObjectReference, OperandVersion, Release, UpdateHistory,
+    ClusterOperator, ClusterOperatorSpec, ClusterOperatorStatus, ClusterOperatorStatusCondition,
+    ClusterVersion, ClusterVersionSpec, ClusterVersionStatus, ObjectReference, OperandVersion,
+    Release, UpdateHistory,
 };
 use pom_e2e::shared_control_plane;
 
@@ -19,35 +20,66 @@ fn now() -> Time {
 
 /// The API server stores times with second precision.
 fn jiff_now() -> k8s_openapi::jiff::Timestamp {
-    k8s_openapi::jiff::Timestamp::from_second(k8s_openapi::jiff::Timestamp::now().as_second()).unwrap()
+    k8s_openapi::jiff::Timestamp::from_second(k8s_openapi::jiff::Timestamp::now().as_second())
+        .unwrap()
 }
 
 #[tokio::test]
 async fn upstream_schemas_are_installed_when_present() {
-    let Some(plane) = shared_control_plane().await else { return };
+    let Some(plane) = shared_control_plane().await else {
+        return;
+    };
     if pom_e2e::shared_testdata().is_none() {
-        eprintln!("skipped: ../shared/testdata not present (the harness installed our generated CRDs instead)");
+        eprintln!(
+            "skipped: ../shared/testdata not present (the harness installed our generated CRDs instead)"
+        );
         return;
     }
     let client = plane.client().await.unwrap();
     let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
         Api::all(client);
-    let co = crds.get("clusteroperators.config.openshift.io").await.unwrap();
+    let co = crds
+        .get("clusteroperators.config.openshift.io")
+        .await
+        .unwrap();
     // Our generated CRD has no description on the root schema; the upstream one does.
-    let root = co.spec.versions[0].schema.as_ref().unwrap().open_api_v3_schema.as_ref().unwrap();
-    assert!(root.description.as_deref().unwrap_or_default().contains("ClusterOperator"), "upstream CRD expected");
+    let root = co.spec.versions[0]
+        .schema
+        .as_ref()
+        .unwrap()
+        .open_api_v3_schema
+        .as_ref()
+        .unwrap();
+    assert!(
+        root.description
+            .as_deref()
+            .unwrap_or_default()
+            .contains("ClusterOperator"),
+        "upstream CRD expected"
+    );
 }
 
 #[tokio::test]
 async fn cluster_version_round_trips() {
-    let Some(plane) = shared_control_plane().await else { return };
+    let Some(plane) = shared_control_plane().await else {
+        return;
+    };
     let client = plane.client().await.unwrap();
     let api: Api<ClusterVersion> = Api::all(client);
-    let mut cv = ClusterVersion::new("version", ClusterVersionSpec { cluster_id: "5d0c3b9e-0000-4000-8000-000000000001".into(), ..Default::default() });
+    let mut cv = ClusterVersion::new(
+        "version",
+        ClusterVersionSpec {
+            cluster_id: "5d0c3b9e-0000-4000-8000-000000000001".into(),
+            ..Default::default()
+        },
+    );
     cv.metadata.name = Some("version".into());
     api.create(&PostParams::default(), &cv).await.unwrap();
     let status = ClusterVersionStatus {
-        desired: Release { version: "4.16.3".into(), image: "quay.io/openshift-release-dev/ocp-release@sha256:00".into() },
+        desired: Release {
+            version: "4.16.3".into(),
+            image: "quay.io/openshift-release-dev/ocp-release@sha256:00".into(),
+        },
         history: vec![UpdateHistory {
             state: "Completed".into(),
             started_time: now(),
@@ -61,14 +93,22 @@ async fn cluster_version_round_trips() {
         ..Default::default()
     };
     let patch = serde_json::json!({"apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion", "status": status});
-    api.patch_status("version", &PatchParams::apply("pom-e2e").force(), &Patch::Apply(&patch)).await.unwrap();
+    api.patch_status(
+        "version",
+        &PatchParams::apply("pom-e2e").force(),
+        &Patch::Apply(&patch),
+    )
+    .await
+    .unwrap();
     let back = api.get("version").await.unwrap();
     assert_eq!(back.status.unwrap().history[0].version, "4.16.3");
 }
 
 #[tokio::test]
 async fn cluster_operator_round_trips() {
-    let Some(plane) = shared_control_plane().await else { return };
+    let Some(plane) = shared_control_plane().await else {
+        return;
+    };
     let client = plane.client().await.unwrap();
     let api: Api<ClusterOperator> = Api::all(client);
     let co = ClusterOperator::new("views-test", ClusterOperatorSpec {});
@@ -81,22 +121,47 @@ async fn cluster_operator_round_trips() {
             reason: Some("IncompatibleOperatorsInstalled".into()),
             message: Some("a: move to 1.2.0".into()),
         }],
-        versions: vec![OperandVersion { name: "operator".into(), version: "0.1.0".into() }],
-        related_objects: vec![ObjectReference { group: String::new(), resource: "namespaces".into(), namespace: None, name: "openshift-platform-operators".into() }],
+        versions: vec![OperandVersion {
+            name: "operator".into(),
+            version: "0.1.0".into(),
+        }],
+        related_objects: vec![ObjectReference {
+            group: String::new(),
+            resource: "namespaces".into(),
+            namespace: None,
+            name: "openshift-platform-operators".into(),
+        }],
     };
     let patch = serde_json::json!({"apiVersion": "config.openshift.io/v1", "kind": "ClusterOperator", "status": status});
-    api.patch_status("views-test", &PatchParams::apply("pom-e2e").force(), &Patch::Apply(&patch)).await.unwrap();
+    api.patch_status(
+        "views-test",
+        &PatchParams::apply("pom-e2e").force(),
+        &Patch::Apply(&patch),
+    )
+    .await
+    .unwrap();
     let back = api.get("views-test").await.unwrap().status.unwrap();
     assert_eq!(back, status);
 }
 
 #[tokio::test]
 async fn operator_condition_round_trips() {
-    let Some(plane) = shared_control_plane().await else { return };
+    let Some(plane) = shared_control_plane().await else {
+        return;
+    };
     let client = plane.client().await.unwrap();
     let namespaces: Api<Namespace> = Api::all(client.clone());
-    let ns = Namespace { metadata: ObjectMeta { name: Some("views-oc".into()), ..Default::default() }, ..Default::default() };
-    namespaces.create(&PostParams::default(), &ns).await.unwrap();
+    let ns = Namespace {
+        metadata: ObjectMeta {
+            name: Some("views-oc".into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    namespaces
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
     let api: Api<OperatorCondition> = Api::namespaced(client, "views-oc");
     let oc = OperatorCondition::new(
         "op.v1.0.0",

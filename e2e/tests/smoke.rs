@@ -27,7 +27,10 @@ async fn deployment_rolls_out_on_simulated_node() {
                               "spec": {"containers": [{"name": "c", "image": "example.invalid/smoke:1"}]}}}
     }))
     .unwrap();
-    deployments.create(&PostParams::default(), &deployment).await.unwrap();
+    deployments
+        .create(&PostParams::default(), &deployment)
+        .await
+        .unwrap();
     tokio::time::timeout(
         std::time::Duration::from_secs(120),
         await_condition(deployments, "smoke", conditions::is_deployment_completed()),

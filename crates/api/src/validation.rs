@@ -3,7 +3,8 @@
 /// DNS-1123 label, anchored (phase 0's pattern was unanchored, so `Foo_Bar` passed).
 pub const DNS1123_LABEL: &str = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$";
 /// DNS-1123 subdomain, anchored.
-pub const DNS1123_SUBDOMAIN: &str = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
+pub const DNS1123_SUBDOMAIN: &str =
+    "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
 /// Characters a version range may contain (Masterminds v3 syntax); the full parse is the
 /// resolver's, which reports what is wrong in the PlatformOperator's status.
 pub const VERSION_RANGE: &str = "^[0-9A-Za-z.+\\-<>=!~^*|, ]+$";

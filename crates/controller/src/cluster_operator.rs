@@ -9,13 +9,14 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
-use kube::ResourceExt;
 use pom_api::PlatformOperator;
 use pom_api::conditions::{reasons, types};
 use pom_api::openshift::{
-    AGGREGATED_CLUSTER_OPERATOR, ClusterOperator, ClusterOperatorSpec, ClusterOperatorStatus, ObjectReference, OperandVersion,
+    AGGREGATED_CLUSTER_OPERATOR, ClusterOperator, ClusterOperatorSpec, ClusterOperatorStatus,
+    ObjectReference, OperandVersion,
 };
 use pom_resolver::verdict::{self, Verdict, VerdictStatus};
 use tokio_util::sync::CancellationToken;
@@ -26,10 +27,20 @@ use crate::error::Error;
 
 /// Computes the ClusterOperator status from every PlatformOperator.
 #[must_use]
-pub fn compute(pos: &[Arc<PlatformOperator>], previous: &ClusterOperatorStatus, release_version: &str, manager_namespace: &str, now: &Time) -> ClusterOperatorStatus {
+pub fn compute(
+    pos: &[Arc<PlatformOperator>],
+    previous: &ClusterOperatorStatus,
+    release_version: &str,
+    manager_namespace: &str,
+    now: &Time,
+) -> ClusterOperatorStatus {
     let mut pos: Vec<&PlatformOperator> = pos.iter().map(AsRef::as_ref).collect();
     pos.sort_by_key(|po| po.name_any());
-    let cond = |po: &PlatformOperator, t: &str| po.status.as_ref().and_then(|s| conditions::find(&s.conditions, t).cloned());
+    let cond = |po: &PlatformOperator, t: &str| {
+        po.status
+            .as_ref()
+            .and_then(|s| conditions::find(&s.conditions, t).cloned())
+    };
 
     let mut not_available = Vec::new();
     let mut progressing = Vec::new();
@@ -42,7 +53,11 @@ pub fn compute(pos: &[Arc<PlatformOperator>], previous: &ClusterOperatorStatus, 
         let current = status.observed_generation == po.metadata.generation;
         let installed = cond(po, types::INSTALLED);
         if status.installed_bundle.is_none()
-            && let Some(c) = installed.as_ref().filter(|c| c.status == "False" && c.reason != reasons::INSTALLING && c.reason != reasons::DUPLICATE_PACKAGE)
+            && let Some(c) = installed.as_ref().filter(|c| {
+                c.status == "False"
+                    && c.reason != reasons::INSTALLING
+                    && c.reason != reasons::DUPLICATE_PACKAGE
+            })
         {
             not_available.push(format!("{name}: {}", c.message));
         }
@@ -67,52 +82,131 @@ pub fn compute(pos: &[Arc<PlatformOperator>], previous: &ClusterOperatorStatus, 
             _ => Verdict::unknown("has not reported whether it is upgradeable yet"),
         };
         verdicts.push((name, verdict));
-        let settled = status.active_hop.as_ref().is_some_and(|h| h.settled) && status.desired_bundle.is_none();
+        let settled = status.active_hop.as_ref().is_some_and(|h| h.settled)
+            && status.desired_bundle.is_none();
         let failed_without_install = status.installed_bundle.is_none();
         all_at_pin &= current && (settled || failed_without_install);
     }
 
     let mut desired = Vec::new();
     if not_available.is_empty() {
-        let msg = if pos.is_empty() { "No platform operators are present in the cluster".to_owned() } else { "All platform operators have a working installation".to_owned() };
-        desired.push(Desired::new(types::AVAILABLE, Status::True, reasons::AS_EXPECTED, msg));
+        let msg = if pos.is_empty() {
+            "No platform operators are present in the cluster".to_owned()
+        } else {
+            "All platform operators have a working installation".to_owned()
+        };
+        desired.push(Desired::new(
+            types::AVAILABLE,
+            Status::True,
+            reasons::AS_EXPECTED,
+            msg,
+        ));
     } else {
-        desired.push(Desired::new(types::AVAILABLE, Status::False, reasons::PLATFORM_OPERATOR_FAILED, not_available.join("\n")));
+        desired.push(Desired::new(
+            types::AVAILABLE,
+            Status::False,
+            reasons::PLATFORM_OPERATOR_FAILED,
+            not_available.join("\n"),
+        ));
     }
     if progressing.is_empty() {
-        desired.push(Desired::new(types::PROGRESSING, Status::False, reasons::AS_EXPECTED, "All platform operators are at their desired bundles"));
+        desired.push(Desired::new(
+            types::PROGRESSING,
+            Status::False,
+            reasons::AS_EXPECTED,
+            "All platform operators are at their desired bundles",
+        ));
     } else {
-        desired.push(Desired::new(types::PROGRESSING, Status::True, "PlatformOperatorsProgressing", progressing.join("\n")));
+        desired.push(Desired::new(
+            types::PROGRESSING,
+            Status::True,
+            "PlatformOperatorsProgressing",
+            progressing.join("\n"),
+        ));
     }
     if degraded.is_empty() {
-        desired.push(Desired::new(types::DEGRADED, Status::False, reasons::AS_EXPECTED, "No platform operator is degraded"));
+        desired.push(Desired::new(
+            types::DEGRADED,
+            Status::False,
+            reasons::AS_EXPECTED,
+            "No platform operator is degraded",
+        ));
     } else {
-        desired.push(Desired::new(types::DEGRADED, Status::True, reasons::PLATFORM_OPERATOR_FAILED, degraded.join("\n")));
+        desired.push(Desired::new(
+            types::DEGRADED,
+            Status::True,
+            reasons::PLATFORM_OPERATOR_FAILED,
+            degraded.join("\n"),
+        ));
     }
-    let upgradeable = if verdicts.is_empty() { Verdict::upgradeable("No platform operators are present in the cluster") } else { verdict::aggregate(&verdicts) };
+    let upgradeable = if verdicts.is_empty() {
+        Verdict::upgradeable("No platform operators are present in the cluster")
+    } else {
+        verdict::aggregate(&verdicts)
+    };
     let upgradeable_status = match upgradeable.status {
         VerdictStatus::True => Status::True,
         // Unknown is not upgradeable: the CVO treats Unknown as "not False", so say False.
         VerdictStatus::False | VerdictStatus::Unknown => Status::False,
     };
-    desired.push(Desired::new(types::UPGRADEABLE, upgradeable_status, upgradeable.reason, upgradeable.message));
+    desired.push(Desired::new(
+        types::UPGRADEABLE,
+        upgradeable_status,
+        upgradeable.reason,
+        upgradeable.message,
+    ));
 
     let versions = if all_at_pin {
-        vec![OperandVersion { name: "operator".into(), version: release_version.to_owned() }]
+        vec![OperandVersion {
+            name: "operator".into(),
+            version: release_version.to_owned(),
+        }]
     } else {
         previous.versions.clone()
     };
     let mut related = vec![
-        ObjectReference { group: String::new(), resource: "namespaces".into(), namespace: None, name: manager_namespace.to_owned() },
-        ObjectReference { group: pom_api::GROUP.into(), resource: "platformoperators".into(), namespace: None, name: String::new() },
-        ObjectReference { group: pom_api::GROUP.into(), resource: "catalogs".into(), namespace: None, name: String::new() },
+        ObjectReference {
+            group: String::new(),
+            resource: "namespaces".into(),
+            namespace: None,
+            name: manager_namespace.to_owned(),
+        },
+        ObjectReference {
+            group: pom_api::GROUP.into(),
+            resource: "platformoperators".into(),
+            namespace: None,
+            name: String::new(),
+        },
+        ObjectReference {
+            group: pom_api::GROUP.into(),
+            resource: "catalogs".into(),
+            namespace: None,
+            name: String::new(),
+        },
     ];
-    let mut install_namespaces: Vec<String> = pos.iter().map(|po| po.spec.install_namespace.clone().unwrap_or_else(|| po.name_any())).collect();
+    let mut install_namespaces: Vec<String> = pos
+        .iter()
+        .map(|po| {
+            po.spec
+                .install_namespace
+                .clone()
+                .unwrap_or_else(|| po.name_any())
+        })
+        .collect();
     install_namespaces.sort();
     install_namespaces.dedup();
-    related.extend(install_namespaces.into_iter().map(|ns| ObjectReference { group: String::new(), resource: "namespaces".into(), namespace: None, name: ns }));
+    related.extend(install_namespaces.into_iter().map(|ns| ObjectReference {
+        group: String::new(),
+        resource: "namespaces".into(),
+        namespace: None,
+        name: ns,
+    }));
 
-    ClusterOperatorStatus { conditions: merge_cluster_operator(&previous.conditions, &desired, now), versions, related_objects: related }
+    ClusterOperatorStatus {
+        conditions: merge_cluster_operator(&previous.conditions, &desired, now),
+        versions,
+        related_objects: related,
+    }
 }
 
 /// Keeps the aggregated ClusterOperator up to date until `shutdown`.
@@ -121,10 +215,13 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     let pos: Api<PlatformOperator> = Api::all(ctx.client.clone());
     let notify = Arc::new(tokio::sync::Notify::new());
     let notifier = notify.clone();
-    let watch = reflector(writer, watcher(pos, watcher::Config::default())).default_backoff().touched_objects().for_each(move |_| {
-        notifier.notify_one();
-        async {}
-    });
+    let watch = reflector(writer, watcher(pos, watcher::Config::default()))
+        .default_backoff()
+        .touched_objects()
+        .for_each(move |_| {
+            notifier.notify_one();
+            async {}
+        });
     let sync_loop = async {
         if reader.wait_until_ready().await.is_err() {
             return;
@@ -149,25 +246,44 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
 /// One pass: create the ClusterOperator if absent, write its status if it changed.
 pub async fn sync(ctx: &Context, pos: &[Arc<PlatformOperator>]) -> Result<(), Error> {
     let api: Api<ClusterOperator> = Api::all(ctx.client.clone());
-    let existing = match api.get_opt(AGGREGATED_CLUSTER_OPERATOR).await.map_err(Error::kube("reading the aggregated ClusterOperator"))? {
+    let existing = match api
+        .get_opt(AGGREGATED_CLUSTER_OPERATOR)
+        .await
+        .map_err(Error::kube("reading the aggregated ClusterOperator"))?
+    {
         Some(co) => co,
         None => {
             let co = ClusterOperator::new(AGGREGATED_CLUSTER_OPERATOR, ClusterOperatorSpec {});
             match api.create(&PostParams::default(), &co).await {
                 Ok(created) => created,
-                Err(kube::Error::Api(s)) if s.code == 409 => api.get(AGGREGATED_CLUSTER_OPERATOR).await.map_err(Error::kube("reading the aggregated ClusterOperator"))?,
-                Err(err) => return Err(Error::kube("creating the aggregated ClusterOperator")(err)),
+                Err(kube::Error::Api(s)) if s.code == 409 => api
+                    .get(AGGREGATED_CLUSTER_OPERATOR)
+                    .await
+                    .map_err(Error::kube("reading the aggregated ClusterOperator"))?,
+                Err(err) => {
+                    return Err(Error::kube("creating the aggregated ClusterOperator")(err));
+                }
             }
         }
     };
     let previous = existing.status.clone().unwrap_or_default();
-    let status = compute(pos, &previous, &ctx.settings.release_version, &ctx.settings.manager_namespace, &conditions::now());
+    let status = compute(
+        pos,
+        &previous,
+        &ctx.settings.release_version,
+        &ctx.settings.manager_namespace,
+        &conditions::now(),
+    );
     if status == previous {
         return Ok(());
     }
     let patch = serde_json::json!({"apiVersion": "config.openshift.io/v1", "kind": "ClusterOperator", "status": status});
-    api.patch_status(AGGREGATED_CLUSTER_OPERATOR, &PatchParams::apply(CLUSTER_OPERATOR_FIELD_MANAGER).force(), &Patch::Apply(&patch))
-        .await
-        .map_err(Error::kube("writing the aggregated ClusterOperator status"))?;
+    api.patch_status(
+        AGGREGATED_CLUSTER_OPERATOR,
+        &PatchParams::apply(CLUSTER_OPERATOR_FIELD_MANAGER).force(),
+        &Patch::Apply(&patch),
+    )
+    .await
+    .map_err(Error::kube("writing the aggregated ClusterOperator status"))?;
     Ok(())
 }

@@ -48,15 +48,30 @@ impl Status {
 
 impl Desired {
     #[must_use]
-    pub fn new(type_: &'static str, status: Status, reason: impl Into<String>, message: impl Into<String>) -> Self {
-        Self { type_, status, reason: reason.into(), message: message.into() }
+    pub fn new(
+        type_: &'static str,
+        status: Status,
+        reason: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
+        Self {
+            type_,
+            status,
+            reason: reason.into(),
+            message: message.into(),
+        }
     }
 }
 
 /// Builds `metav1.Condition`s for `desired`, keeping `lastTransitionTime` from `previous` when
 /// the status did not change; output order follows `desired`.
 #[must_use]
-pub fn merge(previous: &[Condition], desired: &[Desired], generation: Option<i64>, now: &Time) -> Vec<Condition> {
+pub fn merge(
+    previous: &[Condition],
+    desired: &[Desired],
+    generation: Option<i64>,
+    now: &Time,
+) -> Vec<Condition> {
     desired
         .iter()
         .map(|d| {
@@ -119,11 +134,31 @@ mod tests {
 
     #[test]
     fn transition_time_is_kept_while_status_holds() {
-        let first = merge(&[], &[Desired::new("Installed", Status::False, "Installing", "x")], Some(1), &at(10));
-        let second = merge(&first, &[Desired::new("Installed", Status::False, "Installing", "y")], Some(2), &at(20));
+        let first = merge(
+            &[],
+            &[Desired::new("Installed", Status::False, "Installing", "x")],
+            Some(1),
+            &at(10),
+        );
+        let second = merge(
+            &first,
+            &[Desired::new("Installed", Status::False, "Installing", "y")],
+            Some(2),
+            &at(20),
+        );
         assert_eq!(second[0].last_transition_time, at(10));
         assert_eq!(second[0].observed_generation, Some(2));
-        let third = merge(&second, &[Desired::new("Installed", Status::True, "InstallSucceeded", "z")], Some(2), &at(30));
+        let third = merge(
+            &second,
+            &[Desired::new(
+                "Installed",
+                Status::True,
+                "InstallSucceeded",
+                "z",
+            )],
+            Some(2),
+            &at(30),
+        );
         assert_eq!(third[0].last_transition_time, at(30));
     }
 

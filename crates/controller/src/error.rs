@@ -30,7 +30,11 @@ pub enum Error {
     #[error(
         "{kind} {name} is already installed by PlatformOperator {owner}; two PlatformOperators cannot own one object: delete one of them"
     )]
-    OwnershipConflict { kind: String, name: String, owner: String },
+    OwnershipConflict {
+        kind: String,
+        name: String,
+        owner: String,
+    },
     #[error("object without {field} in bundle {bundle}")]
     InvalidObject { bundle: String, field: &'static str },
     #[error("finalizer: {0}")]
@@ -42,10 +46,15 @@ impl Error {
     #[must_use]
     pub fn reason(&self) -> &'static str {
         match self {
-            Self::Kube { .. } | Self::InvalidObject { .. } | Self::Finalizer(_) => reasons::INSTALL_FAILED,
+            Self::Kube { .. } | Self::InvalidObject { .. } | Self::Finalizer(_) => {
+                reasons::INSTALL_FAILED
+            }
             Self::BundlePull { .. } => reasons::UNPACK_FAILED,
             Self::Render { source, .. } => {
-                if matches!(**source, pom_resolver::render::RenderError::AllNamespacesNotSupported { .. }) {
+                if matches!(
+                    **source,
+                    pom_resolver::render::RenderError::AllNamespacesNotSupported { .. }
+                ) {
                     reasons::INSTALL_MODE_UNSUPPORTED
                 } else {
                     reasons::UNPACK_FAILED
@@ -59,6 +68,9 @@ impl Error {
     /// Helper for `map_err` on API calls.
     pub fn kube(action: impl Into<String>) -> impl FnOnce(kube::Error) -> Self {
         let action = action.into();
-        move |source| Self::Kube { action, source: Box::new(source) }
+        move |source| Self::Kube {
+            action,
+            source: Box::new(source),
+        }
     }
 }

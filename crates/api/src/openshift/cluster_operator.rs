@@ -54,7 +54,9 @@ pub struct OperandVersion {
 }
 
 /// An object related to the operator (`group` is `""` for core, `name` `""` for all).
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, JsonSchema)]
+#[derive(
+    Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, JsonSchema,
+)]
 pub struct ObjectReference {
     pub group: String,
     pub resource: String,
