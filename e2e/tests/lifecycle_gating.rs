@@ -1,0 +1,219 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! The seed scenario (operator-lifecycle-manager #2618): an operator at 7.9.3, a catalog that
+//! gains 7.10.0 (replaces 7.9.3) and 7.10.1 (replaces 7.10.0). After a minor cluster update POM
+//! installs 7.10.0 and does not start 7.10.1 until 7.10.0's OperatorCondition says
+//! Upgradeable=True for its generation, even while 7.10.0 has not reported anything yet. The
+//! test plays the operator. Variants: reported late, reported False, never reported.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::Client;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use pom_api::olm::OperatorCondition;
+use pom_api::openshift::{AGGREGATED_CLUSTER_OPERATOR, ClusterOperator, ClusterVersion};
+use pom_api::{Catalog, PlatformOperator};
+use pom_e2e::fixtures::{TestBundle, catalog_json};
+use pom_e2e::manager::{Manager, eventually, po_condition};
+use pom_e2e::{ControlPlane, Workloads, binaries};
+use serde_json::json;
+
+const WAIT: Duration = Duration::from_secs(120);
+const PKG: &str = "seedop";
+
+async fn plane() -> Option<ControlPlane> {
+    let mut needed = binaries::CONTROL_PLANE.to_vec();
+    needed.extend_from_slice(binaries::WORKLOADS);
+    binaries::require(&needed)?;
+    Some(ControlPlane::start(Workloads::Simulated).await.unwrap())
+}
+
+fn chain() -> Vec<TestBundle> {
+    vec![
+        TestBundle::new(PKG, "7.9.3"),
+        TestBundle::new(PKG, "7.10.0").replaces("7.9.3"),
+        TestBundle::new(PKG, "7.10.1").replaces("7.10.0"),
+    ]
+}
+
+async fn publish(client: &Client, bundles: &[TestBundle]) {
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let _ = namespaces
+        .create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "catalogs"}})).unwrap())
+        .await;
+    let cm: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"name": "seed"}, "data": {"catalog.json": catalog_json(bundles, &[])}}))
+            .unwrap();
+    Api::<ConfigMap>::namespaced(client.clone(), "catalogs")
+        .patch("seed", &PatchParams::apply("pom-e2e").force(), &Patch::Apply(&cm))
+        .await
+        .unwrap();
+    let catalog: Catalog = serde_json::from_value(json!({
+        "apiVersion": "platform.openshift.io/v1alpha1", "kind": "Catalog", "metadata": {"name": "seed"},
+        "spec": {"source": {"configMap": {"name": "seed", "namespace": "catalogs"}}}
+    }))
+    .unwrap();
+    Api::<Catalog>::all(client.clone())
+        .patch("seed", &PatchParams::apply("pom-e2e").force(), &Patch::Apply(&catalog))
+        .await
+        .unwrap();
+}
+
+fn now() -> Time {
+    Time(k8s_openapi::jiff::Timestamp::from_second(k8s_openapi::jiff::Timestamp::now().as_second()).unwrap())
+}
+
+/// Writes ClusterVersion `version` the way the CVO does: `history` newest first as
+/// (version, completed); `desired` the target; Progressing while an update is in flight.
+async fn set_cluster(client: &Client, history: &[(&str, bool)], desired: &str) {
+    let api: Api<ClusterVersion> = Api::all(client.clone());
+    if api.get_opt("version").await.unwrap().is_none() {
+        let cv: ClusterVersion = serde_json::from_value(json!({
+            "apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion", "metadata": {"name": "version"},
+            "spec": {"clusterID": "00000000-0000-4000-8000-000000000000"}
+        }))
+        .unwrap();
+        api.create(&PostParams::default(), &cv).await.unwrap();
+    }
+    let in_flight = history.first().is_some_and(|(_, completed)| !completed);
+    let history: Vec<_> = history
+        .iter()
+        .map(|(v, completed)| json!({"state": if *completed {"Completed"} else {"Partial"}, "startedTime": now(), "completionTime": if *completed {json!(now())} else {json!(null)}, "version": v, "image": format!("example.invalid/release:{v}"), "verified": false}))
+        .collect();
+    let status = json!({
+        "desired": {"version": desired, "image": format!("example.invalid/release:{desired}")},
+        "history": history, "observedGeneration": 1, "versionHash": "x", "availableUpdates": null,
+        "conditions": [{"type": "Progressing", "status": if in_flight {"True"} else {"False"}, "lastTransitionTime": now(),
+                        "message": format!("Working towards {desired}")}]
+    });
+    let patch = json!({"apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion", "status": status});
+    api.patch_status("version", &PatchParams::apply("cvo-simulator").force(), &Patch::Apply(&patch)).await.unwrap();
+}
+
+/// Plays the operator: writes `Upgradeable` into its OperatorCondition's `spec.conditions`,
+/// as operator-lib does.
+async fn report(client: &Client, csv: &str, upgradeable: bool, message: &str) {
+    let api: Api<OperatorCondition> = Api::namespaced(client.clone(), PKG);
+    let mut oc = eventually(WAIT, &format!("OperatorCondition {csv} to exist"), || async { api.get_opt(csv).await.ok()? }).await;
+    oc.spec.conditions = vec![Condition {
+        type_: "Upgradeable".into(),
+        status: if upgradeable { "True" } else { "False" }.into(),
+        reason: if upgradeable { "Ready" } else { "Migrating" }.into(),
+        message: message.into(),
+        last_transition_time: now(),
+        observed_generation: None,
+    }];
+    api.replace(csv, &PostParams::default(), &oc).await.unwrap();
+}
+
+async fn installed_version(client: &Client) -> Option<String> {
+    Api::<PlatformOperator>::all(client.clone()).get(PKG).await.ok()?.status?.installed_bundle.map(|b| b.version)
+}
+
+async fn wait_installed(client: &Client, version: &str) {
+    eventually(WAIT, &format!("{PKG} at {version}"), || async { (installed_version(client).await? == version).then_some(()) }).await;
+}
+
+async fn co_upgradeable(client: &Client) -> Option<(String, String, String)> {
+    let co = Api::<ClusterOperator>::all(client.clone()).get_opt(AGGREGATED_CLUSTER_OPERATOR).await.ok()??;
+    let c = co.status?.conditions.into_iter().find(|c| c.type_ == "Upgradeable")?;
+    Some((c.status, c.reason.unwrap_or_default(), c.message.unwrap_or_default()))
+}
+
+/// 7.9.3 installed and settled on a steady 4.16 cluster, then the catalog gains 7.10.x and the
+/// cluster starts a minor update to 4.17.
+async fn start_scenario(client: &Client, progress_deadline: &str) -> Manager {
+    set_cluster(client, &[("4.16.3", true)], "4.16.3").await;
+    let bundles = chain();
+    publish(client, &bundles[..1]).await;
+    let po: PlatformOperator = serde_json::from_value(json!({
+        "apiVersion": "platform.openshift.io/v1alpha1", "kind": "PlatformOperator", "metadata": {"name": PKG},
+        "spec": {"package": {"name": PKG}, "upgradeGate": "OperatorCondition", "progressDeadline": progress_deadline}
+    }))
+    .unwrap();
+    Api::<PlatformOperator>::all(client.clone()).create(&PostParams::default(), &po).await.unwrap();
+    let manager = Manager::start(client.clone(), Manager::test_settings(vec![]));
+    wait_installed(client, "7.9.3").await;
+    report(client, "seedop.v7.9.3", true, "ready").await;
+    eventually(WAIT, "7.9.3 settled", || async {
+        let hop = Api::<PlatformOperator>::all(client.clone()).get(PKG).await.ok()?.status?.active_hop?;
+        hop.settled.then_some(())
+    })
+    .await;
+    publish(client, &bundles).await;
+    // Steady state: the catalog gaining bundles moves nothing.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(installed_version(client).await.as_deref(), Some("7.9.3"));
+    set_cluster(client, &[("4.17.0", false), ("4.16.3", true)], "4.17.0").await;
+    manager
+}
+
+/// 7.10.0 is installed, and 7.10.1 is not started for `hold` while 7.10.0 has not said it may
+/// be upgraded.
+async fn assert_held_at_7_10_0(client: &Client, hold: Duration) {
+    wait_installed(client, "7.10.0").await;
+    let pin = Api::<PlatformOperator>::all(client.clone()).get(PKG).await.unwrap().status.unwrap().pin.unwrap();
+    assert_eq!((pin.range.as_str(), pin.reason.as_str()), (">=7.9.3 <8.0.0-0", "MinorUpgrade"));
+    let deadline = tokio::time::Instant::now() + hold;
+    while tokio::time::Instant::now() < deadline {
+        assert_eq!(installed_version(client).await.as_deref(), Some("7.10.0"), "7.10.1 started before 7.10.0 settled");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let status = Api::<PlatformOperator>::all(client.clone()).get(PKG).await.unwrap().status.unwrap();
+    assert!(!status.active_hop.as_ref().unwrap().settled);
+    assert_eq!(status.desired_bundle.unwrap().version, "7.10.1");
+    let (progressing, reason, _) = po_condition(client, PKG, "Progressing").await.unwrap();
+    assert_eq!((progressing.as_str(), reason.as_str()), ("True", "WaitingForOperatorCondition"));
+}
+
+#[tokio::test]
+async fn minor_update_waits_for_the_operator_condition_reported_late() {
+    let Some(plane) = plane().await else { return };
+    let client = plane.client().await.unwrap();
+    let manager = start_scenario(&client, "10m").await;
+    // 7.10.0 has created nothing yet: not settled, and the cluster is not upgradeable (seed 000).
+    assert_held_at_7_10_0(&client, Duration::from_secs(10)).await;
+    let (status, reason, message) = eventually(WAIT, "CO Upgradeable=False", || async { co_upgradeable(&client).await.filter(|c| c.0 == "False") }).await;
+    assert_eq!(reason, "MoveNotSettled", "{message}");
+    assert!(message.starts_with("seedop: "), "{message}");
+    assert_eq!(status, "False");
+    // The operator finishes its migration and says so, late: only now does 7.10.1 start.
+    report(&client, "seedop.v7.10.0", true, "migration done").await;
+    wait_installed(&client, "7.10.1").await;
+    report(&client, "seedop.v7.10.1", true, "ready").await;
+    eventually(WAIT, "CO Upgradeable=True", || async { co_upgradeable(&client).await.filter(|c| c.0 == "True") }).await;
+    manager.stop().await;
+}
+
+#[tokio::test]
+async fn operator_reporting_false_holds_the_next_hop() {
+    let Some(plane) = plane().await else { return };
+    let client = plane.client().await.unwrap();
+    let manager = start_scenario(&client, "10m").await;
+    wait_installed(&client, "7.10.0").await;
+    report(&client, "seedop.v7.10.0", false, "database migration running").await;
+    assert_held_at_7_10_0(&client, Duration::from_secs(8)).await;
+    let (_, _, message) = po_condition(&client, PKG, "Upgradeable").await.unwrap();
+    assert!(message.contains("database migration running") || message.contains("not settled"), "{message}");
+    report(&client, "seedop.v7.10.0", true, "migration done").await;
+    wait_installed(&client, "7.10.1").await;
+    manager.stop().await;
+}
+
+#[tokio::test]
+async fn never_reported_condition_hits_the_progress_deadline() {
+    let Some(plane) = plane().await else { return };
+    let client = plane.client().await.unwrap();
+    let manager = start_scenario(&client, "15s").await;
+    wait_installed(&client, "7.10.0").await;
+    let message = eventually(WAIT, "Degraded=True/ProgressDeadlineExceeded", || async {
+        po_condition(&client, PKG, "Degraded").await.filter(|(s, r, _)| s == "True" && r == "ProgressDeadlineExceeded").map(|c| c.2)
+    })
+    .await;
+    assert!(message.contains("seedop.v7.10.0"), "{message}");
+    assert_eq!(installed_version(&client).await.as_deref(), Some("7.10.0"));
+    let (status, _, _) = co_upgradeable(&client).await.unwrap();
+    assert_eq!(status, "False", "a stuck move keeps the cluster not upgradeable");
+    manager.stop().await;
+}
