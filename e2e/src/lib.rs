@@ -15,6 +15,7 @@ pub mod binaries;
 mod certs;
 mod control_plane;
 pub mod cvo;
+pub mod demo;
 mod error;
 pub mod oci_publish;
 pub mod fixtures;

@@ -1,20 +1,82 @@
-//! `make demo`: a local control plane running POM. (Placeholder until the manager lands: it
-//! starts the control plane and registry and says so.)
+//! `make demo`: a local control plane running POM through a scripted cluster update (see
+//! `docs/demo.md` and [`pom_e2e::demo`]).
+//!
+//! `--once` (`make demo DEMO_ONCE=1`): no terminal needed; exits 0 once both platform operators
+//! are installed and the scripted update completed, non-zero with the reason otherwise (the
+//! whole run is bounded by 5 minutes). Without it, the cluster stays up until Ctrl-C.
+//! Either way everything it started is stopped and its files removed.
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use pom_e2e::demo::Demo;
+
+/// The bound of a `--once` run.
+const ONCE_TIMEOUT: Duration = Duration::from_secs(300);
 
 #[tokio::main]
-async fn main() -> std::process::ExitCode {
+async fn main() -> ExitCode {
     let once = std::env::args().any(|a| a == "--once");
-    eprintln!("pom-demo: PLACEHOLDER: starts the control plane only; the manager is not wired yet");
-    let plane = match pom_e2e::ControlPlane::start(pom_e2e::Workloads::None).await {
-        Ok(plane) => plane,
+    let started = Instant::now();
+    println!(
+        "pom-demo: starting a control plane (etcd, kube-apiserver, controller-manager, scheduler, kwok) and an OCI registry"
+    );
+    let mut demo = match Demo::start().await {
+        Ok(demo) => demo,
         Err(err) => {
             eprintln!("pom-demo: {err}");
-            return std::process::ExitCode::FAILURE;
+            return ExitCode::FAILURE;
         }
     };
-    println!("export KUBECONFIG={}", plane.kubeconfig_path().display());
-    if !once {
+    let kubeconfig = demo.kubeconfig_path().display().to_string();
+    println!(
+        "pom-demo: cluster up in {:.1}s; to look around while it runs:",
+        started.elapsed().as_secs_f32()
+    );
+    println!("  export KUBECONFIG={kubeconfig}");
+    println!("  cargo run -q -p pomctl -- status   # or: kubectl get po,pocat,co,clusterversion");
+
+    let outcome = if once {
+        match tokio::time::timeout(ONCE_TIMEOUT, demo.run(started)).await {
+            Ok(result) => result.map_err(|e| e.to_string()),
+            Err(_) => Err(format!(
+                "the demo did not finish within {}s",
+                ONCE_TIMEOUT.as_secs()
+            )),
+        }
+    } else {
+        tokio::select! {
+            result = demo.run(started) => result.map_err(|e| e.to_string()),
+            _ = tokio::signal::ctrl_c() => Err("interrupted".to_owned()),
+        }
+    };
+    let code = match &outcome {
+        Ok(()) => {
+            println!(
+                "\npom-demo: finished in {:.1}s",
+                started.elapsed().as_secs_f32()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(reason) => {
+            eprintln!(
+                "\npom-demo: FAILED after {:.1}s: {reason}",
+                started.elapsed().as_secs_f32()
+            );
+            ExitCode::FAILURE
+        }
+    };
+    if !once && outcome.is_ok() {
+        println!("pom-demo: the cluster stays up; press Ctrl-C to stop and clean up.");
+        println!("  export KUBECONFIG={kubeconfig}");
+        println!("  cargo run -q -p pomctl -- status");
+        println!(
+            "  cargo run -q -p pomctl -- plan --to 4.17.1 --insecure-registry {}",
+            demo.registry_host()
+        );
         let _ = tokio::signal::ctrl_c().await;
+        println!("pom-demo: stopping");
     }
-    std::process::ExitCode::SUCCESS
+    demo.stop().await;
+    code
 }
