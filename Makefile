@@ -4,12 +4,13 @@ CARGO ?= cargo
 # Where the Go-built control-plane binaries live (outside git); printed by the build script.
 BIN_DIR = $(shell bash e2e/tools/build-binaries.sh 2>/dev/null | tail -n1)
 
-.PHONY: all test unit e2e e2e-binaries lint fmt crds manifests demo bench clean-cache help
+.PHONY: all test unit e2e e2e-binaries lint fmt crds manifests image demo bench clean-cache help
 
 help:
 	@echo "make demo   - start a local control plane + registry, run POM, install two operators"
 	@echo "make test   - unit + property + e2e tests (builds control-plane binaries on first use)"
 	@echo "make e2e    - only the e2e suite;  make lint - fmt + clippy;  make crds - regenerate crds/"
+	@echo "make manifests - regenerate manifests/;  make image - build the manager image (podman/docker)"
 	@echo "make bench  - benchmarks (resolver)"
 
 all: lint test
@@ -39,6 +40,16 @@ fmt:
 
 crds:
 	$(CARGO) run -q -p pom-api --bin crdgen > crds/crds.yaml
+
+## Install manifests (CVO payload form and plain Kubernetes) from crates/controller/src/manifests.rs.
+manifests:
+	$(CARGO) run -q -p pom-controller --bin manifestgen -- manifests
+
+## The manager image (Containerfile), with podman or docker; not part of `make test`.
+IMAGE ?= localhost/platform-operators-manager:latest
+image:
+	@engine=$$(command -v podman || command -v docker) || { echo "make image: needs podman or docker" >&2; exit 1; }; \
+	  $$engine build -f Containerfile -t $(IMAGE) .
 
 demo: e2e-binaries
 	@dir=$$(bash e2e/tools/build-binaries.sh | tail -n1) && \

@@ -17,17 +17,18 @@ mod control_plane;
 pub mod cvo;
 pub mod demo;
 mod error;
-pub mod oci_publish;
 pub mod fixtures;
 pub mod manager;
+pub mod manager_process;
+pub mod oci_publish;
 mod process;
 mod registry;
 mod shared;
 
 pub use control_plane::{ControlPlane, Workloads};
-pub use shared::shared_control_plane;
 pub use error::HarnessError;
 pub use registry::Registry;
+pub use shared::shared_control_plane;
 
 /// Path of the repository's `shared/testdata` folder (next to the checkout), if present.
 #[must_use]

@@ -8,6 +8,7 @@ use kube::Client;
 use kube::runtime::events::{Recorder, Reporter};
 
 use crate::catalog::CatalogCache;
+use crate::metrics::Metrics;
 use crate::oci::ImagePuller;
 
 /// The field manager for every server-side apply of installed bundle objects (PRODUCT §6:
@@ -61,6 +62,8 @@ pub struct Context {
     pub images: ImagePuller,
     pub recorder: Recorder,
     pub settings: Settings,
+    /// Prometheus metrics (`/metrics`); reconcilers report runs and failures here.
+    pub metrics: Arc<Metrics>,
 }
 
 impl Context {
@@ -77,6 +80,7 @@ impl Context {
             catalogs: CatalogCache::default(),
             client,
             settings,
+            metrics: Arc::new(Metrics::new()),
         })
     }
 }

@@ -9,12 +9,20 @@
 //! - [`operator`]: the PlatformOperator reconciler (resolve → fetch → render → apply → status).
 //! - [`cluster_operator`]: the aggregated ClusterOperator the CVO reads.
 //! - [`conditions`]: the one place conditions are computed (lastTransitionTime discipline).
+//! - [`cli`], [`run`], [`leader`], [`health`], [`metrics`], [`cluster_state`]: the process around
+//!   the controllers (flags, leader election, probes, metrics, graceful shutdown).
 
 pub mod catalog;
+pub mod cli;
 pub mod cluster_operator;
+pub mod cluster_state;
 pub mod conditions;
 pub mod context;
 pub mod error;
+pub mod health;
+pub mod leader;
+pub mod manifests;
+pub mod metrics;
 pub mod oci;
 pub mod operator;
 pub mod run;

@@ -1,10 +1,27 @@
-//! Running every controller of the manager until shutdown.
+//! Running the manager: the controllers ([`run_all`]) and, around them, the process lifecycle
+//! ([`run_manager`]): probes and metrics, leader election, graceful shutdown.
+//!
+//! Lifecycle of a replica:
+//! 1. serve `/healthz`, `/readyz`, `/metrics`; start the watch caches (ready once synced);
+//! 2. with leader election, wait for the Lease (a standby stays ready and idle);
+//! 3. as leader, run the controllers;
+//! 4. on shutdown (SIGTERM): stop taking new work, let in-flight reconciles finish within the
+//!    shutdown timeout, release the Lease, return `Ok` (exit 0);
+//! 5. on losing the Lease: stop the controllers at once, without waiting for in-flight work,
+//!    and return [`RunError::Leader`] (exit non-zero), as controller-runtime does: a replica
+//!    that may no longer lead must not write, and a fresh process starts from a clean state.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
 use crate::Context;
+use crate::cluster_state::ClusterState;
+use crate::health::{self, Endpoints, HealthError, Routes};
+use crate::leader::{self, LeaderError, LeaseSettings};
 
 /// Runs the Catalog and PlatformOperator reconcilers and the ClusterOperator writer; returns
 /// when `shutdown` is cancelled and in-flight reconciles have finished.
@@ -14,4 +31,165 @@ pub async fn run_all(ctx: Arc<Context>, shutdown: CancellationToken) {
         crate::operator::run(ctx.clone(), shutdown.clone()),
         crate::cluster_operator::run(ctx, shutdown),
     );
+}
+
+/// How the process runs around the controllers.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// `None` runs the controllers at once (a single replica, or tests).
+    pub leader_election: Option<LeaseSettings>,
+    /// Where `/healthz` and `/readyz` (and `/metrics` unless `metrics_address` is set) are served.
+    pub health_address: SocketAddr,
+    /// A separate address for `/metrics`, e.g. loopback behind kube-rbac-proxy.
+    pub metrics_address: Option<SocketAddr>,
+    /// How long in-flight reconciles may take to finish after shutdown starts.
+    pub shutdown_timeout: Duration,
+}
+
+/// Why the manager stopped other than by a requested shutdown.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Health(#[from] HealthError),
+    #[error(transparent)]
+    Leader(#[from] LeaderError),
+    #[error("the controllers stopped without a shutdown request")]
+    ControllersStopped,
+}
+
+/// Runs one replica until `shutdown` (then `Ok`) or until it must stop (then `Err`).
+///
+/// # Errors
+/// See [`RunError`]: a probe address that cannot be bound, a lost Lease, or controllers that
+/// ended on their own.
+pub async fn run_manager(
+    ctx: Arc<Context>,
+    options: RunOptions,
+    shutdown: CancellationToken,
+) -> Result<(), RunError> {
+    let http_stop = CancellationToken::new();
+    let endpoints = Endpoints {
+        ready: Arc::default(),
+        metrics: ctx.metrics.clone(),
+    };
+    let probe_routes = if options.metrics_address.is_some() {
+        Routes::Probes
+    } else {
+        Routes::All
+    };
+    let (health_address, health_task) = health::serve(
+        options.health_address,
+        health::router(endpoints.clone(), probe_routes),
+        http_stop.clone(),
+    )
+    .await?;
+    tracing::info!(address = %health_address, metrics = probe_routes == Routes::All, "serving /healthz and /readyz");
+    let mut http_tasks = vec![health_task];
+    if let Some(address) = options.metrics_address {
+        let (bound, task) = health::serve(
+            address,
+            health::router(endpoints.clone(), Routes::Metrics),
+            http_stop.clone(),
+        )
+        .await?;
+        tracing::info!(address = %bound, "serving /metrics");
+        http_tasks.push(task);
+    }
+
+    let state = ClusterState::start(&ctx.client, &shutdown);
+    ctx.metrics.observe(state.clone());
+    let ready = endpoints.ready.clone();
+    let ready_shutdown = shutdown.clone();
+    tokio::spawn(async move {
+        tokio::select! {
+            () = state.wait_until_ready() => {
+                ready.store(true, Ordering::Release);
+                tracing::info!("caches synced: ready");
+            }
+            () = ready_shutdown.cancelled() => {}
+        }
+    });
+
+    let result = lead_and_run(&ctx, &options, &shutdown).await;
+    endpoints.ready.store(false, Ordering::Release);
+    http_stop.cancel();
+    for task in http_tasks {
+        let _ = task.await;
+    }
+    result
+}
+
+async fn lead_and_run(
+    ctx: &Arc<Context>,
+    options: &RunOptions,
+    shutdown: &CancellationToken,
+) -> Result<(), RunError> {
+    let leadership = match &options.leader_election {
+        None => None,
+        Some(settings) => {
+            tracing::info!(lease = %settings.name, namespace = %settings.namespace, identity = %settings.identity, "waiting for the leader lease");
+            match leader::acquire(&ctx.client, settings, shutdown).await? {
+                Some(leadership) => Some(leadership),
+                None => return Ok(()),
+            }
+        }
+    };
+    // Without leader election nothing is ever lost: a token nobody cancels.
+    let lost = leadership
+        .as_ref()
+        .map(leader::Leadership::lost_token)
+        .unwrap_or_default();
+    ctx.metrics.set_leader(true);
+    let controllers = CancellationToken::new();
+    let mut running = tokio::spawn(run_all(ctx.clone(), controllers.clone()));
+
+    let stop_now = |running: &tokio::task::JoinHandle<()>| {
+        controllers.cancel();
+        running.abort();
+        ctx.metrics.set_leader(false);
+    };
+    tokio::select! {
+        () = lost.cancelled() => {
+            stop_now(&running);
+            return Err(lost_error(leadership).await);
+        }
+        _ = &mut running => {
+            stop_now(&running);
+            if let Some(leadership) = leadership {
+                leadership.release().await?;
+            }
+            return Err(RunError::ControllersStopped);
+        }
+        () = shutdown.cancelled() => {}
+    }
+
+    tracing::info!(timeout = ?options.shutdown_timeout, "shutdown: no new reconciles; waiting for in-flight ones");
+    controllers.cancel();
+    tokio::select! {
+        finished = tokio::time::timeout(options.shutdown_timeout, &mut running) => {
+            if finished.is_err() {
+                tracing::warn!(timeout = ?options.shutdown_timeout, "in-flight reconciles did not finish in time: stopping them");
+            }
+        }
+        () = lost.cancelled() => {
+            stop_now(&running);
+            return Err(lost_error(leadership).await);
+        }
+    }
+    stop_now(&running);
+    if let Some(leadership) = leadership {
+        leadership.release().await?;
+        tracing::info!("released the leader lease");
+    }
+    Ok(())
+}
+
+async fn lost_error(leadership: Option<leader::Leadership>) -> RunError {
+    match leadership {
+        Some(leadership) => match leadership.release().await {
+            Err(err) => RunError::Leader(err),
+            Ok(()) => RunError::ControllersStopped,
+        },
+        None => RunError::ControllersStopped,
+    }
 }

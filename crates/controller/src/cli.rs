@@ -1,0 +1,249 @@
+//! The `pom-manager` command line: flags (each with an environment fallback), logging, signals,
+//! and the process exit code. It lives in the library so that the e2e suite can run exactly this
+//! entry point as a separate process (see `e2e/src/bin/pom-manager-e2e.rs`).
+//!
+//! Exit codes: 0 after a requested shutdown (SIGTERM/SIGINT); 1 when the leader Lease was lost,
+//! the API server is unreachable at start, or a probe address cannot be bound; 2 for bad flags
+//! (clap).
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use tokio_util::sync::CancellationToken;
+
+use crate::context::Settings;
+use crate::leader::LeaseSettings;
+use crate::run::{RunError, RunOptions};
+
+/// Flags, each with an environment-variable fallback.
+#[derive(Parser, Debug, Clone)]
+#[command(name = "pom-manager", version, about = "Platform Operators Manager")]
+pub struct Flags {
+    /// Release version reported in the aggregated ClusterOperator's `versions`.
+    #[arg(long, env = "RELEASE_VERSION", default_value = "0.0.1-snapshot")]
+    pub release_version: String,
+    /// Namespace the manager runs in (also where the leader Lease lives).
+    #[arg(
+        long,
+        env = "POD_NAMESPACE",
+        default_value = "openshift-platform-operators"
+    )]
+    pub namespace: String,
+    /// This replica's name (Events, leader election identity).
+    #[arg(long, env = "POD_NAME", default_value = "pom-manager")]
+    pub pod_name: String,
+    /// Registries reached over plain HTTP (comma-separated host:port), e.g. a loopback test registry.
+    #[arg(long, env = "POM_INSECURE_REGISTRIES", value_delimiter = ',')]
+    pub insecure_registries: Vec<String>,
+    /// Default poll interval of image catalogs, in seconds.
+    #[arg(long, env = "POM_CATALOG_POLL_SECONDS", default_value_t = 600)]
+    pub catalog_poll_seconds: u64,
+    /// Periodic re-check of every PlatformOperator, in seconds.
+    #[arg(long, env = "POM_RESYNC_SECONDS", default_value_t = 300)]
+    pub resync_seconds: u64,
+    /// Log format: `text` or `json`.
+    #[arg(long, env = "POM_LOG_FORMAT", default_value = "text")]
+    pub log_format: String,
+    /// Run the reconcilers only while holding the Lease `platform-operators-manager`
+    /// (`--leader-elect=false` for a single replica outside a cluster).
+    #[arg(long, env = "POM_LEADER_ELECT", default_value_t = true, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub leader_elect: bool,
+    /// Lease validity after each renewal, in seconds.
+    #[arg(long, env = "POM_LEASE_DURATION_SECONDS", default_value_t = 15)]
+    pub lease_duration_seconds: u64,
+    /// The leader renews this many seconds before expiry.
+    #[arg(long, env = "POM_LEASE_GRACE_SECONDS", default_value_t = 5)]
+    pub lease_grace_seconds: u64,
+    /// How long in-flight reconciles may take after SIGTERM (Go duration: `25s`, `1m`).
+    #[arg(long, env = "POM_SHUTDOWN_TIMEOUT", default_value = "25s", value_parser = parse_duration)]
+    pub shutdown_timeout: Duration,
+    /// Address of `/healthz` and `/readyz` (and `/metrics` without `--metrics-bind-address`);
+    /// `:8081` means all interfaces.
+    #[arg(long, env = "POM_HEALTH_BIND_ADDRESS", default_value = "127.0.0.1:8081", value_parser = parse_address)]
+    pub health_bind_address: SocketAddr,
+    /// Separate address of `/metrics` (e.g. `127.0.0.1:8080` behind kube-rbac-proxy).
+    #[arg(long, env = "POM_METRICS_BIND_ADDRESS", value_parser = parse_address)]
+    pub metrics_bind_address: Option<SocketAddr>,
+}
+
+impl Flags {
+    /// The reconcilers' settings.
+    #[must_use]
+    pub fn settings(&self) -> Settings {
+        Settings {
+            release_version: self.release_version.clone(),
+            manager_namespace: self.namespace.clone(),
+            insecure_registries: self.insecure_registries.clone(),
+            default_poll_interval: Duration::from_secs(self.catalog_poll_seconds),
+            resync_interval: Duration::from_secs(self.resync_seconds),
+            instance: self.pod_name.clone(),
+        }
+    }
+
+    /// The process settings.
+    #[must_use]
+    pub fn run_options(&self) -> RunOptions {
+        let leader_election = self.leader_elect.then(|| LeaseSettings {
+            duration_seconds: self.lease_duration_seconds,
+            grace_seconds: self.lease_grace_seconds,
+            ..LeaseSettings::new(&self.namespace, &self.pod_name)
+        });
+        RunOptions {
+            leader_election,
+            health_address: self.health_bind_address,
+            metrics_address: self.metrics_bind_address,
+            shutdown_timeout: self.shutdown_timeout,
+        }
+    }
+}
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    crate::catalog::parse_go_duration(text)
+        .ok_or_else(|| format!("{text:?} is not a duration such as 25s or 1m"))
+}
+
+/// `host:port`, or Go's `:port` for all interfaces.
+fn parse_address(text: &str) -> Result<SocketAddr, String> {
+    let full = if text.starts_with(':') {
+        format!("0.0.0.0{text}")
+    } else {
+        text.to_owned()
+    };
+    full.parse()
+        .map_err(|e| format!("{text:?} is not host:port: {e}"))
+}
+
+/// Why the manager could not start or had to stop.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("connecting to the Kubernetes API (KUBECONFIG or in-cluster): {0}")]
+    Client(#[source] Box<kube::Error>),
+    #[error("starting the async runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    #[error(transparent)]
+    Run(#[from] RunError),
+}
+
+/// The whole process: parse flags, log, run until a signal or a lost Lease, map to an exit code.
+#[must_use]
+pub fn main() -> ExitCode {
+    // oci-client and kube both use rustls; pick the provider once (rust-stack.md §1.5).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let flags = Flags::parse();
+    init_logging(&flags.log_format);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => return fail(&StartError::Runtime(err)),
+    };
+    let result = runtime.block_on(run(flags));
+    // Whatever is still running (an aborted reconcile's tasks) must not hold the exit.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    match result {
+        Ok(()) => {
+            tracing::info!("pom-manager stopped");
+            ExitCode::SUCCESS
+        }
+        Err(err) => fail(&err),
+    }
+}
+
+fn fail(err: &StartError) -> ExitCode {
+    tracing::error!(error = %err, "pom-manager exiting");
+    ExitCode::FAILURE
+}
+
+/// Connects, installs the signal handler and runs one replica.
+///
+/// # Errors
+/// See [`StartError`].
+pub async fn run(flags: Flags) -> Result<(), StartError> {
+    let client = kube::Client::try_default()
+        .await
+        .map_err(|e| StartError::Client(Box::new(e)))?;
+    let ctx = crate::Context::new(client, flags.settings());
+    let shutdown = CancellationToken::new();
+    let signal_token = shutdown.clone();
+    tokio::spawn(async move {
+        wait_for_signal().await;
+        tracing::info!("shutdown requested: finishing in-flight reconciles");
+        signal_token.cancel();
+    });
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        leader_elect = flags.leader_elect,
+        "pom-manager starting"
+    );
+    crate::run::run_manager(ctx, flags.run_options(), shutdown).await?;
+    Ok(())
+}
+
+async fn wait_for_signal() {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(term) => term,
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+}
+
+fn init_logging(format: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new("info,kube=warn,hyper=warn,tower=warn")
+    });
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    if format == "json" {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn defaults() {
+        let flags = Flags::try_parse_from(["pom-manager"]).unwrap();
+        let options = flags.run_options();
+        let lease = options.leader_election.unwrap();
+        assert_eq!(
+            (
+                lease.name.as_str(),
+                lease.duration_seconds,
+                lease.grace_seconds
+            ),
+            ("platform-operators-manager", 15, 5)
+        );
+        assert_eq!(options.shutdown_timeout, Duration::from_secs(25));
+        assert_eq!(options.health_address, "127.0.0.1:8081".parse().unwrap());
+        assert_eq!(options.metrics_address, None);
+    }
+
+    #[test]
+    fn go_style_flags() {
+        let flags = Flags::try_parse_from([
+            "pom-manager",
+            "--leader-elect",
+            "--health-bind-address=:8081",
+            "--shutdown-timeout=1m",
+        ])
+        .unwrap();
+        assert!(flags.leader_elect);
+        assert_eq!(flags.health_bind_address, "0.0.0.0:8081".parse().unwrap());
+        assert_eq!(flags.shutdown_timeout, Duration::from_secs(60));
+        let flags = Flags::try_parse_from(["pom-manager", "--leader-elect=false"]).unwrap();
+        assert!(flags.run_options().leader_election.is_none());
+    }
+}

@@ -1,0 +1,120 @@
+//! Watch caches every replica keeps, leader or not: PlatformOperators, Catalogs and the
+//! aggregated ClusterOperator.
+//!
+//! They answer `/readyz` (a replica is ready once it has listed POM's resources, which proves the
+//! API server is reachable, the CRDs are installed and RBAC allows the reads, whether or not it
+//! leads: readiness is never tied to leadership nor to an upgrade) and feed the scrape-time
+//! metrics. The reconcilers keep their own caches; these are small (cluster-scoped CRs only).
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use kube::Client;
+use kube::api::Api;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use pom_api::openshift::{AGGREGATED_CLUSTER_OPERATOR, ClusterOperator};
+use pom_api::{Catalog, PlatformOperator};
+use tokio_util::sync::CancellationToken;
+
+/// Read handles on the caches.
+#[derive(Clone)]
+pub struct ClusterState {
+    platform_operators: Store<PlatformOperator>,
+    catalogs: Store<Catalog>,
+    cluster_operator: Store<ClusterOperator>,
+}
+
+impl ClusterState {
+    /// Starts the watches; they stop when `shutdown` is cancelled.
+    #[must_use]
+    pub fn start(client: &Client, shutdown: &CancellationToken) -> Self {
+        let platform_operators = spawn_reflector(
+            Api::all(client.clone()),
+            watcher::Config::default().any_semantic(),
+            shutdown.clone(),
+        );
+        let catalogs = spawn_reflector(
+            Api::all(client.clone()),
+            watcher::Config::default().any_semantic(),
+            shutdown.clone(),
+        );
+        // Only the one ClusterOperator POM owns; on plain Kubernetes the kind does not exist and
+        // this watch just retries with backoff (readiness does not wait for it).
+        let by_name = watcher::Config::default()
+            .fields(&format!("metadata.name={AGGREGATED_CLUSTER_OPERATOR}"));
+        let cluster_operator = spawn_reflector(Api::all(client.clone()), by_name, shutdown.clone());
+        Self {
+            platform_operators,
+            catalogs,
+            cluster_operator,
+        }
+    }
+
+    /// Resolves once PlatformOperators and Catalogs have been listed; never resolves when the
+    /// watches stopped first.
+    pub async fn wait_until_ready(&self) {
+        let pos = self.platform_operators.wait_until_ready().await;
+        let catalogs = self.catalogs.wait_until_ready().await;
+        if pos.is_err() || catalogs.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+
+    /// Every PlatformOperator in the cache.
+    #[must_use]
+    pub fn platform_operators(&self) -> Vec<Arc<PlatformOperator>> {
+        self.platform_operators.state()
+    }
+
+    /// Every Catalog in the cache.
+    #[must_use]
+    pub fn catalogs(&self) -> Vec<Arc<Catalog>> {
+        self.catalogs.state()
+    }
+
+    /// The aggregated ClusterOperator's `Upgradeable` status (`None` until it reports one);
+    /// anything but `True` counts as not upgradeable, as the CVO reads it.
+    #[must_use]
+    pub fn upgradeable(&self) -> Option<bool> {
+        let co = self.cluster_operator.state().into_iter().next()?;
+        let condition = co
+            .status
+            .as_ref()?
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "Upgradeable")?
+            .status
+            .clone();
+        Some(condition == "True")
+    }
+}
+
+fn spawn_reflector<K>(api: Api<K>, config: watcher::Config, shutdown: CancellationToken) -> Store<K>
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    let (reader, writer) = reflector::store();
+    let stream = reflector::reflector(writer, watcher(api, config))
+        .default_backoff()
+        .touched_objects();
+    tokio::spawn(async move {
+        let drain = stream.for_each(|event| {
+            if let Err(err) = event {
+                tracing::debug!(%err, kind = %K::kind(&()), "watch for readiness and metrics");
+            }
+            futures::future::ready(())
+        });
+        tokio::select! {
+            () = shutdown.cancelled() => {}
+            () = drain => {}
+        }
+    });
+    reader
+}

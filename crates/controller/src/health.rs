@@ -1,0 +1,179 @@
+//! `/healthz`, `/readyz` and `/metrics` over plain HTTP (axum), with graceful shutdown.
+//!
+//! `/healthz` answers as long as the process serves requests. `/readyz` answers 200 once the
+//! watch caches of [`crate::cluster_state`] are synced, leader or not, and never depends on an
+//! upgrade being underway (readiness probes are no upgrade gate, PRODUCT §7). `/metrics` is the
+//! OpenMetrics text of [`crate::metrics::Metrics`]. Metrics may be served on their own address
+//! (e.g. loopback behind kube-rbac-proxy) while the probes stay reachable by the kubelet.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::metrics::{CONTENT_TYPE, Metrics};
+
+/// Why the HTTP endpoints could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum HealthError {
+    #[error("binding {address}: {source}")]
+    Bind {
+        address: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// What the handlers read.
+#[derive(Clone)]
+pub struct Endpoints {
+    /// Set once the caches are synced; cleared when shutdown starts.
+    pub ready: Arc<AtomicBool>,
+    pub metrics: Arc<Metrics>,
+}
+
+/// Which routes a listener serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Routes {
+    /// `/healthz`, `/readyz` and `/metrics`.
+    All,
+    /// `/healthz` and `/readyz` only.
+    Probes,
+    /// `/metrics` only.
+    Metrics,
+}
+
+/// Builds the router for `routes`.
+pub fn router(endpoints: Endpoints, routes: Routes) -> Router {
+    let mut router = Router::new();
+    if routes != Routes::Metrics {
+        router = router
+            .route("/healthz", get(healthz))
+            .route("/readyz", get(readyz));
+    }
+    if routes != Routes::Probes {
+        router = router.route("/metrics", get(metrics));
+    }
+    router.with_state(endpoints)
+}
+
+/// Binds `address` now (so a taken port fails the start) and serves until `shutdown`.
+///
+/// # Errors
+/// [`HealthError::Bind`] when the address cannot be bound.
+pub async fn serve(
+    address: SocketAddr,
+    router: Router,
+    shutdown: CancellationToken,
+) -> Result<(SocketAddr, JoinHandle<()>), HealthError> {
+    let listener = TcpListener::bind(address)
+        .await
+        .map_err(|source| HealthError::Bind { address, source })?;
+    let bound = listener
+        .local_addr()
+        .map_err(|source| HealthError::Bind { address, source })?;
+    let handle = tokio::spawn(async move {
+        if let Err(err) = axum::serve(listener, router)
+            .with_graceful_shutdown(shutdown.cancelled_owned())
+            .await
+        {
+            tracing::warn!(%err, %bound, "health/metrics server");
+        }
+    });
+    Ok((bound, handle))
+}
+
+async fn healthz() -> &'static str {
+    "ok"
+}
+
+async fn readyz(State(endpoints): State<Endpoints>) -> Response {
+    if endpoints.ready.load(Ordering::Acquire) {
+        (StatusCode::OK, "ok").into_response()
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "caches not synced").into_response()
+    }
+}
+
+async fn metrics(State(endpoints): State<Endpoints>) -> Response {
+    match endpoints.metrics.encode() {
+        Ok(body) => ([(header::CONTENT_TYPE, CONTENT_TYPE)], body).into_response(),
+        Err(err) => (StatusCode::INTERNAL_SERVER_ERROR, err.to_string()).into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    async fn get_text(addr: SocketAddr, path: &str) -> (u16, String) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        stream
+            .write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes())
+            .await
+            .unwrap();
+        let mut text = String::new();
+        stream.read_to_string(&mut text).await.unwrap();
+        let status = text.split_whitespace().nth(1).unwrap().parse().unwrap();
+        (status, text)
+    }
+
+    #[tokio::test]
+    async fn probes_and_metrics() {
+        let endpoints = Endpoints {
+            ready: Arc::default(),
+            metrics: Arc::new(Metrics::new()),
+        };
+        let stop = CancellationToken::new();
+        let (addr, handle) = serve(
+            "127.0.0.1:0".parse().unwrap(),
+            router(endpoints.clone(), Routes::All),
+            stop.clone(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(get_text(addr, "/healthz").await.0, 200);
+        assert_eq!(get_text(addr, "/readyz").await.0, 503);
+        endpoints.ready.store(true, Ordering::Release);
+        assert_eq!(get_text(addr, "/readyz").await.0, 200);
+        let (status, text) = get_text(addr, "/metrics").await;
+        assert_eq!(status, 200);
+        assert!(
+            text.contains(
+                "content-type: application/openmetrics-text; version=1.0.0; charset=utf-8"
+            ),
+            "{text}"
+        );
+        assert!(text.ends_with("# EOF\n"), "{text}");
+        stop.cancel();
+        handle.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn probes_only_listener_has_no_metrics() {
+        let endpoints = Endpoints {
+            ready: Arc::default(),
+            metrics: Arc::new(Metrics::new()),
+        };
+        let stop = CancellationToken::new();
+        let (addr, _handle) = serve(
+            "127.0.0.1:0".parse().unwrap(),
+            router(endpoints, Routes::Probes),
+            stop.clone(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(get_text(addr, "/metrics").await.0, 404);
+        stop.cancel();
+    }
+}

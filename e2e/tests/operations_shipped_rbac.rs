@@ -1,0 +1,375 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! The manager as a process under exactly the RBAC shipped in `manifests/kubernetes/` (its
+//! ServiceAccount's token, nothing else) installs a PlatformOperator from a ConfigMap catalog,
+//! takes the Lease and writes the aggregated ClusterOperator; its `/metrics` parses as
+//! OpenMetrics and the PlatformOperator-state gauges move when the PO becomes Installed.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use k8s_openapi::api::authentication::v1::TokenRequest;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ServiceAccount};
+use kube::Client;
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use kube::discovery::{ApiResource, Scope, pinned_kind};
+use pom_api::openshift::{AGGREGATED_CLUSTER_OPERATOR, ClusterOperator};
+use pom_api::{Catalog, PlatformOperator};
+use pom_e2e::fixtures::{TestBundle, catalog_json};
+use pom_e2e::manager::{eventually, po_condition};
+use pom_e2e::manager_process::{ManagerProcess, free_address, http_get, manager_binary};
+use pom_e2e::{ControlPlane, Workloads, binaries};
+use serde_json::json;
+
+const NAMESPACE: &str = "openshift-platform-operators";
+const SERVICE_ACCOUNT: &str = "platform-operators-manager";
+const WAIT: Duration = Duration::from_secs(120);
+
+/// Applies every object of the shipped plain-Kubernetes install except the Deployment (the
+/// manager runs as a local process instead of a container).
+async fn apply_shipped_manifests(client: &Client) -> Vec<String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../manifests/kubernetes");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    let mut applied = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for doc in text.split("\n---\n").skip(1) {
+            let object: DynamicObject = serde_saphyr::from_str(doc).unwrap();
+            let types = object.types.clone().unwrap();
+            if types.kind == "Deployment" {
+                continue;
+            }
+            let (group, version) = types
+                .api_version
+                .rsplit_once('/')
+                .unwrap_or(("", &types.api_version));
+            let gvk = kube::core::GroupVersionKind::gvk(group, version, &types.kind);
+            let (resource, caps): (ApiResource, _) = pinned_kind(client, &gvk).await.unwrap();
+            let api: Api<DynamicObject> = match (caps.scope, object.metadata.namespace.as_deref()) {
+                (Scope::Namespaced, Some(ns)) => {
+                    Api::namespaced_with(client.clone(), ns, &resource)
+                }
+                _ => Api::all_with(client.clone(), &resource),
+            };
+            let name = object.metadata.name.clone().unwrap();
+            api.patch(
+                &name,
+                &PatchParams::apply("pom-e2e").force(),
+                &Patch::Apply(&object),
+            )
+            .await
+            .unwrap();
+            applied.push(format!("{}/{name}", types.kind));
+        }
+    }
+    applied
+}
+
+/// A kubeconfig for the shipped ServiceAccount (a bound token from the TokenRequest API).
+async fn service_account_kubeconfig(plane: &ControlPlane, client: &Client) -> std::path::PathBuf {
+    let sas: Api<ServiceAccount> = Api::namespaced(client.clone(), NAMESPACE);
+    let request: TokenRequest =
+        serde_json::from_value(json!({"spec": {"audiences": [], "expirationSeconds": 3600}}))
+            .unwrap();
+    let token = sas
+        .create_token_request(SERVICE_ACCOUNT, &PostParams::default(), &request)
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .token;
+    let admin = plane.kubeconfig();
+    let cluster = admin.clusters[0].cluster.clone().unwrap();
+    let yaml = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: pom-e2e\n  cluster:\n    server: {}\n    certificate-authority-data: {}\nusers:\n- name: manager\n  user:\n    token: {token}\ncontexts:\n- name: manager\n  context:\n    cluster: pom-e2e\n    user: manager\ncurrent-context: manager\n",
+        cluster.server.unwrap(),
+        cluster.certificate_authority_data.unwrap(),
+    );
+    let path = plane.dir().join("manager-sa.kubeconfig");
+    std::fs::write(&path, yaml).unwrap();
+    path
+}
+
+/// Checks the OpenMetrics text format (families declared before their samples, sample names
+/// belonging to a declared family, label syntax, numeric values, a single final `# EOF`) and
+/// returns every sample as `name{labels}` → value.
+fn parse_openmetrics(text: &str) -> BTreeMap<String, f64> {
+    let mut families: BTreeMap<String, String> = BTreeMap::new();
+    let mut samples = BTreeMap::new();
+    let lines: Vec<&str> = text.split('\n').collect();
+    assert_eq!(
+        lines.last(),
+        Some(&""),
+        "the exposition must end with a newline"
+    );
+    assert_eq!(
+        lines[lines.len() - 2],
+        "# EOF",
+        "the exposition must end with # EOF"
+    );
+    for line in &lines[..lines.len() - 2] {
+        if let Some(rest) = line.strip_prefix("# ") {
+            let mut parts = rest.splitn(3, ' ');
+            let (keyword, name) = (parts.next().unwrap(), parts.next().unwrap_or_default());
+            assert!(!name.is_empty(), "bad descriptor {line:?}");
+            match keyword {
+                "TYPE" => {
+                    let kind = parts.next().unwrap_or_default();
+                    assert!(
+                        [
+                            "counter",
+                            "gauge",
+                            "histogram",
+                            "summary",
+                            "info",
+                            "stateset",
+                            "gaugehistogram",
+                            "unknown"
+                        ]
+                        .contains(&kind),
+                        "bad type in {line:?}"
+                    );
+                    assert!(
+                        families.insert(name.to_owned(), kind.to_owned()).is_none(),
+                        "family {name} declared twice"
+                    );
+                }
+                "HELP" | "UNIT" => {}
+                other => panic!("unknown descriptor {other} in {line:?}"),
+            }
+            continue;
+        }
+        assert!(!line.is_empty(), "blank line inside the exposition");
+        let (series, value) = line
+            .rsplit_once(' ')
+            .unwrap_or_else(|| panic!("no value in {line:?}"));
+        let value: f64 = match value {
+            "+Inf" => f64::INFINITY,
+            "-Inf" => f64::NEG_INFINITY,
+            v => v
+                .parse()
+                .unwrap_or_else(|_| panic!("bad value in {line:?}")),
+        };
+        let name = series.split('{').next().unwrap();
+        if let Some(labels) = series.strip_prefix(name).filter(|l| !l.is_empty()) {
+            let inner = labels
+                .strip_prefix('{')
+                .and_then(|l| l.strip_suffix('}'))
+                .unwrap_or_else(|| panic!("bad labels in {line:?}"));
+            for pair in inner.split("\",").filter(|p| !p.is_empty()) {
+                let (key, value) = pair
+                    .split_once("=\"")
+                    .unwrap_or_else(|| panic!("bad label {pair:?} in {line:?}"));
+                assert!(
+                    key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
+                    "bad label name in {line:?}"
+                );
+                assert!(!value.contains('\n'));
+            }
+        }
+        let family = [
+            "_total", "_bucket", "_count", "_sum", "_created", "_info", "",
+        ]
+        .iter()
+        .find_map(|suffix| {
+            name.strip_suffix(suffix)
+                .filter(|base| families.contains_key(*base))
+        })
+        .unwrap_or_else(|| panic!("sample {name} belongs to no declared family"));
+        if families[family] == "counter" {
+            assert!(
+                name.ends_with("_total") || name.ends_with("_created"),
+                "counter sample {name} without _total"
+            );
+        }
+        samples.insert(series.to_owned(), value);
+    }
+    samples
+}
+
+async fn scrape(address: std::net::SocketAddr) -> BTreeMap<String, f64> {
+    let (status, head, body) = http_get(address, "/metrics")
+        .await
+        .expect("/metrics unreachable");
+    assert_eq!(status, 200, "{head}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("content-type: application/openmetrics-text; version=1.0.0"),
+        "{head}"
+    );
+    parse_openmetrics(&body)
+}
+
+#[tokio::test]
+async fn manager_under_the_shipped_rbac_installs_and_reports_metrics() {
+    let mut needed = binaries::CONTROL_PLANE.to_vec();
+    needed.extend_from_slice(binaries::WORKLOADS);
+    if binaries::require(&needed).is_none() {
+        return;
+    }
+    let plane = ControlPlane::start(Workloads::Simulated).await.unwrap();
+    let client = plane.client().await.unwrap();
+    let applied = apply_shipped_manifests(&client).await;
+    assert!(
+        applied.contains(&"ClusterRole/platform-operators-manager".to_owned()),
+        "{applied:?}"
+    );
+    let kubeconfig = service_account_kubeconfig(&plane, &client).await;
+
+    // The catalog and the PO are the admin's; everything else is the manager's doing.
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "catalogs"}})).unwrap();
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
+    let bundle = TestBundle::new("alpha", "1.0.0");
+    let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "local"}, "data": {"catalog.json": catalog_json(std::slice::from_ref(&bundle), &[])}})).unwrap();
+    Api::<ConfigMap>::namespaced(client.clone(), "catalogs")
+        .create(&PostParams::default(), &cm)
+        .await
+        .unwrap();
+    let catalog: Catalog = serde_json::from_value(json!({
+        "apiVersion": "platform.openshift.io/v1alpha1", "kind": "Catalog", "metadata": {"name": "local"},
+        "spec": {"source": {"configMap": {"name": "local", "namespace": "catalogs"}}}
+    }))
+    .unwrap();
+    Api::<Catalog>::all(client.clone())
+        .create(&PostParams::default(), &catalog)
+        .await
+        .unwrap();
+
+    let health = free_address().unwrap();
+    let args = vec![
+        "--leader-elect".to_owned(),
+        format!("--health-bind-address={health}"),
+    ];
+    let env = [
+        ("POD_NAMESPACE", NAMESPACE),
+        ("RELEASE_VERSION", "4.99.0-pom-test"),
+    ];
+    let mut manager = ManagerProcess::spawn(
+        &manager_binary(env!("CARGO_BIN_EXE_pom-manager-e2e")),
+        "manager-sa",
+        &kubeconfig,
+        &args,
+        &env,
+        plane.dir(),
+    )
+    .await
+    .unwrap();
+
+    eventually(WAIT, "/readyz", || async {
+        (http_get(health, "/readyz").await?.0 == 200).then_some(())
+    })
+    .await;
+    assert_eq!(http_get(health, "/healthz").await.unwrap().0, 200);
+    let before = eventually(WAIT, "the catalog to serve (metrics)", || async {
+        let samples = scrape(health).await;
+        (samples.get("pom_catalog_serving{catalog=\"local\"}") == Some(&1.0)).then_some(samples)
+    })
+    .await;
+    assert_eq!(
+        before.get("pom_platformoperators{state=\"installed\"}"),
+        Some(&0.0),
+        "{before:#?}"
+    );
+    assert_eq!(before.get("pom_leader"), Some(&1.0), "{before:#?}");
+    assert!(
+        before.contains_key("pom_catalog_last_unpacked_timestamp_seconds{catalog=\"local\"}"),
+        "{before:#?}"
+    );
+
+    let po: PlatformOperator = serde_json::from_value(json!({
+        "apiVersion": "platform.openshift.io/v1alpha1", "kind": "PlatformOperator", "metadata": {"name": "alpha"},
+        "spec": {"package": {"name": "alpha"}}
+    }))
+    .unwrap();
+    Api::<PlatformOperator>::all(client.clone())
+        .create(&PostParams::default(), &po)
+        .await
+        .unwrap();
+    let (_, reason, message) = eventually(
+        WAIT,
+        "alpha Installed=True under the shipped RBAC",
+        || async {
+            po_condition(&client, "alpha", "Installed")
+                .await
+                .filter(|(s, _, _)| s == "True")
+        },
+    )
+    .await;
+    assert_eq!(
+        reason,
+        "InstallSucceeded",
+        "{message}\n{}",
+        manager.log_tail(40)
+    );
+
+    let after = eventually(
+        Duration::from_secs(30),
+        "the installed gauge to move",
+        || async {
+            let samples = scrape(health).await;
+            (samples.get("pom_platformoperators{state=\"installed\"}") == Some(&1.0))
+                .then_some(samples)
+        },
+    )
+    .await;
+    let total: f64 = after
+        .iter()
+        .filter(|(k, _)| k.starts_with("pom_platformoperators{"))
+        .map(|(_, v)| v)
+        .sum();
+    assert_eq!(total, 1.0, "one PO, one state: {after:#?}");
+
+    // The rest of the shipped RBAC at work: the Lease and the aggregated ClusterOperator.
+    let lease = Api::<Lease>::namespaced(client.clone(), NAMESPACE)
+        .get("platform-operators-manager")
+        .await
+        .unwrap();
+    assert_eq!(
+        lease.spec.unwrap().holder_identity.as_deref(),
+        Some("manager-sa")
+    );
+    let co = eventually(WAIT, "the aggregated ClusterOperator status", || async {
+        Api::<ClusterOperator>::all(client.clone())
+            .get_opt(AGGREGATED_CLUSTER_OPERATOR)
+            .await
+            .ok()??
+            .status
+            .filter(|s| !s.versions.is_empty())
+    })
+    .await;
+    assert!(co.conditions.iter().any(|c| c.type_ == "Upgradeable"));
+    // The upgradeable gauge follows what the CVO reads.
+    let want = co
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Upgradeable")
+        .map(|c| if c.status == "True" { 1.0 } else { 0.0 });
+    eventually(
+        Duration::from_secs(30),
+        "pom_upgradeable to follow the ClusterOperator",
+        || async { (scrape(health).await.get("pom_upgradeable").copied() == want).then_some(()) },
+    )
+    .await;
+    let log = manager.log_text();
+    assert!(
+        !log.contains("forbidden"),
+        "the shipped RBAC refused a call:\n{}",
+        manager.log_tail(60)
+    );
+
+    manager.signal("TERM");
+    assert_eq!(
+        manager.wait_exit(Duration::from_secs(30)).await,
+        Some(0),
+        "{}",
+        manager.log_tail(30)
+    );
+}
