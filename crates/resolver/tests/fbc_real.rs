@@ -229,13 +229,17 @@ fn community_catalogs() {
             .file
             .ends_with("rabbitmq-cluster-operator/catalog.yaml")
     );
-    let csv = &bundle
-        .properties
-        .raw
-        .iter()
-        .find(|(kind, _)| kind == "olm.csv.metadata")
-        .unwrap()
-        .1;
+    let csv: serde_json::Value = serde_json::from_str(
+        bundle
+            .properties
+            .raw
+            .iter()
+            .find(|(kind, _)| kind == "olm.csv.metadata")
+            .unwrap()
+            .1
+            .get(),
+    )
+    .unwrap();
     assert_eq!(csv["annotations"]["createdAt"], "2025-06-24T14:07:09");
     assert_eq!(bundle.version, Version::new(2, 13, 0));
     // The first bundles declare `minKubeVersion: 1.19.0`.

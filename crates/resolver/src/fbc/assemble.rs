@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::blob::{
     BlobWire, EntryWire, SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_DEPRECATIONS, SCHEMA_PACKAGE,
 };
-use super::error::FbcError;
+use super::error::{DuplicateDetail, FbcError, InvalidSkipRangeDetail};
 use super::fields::Str;
 use super::model::{Bundle, Catalog, Channel, ChannelEntry, Deprecations, Origin, Package};
 use super::properties;
@@ -77,12 +77,8 @@ fn optional(value: Option<Str<'_>>) -> Option<String> {
 impl Assembler {
     /// Adds a blob of a schema POM interprets (the caller checked `schema`).
     pub(crate) fn add(&mut self, blob: BlobWire<'_>, origin: Origin) -> Result<(), FbcError> {
-        let schema = blob
-            .schema
-            .as_ref()
-            .map(|s| s.as_str().to_owned())
-            .unwrap_or_default();
-        match schema.as_str() {
+        let schema = blob.schema.as_ref().map_or("", |s| s.as_str());
+        match schema {
             SCHEMA_PACKAGE => self.add_package(blob, origin),
             SCHEMA_CHANNEL => self.add_channel(blob, origin),
             SCHEMA_BUNDLE => self.add_bundle(blob, origin),
@@ -239,12 +235,12 @@ impl Assembler {
             };
             let key = (seed.package, seed.channel.name.clone());
             if let Some(first) = channel_origins.get(&key) {
-                return Err(FbcError::DuplicateChannel {
+                return Err(FbcError::DuplicateChannel(Box::new(DuplicateDetail {
                     package: key.0,
-                    channel: key.1,
+                    name: key.1,
                     first: first.clone(),
                     second: seed.origin,
-                });
+                })));
             }
             target
                 .package
@@ -263,12 +259,12 @@ impl Assembler {
             };
             match target.package.bundles.entry(bundle.name.clone()) {
                 Entry::Occupied(first) => {
-                    return Err(FbcError::DuplicateBundle {
+                    return Err(FbcError::DuplicateBundle(Box::new(DuplicateDetail {
                         package: bundle.package,
-                        bundle: bundle.name,
+                        name: bundle.name,
                         first: first.get().origin.clone(),
                         second: bundle.origin,
-                    });
+                    })));
                 }
                 Entry::Vacant(slot) => {
                     slot.insert(bundle);
@@ -330,16 +326,16 @@ fn channel_entry(
     let name = required(wire.name, origin, "olm.channel entry", "name")?;
     let skip_range = match optional(wire.skip_range) {
         None => None,
-        Some(range) => Some(
-            SkipRange::parse(&range).map_err(|e| FbcError::InvalidSkipRange {
+        Some(range) => Some(SkipRange::parse(&range).map_err(|e| {
+            FbcError::InvalidSkipRange(Box::new(InvalidSkipRangeDetail {
                 origin: origin.clone(),
                 package: package.to_owned(),
                 channel: channel.to_owned(),
                 entry: name.clone(),
                 reason: e.reason,
                 range,
-            })?,
-        ),
+            }))
+        })?),
     };
     Ok(ChannelEntry {
         name,

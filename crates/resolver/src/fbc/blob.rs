@@ -4,7 +4,7 @@
 //! blob is decoded in a single pass whatever order its keys come in (`schema` may well be the
 //! last key). Blobs of other schemas are re-read whole as `serde_json::Value` (rare).
 
-use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::fields::{Str, wire_struct};
 
@@ -57,10 +57,11 @@ wire_struct! {
 }
 
 wire_struct! {
-    /// A `{type, value}` property; the value is kept whole (the model keeps every property raw).
+    /// A `{type, value}` property; the value is captured as raw JSON text (the model keeps every
+    /// property raw, and only the few POM reads are decoded, from that text).
     pub(crate) struct PropertyWire<'de> ("property (an object with `type` and `value`)", check_all_keys = false) {
         kind: Str<'de> => "type",
-        value: Value => "value",
+        value: Box<RawValue> => "value",
     }
 }
 

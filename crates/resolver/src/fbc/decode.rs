@@ -42,11 +42,27 @@ pub(crate) fn decode_document(
 
 /// 1-based line number of byte `offset`.
 fn line_of(bytes: &[u8], offset: usize) -> usize {
-    1 + bytes.iter().take(offset).filter(|&&b| b == b'\n').count()
+    1 + count_newlines(bytes.get(..offset).unwrap_or(bytes))
+}
+
+/// Counts `\n` bytes. Every byte of a JSON stream passes through here (blob lines are tracked
+/// for origins), and the plain `filter().count()` compiles to a loop that widens each byte to a
+/// 64-bit lane; summing per-chunk into a `u8` (at most 255 per chunk) lets the compiler use
+/// full-width byte lanes instead, several times faster.
+fn count_newlines(bytes: &[u8]) -> usize {
+    bytes
+        .chunks(255)
+        .map(|chunk| {
+            let in_chunk = chunk
+                .iter()
+                .fold(0u8, |n, &b| n.wrapping_add(u8::from(b == b'\n')));
+            usize::from(in_chunk)
+        })
+        .sum()
 }
 
 /// The text of a serde_json error without its " at line L column C" suffix.
-fn json_reason(error: &serde_json::Error) -> String {
+pub(crate) fn json_reason(error: &serde_json::Error) -> String {
     let text = error.to_string();
     match text.rfind(" at line ") {
         Some(cut) if error.line() > 0 => text[..cut].to_owned(),
@@ -66,7 +82,7 @@ impl Cursor {
     fn advance(&mut self, bytes: &[u8], len: usize) {
         let end = self.pos.saturating_add(len).min(bytes.len());
         let segment = bytes.get(self.pos..end).unwrap_or_default();
-        let newlines = segment.iter().filter(|&&b| b == b'\n').count();
+        let newlines = count_newlines(segment);
         if newlines > 0 {
             self.line += newlines;
             if let Some(last) = segment.iter().rposition(|&b| b == b'\n') {
@@ -369,6 +385,15 @@ fn decode_yaml_stream(label: &str, text: &str, assembler: &mut Assembler) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_newlines_across_chunks() {
+        let mut bytes = vec![b'\n'; 700];
+        bytes.extend_from_slice(b"ab\ncd");
+        assert_eq!(count_newlines(&bytes), 701);
+        assert_eq!(count_newlines(b""), 0);
+        assert_eq!(line_of(&bytes, 3), 4);
+    }
 
     #[test]
     fn splits_documents_and_keeps_lines() {

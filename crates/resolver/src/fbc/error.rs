@@ -93,31 +93,23 @@ pub enum FbcError {
         second: Origin,
     },
 
-    /// Two `olm.channel` blobs with the same (case-sensitive) name in one package.
+    /// Two `olm.channel` blobs with the same (case-sensitive) name in one package (`name` is
+    /// the channel). Boxed to keep parser `Result`s under clippy's `result_large_err` limit.
     #[error(
-        "{}: channel {channel:?} of package {package:?} is declared twice (first at {}); merge \
-         the two olm.channel blobs",
-        at(.second), at(.first)
+        "{}: channel {:?} of package {:?} is declared twice (first at {}); merge the two \
+         olm.channel blobs",
+        at(&.0.second), .0.name, .0.package, at(&.0.first)
     )]
-    DuplicateChannel {
-        package: String,
-        channel: String,
-        first: Origin,
-        second: Origin,
-    },
+    DuplicateChannel(Box<DuplicateDetail>),
 
-    /// Two `olm.bundle` blobs with the same name in one package.
+    /// Two `olm.bundle` blobs with the same name in one package (`name` is the bundle). Boxed
+    /// like [`FbcError::DuplicateChannel`].
     #[error(
-        "{}: bundle {bundle:?} of package {package:?} is declared twice (first at {}); bundle \
-         names must be unique within a package",
-        at(.second), at(.first)
+        "{}: bundle {:?} of package {:?} is declared twice (first at {}); bundle names must be \
+         unique within a package",
+        at(&.0.second), .0.name, .0.package, at(&.0.first)
     )]
-    DuplicateBundle {
-        package: String,
-        bundle: String,
-        first: Origin,
-        second: Origin,
-    },
+    DuplicateBundle(Box<DuplicateDetail>),
 
     /// Two `olm.deprecations` blobs for one package.
     #[error(
@@ -182,20 +174,15 @@ pub enum FbcError {
         cycle: Vec<String>,
     },
 
-    /// A `skipRange` does not parse as a blang/semver range.
+    /// A `skipRange` does not parse as a blang/semver range. Boxed: with the six names it
+    /// carries, the variant alone made every parser `Result` larger than clippy's
+    /// `result_large_err` limit.
     #[error(
-        "{}: channel {channel:?} of package {package:?}, entry {entry:?}: invalid skipRange \
-         {range:?}: {reason}; use blang ranges such as \">=1.2.0 <1.3.0\"",
-        at(.origin)
+        "{}: channel {:?} of package {:?}, entry {:?}: invalid skipRange {:?}: {}; use blang \
+         ranges such as \">=1.2.0 <1.3.0\"",
+        at(&.0.origin), .0.channel, .0.package, .0.entry, .0.range, .0.reason
     )]
-    InvalidSkipRange {
-        origin: Origin,
-        package: String,
-        channel: String,
-        entry: String,
-        range: String,
-        reason: String,
-    },
+    InvalidSkipRange(Box<InvalidSkipRangeDetail>),
 
     /// A bundle has no `olm.package` property (or more than one).
     #[error(
@@ -262,4 +249,26 @@ fn describe_heads(heads: &[String]) -> String {
     } else {
         format!("has {} heads ({})", heads.len(), heads.join(", "))
     }
+}
+
+/// What [`FbcError::DuplicateChannel`] and [`FbcError::DuplicateBundle`] report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DuplicateDetail {
+    pub package: String,
+    /// The channel or bundle declared twice.
+    pub name: String,
+    pub first: Origin,
+    pub second: Origin,
+}
+
+/// What [`FbcError::InvalidSkipRange`] reports: where the range is and why it does not parse.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidSkipRangeDetail {
+    pub origin: Origin,
+    pub package: String,
+    pub channel: String,
+    pub entry: String,
+    /// The `skipRange` text as written.
+    pub range: String,
+    pub reason: String,
 }

@@ -174,7 +174,10 @@ impl<'de> FieldValue<'de> for bool {
     }
 }
 
-impl<'de> FieldValue<'de> for serde_json::Value {
+/// A value kept as its JSON text: from a JSON stream the bytes are copied verbatim (one
+/// allocation, no tree); from YAML the already-built `Value` is printed back compactly. `null`
+/// is kept as the text `null`, so nothing the catalog wrote is lost.
+impl<'de> FieldValue<'de> for Box<serde_json::value::RawValue> {
     fn deserialize_field<D: Deserializer<'de>>(
         deserializer: D,
         _field: &'static str,

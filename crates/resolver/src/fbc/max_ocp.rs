@@ -6,20 +6,24 @@
 //! updates (fail closed). POM keeps invalid values as data rather than refusing the catalog, so
 //! the verdict can name the bundle and the reason.
 
-use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::model::MaxOpenShiftVersion;
 
 /// The text OLM sees for a property value: the raw JSON with surrounding quotes trimmed.
 ///
-/// Numbers come back through `f64` (serde_json without `arbitrary_precision`), so a JSON
-/// number `4.10` reads as `4.1`; a quoted `"4.10"` is exact. Real catalogs quote the value.
-pub(crate) fn raw_text(value: &Value) -> String {
-    match value {
-        Value::String(s) => s.trim_matches('"').to_owned(),
-        Value::Number(n) => n.to_string(),
-        other => other.to_string().trim_matches('"').to_owned(),
+/// A JSON string is unescaped first (then trimmed of quotes it may itself carry). Anything else
+/// is used as written: a JSON number `4.10` stays `4.10`, as in OLM, which reads the raw bytes.
+/// Values from YAML were printed back from a parsed tree, so there a number `4.10` reads `4.1`;
+/// real catalogs quote the value.
+pub(crate) fn raw_text(value: &RawValue) -> String {
+    let text = value.get();
+    if text.starts_with('"')
+        && let Ok(unescaped) = serde_json::from_str::<String>(text)
+    {
+        return unescaped.trim_matches('"').to_owned();
     }
+    text.trim_matches('"').to_owned()
 }
 
 /// Decodes every `olm.maxOpenShiftVersion` value of one bundle (in property order).
@@ -124,9 +128,12 @@ mod tests {
     }
 
     #[test]
-    fn raw_text_trims_quotes_and_prints_numbers() {
-        assert_eq!(raw_text(&serde_json::json!("\"4.9\"")), "4.9");
-        assert_eq!(raw_text(&serde_json::json!(4.9)), "4.9");
-        assert_eq!(raw_text(&serde_json::json!(4)), "4");
+    fn raw_text_trims_quotes_and_keeps_numbers_as_written() {
+        let raw = |text: &str| raw_text(&RawValue::from_string(text.to_owned()).unwrap());
+        assert_eq!(raw(r#""\"4.9\"""#), "4.9");
+        assert_eq!(raw(r#""4.9""#), "4.9");
+        assert_eq!(raw("4.9"), "4.9");
+        assert_eq!(raw("4.10"), "4.10");
+        assert_eq!(raw("4"), "4");
     }
 }

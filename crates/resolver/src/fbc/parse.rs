@@ -11,7 +11,7 @@ use std::path::Path;
 
 use super::assemble::Assembler;
 use super::decode::decode_document;
-pub use super::error::FbcError;
+pub use super::error::{DuplicateDetail, FbcError, InvalidSkipRangeDetail};
 use super::model::Catalog;
 use super::source;
 
@@ -84,6 +84,9 @@ mod tests {
         assert_eq!(props.objects, ["kind: ConfigMap"]);
         assert_eq!(props.raw.len(), 7);
         assert_eq!(props.raw[6].0, "example.com/custom");
+        // JSON values are kept byte for byte, numbers included.
+        assert_eq!(props.raw[1].1.get(), "4.9");
+        assert_eq!(props.raw[6].1.get(), "[1,2]");
         assert_eq!(catalog.others.len(), 1);
         assert_eq!(catalog.others[0]["entries"], "not a list");
     }
@@ -133,10 +136,9 @@ entries:
             &bundle.properties.max_openshift_version,
             Some(MaxOpenShiftVersion::Invalid { raw, .. }) if raw == "4.9.1"
         ));
-        assert_eq!(
-            bundle.properties.raw[2].1["annotations"]["createdAt"],
-            "2021-01-01T00:00:00Z"
-        );
+        let csv: serde_json::Value =
+            serde_json::from_str(bundle.properties.raw[2].1.get()).unwrap();
+        assert_eq!(csv["annotations"]["createdAt"], "2021-01-01T00:00:00Z");
         assert_eq!(
             package.deprecations.package.as_deref(),
             Some("foo is deprecated")

@@ -1,16 +1,17 @@
 //! Bundle properties: the ones POM acts on decoded, every one kept raw.
 //!
-//! Values are decoded from the already-parsed `serde_json::Value` (which the model keeps), with
-//! the same case-insensitive field matching as blobs. Unknown property types are not errors:
-//! operator-registry keeps them too.
+//! Values arrive as raw JSON text (which the model keeps) and the ones POM interprets are
+//! decoded from that text with the same case-insensitive field matching as blobs. Unknown
+//! property types are not errors: operator-registry keeps them too.
 
 use base64::Engine as _;
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::blob::{
     BundleObjectWire, CsvMetadataWire, GvkWire, PackagePropWire, PackageRequiredWire, PropertyWire,
 };
+use super::decode::json_reason;
 use super::error::FbcError;
 use super::max_ocp;
 use super::model::{BundleProperties, Dependency, Gvk, Origin};
@@ -41,6 +42,10 @@ pub(crate) struct DecodedProperties {
 }
 
 /// Decodes the properties of bundle `bundle` (read at `origin`).
+///
+/// Each value arrives as raw JSON text and is moved into `raw` as is; only the property types
+/// POM acts on are decoded, straight from that text into borrowed wire types, so a large
+/// `olm.csv.metadata` costs one copy of its text instead of a tree of small maps.
 pub(crate) fn decode(
     wires: Vec<PropertyWire<'_>>,
     bundle: &str,
@@ -51,7 +56,7 @@ pub(crate) fn decode(
     out.properties.raw.reserve_exact(wires.len());
     for wire in wires {
         let kind = wire.kind.map(|k| k.into_string()).unwrap_or_default();
-        let value = wire.value.unwrap_or(Value::Null);
+        let value = wire.value.unwrap_or_else(|| RawValue::NULL.to_owned());
         let invalid = |reason: String| FbcError::InvalidProperty {
             origin: origin.clone(),
             bundle: bundle.to_owned(),
@@ -61,8 +66,7 @@ pub(crate) fn decode(
         let props = &mut out.properties;
         match kind.as_str() {
             PROP_PACKAGE => {
-                let wire =
-                    PackagePropWire::deserialize(&value).map_err(|e| invalid(e.to_string()))?;
+                let wire: PackagePropWire<'_> = typed(&value).map_err(invalid)?;
                 out.packages.push(PackageProperty {
                     package_name: wire
                         .package_name
@@ -76,8 +80,7 @@ pub(crate) fn decode(
                 .dependencies
                 .push(Dependency::Gvk(gvk(&value).map_err(invalid)?)),
             PROP_PACKAGE_REQUIRED => {
-                let wire =
-                    PackageRequiredWire::deserialize(&value).map_err(|e| invalid(e.to_string()))?;
+                let wire: PackageRequiredWire<'_> = typed(&value).map_err(invalid)?;
                 props.dependencies.push(Dependency::Package {
                     package_name: wire
                         .package_name
@@ -91,11 +94,10 @@ pub(crate) fn decode(
             }
             PROP_CONSTRAINT => props
                 .dependencies
-                .push(Dependency::Constraint(value.clone())),
+                .push(Dependency::Constraint(typed(&value).map_err(invalid)?)),
             PROP_MAX_OCP => max_ocp_raws.push(max_ocp::raw_text(&value)),
             PROP_CSV_METADATA => {
-                let wire =
-                    CsvMetadataWire::deserialize(&value).map_err(|e| invalid(e.to_string()))?;
+                let wire: CsvMetadataWire<'_> = typed(&value).map_err(invalid)?;
                 if let Some(min_kube) = wire.min_kube_version.filter(|s| !s.as_str().is_empty()) {
                     props.min_kube_version = Some(min_kube.into_string());
                 }
@@ -108,11 +110,11 @@ pub(crate) fn decode(
                 );
             }
             PROP_BUNDLE_OBJECT => props.objects.push(bundle_object(&value).map_err(invalid)?),
-            PROP_MEDIA_TYPE => match &value {
-                Value::String(media_type) => props.media_type = Some(media_type.clone()),
-                other => {
+            PROP_MEDIA_TYPE => match serde_json::from_str::<String>(value.get()) {
+                Ok(media_type) => props.media_type = Some(media_type),
+                Err(_) => {
                     return Err(invalid(format!(
-                        "expected a string such as \"registry+v1\", found {other}"
+                        "expected a string such as \"registry+v1\", found {value}"
                     )));
                 }
             },
@@ -124,8 +126,14 @@ pub(crate) fn decode(
     Ok(out)
 }
 
-fn gvk(value: &Value) -> Result<Gvk, String> {
-    let wire = GvkWire::deserialize(value).map_err(|e| e.to_string())?;
+/// Decodes a property value from its raw text. The reason drops serde_json's position, which
+/// counts from the start of the value and would contradict the blob's file line in the message.
+fn typed<'a, T: Deserialize<'a>>(value: &'a RawValue) -> Result<T, String> {
+    serde_json::from_str(value.get()).map_err(|e| json_reason(&e))
+}
+
+fn gvk(value: &RawValue) -> Result<Gvk, String> {
+    let wire: GvkWire<'_> = typed(value)?;
     Ok(Gvk {
         group: wire.group.map(|s| s.into_string()).unwrap_or_default(),
         version: wire.version.map(|s| s.into_string()).unwrap_or_default(),
@@ -135,8 +143,8 @@ fn gvk(value: &Value) -> Result<Gvk, String> {
 
 /// `olm.bundle.object`: `data` is a base64 manifest (Go's `[]byte` JSON form, which tolerates
 /// line breaks). The `ref` form only exists in render templates, before `opm render` inlines it.
-fn bundle_object(value: &Value) -> Result<String, String> {
-    let wire = BundleObjectWire::deserialize(value).map_err(|e| e.to_string())?;
+fn bundle_object(value: &RawValue) -> Result<String, String> {
+    let wire: BundleObjectWire<'_> = typed(value)?;
     let Some(data) = wire.data else {
         return Err(if wire.reference.is_some() {
             "`ref` is a render-template form; render the catalog (opm render) so the manifest is \
@@ -146,13 +154,18 @@ fn bundle_object(value: &Value) -> Result<String, String> {
             "missing field `data` (a base64-encoded manifest)".to_owned()
         });
     };
-    let compact: Vec<u8> = data
-        .as_str()
-        .bytes()
-        .filter(|b| !matches!(b, b'\n' | b'\r'))
-        .collect();
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(&compact)
-        .map_err(|e| format!("field `data` is not valid base64 ({e})"))?;
+    let engine = &base64::engine::general_purpose::STANDARD;
+    let data = data.as_str();
+    // Manifests are large and rarely wrapped: copy out line breaks only when there are some.
+    let decoded = if data.contains(['\n', '\r']) {
+        let compact: Vec<u8> = data
+            .bytes()
+            .filter(|b| !matches!(b, b'\n' | b'\r'))
+            .collect();
+        engine.decode(&compact)
+    } else {
+        engine.decode(data)
+    };
+    let bytes = decoded.map_err(|e| format!("field `data` is not valid base64 ({e})"))?;
     String::from_utf8(bytes).map_err(|_| "field `data` does not decode to UTF-8 text".to_owned())
 }
