@@ -28,7 +28,9 @@ pub struct CertFiles {
 fn ca(common_name: &str) -> Result<CertifiedIssuer<'static, KeyPair>, HarnessError> {
     let mut params = CertificateParams::new(Vec::<String>::new())?;
     params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    params.distinguished_name.push(DnType::CommonName, common_name);
+    params
+        .distinguished_name
+        .push(DnType::CommonName, common_name);
     params.key_usages = vec![
         KeyUsagePurpose::KeyCertSign,
         KeyUsagePurpose::CrlSign,
@@ -49,14 +51,20 @@ pub fn generate(dir: &Path) -> Result<CertFiles, HarnessError> {
         "kubernetes.default.svc".to_owned(),
         "10.0.0.1".to_owned(),
     ])?;
-    params.distinguished_name.push(DnType::CommonName, "kube-apiserver");
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "kube-apiserver");
     params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
     let serving_cert = params.signed_by(&serving_key, &serving_ca)?;
 
     let admin_key = KeyPair::generate()?;
     let mut params = CertificateParams::new(Vec::<String>::new())?;
-    params.distinguished_name.push(DnType::CommonName, "pom-e2e-admin");
-    params.distinguished_name.push(DnType::OrganizationName, "system:masters");
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "pom-e2e-admin");
+    params
+        .distinguished_name
+        .push(DnType::OrganizationName, "system:masters");
     params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
     let admin_cert = params.signed_by(&admin_key, &client_ca)?;
 
@@ -64,7 +72,8 @@ pub fn generate(dir: &Path) -> Result<CertFiles, HarnessError> {
 
     let write = |name: &str, pem: &str| -> Result<PathBuf, HarnessError> {
         let path = dir.join(name);
-        std::fs::write(&path, pem).map_err(HarnessError::io(format!("writing {}", path.display())))?;
+        std::fs::write(&path, pem)
+            .map_err(HarnessError::io(format!("writing {}", path.display())))?;
         Ok(path)
     };
     Ok(CertFiles {

@@ -53,7 +53,9 @@ impl ControlPlane {
         let mut dir = tempfile::Builder::new()
             .prefix("pom-e2e-")
             .tempdir()
-            .map_err(HarnessError::io("creating the control plane's temporary directory"))?;
+            .map_err(HarnessError::io(
+                "creating the control plane's temporary directory",
+            ))?;
         if std::env::var_os("POM_E2E_KEEP").is_some() {
             eprintln!("POM_E2E_KEEP: keeping {}", dir.path().display());
             dir.disable_cleanup(true);
@@ -69,7 +71,8 @@ impl ControlPlane {
         let kubeconfig_path = root.join("kubeconfig");
         let yaml = serde_saphyr::to_string(&kubeconfig)
             .map_err(|e| HarnessError::Other(format!("serialising the kubeconfig: {e}")))?;
-        std::fs::write(&kubeconfig_path, yaml).map_err(HarnessError::io("writing the kubeconfig"))?;
+        std::fs::write(&kubeconfig_path, yaml)
+            .map_err(HarnessError::io("writing the kubeconfig"))?;
 
         let mut plane = Self {
             workload_processes: Vec::new(),
@@ -93,9 +96,10 @@ impl ControlPlane {
     /// # Errors
     /// When the kubeconfig cannot be turned into a client.
     pub async fn client(&self) -> Result<Client, HarnessError> {
-        let config = Config::from_custom_kubeconfig(self.kubeconfig.clone(), &KubeConfigOptions::default())
-            .await
-            .map_err(|e| HarnessError::Other(format!("loading the test kubeconfig: {e}")))?;
+        let config =
+            Config::from_custom_kubeconfig(self.kubeconfig.clone(), &KubeConfigOptions::default())
+                .await
+                .map_err(|e| HarnessError::Other(format!("loading the test kubeconfig: {e}")))?;
         Client::try_from(config).map_err(HarnessError::kube("building a client"))
     }
 
@@ -133,9 +137,7 @@ impl ControlPlane {
         let client = self.client().await?;
         let started = Instant::now();
         loop {
-            if let Ok(resp) = client
-                .request_text(http_request("/readyz")?)
-                .await
+            if let Ok(resp) = client.request_text(http_request("/readyz")?).await
                 && resp == "ok"
             {
                 return Ok(());
@@ -158,16 +160,27 @@ impl ControlPlane {
         let api: Api<CustomResourceDefinition> = Api::all(client);
         for crd in &crds {
             let name = crd.metadata.name.clone().unwrap_or_default();
-            api.patch(&name, &PatchParams::apply("pom-e2e").force(), &Patch::Apply(crd))
-                .await
-                .map_err(HarnessError::kube(format!("applying CRD {name}")))?;
+            api.patch(
+                &name,
+                &PatchParams::apply("pom-e2e").force(),
+                &Patch::Apply(crd),
+            )
+            .await
+            .map_err(HarnessError::kube(format!("applying CRD {name}")))?;
         }
         for crd in &crds {
             let name = crd.metadata.name.clone().unwrap_or_default();
-            tokio::time::timeout(READY_TIMEOUT, await_condition(api.clone(), &name, conditions::is_crd_established()))
-                .await
-                .map_err(|_| HarnessError::Other(format!("CRD {name} not Established within {READY_TIMEOUT:?}")))?
-                .map_err(|e| HarnessError::Other(format!("waiting for CRD {name}: {e}")))?;
+            tokio::time::timeout(
+                READY_TIMEOUT,
+                await_condition(api.clone(), &name, conditions::is_crd_established()),
+            )
+            .await
+            .map_err(|_| {
+                HarnessError::Other(format!(
+                    "CRD {name} not Established within {READY_TIMEOUT:?}"
+                ))
+            })?
+            .map_err(|e| HarnessError::Other(format!("waiting for CRD {name}: {e}")))?;
         }
         Ok(())
     }
@@ -186,7 +199,12 @@ impl ControlPlane {
             "--concurrent-deployment-syncs=10".into(),
             "--concurrent-replicaset-syncs=10".into(),
         ];
-        let kcm = Process::spawn("kube-controller-manager", &bin.join("kube-controller-manager"), &kcm_args, &root)?;
+        let kcm = Process::spawn(
+            "kube-controller-manager",
+            &bin.join("kube-controller-manager"),
+            &kcm_args,
+            &root,
+        )?;
         self.workload_processes.push(kcm);
         let sched_args = vec![
             format!("--kubeconfig={kc}"),
@@ -194,7 +212,12 @@ impl ControlPlane {
             "--bind-address=127.0.0.1".into(),
             format!("--secure-port={}", free_port()?),
         ];
-        let sched = Process::spawn("kube-scheduler", &bin.join("kube-scheduler"), &sched_args, &root)?;
+        let sched = Process::spawn(
+            "kube-scheduler",
+            &bin.join("kube-scheduler"),
+            &sched_args,
+            &root,
+        )?;
         self.workload_processes.push(sched);
         let kwok_args = vec![
             format!("--kubeconfig={kc}"),
@@ -204,7 +227,12 @@ impl ControlPlane {
             "--cidr=10.0.0.1/24".into(),
             "--node-ip=10.0.0.1".into(),
             format!("--server-address=127.0.0.1:{}", free_port()?),
-            format!("--config={}", Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/kwok-stages.yaml").display()),
+            format!(
+                "--config={}",
+                Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("tools/kwok-stages.yaml")
+                    .display()
+            ),
         ];
         let kwok = Process::spawn("kwok", &bin.join("kwok"), &kwok_args, &root)?;
         self.workload_processes.push(kwok);
@@ -251,7 +279,11 @@ impl ControlPlane {
                     .map_err(HarnessError::kube("removing the simulated node's taints"))?;
                 return Ok(());
             }
-            if let Some(p) = self.workload_processes.iter_mut().find_map(|p| if p.has_exited() { Some(p) } else { None }) {
+            if let Some(p) = self
+                .workload_processes
+                .iter_mut()
+                .find_map(|p| if p.has_exited() { Some(p) } else { None })
+            {
                 return Err(HarnessError::NotReady {
                     component: p.name.clone(),
                     seconds: started.elapsed().as_secs(),
@@ -297,7 +329,8 @@ fn external_crds() -> Result<Vec<CustomResourceDefinition>, HarnessError> {
         .iter()
         .map(|file| {
             let path = testdata.join(file);
-            let text = std::fs::read_to_string(&path).map_err(HarnessError::io(format!("reading {}", path.display())))?;
+            let text = std::fs::read_to_string(&path)
+                .map_err(HarnessError::io(format!("reading {}", path.display())))?;
             serde_saphyr::from_str(&text)
                 .map_err(|e| HarnessError::Other(format!("parsing {}: {e}", path.display())))
         })
@@ -358,8 +391,14 @@ async fn start_apiserver(
         "--disable-admission-plugins=ServiceAccount".into(),
         "--authorization-mode=RBAC".into(),
         format!("--service-account-issuer=https://127.0.0.1:{port}/"),
-        format!("--service-account-key-file={}", certs.sa_public_key.display()),
-        format!("--service-account-signing-key-file={}", certs.sa_key.display()),
+        format!(
+            "--service-account-key-file={}",
+            certs.sa_public_key.display()
+        ),
+        format!(
+            "--service-account-signing-key-file={}",
+            certs.sa_key.display()
+        ),
         "--profiling=false".into(),
         "--watch-cache=true".into(),
     ];
@@ -376,5 +415,6 @@ fn kubeconfig(url: &str, certs: &CertFiles) -> Result<Kubeconfig, HarnessError> 
         cert = b64(&certs.admin_cert_pem),
         key = b64(&certs.admin_key_pem),
     );
-    Kubeconfig::from_yaml(&yaml).map_err(|e| HarnessError::Other(format!("building the kubeconfig: {e}")))
+    Kubeconfig::from_yaml(&yaml)
+        .map_err(|e| HarnessError::Other(format!("building the kubeconfig: {e}")))
 }

@@ -280,8 +280,18 @@ async fn refusals_say_why_and_keep_what_runs() {
     configmap_catalog(&client, "local", &catalog_json(&all, &[])).await;
     let before = deployment_image(&client, "delta", &good.deployment_name()).await;
     tokio::time::sleep(Duration::from_secs(5)).await;
-    let installed = Api::<PlatformOperator>::all(client.clone()).get("delta").await.unwrap().status.unwrap().installed_bundle.unwrap();
-    assert_eq!(installed.version, "1.0.0", "steady state must not move when the catalog gains bundles");
+    let installed = Api::<PlatformOperator>::all(client.clone())
+        .get("delta")
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .installed_bundle
+        .unwrap();
+    assert_eq!(
+        installed.version, "1.0.0",
+        "steady state must not move when the catalog gains bundles"
+    );
     Api::<PlatformOperator>::all(client.clone())
         .patch(
             "delta",

@@ -40,13 +40,21 @@ fn chain() -> Vec<TestBundle> {
 async fn publish(client: &Client, bundles: &[TestBundle]) {
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let _ = namespaces
-        .create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "catalogs"}})).unwrap())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "catalogs"}})).unwrap(),
+        )
         .await;
-    let cm: ConfigMap =
-        serde_json::from_value(json!({"metadata": {"name": "seed"}, "data": {"catalog.json": catalog_json(bundles, &[])}}))
-            .unwrap();
+    let cm: ConfigMap = serde_json::from_value(
+        json!({"metadata": {"name": "seed"}, "data": {"catalog.json": catalog_json(bundles, &[])}}),
+    )
+    .unwrap();
     Api::<ConfigMap>::namespaced(client.clone(), "catalogs")
-        .patch("seed", &PatchParams::apply("pom-e2e").force(), &Patch::Apply(&cm))
+        .patch(
+            "seed",
+            &PatchParams::apply("pom-e2e").force(),
+            &Patch::Apply(&cm),
+        )
         .await
         .unwrap();
     let catalog: Catalog = serde_json::from_value(json!({
@@ -55,13 +63,20 @@ async fn publish(client: &Client, bundles: &[TestBundle]) {
     }))
     .unwrap();
     Api::<Catalog>::all(client.clone())
-        .patch("seed", &PatchParams::apply("pom-e2e").force(), &Patch::Apply(&catalog))
+        .patch(
+            "seed",
+            &PatchParams::apply("pom-e2e").force(),
+            &Patch::Apply(&catalog),
+        )
         .await
         .unwrap();
 }
 
 fn now() -> Time {
-    Time(k8s_openapi::jiff::Timestamp::from_second(k8s_openapi::jiff::Timestamp::now().as_second()).unwrap())
+    Time(
+        k8s_openapi::jiff::Timestamp::from_second(k8s_openapi::jiff::Timestamp::now().as_second())
+            .unwrap(),
+    )
 }
 
 /// Writes ClusterVersion `version` the way the CVO does: `history` newest first as
@@ -87,15 +102,27 @@ async fn set_cluster(client: &Client, history: &[(&str, bool)], desired: &str) {
         "conditions": [{"type": "Progressing", "status": if in_flight {"True"} else {"False"}, "lastTransitionTime": now(),
                         "message": format!("Working towards {desired}")}]
     });
-    let patch = json!({"apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion", "status": status});
-    api.patch_status("version", &PatchParams::apply("cvo-simulator").force(), &Patch::Apply(&patch)).await.unwrap();
+    let patch =
+        json!({"apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion", "status": status});
+    api.patch_status(
+        "version",
+        &PatchParams::apply("cvo-simulator").force(),
+        &Patch::Apply(&patch),
+    )
+    .await
+    .unwrap();
 }
 
 /// Plays the operator: writes `Upgradeable` into its OperatorCondition's `spec.conditions`,
 /// as operator-lib does.
 async fn report(client: &Client, csv: &str, upgradeable: bool, message: &str) {
     let api: Api<OperatorCondition> = Api::namespaced(client.clone(), PKG);
-    let mut oc = eventually(WAIT, &format!("OperatorCondition {csv} to exist"), || async { api.get_opt(csv).await.ok()? }).await;
+    let mut oc = eventually(
+        WAIT,
+        &format!("OperatorCondition {csv} to exist"),
+        || async { api.get_opt(csv).await.ok()? },
+    )
+    .await;
     oc.spec.conditions = vec![Condition {
         type_: "Upgradeable".into(),
         status: if upgradeable { "True" } else { "False" }.into(),
@@ -108,17 +135,37 @@ async fn report(client: &Client, csv: &str, upgradeable: bool, message: &str) {
 }
 
 async fn installed_version(client: &Client) -> Option<String> {
-    Api::<PlatformOperator>::all(client.clone()).get(PKG).await.ok()?.status?.installed_bundle.map(|b| b.version)
+    Api::<PlatformOperator>::all(client.clone())
+        .get(PKG)
+        .await
+        .ok()?
+        .status?
+        .installed_bundle
+        .map(|b| b.version)
 }
 
 async fn wait_installed(client: &Client, version: &str) {
-    eventually(WAIT, &format!("{PKG} at {version}"), || async { (installed_version(client).await? == version).then_some(()) }).await;
+    eventually(WAIT, &format!("{PKG} at {version}"), || async {
+        (installed_version(client).await? == version).then_some(())
+    })
+    .await;
 }
 
 async fn co_upgradeable(client: &Client) -> Option<(String, String, String)> {
-    let co = Api::<ClusterOperator>::all(client.clone()).get_opt(AGGREGATED_CLUSTER_OPERATOR).await.ok()??;
-    let c = co.status?.conditions.into_iter().find(|c| c.type_ == "Upgradeable")?;
-    Some((c.status, c.reason.unwrap_or_default(), c.message.unwrap_or_default()))
+    let co = Api::<ClusterOperator>::all(client.clone())
+        .get_opt(AGGREGATED_CLUSTER_OPERATOR)
+        .await
+        .ok()??;
+    let c = co
+        .status?
+        .conditions
+        .into_iter()
+        .find(|c| c.type_ == "Upgradeable")?;
+    Some((
+        c.status,
+        c.reason.unwrap_or_default(),
+        c.message.unwrap_or_default(),
+    ))
 }
 
 /// 7.9.3 installed and settled on a steady 4.16 cluster, then the catalog gains 7.10.x and the
@@ -132,12 +179,20 @@ async fn start_scenario(client: &Client, progress_deadline: &str) -> Manager {
         "spec": {"package": {"name": PKG}, "upgradeGate": "OperatorCondition", "progressDeadline": progress_deadline}
     }))
     .unwrap();
-    Api::<PlatformOperator>::all(client.clone()).create(&PostParams::default(), &po).await.unwrap();
+    Api::<PlatformOperator>::all(client.clone())
+        .create(&PostParams::default(), &po)
+        .await
+        .unwrap();
     let manager = Manager::start(client.clone(), Manager::test_settings(vec![]));
     wait_installed(client, "7.9.3").await;
     report(client, "seedop.v7.9.3", true, "ready").await;
     eventually(WAIT, "7.9.3 settled", || async {
-        let hop = Api::<PlatformOperator>::all(client.clone()).get(PKG).await.ok()?.status?.active_hop?;
+        let hop = Api::<PlatformOperator>::all(client.clone())
+            .get(PKG)
+            .await
+            .ok()?
+            .status?
+            .active_hop?;
         hop.settled.then_some(())
     })
     .await;
@@ -153,18 +208,40 @@ async fn start_scenario(client: &Client, progress_deadline: &str) -> Manager {
 /// be upgraded.
 async fn assert_held_at_7_10_0(client: &Client, hold: Duration) {
     wait_installed(client, "7.10.0").await;
-    let pin = Api::<PlatformOperator>::all(client.clone()).get(PKG).await.unwrap().status.unwrap().pin.unwrap();
-    assert_eq!((pin.range.as_str(), pin.reason.as_str()), (">=7.9.3 <8.0.0-0", "MinorUpgrade"));
+    let pin = Api::<PlatformOperator>::all(client.clone())
+        .get(PKG)
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .pin
+        .unwrap();
+    assert_eq!(
+        (pin.range.as_str(), pin.reason.as_str()),
+        (">=7.9.3 <8.0.0-0", "MinorUpgrade")
+    );
     let deadline = tokio::time::Instant::now() + hold;
     while tokio::time::Instant::now() < deadline {
-        assert_eq!(installed_version(client).await.as_deref(), Some("7.10.0"), "7.10.1 started before 7.10.0 settled");
+        assert_eq!(
+            installed_version(client).await.as_deref(),
+            Some("7.10.0"),
+            "7.10.1 started before 7.10.0 settled"
+        );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    let status = Api::<PlatformOperator>::all(client.clone()).get(PKG).await.unwrap().status.unwrap();
+    let status = Api::<PlatformOperator>::all(client.clone())
+        .get(PKG)
+        .await
+        .unwrap()
+        .status
+        .unwrap();
     assert!(!status.active_hop.as_ref().unwrap().settled);
     assert_eq!(status.desired_bundle.unwrap().version, "7.10.1");
     let (progressing, reason, _) = po_condition(client, PKG, "Progressing").await.unwrap();
-    assert_eq!((progressing.as_str(), reason.as_str()), ("True", "WaitingForOperatorCondition"));
+    assert_eq!(
+        (progressing.as_str(), reason.as_str()),
+        ("True", "WaitingForOperatorCondition")
+    );
 }
 
 #[tokio::test]
@@ -174,7 +251,10 @@ async fn minor_update_waits_for_the_operator_condition_reported_late() {
     let manager = start_scenario(&client, "10m").await;
     // 7.10.0 has created nothing yet: not settled, and the cluster is not upgradeable (seed 000).
     assert_held_at_7_10_0(&client, Duration::from_secs(10)).await;
-    let (status, reason, message) = eventually(WAIT, "CO Upgradeable=False", || async { co_upgradeable(&client).await.filter(|c| c.0 == "False") }).await;
+    let (status, reason, message) = eventually(WAIT, "CO Upgradeable=False", || async {
+        co_upgradeable(&client).await.filter(|c| c.0 == "False")
+    })
+    .await;
     assert_eq!(reason, "MoveNotSettled", "{message}");
     assert!(message.starts_with("seedop: "), "{message}");
     assert_eq!(status, "False");
@@ -182,7 +262,10 @@ async fn minor_update_waits_for_the_operator_condition_reported_late() {
     report(&client, "seedop.v7.10.0", true, "migration done").await;
     wait_installed(&client, "7.10.1").await;
     report(&client, "seedop.v7.10.1", true, "ready").await;
-    eventually(WAIT, "CO Upgradeable=True", || async { co_upgradeable(&client).await.filter(|c| c.0 == "True") }).await;
+    eventually(WAIT, "CO Upgradeable=True", || async {
+        co_upgradeable(&client).await.filter(|c| c.0 == "True")
+    })
+    .await;
     manager.stop().await;
 }
 
@@ -192,10 +275,19 @@ async fn operator_reporting_false_holds_the_next_hop() {
     let client = plane.client().await.unwrap();
     let manager = start_scenario(&client, "10m").await;
     wait_installed(&client, "7.10.0").await;
-    report(&client, "seedop.v7.10.0", false, "database migration running").await;
+    report(
+        &client,
+        "seedop.v7.10.0",
+        false,
+        "database migration running",
+    )
+    .await;
     assert_held_at_7_10_0(&client, Duration::from_secs(8)).await;
     let (_, _, message) = po_condition(&client, PKG, "Upgradeable").await.unwrap();
-    assert!(message.contains("database migration running") || message.contains("not settled"), "{message}");
+    assert!(
+        message.contains("database migration running") || message.contains("not settled"),
+        "{message}"
+    );
     report(&client, "seedop.v7.10.0", true, "migration done").await;
     wait_installed(&client, "7.10.1").await;
     manager.stop().await;
@@ -208,12 +300,18 @@ async fn never_reported_condition_hits_the_progress_deadline() {
     let manager = start_scenario(&client, "15s").await;
     wait_installed(&client, "7.10.0").await;
     let message = eventually(WAIT, "Degraded=True/ProgressDeadlineExceeded", || async {
-        po_condition(&client, PKG, "Degraded").await.filter(|(s, r, _)| s == "True" && r == "ProgressDeadlineExceeded").map(|c| c.2)
+        po_condition(&client, PKG, "Degraded")
+            .await
+            .filter(|(s, r, _)| s == "True" && r == "ProgressDeadlineExceeded")
+            .map(|c| c.2)
     })
     .await;
     assert!(message.contains("seedop.v7.10.0"), "{message}");
     assert_eq!(installed_version(&client).await.as_deref(), Some("7.10.0"));
     let (status, _, _) = co_upgradeable(&client).await.unwrap();
-    assert_eq!(status, "False", "a stuck move keeps the cluster not upgradeable");
+    assert_eq!(
+        status, "False",
+        "a stuck move keeps the cluster not upgradeable"
+    );
     manager.stop().await;
 }

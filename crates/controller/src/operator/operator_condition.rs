@@ -151,7 +151,7 @@ pub async fn ensure(
     };
     let Some(oc) = oc else { return Ok(None) };
     copy_status(&api, &oc).await?;
-    Ok(read(client, namespace, csv).await?)
+    read(client, namespace, csv).await
 }
 
 /// OLM's OperatorCondition controller: `status.conditions` = `spec.conditions`, stamped with

@@ -107,6 +107,9 @@ fn tokio_stream_from_watch(
 }
 
 fn error_policy(po: Arc<PlatformOperator>, err: &Error, ctx: Arc<PoContext>) -> Action {
+    ctx.ctx
+        .metrics
+        .reconcile_failed("platformoperator", err.reason());
     let name = po.name_any();
     let attempt = ctx
         .attempts
@@ -129,6 +132,7 @@ fn error_policy(po: Arc<PlatformOperator>, err: &Error, ctx: Arc<PoContext>) -> 
 }
 
 async fn reconcile(po: Arc<PlatformOperator>, ctx: Arc<PoContext>) -> Result<Action, Error> {
+    let _timer = ctx.ctx.metrics.reconcile_started("platformoperator");
     let api: Api<PlatformOperator> = Api::all(ctx.ctx.client.clone());
     let result = finalizer(&api, labels::FINALIZER, po, |event| async {
         match event {
@@ -315,6 +319,21 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<Action, Error>
                     tracing::info!(po = %name, bundle = %bundle.name, objects = wrote, "applied bundle objects");
                 }
                 max_ocp = max_openshift_version.or(max_ocp);
+                // The pin is stated for the installed version (§4.2): after a move, restate it.
+                let moved = installed_before.as_ref().map(|b| &b.name) != Some(&bundle.name);
+                if let (true, Ok(phase), Ok(version)) =
+                    (moved, &cluster, semver::Version::parse(&bundle.version))
+                {
+                    let steady = parse_range(po.spec.steady_state_version_range.as_deref(), "")
+                        .ok()
+                        .flatten();
+                    let restated =
+                        pom_resolver::pin::pin_for(Some(&version), phase.as_ref(), steady.as_ref());
+                    pin = Some(PinStatus {
+                        range: restated.range,
+                        reason: restated.reason.to_string(),
+                    });
+                }
                 installed_now = Some(bundle);
                 outcome = Outcome::Applied { waiting_for };
             }
@@ -365,7 +384,8 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<Action, Error>
         _ => verdict,
     };
 
-    let deadline = crate::catalog::parse_go_duration(&po.spec.progress_deadline).unwrap_or(Duration::from_secs(600));
+    let deadline = crate::catalog::parse_go_duration(&po.spec.progress_deadline)
+        .unwrap_or(Duration::from_secs(600));
     let new_status_probe = previous.active_hop.clone();
     let deadline_exceeded = new_status_probe
         .as_ref()
