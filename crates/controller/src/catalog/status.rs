@@ -8,6 +8,7 @@ use pom_api::CatalogStatus;
 use pom_api::conditions::{reasons, types};
 
 use super::cache::ServedCatalog;
+use crate::conditions::{Desired, Status, merge};
 
 /// What a reconcile found: served content, or a `Serving=False` reason and message.
 pub(crate) type Outcome<'a> = Result<&'a Arc<ServedCatalog>, (&'a str, String)>;
@@ -32,29 +33,35 @@ pub(crate) fn desired(
             }
             status.resolved_source = Some(served.resolved_source.clone());
             status.packages = Some(i64::try_from(packages).unwrap_or(i64::MAX));
-            Condition {
-                type_: types::SERVING.to_owned(),
-                status: "True".to_owned(),
-                reason: reasons::UNPACKED.to_owned(),
-                message: format!(
+            Desired::new(
+                types::SERVING,
+                Status::True,
+                reasons::UNPACKED,
+                format!(
                     "serving {packages} package{} from {}",
                     if packages == 1 { "" } else { "s" },
                     served.resolved_source
                 ),
-                observed_generation: generation,
-                last_transition_time: Time(seconds(now)),
-            }
+            )
         }
-        Err((reason, message)) => Condition {
-            type_: types::SERVING.to_owned(),
-            status: "False".to_owned(),
-            reason: (*reason).to_owned(),
-            message: message.clone(),
-            observed_generation: generation,
-            last_transition_time: Time(seconds(now)),
-        },
+        Err((reason, message)) => {
+            Desired::new(types::SERVING, Status::False, *reason, message.clone())
+        }
     };
-    set_condition(&mut status.conditions, condition);
+    // Conditions of other writers are not ours to apply (see `owned`); keep them as they are.
+    let mut conditions: Vec<Condition> = old
+        .conditions
+        .iter()
+        .filter(|c| c.type_ != types::SERVING)
+        .cloned()
+        .collect();
+    conditions.extend(merge(
+        &old.conditions,
+        &[condition],
+        generation,
+        &Time(seconds(now)),
+    ));
+    status.conditions = conditions;
     status
 }
 
@@ -75,20 +82,6 @@ pub(crate) fn owned(status: &CatalogStatus) -> CatalogStatus {
 /// The `Serving` condition of a status.
 pub(crate) fn serving(status: &CatalogStatus) -> Option<&Condition> {
     status.conditions.iter().find(|c| c.type_ == types::SERVING)
-}
-
-/// Replaces the condition of the same type, keeping its `lastTransitionTime` unless the status
-/// flips (the metav1.Condition contract clients rely on to tell how long a state has held).
-fn set_condition(conditions: &mut Vec<Condition>, mut new: Condition) {
-    match conditions.iter_mut().find(|c| c.type_ == new.type_) {
-        Some(old) => {
-            if old.status == new.status {
-                new.last_transition_time = old.last_transition_time.clone();
-            }
-            *old = new;
-        }
-        None => conditions.push(new),
-    }
 }
 
 /// API servers store times with second precision; writing more would never compare equal.
