@@ -218,7 +218,7 @@ async fn assert_held_at_7_10_0(client: &Client, hold: Duration) {
         .unwrap();
     assert_eq!(
         (pin.range.as_str(), pin.reason.as_str()),
-        (">=7.9.3 <8.0.0-0", "MinorUpgrade")
+        (">=7.10.0 <8.0.0-0", "MinorUpgrade")
     );
     let deadline = tokio::time::Instant::now() + hold;
     while tokio::time::Instant::now() < deadline {

@@ -25,13 +25,42 @@ use crate::conditions::{self, Desired, Status, merge_cluster_operator};
 use crate::context::{CLUSTER_OPERATOR_FIELD_MANAGER, Context};
 use crate::error::Error;
 
-/// Computes the ClusterOperator status from every PlatformOperator.
+/// What the writer knows of the cluster's update phase, to tell whether a PO's pin was
+/// computed for the phase the cluster is in now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClusterPhaseView {
+    /// The ClusterVersion could not be read or judged: never report a new version.
+    Unknown,
+    /// Plain Kubernetes: no ClusterVersion.
+    Absent,
+    Known(pom_resolver::cluster::PhaseKind),
+}
+
+impl ClusterPhaseView {
+    /// Whether a PO whose `status.pin.reason` is `reason` was evaluated for this phase.
+    fn matches(self, reason: &str) -> bool {
+        use pom_resolver::cluster::PhaseKind;
+        match self {
+            Self::Unknown => false,
+            Self::Absent => true,
+            Self::Known(PhaseKind::Steady) => reason == "Steady" || reason == "Override",
+            Self::Known(PhaseKind::PatchUpgrade) => reason == "PatchUpgrade",
+            Self::Known(PhaseKind::MinorUpgrade) => reason == "MinorUpgrade",
+            Self::Known(PhaseKind::Rollback) => reason == "Rollback",
+        }
+    }
+}
+
+/// Computes the ClusterOperator status from every PlatformOperator. `versions[operator]`
+/// reaches `release_version` only once every PO has settled at its pin for the cluster's
+/// current phase, with no further hop pending.
 #[must_use]
 pub fn compute(
     pos: &[Arc<PlatformOperator>],
     previous: &ClusterOperatorStatus,
     release_version: &str,
     manager_namespace: &str,
+    cluster: ClusterPhaseView,
     now: &Time,
 ) -> ClusterOperatorStatus {
     let mut pos: Vec<&PlatformOperator> = pos.iter().map(AsRef::as_ref).collect();
@@ -85,7 +114,8 @@ pub fn compute(
         let settled = status.active_hop.as_ref().is_some_and(|h| h.settled)
             && status.desired_bundle.is_none();
         let failed_without_install = status.installed_bundle.is_none();
-        all_at_pin &= current && (settled || failed_without_install);
+        let pin_for_phase = status.pin.as_ref().is_some_and(|p| cluster.matches(&p.reason));
+        all_at_pin &= current && ((settled && pin_for_phase) || failed_without_install);
     }
 
     let mut desired = Vec::new();
@@ -267,11 +297,17 @@ pub async fn sync(ctx: &Context, pos: &[Arc<PlatformOperator>]) -> Result<(), Er
         }
     };
     let previous = existing.status.clone().unwrap_or_default();
+    let cluster = match crate::operator::snapshot::cluster(&ctx.client).await {
+        Ok(Ok(Some(phase))) => ClusterPhaseView::Known(phase.kind),
+        Ok(Ok(None)) => ClusterPhaseView::Absent,
+        Ok(Err(_)) | Err(_) => ClusterPhaseView::Unknown,
+    };
     let status = compute(
         pos,
         &previous,
         &ctx.settings.release_version,
         &ctx.settings.manager_namespace,
+        cluster,
         &conditions::now(),
     );
     if status == previous {

@@ -334,6 +334,15 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<Action, Error>
                         reason: restated.reason.to_string(),
                     });
                 }
+                // Once this move has settled, say whether another hop follows (so nobody,
+                // the ClusterOperator included, mistakes a settled hop for the end of the way).
+                if waiting_for.is_none()
+                    && desired_bundle.is_none()
+                    && let Ok(phase) = &cluster
+                {
+                    desired_bundle =
+                        next_move(po, catalogs, &bundle, phase.as_ref(), kube_version.as_ref());
+                }
                 installed_now = Some(bundle);
                 outcome = Outcome::Applied { waiting_for };
             }
@@ -409,6 +418,7 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<Action, Error>
         deadline_exceeded,
     });
     let settled = new_status.active_hop.as_ref().is_none_or(|h| h.settled);
+    let pending = new_status.desired_bundle.is_some();
     let failed = conditions::find(&new_status.conditions, types::DEGRADED)
         .is_some_and(|c| c.status == "True");
     write_status(po, pctx, &previous, new_status).await?;
@@ -418,10 +428,42 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<Action, Error>
     if failed {
         return Ok(Action::requeue(Duration::from_secs(15)));
     }
-    if !settled || resolution.as_ref().is_some_and(|(r, _)| !r.stays) {
+    if !settled || pending || resolution.as_ref().is_some_and(|(r, _)| !r.stays) {
         return Ok(Action::requeue(Duration::from_secs(3)));
     }
     Ok(Action::requeue(ctx.settings.resync_interval))
+}
+
+/// The bundle the PO would move to next from `installed`, if any (pure resolution).
+fn next_move(
+    po: &PlatformOperator,
+    catalogs: &[(String, i32, Arc<pom_resolver::fbc::Catalog>)],
+    installed: &pom_api::platform_operator::InstalledBundle,
+    phase: Option<&pom_resolver::cluster::ClusterPhase>,
+    kube_version: Option<&semver::Version>,
+) -> Option<BundleRef> {
+    let inputs: Vec<select::CatalogInput<'_>> = catalogs
+        .iter()
+        .map(|(n, p, c)| (n.as_str(), *p, c.as_ref()))
+        .collect();
+    let request = ResolveRequest {
+        catalogs: &inputs,
+        package: &po.spec.package.name,
+        channel: po.spec.package.channel.as_deref(),
+        installed: Some(select::InstalledBundle {
+            name: installed.name.clone(),
+            version: semver::Version::parse(&installed.version).ok()?,
+        }),
+        version_range: parse_range(po.spec.package.version_range.as_deref(), "").ok()?,
+        steady_state_range: parse_range(po.spec.steady_state_version_range.as_deref(), "").ok()?,
+        cluster: phase.cloned(),
+        kube_version: kube_version.cloned(),
+    };
+    let next = select::resolve(&request).ok().filter(|r| !r.stays)?;
+    Some(BundleRef {
+        name: next.bundle.name,
+        version: next.bundle.version.to_string(),
+    })
 }
 
 /// Remembers on the PO that its operator reports OperatorConditions (`upgradeGate: Auto`).
