@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod cmd;
+mod live;
 
 #[derive(Parser)]
 #[command(name = "pomctl", version, about = "Platform Operators Manager CLI")]
@@ -22,6 +23,11 @@ enum Command {
     Resolve(cmd::resolve::Args),
     /// Print the objects POM would apply for a bundle directory, as YAML.
     Render(cmd::render::Args),
+    /// Live: what a cluster update to VERSION would do to every PlatformOperator, and whether
+    /// Upgradeable would block it (exit 1 when blocked).
+    Plan(cmd::plan::Args),
+    /// Live: every PlatformOperator and the aggregated ClusterOperator.
+    Status(cmd::status::Args),
 }
 
 fn main() -> ExitCode {
@@ -29,6 +35,8 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Resolve(args) => cmd::resolve::run(&args),
         Command::Render(args) => cmd::render::run(&args),
+        Command::Plan(args) => cmd::plan::run(&args),
+        Command::Status(args) => cmd::status::run(&args),
     };
     match outcome {
         Ok(code) => code,

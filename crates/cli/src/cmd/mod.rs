@@ -1,4 +1,6 @@
 //! One module per `pomctl` subcommand.
 
+pub mod plan;
 pub mod render;
 pub mod resolve;
+pub mod status;
