@@ -19,6 +19,7 @@ pub mod demo;
 mod error;
 pub mod fixtures;
 pub mod manager;
+pub mod pomctl;
 pub mod manager_process;
 pub mod oci_publish;
 mod process;

@@ -1,0 +1,125 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! `maxOpenShiftVersion` against the simulated CVO (§8.3, contracts §3.2): a bundle whose
+//! maximum is below the next minor blocks the minor update (the message names the bundle that
+//! lifts the block and how to move to it) but not a patch update; `pomctl plan --to` predicts
+//! exactly what the patch update then does; after the admin moves the PO the minor update is
+//! accepted.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use kube::Client;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use pom_api::openshift::{AGGREGATED_CLUSTER_OPERATOR, ClusterOperator};
+use pom_api::{Catalog, PlatformOperator};
+use pom_e2e::cvo::{Cvo, UpdateKind};
+use pom_e2e::fixtures::{TestBundle, catalog_json};
+use pom_e2e::manager::{Manager, eventually, po_condition};
+use pom_e2e::{ControlPlane, Workloads, binaries, pomctl};
+use serde_json::{Value, json};
+
+const WAIT: Duration = Duration::from_secs(120);
+const PKG: &str = "compat";
+
+async fn publish(client: &Client, bundles: &[TestBundle]) {
+    let _ = Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "catalogs"}})).unwrap())
+        .await;
+    let cm: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"name": "compat"}, "data": {"catalog.json": catalog_json(bundles, &[])}}))
+            .unwrap();
+    Api::<ConfigMap>::namespaced(client.clone(), "catalogs")
+        .patch("compat", &PatchParams::apply("pom-e2e").force(), &Patch::Apply(&cm))
+        .await
+        .unwrap();
+    let catalog: Catalog = serde_json::from_value(json!({
+        "apiVersion": "platform.openshift.io/v1alpha1", "kind": "Catalog", "metadata": {"name": "compat"},
+        "spec": {"source": {"configMap": {"name": "compat", "namespace": "catalogs"}}}
+    }))
+    .unwrap();
+    Api::<Catalog>::all(client.clone()).patch("compat", &PatchParams::apply("pom-e2e").force(), &Patch::Apply(&catalog)).await.unwrap();
+}
+
+async fn settled_at(client: &Client, version: &str) {
+    eventually(WAIT, &format!("{PKG} settled at {version}"), || async {
+        let status = Api::<PlatformOperator>::all(client.clone()).get(PKG).await.ok()?.status?;
+        let at = status.installed_bundle?.version == version;
+        (at && status.active_hop?.settled && status.desired_bundle.is_none()).then_some(())
+    })
+    .await;
+}
+
+async fn co_upgradeable(client: &Client) -> Option<(String, String)> {
+    let co = Api::<ClusterOperator>::all(client.clone()).get_opt(AGGREGATED_CLUSTER_OPERATOR).await.ok()??;
+    let c = co.status?.conditions.into_iter().find(|c| c.type_ == "Upgradeable")?;
+    Some((c.status, c.message.unwrap_or_default()))
+}
+
+#[tokio::test]
+async fn max_openshift_version_blocks_minor_not_patch_and_plan_predicts_the_patch() {
+    let mut needed = binaries::CONTROL_PLANE.to_vec();
+    needed.extend_from_slice(binaries::WORKLOADS);
+    if binaries::require(&needed).is_none() {
+        return;
+    }
+    let plane = ControlPlane::start(Workloads::Simulated).await.unwrap();
+    let client = plane.client().await.unwrap();
+    // No payload ClusterOperators: this test is about Upgradeable, not about holding updates.
+    let cvo = Cvo::install(client.clone(), "4.16.3", &[]).await.unwrap();
+    let v100 = TestBundle::new(PKG, "1.0.0").max_ocp("4.16");
+    let v101 = TestBundle::new(PKG, "1.0.1").replaces("1.0.0").max_ocp("4.16");
+    let v110 = TestBundle::new(PKG, "1.1.0").replaces("1.0.1").max_ocp("4.18");
+    publish(&client, std::slice::from_ref(&v100)).await;
+    let po: PlatformOperator = serde_json::from_value(json!({
+        "apiVersion": "platform.openshift.io/v1alpha1", "kind": "PlatformOperator", "metadata": {"name": PKG},
+        "spec": {"package": {"name": PKG}}
+    }))
+    .unwrap();
+    Api::<PlatformOperator>::all(client.clone()).create(&PostParams::default(), &po).await.unwrap();
+    let manager = Manager::start(client.clone(), Manager::test_settings(vec![]));
+    settled_at(&client, "1.0.0").await;
+    publish(&client, &[v100, v101, v110]).await;
+
+    // 1.0.0 supports up to 4.16: the next minor (4.17) is blocked, with the way out named.
+    // (Before the catalog gained 1.1.0 the message said no bundle lifts the block; wait for
+    // the PO to be judged against the new catalog content.)
+    let message = eventually(WAIT, "Upgradeable=False/IncompatibleOperatorsInstalled naming 1.1.0", || async {
+        po_condition(&client, PKG, "Upgradeable")
+            .await
+            .filter(|(s, r, m)| s == "False" && r == "IncompatibleOperatorsInstalled" && m.contains("compat.v1.1.0"))
+            .map(|c| c.2)
+    })
+    .await;
+    assert!(message.contains("compat.v1.1.0"), "the message must name the bundle that lifts the block: {message}");
+    assert!(message.contains("steadyStateVersionRange"), "the message must say how to move: {message}");
+    let (co_status, co_message) = eventually(WAIT, "CO Upgradeable=False", || async { co_upgradeable(&client).await.filter(|c| c.0 == "False") }).await;
+    assert_eq!(co_status, "False");
+    assert!(co_message.contains("compat"), "{co_message}");
+
+    let refused = cvo.start_update("4.17.0").await.expect_err("the CVO must refuse the minor update");
+    assert!(refused.to_string().contains("compat"), "{refused}");
+
+    // A patch update is not blocked; pomctl plan predicts what it does.
+    let plan = pomctl::run(plane.kubeconfig_path(), &["plan", "--to", "4.16.4", "-o", "json"]).await;
+    assert_eq!(plan.status.code(), Some(0), "{}", String::from_utf8_lossy(&plan.stderr));
+    let plan: Value = serde_json::from_slice(&plan.stdout).unwrap();
+    let predicted = plan["platformOperators"].as_array().unwrap().iter().find(|p| p["name"] == PKG).unwrap().clone();
+    assert_eq!(cvo.start_update("4.16.4").await.unwrap(), UpdateKind::Patch);
+    let predicted_version = predicted["bundle"]["version"].as_str().unwrap().to_owned();
+    settled_at(&client, &predicted_version).await;
+    let status = Api::<PlatformOperator>::all(client.clone()).get(PKG).await.unwrap().status.unwrap();
+    assert_eq!(predicted_version, "1.0.1", "within the minor only: {predicted:#}");
+    assert_eq!(status.installed_bundle.unwrap().name, "compat.v1.0.1");
+    assert_eq!(predicted["pin"]["reason"], "PatchUpgrade");
+    cvo.wait_completed(WAIT).await.unwrap();
+
+    // The admin moves by hand as the message says; the minor update is then accepted.
+    Api::<PlatformOperator>::all(client.clone())
+        .patch(PKG, &PatchParams::default(), &Patch::Merge(json!({"spec": {"steadyStateVersionRange": "=1.1.0"}})))
+        .await
+        .unwrap();
+    settled_at(&client, "1.1.0").await;
+    eventually(WAIT, "CO Upgradeable=True", || async { co_upgradeable(&client).await.filter(|c| c.0 == "True") }).await;
+    assert_eq!(cvo.start_update("4.17.0").await.unwrap(), UpdateKind::Minor);
+    manager.stop().await;
+}
