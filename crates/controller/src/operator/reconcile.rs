@@ -203,6 +203,17 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<Action, Error>
         .and_then(|b| semver::Version::parse(&b.version).ok());
     let cluster = snapshot::cluster(&ctx.client).await?;
     let kube_version = kube_version(&ctx.client).await;
+    // Right after a (re)start the catalog cache is still filling: judging now would report a
+    // running operator as failed (and the ClusterOperator as Degraded mid-update). Wait.
+    if snapshot::catalogs_loading(
+        &ctx.client,
+        &ctx.catalogs,
+        po.spec.package.catalog.as_deref(),
+    )
+    .await?
+    {
+        return Ok(Action::requeue(Duration::from_secs(2)));
+    }
 
     // Resolve (pure).
     let mut failure: Option<(&'static str, String)> = None;

@@ -48,6 +48,35 @@ pub async fn cluster(client: &kube::Client) -> Result<Result<Option<ClusterPhase
         .map_err(|e| e.to_string()))
 }
 
+/// Whether a Catalog the PO may resolve from exists but has not been processed by this
+/// manager yet (cache warming up after a start). Only lists Catalogs when the cache lacks the
+/// relevant entries, so a warm manager pays nothing.
+pub async fn catalogs_loading(
+    client: &kube::Client,
+    cache: &CatalogCache,
+    named: Option<&str>,
+) -> Result<bool, Error> {
+    let known = |name: &str| cache.get(name).is_some();
+    if let Some(name) = named
+        && known(name)
+    {
+        return Ok(false);
+    }
+    if named.is_none() && !cache.snapshot().is_empty() {
+        // Some catalogs are known; a missing one shows up as soon as it is processed.
+        return Ok(false);
+    }
+    let api: Api<pom_api::Catalog> = Api::all(client.clone());
+    let catalogs = api
+        .list_metadata(&kube::api::ListParams::default())
+        .await
+        .map_err(Error::kube("listing Catalogs"))?;
+    Ok(catalogs.items.iter().any(|c| {
+        let name = c.metadata.name.as_deref().unwrap_or_default();
+        named.is_none_or(|n| n == name) && !known(name)
+    }))
+}
+
 /// The catalogs a PO resolves from: the one it names, or all; serving content only, falling
 /// back to the last good content of an unavailable catalog. The error says why none is usable.
 pub fn catalogs(
