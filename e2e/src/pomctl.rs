@@ -16,12 +16,22 @@ pub fn path() -> PathBuf {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
         let out = std::process::Command::new(cargo)
-            .args(["build", "-p", "pomctl", "--bin", "pomctl", "--message-format=json"])
+            .args([
+                "build",
+                "-p",
+                "pomctl",
+                "--bin",
+                "pomctl",
+                "--message-format=json",
+            ])
             .current_dir(&root)
             .output();
         let out = match out {
             Ok(out) if out.status.success() => out,
-            Ok(out) => panic!("building pomctl failed:\n{}", String::from_utf8_lossy(&out.stderr)),
+            Ok(out) => panic!(
+                "building pomctl failed:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            ),
             Err(err) => panic!("running cargo to build pomctl: {err}"),
         };
         String::from_utf8_lossy(&out.stdout)
@@ -39,7 +49,12 @@ pub fn path() -> PathBuf {
 /// # Panics
 /// When the binary cannot be started.
 pub async fn run(kubeconfig: &Path, args: &[&str]) -> Output {
-    match tokio::process::Command::new(path()).args(args).env("KUBECONFIG", kubeconfig).output().await {
+    match tokio::process::Command::new(path())
+        .args(args)
+        .env("KUBECONFIG", kubeconfig)
+        .output()
+        .await
+    {
         Ok(out) => out,
         Err(err) => panic!("running pomctl: {err}"),
     }

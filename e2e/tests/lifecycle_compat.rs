@@ -23,13 +23,20 @@ const PKG: &str = "compat";
 
 async fn publish(client: &Client, bundles: &[TestBundle]) {
     let _ = Api::<Namespace>::all(client.clone())
-        .create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "catalogs"}})).unwrap())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "catalogs"}})).unwrap(),
+        )
         .await;
     let cm: ConfigMap =
         serde_json::from_value(json!({"metadata": {"name": "compat"}, "data": {"catalog.json": catalog_json(bundles, &[])}}))
             .unwrap();
     Api::<ConfigMap>::namespaced(client.clone(), "catalogs")
-        .patch("compat", &PatchParams::apply("pom-e2e").force(), &Patch::Apply(&cm))
+        .patch(
+            "compat",
+            &PatchParams::apply("pom-e2e").force(),
+            &Patch::Apply(&cm),
+        )
         .await
         .unwrap();
     let catalog: Catalog = serde_json::from_value(json!({
@@ -37,12 +44,23 @@ async fn publish(client: &Client, bundles: &[TestBundle]) {
         "spec": {"source": {"configMap": {"name": "compat", "namespace": "catalogs"}}}
     }))
     .unwrap();
-    Api::<Catalog>::all(client.clone()).patch("compat", &PatchParams::apply("pom-e2e").force(), &Patch::Apply(&catalog)).await.unwrap();
+    Api::<Catalog>::all(client.clone())
+        .patch(
+            "compat",
+            &PatchParams::apply("pom-e2e").force(),
+            &Patch::Apply(&catalog),
+        )
+        .await
+        .unwrap();
 }
 
 async fn settled_at(client: &Client, version: &str) {
     eventually(WAIT, &format!("{PKG} settled at {version}"), || async {
-        let status = Api::<PlatformOperator>::all(client.clone()).get(PKG).await.ok()?.status?;
+        let status = Api::<PlatformOperator>::all(client.clone())
+            .get(PKG)
+            .await
+            .ok()?
+            .status?;
         let at = status.installed_bundle?.version == version;
         (at && status.active_hop?.settled && status.desired_bundle.is_none()).then_some(())
     })
@@ -50,8 +68,15 @@ async fn settled_at(client: &Client, version: &str) {
 }
 
 async fn co_upgradeable(client: &Client) -> Option<(String, String)> {
-    let co = Api::<ClusterOperator>::all(client.clone()).get_opt(AGGREGATED_CLUSTER_OPERATOR).await.ok()??;
-    let c = co.status?.conditions.into_iter().find(|c| c.type_ == "Upgradeable")?;
+    let co = Api::<ClusterOperator>::all(client.clone())
+        .get_opt(AGGREGATED_CLUSTER_OPERATOR)
+        .await
+        .ok()??;
+    let c = co
+        .status?
+        .conditions
+        .into_iter()
+        .find(|c| c.type_ == "Upgradeable")?;
     Some((c.status, c.message.unwrap_or_default()))
 }
 
@@ -67,15 +92,22 @@ async fn max_openshift_version_blocks_minor_not_patch_and_plan_predicts_the_patc
     // No payload ClusterOperators: this test is about Upgradeable, not about holding updates.
     let cvo = Cvo::install(client.clone(), "4.16.3", &[]).await.unwrap();
     let v100 = TestBundle::new(PKG, "1.0.0").max_ocp("4.16");
-    let v101 = TestBundle::new(PKG, "1.0.1").replaces("1.0.0").max_ocp("4.16");
-    let v110 = TestBundle::new(PKG, "1.1.0").replaces("1.0.1").max_ocp("4.18");
+    let v101 = TestBundle::new(PKG, "1.0.1")
+        .replaces("1.0.0")
+        .max_ocp("4.16");
+    let v110 = TestBundle::new(PKG, "1.1.0")
+        .replaces("1.0.1")
+        .max_ocp("4.18");
     publish(&client, std::slice::from_ref(&v100)).await;
     let po: PlatformOperator = serde_json::from_value(json!({
         "apiVersion": "platform.openshift.io/v1alpha1", "kind": "PlatformOperator", "metadata": {"name": PKG},
         "spec": {"package": {"name": PKG}}
     }))
     .unwrap();
-    Api::<PlatformOperator>::all(client.clone()).create(&PostParams::default(), &po).await.unwrap();
+    Api::<PlatformOperator>::all(client.clone())
+        .create(&PostParams::default(), &po)
+        .await
+        .unwrap();
     let manager = Manager::start(client.clone(), Manager::test_settings(vec![]));
     settled_at(&client, "1.0.0").await;
     publish(&client, &[v100, v101, v110]).await;
@@ -83,43 +115,93 @@ async fn max_openshift_version_blocks_minor_not_patch_and_plan_predicts_the_patc
     // 1.0.0 supports up to 4.16: the next minor (4.17) is blocked, with the way out named.
     // (Before the catalog gained 1.1.0 the message said no bundle lifts the block; wait for
     // the PO to be judged against the new catalog content.)
-    let message = eventually(WAIT, "Upgradeable=False/IncompatibleOperatorsInstalled naming 1.1.0", || async {
-        po_condition(&client, PKG, "Upgradeable")
-            .await
-            .filter(|(s, r, m)| s == "False" && r == "IncompatibleOperatorsInstalled" && m.contains("compat.v1.1.0"))
-            .map(|c| c.2)
+    let message = eventually(
+        WAIT,
+        "Upgradeable=False/IncompatibleOperatorsInstalled naming 1.1.0",
+        || async {
+            po_condition(&client, PKG, "Upgradeable")
+                .await
+                .filter(|(s, r, m)| {
+                    s == "False"
+                        && r == "IncompatibleOperatorsInstalled"
+                        && m.contains("compat.v1.1.0")
+                })
+                .map(|c| c.2)
+        },
+    )
+    .await;
+    assert!(
+        message.contains("compat.v1.1.0"),
+        "the message must name the bundle that lifts the block: {message}"
+    );
+    assert!(
+        message.contains("steadyStateVersionRange"),
+        "the message must say how to move: {message}"
+    );
+    let (co_status, co_message) = eventually(WAIT, "CO Upgradeable=False", || async {
+        co_upgradeable(&client).await.filter(|c| c.0 == "False")
     })
     .await;
-    assert!(message.contains("compat.v1.1.0"), "the message must name the bundle that lifts the block: {message}");
-    assert!(message.contains("steadyStateVersionRange"), "the message must say how to move: {message}");
-    let (co_status, co_message) = eventually(WAIT, "CO Upgradeable=False", || async { co_upgradeable(&client).await.filter(|c| c.0 == "False") }).await;
     assert_eq!(co_status, "False");
     assert!(co_message.contains("compat"), "{co_message}");
 
-    let refused = cvo.start_update("4.17.0").await.expect_err("the CVO must refuse the minor update");
+    let refused = cvo
+        .start_update("4.17.0")
+        .await
+        .expect_err("the CVO must refuse the minor update");
     assert!(refused.to_string().contains("compat"), "{refused}");
 
     // A patch update is not blocked; pomctl plan predicts what it does.
-    let plan = pomctl::run(plane.kubeconfig_path(), &["plan", "--to", "4.16.4", "-o", "json"]).await;
-    assert_eq!(plan.status.code(), Some(0), "{}", String::from_utf8_lossy(&plan.stderr));
+    let plan = pomctl::run(
+        plane.kubeconfig_path(),
+        &["plan", "--to", "4.16.4", "-o", "json"],
+    )
+    .await;
+    assert_eq!(
+        plan.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&plan.stderr)
+    );
     let plan: Value = serde_json::from_slice(&plan.stdout).unwrap();
-    let predicted = plan["platformOperators"].as_array().unwrap().iter().find(|p| p["name"] == PKG).unwrap().clone();
+    let predicted = plan["platformOperators"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == PKG)
+        .unwrap()
+        .clone();
     assert_eq!(cvo.start_update("4.16.4").await.unwrap(), UpdateKind::Patch);
     let predicted_version = predicted["bundle"]["version"].as_str().unwrap().to_owned();
     settled_at(&client, &predicted_version).await;
-    let status = Api::<PlatformOperator>::all(client.clone()).get(PKG).await.unwrap().status.unwrap();
-    assert_eq!(predicted_version, "1.0.1", "within the minor only: {predicted:#}");
+    let status = Api::<PlatformOperator>::all(client.clone())
+        .get(PKG)
+        .await
+        .unwrap()
+        .status
+        .unwrap();
+    assert_eq!(
+        predicted_version, "1.0.1",
+        "within the minor only: {predicted:#}"
+    );
     assert_eq!(status.installed_bundle.unwrap().name, "compat.v1.0.1");
     assert_eq!(predicted["pin"]["reason"], "PatchUpgrade");
     cvo.wait_completed(WAIT).await.unwrap();
 
     // The admin moves by hand as the message says; the minor update is then accepted.
     Api::<PlatformOperator>::all(client.clone())
-        .patch(PKG, &PatchParams::default(), &Patch::Merge(json!({"spec": {"steadyStateVersionRange": "=1.1.0"}})))
+        .patch(
+            PKG,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"steadyStateVersionRange": "=1.1.0"}})),
+        )
         .await
         .unwrap();
     settled_at(&client, "1.1.0").await;
-    eventually(WAIT, "CO Upgradeable=True", || async { co_upgradeable(&client).await.filter(|c| c.0 == "True") }).await;
+    eventually(WAIT, "CO Upgradeable=True", || async {
+        co_upgradeable(&client).await.filter(|c| c.0 == "True")
+    })
+    .await;
     assert_eq!(cvo.start_update("4.17.0").await.unwrap(), UpdateKind::Minor);
     manager.stop().await;
 }

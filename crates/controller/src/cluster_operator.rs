@@ -114,7 +114,10 @@ pub fn compute(
         let settled = status.active_hop.as_ref().is_some_and(|h| h.settled)
             && status.desired_bundle.is_none();
         let failed_without_install = status.installed_bundle.is_none();
-        let pin_for_phase = status.pin.as_ref().is_some_and(|p| cluster.matches(&p.reason));
+        let pin_for_phase = status
+            .pin
+            .as_ref()
+            .is_some_and(|p| cluster.matches(&p.reason));
         all_at_pin &= current && ((settled && pin_for_phase) || failed_without_install);
     }
 
