@@ -8,9 +8,7 @@
 //! test` has released the build lock by the time tests run) and runs the executable Cargo
 //! reports, whatever the target directory.
 
-use std::path::PathBuf;
 use std::process::Output;
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
@@ -26,46 +24,8 @@ use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(120);
 
-/// Builds `pomctl` once per test binary and returns the executable's path.
-fn pomctl_path() -> PathBuf {
-    static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-        let out = std::process::Command::new(cargo)
-            .args([
-                "build",
-                "-p",
-                "pomctl",
-                "--bin",
-                "pomctl",
-                "--message-format=json",
-            ])
-            .current_dir(&root)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "building pomctl failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-            .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == "pomctl")
-            .find_map(|m| m["executable"].as_str().map(PathBuf::from))
-            .expect("cargo reported no pomctl executable")
-    })
-    .clone()
-}
-
 async fn pomctl(kubeconfig: &std::path::Path, args: &[&str]) -> Output {
-    tokio::process::Command::new(pomctl_path())
-        .args(args)
-        .env("KUBECONFIG", kubeconfig)
-        .output()
-        .await
-        .unwrap()
+    pom_e2e::pomctl::run(kubeconfig, args).await
 }
 
 fn json_of(out: &Output) -> Value {
@@ -200,7 +160,7 @@ async fn status_and_plan_read_the_live_cluster() {
     // Built before anything runs: the build must not stall the manager.
     let started = std::time::Instant::now();
     let progress = |what: &str| eprintln!("[{:6.1}s] {what}", started.elapsed().as_secs_f32());
-    let _ = tokio::task::spawn_blocking(pomctl_path).await.unwrap();
+    let _ = tokio::task::spawn_blocking(pom_e2e::pomctl::path).await.unwrap();
     progress("pomctl built");
     let plane = ControlPlane::start(Workloads::Simulated).await.unwrap();
     let registry = Registry::start().await.unwrap();
