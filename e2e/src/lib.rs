@@ -19,11 +19,12 @@ pub mod demo;
 mod error;
 pub mod fixtures;
 pub mod manager;
-pub mod pomctl;
 pub mod manager_process;
 pub mod oci_publish;
+pub mod pomctl;
 mod process;
 mod registry;
+pub mod scenario;
 mod shared;
 
 pub use control_plane::{ControlPlane, Workloads};

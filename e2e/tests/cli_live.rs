@@ -160,7 +160,9 @@ async fn status_and_plan_read_the_live_cluster() {
     // Built before anything runs: the build must not stall the manager.
     let started = std::time::Instant::now();
     let progress = |what: &str| eprintln!("[{:6.1}s] {what}", started.elapsed().as_secs_f32());
-    let _ = tokio::task::spawn_blocking(pom_e2e::pomctl::path).await.unwrap();
+    let _ = tokio::task::spawn_blocking(pom_e2e::pomctl::path)
+        .await
+        .unwrap();
     progress("pomctl built");
     let plane = ControlPlane::start(Workloads::Simulated).await.unwrap();
     let registry = Registry::start().await.unwrap();

@@ -2,116 +2,22 @@
 //! Bad input and faults: each leaves what ran before untouched and says why in a condition;
 //! the aggregated ClusterOperator follows (§8.2). Also installs from an image catalog.
 
+use pom_e2e::scenario::{
+    apply_catalog, co_condition, configmap_catalog, create_po, simulated_plane, wait_po_condition,
+};
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::Client;
-use kube::api::{Api, Patch, PatchParams, PostParams};
-use pom_api::openshift::{AGGREGATED_CLUSTER_OPERATOR, ClusterOperator};
+use kube::api::{Api, Patch, PatchParams};
 use pom_api::{Catalog, PlatformOperator};
+use pom_e2e::Registry;
 use pom_e2e::fixtures::{TestBundle, catalog_json};
 use pom_e2e::manager::{Manager, eventually, po_condition};
 use pom_e2e::oci_publish::{push_catalog, push_files};
-use pom_e2e::{ControlPlane, Registry, Workloads, binaries};
 use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(120);
-
-async fn plane() -> Option<ControlPlane> {
-    let mut needed = binaries::CONTROL_PLANE.to_vec();
-    needed.extend_from_slice(binaries::WORKLOADS);
-    needed.extend_from_slice(binaries::REGISTRY);
-    binaries::require(&needed)?;
-    Some(ControlPlane::start(Workloads::Simulated).await.unwrap())
-}
-
-async fn apply_catalog(client: &Client, name: &str, source: serde_json::Value) {
-    let catalog: Catalog = serde_json::from_value(json!({
-        "apiVersion": "platform.openshift.io/v1alpha1", "kind": "Catalog", "metadata": {"name": name},
-        "spec": {"source": source}
-    }))
-    .unwrap();
-    Api::<Catalog>::all(client.clone())
-        .patch(
-            name,
-            &PatchParams::apply("pom-e2e").force(),
-            &Patch::Apply(&catalog),
-        )
-        .await
-        .unwrap();
-}
-
-async fn configmap_catalog(client: &Client, name: &str, fbc: &str) {
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    let _ = namespaces
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": "catalogs"}})).unwrap(),
-        )
-        .await;
-    let cm: ConfigMap =
-        serde_json::from_value(json!({"metadata": {"name": name}, "data": {"catalog.json": fbc}}))
-            .unwrap();
-    Api::<ConfigMap>::namespaced(client.clone(), "catalogs")
-        .patch(
-            name,
-            &PatchParams::apply("pom-e2e").force(),
-            &Patch::Apply(&cm),
-        )
-        .await
-        .unwrap();
-    apply_catalog(
-        client,
-        name,
-        json!({"configMap": {"name": name, "namespace": "catalogs"}}),
-    )
-    .await;
-}
-
-async fn create_po(client: &Client, name: &str, spec: serde_json::Value) {
-    let po: PlatformOperator = serde_json::from_value(json!({
-        "apiVersion": "platform.openshift.io/v1alpha1", "kind": "PlatformOperator", "metadata": {"name": name}, "spec": spec
-    }))
-    .unwrap();
-    Api::<PlatformOperator>::all(client.clone())
-        .create(&PostParams::default(), &po)
-        .await
-        .unwrap();
-}
-
-async fn wait_condition(
-    client: &Client,
-    po: &str,
-    type_: &str,
-    status: &str,
-    reason: &str,
-) -> String {
-    eventually(WAIT, &format!("{po} {type_}={status}/{reason}"), || async {
-        po_condition(client, po, type_)
-            .await
-            .filter(|(s, r, _)| s == status && r == reason)
-            .map(|(_, _, m)| m)
-    })
-    .await
-}
-
-async fn co_condition(client: &Client, type_: &str) -> Option<(String, String, String)> {
-    let co = Api::<ClusterOperator>::all(client.clone())
-        .get_opt(AGGREGATED_CLUSTER_OPERATOR)
-        .await
-        .ok()??;
-    let c = co
-        .status?
-        .conditions
-        .into_iter()
-        .find(|c| c.type_ == type_)?;
-    Some((
-        c.status,
-        c.reason.unwrap_or_default(),
-        c.message.unwrap_or_default(),
-    ))
-}
 
 async fn deployment_image(client: &Client, ns: &str, name: &str) -> String {
     let d = Api::<Deployment>::namespaced(client.clone(), ns)
@@ -126,7 +32,9 @@ async fn deployment_image(client: &Client, ns: &str, name: &str) -> String {
 
 #[tokio::test]
 async fn image_catalog_installs_and_registry_outage_keeps_the_running_version() {
-    let Some(plane) = plane().await else { return };
+    let Some(plane) = simulated_plane(true).await else {
+        return;
+    };
     let client = plane.client().await.unwrap();
     let mut registry = Registry::start().await.unwrap();
     let host = registry.host();
@@ -142,10 +50,17 @@ async fn image_catalog_installs_and_registry_outage_keeps_the_running_version() 
     )
     .await
     .unwrap();
-    apply_catalog(&client, "main", json!({"image": {"ref": catalog_image}})).await;
+    apply_catalog(&client, "main", json!({"image": {"ref": catalog_image}}), 0).await;
     create_po(&client, "gamma", json!({"package": {"name": "gamma"}})).await;
     let manager = Manager::start(client.clone(), Manager::test_settings(vec![host.clone()]));
-    wait_condition(&client, "gamma", "Installed", "True", "InstallSucceeded").await;
+    wait_po_condition(
+        &client,
+        "gamma",
+        "Installed",
+        "True",
+        Some("InstallSucceeded"),
+    )
+    .await;
     let po = Api::<PlatformOperator>::all(client.clone())
         .get("gamma")
         .await
@@ -175,12 +90,13 @@ async fn image_catalog_installs_and_registry_outage_keeps_the_running_version() 
             ),
         ],
     );
-    configmap_catalog(&client, "fallback", &fbc).await;
+    configmap_catalog(&client, "fallback", &fbc, 0).await;
     Api::<PlatformOperator>::all(client.clone())
         .patch("gamma", &PatchParams::default(), &Patch::Merge(json!({"spec": {"package": {"catalog": "fallback"}, "steadyStateVersionRange": ">=1.0.0"}})))
         .await
         .unwrap();
-    let message = wait_condition(&client, "gamma", "Degraded", "True", "UnpackFailed").await;
+    let message =
+        wait_po_condition(&client, "gamma", "Degraded", "True", Some("UnpackFailed")).await;
     assert!(message.contains("gamma"), "{message}");
     let (installed, reason, _) = po_condition(&client, "gamma", "Installed").await.unwrap();
     assert_eq!(
@@ -211,7 +127,9 @@ async fn image_catalog_installs_and_registry_outage_keeps_the_running_version() 
 
 #[tokio::test]
 async fn refusals_say_why_and_keep_what_runs() {
-    let Some(plane) = plane().await else { return };
+    let Some(plane) = simulated_plane(true).await else {
+        return;
+    };
     let client = plane.client().await.unwrap();
     let good = TestBundle::new("delta", "1.0.0");
     let mut own_namespace_only = TestBundle::new("epsilon", "1.0.0");
@@ -223,11 +141,18 @@ async fn refusals_say_why_and_keep_what_runs() {
     let others = [own_namespace_only, squatter];
     let mut first = vec![good.clone()];
     first.extend(others.iter().cloned());
-    configmap_catalog(&client, "local", &catalog_json(&first, &[])).await;
+    configmap_catalog(&client, "local", &catalog_json(&first, &[]), 0).await;
 
     create_po(&client, "delta", json!({"package": {"name": "delta"}})).await;
     let manager = Manager::start(client.clone(), Manager::test_settings(vec![]));
-    wait_condition(&client, "delta", "Installed", "True", "InstallSucceeded").await;
+    wait_po_condition(
+        &client,
+        "delta",
+        "Installed",
+        "True",
+        Some("InstallSucceeded"),
+    )
+    .await;
 
     // Unknown package: nothing installed, the message names the package.
     create_po(
@@ -236,24 +161,38 @@ async fn refusals_say_why_and_keep_what_runs() {
         json!({"package": {"name": "no-such-package"}}),
     )
     .await;
-    let message = wait_condition(&client, "nosuch", "Installed", "False", "ResolutionFailed").await;
+    let message = wait_po_condition(
+        &client,
+        "nosuch",
+        "Installed",
+        "False",
+        Some("ResolutionFailed"),
+    )
+    .await;
     assert!(message.contains("no-such-package"), "{message}");
 
     // Not AllNamespaces.
     create_po(&client, "epsilon", json!({"package": {"name": "epsilon"}})).await;
-    let message = wait_condition(
+    let message = wait_po_condition(
         &client,
         "epsilon",
         "Installed",
         "False",
-        "InstallModeUnsupported",
+        Some("InstallModeUnsupported"),
     )
     .await;
     assert!(message.contains("AllNamespaces"), "{message}");
 
     // A bundle whose CRD is already installed by another PO.
     create_po(&client, "zeta", json!({"package": {"name": "zeta"}})).await;
-    let message = wait_condition(&client, "zeta", "Installed", "False", "OwnershipConflict").await;
+    let message = wait_po_condition(
+        &client,
+        "zeta",
+        "Installed",
+        "False",
+        Some("OwnershipConflict"),
+    )
+    .await;
     assert!(message.contains("delta"), "{message}");
 
     // Duplicate package: the newer PO is refused, the older keeps running.
@@ -263,12 +202,12 @@ async fn refusals_say_why_and_keep_what_runs() {
         json!({"package": {"name": "delta"}}),
     )
     .await;
-    let message = wait_condition(
+    let message = wait_po_condition(
         &client,
         "delta-again",
         "Installed",
         "False",
-        "DuplicatePackage",
+        Some("DuplicatePackage"),
     )
     .await;
     assert!(message.contains("delta"), "{message}");
@@ -277,7 +216,7 @@ async fn refusals_say_why_and_keep_what_runs() {
     // admin moves by hand, POM refuses and 1.0.0 keeps running.
     let mut all = first.clone();
     all.push(unsafe_next.clone());
-    configmap_catalog(&client, "local", &catalog_json(&all, &[])).await;
+    configmap_catalog(&client, "local", &catalog_json(&all, &[]), 0).await;
     let before = deployment_image(&client, "delta", &good.deployment_name()).await;
     tokio::time::sleep(Duration::from_secs(5)).await;
     let installed = Api::<PlatformOperator>::all(client.clone())
@@ -300,7 +239,14 @@ async fn refusals_say_why_and_keep_what_runs() {
         )
         .await
         .unwrap();
-    let message = wait_condition(&client, "delta", "Degraded", "True", "UnsafeCRDChange").await;
+    let message = wait_po_condition(
+        &client,
+        "delta",
+        "Degraded",
+        "True",
+        Some("UnsafeCRDChange"),
+    )
+    .await;
     assert!(message.contains(&good.crd_name()), "{message}");
     assert_eq!(
         deployment_image(&client, "delta", &good.deployment_name()).await,
@@ -343,13 +289,16 @@ async fn refusals_say_why_and_keep_what_runs() {
 
 #[tokio::test]
 async fn missing_catalog_image_is_reported_on_the_catalog_and_the_po() {
-    let Some(plane) = plane().await else { return };
+    let Some(plane) = simulated_plane(true).await else {
+        return;
+    };
     let client = plane.client().await.unwrap();
     let registry = Registry::start().await.unwrap();
     apply_catalog(
         &client,
         "missing",
         json!({"image": {"ref": format!("{}/catalogs/none:latest", registry.host())}}),
+        0,
     )
     .await;
     create_po(
@@ -362,7 +311,8 @@ async fn missing_catalog_image_is_reported_on_the_catalog_and_the_po() {
         client.clone(),
         Manager::test_settings(vec![registry.host()]),
     );
-    let message = wait_condition(&client, "omega", "Installed", "False", "SourceFailed").await;
+    let message =
+        wait_po_condition(&client, "omega", "Installed", "False", Some("SourceFailed")).await;
     assert!(message.contains("missing"), "{message}");
     let catalog = eventually(WAIT, "Serving=False on the Catalog", || async {
         let c = Api::<Catalog>::all(client.clone())

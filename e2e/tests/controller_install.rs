@@ -2,83 +2,20 @@
 //! The manager against a real control plane with simulated workloads: installs, rollouts,
 //! status, the aggregated ClusterOperator, drift repair, deletion and refusals.
 
+use pom_e2e::scenario::{configmap_catalog, create_po, simulated_plane, wait_po_condition};
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use pom_api::PlatformOperator;
 use pom_api::openshift::{AGGREGATED_CLUSTER_OPERATOR, ClusterOperator};
-use pom_api::{Catalog, PlatformOperator};
 use pom_e2e::fixtures::{TestBundle, catalog_json};
-use pom_e2e::manager::{Manager, eventually, po_condition};
-use pom_e2e::{ControlPlane, Workloads, binaries};
+use pom_e2e::manager::{Manager, eventually};
 use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(120);
-
-async fn plane() -> Option<ControlPlane> {
-    let mut needed = binaries::CONTROL_PLANE.to_vec();
-    needed.extend_from_slice(binaries::WORKLOADS);
-    binaries::require(&needed)?;
-    Some(ControlPlane::start(Workloads::Simulated).await.unwrap())
-}
-
-/// Puts an FBC stream in ConfigMap `catalogs/<name>` and a Catalog pointing at it.
-async fn configmap_catalog(client: &Client, name: &str, fbc: &str, priority: i32) {
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    let ns = serde_json::from_value(json!({"metadata": {"name": "catalogs"}})).unwrap();
-    let _ = namespaces.create(&PostParams::default(), &ns).await;
-    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "catalogs");
-    let cm: ConfigMap =
-        serde_json::from_value(json!({"metadata": {"name": name}, "data": {"catalog.json": fbc}}))
-            .unwrap();
-    cms.patch(
-        name,
-        &PatchParams::apply("pom-e2e").force(),
-        &Patch::Apply(&cm),
-    )
-    .await
-    .unwrap();
-    let catalogs: Api<Catalog> = Api::all(client.clone());
-    let catalog: Catalog = serde_json::from_value(json!({
-        "apiVersion": "platform.openshift.io/v1alpha1", "kind": "Catalog", "metadata": {"name": name},
-        "spec": {"source": {"configMap": {"name": name, "namespace": "catalogs"}}, "priority": priority}
-    }))
-    .unwrap();
-    catalogs
-        .patch(
-            name,
-            &PatchParams::apply("pom-e2e").force(),
-            &Patch::Apply(&catalog),
-        )
-        .await
-        .unwrap();
-}
-
-async fn create_po(client: &Client, name: &str, spec: serde_json::Value) {
-    let pos: Api<PlatformOperator> = Api::all(client.clone());
-    let po: PlatformOperator = serde_json::from_value(json!({
-        "apiVersion": "platform.openshift.io/v1alpha1", "kind": "PlatformOperator", "metadata": {"name": name}, "spec": spec
-    }))
-    .unwrap();
-    pos.create(&PostParams::default(), &po).await.unwrap();
-}
-
-async fn wait_condition(
-    client: &Client,
-    po: &str,
-    type_: &str,
-    status: &str,
-) -> (String, String, String) {
-    eventually(WAIT, &format!("{po} {type_}={status}"), || async {
-        po_condition(client, po, type_)
-            .await
-            .filter(|(s, _, _)| s == status)
-    })
-    .await
-}
 
 async fn cluster_operator(client: &Client) -> ClusterOperator {
     Api::<ClusterOperator>::all(client.clone())
@@ -105,7 +42,9 @@ fn co_condition(co: &ClusterOperator, type_: &str) -> (String, String, String) {
 
 #[tokio::test]
 async fn installs_from_a_configmap_catalog_and_reports_the_cluster_operator() {
-    let Some(plane) = plane().await else { return };
+    let Some(plane) = simulated_plane(false).await else {
+        return;
+    };
     let client = plane.client().await.unwrap();
     let bundle = TestBundle::new("alpha", "1.0.0");
     configmap_catalog(
@@ -118,8 +57,14 @@ async fn installs_from_a_configmap_catalog_and_reports_the_cluster_operator() {
     create_po(&client, "alpha", json!({"package": {"name": "alpha"}})).await;
     let manager = Manager::start(client.clone(), Manager::test_settings(vec![]));
 
-    let (_, reason, message) = wait_condition(&client, "alpha", "Installed", "True").await;
-    assert_eq!(reason, "InstallSucceeded", "{message}");
+    wait_po_condition(
+        &client,
+        "alpha",
+        "Installed",
+        "True",
+        Some("InstallSucceeded"),
+    )
+    .await;
     // The operator really rolled out (kwok runs its pod), read through the API alone.
     let deployment = Api::<Deployment>::namespaced(client.clone(), "alpha")
         .get(&bundle.deployment_name())

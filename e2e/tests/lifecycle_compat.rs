@@ -5,53 +5,24 @@
 //! exactly what the patch update then does; after the admin moves the PO the minor update is
 //! accepted.
 
+use pom_e2e::scenario::{co_condition, configmap_catalog, simulated_plane};
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use pom_api::openshift::{AGGREGATED_CLUSTER_OPERATOR, ClusterOperator};
-use pom_api::{Catalog, PlatformOperator};
+use pom_api::PlatformOperator;
 use pom_e2e::cvo::{Cvo, UpdateKind};
 use pom_e2e::fixtures::{TestBundle, catalog_json};
 use pom_e2e::manager::{Manager, eventually, po_condition};
-use pom_e2e::{ControlPlane, Workloads, binaries, pomctl};
+use pom_e2e::pomctl;
 use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(120);
 const PKG: &str = "compat";
 
+/// Publishes `bundles` as the whole content of ConfigMap catalog `compat`.
 async fn publish(client: &Client, bundles: &[TestBundle]) {
-    let _ = Api::<Namespace>::all(client.clone())
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": "catalogs"}})).unwrap(),
-        )
-        .await;
-    let cm: ConfigMap =
-        serde_json::from_value(json!({"metadata": {"name": "compat"}, "data": {"catalog.json": catalog_json(bundles, &[])}}))
-            .unwrap();
-    Api::<ConfigMap>::namespaced(client.clone(), "catalogs")
-        .patch(
-            "compat",
-            &PatchParams::apply("pom-e2e").force(),
-            &Patch::Apply(&cm),
-        )
-        .await
-        .unwrap();
-    let catalog: Catalog = serde_json::from_value(json!({
-        "apiVersion": "platform.openshift.io/v1alpha1", "kind": "Catalog", "metadata": {"name": "compat"},
-        "spec": {"source": {"configMap": {"name": "compat", "namespace": "catalogs"}}}
-    }))
-    .unwrap();
-    Api::<Catalog>::all(client.clone())
-        .patch(
-            "compat",
-            &PatchParams::apply("pom-e2e").force(),
-            &Patch::Apply(&catalog),
-        )
-        .await
-        .unwrap();
+    configmap_catalog(client, "compat", &catalog_json(bundles, &[]), 0).await;
 }
 
 async fn settled_at(client: &Client, version: &str) {
@@ -67,27 +38,11 @@ async fn settled_at(client: &Client, version: &str) {
     .await;
 }
 
-async fn co_upgradeable(client: &Client) -> Option<(String, String)> {
-    let co = Api::<ClusterOperator>::all(client.clone())
-        .get_opt(AGGREGATED_CLUSTER_OPERATOR)
-        .await
-        .ok()??;
-    let c = co
-        .status?
-        .conditions
-        .into_iter()
-        .find(|c| c.type_ == "Upgradeable")?;
-    Some((c.status, c.message.unwrap_or_default()))
-}
-
 #[tokio::test]
 async fn max_openshift_version_blocks_minor_not_patch_and_plan_predicts_the_patch() {
-    let mut needed = binaries::CONTROL_PLANE.to_vec();
-    needed.extend_from_slice(binaries::WORKLOADS);
-    if binaries::require(&needed).is_none() {
+    let Some(plane) = simulated_plane(false).await else {
         return;
-    }
-    let plane = ControlPlane::start(Workloads::Simulated).await.unwrap();
+    };
     let client = plane.client().await.unwrap();
     // No payload ClusterOperators: this test is about Upgradeable, not about holding updates.
     let cvo = Cvo::install(client.clone(), "4.16.3", &[]).await.unwrap();
@@ -138,8 +93,10 @@ async fn max_openshift_version_blocks_minor_not_patch_and_plan_predicts_the_patc
         message.contains("steadyStateVersionRange"),
         "the message must say how to move: {message}"
     );
-    let (co_status, co_message) = eventually(WAIT, "CO Upgradeable=False", || async {
-        co_upgradeable(&client).await.filter(|c| c.0 == "False")
+    let (co_status, _, co_message) = eventually(WAIT, "CO Upgradeable=False", || async {
+        co_condition(&client, "Upgradeable")
+            .await
+            .filter(|c| c.0 == "False")
     })
     .await;
     assert_eq!(co_status, "False");
@@ -199,7 +156,9 @@ async fn max_openshift_version_blocks_minor_not_patch_and_plan_predicts_the_patc
         .unwrap();
     settled_at(&client, "1.1.0").await;
     eventually(WAIT, "CO Upgradeable=True", || async {
-        co_upgradeable(&client).await.filter(|c| c.0 == "True")
+        co_condition(&client, "Upgradeable")
+            .await
+            .filter(|c| c.0 == "True")
     })
     .await;
     assert_eq!(cvo.start_update("4.17.0").await.unwrap(), UpdateKind::Minor);

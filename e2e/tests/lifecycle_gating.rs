@@ -5,29 +5,20 @@
 //! Upgradeable=True for its generation, even while 7.10.0 has not reported anything yet. The
 //! test plays the operator. Variants: reported late, reported False, never reported.
 
+use pom_e2e::scenario::{co_condition, configmap_catalog, now, set_cluster, simulated_plane};
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::Client;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, PostParams};
+use pom_api::PlatformOperator;
 use pom_api::olm::OperatorCondition;
-use pom_api::openshift::{AGGREGATED_CLUSTER_OPERATOR, ClusterOperator, ClusterVersion};
-use pom_api::{Catalog, PlatformOperator};
 use pom_e2e::fixtures::{TestBundle, catalog_json};
 use pom_e2e::manager::{Manager, eventually, po_condition};
-use pom_e2e::{ControlPlane, Workloads, binaries};
 use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(120);
 const PKG: &str = "seedop";
-
-async fn plane() -> Option<ControlPlane> {
-    let mut needed = binaries::CONTROL_PLANE.to_vec();
-    needed.extend_from_slice(binaries::WORKLOADS);
-    binaries::require(&needed)?;
-    Some(ControlPlane::start(Workloads::Simulated).await.unwrap())
-}
 
 fn chain() -> Vec<TestBundle> {
     vec![
@@ -37,80 +28,9 @@ fn chain() -> Vec<TestBundle> {
     ]
 }
 
+/// Publishes `bundles` as the whole content of ConfigMap catalog `seed`.
 async fn publish(client: &Client, bundles: &[TestBundle]) {
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    let _ = namespaces
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": "catalogs"}})).unwrap(),
-        )
-        .await;
-    let cm: ConfigMap = serde_json::from_value(
-        json!({"metadata": {"name": "seed"}, "data": {"catalog.json": catalog_json(bundles, &[])}}),
-    )
-    .unwrap();
-    Api::<ConfigMap>::namespaced(client.clone(), "catalogs")
-        .patch(
-            "seed",
-            &PatchParams::apply("pom-e2e").force(),
-            &Patch::Apply(&cm),
-        )
-        .await
-        .unwrap();
-    let catalog: Catalog = serde_json::from_value(json!({
-        "apiVersion": "platform.openshift.io/v1alpha1", "kind": "Catalog", "metadata": {"name": "seed"},
-        "spec": {"source": {"configMap": {"name": "seed", "namespace": "catalogs"}}}
-    }))
-    .unwrap();
-    Api::<Catalog>::all(client.clone())
-        .patch(
-            "seed",
-            &PatchParams::apply("pom-e2e").force(),
-            &Patch::Apply(&catalog),
-        )
-        .await
-        .unwrap();
-}
-
-fn now() -> Time {
-    Time(
-        k8s_openapi::jiff::Timestamp::from_second(k8s_openapi::jiff::Timestamp::now().as_second())
-            .unwrap(),
-    )
-}
-
-/// Writes ClusterVersion `version` the way the CVO does: `history` newest first as
-/// (version, completed); `desired` the target; Progressing while an update is in flight.
-async fn set_cluster(client: &Client, history: &[(&str, bool)], desired: &str) {
-    let api: Api<ClusterVersion> = Api::all(client.clone());
-    if api.get_opt("version").await.unwrap().is_none() {
-        let cv: ClusterVersion = serde_json::from_value(json!({
-            "apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion", "metadata": {"name": "version"},
-            "spec": {"clusterID": "00000000-0000-4000-8000-000000000000"}
-        }))
-        .unwrap();
-        api.create(&PostParams::default(), &cv).await.unwrap();
-    }
-    let in_flight = history.first().is_some_and(|(_, completed)| !completed);
-    let history: Vec<_> = history
-        .iter()
-        .map(|(v, completed)| json!({"state": if *completed {"Completed"} else {"Partial"}, "startedTime": now(), "completionTime": if *completed {json!(now())} else {json!(null)}, "version": v, "image": format!("example.invalid/release:{v}"), "verified": false}))
-        .collect();
-    let status = json!({
-        "desired": {"version": desired, "image": format!("example.invalid/release:{desired}")},
-        "history": history, "observedGeneration": 1, "versionHash": "x", "availableUpdates": null,
-        "conditions": [{"type": "Progressing", "status": if in_flight {"True"} else {"False"}, "lastTransitionTime": now(),
-                        "message": format!("Working towards {desired}")}]
-    });
-    let patch =
-        json!({"apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion", "status": status});
-    api.patch_status(
-        "version",
-        &PatchParams::apply("cvo-simulator").force(),
-        &Patch::Apply(&patch),
-    )
-    .await
-    .unwrap();
+    configmap_catalog(client, "seed", &catalog_json(bundles, &[]), 0).await;
 }
 
 /// Plays the operator: writes `Upgradeable` into its OperatorCondition's `spec.conditions`,
@@ -149,23 +69,6 @@ async fn wait_installed(client: &Client, version: &str) {
         (installed_version(client).await? == version).then_some(())
     })
     .await;
-}
-
-async fn co_upgradeable(client: &Client) -> Option<(String, String, String)> {
-    let co = Api::<ClusterOperator>::all(client.clone())
-        .get_opt(AGGREGATED_CLUSTER_OPERATOR)
-        .await
-        .ok()??;
-    let c = co
-        .status?
-        .conditions
-        .into_iter()
-        .find(|c| c.type_ == "Upgradeable")?;
-    Some((
-        c.status,
-        c.reason.unwrap_or_default(),
-        c.message.unwrap_or_default(),
-    ))
 }
 
 /// 7.9.3 installed and settled on a steady 4.16 cluster, then the catalog gains 7.10.x and the
@@ -246,13 +149,17 @@ async fn assert_held_at_7_10_0(client: &Client, hold: Duration) {
 
 #[tokio::test]
 async fn minor_update_waits_for_the_operator_condition_reported_late() {
-    let Some(plane) = plane().await else { return };
+    let Some(plane) = simulated_plane(false).await else {
+        return;
+    };
     let client = plane.client().await.unwrap();
     let manager = start_scenario(&client, "10m").await;
     // 7.10.0 has created nothing yet: not settled, and the cluster is not upgradeable (seed 000).
     assert_held_at_7_10_0(&client, Duration::from_secs(10)).await;
     let (status, reason, message) = eventually(WAIT, "CO Upgradeable=False", || async {
-        co_upgradeable(&client).await.filter(|c| c.0 == "False")
+        co_condition(&client, "Upgradeable")
+            .await
+            .filter(|c| c.0 == "False")
     })
     .await;
     assert_eq!(reason, "MoveNotSettled", "{message}");
@@ -263,7 +170,9 @@ async fn minor_update_waits_for_the_operator_condition_reported_late() {
     wait_installed(&client, "7.10.1").await;
     report(&client, "seedop.v7.10.1", true, "ready").await;
     eventually(WAIT, "CO Upgradeable=True", || async {
-        co_upgradeable(&client).await.filter(|c| c.0 == "True")
+        co_condition(&client, "Upgradeable")
+            .await
+            .filter(|c| c.0 == "True")
     })
     .await;
     manager.stop().await;
@@ -271,7 +180,9 @@ async fn minor_update_waits_for_the_operator_condition_reported_late() {
 
 #[tokio::test]
 async fn operator_reporting_false_holds_the_next_hop() {
-    let Some(plane) = plane().await else { return };
+    let Some(plane) = simulated_plane(false).await else {
+        return;
+    };
     let client = plane.client().await.unwrap();
     let manager = start_scenario(&client, "10m").await;
     wait_installed(&client, "7.10.0").await;
@@ -295,7 +206,9 @@ async fn operator_reporting_false_holds_the_next_hop() {
 
 #[tokio::test]
 async fn never_reported_condition_hits_the_progress_deadline() {
-    let Some(plane) = plane().await else { return };
+    let Some(plane) = simulated_plane(false).await else {
+        return;
+    };
     let client = plane.client().await.unwrap();
     let manager = start_scenario(&client, "15s").await;
     wait_installed(&client, "7.10.0").await;
@@ -308,7 +221,7 @@ async fn never_reported_condition_hits_the_progress_deadline() {
     .await;
     assert!(message.contains("seedop.v7.10.0"), "{message}");
     assert_eq!(installed_version(&client).await.as_deref(), Some("7.10.0"));
-    let (status, _, _) = co_upgradeable(&client).await.unwrap();
+    let (status, _, _) = co_condition(&client, "Upgradeable").await.unwrap();
     assert_eq!(
         status, "False",
         "a stuck move keeps the cluster not upgradeable"

@@ -3,89 +3,22 @@
 //! minor update only within its major, steady state holds `=X.Y.Z` whatever the catalog gains,
 //! and `steadyStateVersionRange` moves it by hand (across a major too).
 
+use pom_e2e::scenario::{configmap_catalog, set_cluster, simulated_plane};
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use pom_api::openshift::ClusterVersion;
-use pom_api::{Catalog, PlatformOperator};
+use pom_api::PlatformOperator;
 use pom_e2e::fixtures::{TestBundle, catalog_json};
 use pom_e2e::manager::{Manager, eventually};
-use pom_e2e::{ControlPlane, Workloads, binaries};
 use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(120);
 const PKG: &str = "pinop";
 
+/// Publishes `bundles` as the whole content of ConfigMap catalog `pins`.
 async fn publish(client: &Client, bundles: &[TestBundle]) {
-    let _ = Api::<Namespace>::all(client.clone())
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": "catalogs"}})).unwrap(),
-        )
-        .await;
-    let cm: ConfigMap = serde_json::from_value(
-        json!({"metadata": {"name": "pins"}, "data": {"catalog.json": catalog_json(bundles, &[])}}),
-    )
-    .unwrap();
-    Api::<ConfigMap>::namespaced(client.clone(), "catalogs")
-        .patch(
-            "pins",
-            &PatchParams::apply("pom-e2e").force(),
-            &Patch::Apply(&cm),
-        )
-        .await
-        .unwrap();
-    let catalog: Catalog = serde_json::from_value(json!({
-        "apiVersion": "platform.openshift.io/v1alpha1", "kind": "Catalog", "metadata": {"name": "pins"},
-        "spec": {"source": {"configMap": {"name": "pins", "namespace": "catalogs"}}}
-    }))
-    .unwrap();
-    Api::<Catalog>::all(client.clone())
-        .patch(
-            "pins",
-            &PatchParams::apply("pom-e2e").force(),
-            &Patch::Apply(&catalog),
-        )
-        .await
-        .unwrap();
-}
-
-fn now() -> Time {
-    Time(
-        k8s_openapi::jiff::Timestamp::from_second(k8s_openapi::jiff::Timestamp::now().as_second())
-            .unwrap(),
-    )
-}
-
-async fn set_cluster(client: &Client, history: &[(&str, bool)], desired: &str) {
-    let api: Api<ClusterVersion> = Api::all(client.clone());
-    if api.get_opt("version").await.unwrap().is_none() {
-        let cv: ClusterVersion = serde_json::from_value(json!({
-            "apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion", "metadata": {"name": "version"},
-            "spec": {"clusterID": "00000000-0000-4000-8000-000000000000"}
-        }))
-        .unwrap();
-        api.create(&PostParams::default(), &cv).await.unwrap();
-    }
-    let in_flight = history.first().is_some_and(|(_, completed)| !completed);
-    let history: Vec<_> = history
-        .iter()
-        .map(|(v, c)| json!({"state": if *c {"Completed"} else {"Partial"}, "startedTime": now(), "completionTime": if *c {json!(now())} else {json!(null)}, "version": v, "image": "example.invalid/release", "verified": false}))
-        .collect();
-    let patch = json!({"apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion", "status": {
-        "desired": {"version": desired, "image": "example.invalid/release"}, "history": history,
-        "observedGeneration": 1, "versionHash": "x", "availableUpdates": null,
-        "conditions": [{"type": "Progressing", "status": if in_flight {"True"} else {"False"}, "lastTransitionTime": now()}]}});
-    api.patch_status(
-        "version",
-        &PatchParams::apply("cvo-simulator").force(),
-        &Patch::Apply(&patch),
-    )
-    .await
-    .unwrap();
+    configmap_catalog(client, "pins", &catalog_json(bundles, &[]), 0).await;
 }
 
 async fn state(client: &Client) -> Option<(String, String, String)> {
@@ -128,12 +61,9 @@ async fn stays(client: &Client, version: &str, hold: Duration) {
 
 #[tokio::test]
 async fn pins_follow_patch_and_minor_updates_and_steady_state_holds() {
-    let mut needed = binaries::CONTROL_PLANE.to_vec();
-    needed.extend_from_slice(binaries::WORKLOADS);
-    if binaries::require(&needed).is_none() {
+    let Some(plane) = simulated_plane(false).await else {
         return;
-    }
-    let plane = ControlPlane::start(Workloads::Simulated).await.unwrap();
+    };
     let client = plane.client().await.unwrap();
     let all = vec![
         TestBundle::new(PKG, "1.0.0"),

@@ -1,0 +1,206 @@
+//! Building blocks of the manager's e2e scenarios: a control plane with simulated workloads,
+//! catalogs, PlatformOperators, a ClusterVersion in a given update state, and reading back
+//! conditions. Each test file states its story with these.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::Client;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use pom_api::openshift::{AGGREGATED_CLUSTER_OPERATOR, ClusterOperator, ClusterVersion};
+use pom_api::{Catalog, PlatformOperator};
+use serde_json::{Value, json};
+
+use crate::manager::{eventually, po_condition};
+use crate::{ControlPlane, Workloads, binaries};
+
+/// How long a scenario waits for the manager to reach a state.
+pub const WAIT: Duration = Duration::from_secs(120);
+
+/// A control plane where Deployments really roll out (plus the registry binary when asked);
+/// `None` (with a printed reason) when the binaries are missing outside CI.
+///
+/// # Panics
+/// When the control plane cannot start.
+pub async fn simulated_plane(with_registry: bool) -> Option<ControlPlane> {
+    let mut needed = binaries::CONTROL_PLANE.to_vec();
+    needed.extend_from_slice(binaries::WORKLOADS);
+    if with_registry {
+        needed.extend_from_slice(binaries::REGISTRY);
+    }
+    binaries::require(&needed)?;
+    match ControlPlane::start(Workloads::Simulated).await {
+        Ok(plane) => Some(plane),
+        Err(err) => panic!("starting the control plane: {err}"),
+    }
+}
+
+fn from_json<T: serde::de::DeserializeOwned>(value: Value) -> T {
+    serde_json::from_value(value).unwrap_or_else(|err| panic!("building a test object: {err}"))
+}
+
+/// Applies Catalog `name` with `source` (`{"image": ...}` or `{"configMap": ...}`).
+///
+/// # Panics
+/// When the API refuses it.
+pub async fn apply_catalog(client: &Client, name: &str, source: Value, priority: i32) {
+    let catalog: Catalog = from_json(json!({
+        "apiVersion": "platform.openshift.io/v1alpha1", "kind": "Catalog", "metadata": {"name": name},
+        "spec": {"source": source, "priority": priority}
+    }));
+    if let Err(err) = Api::<Catalog>::all(client.clone())
+        .patch(
+            name,
+            &PatchParams::apply("pom-e2e").force(),
+            &Patch::Apply(&catalog),
+        )
+        .await
+    {
+        panic!("applying Catalog {name}: {err}");
+    }
+}
+
+/// Puts `fbc` in ConfigMap `catalogs/<name>` (key `catalog.json`) and points Catalog `name`
+/// at it; re-applying replaces the content (a catalog that gains bundles).
+///
+/// # Panics
+/// When the API refuses it.
+pub async fn configmap_catalog(client: &Client, name: &str, fbc: &str, priority: i32) {
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let _ = namespaces
+        .create(
+            &PostParams::default(),
+            &from_json(json!({"metadata": {"name": "catalogs"}})),
+        )
+        .await;
+    let cm: ConfigMap =
+        from_json(json!({"metadata": {"name": name}, "data": {"catalog.json": fbc}}));
+    if let Err(err) = Api::<ConfigMap>::namespaced(client.clone(), "catalogs")
+        .patch(
+            name,
+            &PatchParams::apply("pom-e2e").force(),
+            &Patch::Apply(&cm),
+        )
+        .await
+    {
+        panic!("applying ConfigMap catalogs/{name}: {err}");
+    }
+    apply_catalog(
+        client,
+        name,
+        json!({"configMap": {"name": name, "namespace": "catalogs"}}),
+        priority,
+    )
+    .await;
+}
+
+/// Creates PlatformOperator `name` with `spec`.
+///
+/// # Panics
+/// When the API refuses it.
+pub async fn create_po(client: &Client, name: &str, spec: Value) {
+    let po: PlatformOperator = from_json(json!({
+        "apiVersion": "platform.openshift.io/v1alpha1", "kind": "PlatformOperator", "metadata": {"name": name}, "spec": spec
+    }));
+    if let Err(err) = Api::<PlatformOperator>::all(client.clone())
+        .create(&PostParams::default(), &po)
+        .await
+    {
+        panic!("creating PlatformOperator {name}: {err}");
+    }
+}
+
+/// Waits until condition `type_` of PO `po` (for its current generation) has `status` (and
+/// `reason`, when given); returns its message.
+pub async fn wait_po_condition(
+    client: &Client,
+    po: &str,
+    type_: &str,
+    status: &str,
+    reason: Option<&str>,
+) -> String {
+    let what = format!(
+        "{po} {type_}={status}{}",
+        reason.map(|r| format!("/{r}")).unwrap_or_default()
+    );
+    eventually(WAIT, &what, || async {
+        po_condition(client, po, type_)
+            .await
+            .filter(|(s, r, _)| s == status && reason.is_none_or(|want| r == want))
+            .map(|(_, _, m)| m)
+    })
+    .await
+}
+
+/// Condition `type_` of the aggregated ClusterOperator as (status, reason, message).
+pub async fn co_condition(client: &Client, type_: &str) -> Option<(String, String, String)> {
+    let co = Api::<ClusterOperator>::all(client.clone())
+        .get_opt(AGGREGATED_CLUSTER_OPERATOR)
+        .await
+        .ok()??;
+    let c = co
+        .status?
+        .conditions
+        .into_iter()
+        .find(|c| c.type_ == type_)?;
+    Some((
+        c.status,
+        c.reason.unwrap_or_default(),
+        c.message.unwrap_or_default(),
+    ))
+}
+
+/// Now, with the API server's second precision.
+#[must_use]
+pub fn now() -> Time {
+    let secs = k8s_openapi::jiff::Timestamp::now().as_second();
+    Time(
+        k8s_openapi::jiff::Timestamp::from_second(secs)
+            .unwrap_or(k8s_openapi::jiff::Timestamp::UNIX_EPOCH),
+    )
+}
+
+/// Writes ClusterVersion `version` as the CVO would for this moment of an update: `history`
+/// newest first as (version, completed), `desired` the target, Progressing while the newest
+/// entry is not completed. (For the CVO's rules on starting and completing updates, see
+/// [`crate::cvo::Cvo`].)
+///
+/// # Panics
+/// When the API refuses it.
+pub async fn set_cluster(client: &Client, history: &[(&str, bool)], desired: &str) {
+    let api: Api<ClusterVersion> = Api::all(client.clone());
+    if matches!(api.get_opt("version").await, Ok(None)) {
+        let cv: ClusterVersion = from_json(json!({
+            "apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion", "metadata": {"name": "version"},
+            "spec": {"clusterID": "00000000-0000-4000-8000-000000000000"}
+        }));
+        if let Err(err) = api.create(&PostParams::default(), &cv).await {
+            panic!("creating ClusterVersion: {err}");
+        }
+    }
+    let in_flight = history.first().is_some_and(|(_, completed)| !completed);
+    let history: Vec<Value> = history
+        .iter()
+        .map(|(v, completed)| {
+            json!({"state": if *completed {"Completed"} else {"Partial"}, "startedTime": now(),
+                   "completionTime": if *completed {json!(now())} else {json!(null)},
+                   "version": v, "image": format!("example.invalid/release:{v}"), "verified": false})
+        })
+        .collect();
+    let patch = json!({"apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion", "status": {
+        "desired": {"version": desired, "image": format!("example.invalid/release:{desired}")},
+        "history": history, "observedGeneration": 1, "versionHash": "x", "availableUpdates": null,
+        "conditions": [{"type": "Progressing", "status": if in_flight {"True"} else {"False"}, "lastTransitionTime": now(),
+                        "message": format!("Working towards {desired}")}]}});
+    if let Err(err) = api
+        .patch_status(
+            "version",
+            &PatchParams::apply("cvo-simulator").force(),
+            &Patch::Apply(&patch),
+        )
+        .await
+    {
+        panic!("writing ClusterVersion status: {err}");
+    }
+}
