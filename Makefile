@@ -4,14 +4,14 @@ CARGO ?= cargo
 # Where the Go-built control-plane binaries live (outside git); printed by the build script.
 BIN_DIR = $(shell bash e2e/tools/build-binaries.sh 2>/dev/null | tail -n1)
 
-.PHONY: all test unit e2e e2e-binaries lint fmt crds manifests image demo bench clean-cache help
+.PHONY: all test unit e2e e2e-binaries lint fmt crds manifests image demo bench bench-install clean-cache help
 
 help:
 	@echo "make demo   - start a local control plane + registry, run POM, install two operators"
 	@echo "make test   - unit + property + e2e tests (builds control-plane binaries on first use)"
 	@echo "make e2e    - only the e2e suite;  make lint - fmt + clippy;  make crds - regenerate crds/"
 	@echo "make manifests - regenerate manifests/;  make image - build the manager image (podman/docker)"
-	@echo "make bench  - benchmarks (resolver)"
+	@echo "make bench  - benchmarks (resolver);  make bench-install - 200 POs against a real control plane (BENCH_ARGS=...)"
 
 all: lint test
 
@@ -57,6 +57,13 @@ demo: e2e-binaries
 
 bench:
 	$(CARGO) bench -p pom-resolver
+
+## Issue 4: 200 PlatformOperators against a real control plane, the manager as a release-built
+## process; prints install time, writes per PO, steady-state writes (must be 0) and peak RSS.
+bench-install: e2e-binaries
+	$(CARGO) build --release -p pom-e2e --bin pom-bench --bin pom-manager-e2e
+	@dir=$$(bash e2e/tools/build-binaries.sh | tail -n1) && \
+	  POM_TEST_BIN_DIR=$$dir $${CARGO_TARGET_DIR:-target}/release/pom-bench $(BENCH_ARGS)
 
 clean-cache:
 	rm -rf $${POM_CACHE:-$${XDG_CACHE_HOME:-$$HOME/.cache}/pom}

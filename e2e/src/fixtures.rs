@@ -24,6 +24,8 @@ pub struct TestBundle {
     /// API group of the owned CRD (default `<package>.example.com`); two packages sharing one
     /// make an ownership conflict.
     pub crd_group: Option<String>,
+    /// Whether the bundle owns its CRD (default true); see [`TestBundle::without_crd`].
+    pub with_crd: bool,
 }
 
 impl TestBundle {
@@ -39,7 +41,17 @@ impl TestBundle {
             crd_size_type: "integer",
             replicas: 1,
             crd_group: None,
+            with_crd: true,
         }
+    }
+
+    /// A bundle without the CRD: what is left per package (namespace, Deployment, SA, RBAC) is
+    /// shared-nothing, so benchmarks with hundreds of packages do not load the API server with
+    /// as many CRDs (each one adds a served API group and its discovery and OpenAPI rebuilds).
+    #[must_use]
+    pub fn without_crd(mut self) -> Self {
+        self.with_crd = false;
+        self
     }
 
     #[must_use]
@@ -75,25 +87,29 @@ impl TestBundle {
     /// The files of the bundle as a registry+v1 image holds them (`manifests/`, `metadata/`).
     #[must_use]
     pub fn image_files(&self) -> Vec<(String, Vec<u8>)> {
-        let manifests = self.manifests();
+        let mut manifests = self.manifests().into_iter();
         let annotations = format!(
             "annotations:\n  operators.operatorframework.io.bundle.mediatype.v1: registry+v1\n  operators.operatorframework.io.bundle.manifests.v1: manifests/\n  operators.operatorframework.io.bundle.metadata.v1: metadata/\n  operators.operatorframework.io.bundle.package.v1: {}\n  operators.operatorframework.io.bundle.channels.v1: stable\n  operators.operatorframework.io.bundle.channel.default.v1: stable\n",
             self.package
         );
-        vec![
-            (
+        let mut files = Vec::new();
+        if let Some(csv) = manifests.next() {
+            files.push((
                 format!("manifests/{}.clusterserviceversion.yaml", self.package),
-                manifests[0].clone().into_bytes(),
-            ),
-            (
+                csv.into_bytes(),
+            ));
+        }
+        if let Some(crd) = manifests.next() {
+            files.push((
                 format!("manifests/{}.crd.yaml", self.package),
-                manifests[1].clone().into_bytes(),
-            ),
-            (
-                "metadata/annotations.yaml".to_owned(),
-                annotations.into_bytes(),
-            ),
-        ]
+                crd.into_bytes(),
+            ));
+        }
+        files.push((
+            "metadata/annotations.yaml".to_owned(),
+            annotations.into_bytes(),
+        ));
+        files
     }
 
     /// The operator Deployment's name.
@@ -102,7 +118,8 @@ impl TestBundle {
         format!("{}-controller", self.package)
     }
 
-    /// The bundle's manifests (CSV and CRD) as JSON texts.
+    /// The bundle's manifests (the CSV, then the CRD unless [`TestBundle::without_crd`]) as
+    /// JSON texts.
     #[must_use]
     pub fn manifests(&self) -> Vec<String> {
         let pkg = &self.package;
@@ -124,6 +141,11 @@ impl TestBundle {
                 ),
             );
         }
+        let owned: Vec<Value> = if self.with_crd {
+            vec![json!({"name": self.crd_name(), "version": "v1", "kind": "Widget"})]
+        } else {
+            Vec::new()
+        };
         let csv = json!({
             "apiVersion": "operators.coreos.com/v1alpha1",
             "kind": "ClusterServiceVersion",
@@ -133,7 +155,7 @@ impl TestBundle {
                 "version": self.version,
                 "replaces": self.replaces,
                 "installModes": modes,
-                "customresourcedefinitions": {"owned": [{"name": self.crd_name(), "version": "v1", "kind": "Widget"}]},
+                "customresourcedefinitions": {"owned": owned},
                 "install": {"strategy": "deployment", "spec": {
                     "permissions": [{"serviceAccountName": pkg, "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}]}],
                     "clusterPermissions": [{"serviceAccountName": pkg, "rules": [{"apiGroups": [self.crd_group()], "resources": ["widgets"], "verbs": ["get", "list", "watch"]}]}],
@@ -162,7 +184,11 @@ impl TestBundle {
                 }}}]
             }
         });
-        vec![csv.to_string(), crd.to_string()]
+        if self.with_crd {
+            vec![csv.to_string(), crd.to_string()]
+        } else {
+            vec![csv.to_string()]
+        }
     }
 
     fn fbc_bundle(&self, image: Option<&str>) -> Value {

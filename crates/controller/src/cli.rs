@@ -13,6 +13,7 @@ use std::time::Duration;
 use clap::Parser;
 use tokio_util::sync::CancellationToken;
 
+use crate::api_metrics::ApiRequests;
 use crate::context::Settings;
 use crate::leader::LeaseSettings;
 use crate::run::{RunError, RunOptions};
@@ -162,10 +163,17 @@ fn fail(err: &StartError) -> ExitCode {
 /// # Errors
 /// See [`StartError`].
 pub async fn run(flags: Flags) -> Result<(), StartError> {
-    let client = kube::Client::try_default()
+    let config = kube::Config::infer()
         .await
-        .map_err(|e| StartError::Client(Box::new(e)))?;
+        .map_err(|e| StartError::Client(Box::new(kube::Error::InferConfig(e))))?;
+    // The same stack as `Client::try_default`, plus a count of every request for `/metrics`.
+    let api_requests = ApiRequests::default();
+    let client = kube::client::ClientBuilder::try_from(config)
+        .map_err(|e| StartError::Client(Box::new(e)))?
+        .with_layer(&api_requests.layer())
+        .build();
     let ctx = crate::Context::new(client, flags.settings());
+    ctx.metrics.count_api_requests(api_requests);
     let shutdown = CancellationToken::new();
     let signal_token = shutdown.clone();
     tokio::spawn(async move {

@@ -10,8 +10,10 @@
 //! - [`cluster_operator`]: the aggregated ClusterOperator the CVO reads.
 //! - [`conditions`]: the one place conditions are computed (lastTransitionTime discipline).
 //! - [`cli`], [`run`], [`leader`], [`health`], [`metrics`], [`cluster_state`]: the process around
-//!   the controllers (flags, leader election, probes, metrics, graceful shutdown).
+//!   the controllers (flags, leader election, probes, metrics, graceful shutdown);
+//!   [`api_metrics`] counts the manager's own API requests.
 
+pub mod api_metrics;
 pub mod catalog;
 pub mod cli;
 pub mod cluster_operator;

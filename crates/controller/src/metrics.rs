@@ -5,7 +5,10 @@
 //!   because only the reconciler knows that a run started or why it failed;
 //! - cluster state computed at scrape time from the watch caches of [`crate::cluster_state`]
 //!   (PlatformOperators by state, catalog freshness, the aggregated `Upgradeable`), so those
-//!   values can never go stale and no reconciler has to remember to set them.
+//!   values can never go stale and no reconciler has to remember to set them;
+//! - the manager's own API requests (`pom_api_requests_total`), counted by the client's
+//!   [`crate::api_metrics`] layer; the client exists before the registry, hence
+//!   [`Metrics::count_api_requests`].
 
 use std::fmt;
 use std::sync::{Arc, OnceLock};
@@ -23,6 +26,7 @@ use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
+use crate::api_metrics::ApiRequests;
 use crate::cluster_state::ClusterState;
 
 /// The content type of the OpenMetrics text exposition.
@@ -43,6 +47,7 @@ pub struct Metrics {
     durations: Family<ControllerLabel, Histogram>,
     leader: Gauge,
     state: Arc<StateCollector>,
+    api_requests: Arc<ApiRequestsCollector>,
 }
 
 impl fmt::Debug for Metrics {
@@ -70,6 +75,7 @@ impl Metrics {
         });
         let leader = Gauge::default();
         let state = Arc::new(StateCollector::default());
+        let api_requests = Arc::new(ApiRequestsCollector::default());
         registry.register(
             "reconciles",
             "Reconciles started, by controller",
@@ -91,6 +97,7 @@ impl Metrics {
             leader.clone(),
         );
         registry.register_collector(Box::new(state.clone()));
+        registry.register_collector(Box::new(api_requests.clone()));
         Self {
             registry,
             reconciles,
@@ -98,6 +105,7 @@ impl Metrics {
             durations,
             leader,
             state,
+            api_requests,
         }
     }
 
@@ -136,6 +144,11 @@ impl Metrics {
         let _ = self.state.state.set(state);
     }
 
+    /// Exposes the counters of the client's request layer (once; later calls are ignored).
+    pub fn count_api_requests(&self, requests: ApiRequests) {
+        let _ = self.api_requests.requests.set(requests);
+    }
+
     /// The OpenMetrics text of every metric (ends with `# EOF`).
     ///
     /// # Errors
@@ -156,6 +169,28 @@ pub struct ReconcileTimer {
 impl Drop for ReconcileTimer {
     fn drop(&mut self) {
         self.histogram.observe(self.started.elapsed().as_secs_f64());
+    }
+}
+
+/// Encodes `pom_api_requests_total` once the client's counters are known.
+#[derive(Default, Debug)]
+struct ApiRequestsCollector {
+    requests: OnceLock<ApiRequests>,
+}
+
+impl Collector for ApiRequestsCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), fmt::Error> {
+        let Some(requests) = self.requests.get() else {
+            return Ok(());
+        };
+        let family = requests.family();
+        let metric = encoder.encode_descriptor(
+            "api_requests",
+            "Requests this manager sent to the Kubernetes API, by verb, kind (read or write) and resource",
+            None,
+            family.metric_type(),
+        )?;
+        family.encode(metric)
     }
 }
 
@@ -339,5 +374,23 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("pom_leader 1"), "{text}");
+    }
+
+    #[test]
+    fn api_requests_are_exposed_once_counted() {
+        let metrics = Metrics::new();
+        let requests = ApiRequests::default();
+        metrics.count_api_requests(requests.clone());
+        requests.record(
+            &http::Method::PATCH,
+            &"/apis/platform.openshift.io/v1alpha1/platformoperators/a/status"
+                .parse()
+                .unwrap(),
+        );
+        let text = metrics.encode().unwrap();
+        assert!(
+            text.contains("pom_api_requests_total{verb=\"patch\",kind=\"write\",resource=\"platformoperators.platform.openshift.io/status\"} 1"),
+            "{text}"
+        );
     }
 }

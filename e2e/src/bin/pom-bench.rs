@@ -1,0 +1,695 @@
+//! `pom-bench`: the issue-4 benchmark. N PlatformOperators (default 200) against a real control
+//! plane with simulated workloads (kube-apiserver, etcd, controller-manager, scheduler, a kwok
+//! node), the manager running as its own process so that its memory is measured alone.
+//!
+//! It reports the time until every PlatformOperator is `Installed=True`, the API writes the
+//! manager made (from its own `pom_api_requests_total`, so writes by the controller-manager or by
+//! this program never count), the writes during a steady window that must have none, and the
+//! manager's peak RSS (`VmHWM`). Exit code: 0 when the steady window had no write, 1 when it had
+//! some (the breakdown by verb and resource is printed), 2 when the benchmark could not run.
+//!
+//! Run it with `make bench-install` (release build). Flags: `--pos N`, `--per-catalog N`,
+//! `--steady-seconds S`, `--resync-seconds S`, `--no-crds`, `--install-timeout-seconds S`.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result, anyhow, bail};
+use futures::{StreamExt as _, TryStreamExt as _};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use kube::Client;
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use pom_api::{Catalog, PlatformOperator};
+use pom_e2e::fixtures::{TestBundle, catalog_json};
+use pom_e2e::manager_process::{ManagerProcess, free_address, http_get};
+use pom_e2e::{ControlPlane, Workloads};
+use serde_json::json;
+
+const MANAGER_NAMESPACE: &str = "openshift-platform-operators";
+const CATALOG_NAMESPACE: &str = "catalogs";
+/// After the last PO is Installed, writes may still trail (pins settle, the ClusterOperator
+/// catches up); the steady window starts once the manager has not written for this long.
+const QUIET: Duration = Duration::from_secs(10);
+const SETTLE_LIMIT: Duration = Duration::from_secs(180);
+
+#[derive(Debug)]
+struct Options {
+    pos: usize,
+    per_catalog: usize,
+    steady: Duration,
+    resync_seconds: u64,
+    crds: bool,
+    install_timeout: Duration,
+}
+
+impl Options {
+    fn parse() -> Result<Self> {
+        let mut options = Self {
+            pos: 200,
+            per_catalog: 50,
+            steady: Duration::from_secs(60),
+            // Shorter than the window, so every PO is re-reconciled at least once while the
+            // window checks that a reconcile with nothing to do writes nothing.
+            resync_seconds: 30,
+            crds: true,
+            install_timeout: Duration::from_secs(20 * 60),
+        };
+        let mut args = std::env::args().skip(1);
+        while let Some(arg) = args.next() {
+            let mut number = |name: &str| -> Result<u64> {
+                let value = args.next().ok_or_else(|| anyhow!("{name} needs a value"))?;
+                value
+                    .parse()
+                    .with_context(|| format!("{name} {value:?} is not a number"))
+            };
+            match arg.as_str() {
+                "--pos" => options.pos = usize::try_from(number("--pos")?)?,
+                "--per-catalog" => {
+                    options.per_catalog = usize::try_from(number("--per-catalog")?)?.max(1);
+                }
+                "--steady-seconds" => {
+                    options.steady = Duration::from_secs(number("--steady-seconds")?);
+                }
+                "--resync-seconds" => options.resync_seconds = number("--resync-seconds")?,
+                "--install-timeout-seconds" => {
+                    options.install_timeout =
+                        Duration::from_secs(number("--install-timeout-seconds")?);
+                }
+                "--no-crds" => options.crds = false,
+                other => bail!(
+                    "unknown argument {other:?} (flags: --pos N --per-catalog N --steady-seconds S --resync-seconds S --install-timeout-seconds S --no-crds)"
+                ),
+            }
+        }
+        Ok(options)
+    }
+}
+
+fn main() -> ExitCode {
+    // kube uses rustls; pick the provider once, as the manager does.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("pom-bench: starting the async runtime: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    match runtime.block_on(run()) {
+        Ok(0) => ExitCode::SUCCESS,
+        Ok(_) => ExitCode::FAILURE,
+        Err(err) => {
+            eprintln!("pom-bench: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The whole benchmark; returns the number of writes in the steady window.
+async fn run() -> Result<u64> {
+    let options = Options::parse()?;
+    let manager_bin = manager_binary()?;
+    println!(
+        "pom-bench: {} PlatformOperators ({} per catalog, CRDs {}), upgradeGate Rollout, resync {}s, steady window {}s",
+        options.pos,
+        options.per_catalog,
+        if options.crds { "on" } else { "off" },
+        options.resync_seconds,
+        options.steady.as_secs()
+    );
+
+    let started = Instant::now();
+    let plane = ControlPlane::start(Workloads::Simulated)
+        .await
+        .context("starting the control plane (build the binaries with `make e2e-binaries`)")?;
+    let client = plane.client().await?;
+    println!(
+        "control plane up in {:.1}s ({})",
+        started.elapsed().as_secs_f64(),
+        plane.dir().display()
+    );
+
+    create_namespace(&client, MANAGER_NAMESPACE).await?;
+    let health = free_address()?;
+    let args = vec![
+        // One replica: Lease renewals would be writes of leader election, not of the reconcilers.
+        "--leader-elect=false".to_owned(),
+        format!("--health-bind-address={health}"),
+        format!("--resync-seconds={}", options.resync_seconds),
+    ];
+    let mut manager = ManagerProcess::spawn(
+        &manager_bin,
+        "pom-bench-manager",
+        plane.kubeconfig_path(),
+        &args,
+        &[
+            ("POD_NAMESPACE", MANAGER_NAMESPACE),
+            ("RELEASE_VERSION", "4.99.0-pom-bench"),
+            // Debug logs of 200 POs would measure the logger.
+            ("RUST_LOG", "info,kube=warn,hyper=warn,tower=warn"),
+        ],
+        plane.dir(),
+    )
+    .await?;
+    let memory = Memory::new(manager.pid());
+    wait_ready(&manager, health).await?;
+    println!(
+        "manager ready (pid {}, {}), RSS {} MiB",
+        manager.pid(),
+        manager_bin.display(),
+        mib(memory.rss_kib())
+    );
+
+    let bundles: Vec<TestBundle> = (0..options.pos)
+        .map(|i| {
+            let bundle = TestBundle::new(&format!("bench-{i:03}"), "1.0.0");
+            if options.crds {
+                bundle
+            } else {
+                bundle.without_crd()
+            }
+        })
+        .collect();
+    let catalogs_started = Instant::now();
+    let mut catalog_names = Vec::new();
+    for (i, chunk) in bundles.chunks(options.per_catalog).enumerate() {
+        let name = format!("bench-{i}");
+        configmap_catalog(&client, &name, &catalog_json(chunk, &[])).await?;
+        catalog_names.push(name);
+    }
+    wait_catalogs_serving(&client, &catalog_names).await?;
+    println!(
+        "{} catalogs serving in {:.1}s",
+        catalog_names.len(),
+        catalogs_started.elapsed().as_secs_f64()
+    );
+
+    let before = scrape(&manager, health).await?;
+    let install_started = Instant::now();
+    create_pos(&client, &bundles).await?;
+    let created = install_started.elapsed();
+    println!(
+        "{} PlatformOperators created in {:.1}s",
+        options.pos,
+        created.as_secs_f64()
+    );
+    let installed_after = wait_all_installed(
+        &client,
+        &manager,
+        health,
+        &memory,
+        options.pos,
+        install_started,
+        options.install_timeout,
+    )
+    .await?;
+    let at_installed = scrape(&manager, health).await?;
+    let install_times = install_durations(&client).await?;
+
+    let (settled, at_settled) = settle(&manager, health, &memory).await?;
+    let steady_start = scrape(&manager, health).await?;
+    let window = Instant::now();
+    while window.elapsed() < options.steady {
+        memory.sample();
+        ensure_running(&manager)?;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    let steady_end = scrape(&manager, health).await?;
+    memory.sample();
+
+    let install_writes = at_installed.writes() - before.writes();
+    let settle_writes = at_settled.writes() - at_installed.writes();
+    let steady = steady_end.diff(&steady_start);
+    let steady_writes: u64 = steady
+        .iter()
+        .filter(|(labels, _)| labels.kind == "write")
+        .map(|(_, n)| n)
+        .sum();
+    let pos = options.pos.max(1) as f64;
+
+    println!();
+    println!("== pom-bench results ==");
+    println!("PlatformOperators:                 {}", options.pos);
+    println!(
+        "bundle shape:                      Deployment + SA + RBAC{}",
+        if options.crds { " + CRD" } else { " (no CRD)" }
+    );
+    println!(
+        "time to all Installed=True:        {:.1}s (from the first create; creates took {:.1}s)",
+        installed_after.as_secs_f64(),
+        created.as_secs_f64()
+    );
+    println!(
+        "per-PO install time (creation -> Installed, 1s resolution): p50 {}s, p90 {}s, max {}s",
+        percentile(&install_times, 50),
+        percentile(&install_times, 90),
+        install_times.last().copied().unwrap_or_default()
+    );
+    println!(
+        "manager writes until all Installed: {install_writes} ({:.1} per PO)",
+        install_writes as f64 / pos
+    );
+    println!(
+        "manager writes while settling:     {settle_writes} (settled {:.1}s after all Installed)",
+        settled.as_secs_f64()
+    );
+    println!(
+        "manager writes per PO, total:      {:.1}",
+        (install_writes + settle_writes) as f64 / pos
+    );
+    println!(
+        "manager reads until settled:       {}",
+        at_settled.reads() - before.reads()
+    );
+    print_breakdown(
+        "install + settle writes",
+        &at_settled.diff(&before),
+        "write",
+    );
+    println!(
+        "PO reconciles in the steady window: {}",
+        steady_end.reconciles("platformoperator") - steady_start.reconciles("platformoperator")
+    );
+    println!(
+        "writes in the {}s steady window:   {steady_writes}",
+        options.steady.as_secs()
+    );
+    if steady_writes > 0 {
+        print_breakdown("steady-state writes", &steady, "write");
+    }
+    println!(
+        "manager peak RSS (VmHWM):          {} MiB (VmRSS now {} MiB)",
+        mib(memory.peak_kib()),
+        mib(memory.rss_kib())
+    );
+    println!(
+        "total wall time:                   {:.0}s",
+        started.elapsed().as_secs_f64()
+    );
+
+    manager.signal("TERM");
+    let _ = manager.wait_exit(Duration::from_secs(30)).await;
+    Ok(steady_writes)
+}
+
+/// `POM_MANAGER_BIN`, else `pom-manager-e2e` next to this binary (cargo builds both into the
+/// same directory).
+fn manager_binary() -> Result<PathBuf> {
+    if let Some(path) = std::env::var_os("POM_MANAGER_BIN") {
+        return Ok(PathBuf::from(path));
+    }
+    let exe = std::env::current_exe().context("locating pom-bench")?;
+    let path = exe.with_file_name("pom-manager-e2e");
+    if !path.is_file() {
+        bail!(
+            "{} is missing: build it with `cargo build --release -p pom-e2e --bins` or set POM_MANAGER_BIN",
+            path.display()
+        );
+    }
+    Ok(path)
+}
+
+/// Peak and current resident memory of the manager, from `/proc/<pid>/status`.
+struct Memory {
+    pid: u32,
+    peak: std::sync::atomic::AtomicU64,
+}
+
+impl Memory {
+    fn new(pid: u32) -> Self {
+        Self {
+            pid,
+            peak: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    fn field(&self, name: &str) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid)).ok()?;
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))?
+            .trim_start_matches(':')
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()
+    }
+
+    /// Remembers the kernel's high-water mark (it is lost once the process exits).
+    fn sample(&self) {
+        if let Some(hwm) = self.field("VmHWM") {
+            self.peak
+                .fetch_max(hwm, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    fn peak_kib(&self) -> u64 {
+        self.sample();
+        self.peak.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn rss_kib(&self) -> u64 {
+        self.field("VmRSS").unwrap_or_default()
+    }
+}
+
+fn mib(kib: u64) -> String {
+    format!("{:.1}", kib as f64 / 1024.0)
+}
+
+fn ensure_running(manager: &ManagerProcess) -> Result<()> {
+    if manager.is_running() {
+        Ok(())
+    } else {
+        bail!("the manager exited; its log:\n{}", manager.log_tail(40))
+    }
+}
+
+async fn wait_ready(manager: &ManagerProcess, health: SocketAddr) -> Result<()> {
+    let started = Instant::now();
+    loop {
+        if let Some((200, _, _)) = http_get(health, "/readyz").await {
+            return Ok(());
+        }
+        ensure_running(manager)?;
+        if started.elapsed() > Duration::from_secs(60) {
+            bail!(
+                "the manager was not ready within 60s; its log:\n{}",
+                manager.log_tail(40)
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+async fn create_namespace(client: &Client, name: &str) -> Result<()> {
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": name}}))?;
+    match Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &ns)
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
+        Err(err) => Err(err).with_context(|| format!("creating namespace {name}")),
+    }
+}
+
+/// Puts an FBC stream in ConfigMap `catalogs/<name>` and a Catalog pointing at it.
+async fn configmap_catalog(client: &Client, name: &str, fbc: &str) -> Result<()> {
+    create_namespace(client, CATALOG_NAMESPACE).await?;
+    let apply = PatchParams::apply("pom-bench").force();
+    let cm: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"name": name}, "data": {"catalog.json": fbc}}))?;
+    Api::<ConfigMap>::namespaced(client.clone(), CATALOG_NAMESPACE)
+        .patch(name, &apply, &Patch::Apply(&cm))
+        .await
+        .with_context(|| format!("writing catalog ConfigMap {name} ({} bytes)", fbc.len()))?;
+    let catalog: Catalog = serde_json::from_value(json!({
+        "apiVersion": "platform.openshift.io/v1alpha1", "kind": "Catalog", "metadata": {"name": name},
+        "spec": {"source": {"configMap": {"name": name, "namespace": CATALOG_NAMESPACE}}}
+    }))?;
+    Api::<Catalog>::all(client.clone())
+        .patch(name, &apply, &Patch::Apply(&catalog))
+        .await
+        .with_context(|| format!("writing Catalog {name}"))?;
+    Ok(())
+}
+
+async fn wait_catalogs_serving(client: &Client, names: &[String]) -> Result<()> {
+    let api = Api::<Catalog>::all(client.clone());
+    let started = Instant::now();
+    loop {
+        let catalogs = api.list(&ListParams::default()).await?;
+        let serving = catalogs
+            .items
+            .iter()
+            .filter(|c| names.iter().any(|n| c.metadata.name.as_deref() == Some(n)))
+            .filter(|c| {
+                c.status.as_ref().is_some_and(|s| {
+                    s.conditions
+                        .iter()
+                        .any(|c| c.type_ == "Serving" && c.status == "True")
+                })
+            })
+            .count();
+        if serving == names.len() {
+            return Ok(());
+        }
+        if started.elapsed() > Duration::from_secs(120) {
+            bail!(
+                "only {serving} of {} catalogs serve after 120s",
+                names.len()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// Creates every PlatformOperator at once (20 requests in flight).
+async fn create_pos(client: &Client, bundles: &[TestBundle]) -> Result<()> {
+    let api = Api::<PlatformOperator>::all(client.clone());
+    futures::stream::iter(bundles)
+        .map(|bundle| {
+            let api = api.clone();
+            async move {
+                let po: PlatformOperator = serde_json::from_value(json!({
+                    "apiVersion": "platform.openshift.io/v1alpha1", "kind": "PlatformOperator",
+                    "metadata": {"name": bundle.package},
+                    "spec": {"package": {"name": bundle.package}, "upgradeGate": "Rollout"}
+                }))?;
+                api.create(&PostParams::default(), &po)
+                    .await
+                    .with_context(|| format!("creating PlatformOperator {}", bundle.package))?;
+                anyhow::Ok(())
+            }
+        })
+        .buffer_unordered(20)
+        .try_collect::<Vec<()>>()
+        .await?;
+    Ok(())
+}
+
+fn installed(po: &PlatformOperator) -> bool {
+    po.status.as_ref().is_some_and(|s| {
+        s.conditions
+            .iter()
+            .any(|c| c.type_ == "Installed" && c.status == "True")
+    })
+}
+
+/// Polls (one LIST a second) until every PO is Installed=True; the time since `started`.
+async fn wait_all_installed(
+    client: &Client,
+    manager: &ManagerProcess,
+    health: SocketAddr,
+    memory: &Memory,
+    total: usize,
+    started: Instant,
+    timeout: Duration,
+) -> Result<Duration> {
+    let api = Api::<PlatformOperator>::all(client.clone());
+    let mut last_report = Instant::now();
+    loop {
+        memory.sample();
+        ensure_running(manager)?;
+        let pos = api.list(&ListParams::default()).await?;
+        let done = pos.items.iter().filter(|po| installed(po)).count();
+        if done >= total {
+            return Ok(started.elapsed());
+        }
+        if last_report.elapsed() >= Duration::from_secs(15) {
+            let writes = scrape(manager, health).await.map(|m| m.writes()).ok();
+            println!(
+                "  {:>5.0}s: {done}/{total} Installed, manager writes {}, RSS {} MiB",
+                started.elapsed().as_secs_f64(),
+                writes.map_or_else(|| "?".to_owned(), |w| w.to_string()),
+                mib(memory.rss_kib())
+            );
+            last_report = Instant::now();
+        }
+        if started.elapsed() > timeout {
+            bail!(
+                "only {done} of {total} PlatformOperators Installed after {}s; manager log tail:\n{}",
+                timeout.as_secs(),
+                manager.log_tail(40)
+            );
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// Seconds from each PO's creation to its Installed transition, sorted.
+async fn install_durations(client: &Client) -> Result<Vec<i64>> {
+    let pos = Api::<PlatformOperator>::all(client.clone())
+        .list(&ListParams::default())
+        .await?;
+    let mut seconds: Vec<i64> = pos
+        .items
+        .iter()
+        .filter_map(|po| {
+            let created = po.metadata.creation_timestamp.as_ref()?.0;
+            let condition = po
+                .status
+                .as_ref()?
+                .conditions
+                .iter()
+                .find(|c| c.type_ == "Installed")?;
+            Some(condition.last_transition_time.0.as_second() - created.as_second())
+        })
+        .collect();
+    seconds.sort_unstable();
+    Ok(seconds)
+}
+
+fn percentile(sorted: &[i64], p: usize) -> i64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let index = (sorted.len() * p).div_ceil(100).saturating_sub(1);
+    sorted[index.min(sorted.len() - 1)]
+}
+
+/// Waits until the manager has not written for [`QUIET`] (at most [`SETTLE_LIMIT`]); how long
+/// that took, and the counters at the last write.
+async fn settle(
+    manager: &ManagerProcess,
+    health: SocketAddr,
+    memory: &Memory,
+) -> Result<(Duration, Snapshot)> {
+    let started = Instant::now();
+    let mut last = scrape(manager, health).await?;
+    let mut last_change = Instant::now();
+    let mut settled_at = Duration::ZERO;
+    while last_change.elapsed() < QUIET && started.elapsed() < SETTLE_LIMIT {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        memory.sample();
+        let now = scrape(manager, health).await?;
+        if now.writes() != last.writes() {
+            last_change = Instant::now();
+            settled_at = started.elapsed();
+        }
+        last = now;
+    }
+    Ok((settled_at, last))
+}
+
+/// Labels of one `pom_api_requests_total` series.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Series {
+    verb: String,
+    kind: String,
+    resource: String,
+}
+
+/// The manager's counters at one scrape.
+#[derive(Debug, Default)]
+struct Snapshot {
+    requests: BTreeMap<Series, u64>,
+    reconciles: BTreeMap<String, u64>,
+}
+
+impl Snapshot {
+    fn parse(text: &str) -> Self {
+        let mut snapshot = Self::default();
+        for line in text.lines() {
+            let Some((name, labels, value)) = sample(line) else {
+                continue;
+            };
+            match name {
+                "pom_api_requests_total" => {
+                    let get = |key: &str| labels.get(key).cloned().unwrap_or_default();
+                    let series = Series {
+                        verb: get("verb"),
+                        kind: get("kind"),
+                        resource: get("resource"),
+                    };
+                    snapshot.requests.insert(series, value);
+                }
+                "pom_reconciles_total" => {
+                    let controller = labels.get("controller").cloned().unwrap_or_default();
+                    snapshot.reconciles.insert(controller, value);
+                }
+                _ => {}
+            }
+        }
+        snapshot
+    }
+
+    fn sum(&self, kind: &str) -> u64 {
+        self.requests
+            .iter()
+            .filter(|(s, _)| s.kind == kind)
+            .map(|(_, n)| n)
+            .sum()
+    }
+
+    fn writes(&self) -> u64 {
+        self.sum("write")
+    }
+
+    fn reads(&self) -> u64 {
+        self.sum("read")
+    }
+
+    fn reconciles(&self, controller: &str) -> u64 {
+        self.reconciles.get(controller).copied().unwrap_or_default()
+    }
+
+    /// The series that grew since `earlier`, with their growth.
+    fn diff(&self, earlier: &Self) -> Vec<(Series, u64)> {
+        self.requests
+            .iter()
+            .filter_map(|(series, n)| {
+                let before = earlier.requests.get(series).copied().unwrap_or_default();
+                (*n > before).then(|| (series.clone(), n - before))
+            })
+            .collect()
+    }
+}
+
+/// One OpenMetrics sample line: `name{k="v",...} value`.
+fn sample(line: &str) -> Option<(&str, BTreeMap<String, String>, u64)> {
+    if line.starts_with('#') {
+        return None;
+    }
+    let (head, value) = line.rsplit_once(' ')?;
+    let value = value.parse::<f64>().ok()? as u64;
+    let (name, labels) = match head.split_once('{') {
+        Some((name, rest)) => (name, rest.strip_suffix('}')?),
+        None => (head, ""),
+    };
+    let labels = labels
+        .split(',')
+        .filter_map(|pair| {
+            let (key, value) = pair.split_once('=')?;
+            Some((key.to_owned(), value.trim_matches('"').to_owned()))
+        })
+        .collect();
+    Some((name, labels, value))
+}
+
+async fn scrape(manager: &ManagerProcess, health: SocketAddr) -> Result<Snapshot> {
+    for _ in 0..5 {
+        if let Some((200, _, body)) = http_get(health, "/metrics").await {
+            return Ok(Snapshot::parse(&body));
+        }
+        ensure_running(manager)?;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    bail!("the manager's /metrics did not answer at {health}")
+}
+
+fn print_breakdown(title: &str, diff: &[(Series, u64)], kind: &str) {
+    println!("  {title} by verb and resource:");
+    let mut rows: Vec<&(Series, u64)> = diff.iter().filter(|(s, _)| s.kind == kind).collect();
+    rows.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    for (series, n) in rows {
+        println!("    {n:>7}  {:<7} {}", series.verb, series.resource);
+    }
+}
