@@ -8,7 +8,7 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
-use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use pom_api::PlatformOperator;
 use pom_api::openshift::{AGGREGATED_CLUSTER_OPERATOR, ClusterOperator};
 use pom_e2e::fixtures::{TestBundle, catalog_json};
@@ -190,7 +190,24 @@ async fn installs_from_a_configmap_catalog_and_reports_the_cluster_operator() {
     )
     .await;
 
-    // Deletion removes what POM installed but keeps the CRD.
+    // An admin's custom resource of the operator's CRD, in the install namespace.
+    let gvk = kube::core::GroupVersionKind::gvk("alpha.example.com", "v1", "Widget");
+    let widgets: Api<kube::api::DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        "alpha",
+        &kube::core::ApiResource::from_gvk(&gvk),
+    );
+    let widget: kube::api::DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "alpha.example.com/v1", "kind": "Widget",
+        "metadata": {"name": "precious"}, "spec": {"size": 3}
+    }))
+    .unwrap();
+    widgets
+        .create(&PostParams::default(), &widget)
+        .await
+        .unwrap();
+
+    // Deletion removes what POM installed but keeps the CRD and the custom resources.
     Api::<PlatformOperator>::all(client.clone())
         .delete("alpha", &DeleteParams::default())
         .await
@@ -219,6 +236,10 @@ async fn installs_from_a_configmap_catalog_and_reports_the_cluster_operator() {
             .unwrap()
             .is_some(),
         "the CRD must be kept"
+    );
+    assert!(
+        widgets.get_opt("precious").await.unwrap().is_some(),
+        "custom resources must survive the deletion"
     );
     manager.stop().await;
 }
