@@ -20,8 +20,9 @@ pub const PO_STATUS_FIELD_MANAGER: &str = "platform-operators-manager/po-status"
 pub const CATALOG_STATUS_FIELD_MANAGER: &str = "platform-operators-manager/catalog-status";
 /// Field manager for the aggregated ClusterOperator status.
 pub const CLUSTER_OPERATOR_FIELD_MANAGER: &str = "platform-operators-manager/clusteroperator";
-/// Field manager for finalizers.
-pub const FINALIZER_FIELD_MANAGER: &str = "platform-operators-manager/finalizer";
+/// Field manager for the annotations POM keeps on PlatformOperators (finalizers are added by
+/// kube-runtime's finalizer helper with a guarded JSON patch).
+pub const PO_ANNOTATIONS_FIELD_MANAGER: &str = "platform-operators-manager/po-annotations";
 /// Field manager for OperatorConditions POM creates and for their status copy.
 pub const OPERATOR_CONDITION_FIELD_MANAGER: &str = "platform-operators-manager/operatorcondition";
 

@@ -27,7 +27,7 @@ use super::objects::KindCache;
 use super::snapshot;
 use super::status::{self, Outcome, StatusInput};
 use crate::conditions;
-use crate::context::{Context, PO_STATUS_FIELD_MANAGER};
+use crate::context::{Context, PO_ANNOTATIONS_FIELD_MANAGER, PO_STATUS_FIELD_MANAGER};
 use crate::error::Error;
 
 /// State of the PlatformOperator controller on top of the shared [`Context`].
@@ -480,10 +480,18 @@ fn next_move(
 /// Remembers on the PO that its operator reports OperatorConditions (`upgradeGate: Auto`).
 async fn mark_reported(client: &kube::Client, name: &str) -> Result<(), Error> {
     let api: Api<PlatformOperator> = Api::all(client.clone());
-    let patch = serde_json::json!({"metadata": {"annotations": {labels::OPERATOR_CONDITION_REPORTED: "true"}}});
-    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .map_err(Error::kube(format!("annotating PlatformOperator {name}")))?;
+    let patch = serde_json::json!({
+        "apiVersion": "platform.openshift.io/v1alpha1",
+        "kind": "PlatformOperator",
+        "metadata": {"name": name, "annotations": {labels::OPERATOR_CONDITION_REPORTED: "true"}},
+    });
+    api.patch(
+        name,
+        &PatchParams::apply(PO_ANNOTATIONS_FIELD_MANAGER),
+        &Patch::Apply(&patch),
+    )
+    .await
+    .map_err(Error::kube(format!("annotating PlatformOperator {name}")))?;
     Ok(())
 }
 
