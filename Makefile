@@ -22,7 +22,8 @@ e2e-binaries:
 
 test: e2e-binaries
 	@dir=$$(bash e2e/tools/build-binaries.sh | tail -n1) && \
-	  POM_TEST_BIN_DIR=$$dir PROPTEST_CASES=$${PROPTEST_CASES:-2000} $(CARGO) test --workspace --all-targets --no-fail-fast -- --test-threads=2
+	  POM_TEST_BIN_DIR=$$dir PROPTEST_CASES=$${PROPTEST_CASES:-2000} $(CARGO) test --workspace --no-fail-fast -- --test-threads=2
+## (Benchmarks are compiled by `make lint` (clippy --all-targets) and run by `make bench`.)
 
 unit:
 	$(CARGO) test --workspace --exclude pom-e2e
