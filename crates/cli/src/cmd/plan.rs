@@ -337,27 +337,10 @@ pub fn compute(inputs: &Inputs, to: &str, target: &Version) -> anyhow::Result<Pl
 }
 
 fn snapshot(cv: &ClusterVersion) -> anyhow::Result<ClusterVersionSnapshot> {
-    let Some(status) = cv.status.as_ref() else {
-        bail!(
+    pom_controller::operator::snapshot::snapshot_of(cv).ok_or_else(|| {
+        anyhow::anyhow!(
             "ClusterVersion version has no status yet: the cluster-version operator has not reported"
-        );
-    };
-    Ok(ClusterVersionSnapshot {
-        history: status
-            .history
-            .iter()
-            .map(|h| HistoryEntry {
-                state: h.state.clone(),
-                version: h.version.clone(),
-                completion_time: h.completion_time.as_ref().map(|t| t.0.to_string()),
-            })
-            .collect(),
-        desired_version: Some(status.desired.version.clone()).filter(|v| !v.is_empty()),
-        progressing: status
-            .conditions
-            .iter()
-            .find(|c| c.type_ == "Progressing")
-            .map(|c| c.status == "True"),
+        )
     })
 }
 

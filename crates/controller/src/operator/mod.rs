@@ -5,7 +5,7 @@ mod install;
 mod objects;
 mod operator_condition;
 mod reconcile;
-pub(crate) mod snapshot;
+pub mod snapshot;
 pub mod status;
 
 pub use objects::{KindCache, PRUNABLE_KINDS, is_subset, label_value};

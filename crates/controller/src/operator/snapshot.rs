@@ -23,10 +23,20 @@ pub async fn cluster(client: &kube::Client) -> Result<Result<Option<ClusterPhase
         Err(err) => return Err(Error::kube("reading ClusterVersion version")(err)),
     };
     let Some(cv) = cv else { return Ok(Ok(None)) };
-    let Some(status) = cv.status else {
+    let Some(snapshot) = snapshot_of(&cv) else {
         return Ok(Err("ClusterVersion version has no status yet".to_owned()));
     };
-    let snapshot = ClusterVersionSnapshot {
+    Ok(cluster_phase(&snapshot)
+        .map(Some)
+        .map_err(|e| e.to_string()))
+}
+
+/// The plain view of a ClusterVersion the resolver judges the cluster phase from (§4.1);
+/// `None` while the CVO has not written a status. Shared with `pomctl plan`.
+#[must_use]
+pub fn snapshot_of(cv: &ClusterVersion) -> Option<ClusterVersionSnapshot> {
+    let status = cv.status.as_ref()?;
+    Some(ClusterVersionSnapshot {
         history: status
             .history
             .iter()
@@ -42,10 +52,7 @@ pub async fn cluster(client: &kube::Client) -> Result<Result<Option<ClusterPhase
             .iter()
             .find(|c| c.type_ == "Progressing")
             .map(|c| c.status == "True"),
-    };
-    Ok(cluster_phase(&snapshot)
-        .map(Some)
-        .map_err(|e| e.to_string()))
+    })
 }
 
 /// Whether a Catalog the PO may resolve from exists but has not been processed by this
