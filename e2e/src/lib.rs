@@ -8,8 +8,9 @@
 //! `Available`. [`Registry`] starts an OCI registry on loopback.
 //!
 //! Binaries are found through `POM_TEST_BIN_DIR` (set by the Makefile) or the build script's
-//! cache directory. When they are missing, [`binaries::locate`] says so: tests print
-//! `skipped: ...` locally, and fail in CI (`CI` set), where the suite must never skip.
+//! cache directory. When they (or `../shared/testdata`) are missing, [`binaries::require`]
+//! fails the test, naming what is missing; outside CI, `POM_ALLOW_SKIP=1` turns that into a
+//! skip (see [`skip`]). "Nothing happened" is proven with a [`quiet::QuietWindow`].
 
 pub mod binaries;
 mod certs;
@@ -23,9 +24,11 @@ pub mod manager_process;
 pub mod oci_publish;
 pub mod pomctl;
 mod process;
+pub mod quiet;
 mod registry;
 pub mod scenario;
 mod shared;
+pub mod skip;
 
 pub use control_plane::{ControlPlane, Workloads};
 pub use error::HarnessError;

@@ -101,3 +101,15 @@ pub async fn po_condition(
         .find(|c| c.type_ == type_)
         .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
 }
+
+/// Condition `type_` of `po` as (status, reason, message), whatever generation it describes
+/// (for rules over every version a watch sees; [`po_condition`] reads the current one).
+#[must_use]
+pub fn condition_of(po: &PlatformOperator, type_: &str) -> Option<(String, String, String)> {
+    po.status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
+}

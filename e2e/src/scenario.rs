@@ -19,10 +19,11 @@ use crate::{ControlPlane, Workloads, binaries};
 pub const WAIT: Duration = Duration::from_secs(120);
 
 /// A control plane where Deployments really roll out (plus the registry binary when asked);
-/// `None` (with a printed reason) when the binaries are missing outside CI.
+/// `None` when the binaries are missing and skipping is allowed (see [`crate::skip`]).
 ///
 /// # Panics
-/// When the control plane cannot start.
+/// When the control plane cannot start, or a prerequisite is missing and skipping is not
+/// allowed.
 pub async fn simulated_plane(with_registry: bool) -> Option<ControlPlane> {
     let mut needed = binaries::CONTROL_PLANE.to_vec();
     needed.extend_from_slice(binaries::WORKLOADS);
@@ -93,6 +94,27 @@ pub async fn configmap_catalog(client: &Client, name: &str, fbc: &str, priority:
         priority,
     )
     .await;
+}
+
+/// Waits until Catalog `name` serves exactly `fbc` (its `status.resolvedSource` names the
+/// content's sha256, as the manager computes it for ConfigMap catalogs): the manager has taken
+/// the new content in. Returns the resolved source.
+pub async fn wait_catalog_serves(client: &Client, name: &str, fbc: &str) -> String {
+    use sha2::Digest as _;
+    let digest = format!(
+        "@sha256:{}",
+        hex::encode(sha2::Sha256::digest(fbc.as_bytes()))
+    );
+    eventually(
+        WAIT,
+        &format!("Catalog {name} to serve the new content ({digest})"),
+        || async {
+            let catalog = Api::<Catalog>::all(client.clone()).get(name).await.ok()?;
+            let resolved = catalog.status?.resolved_source?;
+            resolved.ends_with(&digest).then_some(resolved)
+        },
+    )
+    .await
 }
 
 /// Creates PlatformOperator `name` with `spec`.

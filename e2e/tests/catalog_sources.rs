@@ -503,5 +503,5 @@ async fn bundle_image_round_trips_through_the_registry() {
         .pull_files(&format!("{host}/bundles/op:v9"), "")
         .await
         .unwrap_err();
-    assert_eq!(missing.reason(), "ImageNotFound", "{missing}");
+    assert_eq!(missing.reason().as_str(), "ImageNotFound", "{missing}");
 }

@@ -3,7 +3,8 @@
 //! the aggregated ClusterOperator follows (§8.2). Also installs from an image catalog.
 
 use pom_e2e::scenario::{
-    apply_catalog, co_condition, configmap_catalog, create_po, simulated_plane, wait_po_condition,
+    apply_catalog, co_condition, configmap_catalog, create_po, simulated_plane,
+    wait_catalog_serves, wait_po_condition,
 };
 use std::time::Duration;
 
@@ -11,10 +12,12 @@ use k8s_openapi::api::apps::v1::Deployment;
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams};
 use pom_api::{Catalog, PlatformOperator};
+use pom_controller::context::Settings;
 use pom_e2e::Registry;
 use pom_e2e::fixtures::{TestBundle, catalog_json};
 use pom_e2e::manager::{Manager, eventually, po_condition};
 use pom_e2e::oci_publish::{push_catalog, push_files};
+use pom_e2e::quiet::{Objects, QuietWindow};
 use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(120);
@@ -144,7 +147,12 @@ async fn refusals_say_why_and_keep_what_runs() {
     configmap_catalog(&client, "local", &catalog_json(&first, &[]), 0).await;
 
     create_po(&client, "delta", json!({"package": {"name": "delta"}})).await;
-    let manager = Manager::start(client.clone(), Manager::test_settings(vec![]));
+    // A short resync keeps the quiet window below (which must outlast every resync) short.
+    let settings = Settings {
+        resync_interval: Duration::from_secs(5),
+        ..Manager::test_settings(vec![])
+    };
+    let manager = Manager::start(client.clone(), settings.clone());
     wait_po_condition(
         &client,
         "delta",
@@ -214,11 +222,38 @@ async fn refusals_say_why_and_keep_what_runs() {
 
     // Unsafe CRD change on upgrade: the catalog gains 1.1.0 (steady state: nothing moves), the
     // admin moves by hand, POM refuses and 1.0.0 keeps running.
+    let before = deployment_image(&client, "delta", &good.deployment_name()).await;
+    // Steady state must not move when the catalog gains bundles: watched from before the
+    // catalog changes until a window longer than every resync has passed since the manager
+    // serves the new content. The PO keeps its installed bundle, no move starts, and POM does
+    // not touch delta's Deployment.
+    let window = QuietWindow::new(&settings)
+        .unchanged(
+            Api::<PlatformOperator>::all(client.clone()),
+            "delta",
+            "the installed bundle, the move and the pin",
+            |po| {
+                let status = po.status.as_ref();
+                json!({
+                    "installedBundle": status.and_then(|s| s.installed_bundle.as_ref()),
+                    "desiredBundle": status.and_then(|s| s.desired_bundle.as_ref()),
+                    "activeHop": status.and_then(|s| s.active_hop.as_ref()),
+                    "pin": status.and_then(|s| s.pin.as_ref()),
+                })
+            },
+        )
+        .no_writes_except_status(
+            Api::<Deployment>::namespaced(client.clone(), "delta"),
+            Objects::All,
+        )
+        .open()
+        .await;
     let mut all = first.clone();
     all.push(unsafe_next.clone());
-    configmap_catalog(&client, "local", &catalog_json(&all, &[]), 0).await;
-    let before = deployment_image(&client, "delta", &good.deployment_name()).await;
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    let fbc = catalog_json(&all, &[]);
+    configmap_catalog(&client, "local", &fbc, 0).await;
+    wait_catalog_serves(&client, "local", &fbc).await;
+    window.hold().await;
     let installed = Api::<PlatformOperator>::all(client.clone())
         .get("delta")
         .await
@@ -227,10 +262,7 @@ async fn refusals_say_why_and_keep_what_runs() {
         .unwrap()
         .installed_bundle
         .unwrap();
-    assert_eq!(
-        installed.version, "1.0.0",
-        "steady state must not move when the catalog gains bundles"
-    );
+    assert_eq!(installed.version, "1.0.0");
     Api::<PlatformOperator>::all(client.clone())
         .patch(
             "delta",

@@ -5,17 +5,22 @@
 //! Upgradeable=True for its generation, even while 7.10.0 has not reported anything yet. The
 //! test plays the operator. Variants: reported late, reported False, never reported.
 
-use pom_e2e::scenario::{co_condition, configmap_catalog, now, set_cluster, simulated_plane};
+use pom_e2e::scenario::{
+    co_condition, configmap_catalog, now, set_cluster, simulated_plane, wait_catalog_serves,
+};
 use std::time::Duration;
 
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::Client;
 use kube::api::{Api, PostParams};
 use pom_api::PlatformOperator;
 use pom_api::olm::OperatorCondition;
+use pom_controller::context::Settings;
 use pom_e2e::fixtures::{TestBundle, catalog_json};
-use pom_e2e::manager::{Manager, eventually, po_condition};
-use serde_json::json;
+use pom_e2e::manager::{Manager, condition_of, eventually, po_condition};
+use pom_e2e::quiet::{Objects, QuietWindow};
+use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(120);
 const PKG: &str = "seedop";
@@ -28,9 +33,31 @@ fn chain() -> Vec<TestBundle> {
     ]
 }
 
-/// Publishes `bundles` as the whole content of ConfigMap catalog `seed`.
-async fn publish(client: &Client, bundles: &[TestBundle]) {
-    configmap_catalog(client, "seed", &catalog_json(bundles, &[]), 0).await;
+/// The manager's settings: a short resync, so that the quiet windows (which must outlast every
+/// resync) stay short.
+fn settings() -> Settings {
+    Settings {
+        resync_interval: Duration::from_secs(5),
+        ..Manager::test_settings(vec![])
+    }
+}
+
+/// Publishes `bundles` as the whole content of ConfigMap catalog `seed`; returns the content.
+async fn publish(client: &Client, bundles: &[TestBundle]) -> String {
+    let fbc = catalog_json(bundles, &[]);
+    configmap_catalog(client, "seed", &fbc, 0).await;
+    fbc
+}
+
+/// Where the PO stands: what is installed, where it is moving and whether that move settled.
+fn position(po: &PlatformOperator) -> Value {
+    let status = po.status.as_ref();
+    let hop = status.and_then(|s| s.active_hop.as_ref());
+    json!({
+        "installedBundle": status.and_then(|s| s.installed_bundle.as_ref()).map(|b| &b.name),
+        "desiredBundle": status.and_then(|s| s.desired_bundle.as_ref()).map(|b| &b.name),
+        "activeHop": hop.map(|h| json!({"from": h.from, "to": h.to, "settled": h.settled})),
+    })
 }
 
 /// Plays the operator: writes `Upgradeable` into its OperatorCondition's `spec.conditions`,
@@ -73,7 +100,7 @@ async fn wait_installed(client: &Client, version: &str) {
 
 /// 7.9.3 installed and settled on a steady 4.16 cluster, then the catalog gains 7.10.x and the
 /// cluster starts a minor update to 4.17.
-async fn start_scenario(client: &Client, progress_deadline: &str) -> Manager {
+async fn start_scenario(client: &Client, settings: &Settings, progress_deadline: &str) -> Manager {
     set_cluster(client, &[("4.16.3", true)], "4.16.3").await;
     let bundles = chain();
     publish(client, &bundles[..1]).await;
@@ -86,7 +113,7 @@ async fn start_scenario(client: &Client, progress_deadline: &str) -> Manager {
         .create(&PostParams::default(), &po)
         .await
         .unwrap();
-    let manager = Manager::start(client.clone(), Manager::test_settings(vec![]));
+    let manager = Manager::start(client.clone(), settings.clone());
     wait_installed(client, "7.9.3").await;
     report(client, "seedop.v7.9.3", true, "ready").await;
     eventually(WAIT, "7.9.3 settled", || async {
@@ -99,17 +126,37 @@ async fn start_scenario(client: &Client, progress_deadline: &str) -> Manager {
         hop.settled.then_some(())
     })
     .await;
-    publish(client, &bundles).await;
-    // Steady state: the catalog gaining bundles moves nothing.
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    // Steady state: the catalog gaining bundles moves nothing. Watched from before the publish
+    // until a window longer than every resync has passed since the manager serves it: the PO
+    // stays where it is (pin included) and POM does not touch the operator's Deployment.
+    let window = QuietWindow::new(settings)
+        .unchanged(
+            Api::<PlatformOperator>::all(client.clone()),
+            PKG,
+            "the installed bundle, the move and the pin",
+            |po| {
+                let mut at = position(po);
+                at["pin"] = json!(po.status.as_ref().and_then(|s| s.pin.as_ref()));
+                at
+            },
+        )
+        .no_writes_except_status(
+            Api::<Deployment>::namespaced(client.clone(), PKG),
+            Objects::All,
+        )
+        .open()
+        .await;
+    let fbc = publish(client, &bundles).await;
+    wait_catalog_serves(client, "seed", &fbc).await;
+    window.hold().await;
     assert_eq!(installed_version(client).await.as_deref(), Some("7.9.3"));
     set_cluster(client, &[("4.17.0", false), ("4.16.3", true)], "4.17.0").await;
     manager
 }
 
-/// 7.10.0 is installed, and 7.10.1 is not started for `hold` while 7.10.0 has not said it may
-/// be upgraded.
-async fn assert_held_at_7_10_0(client: &Client, hold: Duration) {
+/// 7.10.0 is installed, and 7.10.1 is not started, over a window longer than every resync,
+/// while 7.10.0 has not said it may be upgraded.
+async fn assert_held_at_7_10_0(client: &Client, settings: &Settings) {
     wait_installed(client, "7.10.0").await;
     let pin = Api::<PlatformOperator>::all(client.clone())
         .get(PKG)
@@ -123,15 +170,36 @@ async fn assert_held_at_7_10_0(client: &Client, hold: Duration) {
         (pin.range.as_str(), pin.reason.as_str()),
         (">=7.10.0 <8.0.0-0", "MinorUpgrade")
     );
-    let deadline = tokio::time::Instant::now() + hold;
-    while tokio::time::Instant::now() < deadline {
-        assert_eq!(
-            installed_version(client).await.as_deref(),
-            Some("7.10.0"),
-            "7.10.1 started before 7.10.0 settled"
-        );
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
+    // Every write of the PO keeps it at 7.10.0 with the move to 7.10.0 unsettled and never
+    // says Upgradeable=True; no Deployment of the operator gets another pod template (7.10.1's
+    // image) or appears.
+    let pos: Api<PlatformOperator> = Api::all(client.clone());
+    let held_at = position(&pos.get(PKG).await.unwrap());
+    assert_eq!(
+        held_at,
+        json!({"installedBundle": "seedop.v7.10.0", "desiredBundle": "seedop.v7.10.1",
+               "activeHop": {"from": "seedop.v7.9.3", "to": "seedop.v7.10.0", "settled": false}})
+    );
+    QuietWindow::new(settings)
+        .unchanged(
+            pos.clone(),
+            PKG,
+            "the installed bundle and the move (7.10.1 started before 7.10.0 settled)",
+            position,
+        )
+        .never(pos, PKG, "Upgradeable=True", |po| {
+            condition_of(po, "Upgradeable").is_some_and(|(status, _, _)| status == "True")
+        })
+        .unchanged(
+            Api::<Deployment>::namespaced(client.clone(), PKG),
+            Objects::All,
+            "the pod template",
+            |d| json!(d.spec.as_ref().map(|s| &s.template)),
+        )
+        .open()
+        .await
+        .hold()
+        .await;
     let status = Api::<PlatformOperator>::all(client.clone())
         .get(PKG)
         .await
@@ -153,9 +221,10 @@ async fn minor_update_waits_for_the_operator_condition_reported_late() {
         return;
     };
     let client = plane.client().await.unwrap();
-    let manager = start_scenario(&client, "10m").await;
+    let settings = settings();
+    let manager = start_scenario(&client, &settings, "10m").await;
     // 7.10.0 has created nothing yet: not settled, and the cluster is not upgradeable (seed 000).
-    assert_held_at_7_10_0(&client, Duration::from_secs(10)).await;
+    assert_held_at_7_10_0(&client, &settings).await;
     let (status, reason, message) = eventually(WAIT, "CO Upgradeable=False", || async {
         co_condition(&client, "Upgradeable")
             .await
@@ -184,7 +253,8 @@ async fn operator_reporting_false_holds_the_next_hop() {
         return;
     };
     let client = plane.client().await.unwrap();
-    let manager = start_scenario(&client, "10m").await;
+    let settings = settings();
+    let manager = start_scenario(&client, &settings, "10m").await;
     wait_installed(&client, "7.10.0").await;
     report(
         &client,
@@ -193,10 +263,53 @@ async fn operator_reporting_false_holds_the_next_hop() {
         "database migration running",
     )
     .await;
-    assert_held_at_7_10_0(&client, Duration::from_secs(8)).await;
-    let (_, _, message) = po_condition(&client, PKG, "Upgradeable").await.unwrap();
+    assert_held_at_7_10_0(&client, &settings).await;
+    // Under `upgradeGate: OperatorCondition` the operator's Upgradeable=True is part of settling
+    // the move to it, so what blocks is the unsettled move (MoveNotSettled), not a settled
+    // operator saying False (OperatorNotUpgradeable); the message names the OperatorCondition
+    // waited for and carries the operator's own words. Waited for: POM copies the operator's
+    // report to the OperatorCondition's status before it reaches the PO.
+    let (status, reason, message) = eventually(
+        WAIT,
+        "the operator's report in the PO's Upgradeable message",
+        || async {
+            po_condition(&client, PKG, "Upgradeable")
+                .await
+                .filter(|c| c.2.contains("database migration running"))
+        },
+    )
+    .await;
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "MoveNotSettled"),
+        "{message}"
+    );
     assert!(
-        message.contains("database migration running") || message.contains("not settled"),
+        message.contains("the move to seedop.v7.10.0 has not settled"),
+        "{message}"
+    );
+    assert!(
+        message.contains("OperatorCondition seedop/seedop.v7.10.0 to report Upgradeable=True"),
+        "{message}"
+    );
+    // The cluster admin reads the same cause on the aggregated ClusterOperator.
+    let (status, reason, message) = eventually(
+        WAIT,
+        "the operator's report in the ClusterOperator's Upgradeable message",
+        || async {
+            co_condition(&client, "Upgradeable")
+                .await
+                .filter(|c| c.2.contains("database migration running"))
+        },
+    )
+    .await;
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "MoveNotSettled"),
+        "{message}"
+    );
+    assert!(
+        message.starts_with("seedop: the move to seedop.v7.10.0 has not settled"),
         "{message}"
     );
     report(&client, "seedop.v7.10.0", true, "migration done").await;
@@ -210,7 +323,7 @@ async fn never_reported_condition_hits_the_progress_deadline() {
         return;
     };
     let client = plane.client().await.unwrap();
-    let manager = start_scenario(&client, "15s").await;
+    let manager = start_scenario(&client, &settings(), "15s").await;
     wait_installed(&client, "7.10.0").await;
     let message = eventually(WAIT, "Degraded=True/ProgressDeadlineExceeded", || async {
         po_condition(&client, PKG, "Degraded")

@@ -28,7 +28,11 @@ async fn state(client: &Client) -> Option<(String, String, String)> {
         .ok()?
         .status?;
     let pin = status.pin?;
-    Some((status.installed_bundle?.version, pin.range, pin.reason))
+    Some((
+        status.installed_bundle?.version,
+        pin.range,
+        pin.reason.to_string(),
+    ))
 }
 
 async fn wait_state(client: &Client, version: &str, reason: &str) -> (String, String, String) {

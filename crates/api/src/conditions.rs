@@ -1,5 +1,12 @@
-//! Condition types and reasons (CamelCase constants), shared by the controller that writes them
-//! and `pomctl` that reads them. Messages are built where the decision is made.
+//! Condition types, statuses and reasons: the one vocabulary POM writes and reads.
+//!
+//! Reasons are an enum, not strings, so a reason is chosen where the decision is made and is
+//! matched (never parsed out of a message) where it is read: the PlatformOperator reconciler,
+//! the aggregated ClusterOperator and `pomctl` all use this one table. Messages are built where
+//! the decision is made.
+
+use std::fmt;
+use std::str::FromStr;
 
 /// PlatformOperator condition types (§8.1).
 pub mod types {
@@ -13,37 +20,224 @@ pub mod types {
     pub const AVAILABLE: &str = "Available";
 }
 
-/// Condition reasons.
-pub mod reasons {
-    pub const AS_EXPECTED: &str = "AsExpected";
+/// A condition's status, as `metav1.Condition` spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ConditionStatus {
+    True,
+    False,
+    Unknown,
+}
+
+impl ConditionStatus {
+    /// The API spelling.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::True => "True",
+            Self::False => "False",
+            Self::Unknown => "Unknown",
+        }
+    }
+
+    /// `True` or `False`.
+    #[must_use]
+    pub fn from_bool(value: bool) -> Self {
+        if value { Self::True } else { Self::False }
+    }
+
+    /// Reads a status written by anyone; anything but `True`/`False` is `Unknown` (fail closed).
+    #[must_use]
+    pub fn parse_lenient(text: &str) -> Self {
+        match text {
+            "True" => Self::True,
+            "False" => Self::False,
+            _ => Self::Unknown,
+        }
+    }
+}
+
+impl fmt::Display for ConditionStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+macro_rules! reasons {
+    ($($(#[$doc:meta])* $variant:ident,)*) => {
+        /// Every condition reason POM writes (CamelCase, as conditions require).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Reason {
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl Reason {
+            /// Every reason, in table order.
+            pub const ALL: &'static [Reason] = &[$(Reason::$variant,)*];
+
+            /// The API spelling (the variant name).
+            #[must_use]
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Reason::$variant => stringify!($variant),)*
+                }
+            }
+        }
+    };
+}
+
+reasons! {
+    /// Nothing to report: the happy reason of every condition.
+    AsExpected,
     // Installed
-    pub const INSTALL_SUCCEEDED: &str = "InstallSucceeded";
-    pub const SOURCE_FAILED: &str = "SourceFailed";
-    pub const RESOLUTION_FAILED: &str = "ResolutionFailed";
-    pub const UNPACK_FAILED: &str = "UnpackFailed";
-    pub const INSTALL_FAILED: &str = "InstallFailed";
-    pub const DUPLICATE_PACKAGE: &str = "DuplicatePackage";
-    pub const INSTALL_MODE_UNSUPPORTED: &str = "InstallModeUnsupported";
-    pub const UNSAFE_CRD_CHANGE: &str = "UnsafeCRDChange";
-    pub const OWNERSHIP_CONFLICT: &str = "OwnershipConflict";
-    pub const INSTALLING: &str = "Installing";
+    /// The bundle's objects are applied and the first install settled.
+    InstallSucceeded,
+    /// No Catalog could serve content for the package.
+    SourceFailed,
+    /// No bundle could be chosen (or the request itself is invalid).
+    ResolutionFailed,
+    /// The bundle image could not be pulled or unpacked.
+    UnpackFailed,
+    /// The bundle could not be rendered or applied.
+    InstallFailed,
+    /// An older PlatformOperator already manages the package.
+    DuplicatePackage,
+    /// The bundle supports no install mode POM can use.
+    InstallModeUnsupported,
+    /// The new bundle would change a CRD in a way that breaks stored objects.
+    #[allow(clippy::upper_case_acronyms)]
+    UnsafeCRDChange,
+    /// An object the bundle ships is owned by another PlatformOperator.
+    OwnershipConflict,
+    /// The first install is in progress.
+    Installing,
     // Progressing
-    pub const UPGRADING: &str = "Upgrading";
-    pub const WAITING_FOR_ROLLOUT: &str = "WaitingForRollout";
-    pub const WAITING_FOR_OPERATOR_CONDITION: &str = "WaitingForOperatorCondition";
+    /// A move from one bundle to another is in progress.
+    Upgrading,
+    /// Waiting for CRDs to be Established or Deployments to roll out.
+    WaitingForRollout,
+    /// Waiting for the operator to report `Upgradeable=True` on its OperatorCondition.
+    WaitingForOperatorCondition,
+    /// A move is chosen but held until the one before it settles or the operator allows it.
+    MovePending,
     // Degraded
-    pub const PROGRESS_DEADLINE_EXCEEDED: &str = "ProgressDeadlineExceeded";
+    /// The move did not settle within `spec.progressDeadline`.
+    ProgressDeadlineExceeded,
     // Upgradeable (§8.3)
-    pub const INCOMPATIBLE_OPERATORS_INSTALLED: &str = "IncompatibleOperatorsInstalled";
-    pub const OPERATOR_NOT_UPGRADEABLE: &str = "OperatorNotUpgradeable";
-    pub const UPGRADEABILITY_UNKNOWN: &str = "UpgradeabilityUnknown";
-    pub const MOVE_NOT_SETTLED: &str = "MoveNotSettled";
-    pub const MULTIPLE_REASONS: &str = "MultipleReasons";
+    /// An installed bundle's `maxOpenShiftVersion` is below the next minor.
+    IncompatibleOperatorsInstalled,
+    /// The running operator reports `Upgradeable=False`.
+    OperatorNotUpgradeable,
+    /// Metadata, ClusterVersion or catalog could not be read: fail closed.
+    UpgradeabilityUnknown,
+    /// A move has not settled (or another one is pending).
+    MoveNotSettled,
+    /// Several POs block for different reasons.
+    MultipleReasons,
     // Catalog Serving
-    pub const UNPACKED: &str = "Unpacked";
-    pub const UNPACK_PENDING: &str = "UnpackPending";
-    pub const INVALID_CATALOG: &str = "InvalidCatalog";
+    /// The catalog's content is unpacked and served.
+    Unpacked,
+    /// The catalog's content has not been unpacked yet.
+    UnpackPending,
+    /// The catalog's content is invalid.
+    InvalidCatalog,
+    /// The ConfigMap a Catalog names does not exist.
+    ConfigMapNotFound,
+    /// The ConfigMap a Catalog names lacks the key.
+    ConfigMapKeyNotFound,
+    // Image pulls (Catalog Serving, and a bundle's UnpackFailed message)
+    /// The image reference cannot be parsed.
+    InvalidImageReference,
+    /// The registry cannot be reached.
+    RegistryUnreachable,
+    /// The registry does not have the image.
+    ImageNotFound,
+    /// The registry refused the credentials (or their absence).
+    RegistryUnauthorized,
+    /// A layer's media type is not one POM unpacks.
+    UnsupportedLayerMediaType,
+    /// A layer cannot be read.
+    InvalidImageLayer,
+    /// A layer writes outside its root.
+    UnsafeImagePath,
+    /// The image exceeds POM's size limits.
+    ImageTooLarge,
+    /// The registry answered with an error.
+    RegistryError,
+    /// No TLS crypto provider is configured.
+    TlsNotConfigured,
+    /// The pull was interrupted (shutdown).
+    PullInterrupted,
     // ClusterOperator
-    pub const NO_PLATFORM_OPERATORS: &str = "NoPlatformOperators";
-    pub const PLATFORM_OPERATOR_FAILED: &str = "PlatformOperatorFailed";
+    /// No PlatformOperator exists.
+    NoPlatformOperators,
+    /// A PlatformOperator has failed.
+    PlatformOperatorFailed,
+    /// At least one PlatformOperator is progressing.
+    PlatformOperatorsProgressing,
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A reason that is not in POM's table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownReason(pub String);
+
+impl fmt::Display for UnknownReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?} is not a reason POM writes", self.0)
+    }
+}
+
+impl std::error::Error for UnknownReason {}
+
+impl FromStr for Reason {
+    type Err = UnknownReason;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Reason::ALL
+            .iter()
+            .copied()
+            .find(|r| r.as_str() == text)
+            .ok_or_else(|| UnknownReason(text.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_reason_round_trips_and_is_camel_case() {
+        for reason in Reason::ALL {
+            let text = reason.as_str();
+            assert_eq!(text.parse::<Reason>(), Ok(*reason));
+            assert!(
+                text.chars().next().is_some_and(char::is_uppercase),
+                "{text}"
+            );
+            assert!(text.chars().all(char::is_alphanumeric), "{text}");
+        }
+        assert!("NotAReason".parse::<Reason>().is_err());
+    }
+
+    #[test]
+    fn statuses_read_fail_closed() {
+        assert_eq!(
+            ConditionStatus::parse_lenient("True"),
+            ConditionStatus::True
+        );
+        assert_eq!(
+            ConditionStatus::parse_lenient("False"),
+            ConditionStatus::False
+        );
+        assert_eq!(
+            ConditionStatus::parse_lenient("true"),
+            ConditionStatus::Unknown
+        );
+        assert_eq!(ConditionStatus::parse_lenient(""), ConditionStatus::Unknown);
+    }
 }

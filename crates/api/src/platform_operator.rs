@@ -2,7 +2,7 @@
 //! the cluster (PRODUCT §3). Compatible with the phase-0 API (same group, kind and
 //! `spec.package.name`), with the validation phase 0 lacked.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -141,12 +141,54 @@ pub struct BundleRef {
 pub struct PinStatus {
     /// Always printed with an explicit operator, e.g. `=1.2.3` or `>=1.2.3 <1.3.0-0`.
     pub range: String,
-    /// Install, Steady, PatchUpgrade, MinorUpgrade, Rollback or Override.
-    pub reason: String,
+    /// Why this pin is in force.
+    pub reason: PinReason,
+}
+
+/// Why a pin is in force (§4.2); the cluster phase it was computed for follows from it.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
+pub enum PinReason {
+    /// Nothing installed yet: the highest allowed bundle is installed.
+    #[default]
+    Install,
+    /// Cluster steady: stay on the installed version.
+    Steady,
+    /// Cluster patch update: move within the installed minor.
+    PatchUpgrade,
+    /// Cluster minor update: move within the installed major.
+    MinorUpgrade,
+    /// Cluster rollback: stay, or pivot down when the installed bundle cannot run on the target.
+    Rollback,
+    /// Cluster steady and the admin set `spec.steadyStateVersionRange`.
+    Override,
+    /// No cluster pin at all (offline resolution without a cluster version, as OLM v1).
+    Unpinned,
+}
+
+impl PinReason {
+    /// The API spelling.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Install => "Install",
+            Self::Steady => "Steady",
+            Self::PatchUpgrade => "PatchUpgrade",
+            Self::MinorUpgrade => "MinorUpgrade",
+            Self::Rollback => "Rollback",
+            Self::Override => "Override",
+            Self::Unpinned => "Unpinned",
+        }
+    }
+}
+
+impl std::fmt::Display for PinReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// The last move (install or hop) and whether it has settled.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ActiveHop {
     /// The bundle moved from; absent for a first install.
@@ -154,8 +196,8 @@ pub struct ActiveHop {
     pub from: Option<String>,
     /// The bundle moved to.
     pub to: String,
-    /// When the move started (RFC 3339); the progress deadline counts from here.
-    pub started_at: String,
+    /// When the move started; the progress deadline counts from here.
+    pub started_at: Time,
     /// True once the move settled (§7); the next hop may start only then.
     pub settled: bool,
     /// What the move is waiting for while it has not settled.

@@ -3,12 +3,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::Path;
+// One policy for tests reading ../shared (fail in CI, skip visibly elsewhere), kept with the
+// resolver's tests.
+#[path = "../../resolver/tests/shared_support/mod.rs"]
+mod shared_support;
+
 use std::process::{Command, Output};
 
 use serde_json::Value;
-
-const REAL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/testdata/real");
 
 /// `p`: 1.0.0 (max 4.16) <- 1.1.0 (max 4.17) <- 1.2.0 (needs etcd) in `stable`; 2.0.0 skips 1.1.0.
 const SMALL: &str = r#"
@@ -68,7 +70,10 @@ fn install_prints_the_bundle_the_pin_and_the_rejections() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(text.contains("bundle:  p.v2.0.0 (2.0.0)"), "{text}");
-    assert!(text.contains("pin:     * (Install)"), "{text}");
+    assert!(
+        text.contains("pin:     * (Unpinned)"),
+        "no --cluster-version, no pin: {text}"
+    );
     assert!(
         text.contains("p.v1.2.0 (1.2.0): declares dependencies"),
         "{text}"
@@ -130,8 +135,10 @@ fn json_output_with_a_cluster_has_upgradeable() {
     );
 }
 
+/// §9: without `--cluster-version` there is no cluster pin; the answer is OLM v1's, the highest
+/// direct successor (2.0.0 skips 1.1.0; 1.2.0 replaces it but needs etcd), and no verdict.
 #[test]
-fn steady_installed_stays_and_without_cluster_no_upgradeable() {
+fn without_cluster_version_there_is_no_pin() {
     let (_dir, catalog) = small_catalog();
     let out = pomctl(&[
         "--catalog",
@@ -144,10 +151,95 @@ fn steady_installed_stays_and_without_cluster_no_upgradeable() {
         "json",
     ]);
     let json = stdout_json(&out);
+    assert_eq!(json["bundle"]["name"], "p.v2.0.0");
+    assert_eq!(json["stays"], false);
+    assert_eq!(json["pin"]["range"], "*");
+    assert_eq!(json["pin"]["reason"], "Unpinned");
+    assert!(json.get("upgradeable").is_none());
+    let codes: Vec<(&str, &str)> = json["rejected"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["bundle"].as_str().unwrap(), r["code"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            ("p.v1.0.0", "NotSuccessor"),
+            ("p.v1.2.0", "HasDependencies")
+        ]
+    );
+    // --version-range still bounds it, as in OLM v1.
+    let out = pomctl(&[
+        "--catalog",
+        &catalog,
+        "--package",
+        "p",
+        "--installed",
+        "p.v1.1.0",
+        "--version-range",
+        "<2.0.0",
+        "-o",
+        "json",
+    ]);
+    let json = stdout_json(&out);
+    assert_eq!(json["bundle"]["name"], "p.v1.1.0");
+    assert_eq!(json["stays"], true);
+}
+
+#[test]
+fn steady_cluster_installed_stays_with_an_exact_pin() {
+    let (_dir, catalog) = small_catalog();
+    let out = pomctl(&[
+        "--catalog",
+        &catalog,
+        "--package",
+        "p",
+        "--installed",
+        "p.v1.1.0",
+        "--cluster-version",
+        "4.16.2",
+        "-o",
+        "json",
+    ]);
+    let json = stdout_json(&out);
     assert_eq!(json["bundle"]["name"], "p.v1.1.0");
     assert_eq!(json["stays"], true);
     assert_eq!(json["pin"]["range"], "=1.1.0");
-    assert!(json.get("upgradeable").is_none());
+    assert_eq!(json["pin"]["reason"], "Steady");
+    assert_eq!(json["upgradeable"]["status"], "True");
+}
+
+/// Only bundle-level deprecation ranks (as OLM v1); package and channel deprecations are
+/// reported beside the chosen bundle.
+#[test]
+fn deprecations_are_reported_and_only_bundle_level_ranks() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("catalog.json");
+    let deprecations = r#"
+{"schema":"olm.deprecations","package":"p","entries":[
+  {"reference":{"schema":"olm.package"},"message":"p is replaced by q"},
+  {"reference":{"schema":"olm.channel","name":"stable"},"message":"stable ends"},
+  {"reference":{"schema":"olm.bundle","name":"p.v2.0.0"},"message":"2.0.0 loses data"}]}
+"#;
+    std::fs::write(&path, format!("{SMALL}{deprecations}")).unwrap();
+    let catalog = path.display().to_string();
+    let out = pomctl(&["--catalog", &catalog, "--package", "p", "-o", "json"]);
+    let json = stdout_json(&out);
+    assert_eq!(
+        json["bundle"]["name"], "p.v1.1.0",
+        "1.2.0 needs etcd, 2.0.0 is deprecated"
+    );
+    assert_eq!(json["deprecations"]["bundle"], Value::Null);
+    assert_eq!(json["deprecations"]["channel"], "stable ends");
+    assert_eq!(json["deprecations"]["package"], "p is replaced by q");
+    let out = pomctl(&["--catalog", &catalog, "--package", "p"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("channel deprecated: stable ends")
+            && text.contains("package deprecated: p is replaced by q"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -161,6 +253,8 @@ fn no_solution_exits_1_with_reasons_on_stderr() {
         "p",
         "--installed",
         "p.v1.1.0",
+        "--cluster-version",
+        "4.17.0",
         "--steady-state-range",
         "=1.2.0",
     ]);
@@ -180,7 +274,7 @@ fn no_solution_exits_1_with_reasons_on_stderr() {
 #[test]
 fn bad_input_exits_2() {
     let (_dir, catalog) = small_catalog();
-    let cases: [&[&str]; 6] = [
+    let cases: [&[&str]; 7] = [
         &["--catalog", &catalog, "--package", "q"],
         &[
             "--catalog",
@@ -215,6 +309,17 @@ fn bad_input_exits_2() {
             "4.16",
         ],
         &["--catalog", "/nonexistent/catalog", "--package", "p"],
+        // A steady-state range replaces the steady pin, which needs a cluster.
+        &[
+            "--catalog",
+            &catalog,
+            "--package",
+            "p",
+            "--installed",
+            "p.v1.1.0",
+            "--steady-state-range",
+            "=1.2.0",
+        ],
     ];
     for args in cases {
         let out = pomctl(args);
@@ -242,11 +347,9 @@ fn bad_input_exits_2() {
 
 #[test]
 fn real_catalog_minor_update() {
-    let root = Path::new(REAL);
-    if !root.is_dir() {
-        println!("skipped: ../shared/testdata not present");
+    let Some(root) = shared_support::shared_dir("real") else {
         return;
-    }
+    };
     let catalog =
         root.join("redhat-openshift-ecosystem__community-operators-prod/catalogs/v4.20/infinispan");
     let out = pomctl(&[

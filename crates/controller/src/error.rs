@@ -1,6 +1,6 @@
 //! The manager's errors, each mapped to the CamelCase condition reason it surfaces as.
 
-use pom_api::conditions::reasons;
+use pom_api::conditions::Reason;
 
 /// Why a reconcile could not do what it set out to do.
 #[derive(Debug, thiserror::Error)]
@@ -37,6 +37,10 @@ pub enum Error {
     },
     #[error("object without {field} in bundle {bundle}")]
     InvalidObject { bundle: String, field: &'static str },
+    #[error(
+        "bundle {bundle} has neither an image nor olm.bundle.object manifests in its catalog, and none was recorded when it was applied; ask the catalog's publisher to fix the bundle entry"
+    )]
+    NoBundleContent { bundle: String },
     #[error("finalizer: {0}")]
     Finalizer(String),
 }
@@ -44,24 +48,24 @@ pub enum Error {
 impl Error {
     /// The `Installed` condition reason this error reports.
     #[must_use]
-    pub fn reason(&self) -> &'static str {
+    pub fn reason(&self) -> Reason {
         match self {
             Self::Kube { .. } | Self::InvalidObject { .. } | Self::Finalizer(_) => {
-                reasons::INSTALL_FAILED
+                Reason::InstallFailed
             }
-            Self::BundlePull { .. } => reasons::UNPACK_FAILED,
+            Self::BundlePull { .. } | Self::NoBundleContent { .. } => Reason::UnpackFailed,
             Self::Render { source, .. } => {
                 if matches!(
                     **source,
                     pom_resolver::render::RenderError::AllNamespacesNotSupported { .. }
                 ) {
-                    reasons::INSTALL_MODE_UNSUPPORTED
+                    Reason::InstallModeUnsupported
                 } else {
-                    reasons::UNPACK_FAILED
+                    Reason::UnpackFailed
                 }
             }
-            Self::UnsafeCrdChange { .. } => reasons::UNSAFE_CRD_CHANGE,
-            Self::OwnershipConflict { .. } => reasons::OWNERSHIP_CONFLICT,
+            Self::UnsafeCrdChange { .. } => Reason::UnsafeCRDChange,
+            Self::OwnershipConflict { .. } => Reason::OwnershipConflict,
         }
     }
 

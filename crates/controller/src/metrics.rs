@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use kube::ResourceExt;
 use pom_api::PlatformOperator;
-use pom_api::conditions::{reasons, types};
+use pom_api::conditions::{Reason, types};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::MetricType;
@@ -293,7 +293,7 @@ pub fn po_state(po: &PlatformOperator) -> &'static str {
     if is(types::DEGRADED, "True") {
         "degraded"
     } else if find(types::INSTALLED)
-        .is_some_and(|c| c.status == "False" && c.reason != reasons::INSTALLING)
+        .is_some_and(|c| c.status == "False" && c.reason != Reason::Installing.as_str())
     {
         "failed"
     } else if is(types::PROGRESSING, "True") {

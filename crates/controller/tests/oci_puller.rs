@@ -27,7 +27,7 @@ async fn an_invalid_reference_says_what_is_expected() {
     let puller = ImagePuller::new(Vec::new());
     let err = puller.resolve_digest("Not A Reference!").await.unwrap_err();
     assert!(matches!(err, OciError::InvalidReference { .. }), "{err:?}");
-    assert_eq!(err.reason(), "InvalidImageReference");
+    assert_eq!(err.reason().as_str(), "InvalidImageReference");
     assert!(err.to_string().contains("registry/repository:tag"), "{err}");
 }
 
@@ -44,7 +44,7 @@ async fn an_unreachable_insecure_registry_is_reported_as_such() {
         matches!(&err, OciError::Unreachable { registry, .. } if registry == "127.0.0.1:1"),
         "{err:?}"
     );
-    assert_eq!(err.reason(), "RegistryUnreachable");
+    assert_eq!(err.reason().as_str(), "RegistryUnreachable");
     let message = err.to_string();
     assert!(
         message.contains("127.0.0.1:1/catalog:latest"),
@@ -65,5 +65,5 @@ async fn pulls_fail_the_same_way_as_resolution() {
         .pull_files(&format!("127.0.0.1:1/catalog@{DIGEST}"), "configs/")
         .await
         .unwrap_err();
-    assert_eq!(err.reason(), "RegistryUnreachable", "{err}");
+    assert_eq!(err.reason().as_str(), "RegistryUnreachable", "{err}");
 }

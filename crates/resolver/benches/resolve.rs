@@ -16,7 +16,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use pom_resolver::cluster::{ClusterPhase, PhaseKind};
 use pom_resolver::fbc::model::Catalog;
 use pom_resolver::fbc::parse::parse_documents;
-use pom_resolver::select::{InstalledBundle, ResolveRequest, resolve};
+use pom_resolver::select::{InstalledBundle, PinPolicy, ResolveRequest, resolve};
 use semver::Version;
 
 fn catalog(packages: usize, bundles: usize) -> Catalog {
@@ -46,6 +46,7 @@ fn request<'a>(
             target: Version::new(4, 17, 0),
         }),
         kube_version: Some(Version::new(1, 30, 0)),
+        pin_policy: PinPolicy::FollowCluster,
     }
 }
 

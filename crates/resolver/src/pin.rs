@@ -34,6 +34,10 @@ pub enum PinReason {
     Rollback,
     /// Cluster steady and the admin set `spec.steadyStateVersionRange`.
     Override,
+    /// No pin at all: pure successor resolution as OLM v1 does it (`pomctl resolve` without
+    /// `--cluster-version`, §9). Unlike [`PinReason::Install`] it admits pre-releases, because
+    /// OLM v1 leaves them out only when the admin's version range does.
+    Unpinned,
 }
 
 impl fmt::Display for PinReason {
@@ -45,6 +49,7 @@ impl fmt::Display for PinReason {
             PinReason::MinorUpgrade => "MinorUpgrade",
             PinReason::Rollback => "Rollback",
             PinReason::Override => "Override",
+            PinReason::Unpinned => "Unpinned",
         })
     }
 }
@@ -73,6 +78,9 @@ enum Bounds {
     HalfOpen { lower: Version, upper: Version },
     /// The admin's steady-state override, evaluated with Masterminds rules.
     Admin(VersionRange),
+    /// No pin: every version, pre-releases included (OLM v1 has no pin; only the admin's
+    /// `versionRange`, checked separately, can exclude a pre-release).
+    Unpinned,
 }
 
 impl Serialize for Pin {
@@ -98,6 +106,19 @@ impl Pin {
             range: "*".to_owned(),
             reason: PinReason::Install,
             bounds: Bounds::Any,
+        }
+    }
+
+    /// No pin at all ([`PinReason::Unpinned`]): what resolution without a cluster runs under.
+    ///
+    /// Printed `*` like the install pin; the reason tells them apart. It admits pre-releases,
+    /// since OLM v1, whose selection this reproduces, filters them only through the admin's
+    /// version range.
+    pub fn unpinned() -> Self {
+        Pin {
+            range: "*".to_owned(),
+            reason: PinReason::Unpinned,
+            bounds: Bounds::Unpinned,
         }
     }
 
@@ -159,7 +180,7 @@ impl Pin {
     /// only when `installed` is itself a pre-release (an admin override keeps Masterminds rules).
     /// Build metadata never matters here; releases of one version order only among themselves.
     pub fn admits(&self, candidate: &Version, installed: Option<&Version>) -> bool {
-        if matches!(self.bounds, Bounds::Admin(_)) {
+        if matches!(self.bounds, Bounds::Admin(_) | Bounds::Unpinned) {
             return self.contains(candidate);
         }
         let installed_is_prerelease = installed.is_some_and(|version| !version.pre.is_empty());
@@ -173,7 +194,7 @@ impl Pin {
     /// explain a refusal: "a pre-release" rather than "outside the pin").
     pub fn contains(&self, candidate: &Version) -> bool {
         match &self.bounds {
-            Bounds::Any => true,
+            Bounds::Any | Bounds::Unpinned => true,
             Bounds::Exact(exact) => candidate.cmp_precedence(exact) == Ordering::Equal,
             Bounds::HalfOpen { lower, upper } => {
                 candidate.cmp_precedence(lower) != Ordering::Less
@@ -189,7 +210,11 @@ impl Pin {
     }
 }
 
-/// The pin for a PO (§4.2).
+/// The pin for a PO (§4.2), when it follows the cluster.
+///
+/// Resolution without a pin ([`Pin::unpinned`]) does not come through here: the selector
+/// chooses between the two by its request's `PinPolicy`, so `phase: None` keeps meaning "plain
+/// Kubernetes, steady" and never "no pin".
 ///
 /// `phase` is `None` without a ClusterVersion (plain Kubernetes): that counts as Steady. The
 /// steady-state override applies only while the cluster is steady; during an update the phase
@@ -325,6 +350,21 @@ mod tests {
         let install = Pin::install();
         assert!(install.admits(&v("9.0.0"), None));
         assert!(!install.admits(&v("9.1.0-alpha.1"), None));
+    }
+
+    #[test]
+    fn unpinned_admits_everything_including_prereleases() {
+        let pin = Pin::unpinned();
+        assert_eq!((pin.range.as_str(), pin.reason), ("*", PinReason::Unpinned));
+        assert!(pin.admits(&v("9.1.0-alpha.1"), None));
+        assert!(pin.admits(&v("0.0.1"), Some(&v("5.0.0"))));
+        assert!(pin.admits(&v("2.0.0-rc.1"), Some(&v("1.0.0"))));
+        assert!(!pin.is_rollback_pivot());
+        assert_eq!(PinReason::Unpinned.to_string(), "Unpinned");
+        assert_eq!(
+            serde_json::to_value(&pin).unwrap(),
+            serde_json::json!({"range": "*", "reason": "Unpinned"})
+        );
     }
 
     #[test]

@@ -4,8 +4,7 @@
 //! and the message is all the admin sees, so it must say what to do. [`bundle_upgradeability`]
 //! judges one installed bundle against the next minor of the current cluster and, when it blocks,
 //! names the newer bundle of the catalog that would lift the block and how to move to it.
-//! [`aggregate`] folds per-PO verdicts into the one condition of the aggregated ClusterOperator,
-//! failing closed: Unknown counts as not upgradeable.
+//! Folding per-PO verdicts into the aggregated ClusterOperator's condition is `pom-policy`'s job.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
@@ -18,79 +17,64 @@ use crate::fbc::model::{Bundle, MaxOpenShiftVersion, Package};
 use crate::select::{InstalledBundle, is_direct_successor};
 use crate::version::cmp_version_release;
 
-/// Condition reasons POM writes for Upgradeable (CamelCase, as conditions require).
-pub mod reason {
-    /// Upgradeable: nothing blocks.
-    pub const AS_EXPECTED: &str = "AsExpected";
-    /// An installed bundle's `maxOpenShiftVersion` is below the next minor.
-    pub const INCOMPATIBLE_OPERATORS_INSTALLED: &str = "IncompatibleOperatorsInstalled";
-    /// The installed operator itself reports `Upgradeable=False` (OperatorCondition).
-    pub const OPERATOR_NOT_UPGRADEABLE: &str = "OperatorNotUpgradeable";
-    /// Metadata, ClusterVersion or catalog could not be read: fail closed.
-    pub const UPGRADEABILITY_UNKNOWN: &str = "UpgradeabilityUnknown";
-    /// Several POs block for different reasons.
-    pub const MULTIPLE_REASONS: &str = "MultipleReasons";
-}
-
-/// A condition status.
+/// What the resolver found about a bundle and the cluster's next minor. The condition reason
+/// POM writes for each is chosen by `pom-policy` from the one reason table in `pom-api`: the
+/// resolver judges, it does not name conditions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub enum VerdictStatus {
-    True,
-    False,
+pub enum Judgement {
+    /// Nothing blocks the next minor.
+    Compatible,
+    /// `maxOpenShiftVersion` is below the next minor.
+    Incompatible,
+    /// Cannot tell (invalid metadata): fail closed.
     Unknown,
 }
 
-impl fmt::Display for VerdictStatus {
+impl fmt::Display for Judgement {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            VerdictStatus::True => "True",
-            VerdictStatus::False => "False",
-            VerdictStatus::Unknown => "Unknown",
+            Judgement::Compatible => "Compatible",
+            Judgement::Incompatible => "Incompatible",
+            Judgement::Unknown => "Unknown",
         })
     }
 }
 
-/// An Upgradeable condition's content. `reason` is a string so that the controller can feed
-/// its own reasons (e.g. [`reason::OPERATOR_NOT_UPGRADEABLE`], unsettled-move reasons) into
-/// [`aggregate`] next to the ones computed here.
+/// A judgement and the message that tells the admin what to do about it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Verdict {
-    pub status: VerdictStatus,
-    pub reason: String,
+    pub judgement: Judgement,
     pub message: String,
 }
 
 impl Verdict {
-    /// True/AsExpected with `message`.
+    /// Compatible, with `message`.
     pub fn upgradeable(message: impl Into<String>) -> Self {
         Verdict {
-            status: VerdictStatus::True,
-            reason: reason::AS_EXPECTED.to_owned(),
+            judgement: Judgement::Compatible,
             message: message.into(),
         }
     }
 
-    /// False with `reason` and `message`.
-    pub fn blocked(reason: impl Into<String>, message: impl Into<String>) -> Self {
+    /// Incompatible, with `message`.
+    pub fn incompatible(message: impl Into<String>) -> Self {
         Verdict {
-            status: VerdictStatus::False,
-            reason: reason.into(),
+            judgement: Judgement::Incompatible,
             message: message.into(),
         }
     }
 
-    /// Unknown/UpgradeabilityUnknown with `message` (blocks, once aggregated).
+    /// Unknown, with `message` (blocks: fail closed).
     pub fn unknown(message: impl Into<String>) -> Self {
         Verdict {
-            status: VerdictStatus::Unknown,
-            reason: reason::UPGRADEABILITY_UNKNOWN.to_owned(),
+            judgement: Judgement::Unknown,
             message: message.into(),
         }
     }
 
-    /// Whether this verdict lets the cluster update (only True does: fail closed).
+    /// Whether this verdict lets the cluster update (only Compatible does: fail closed).
     pub fn allows_update(&self) -> bool {
-        self.status == VerdictStatus::True
+        self.judgement == Judgement::Compatible
     }
 }
 
@@ -141,16 +125,13 @@ pub fn bundle_upgradeability(
                 next.0, next.1
             ))
         }
-        Some(MaxOpenShiftVersion::Valid { major, minor }) => Verdict::blocked(
-            reason::INCOMPATIBLE_OPERATORS_INSTALLED,
-            format!(
-                "{who} supports OpenShift up to {major}.{minor} (olm.maxOpenShiftVersion), so the \
-                 cluster cannot be updated to {}.{}; {}",
-                next.0,
-                next.1,
-                lift_advice(installed, next, package, channel)
-            ),
-        ),
+        Some(MaxOpenShiftVersion::Valid { major, minor }) => Verdict::incompatible(format!(
+            "{who} supports OpenShift up to {major}.{minor} (olm.maxOpenShiftVersion), so the \
+             cluster cannot be updated to {}.{}; {}",
+            next.0,
+            next.1,
+            lift_advice(installed, next, package, channel)
+        )),
         Some(MaxOpenShiftVersion::Invalid { raw, reason }) => Verdict::unknown(format!(
             "{who} has an invalid olm.maxOpenShiftVersion {raw:?} ({reason}), so POM cannot tell \
              whether it runs on OpenShift {}.{}; {}",
@@ -294,45 +275,6 @@ fn precedence_text(version: &Version) -> String {
     copy.to_string()
 }
 
-/// Folds per-PO verdicts into the aggregated ClusterOperator's Upgradeable condition.
-///
-/// All True (or no PO): True/AsExpected. Otherwise False (Unknown counts as not upgradeable:
-/// fail closed), with the blockers' common reason or `MultipleReasons`, and one message line per
-/// blocking PO, `<po>: <msg>`, sorted by PO name.
-pub fn aggregate<S: AsRef<str>>(items: &[(S, Verdict)]) -> Verdict {
-    let mut sorted: Vec<(&str, &Verdict)> = items
-        .iter()
-        .map(|(name, verdict)| (name.as_ref(), verdict))
-        .collect();
-    sorted.sort_by(|a, b| a.0.cmp(b.0));
-    let lines = |list: &[(&str, &Verdict)]| {
-        list.iter()
-            .map(|(name, verdict)| format!("{name}: {}", verdict.message))
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
-    if sorted.is_empty() {
-        return Verdict::upgradeable("No platform operators are present");
-    }
-    let blockers: Vec<(&str, &Verdict)> = sorted
-        .iter()
-        .copied()
-        .filter(|(_, v)| !v.allows_update())
-        .collect();
-    if blockers.is_empty() {
-        return Verdict::upgradeable(lines(&sorted));
-    }
-    let reasons: BTreeSet<&str> = blockers
-        .iter()
-        .map(|(_, verdict)| verdict.reason.as_str())
-        .collect();
-    let reason = match reasons.iter().next() {
-        Some(only) if reasons.len() == 1 => (*only).to_owned(),
-        _ => reason::MULTIPLE_REASONS.to_owned(),
-    };
-    Verdict::blocked(reason, lines(&blockers))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -415,10 +357,7 @@ mod tests {
             None,
             None,
         );
-        assert_eq!(
-            (verdict.status, verdict.reason.as_str()),
-            (VerdictStatus::True, "AsExpected")
-        );
+        assert_eq!(verdict.judgement, Judgement::Compatible);
         let verdict =
             bundle_upgradeability(&installed("p.v1", "1.0.0"), None, &v("4.16.3"), None, None);
         assert!(verdict.allows_update(), "{verdict:?}");
@@ -429,8 +368,7 @@ mod tests {
         let pkg = package();
         let p1 = &pkg.bundles["p.v1"];
         let verdict = bundle_upgradeability_of(p1, &v("4.16.3"), Some(&pkg), None);
-        assert_eq!(verdict.status, VerdictStatus::False);
-        assert_eq!(verdict.reason, reason::INCOMPATIBLE_OPERATORS_INSTALLED);
+        assert_eq!(verdict.judgement, Judgement::Incompatible);
         assert!(
             verdict.message.contains("cannot be updated to 4.17"),
             "{}",
@@ -487,7 +425,7 @@ mod tests {
             verdict.message
         );
         let verdict = bundle_upgradeability_of(&p3, &v("4.18.0"), None, None);
-        assert_eq!(verdict.status, VerdictStatus::False);
+        assert_eq!(verdict.judgement, Judgement::Incompatible);
         assert!(
             verdict.message.contains("no catalog content"),
             "{}",
@@ -514,13 +452,9 @@ mod tests {
             Some(&package()),
             None,
         );
-        assert_eq!(
-            (verdict.status, verdict.reason.as_str()),
-            (VerdictStatus::Unknown, "UpgradeabilityUnknown")
-        );
+        assert_eq!(verdict.judgement, Judgement::Unknown);
         assert!(verdict.message.contains("\"4.9.1\""), "{}", verdict.message);
-        let agg = aggregate(&[("a", verdict)]);
-        assert_eq!(agg.status, VerdictStatus::False);
+        assert!(!verdict.allows_update());
     }
 
     #[test]
@@ -553,36 +487,5 @@ mod tests {
             "{}",
             verdict.message
         );
-    }
-
-    #[test]
-    fn aggregation_fails_closed_and_names_each_po() {
-        assert_eq!(aggregate::<&str>(&[]).status, VerdictStatus::True);
-        let ok = Verdict::upgradeable("fine");
-        let all_ok = aggregate(&[("b", ok.clone()), ("a", ok.clone())]);
-        assert_eq!(
-            (all_ok.status, all_ok.message.as_str()),
-            (VerdictStatus::True, "a: fine\nb: fine")
-        );
-
-        let incompatible = Verdict::blocked(reason::INCOMPATIBLE_OPERATORS_INSTALLED, "too old");
-        let one = aggregate(&[("ok", ok.clone()), ("old", incompatible.clone())]);
-        assert_eq!(one.reason, reason::INCOMPATIBLE_OPERATORS_INSTALLED);
-        assert_eq!(one.message, "old: too old");
-
-        let same = aggregate(&[("x", incompatible.clone()), ("y", incompatible.clone())]);
-        assert_eq!(same.reason, reason::INCOMPATIBLE_OPERATORS_INSTALLED);
-
-        let not_up = Verdict::blocked(reason::OPERATOR_NOT_UPGRADEABLE, "migrating");
-        let many = aggregate(&[
-            ("z".to_owned(), not_up),
-            ("y".to_owned(), incompatible),
-            ("w".to_owned(), Verdict::unknown("no metadata")),
-        ]);
-        assert_eq!(
-            (many.status, many.reason.as_str()),
-            (VerdictStatus::False, "MultipleReasons")
-        );
-        assert_eq!(many.message, "w: no metadata\ny: too old\nz: migrating");
     }
 }

@@ -3,21 +3,17 @@
 //! each check says where).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod shared_support;
+
 use std::path::{Path, PathBuf};
 
 use pom_resolver::fbc::{Catalog, Dependency, MaxOpenShiftVersion, load_path};
 use semver::Version;
 
-const REAL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/testdata/real");
-
+/// `../shared/testdata/real`; `None` (skip, said on stderr) when absent outside CI, a failure
+/// in CI (see `shared_support`).
 fn real() -> Option<PathBuf> {
-    let path = PathBuf::from(REAL);
-    if path.is_dir() {
-        Some(path)
-    } else {
-        println!("skipped: ../shared/testdata not present");
-        None
-    }
+    shared_support::shared_dir("real")
 }
 
 fn load(root: &Path, relative: &str) -> Catalog {

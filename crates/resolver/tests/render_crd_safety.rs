@@ -2,7 +2,7 @@
 //! ../shared/testdata/crds compared with themselves and with edited copies.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
+mod shared_support;
 
 use pom_resolver::render::{CrdViolation, CrdViolationKind as K, check_crd_upgrade};
 use serde_json::{Value, json};
@@ -342,17 +342,13 @@ fn garbage_never_panics() {
     }
 }
 
+/// A CRD under `../shared/testdata/crds`; `None` (skip, said on stderr) when the shared data is
+/// absent outside CI, a failure in CI (see `shared_support`). A file missing from present data
+/// is a failure everywhere.
 fn upstream_crd(relative: &str) -> Option<Value> {
-    let path = PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/testdata/crds"
-    ))
-    .join(relative);
-    if !path.exists() {
-        println!("skipped: ../shared/testdata not present");
-        return None;
-    }
-    let text = std::fs::read_to_string(path).unwrap();
+    let path = shared_support::shared_dir("crds")?.join(relative);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
     Some(serde_saphyr::from_str(&text).unwrap())
 }
 

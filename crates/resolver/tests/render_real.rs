@@ -2,26 +2,15 @@
 //! For each bundle the test states whether POM must render or refuse it, and why.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
+mod shared_support;
 
 use pom_resolver::render::{BundleFiles, BundleFormat, RenderError, RenderOptions, render};
 use serde_json::json;
 
-fn testdata() -> Option<PathBuf> {
-    let dir = PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/testdata"
-    ));
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        println!("skipped: ../shared/testdata not present");
-        None
-    }
-}
-
+/// A bundle under `../shared/testdata/real`; `None` (skip, said on stderr) when the shared data
+/// is absent outside CI, a failure in CI (see `shared_support`).
 fn load(relative: &str) -> Option<BundleFiles> {
-    let dir = testdata()?.join("real").join(relative);
+    let dir = shared_support::shared_dir("real")?.join(relative);
     Some(BundleFiles::load_dir(&dir).unwrap())
 }
 
@@ -233,8 +222,10 @@ fn operator_controller_plain_bundle() {
 /// same objects as from its folder.
 #[test]
 fn objects_from_a_catalog_render_like_the_folder() {
-    let Some(testdata) = testdata() else { return };
-    let dir = testdata.join("real/redhat-openshift-ecosystem__community-operators-prod/operators/nfs-provisioner-operator/0.0.3");
+    let Some(real) = shared_support::shared_dir("real") else {
+        return;
+    };
+    let dir = real.join("redhat-openshift-ecosystem__community-operators-prod/operators/nfs-provisioner-operator/0.0.3");
     let mut manifests = Vec::new();
     for entry in std::fs::read_dir(dir.join("manifests")).unwrap() {
         manifests.push(std::fs::read_to_string(entry.unwrap().path()).unwrap());

@@ -9,8 +9,8 @@ use pom_resolver::fbc::model::Catalog;
 use pom_resolver::pin::PinReason;
 use pom_resolver::range::VersionRange;
 use pom_resolver::select::{
-    CatalogInput, InstalledBundle, PlanEnd, RejectReason, ResolveError, ResolveRequest, plan_hops,
-    resolve,
+    CatalogInput, InstalledBundle, PinPolicy, PlanEnd, RejectReason, ResolveError, ResolveRequest,
+    plan_hops, resolve,
 };
 use select_support::*;
 
@@ -24,6 +24,7 @@ fn request<'a>(catalogs: &'a [CatalogInput<'a>], package: &'a str) -> ResolveReq
         steady_state_range: None,
         cluster: None,
         kube_version: None,
+        pin_policy: PinPolicy::FollowCluster,
     }
 }
 
@@ -136,9 +137,6 @@ fn install_takes_the_highest_release_and_skips_prereleases() {
 
 #[test]
 fn install_admits_a_prerelease_the_admin_range_names() {
-    if !ranges_available() {
-        return;
-    }
     let cat = PackageBuilder::new("p")
         .chain("stable", &["1.0.0", "1.1.0", "1.2.0-rc.1"])
         .catalog();
@@ -186,9 +184,6 @@ fn successor_rule_replaces_and_skips_one_hop() {
 
 #[test]
 fn successor_rule_skip_range_and_missing_installed_bundle() {
-    if !ranges_available() {
-        return;
-    }
     // The installed 1.0.5 is not in the catalog at all; 1.2.0's skipRange covers it, while
     // 1.1.0 only replaces 1.0.0 (a dangling edge).
     let cat = PackageBuilder::new("p")
@@ -278,9 +273,6 @@ fn steady_stays_and_patch_minor_pins_bound_the_move() {
 
 #[test]
 fn steady_state_override_moves_by_hand() {
-    if !ranges_available() {
-        return;
-    }
     let cat = PackageBuilder::new("p")
         .chain("stable", &["1.0.0", "2.0.0"])
         .catalog();
@@ -366,6 +358,8 @@ fn non_deprecated_beats_a_higher_deprecated_bundle() {
     let resolution = resolve(&request(&cats, "p")).unwrap();
     assert_eq!(resolution.bundle.version, v("1.0.0"));
     assert_eq!(resolution.bundle.deprecation, None);
+    assert_eq!(resolution.package_deprecation, None);
+    assert_eq!(resolution.channel_deprecation, None);
 
     let all = PackageBuilder::new("p")
         .chain("stable", &["1.0.0"])
@@ -374,10 +368,116 @@ fn non_deprecated_beats_a_higher_deprecated_bundle() {
     let cats = one(&all);
     let resolution = resolve(&request(&cats, "p")).unwrap();
     assert_eq!(
-        resolution.bundle.deprecation.as_deref(),
-        Some("gone"),
+        resolution.bundle.version,
+        v("1.0.0"),
         "deprecated still installs"
     );
+    assert_eq!(
+        resolution.bundle.deprecation, None,
+        "the bundle itself is not deprecated"
+    );
+    assert_eq!(resolution.package_deprecation.as_deref(), Some("gone"));
+}
+
+/// OLM v1 ranks on bundle-level deprecation only: a package- or channel-level one covers every
+/// candidate alike and must not make a deprecated bundle tie with (and, being higher, beat) a
+/// sound one. Both are still reported, for status.
+#[test]
+fn package_and_channel_deprecations_do_not_rank() {
+    for (label, builder) in [
+        (
+            "package",
+            PackageBuilder::new("p").deprecate_package("use q instead"),
+        ),
+        (
+            "channel",
+            PackageBuilder::new("p").deprecate_channel("stable", "stable ends in June"),
+        ),
+    ] {
+        let cat = builder
+            .chain("stable", &["1.0.0", "1.1.0"])
+            .deprecate_bundle("1.1.0", "1.1.0 corrupts data")
+            .catalog();
+        let cats = one(&cat);
+        let resolution = resolve(&request(&cats, "p")).unwrap();
+        assert_eq!(
+            resolution.bundle.version,
+            v("1.0.0"),
+            "{label}: the non-deprecated bundle wins"
+        );
+        assert_eq!(resolution.bundle.deprecation, None, "{label}");
+        match label {
+            "package" => {
+                assert_eq!(
+                    resolution.package_deprecation.as_deref(),
+                    Some("use q instead")
+                );
+                assert_eq!(resolution.channel_deprecation, None);
+            }
+            _ => {
+                assert_eq!(resolution.package_deprecation, None);
+                assert_eq!(
+                    resolution.channel_deprecation.as_deref(),
+                    Some("stable ends in June")
+                );
+            }
+        }
+    }
+
+    // Only deprecated bundles left: the highest one, with its own message.
+    let cat = PackageBuilder::new("p")
+        .chain("stable", &["1.0.0", "1.1.0"])
+        .deprecate_bundle("1.0.0", "old")
+        .deprecate_bundle("1.1.0", "1.1.0 corrupts data")
+        .deprecate_channel("stable", "stable ends in June")
+        .catalog();
+    let cats = one(&cat);
+    let resolution = resolve(&request(&cats, "p")).unwrap();
+    assert_eq!(resolution.bundle.version, v("1.1.0"));
+    assert_eq!(
+        resolution.bundle.deprecation.as_deref(),
+        Some("1.1.0 corrupts data")
+    );
+    assert_eq!(
+        resolution.channel_deprecation.as_deref(),
+        Some("stable ends in June")
+    );
+}
+
+/// Across catalogs too, "a non-deprecated winner first" means bundle-level: a package-level
+/// deprecation in the higher-priority catalog does not hand the answer to a lower one.
+#[test]
+fn across_catalogs_only_bundle_deprecation_outranks_priority() {
+    let high = PackageBuilder::new("p")
+        .chain("stable", &["1.0.0"])
+        .deprecate_package("moving to a new catalog")
+        .catalog();
+    let low = PackageBuilder::new("p")
+        .chain("stable", &["1.0.0", "2.0.0"])
+        .catalog();
+    let cats = [("low", 0, &low), ("high", 10, &high)];
+    let resolution = resolve(&request(&cats, "p")).unwrap();
+    assert_eq!(resolution.bundle.catalog, "high");
+    assert_eq!(
+        resolution.package_deprecation.as_deref(),
+        Some("moving to a new catalog")
+    );
+
+    // A bundle-level deprecation of the high catalog's winner does hand it to the low one.
+    let high = PackageBuilder::new("p")
+        .chain("stable", &["1.0.0"])
+        .deprecate_bundle("1.0.0", "broken")
+        .catalog();
+    let cats = [("low", 0, &low), ("high", 10, &high)];
+    let resolution = resolve(&request(&cats, "p")).unwrap();
+    assert_eq!(
+        (
+            resolution.bundle.catalog.as_str(),
+            resolution.bundle.version.to_string()
+        ),
+        ("low", "2.0.0".to_owned())
+    );
+    assert_eq!(resolution.package_deprecation, None);
 }
 
 #[test]

@@ -9,16 +9,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
+mod shared_support;
 
 use pom_resolver::range::{SkipRange, VersionRange};
 use pom_resolver::version::parse_bundle_version;
 use serde::Deserialize;
-
-const TESTDATA: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../../shared/testdata/version-ranges"
-);
 
 #[derive(Deserialize)]
 struct MatchCase {
@@ -35,13 +30,10 @@ struct ValidityCase {
     note: String,
 }
 
-/// Reads a case file, or `None` (after saying so) when the shared test data is not checked out.
+/// Reads a case file; `None` (skip, said on stderr) when the shared test data is absent outside
+/// CI, a failure in CI (see `shared_support`).
 fn load<T: for<'de> Deserialize<'de>>(file: &str) -> Option<Vec<T>> {
-    let path = PathBuf::from(TESTDATA).join(file);
-    if !PathBuf::from(TESTDATA).is_dir() {
-        println!("skipped: ../shared/testdata not present");
-        return None;
-    }
+    let path = shared_support::shared_dir("version-ranges")?.join(file);
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
     let cases: Vec<T> =

@@ -278,7 +278,7 @@ impl Demo {
                     po.status
                         .as_ref()
                         .and_then(|s| s.pin.as_ref())
-                        .is_some_and(|p| p.reason == pin_reason)
+                        .is_some_and(|p| p.reason.as_str() == pin_reason)
                 })
             },
         )

@@ -27,24 +27,24 @@
 use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
+use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 use pom_api::PlatformOperator;
-use pom_api::conditions::types;
+use pom_api::conditions::{ConditionStatus, Reason, types};
+use pom_api::labels;
+use pom_api::olm::OperatorCondition;
 use pom_api::openshift::{
     AGGREGATED_CLUSTER_OPERATOR, CLUSTER_VERSION_NAME, ClusterOperator, ClusterVersion,
 };
+use pom_policy::plan::{self, MAX_PLANNED_HOPS, PlanEnd};
+use pom_policy::snapshot::{
+    CatalogContent, CatalogView, ClusterView, Hop, Installed, OperatorGate, PoSnapshot, gate_of,
+};
+use pom_policy::{HoldReason, PinState, PoRequest, Upgradeability, decide};
 use pom_resolver::cluster::{
-    ClusterPhase, ClusterVersionSnapshot, HistoryEntry, PhaseKind, cluster_phase, max_supports,
-    next_minor, normalize_minor,
+    ClusterPhase, ClusterVersionSnapshot, HistoryEntry, PhaseKind, cluster_phase,
 };
-use pom_resolver::fbc::model::{Catalog as FbcCatalog, MaxOpenShiftVersion};
-use pom_resolver::pin::pin_for;
-use pom_resolver::range::VersionRange;
-use pom_resolver::select::{
-    CatalogInput, HopPlan, InstalledBundle, PlanEnd, ResolveRequest, plan_hops,
-};
-use pom_resolver::verdict::{Verdict, VerdictStatus, bundle_upgradeability};
 use pom_resolver::version::parse_tolerant;
 use semver::Version;
 use serde::Serialize;
@@ -79,6 +79,8 @@ pub struct Inputs {
     pub platform_operators: Vec<PlatformOperator>,
     pub catalogs: Vec<FetchedCatalog>,
     pub cluster_operators: Vec<ClusterOperator>,
+    /// The OperatorConditions POM created (labelled with their PlatformOperator).
+    pub operator_conditions: Vec<OperatorCondition>,
     pub kube_version: Option<Version>,
 }
 
@@ -175,12 +177,21 @@ pub struct VerdictView {
     pub message: String,
 }
 
-impl From<&Verdict> for VerdictView {
-    fn from(v: &Verdict) -> Self {
+impl From<&Upgradeability> for VerdictView {
+    fn from(v: &Upgradeability) -> Self {
         Self {
             status: v.status.to_string(),
-            reason: v.reason.clone(),
+            reason: v.reason.to_string(),
             message: v.message.clone(),
+        }
+    }
+}
+
+impl From<&PinState> for PinView {
+    fn from(pin: &PinState) -> Self {
+        Self {
+            range: pin.range.clone(),
+            reason: pin.reason.to_string(),
         }
     }
 }
@@ -232,6 +243,15 @@ async fn gather(insecure_registries: &[String]) -> anyhow::Result<Inputs> {
         .items;
     let platform_operators = live::platform_operators(&client).await?;
     let catalogs = live::fetch_catalogs(&client, insecure_registries).await?;
+    // The cluster may have no OperatorCondition API (the gates are then absent).
+    let operator_conditions = match Api::<OperatorCondition>::all(client.clone())
+        .list(&ListParams::default().labels(labels::OWNER_PO))
+        .await
+    {
+        Ok(list) => list.items,
+        Err(kube::Error::Api(status)) if status.code == 404 => Vec::new(),
+        Err(err) => return Err(err).context("listing OperatorConditions"),
+    };
     let kube_version = client
         .apiserver_version()
         .await
@@ -242,6 +262,7 @@ async fn gather(insecure_registries: &[String]) -> anyhow::Result<Inputs> {
         platform_operators,
         catalogs,
         cluster_operators,
+        operator_conditions,
         kube_version,
     })
 }
@@ -279,7 +300,7 @@ pub fn compute(inputs: &Inputs, to: &str, target: &Version) -> anyhow::Result<Pl
     let platform_operators: Vec<PoPlan> = inputs
         .platform_operators
         .iter()
-        .map(|po| plan_po(po, inputs, &phase, gated))
+        .map(|po| plan_po(po, inputs, &phase, gated, Timestamp::now()))
         .collect();
     for po in platform_operators.iter().filter(|p| p.blocks_update) {
         blockers.push(Blocker {
@@ -337,7 +358,7 @@ pub fn compute(inputs: &Inputs, to: &str, target: &Version) -> anyhow::Result<Pl
 }
 
 fn snapshot(cv: &ClusterVersion) -> anyhow::Result<ClusterVersionSnapshot> {
-    pom_controller::operator::snapshot::snapshot_of(cv).ok_or_else(|| {
+    pom_policy::snapshot::cluster_version_snapshot(cv).ok_or_else(|| {
         anyhow::anyhow!(
             "ClusterVersion version has no status yet: the cluster-version operator has not reported"
         )
@@ -387,270 +408,218 @@ fn cvo_preconditions(update: &str, current: &Version, target: &Version) -> Vec<B
     }
 }
 
-/// The catalogs a PO resolves from: the one it names, or every readable one.
-fn catalogs_for<'a>(
-    po: &PlatformOperator,
-    catalogs: &'a [FetchedCatalog],
-) -> Result<Vec<(&'a str, i32, &'a FbcCatalog)>, String> {
-    let chosen: Vec<&FetchedCatalog> = match po.spec.package.catalog.as_deref() {
-        Some(name) => catalogs.iter().filter(|c| c.name == name).collect(),
-        None => catalogs.iter().collect(),
-    };
+/// The catalogs a PO resolves from, as the manager would see them: the one it names, or every
+/// Catalog; a Catalog whose content cannot be read counts as unavailable.
+fn catalogs_for<'a>(po: &PlatformOperator, catalogs: &'a [FetchedCatalog]) -> CatalogView<'a> {
+    let named = po.spec.package.catalog.as_deref();
+    let chosen: Vec<&FetchedCatalog> = catalogs
+        .iter()
+        .filter(|c| named.is_none_or(|n| n == c.name))
+        .collect();
     if chosen.is_empty() {
-        return Err(match po.spec.package.catalog.as_deref() {
+        return CatalogView::Unavailable(match named {
             Some(name) => format!("Catalog {name:?} (spec.package.catalog) does not exist"),
             None => "no Catalog exists".to_owned(),
         });
     }
-    let readable: Vec<(&str, i32, &FbcCatalog)> = chosen
+    let unavailable: Vec<String> = chosen
         .iter()
         .filter_map(|c| {
             c.content
                 .as_ref()
-                .ok()
-                .map(|content| (c.name.as_str(), c.priority, content))
+                .err()
+                .map(|e| format!("Catalog {}: {e}", c.name))
         })
         .collect();
-    if readable.is_empty() {
-        let errors: Vec<String> = chosen
-            .iter()
-            .filter_map(|c| {
-                c.content
-                    .as_ref()
-                    .err()
-                    .map(|e| format!("Catalog {}: {e}", c.name))
+    let readable: Vec<CatalogContent<'a>> = chosen
+        .iter()
+        .filter_map(|c| {
+            c.content.as_ref().ok().map(|content| CatalogContent {
+                name: c.name.clone(),
+                priority: c.priority,
+                content,
             })
-            .collect();
-        return Err(errors.join("; "));
+        })
+        .collect();
+    if readable.is_empty() || (named.is_some() && !unavailable.is_empty()) {
+        return CatalogView::Unavailable(unavailable.join("; "));
     }
-    Ok(readable)
+    CatalogView::Ready {
+        catalogs: readable,
+        unavailable,
+    }
 }
 
-fn plan_po(po: &PlatformOperator, inputs: &Inputs, phase: &ClusterPhase, gated: bool) -> PoPlan {
+/// One PO under the update: the manager's own `decide`, walked hop by hop
+/// ([`pom_policy::plan::plan`]) over the phase the update will put the cluster in.
+fn plan_po(
+    po: &PlatformOperator,
+    inputs: &Inputs,
+    phase: &ClusterPhase,
+    gated: bool,
+    now: Timestamp,
+) -> PoPlan {
+    let name = po.name_any();
     let status = po.status.clone().unwrap_or_default();
-    let installed = status.installed_bundle.as_ref().and_then(|b| {
-        parse_tolerant(&b.version).ok().map(|v| InstalledBundle {
-            name: b.name.clone(),
-            version: v,
-        })
-    });
+    let snapshot = PoSnapshot {
+        request: PoRequest::from_spec(&name, &po.spec),
+        name: name.clone(),
+        duplicate_of: None,
+        installed: status
+            .installed_bundle
+            .as_ref()
+            .map(|b| Installed::from_status(b, status.max_open_shift_version.as_deref())),
+        hop: status.active_hop.as_ref().map(Hop::from),
+        cluster: ClusterView::OpenShift(Ok(phase.clone())),
+        kube_version: inputs.kube_version.clone(),
+        catalogs: catalogs_for(po, &inputs.catalogs),
+        gate: gate_for(po, &inputs.operator_conditions),
+        now,
+    };
+    let walk = plan::plan(&snapshot);
     let mut result = PoPlan {
-        name: po.name_any(),
+        name,
         package: po.spec.package.name.clone(),
-        installed: installed.as_ref().map(|i| BundleView {
-            name: i.name.clone(),
-            version: i.version.to_string(),
+        installed: status.installed_bundle.as_ref().map(|b| BundleView {
+            name: b.name.clone(),
+            version: b.version.clone(),
         }),
-        pin: None,
-        bundle: None,
-        hops: Vec::new(),
+        pin: walk.first.pin.as_ref().map(PinView::from),
+        bundle: walk.last.as_ref().map(|b| BundleView {
+            name: b.name.clone(),
+            version: b.version.clone(),
+        }),
+        hops: walk
+            .hops
+            .iter()
+            .map(|h| HopView {
+                from: h.from.clone(),
+                to: h.to.name.clone(),
+                version: h.to.version.clone(),
+                pin: h.pin.range.clone(),
+            })
+            .collect(),
         end: String::new(),
         error: None,
-        upgradeable: VerdictView::from(&Verdict::upgradeable(
+        upgradeable: VerdictView::from(&Upgradeability::yes(
             "not a minor or major update: Upgradeable is not consulted",
         )),
         blocks_update: false,
         upgradeable_after: None,
     };
-    let ranges = parse_range(
-        po.spec.package.version_range.as_deref(),
-        "spec.package.versionRange",
-    )
-    .and_then(|vr| {
-        Ok((
-            vr,
-            parse_range(
-                po.spec.steady_state_version_range.as_deref(),
-                "spec.steadyStateVersionRange",
-            )?,
-        ))
-    });
-    let catalogs = catalogs_for(po, &inputs.catalogs);
-    let package = catalogs.as_ref().ok().and_then(|cs| {
-        cs.iter()
-            .find_map(|(_, _, c)| c.packages.get(&po.spec.package.name))
-    });
-    let fallback_pin = pin_for(installed.as_ref().map(|i| &i.version), Some(phase), None);
-    result.pin = Some(PinView {
-        range: fallback_pin.range.clone(),
-        reason: fallback_pin.reason.to_string(),
-    });
-
-    match (&ranges, &catalogs) {
-        (Err(e), _) | (_, Err(e)) => {
-            result.error = Some(e.clone());
-            result.end = "Unplanned".into();
-        }
-        (Ok((version_range, steady)), Ok(catalogs)) => {
-            let inputs_for: Vec<CatalogInput<'_>> = catalogs.clone();
-            let request = ResolveRequest {
-                catalogs: &inputs_for,
-                package: &po.spec.package.name,
-                channel: po.spec.package.channel.as_deref(),
-                installed: installed.clone(),
-                version_range: version_range.clone(),
-                steady_state_range: steady.clone(),
-                cluster: Some(phase.clone()),
-                kube_version: inputs.kube_version.clone(),
-            };
-            match plan_hops(&request) {
-                Ok(plan) => fill_hops(
-                    &mut result,
-                    &plan,
-                    phase,
-                    package,
-                    po.spec.package.channel.as_deref(),
-                ),
-                Err(err) => {
-                    result.error = Some(err.to_string());
-                    result.end = "Unplanned".into();
-                }
+    result.end = match &walk.end {
+        PlanEnd::Settled => "Settled".to_owned(),
+        PlanEnd::Held(why) => format!("Held: {}", held_text(why)),
+        PlanEnd::Problem(problem) => {
+            result.error = Some(problem.message.clone());
+            if walk.hops.is_empty() {
+                "Unplanned".to_owned()
+            } else {
+                format!("Blocked: {}", problem.message)
             }
         }
+        PlanEnd::Cycle { bundle } => format!("Cycle: the catalog leads back to {bundle}"),
+        PlanEnd::HopLimit => format!("HopLimit: more than {MAX_PLANNED_HOPS} hops"),
+    };
+    if phase.kind != PhaseKind::Steady
+        && let Some(last) = &walk.last
+    {
+        // Once settled on the target, the next minor is judged from the target.
+        let mut after = snapshot.clone();
+        after.installed = Some(Installed::from_status(
+            last,
+            walk_max_ocp(&walk, &snapshot).as_deref(),
+        ));
+        after.hop = None;
+        after.cluster = ClusterView::OpenShift(Ok(ClusterPhase::steady(phase.target.clone())));
+        result.upgradeable_after = Some(VerdictView::from(&decide(&after).verdict));
     }
-
     if gated {
-        let verdict = upgradeable_for_update(
-            po,
-            installed.as_ref(),
-            &status.max_open_shift_version,
-            package,
-            phase,
-        );
+        let verdict = upgradeable_for_update(po, &walk.first.verdict);
         result.blocks_update = !verdict.allows_update();
         result.upgradeable = VerdictView::from(&verdict);
     }
     result
 }
 
-fn fill_hops(
-    result: &mut PoPlan,
-    plan: &HopPlan,
-    phase: &ClusterPhase,
-    package: Option<&pom_resolver::fbc::model::Package>,
-    channel: Option<&str>,
-) {
-    result.pin = Some(PinView {
-        range: plan.first.pin.range.clone(),
-        reason: plan.first.pin.reason.to_string(),
-    });
-    result.hops = plan
-        .hops
-        .iter()
-        .map(|h| HopView {
-            from: h.from.as_ref().map(|f| f.name.clone()),
-            to: h.to.name.clone(),
-            version: h.to.version.to_string(),
-            pin: h.pin.range.clone(),
-        })
-        .collect();
-    let last = plan.final_bundle();
-    result.bundle = Some(BundleView {
-        name: last.name.clone(),
-        version: last.version.to_string(),
-    });
-    result.end = match &plan.end {
-        PlanEnd::Settled => "Settled".to_owned(),
-        PlanEnd::Blocked(err) => format!("Blocked: {err}"),
-        PlanEnd::Cycle { bundle } => format!("Cycle: the catalog leads back to {bundle}"),
-        PlanEnd::HopLimit { limit } => format!("HopLimit: more than {limit} hops"),
-    };
-    if phase.kind != PhaseKind::Steady {
-        let end = InstalledBundle {
-            name: last.name.clone(),
-            version: last.version.clone(),
-        };
-        let after = bundle_upgradeability(
-            &end,
-            last.max_openshift_version.as_ref(),
-            &phase.target,
-            package,
-            channel,
-        );
-        result.upgradeable_after = Some(VerdictView::from(&after));
+/// The `maxOpenShiftVersion` of the bundle a walk ends on, as the manager would record it.
+fn walk_max_ocp(walk: &plan::PoPlan, snapshot: &PoSnapshot<'_>) -> Option<String> {
+    let last = walk.last.as_ref()?;
+    if walk.hops.is_empty() {
+        return snapshot
+            .installed
+            .as_ref()?
+            .max_openshift_version
+            .as_ref()
+            .map(ToString::to_string);
     }
+    let CatalogView::Ready { catalogs, .. } = &snapshot.catalogs else {
+        return None;
+    };
+    catalogs
+        .iter()
+        .find_map(|c| {
+            c.content
+                .packages
+                .values()
+                .find_map(|p| p.bundles.get(&last.name))
+        })
+        .and_then(|b| b.properties.max_openshift_version.as_ref())
+        .map(ToString::to_string)
 }
 
-/// This PO's part of Upgradeable for a minor or major update: the installed bundle must run on
-/// the target's minor, and the PO must be upgradeable now (its condition, for its current
-/// generation; anything else fails closed, as the aggregated ClusterOperator does).
-fn upgradeable_for_update(
-    po: &PlatformOperator,
-    installed: Option<&InstalledBundle>,
-    status_max: &Option<String>,
-    package: Option<&pom_resolver::fbc::model::Package>,
-    phase: &ClusterPhase,
-) -> Verdict {
-    if let Some(installed) = installed {
-        let max = status_max.as_deref().map(parse_max_ocp).or_else(|| {
-            package
-                .and_then(|p| p.bundles.get(&installed.name))
-                .and_then(|b| b.properties.max_openshift_version.clone())
-        });
-        let target_minor = normalize_minor(phase.target.major, phase.target.minor);
-        let verdict = if next_minor(&phase.current) == target_minor {
-            // The CVO's own question: may the cluster take its next minor? (with the advice).
-            bundle_upgradeability(
-                installed,
-                max.as_ref(),
-                &phase.current,
-                package,
-                po.spec.package.channel.as_deref(),
-            )
-        } else {
-            match &max {
-                Some(MaxOpenShiftVersion::Valid { major, minor })
-                    if !max_supports((*major, *minor), target_minor.0, target_minor.1) =>
-                {
-                    Verdict::blocked(
-                        pom_resolver::verdict::reason::INCOMPATIBLE_OPERATORS_INSTALLED,
-                        format!(
-                            "bundle {} ({}) supports OpenShift up to {major}.{minor}, below {}",
-                            installed.name, installed.version, phase.target
-                        ),
-                    )
-                }
-                _ => Verdict::upgradeable("compatible"),
-            }
-        };
-        if !verdict.allows_update() {
-            return verdict;
+fn held_text(why: &HoldReason) -> String {
+    match why {
+        HoldReason::MoveNotSettled => "the move in flight has not settled".to_owned(),
+        HoldReason::OperatorNotUpgradeable { message } => {
+            format!("the operator reports Upgradeable=False ({message})")
         }
-    }
-    match live::condition(po, types::UPGRADEABLE) {
-        Some(c) if c.status == "True" => Verdict::upgradeable(c.message.clone()),
-        Some(c) => Verdict {
-            status: if c.status == "False" {
-                VerdictStatus::False
-            } else {
-                VerdictStatus::Unknown
-            },
-            reason: c.reason.clone(),
-            message: c.message.clone(),
-        },
-        None => Verdict::unknown(
-            "the PlatformOperator has not reported Upgradeable for its current generation (the manager counts that as not upgradeable)",
+        HoldReason::OperatorConditionPending { message } => format!(
+            "the operator's OperatorCondition has no Upgradeable for its current generation ({message})"
         ),
     }
 }
 
-fn parse_range(text: Option<&str>, field: &str) -> Result<Option<VersionRange>, String> {
-    text.map(|t| VersionRange::parse(t).map_err(|e| format!("{field}: {e}")))
-        .transpose()
+/// The installed operator's gate, from the OperatorConditions POM labelled for this PO (as
+/// the manager finds it: by owner and bundle labels).
+fn gate_for(po: &PlatformOperator, conditions: &[OperatorCondition]) -> OperatorGate {
+    let reported_before = po
+        .annotations()
+        .contains_key(labels::OPERATOR_CONDITION_REPORTED);
+    let installed = po.status.as_ref().and_then(|s| s.installed_bundle.as_ref());
+    let found = installed.and_then(|b| {
+        conditions.iter().find(|oc| {
+            let l = oc.labels();
+            l.get(labels::OWNER_PO) == Some(&labels::label_value(&po.name_any()))
+                && l.get(labels::BUNDLE) == Some(&labels::label_value(&b.name))
+        })
+    });
+    let mut gate = found.map_or_else(OperatorGate::absent, gate_of);
+    gate.reported |= reported_before;
+    gate
 }
 
-/// `status.maxOpenShiftVersion` (`X.Y`) as the manager writes it.
-fn parse_max_ocp(text: &str) -> MaxOpenShiftVersion {
-    let parsed = text
-        .trim()
-        .split_once('.')
-        .and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)));
-    match parsed {
-        Some((major, minor)) => MaxOpenShiftVersion::Valid { major, minor },
-        None => MaxOpenShiftVersion::Invalid {
-            raw: text.to_owned(),
-            reason: "not X.Y".to_owned(),
+/// This PO's part of Upgradeable for a minor or major update: the manager's verdict for the
+/// next minor (compatibility and the operator's gate), and the PO must be upgradeable now (its
+/// condition, for its current generation; anything else fails closed, as the aggregated
+/// ClusterOperator does).
+fn upgradeable_for_update(po: &PlatformOperator, verdict: &Upgradeability) -> Upgradeability {
+    if !verdict.allows_update() {
+        return verdict.clone();
+    }
+    match live::condition(po, types::UPGRADEABLE) {
+        Some(c) if c.status == "True" => Upgradeability::yes(c.message.clone()),
+        Some(c) => match c.reason.parse::<Reason>() {
+            Ok(reason) => Upgradeability {
+                status: ConditionStatus::parse_lenient(&c.status),
+                reason,
+                message: c.message.clone(),
+            },
+            Err(unknown) => Upgradeability::unknown(format!("{unknown}: {}", c.message)),
         },
+        None => Upgradeability::unknown(
+            "the PlatformOperator has not reported Upgradeable for its current generation (the manager counts that as not upgradeable)",
+        ),
     }
 }
 
@@ -798,20 +767,5 @@ mod tests {
             reasons("rollback", "4.17.0", "4.16.9"),
             ["LowDesiredVersion"]
         );
-    }
-
-    #[test]
-    fn status_max_openshift_version_is_read_as_the_manager_writes_it() {
-        assert_eq!(
-            parse_max_ocp("4.17"),
-            MaxOpenShiftVersion::Valid {
-                major: 4,
-                minor: 17
-            }
-        );
-        assert!(matches!(
-            parse_max_ocp("four"),
-            MaxOpenShiftVersion::Invalid { .. }
-        ));
     }
 }

@@ -4,22 +4,29 @@
 //! touching a cluster. It calls the same pure functions as the controller, so the answer is the
 //! one the controller would give for the same inputs.
 //!
+//! Without `--cluster-version` there is no cluster pin (§9): the resolution is pure successor
+//! resolution, exactly OLM v1 operator-controller's (the highest successor of the installed
+//! bundle allowed by `--version-range`, pre-releases included unless that range excludes them),
+//! reported with pin reason `Unpinned`. With it, the controller's pin of §4.2 applies.
+//!
 //! Exit codes: 0 a bundle was chosen; 1 no bundle satisfies the constraints (every rejection on
-//! stderr); 2 bad input (unreadable catalog, unknown package or channel, bad version or range).
+//! stderr); 2 bad input (unreadable catalog, unknown package or channel, bad version or range,
+//! `--steady-state-range` without `--cluster-version`).
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
+use pom_policy::Upgradeability;
 use pom_resolver::cluster::{ClusterPhase, ClusterVersionSnapshot, HistoryEntry, cluster_phase};
 use pom_resolver::fbc::model::{Catalog, MaxOpenShiftVersion};
 use pom_resolver::fbc::parse::load_path;
 use pom_resolver::range::VersionRange;
 use pom_resolver::select::{
-    InstalledBundle, Rejection, Resolution, ResolveError, ResolveRequest, resolve,
+    InstalledBundle, PinPolicy, Rejection, Resolution, ResolveError, ResolveRequest, resolve,
 };
-use pom_resolver::verdict::{Verdict, bundle_upgradeability};
+use pom_resolver::verdict::bundle_upgradeability;
 use pom_resolver::version::parse_tolerant;
 use semver::Version;
 use serde_json::{Value, json};
@@ -45,7 +52,8 @@ pub struct Args {
     /// `spec.package.versionRange` (Masterminds syntax).
     #[arg(long, value_name = "R")]
     pub version_range: Option<String>,
-    /// `spec.steadyStateVersionRange` (Masterminds syntax).
+    /// `spec.steadyStateVersionRange` (Masterminds syntax); replaces the steady pin, so it needs
+    /// `--cluster-version` (without it there is no pin to replace).
     #[arg(long, value_name = "R")]
     pub steady_state_range: Option<String>,
     /// Current OpenShift version; without it there is no cluster pin (pure successor resolution).
@@ -76,6 +84,15 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("cannot read the catalog at {}", args.catalog.display()))?;
     let catalog_name = args.catalog.display().to_string();
     let cluster = cluster_from_flags(args)?;
+    if cluster.is_none()
+        && let Some(range) = &args.steady_state_range
+    {
+        bail!(
+            "--steady-state-range {range:?} replaces the steady pin =X.Y.Z, which exists only with \
+             --cluster-version: without it there is no pin at all (pure successor resolution, as \
+             OLM v1); pass --cluster-version, or bound the resolution with --version-range"
+        );
+    }
     let installed = installed_from_flags(args, &catalog)?;
     let version_range = parse_range("--version-range", args.version_range.as_deref())?;
     let steady_state_range =
@@ -99,6 +116,13 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         steady_state_range,
         cluster: cluster.clone(),
         kube_version,
+        // §9: no cluster, no pin. `cluster: None` under FollowCluster would mean a steady plain
+        // Kubernetes cluster and pin =X.Y.Z, so nothing would ever move.
+        pin_policy: if cluster.is_some() {
+            PinPolicy::FollowCluster
+        } else {
+            PinPolicy::Unpinned
+        },
     };
     let resolution = match resolve(&request) {
         Ok(resolution) => resolution,
@@ -205,24 +229,24 @@ fn verdict_for(
     phase: &ClusterPhase,
     catalog: &Catalog,
     args: &Args,
-) -> Verdict {
+) -> Upgradeability {
     let chosen = InstalledBundle {
         name: resolution.bundle.name.clone(),
         version: resolution.bundle.version.clone(),
     };
-    bundle_upgradeability(
+    Upgradeability::from(bundle_upgradeability(
         &chosen,
         resolution.bundle.max_openshift_version.as_ref(),
         phase.running_on(),
         catalog.packages.get(&args.package),
         Some(resolution.bundle.channel.as_str()),
-    )
+    ))
 }
 
 fn human(
     resolution: &Resolution,
     installed: Option<&InstalledBundle>,
-    upgradeable: Option<&Verdict>,
+    upgradeable: Option<&Upgradeability>,
 ) -> String {
     let mut out = String::new();
     let bundle = &resolution.bundle;
@@ -261,6 +285,12 @@ fn human(
     if let Some(message) = &bundle.deprecation {
         let _ = writeln!(out, "deprecated: {message}");
     }
+    if let Some(message) = &resolution.channel_deprecation {
+        let _ = writeln!(out, "channel deprecated: {message}");
+    }
+    if let Some(message) = &resolution.package_deprecation {
+        let _ = writeln!(out, "package deprecated: {message}");
+    }
     if let Some(verdict) = upgradeable {
         let _ = writeln!(
             out,
@@ -287,7 +317,7 @@ fn machine(
     resolution: &Resolution,
     installed: Option<&InstalledBundle>,
     cluster: Option<&ClusterPhase>,
-    upgradeable: Option<&Verdict>,
+    upgradeable: Option<&Upgradeability>,
 ) -> Value {
     let bundle = &resolution.bundle;
     let mut value = json!({
@@ -303,6 +333,11 @@ fn machine(
         "installed": installed.map(|i| json!({"name": i.name, "version": i.version.to_string()})),
         "stays": resolution.stays,
         "pin": resolution.pin,
+        "deprecations": {
+            "bundle": bundle.deprecation,
+            "channel": resolution.channel_deprecation,
+            "package": resolution.package_deprecation,
+        },
         "rejected": resolution.rejected.iter().map(rejection_json).collect::<Vec<_>>(),
     });
     if let Some(phase) = cluster {
@@ -315,7 +350,7 @@ fn machine(
     if let Some(verdict) = upgradeable {
         value["upgradeable"] = json!({
             "status": verdict.status.to_string(),
-            "reason": verdict.reason,
+            "reason": verdict.reason.as_str(),
             "message": verdict.message,
         });
     }

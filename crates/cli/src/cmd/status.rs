@@ -297,7 +297,7 @@ mod tests {
                 desired: None,
                 pin: Some(PinStatus {
                     range: "=1.0.0".into(),
-                    reason: "Steady".into(),
+                    reason: pom_api::platform_operator::PinReason::Steady,
                 }),
                 active_hop: None,
                 stale: false,

@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, PoisonError, RwLock};
 
+use pom_api::conditions::Reason;
 use tokio::sync::watch;
 
 /// Catalog content that was unpacked and parsed.
@@ -30,7 +31,7 @@ pub enum CatalogState {
     /// The source cannot be read or is invalid; `reason` and `message` are those of the
     /// Catalog's `Serving=False` condition.
     Unavailable {
-        reason: String,
+        reason: Reason,
         message: String,
         /// The content served before the failure, if any.
         last_good: Option<Arc<ServedCatalog>>,
@@ -157,7 +158,7 @@ impl CatalogCache {
     }
 
     /// Records that `name` cannot serve new content, keeping what it served last.
-    pub fn mark_unavailable(&self, name: &str, priority: i32, reason: &str, message: &str) {
+    pub fn mark_unavailable(&self, name: &str, priority: i32, reason: Reason, message: &str) {
         let last_good = self
             .read()
             .get(name)
@@ -166,7 +167,7 @@ impl CatalogCache {
             name,
             priority,
             CatalogState::Unavailable {
-                reason: reason.to_owned(),
+                reason,
                 message: message.to_owned(),
                 last_good,
             },
@@ -259,9 +260,9 @@ mod tests {
     fn unavailable_keeps_the_last_good_content() {
         let cache = CatalogCache::default();
         cache.serve("a", 0, served("r/a@sha256:1"));
-        cache.mark_unavailable("a", 0, "RegistryUnreachable", "down");
+        cache.mark_unavailable("a", 0, Reason::RegistryUnreachable, "down");
         let generation = cache.generation();
-        cache.mark_unavailable("a", 0, "RegistryUnreachable", "down");
+        cache.mark_unavailable("a", 0, Reason::RegistryUnreachable, "down");
         assert_eq!(
             cache.generation(),
             generation,
@@ -274,7 +275,7 @@ mod tests {
         else {
             panic!("{entry:?}")
         };
-        assert_eq!(reason, "RegistryUnreachable");
+        assert_eq!(*reason, Reason::RegistryUnreachable);
         assert_eq!(last_good.as_ref().unwrap().resolved_source, "r/a@sha256:1");
         assert_eq!(
             entry.state.latest_good().unwrap().resolved_source,

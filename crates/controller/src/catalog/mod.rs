@@ -7,12 +7,12 @@
 //!   reports `status` (`Serving`, `resolvedSource`, `packages`, `lastUnpacked`).
 
 mod cache;
-mod duration;
+
 mod reconcile;
 mod source;
 mod status;
 
 pub use cache::{CatalogCache, CatalogEntry, CatalogState, ServedCatalog};
-pub use duration::parse_go_duration;
+pub use pom_policy::duration::parse_go_duration;
 pub use reconcile::{CatalogError, run};
 pub use source::SourceError;

@@ -22,11 +22,11 @@ use pom_api::{Catalog, CatalogStatus};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use super::duration::parse_go_duration;
 use super::source::{self, SourceError};
 use super::status;
 use crate::Context;
 use crate::context::CATALOG_STATUS_FIELD_MANAGER;
+use pom_policy::duration::parse_go_duration;
 
 /// Shortest poll interval honoured, whatever the spec says.
 const MIN_POLL_INTERVAL: Duration = Duration::from_secs(1);

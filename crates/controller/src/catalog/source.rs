@@ -6,7 +6,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use pom_api::catalog::{CatalogSource, ConfigMapSource, ImageSource};
-use pom_api::conditions::reasons;
+use pom_api::conditions::Reason;
 use pom_resolver::fbc::{FbcError, parse_documents};
 use sha2::{Digest, Sha256};
 
@@ -83,15 +83,15 @@ pub enum SourceError {
 impl SourceError {
     /// The `Serving=False` condition reason.
     #[must_use]
-    pub fn reason(&self) -> &'static str {
+    pub fn reason(&self) -> Reason {
         match self {
             Self::Image { source, .. } => source.reason(),
             Self::EmptyImage { .. } | Self::Invalid { .. } | Self::NoSource => {
-                reasons::INVALID_CATALOG
+                Reason::InvalidCatalog
             }
-            Self::ConfigMapNotFound { .. } => "ConfigMapNotFound",
-            Self::ConfigMapKeyMissing { .. } => "ConfigMapKeyNotFound",
-            Self::ConfigMapRead { .. } | Self::Interrupted(_) => reasons::SOURCE_FAILED,
+            Self::ConfigMapNotFound { .. } => Reason::ConfigMapNotFound,
+            Self::ConfigMapKeyMissing { .. } => Reason::ConfigMapKeyNotFound,
+            Self::ConfigMapRead { .. } | Self::Interrupted(_) => Reason::SourceFailed,
         }
     }
 

@@ -5,13 +5,13 @@ use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use pom_api::CatalogStatus;
-use pom_api::conditions::{reasons, types};
+use pom_api::conditions::{ConditionStatus, Reason, types};
 
 use super::cache::ServedCatalog;
-use crate::conditions::{Desired, Status, merge};
+use crate::conditions::{Desired, merge};
 
 /// What a reconcile found: served content, or a `Serving=False` reason and message.
-pub(crate) type Outcome<'a> = Result<&'a Arc<ServedCatalog>, (&'a str, String)>;
+pub(crate) type Outcome<'a> = Result<&'a Arc<ServedCatalog>, (Reason, String)>;
 
 /// The full status after `outcome`. Fields describing content (`resolvedSource`, `packages`,
 /// `lastUnpacked`) keep their previous values on failure: they describe the last good content.
@@ -35,8 +35,8 @@ pub(crate) fn desired(
             status.packages = Some(i64::try_from(packages).unwrap_or(i64::MAX));
             Desired::new(
                 types::SERVING,
-                Status::True,
-                reasons::UNPACKED,
+                ConditionStatus::True,
+                Reason::Unpacked,
                 format!(
                     "serving {packages} package{} from {}",
                     if packages == 1 { "" } else { "s" },
@@ -44,9 +44,12 @@ pub(crate) fn desired(
                 ),
             )
         }
-        Err((reason, message)) => {
-            Desired::new(types::SERVING, Status::False, *reason, message.clone())
-        }
+        Err((reason, message)) => Desired::new(
+            types::SERVING,
+            ConditionStatus::False,
+            *reason,
+            message.clone(),
+        ),
     };
     // Conditions of other writers are not ours to apply (see `owned`); keep them as they are.
     let mut conditions: Vec<Condition> = old
@@ -126,13 +129,13 @@ mod tests {
         let down = desired(
             &up,
             Some(1),
-            &Err(("ImageNotFound", "gone".to_owned())),
+            &Err((Reason::ImageNotFound, "gone".to_owned())),
             at(3_000),
         );
         let still_down = desired(
             &down,
             Some(1),
-            &Err(("RegistryUnreachable", "down".to_owned())),
+            &Err((Reason::RegistryUnreachable, "down".to_owned())),
             at(4_000),
         );
         assert_eq!(

@@ -1,6 +1,8 @@
 //! Why an image could not be resolved or pulled, worded for the admin who reads it in a
 //! condition message, with a CamelCase reason for the condition itself.
 
+use pom_api::conditions::Reason;
+
 /// Why a layer could not be applied. Kept apart from [`OciError`] so that layer extraction can be
 /// tested on in-memory tarballs without a registry.
 #[derive(Debug, thiserror::Error)]
@@ -100,22 +102,22 @@ impl OciError {
     /// The CamelCase condition reason for this failure, so status says what kind of problem it
     /// is without parsing the message.
     #[must_use]
-    pub fn reason(&self) -> &'static str {
+    pub fn reason(&self) -> Reason {
         match self {
-            Self::InvalidReference { .. } => "InvalidImageReference",
-            Self::Unreachable { .. } => "RegistryUnreachable",
-            Self::NotFound { .. } => "ImageNotFound",
-            Self::Unauthorized { .. } => "RegistryUnauthorized",
+            Self::InvalidReference { .. } => Reason::InvalidImageReference,
+            Self::Unreachable { .. } => Reason::RegistryUnreachable,
+            Self::NotFound { .. } => Reason::ImageNotFound,
+            Self::Unauthorized { .. } => Reason::RegistryUnauthorized,
             Self::Layer { source, .. } => match source {
-                LayerError::UnsupportedMediaType { .. } => "UnsupportedLayerMediaType",
-                LayerError::Corrupt { .. } => "InvalidImageLayer",
-                LayerError::UnsafePath { .. } => "UnsafeImagePath",
-                LayerError::TooLarge { .. } => "ImageTooLarge",
+                LayerError::UnsupportedMediaType { .. } => Reason::UnsupportedLayerMediaType,
+                LayerError::Corrupt { .. } => Reason::InvalidImageLayer,
+                LayerError::UnsafePath { .. } => Reason::UnsafeImagePath,
+                LayerError::TooLarge { .. } => Reason::ImageTooLarge,
             },
-            Self::TooLarge { .. } => "ImageTooLarge",
-            Self::Registry { .. } => "RegistryError",
-            Self::NoCryptoProvider => "TlsNotConfigured",
-            Self::Interrupted { .. } => "PullInterrupted",
+            Self::TooLarge { .. } => Reason::ImageTooLarge,
+            Self::Registry { .. } => Reason::RegistryError,
+            Self::NoCryptoProvider => Reason::TlsNotConfigured,
+            Self::Interrupted { .. } => Reason::PullInterrupted,
         }
     }
 

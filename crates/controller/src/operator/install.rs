@@ -2,8 +2,6 @@
 //! catalog), render it (pure), refuse unsafe CRD changes and objects owned by another PO, apply
 //! what differs, prune what the bundle no longer has, and report whether the move has settled.
 
-use std::sync::Arc;
-
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -11,137 +9,128 @@ use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use pom_api::PlatformOperator;
 use pom_api::labels;
-use pom_api::platform_operator::{InstalledBundle, UpgradeGate};
-use pom_resolver::fbc::{Bundle, Catalog as FbcCatalog};
+use pom_api::platform_operator::InstalledBundle;
+use pom_policy::MoveTarget;
+use pom_policy::status::{InstallReport, OperatorConditionReport, Wait};
+use pom_resolver::fbc::{Bundle, Catalog as FbcCatalog, MaxOpenShiftVersion};
 use pom_resolver::render::{self, BundleFiles, RenderOptions, check_crd_upgrade};
-use pom_resolver::select::Resolution;
 use serde_json::Value;
 
-use super::objects::{self, apply_if_changed, get_opt, label, label_value, object_id};
-use super::operator_condition::{self, Gate};
-use super::reconcile::PoContext;
+use super::objects::{self, KindCache, apply_if_changed, get_opt, label, object_id};
+use super::operator_condition::{self, OperatorConditionFor};
 use crate::context::BUNDLE_FIELD_MANAGER;
+use crate::context::Context;
 use crate::error::Error;
 
-/// The bundle to put on the cluster.
+/// The bundle to put on the cluster, with where its content comes from.
 pub struct Target {
     pub name: String,
     pub version: String,
-    pub image: Option<String>,
-    /// `olm.bundle.object` manifests from the catalog, when it carries them.
-    pub objects: Vec<String>,
-    pub max_openshift_version: Option<String>,
+    pub content: Content,
+    pub max_openshift_version: Option<MaxOpenShiftVersion>,
+}
+
+/// Where a bundle's manifests come from.
+pub enum Content {
+    /// A bundle image (by digest when the catalog gives one).
+    Image(String),
+    /// `olm.bundle.object` manifests carried by the catalog.
+    Objects(Vec<String>),
 }
 
 impl Target {
-    /// The resolved bundle.
-    pub fn from_resolution(res: &Resolution, catalogs: &[(String, i32, Arc<FbcCatalog>)]) -> Self {
-        let bundle = find_bundle(catalogs, &res.bundle.catalog, &res.bundle.name);
-        Self::from_parts(
-            &res.bundle.name,
-            &res.bundle.version.to_string(),
-            res.bundle.image.clone(),
-            bundle,
-        )
+    /// The bundle a move goes to, as the catalog that offered it describes it.
+    ///
+    /// # Errors
+    /// When the catalog gives the bundle neither an image nor objects.
+    pub fn for_move(target: &MoveTarget, catalogs: &[(&str, &FbcCatalog)]) -> Result<Self, Error> {
+        let bundle = find_bundle(catalogs, Some(&target.catalog), &target.name);
+        Ok(Self {
+            name: target.name.clone(),
+            version: target.version.to_string(),
+            content: content_of(&target.name, target.image.as_deref(), bundle)?,
+            max_openshift_version: target.max_openshift_version.clone(),
+        })
     }
 
-    /// The installed bundle again (held while a move settles): re-applied for drift repair.
-    pub fn installed(
-        installed: Option<&InstalledBundle>,
-        res: &Resolution,
-        catalogs: &[(String, i32, Arc<FbcCatalog>)],
-    ) -> Self {
-        let Some(installed) = installed else {
-            return Self::from_resolution(res, catalogs);
-        };
-        let bundle = catalogs
-            .iter()
-            .find_map(|(name, _, _)| find_bundle(catalogs, name, &installed.name));
-        Self::from_parts(
-            &installed.name,
-            &installed.version,
-            installed.image.clone(),
-            bundle,
-        )
+    /// What runs now, re-applied (drift repair, or a move in flight): from the catalog when it
+    /// still has the bundle, else from the image recorded when it was applied.
+    ///
+    /// # Errors
+    /// When neither the catalogs nor the status hold its content (objects of a bundle that
+    /// left its catalog cannot be re-read).
+    pub fn for_keep(
+        installed: &InstalledBundle,
+        max_openshift_version: Option<MaxOpenShiftVersion>,
+        catalogs: &[(&str, &FbcCatalog)],
+    ) -> Result<Self, Error> {
+        let bundle = find_bundle(catalogs, None, &installed.name);
+        Ok(Self {
+            name: installed.name.clone(),
+            version: installed.version.clone(),
+            content: content_of(&installed.name, installed.image.as_deref(), bundle)?,
+            max_openshift_version,
+        })
     }
 
-    fn from_parts(
-        name: &str,
-        version: &str,
-        image: Option<String>,
-        bundle: Option<&Bundle>,
-    ) -> Self {
-        Self {
-            name: name.to_owned(),
-            version: version.to_owned(),
-            image: image
-                .or_else(|| bundle.and_then(|b| b.image.clone()))
-                .filter(|i| !i.is_empty()),
-            objects: bundle
-                .map(|b| b.properties.objects.clone())
-                .unwrap_or_default(),
-            max_openshift_version: bundle.and_then(|b| match &b.properties.max_openshift_version {
-                Some(pom_resolver::fbc::MaxOpenShiftVersion::Valid { major, minor }) => {
-                    Some(format!("{major}.{minor}"))
-                }
-                Some(pom_resolver::fbc::MaxOpenShiftVersion::Invalid { raw, .. }) => {
-                    Some(raw.clone())
-                }
-                None => None,
-            }),
+    fn image(&self) -> Option<String> {
+        match &self.content {
+            Content::Image(image) => Some(image.clone()),
+            Content::Objects(_) => None,
         }
     }
 }
 
+fn content_of(name: &str, image: Option<&str>, bundle: Option<&Bundle>) -> Result<Content, Error> {
+    if let Some(bundle) = bundle.filter(|b| !b.properties.objects.is_empty()) {
+        return Ok(Content::Objects(bundle.properties.objects.clone()));
+    }
+    image
+        .or_else(|| bundle.and_then(|b| b.image.as_deref()))
+        .filter(|i| !i.is_empty())
+        .map(|i| Content::Image(i.to_owned()))
+        .ok_or_else(|| Error::NoBundleContent {
+            bundle: name.to_owned(),
+        })
+}
+
 fn find_bundle<'a>(
-    catalogs: &'a [(String, i32, Arc<FbcCatalog>)],
-    catalog: &str,
+    catalogs: &[(&str, &'a FbcCatalog)],
+    catalog: Option<&str>,
     bundle: &str,
 ) -> Option<&'a Bundle> {
     catalogs
         .iter()
-        .filter(|(name, _, _)| name == catalog)
-        .find_map(|(_, _, c)| c.packages.values().find_map(|p| p.bundles.get(bundle)))
-}
-
-/// What an install achieved.
-pub struct Installed {
-    pub bundle: InstalledBundle,
-    /// `None` once every CRD is Established and every Deployment rolled out; else what is awaited.
-    pub waiting_for: Option<String>,
-    pub max_openshift_version: Option<String>,
-    /// How many objects were written (0 in a steady state).
-    pub wrote: usize,
-    /// The bundle's OperatorCondition gate, when it has a CSV and the cluster the API.
-    pub gate: Option<Gate>,
+        .filter(|(name, _)| catalog.is_none_or(|c| c == *name))
+        .find_map(|(_, c)| c.packages.values().find_map(|p| p.bundles.get(bundle)))
 }
 
 /// Installs (or re-applies) `target` for `po` into `namespace`.
 pub async fn install(
-    pctx: &PoContext,
+    ctx: &Context,
+    kinds: &KindCache,
     po: &PlatformOperator,
     namespace: &str,
     target: &Target,
-) -> Result<Installed, Error> {
-    let ctx = &pctx.ctx;
+) -> Result<InstallReport, Error> {
     let client = &ctx.client;
     let po_name = po.name_any();
     let package = &po.spec.package.name;
 
     // Fetch.
-    let files = if target.objects.is_empty() {
-        let image = target.image.clone().unwrap_or_default();
-        let pulled =
-            ctx.images
-                .pull_files(&image, "")
-                .await
-                .map_err(|source| Error::BundlePull {
-                    image: image.clone(),
-                    source,
-                })?;
-        BundleFiles::new((*pulled).clone())
-    } else {
-        BundleFiles::from_objects(target.objects.clone())
+    let files = match &target.content {
+        Content::Image(image) => {
+            let pulled =
+                ctx.images
+                    .pull_files(image, "")
+                    .await
+                    .map_err(|source| Error::BundlePull {
+                        image: image.clone(),
+                        source,
+                    })?;
+            BundleFiles::new((*pulled).clone())
+        }
+        Content::Objects(objects) => BundleFiles::from_objects(objects.clone()),
     };
 
     // Render (pure).
@@ -151,11 +140,18 @@ pub async fn install(
         bundle: target.name.clone(),
         source: Box::new(e),
     })?;
+    // The catalog's property wins; a bundle's own metadata is read the same way (one decoder).
     let max_ocp = target.max_openshift_version.clone().or_else(|| {
         rendered
             .property_values("olm.maxOpenShiftVersion")
             .first()
-            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+            .map(|v| {
+                MaxOpenShiftVersion::parse(
+                    v.as_str()
+                        .map_or_else(|| v.to_string(), str::to_owned)
+                        .as_str(),
+                )
+            })
     });
 
     // Refuse what would break running things, before writing anything.
@@ -175,12 +171,12 @@ pub async fn install(
             ensure_namespace(client, namespace, &po_name, package).await?;
             namespace_ready = true;
         }
-        let (api, _) = pctx.kinds.api(client, &id.gvk, ns).await?;
+        let (api, _) = kinds.api(client, &id.gvk, ns).await?;
         let live = get_opt(&api, &id.name).await?;
         if let Some(live) = &live {
             let owner = live.labels().get(labels::OWNER_PO).cloned();
             if let Some(owner) = owner
-                && owner != label_value(&po_name)
+                && owner != labels::label_value(&po_name)
             {
                 return Err(Error::OwnershipConflict {
                     kind: id.gvk.kind.clone(),
@@ -211,6 +207,32 @@ pub async fn install(
         ensure_namespace(client, namespace, &po_name, package).await?;
     }
 
+    // The OperatorCondition (§7) exists before the operator's Deployment is written, as OLM v0
+    // does: an operator built on operator-lib writes its condition at start-up.
+    let operator_condition = match &rendered.csv_name {
+        Some(csv) => {
+            let gate = operator_condition::ensure(
+                client,
+                &OperatorConditionFor {
+                    namespace,
+                    csv,
+                    bundle: &target.name,
+                    deployments: &rendered.deployments,
+                    service_accounts: &rendered.service_accounts,
+                    po: &po_name,
+                    package,
+                },
+            )
+            .await?;
+            Some(OperatorConditionReport {
+                namespace: namespace.to_owned(),
+                name: csv.clone(),
+                gate,
+            })
+        }
+        None => None,
+    };
+
     // Apply what differs (drift repair included), then prune older bundles' objects.
     let mut wrote = 0;
     for ((id, object), (api, live)) in desired.iter().zip(&live_objects) {
@@ -218,10 +240,10 @@ pub async fn install(
             wrote += 1;
         }
     }
-    wrote += objects::prune(&pctx.kinds, client, &po_name, Some(&target.name)).await?;
+    wrote += objects::prune(kinds, client, &po_name, Some(&target.name)).await?;
 
     // Settle (rollout part of §7; never a readiness probe).
-    let mut waiting = Vec::new();
+    let mut waits = Vec::new();
     for crd_name in &rendered.crds {
         let established = crds
             .get_opt(crd_name)
@@ -234,7 +256,9 @@ pub async fn install(
                     .any(|c| c.type_ == "Established" && c.status == "True")
             });
         if !established {
-            waiting.push(format!("CRD {crd_name} to be Established"));
+            waits.push(Wait::CrdEstablished {
+                name: crd_name.clone(),
+            });
         }
     }
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), namespace);
@@ -244,59 +268,23 @@ pub async fn install(
             .await
             .map_err(Error::kube(format!("reading Deployment {name}")))?;
         if !deployment.as_ref().is_some_and(is_rolled_out) {
-            waiting.push(format!("Deployment {namespace}/{name} to roll out"));
+            waits.push(Wait::Rollout {
+                namespace: namespace.to_owned(),
+                name: name.clone(),
+            });
         }
     }
 
-    // The OperatorCondition gate (§7): never a readiness probe.
-    let gate = match &rendered.csv_name {
-        Some(csv) => {
-            operator_condition::ensure(
-                client,
-                namespace,
-                csv,
-                &rendered.deployments,
-                &rendered.service_accounts,
-                &po_name,
-                package,
-            )
-            .await?
-        }
-        None => None,
-    };
-    let reported_before = po
-        .annotations()
-        .contains_key(labels::OPERATOR_CONDITION_REPORTED);
-    let requires_condition = match po.spec.upgrade_gate {
-        UpgradeGate::Rollout => false,
-        UpgradeGate::OperatorCondition => true,
-        UpgradeGate::Auto => reported_before || gate.as_ref().is_some_and(|g| g.reported),
-    };
-    if requires_condition {
-        let csv = rendered
-            .csv_name
-            .clone()
-            .unwrap_or_else(|| target.name.clone());
-        match &gate {
-            Some(g) if g.upgradeable == Some(true) => {}
-            Some(g) => waiting.push(format!(
-                "OperatorCondition {namespace}/{csv} to report Upgradeable=True for its current generation (now: {})",
-                g.message
-            )),
-            None => waiting.push(format!("OperatorCondition {namespace}/{csv}: the OperatorCondition API or object is missing")),
-        }
-    }
-
-    Ok(Installed {
+    Ok(InstallReport {
         bundle: InstalledBundle {
             name: target.name.clone(),
             version: target.version.clone(),
-            image: target.image.clone(),
+            image: target.image(),
         },
-        waiting_for: (!waiting.is_empty()).then(|| waiting.join(", ")),
         max_openshift_version: max_ocp,
+        waits,
+        operator_condition,
         wrote,
-        gate,
     })
 }
 
@@ -340,11 +328,7 @@ async fn ensure_namespace(
     let ns = serde_json::json!({
         "apiVersion": "v1",
         "kind": "Namespace",
-        "metadata": {"name": namespace, "labels": {
-            labels::OWNER_PO: label_value(po),
-            labels::PACKAGE: label_value(package),
-            labels::MANAGED_BY: labels::MANAGED_BY_VALUE,
-        }},
+        "metadata": {"name": namespace, "labels": labels::owner_labels(po, package, None)},
     });
     api.patch(
         namespace,

@@ -1,12 +1,12 @@
-//! The PlatformOperator reconciler: resolve (§5) → fetch → render → apply → prune → wait →
-//! status (§8.1), with drift repair and a cleanup finalizer.
+//! The PlatformOperator reconciler: gather → decide (`pom-policy`) → act (fetch, render,
+//! apply, prune, wait) → report (§8.1), with drift repair and a cleanup finalizer.
 
+pub mod gather;
 mod install;
 mod objects;
 mod operator_condition;
 mod reconcile;
-pub mod snapshot;
-pub mod status;
 
-pub use objects::{KindCache, PRUNABLE_KINDS, is_subset, label_value};
+pub use objects::{KindCache, PRUNABLE_KINDS, is_subset};
+pub use pom_api::labels::label_value;
 pub use reconcile::run;

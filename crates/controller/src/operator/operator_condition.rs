@@ -6,98 +6,46 @@
 
 use kube::api::{Api, Patch, PatchParams};
 use pom_api::labels;
-use pom_api::olm::{OperatorCondition, UPGRADEABLE};
+use pom_api::olm::OperatorCondition;
+use pom_policy::snapshot::{OperatorGate, gate_of};
 use serde_json::json;
 
-use super::objects::label_value;
 use crate::context::OPERATOR_CONDITION_FIELD_MANAGER;
 use crate::error::Error;
-
-/// What an OperatorCondition says about upgrading away from its CSV.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Gate {
-    /// The operator has written at least one condition (so under `Auto` it must keep reporting).
-    pub reported: bool,
-    /// `Upgradeable` for the current generation: the admin override if set, else the operator's
-    /// condition. `None`: absent, stale or Unknown (not settled, never "upgradeable").
-    pub upgradeable: Option<bool>,
-    /// The message to show (the operator's or the override's).
-    pub message: String,
-}
-
-impl Gate {
-    fn from_object(oc: &OperatorCondition) -> Self {
-        let generation = oc.metadata.generation;
-        let reported = !oc.spec.conditions.is_empty();
-        if let Some(o) = oc.spec.overrides.iter().find(|o| o.type_ == UPGRADEABLE) {
-            return Self {
-                reported,
-                upgradeable: bool_status(&o.status),
-                message: format!("admin override: {}", o.message),
-            };
-        }
-        let status_condition = oc
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.iter().find(|c| c.type_ == UPGRADEABLE))
-            .filter(|c| c.observed_generation == generation);
-        match status_condition {
-            Some(c) => Self {
-                reported,
-                upgradeable: bool_status(&c.status),
-                message: c.message.clone(),
-            },
-            None => Self {
-                reported,
-                upgradeable: None,
-                message: "no Upgradeable condition for the current generation".to_owned(),
-            },
-        }
-    }
-}
-
-fn bool_status(status: &str) -> Option<bool> {
-    match status {
-        "True" => Some(true),
-        "False" => Some(false),
-        _ => None,
-    }
-}
 
 fn is_missing_api(err: &kube::Error) -> bool {
     matches!(err, kube::Error::Api(s) if s.code == 404)
 }
 
-/// Reads the gate of CSV `csv` in `namespace`; `None` when there is no such OperatorCondition
-/// (or the cluster has no OperatorCondition API).
-pub async fn read(
-    client: &kube::Client,
-    namespace: &str,
-    csv: &str,
-) -> Result<Option<Gate>, Error> {
-    let api: Api<OperatorCondition> = Api::namespaced(client.clone(), namespace);
-    match api.get_opt(csv).await {
-        Ok(oc) => Ok(oc.as_ref().map(Gate::from_object)),
-        Err(err) if is_missing_api(&err) => Ok(None),
-        Err(err) => Err(Error::kube(format!(
-            "reading OperatorCondition {namespace}/{csv}"
-        ))(err)),
-    }
+/// Who an OperatorCondition is for.
+pub struct OperatorConditionFor<'a> {
+    pub namespace: &'a str,
+    /// Named after the CSV (as operator-lib expects), which may differ from the bundle's name.
+    pub csv: &'a str,
+    /// The bundle it belongs to (its bundle label: what prune and the gate lookup go by).
+    pub bundle: &'a str,
+    pub deployments: &'a [String],
+    pub service_accounts: &'a [String],
+    pub po: &'a str,
+    pub package: &'a str,
 }
 
-/// Ensures the OperatorCondition of `csv` exists with its Deployments and ServiceAccounts and
-/// an up-to-date status copy; returns its gate. `Ok(None)` when the cluster has no
+/// Ensures the OperatorCondition exists with its Deployments and ServiceAccounts and an
+/// up-to-date status copy; returns its gate. `Ok(None)` when the cluster has no
 /// OperatorCondition API (the gate then cannot be used).
-#[allow(clippy::too_many_arguments)]
 pub async fn ensure(
     client: &kube::Client,
-    namespace: &str,
-    csv: &str,
-    deployments: &[String],
-    service_accounts: &[String],
-    po: &str,
-    package: &str,
-) -> Result<Option<Gate>, Error> {
+    target: &OperatorConditionFor<'_>,
+) -> Result<Option<OperatorGate>, Error> {
+    let OperatorConditionFor {
+        namespace,
+        csv,
+        bundle,
+        deployments,
+        service_accounts,
+        po,
+        package,
+    } = *target;
     let api: Api<OperatorCondition> = Api::namespaced(client.clone(), namespace);
     let existing = match api.get_opt(csv).await {
         Ok(existing) => existing,
@@ -116,12 +64,11 @@ pub async fn ensure(
     let up_to_date = existing.as_ref().is_some_and(|oc| {
         oc.spec.deployments == deployments
             && oc.spec.service_accounts == service_accounts
-            && oc
-                .metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get(labels::OWNER_PO))
-                .is_some_and(|o| *o == label_value(po))
+            && oc.metadata.labels.as_ref().is_some_and(|l| {
+                labels::owner_labels(po, package, Some(bundle))
+                    .iter()
+                    .all(|(k, v)| l.get(k) == Some(v))
+            })
     });
     let oc = if up_to_date {
         existing
@@ -129,12 +76,8 @@ pub async fn ensure(
         let patch = json!({
             "apiVersion": "operators.coreos.com/v2",
             "kind": "OperatorCondition",
-            "metadata": {"name": csv, "namespace": namespace, "labels": {
-                labels::OWNER_PO: label_value(po),
-                labels::PACKAGE: label_value(package),
-                labels::BUNDLE: label_value(csv),
-                labels::MANAGED_BY: labels::MANAGED_BY_VALUE,
-            }},
+            "metadata": {"name": csv, "namespace": namespace,
+                "labels": labels::owner_labels(po, package, Some(bundle))},
             "spec": {"deployments": deployments, "serviceAccounts": service_accounts},
         });
         Some(
@@ -150,13 +93,16 @@ pub async fn ensure(
         )
     };
     let Some(oc) = oc else { return Ok(None) };
-    copy_status(&api, &oc).await?;
-    read(client, namespace, csv).await
+    let oc = copy_status(&api, oc).await?;
+    Ok(Some(gate_of(&oc)))
 }
 
 /// OLM's OperatorCondition controller: `status.conditions` = `spec.conditions`, stamped with
 /// the object's generation. Written only when it differs.
-async fn copy_status(api: &Api<OperatorCondition>, oc: &OperatorCondition) -> Result<(), Error> {
+async fn copy_status(
+    api: &Api<OperatorCondition>,
+    oc: OperatorCondition,
+) -> Result<OperatorCondition, Error> {
     let generation = oc.metadata.generation;
     let wanted: Vec<_> = oc
         .spec
@@ -174,7 +120,7 @@ async fn copy_status(api: &Api<OperatorCondition>, oc: &OperatorCondition) -> Re
         .map(|s| s.conditions.clone())
         .unwrap_or_default();
     if current == wanted {
-        return Ok(());
+        return Ok(oc);
     }
     let name = oc.metadata.name.clone().unwrap_or_default();
     let patch = json!({
@@ -190,6 +136,5 @@ async fn copy_status(api: &Api<OperatorCondition>, oc: &OperatorCondition) -> Re
     .await
     .map_err(Error::kube(format!(
         "copying the conditions of OperatorCondition {name} to its status"
-    )))?;
-    Ok(())
+    )))
 }

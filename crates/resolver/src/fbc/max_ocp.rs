@@ -5,10 +5,52 @@
 //! and a second copy of the property, makes the bundle "invalid", which blocks cluster minor
 //! updates (fail closed). POM keeps invalid values as data rather than refusing the catalog, so
 //! the verdict can name the bundle and the reason.
+//!
+//! [`MaxOpenShiftVersion::parse`] is the one decoding of the property's text, used by the catalog
+//! parser here and meant for every other reader (the manager reading back
+//! `status.maxOpenShiftVersion`, `pomctl plan`), so that no two parts of POM can disagree on
+//! whether a value such as `v4.16` is valid. Its [`Display`](std::fmt::Display) prints the
+//! canonical `X.Y` of a valid value (what status shows) and the raw text of an invalid one, and
+//! `parse` reads both back to the same value.
+
+use std::fmt;
 
 use serde_json::value::RawValue;
 
 use super::model::MaxOpenShiftVersion;
+
+impl MaxOpenShiftVersion {
+    /// Decodes one `olm.maxOpenShiftVersion` value as OLM v0 does: surrounding `"` trimmed (OLM
+    /// trims them from the raw JSON), then blang `ParseTolerant` (surrounding spaces, a leading
+    /// `v`, leading zeros and a missing minor or patch tolerated), then "must be exactly
+    /// major.minor" (a non-zero patch or a pre-release is invalid; build metadata is ignored).
+    ///
+    /// Never fails: anything unusable is [`MaxOpenShiftVersion::Invalid`] carrying `text` as
+    /// given and the reason, because an invalid value must block minor updates (fail closed)
+    /// and be named in the message, not be dropped. Accepted: `4.16`, `v4.16`, `4.16.0`,
+    /// ` 4.16 `, `04.16`, `4`, `4.16.0+build`, `"4.16"`. Invalid: `4.16.1`, `4.16.0-rc.1`,
+    /// `4.x`, `four` and the empty string.
+    pub fn parse(text: &str) -> MaxOpenShiftVersion {
+        match parse_major_minor(text.trim_matches('"')) {
+            Ok((major, minor)) => MaxOpenShiftVersion::Valid { major, minor },
+            Err(reason) => MaxOpenShiftVersion::Invalid {
+                raw: text.to_owned(),
+                reason,
+            },
+        }
+    }
+}
+
+/// `X.Y` for a valid value (as `status.maxOpenShiftVersion` shows it), the raw text for an
+/// invalid one; [`MaxOpenShiftVersion::parse`] reads either back to an equal value.
+impl fmt::Display for MaxOpenShiftVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MaxOpenShiftVersion::Valid { major, minor } => write!(f, "{major}.{minor}"),
+            MaxOpenShiftVersion::Invalid { raw, .. } => f.write_str(raw),
+        }
+    }
+}
 
 /// The text OLM sees for a property value: the raw JSON with surrounding quotes trimmed.
 ///
@@ -30,13 +72,7 @@ pub(crate) fn raw_text(value: &RawValue) -> String {
 pub(crate) fn decode(raws: &[String]) -> Option<MaxOpenShiftVersion> {
     match raws {
         [] => None,
-        [raw] => Some(match parse_major_minor(raw) {
-            Ok((major, minor)) => MaxOpenShiftVersion::Valid { major, minor },
-            Err(reason) => MaxOpenShiftVersion::Invalid {
-                raw: raw.clone(),
-                reason,
-            },
-        }),
+        [raw] => Some(MaxOpenShiftVersion::parse(raw)),
         several => Some(MaxOpenShiftVersion::Invalid {
             raw: several.join(", "),
             reason: format!(
@@ -91,6 +127,39 @@ fn strip_leading_zeros(part: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Every valid value survives printing and parsing (what status stores and the manager
+        /// reads back), whatever the numbers.
+        #[test]
+        fn valid_values_round_trip(major in 0u64..100_000, minor in 0u64..100_000) {
+            let value = MaxOpenShiftVersion::Valid { major, minor };
+            prop_assert_eq!(MaxOpenShiftVersion::parse(&value.to_string()), value);
+        }
+
+        /// Printing and parsing back any decoded value gives the same value: a valid one by its
+        /// canonical `X.Y`, an invalid one by its raw text (and the same reason).
+        #[test]
+        fn parse_of_display_is_idempotent(text in "[ v\"0-9.+a-z-]{0,12}") {
+            let once = MaxOpenShiftVersion::parse(&text);
+            prop_assert_eq!(MaxOpenShiftVersion::parse(&once.to_string()), once);
+        }
+
+        /// Equivalent spellings OLM accepts decode to the same value as the canonical one.
+        #[test]
+        fn tolerant_spellings_match_the_canonical_one(major in 0u64..1_000, minor in 0u64..1_000) {
+            let canonical = MaxOpenShiftVersion::parse(&format!("{major}.{minor}"));
+            for spelling in [
+                format!("v{major}.{minor}"),
+                format!("{major}.{minor}.0"),
+                format!(" {major}.{minor} "),
+                format!("\"{major}.{minor}\""),
+            ] {
+                prop_assert_eq!(&MaxOpenShiftVersion::parse(&spelling), &canonical, "{}", spelling);
+            }
+        }
+    }
 
     fn one(raw: &str) -> Option<MaxOpenShiftVersion> {
         decode(&[raw.to_owned()])
@@ -125,6 +194,36 @@ mod tests {
             Some(MaxOpenShiftVersion::Invalid { .. })
         ));
         assert_eq!(decode(&[]), None);
+    }
+
+    #[test]
+    fn parse_is_the_decoder_and_display_is_canonical() {
+        let valid = |major, minor| MaxOpenShiftVersion::Valid { major, minor };
+        for (text, expected) in [
+            ("4.16", valid(4, 16)),
+            ("v4.16", valid(4, 16)),
+            ("4.16.0", valid(4, 16)),
+            (" 4.16 ", valid(4, 16)),
+            ("\"4.16\"", valid(4, 16)),
+            ("04.09", valid(4, 9)),
+            ("4", valid(4, 0)),
+            ("5.0", valid(5, 0)),
+            ("4.9.0+build", valid(4, 9)),
+        ] {
+            assert_eq!(MaxOpenShiftVersion::parse(text), expected, "{text:?}");
+            assert_eq!(one(text), Some(expected.clone()), "{text:?}");
+        }
+        assert_eq!(valid(4, 16).to_string(), "4.16");
+        assert_eq!(MaxOpenShiftVersion::parse("v4.16").to_string(), "4.16");
+        for bad in ["4.16.1", "", "4.16.0-rc.1", "4.x", "four", "4.9.0.1"] {
+            let parsed = MaxOpenShiftVersion::parse(bad);
+            assert!(
+                matches!(&parsed, MaxOpenShiftVersion::Invalid { raw, .. } if raw == bad),
+                "{bad:?}: {parsed:?}"
+            );
+            assert_eq!(parsed.to_string(), bad);
+            assert_eq!(MaxOpenShiftVersion::parse(&parsed.to_string()), parsed);
+        }
     }
 
     #[test]

@@ -9,7 +9,8 @@
 //! 1. successor: the installed bundle itself (same name, or same version and release as OLM v1's
 //!    `ExactVersionRelease`) or a direct successor in the channel (`replaces`, `skips`,
 //!    `skipRange`). The installed bundle need not be in the catalog.
-//! 2. the pin (§4.2), then the admin's `versionRange` (Masterminds rules).
+//! 2. the pin (§4.2), then the admin's `versionRange` (Masterminds rules). Under
+//!    [`PinPolicy::Unpinned`] there is no pin (see below).
 //! 3. compatibility with the cluster the bundle will run on ([`ClusterPhase::running_on`]):
 //!    `maxOpenShiftVersion` (only with a ClusterVersion) and `minKubeVersion` (only with a
 //!    Kubernetes version).
@@ -18,6 +19,18 @@
 //! Ranking: in each catalog, non-deprecated first, then highest version, then highest release
 //! (build metadata), then the installed bundle, then bundle name; across catalogs, a
 //! non-deprecated winner first, then higher priority; a tie at the top is an error.
+//! "Deprecated" means a *bundle-level* `olm.deprecations` entry (schema `olm.bundle`), exactly
+//! as OLM v1 ranks (`compare.ByDeprecationFunc`, `isDeprecated`): a package- or channel-level
+//! deprecation covers every candidate alike, so counting it would only blur the bundle-level
+//! signal (a package-deprecated catalog could then pick a deprecated bundle over a sound one,
+//! or lose to a lower-priority catalog). Those two are still reported, in
+//! [`Resolution::package_deprecation`] and [`Resolution::channel_deprecation`].
+//!
+//! Pin policy: the controller resolves under [`PinPolicy::FollowCluster`] (the pin of §4.2,
+//! from `cluster`). `pomctl resolve` without `--cluster-version` uses [`PinPolicy::Unpinned`]:
+//! no pin at all, so the answer is OLM v1 operator-controller's: from the installed bundle, the
+//! highest successor allowed by `versionRange`, pre-releases included unless that range
+//! excludes them (Masterminds rules). Every other filter still applies.
 //!
 //! Rollback pivot: during a rollback the pin is `=X.Y.Z`, unless the installed bundle (looked up
 //! by name in the channel) is incompatible with the rollback target. Then the selector pivots
@@ -27,6 +40,7 @@
 //!
 //! Pre-releases at install: with nothing installed there is no pin and only releases are
 //! picked; a pre-release is installed only when the admin's `versionRange` admits it explicitly.
+//! (Under [`PinPolicy::Unpinned`] pre-releases are candidates like any version, as in OLM v1.)
 
 mod compat;
 mod plan;
@@ -60,6 +74,26 @@ pub struct InstalledBundle {
 /// One catalog to consider: `(name, priority, content)`. Higher priority wins.
 pub type CatalogInput<'a> = (&'a str, i32, &'a Catalog);
 
+/// Whether the cluster pins the resolution (§4.2) or there is no pin at all (§9).
+///
+/// A separate, explicit field rather than a meaning of `cluster: None`, because `None` already
+/// means something else to the controller (plain Kubernetes: steady, pinned `=X.Y.Z`), and a
+/// caller wanting OLM v1's unpinned answer must never get a steady pin by omission. It has no
+/// `Default` for the same reason: each caller says which one it means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PinPolicy {
+    /// The pin of §4.2 from [`ResolveRequest::cluster`] (`None` counts as steady): the
+    /// controller's and `pomctl plan`'s policy, and `pomctl resolve --cluster-version`'s.
+    FollowCluster,
+    /// No pin ([`Pin::unpinned`], reason `Unpinned`): pure successor resolution as OLM v1
+    /// operator-controller does it, the highest successor of the installed bundle allowed by
+    /// `versionRange`, pre-releases included unless that range excludes them.
+    /// `steady_state_range` is ignored (there is no steady pin to replace); `cluster`, when
+    /// given, still drives the `maxOpenShiftVersion` check. `pomctl resolve` without
+    /// `--cluster-version` uses it.
+    Unpinned,
+}
+
 /// Everything a resolution depends on.
 #[derive(Debug, Clone)]
 pub struct ResolveRequest<'a> {
@@ -73,11 +107,14 @@ pub struct ResolveRequest<'a> {
     pub installed: Option<InstalledBundle>,
     /// `spec.package.versionRange`, ANDed with the pin at all times.
     pub version_range: Option<VersionRange>,
-    /// `spec.steadyStateVersionRange`, replacing `=X.Y.Z` while the cluster is steady.
+    /// `spec.steadyStateVersionRange`, replacing `=X.Y.Z` while the cluster is steady (ignored
+    /// under [`PinPolicy::Unpinned`]).
     pub steady_state_range: Option<VersionRange>,
     /// The cluster phase; `None` without a ClusterVersion (plain Kubernetes: steady, no
     /// OpenShift compatibility check).
     pub cluster: Option<ClusterPhase>,
+    /// Whether `cluster` pins the resolution or there is no pin (see [`PinPolicy`]).
+    pub pin_policy: PinPolicy,
     /// The API server's version; `None` skips the `minKubeVersion` check.
     pub kube_version: Option<Version>,
 }
@@ -93,7 +130,8 @@ pub struct ChosenBundle {
     pub channel: String,
     /// `olm.maxOpenShiftVersion`, for `status.maxOpenShiftVersion` and the verdict.
     pub max_openshift_version: Option<MaxOpenShiftVersion>,
-    /// The deprecation message when only deprecated candidates were left.
+    /// The bundle-level deprecation message (an `olm.deprecations` entry of schema
+    /// `olm.bundle` naming this bundle): set only when no non-deprecated candidate was left.
     pub deprecation: Option<String>,
 }
 
@@ -107,6 +145,12 @@ pub struct Resolution {
     /// Bundles refused by a filter: catalogs in priority order (then by name), each sorted by
     /// version, release and bundle name.
     pub rejected: Vec<Rejection>,
+    /// The package-level deprecation message of the chosen bundle's catalog, if any. Reported
+    /// (for status) but never ranked on: it applies to every candidate alike (OLM v1).
+    pub package_deprecation: Option<String>,
+    /// The channel-level deprecation message for the chosen bundle's channel in its catalog, if
+    /// any. Reported, never ranked on, for the same reason.
+    pub channel_deprecation: Option<String>,
 }
 
 /// Why no bundle was chosen. Messages name what was asked and what exists.
@@ -245,6 +289,7 @@ struct Source<'a> {
 struct Candidate<'a> {
     source: usize,
     bundle: &'a Bundle,
+    /// Bundle-level deprecation only: the one that ranks (see module docs).
     deprecation: Option<&'a str>,
 }
 
@@ -254,11 +299,14 @@ pub fn resolve(req: &ResolveRequest<'_>) -> Result<Resolution, ResolveError> {
     let installed = req.installed.as_ref();
     let installed_version = installed.map(|bundle| &bundle.version);
 
-    let mut pin = pin_for(
-        installed_version,
-        req.cluster.as_ref(),
-        req.steady_state_range.as_ref(),
-    );
+    let mut pin = match req.pin_policy {
+        PinPolicy::FollowCluster => pin_for(
+            installed_version,
+            req.cluster.as_ref(),
+            req.steady_state_range.as_ref(),
+        ),
+        PinPolicy::Unpinned => Pin::unpinned(),
+    };
     let mut installed_incompatibility = None;
     if pin.reason == PinReason::Rollback
         && let (Some(installed), Some(phase)) = (installed, req.cluster.as_ref())
@@ -299,7 +347,7 @@ pub fn resolve(req: &ResolveRequest<'_>) -> Result<Resolution, ResolveError> {
                 Ok(()) => candidates.push(Candidate {
                     source: index,
                     bundle,
-                    deprecation: deprecation_of(source, &bundle.name),
+                    deprecation: bundle_deprecation(source, &bundle.name),
                 }),
                 Err(reason) => rejected.push(Rejection {
                     bundle: bundle.name.clone(),
@@ -336,6 +384,13 @@ pub fn resolve(req: &ResolveRequest<'_>) -> Result<Resolution, ResolveError> {
         },
         pin,
         rejected,
+        package_deprecation: source.package.deprecations.package.clone(),
+        channel_deprecation: source
+            .package
+            .deprecations
+            .channels
+            .get(&source.channel.name)
+            .cloned(),
     })
 }
 
@@ -543,14 +598,14 @@ fn check_pin(
     })
 }
 
-/// The most specific deprecation message covering a bundle of this channel, if any.
-fn deprecation_of<'a>(source: &Source<'a>, bundle: &str) -> Option<&'a str> {
-    let deprecations = &source.package.deprecations;
-    deprecations
+/// The bundle-level deprecation message of a bundle, if any: the only deprecation that ranks
+/// (OLM v1 `isDeprecated` looks at `olm.bundle` references alone).
+fn bundle_deprecation<'a>(source: &Source<'a>, bundle: &str) -> Option<&'a str> {
+    source
+        .package
+        .deprecations
         .bundles
         .get(bundle)
-        .or_else(|| deprecations.channels.get(&source.channel.name))
-        .or(deprecations.package.as_ref())
         .map(String::as_str)
 }
 

@@ -141,7 +141,7 @@ fn pin_hint(reason: PinReason) -> &'static str {
             "; a cluster patch update moves a platform operator only within its minor"
         }
         PinReason::MinorUpgrade => "; major versions never move automatically",
-        PinReason::Install | PinReason::Rollback | PinReason::Override => "",
+        PinReason::Install | PinReason::Rollback | PinReason::Override | PinReason::Unpinned => "",
     }
 }
 
@@ -154,7 +154,8 @@ fn prerelease_hint(reason: PinReason) -> &'static str {
         PinReason::PatchUpgrade
         | PinReason::MinorUpgrade
         | PinReason::Rollback
-        | PinReason::Override => "",
+        | PinReason::Override
+        | PinReason::Unpinned => "",
     }
 }
 

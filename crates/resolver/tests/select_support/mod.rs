@@ -132,6 +132,14 @@ impl PackageBuilder {
         self
     }
 
+    pub fn deprecate_channel(mut self, channel: &str, message: &str) -> Self {
+        self.package
+            .deprecations
+            .channels
+            .insert(channel.to_owned(), message.to_owned());
+        self
+    }
+
     pub fn deprecate_package(mut self, message: &str) -> Self {
         self.package.deprecations.package = Some(message.to_owned());
         self
@@ -178,15 +186,4 @@ pub fn requires_package(package: &str, range: &str) -> impl FnOnce(&mut Bundle) 
         version_range: range.to_owned(),
     };
     move |bundle| bundle.properties.dependencies.push(dependency)
-}
-
-/// Whether the version-range parser has landed (the stub refuses everything). Tests that need
-/// real ranges return early, saying so, while it is a stub.
-pub fn ranges_available() -> bool {
-    let ready = pom_resolver::range::VersionRange::parse(">=1.0.0").is_ok()
-        && SkipRange::parse("<1.0.0").is_ok();
-    if !ready {
-        eprintln!("skipped: crate::range is still a stub");
-    }
-    ready
 }

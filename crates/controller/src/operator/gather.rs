@@ -1,0 +1,335 @@
+//! Gather: everything one decision about a PlatformOperator depends on, read once per
+//! reconcile into a [`PoSnapshot`]. The cluster's phase comes from a ClusterVersion watch, the
+//! API server's version and whether this is OpenShift from one discovery per manager run; only
+//! the PO's own OperatorCondition is read per reconcile.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
+use kube::api::{Api, ListParams};
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use pom_api::PlatformOperator;
+use pom_api::labels;
+use pom_api::olm::OperatorCondition;
+use pom_api::openshift::{CLUSTER_VERSION_NAME, ClusterVersion};
+use pom_policy::PoRequest;
+use pom_policy::snapshot::{
+    CatalogContent, CatalogView, ClusterView, Hop, Installed, OperatorGate, PoSnapshot,
+};
+use pom_resolver::cluster::cluster_phase;
+use pom_resolver::fbc::Catalog as FbcCatalog;
+use tokio::sync::OnceCell;
+use tokio_util::sync::CancellationToken;
+
+use crate::catalog::{CatalogCache, CatalogState};
+use crate::error::Error;
+use pom_policy::snapshot::gate_of;
+
+/// The API group whose presence makes a cluster OpenShift.
+pub const OPENSHIFT_CONFIG_GROUP: &str = "config.openshift.io";
+
+/// What one discovery at start tells about the cluster.
+#[derive(Debug, Clone)]
+pub struct Discovery {
+    /// `config.openshift.io` is served: ClusterVersion `version` must exist and be judged.
+    pub openshift: bool,
+    /// The API server's version (`None` when it cannot be parsed: `minKubeVersion` unchecked).
+    pub kube_version: Option<semver::Version>,
+}
+
+/// The cluster facts every PO decision shares: a ClusterVersion watch and one discovery.
+#[derive(Clone)]
+pub struct ClusterWatch {
+    cluster_versions: Store<ClusterVersion>,
+    discovery: Arc<OnceCell<Discovery>>,
+    client: kube::Client,
+}
+
+impl ClusterWatch {
+    /// Starts the ClusterVersion watch; every change of the cluster *phase* (not every status
+    /// field) is sent on `changes`.
+    #[must_use]
+    pub fn start(
+        client: &kube::Client,
+        shutdown: &CancellationToken,
+        changes: tokio::sync::watch::Sender<u64>,
+    ) -> Self {
+        let (reader, writer) = reflector::store();
+        let api: Api<ClusterVersion> = Api::all(client.clone());
+        let config =
+            watcher::Config::default().fields(&format!("metadata.name={CLUSTER_VERSION_NAME}"));
+        let stream = reflector::reflector(writer, watcher(api, config))
+            .default_backoff()
+            .touched_objects();
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            let mut last = None;
+            let drain = stream.for_each(|event| {
+                match event {
+                    Ok(cv) => {
+                        let phase = pom_policy::snapshot::cluster_version_snapshot(&cv)
+                            .map(|s| cluster_phase(&s).map_err(|e| e.to_string()));
+                        if last.as_ref() != Some(&phase) {
+                            last = Some(phase);
+                            changes.send_modify(|n| *n = n.wrapping_add(1));
+                        }
+                    }
+                    // On plain Kubernetes the kind does not exist: the watch retries quietly.
+                    Err(err) => tracing::debug!(%err, "ClusterVersion watch"),
+                }
+                futures::future::ready(())
+            });
+            tokio::select! {
+                () = shutdown.cancelled() => {}
+                () = drain => {}
+            }
+        });
+        Self {
+            cluster_versions: reader,
+            discovery: Arc::new(OnceCell::new()),
+            client: client.clone(),
+        }
+    }
+
+    /// Discovery, done once per manager run.
+    pub async fn discovery(&self) -> Result<&Discovery, Error> {
+        self.discovery
+            .get_or_try_init(|| async {
+                let groups = self
+                    .client
+                    .list_api_groups()
+                    .await
+                    .map_err(Error::kube("discovering API groups"))?;
+                let openshift = groups.groups.iter().any(|g| g.name == OPENSHIFT_CONFIG_GROUP);
+                let kube_version = match self.client.apiserver_version().await {
+                    Ok(info) => pom_resolver::version::parse_tolerant(&info.git_version).ok(),
+                    Err(err) => {
+                        tracing::warn!(%err, "reading the API server version: minKubeVersion is not checked");
+                        None
+                    }
+                };
+                tracing::info!(openshift, ?kube_version, "cluster discovered");
+                Ok(Discovery {
+                    openshift,
+                    kube_version,
+                })
+            })
+            .await
+    }
+
+    /// The cluster as decisions see it.
+    pub async fn view(&self) -> Result<(ClusterView, Option<semver::Version>), Error> {
+        let discovery = self.discovery().await?;
+        if !discovery.openshift {
+            return Ok((ClusterView::Kubernetes, discovery.kube_version.clone()));
+        }
+        let phase = if self.cluster_versions.wait_until_ready().await.is_err() {
+            Err("the ClusterVersion watch stopped".to_owned())
+        } else {
+            match self.cluster_versions.state().first() {
+                None => Err(format!(
+                    "ClusterVersion {CLUSTER_VERSION_NAME:?} does not exist on this OpenShift cluster"
+                )),
+                Some(cv) => match pom_policy::snapshot::cluster_version_snapshot(cv) {
+                    None => Err(format!(
+                        "ClusterVersion {CLUSTER_VERSION_NAME:?} has no status yet"
+                    )),
+                    Some(snapshot) => cluster_phase(&snapshot).map_err(|e| e.to_string()),
+                },
+            }
+        };
+        Ok((
+            ClusterView::OpenShift(phase),
+            discovery.kube_version.clone(),
+        ))
+    }
+}
+
+/// Catalog content a PO may resolve from, owned (the snapshot borrows from it).
+pub enum GatheredCatalogs {
+    Loading(String),
+    Unavailable(String),
+    Ready {
+        catalogs: Vec<(String, i32, Arc<FbcCatalog>)>,
+        unavailable: Vec<String>,
+    },
+}
+
+impl GatheredCatalogs {
+    /// The view `decide` reads.
+    #[must_use]
+    pub fn view(&self) -> CatalogView<'_> {
+        match self {
+            Self::Loading(catalog) => CatalogView::Loading {
+                catalog: catalog.clone(),
+            },
+            Self::Unavailable(message) => CatalogView::Unavailable(message.clone()),
+            Self::Ready {
+                catalogs,
+                unavailable,
+            } => CatalogView::Ready {
+                catalogs: catalogs
+                    .iter()
+                    .map(|(name, priority, content)| CatalogContent {
+                        name: name.clone(),
+                        priority: *priority,
+                        content,
+                    })
+                    .collect(),
+                unavailable: unavailable.clone(),
+            },
+        }
+    }
+
+    /// Every catalog's content (for finding a bundle's objects by name).
+    #[must_use]
+    pub fn contents(&self) -> Vec<(&str, &FbcCatalog)> {
+        match self {
+            Self::Ready { catalogs, .. } => catalogs
+                .iter()
+                .map(|(name, _, content)| (name.as_str(), content.as_ref()))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// The catalogs PO of `package` resolves from: the one it names, or all. `known` lists every
+/// Catalog object (from the manager's watch cache) so that one not processed yet reads as
+/// loading.
+#[must_use]
+pub fn catalogs(
+    cache: &CatalogCache,
+    package: &str,
+    named: Option<&str>,
+    known: &[String],
+) -> GatheredCatalogs {
+    if let Some(loading) = known
+        .iter()
+        .filter(|k| named.is_none_or(|n| n == k.as_str()))
+        .find(|k| cache.get(k).is_none())
+    {
+        return GatheredCatalogs::Loading(loading.clone());
+    }
+    let entries = match named {
+        Some(name) => match cache.get(name) {
+            Some(entry) => vec![entry],
+            None => {
+                return GatheredCatalogs::Unavailable(format!(
+                    "Catalog {name:?} (spec.package.catalog) does not exist; create it or fix spec.package.catalog"
+                ));
+            }
+        },
+        None => cache.snapshot(),
+    };
+    let mut usable = Vec::new();
+    let mut unavailable = Vec::new();
+    let mut empty = Vec::new();
+    for entry in entries {
+        match &entry.state {
+            CatalogState::Serving(served) => {
+                usable.push((entry.name.clone(), entry.priority, served.content.clone()));
+            }
+            CatalogState::Unavailable {
+                last_good: Some(served),
+                message,
+                ..
+            } => {
+                // Only a catalog that offers the package can change its judgement.
+                if served.content.packages.contains_key(package) {
+                    unavailable.push(format!("Catalog {}: {message}", entry.name));
+                }
+                usable.push((entry.name.clone(), entry.priority, served.content.clone()));
+            }
+            CatalogState::Unavailable { message, .. } => {
+                empty.push(format!("Catalog {}: {message}", entry.name));
+            }
+        }
+    }
+    if usable.is_empty() {
+        if empty.is_empty() {
+            return GatheredCatalogs::Unavailable(
+                "no Catalog is serving content yet: create a Catalog".to_owned(),
+            );
+        }
+        return GatheredCatalogs::Unavailable(empty.join("; "));
+    }
+    // A catalog with no content at all may offer the package: fail closed on judging.
+    unavailable.extend(empty);
+    GatheredCatalogs::Ready {
+        catalogs: usable,
+        unavailable,
+    }
+}
+
+/// The installed operator's gate: the OperatorCondition POM created for the installed bundle
+/// (found by owner and bundle labels, so a CSV named differently from its bundle is found).
+pub async fn operator_gate(
+    client: &kube::Client,
+    po: &PlatformOperator,
+    namespace: &str,
+    installed: Option<&str>,
+) -> Result<OperatorGate, Error> {
+    let reported_before = po
+        .annotations()
+        .contains_key(labels::OPERATOR_CONDITION_REPORTED);
+    let Some(bundle) = installed else {
+        return Ok(OperatorGate {
+            reported: reported_before,
+            ..OperatorGate::absent()
+        });
+    };
+    let api: Api<OperatorCondition> = Api::namespaced(client.clone(), namespace);
+    let selector = format!(
+        "{},{}={}",
+        labels::owned_by(&po.name_any()),
+        labels::BUNDLE,
+        labels::label_value(bundle)
+    );
+    let found = match api.list(&ListParams::default().labels(&selector)).await {
+        Ok(list) => list.items.into_iter().next(),
+        Err(kube::Error::Api(status)) if status.code == 404 => None,
+        Err(err) => {
+            return Err(Error::kube(format!(
+                "reading the OperatorCondition of bundle {bundle} in {namespace}"
+            ))(err));
+        }
+    };
+    let mut gate = found.as_ref().map_or_else(OperatorGate::absent, gate_of);
+    gate.reported |= reported_before;
+    Ok(gate)
+}
+
+/// The PO's snapshot from what was gathered.
+#[must_use]
+#[allow(clippy::too_many_arguments)]
+pub fn snapshot<'a>(
+    po: &PlatformOperator,
+    duplicate_of: Option<String>,
+    cluster: ClusterView,
+    kube_version: Option<semver::Version>,
+    catalogs: &'a GatheredCatalogs,
+    gate: OperatorGate,
+    now: Timestamp,
+) -> PoSnapshot<'a> {
+    let name = po.name_any();
+    let status = po.status.clone().unwrap_or_default();
+    PoSnapshot {
+        request: PoRequest::from_spec(&name, &po.spec),
+        name,
+        duplicate_of,
+        installed: status
+            .installed_bundle
+            .as_ref()
+            .map(|b| Installed::from_status(b, status.max_open_shift_version.as_deref())),
+        hop: status.active_hop.as_ref().map(Hop::from),
+        cluster,
+        kube_version,
+        catalogs: catalogs.view(),
+        gate,
+        now,
+    }
+}

@@ -1,0 +1,274 @@
+//! The aggregated ClusterOperator `platform-operators-aggregated` (§8.2), computed purely from
+//! every PlatformOperator: what the CVO reads. Fail closed: a PO that has not reported for its
+//! current generation, or reports anything but `Upgradeable=True`, makes it `Upgradeable=False`.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use pom_api::PlatformOperator;
+use pom_api::conditions::{ConditionStatus, Reason, types};
+use pom_api::openshift::{ClusterOperatorStatus, ObjectReference, OperandVersion};
+use pom_api::platform_operator::PinReason;
+use pom_resolver::cluster::PhaseKind;
+
+use crate::conditions::{self, Desired, merge_cluster_operator};
+use crate::decide::Upgradeability;
+
+/// A PlatformOperator's name (cluster-scoped: never absent on a stored object).
+fn name_of(po: &&PlatformOperator) -> String {
+    po.metadata.name.clone().unwrap_or_default()
+}
+
+/// What the writer knows of the cluster's update phase, to tell whether a PO's pin was
+/// computed for the phase the cluster is in now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClusterPhaseView {
+    /// The ClusterVersion could not be read or judged: never report a new version.
+    Unknown,
+    /// Plain Kubernetes: no ClusterVersion.
+    Absent,
+    Known(pom_resolver::cluster::PhaseKind),
+}
+
+impl ClusterPhaseView {
+    /// Whether a pin with this reason was computed for this phase.
+    #[must_use]
+    pub fn matches(self, reason: PinReason) -> bool {
+        match self {
+            Self::Unknown => false,
+            Self::Absent => true,
+            Self::Known(PhaseKind::Steady) => {
+                matches!(reason, PinReason::Steady | PinReason::Override)
+            }
+            Self::Known(PhaseKind::PatchUpgrade) => reason == PinReason::PatchUpgrade,
+            Self::Known(PhaseKind::MinorUpgrade) => reason == PinReason::MinorUpgrade,
+            Self::Known(PhaseKind::Rollback) => reason == PinReason::Rollback,
+        }
+    }
+}
+
+/// Computes the ClusterOperator status from every PlatformOperator. `versions[operator]`
+/// reaches `release_version` only once every PO has settled at its pin for the cluster's
+/// current phase, with no further hop pending.
+#[must_use]
+pub fn compute(
+    pos: &[Arc<PlatformOperator>],
+    previous: &ClusterOperatorStatus,
+    release_version: &str,
+    manager_namespace: &str,
+    cluster: ClusterPhaseView,
+    now: &Time,
+) -> ClusterOperatorStatus {
+    let mut pos: Vec<&PlatformOperator> = pos.iter().map(AsRef::as_ref).collect();
+    pos.sort_by_key(name_of);
+    let cond = |po: &PlatformOperator, t: &str| {
+        po.status
+            .as_ref()
+            .and_then(|s| conditions::find(&s.conditions, t).cloned())
+    };
+
+    let mut not_available = Vec::new();
+    let mut progressing = Vec::new();
+    let mut degraded = Vec::new();
+    let mut verdicts = Vec::new();
+    let mut all_at_pin = true;
+    for po in &pos {
+        let name = name_of(po);
+        let status = po.status.clone().unwrap_or_default();
+        let current = status.observed_generation == po.metadata.generation;
+        let installed = cond(po, types::INSTALLED);
+        if status.installed_bundle.is_none()
+            && let Some(c) = installed.as_ref().filter(|c| {
+                let reason = c.reason.parse::<Reason>().ok();
+                c.status == ConditionStatus::False.as_str()
+                    && reason != Some(Reason::Installing)
+                    && reason != Some(Reason::DuplicatePackage)
+            })
+        {
+            not_available.push(format!("{name}: {}", c.message));
+        }
+        if let Some(c) =
+            cond(po, types::PROGRESSING).filter(|c| c.status == ConditionStatus::True.as_str())
+        {
+            progressing.push(format!("{name}: {}", c.reason));
+        }
+        if let Some(c) =
+            cond(po, types::DEGRADED).filter(|c| c.status == ConditionStatus::True.as_str())
+        {
+            degraded.push(format!("{name}: {}", c.message));
+        }
+        // Fail closed: a PO that has not reported Upgradeable for its current generation is
+        // not judged upgradeable (seed 000).
+        let verdict = match cond(po, types::UPGRADEABLE) {
+            Some(c) if current => match c.reason.parse::<Reason>() {
+                Ok(reason) => Upgradeability {
+                    status: ConditionStatus::parse_lenient(&c.status),
+                    reason,
+                    message: c.message,
+                },
+                Err(unknown) => Upgradeability::unknown(format!("{unknown}: {}", c.message)),
+            },
+            _ => Upgradeability::unknown("has not reported whether it is upgradeable yet"),
+        };
+        verdicts.push((name, verdict));
+        let settled = status.active_hop.as_ref().is_some_and(|h| h.settled)
+            && status.desired_bundle.is_none();
+        let failed_without_install = status.installed_bundle.is_none();
+        let pin_for_phase = status
+            .pin
+            .as_ref()
+            .is_some_and(|p| cluster.matches(p.reason));
+        all_at_pin &= current && ((settled && pin_for_phase) || failed_without_install);
+    }
+
+    let mut desired = Vec::new();
+    if not_available.is_empty() {
+        let msg = if pos.is_empty() {
+            "No platform operators are present in the cluster".to_owned()
+        } else {
+            "All platform operators have a working installation".to_owned()
+        };
+        desired.push(Desired::new(
+            types::AVAILABLE,
+            ConditionStatus::True,
+            Reason::AsExpected,
+            msg,
+        ));
+    } else {
+        desired.push(Desired::new(
+            types::AVAILABLE,
+            ConditionStatus::False,
+            Reason::PlatformOperatorFailed,
+            not_available.join("\n"),
+        ));
+    }
+    if progressing.is_empty() {
+        desired.push(Desired::new(
+            types::PROGRESSING,
+            ConditionStatus::False,
+            Reason::AsExpected,
+            "All platform operators are at their desired bundles",
+        ));
+    } else {
+        desired.push(Desired::new(
+            types::PROGRESSING,
+            ConditionStatus::True,
+            Reason::PlatformOperatorsProgressing,
+            progressing.join("\n"),
+        ));
+    }
+    if degraded.is_empty() {
+        desired.push(Desired::new(
+            types::DEGRADED,
+            ConditionStatus::False,
+            Reason::AsExpected,
+            "No platform operator is degraded",
+        ));
+    } else {
+        desired.push(Desired::new(
+            types::DEGRADED,
+            ConditionStatus::True,
+            Reason::PlatformOperatorFailed,
+            degraded.join("\n"),
+        ));
+    }
+    let upgradeable = if verdicts.is_empty() {
+        Upgradeability::yes("No platform operators are present in the cluster")
+    } else {
+        fold_upgradeable(&verdicts)
+    };
+    // Unknown is not upgradeable: the CVO treats Unknown as "not False", so say False.
+    let upgradeable_status = ConditionStatus::from_bool(upgradeable.allows_update());
+    desired.push(Desired::new(
+        types::UPGRADEABLE,
+        upgradeable_status,
+        upgradeable.reason,
+        upgradeable.message,
+    ));
+
+    let versions = if all_at_pin {
+        vec![OperandVersion {
+            name: "operator".into(),
+            version: release_version.to_owned(),
+        }]
+    } else {
+        previous.versions.clone()
+    };
+    let mut related = vec![
+        ObjectReference {
+            group: String::new(),
+            resource: "namespaces".into(),
+            namespace: None,
+            name: manager_namespace.to_owned(),
+        },
+        ObjectReference {
+            group: pom_api::GROUP.into(),
+            resource: "platformoperators".into(),
+            namespace: None,
+            name: String::new(),
+        },
+        ObjectReference {
+            group: pom_api::GROUP.into(),
+            resource: "catalogs".into(),
+            namespace: None,
+            name: String::new(),
+        },
+    ];
+    let mut install_namespaces: Vec<String> = pos
+        .iter()
+        .map(|po| {
+            po.spec
+                .install_namespace
+                .clone()
+                .unwrap_or_else(|| name_of(po))
+        })
+        .collect();
+    install_namespaces.sort();
+    install_namespaces.dedup();
+    related.extend(install_namespaces.into_iter().map(|ns| ObjectReference {
+        group: String::new(),
+        resource: "namespaces".into(),
+        namespace: None,
+        name: ns,
+    }));
+
+    ClusterOperatorStatus {
+        conditions: merge_cluster_operator(&previous.conditions, &desired, now),
+        versions,
+        related_objects: related,
+    }
+}
+
+/// Folds per-PO verdicts into the aggregated `Upgradeable`: all True gives True/AsExpected;
+/// otherwise False (Unknown counts as not upgradeable: the CVO only blocks on False, so it is
+/// written as False), with the blockers' common reason or `MultipleReasons`, and one line per
+/// blocking PO, `<po>: <msg>`, sorted by PO name.
+#[must_use]
+pub fn fold_upgradeable(items: &[(String, Upgradeability)]) -> Upgradeability {
+    let mut sorted: Vec<&(String, Upgradeability)> = items.iter().collect();
+    sorted.sort_by(|a, b| a.0.cmp(&b.0));
+    let lines = |list: &[&(String, Upgradeability)]| {
+        list.iter()
+            .map(|(name, verdict)| format!("{name}: {}", verdict.message))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    if sorted.is_empty() {
+        return Upgradeability::yes("No platform operators are present");
+    }
+    let blockers: Vec<&(String, Upgradeability)> = sorted
+        .iter()
+        .copied()
+        .filter(|(_, v)| !v.allows_update())
+        .collect();
+    if blockers.is_empty() {
+        return Upgradeability::yes(lines(&sorted));
+    }
+    let reasons: BTreeSet<Reason> = blockers.iter().map(|(_, v)| v.reason).collect();
+    let reason = match reasons.iter().next() {
+        Some(only) if reasons.len() == 1 => *only,
+        _ => Reason::MultipleReasons,
+    };
+    Upgradeability::no(reason, lines(&blockers))
+}

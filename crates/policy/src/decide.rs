@@ -1,0 +1,489 @@
+//! The decision for one PlatformOperator (§4, §5, §7, §8.3): which bundle to put on the
+//! cluster now, under which pin, whether a chosen move is held and why, and what the PO's part
+//! of `Upgradeable` is. Pure: the same snapshot always gives the same decision.
+
+use pom_api::conditions::{ConditionStatus, Reason};
+use pom_api::platform_operator::{BundleRef, PinReason as ApiPinReason};
+use pom_resolver::cluster::ClusterPhase;
+use pom_resolver::fbc::MaxOpenShiftVersion;
+use pom_resolver::pin::{Pin, PinReason, pin_for};
+use pom_resolver::select::{self, CatalogInput, InstalledBundle, PinPolicy, ResolveRequest};
+use pom_resolver::verdict::{self, Judgement, Verdict};
+use semver::Version;
+
+use crate::request::PoRequest;
+use crate::snapshot::{CatalogContent, CatalogView, ClusterView, GateReading, PoSnapshot};
+
+/// What to do with one PlatformOperator now.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PoDecision {
+    pub action: Action,
+    /// The pin in force for what runs now (restated for the new version once a move applies:
+    /// see [`MoveTarget::pin_after`]).
+    pub pin: Option<PinState>,
+    /// A move that was chosen but not started, and why.
+    pub held: Option<Held>,
+    /// This PO's part of `Upgradeable` for what runs now, before settle and pending-move rules
+    /// (those are applied with the install report, see [`crate::status`]).
+    pub verdict: Upgradeability,
+    /// Something the admin must know; `degrades` when it is a real failure (nothing works, or
+    /// the request itself is unusable).
+    pub problem: Option<Problem>,
+    /// The move in flight outlived `spec.progressDeadline`.
+    pub deadline_exceeded: bool,
+    /// Deprecation notices of the package, channel or bundle in use.
+    pub deprecations: Vec<String>,
+}
+
+/// What to put on the cluster.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Nothing (nothing installed and nothing installable, or a duplicate).
+    Nothing,
+    /// A Catalog the PO may use has not been processed yet (manager start): judge nothing,
+    /// write nothing, look again shortly.
+    WaitForCatalog { catalog: String },
+    /// Re-apply what runs: drift repair, and the move in flight (its target is installed).
+    Keep,
+    /// Start a move (first install or hop) to the target.
+    Move(MoveTarget),
+}
+
+/// The bundle a move goes to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MoveTarget {
+    pub name: String,
+    pub version: Version,
+    /// `None` when the catalog carries the objects.
+    pub image: Option<String>,
+    pub catalog: String,
+    pub max_openshift_version: Option<MaxOpenShiftVersion>,
+    /// The pin once the move is applied: §4.2 states the pin for the installed version.
+    pub pin_after: PinState,
+}
+
+impl MoveTarget {
+    /// The target as a status reference.
+    #[must_use]
+    pub fn bundle_ref(&self) -> BundleRef {
+        BundleRef {
+            name: self.name.clone(),
+            version: self.version.to_string(),
+        }
+    }
+}
+
+/// A pin with its typed reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PinState {
+    pub range: String,
+    pub reason: ApiPinReason,
+}
+
+impl From<&Pin> for PinState {
+    fn from(pin: &Pin) -> Self {
+        Self {
+            range: pin.range.clone(),
+            reason: match pin.reason {
+                PinReason::Install => ApiPinReason::Install,
+                PinReason::Steady => ApiPinReason::Steady,
+                PinReason::PatchUpgrade => ApiPinReason::PatchUpgrade,
+                PinReason::MinorUpgrade => ApiPinReason::MinorUpgrade,
+                PinReason::Rollback => ApiPinReason::Rollback,
+                PinReason::Override => ApiPinReason::Override,
+                PinReason::Unpinned => ApiPinReason::Unpinned,
+            },
+        }
+    }
+}
+
+/// A chosen move that waits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Held {
+    pub to: BundleRef,
+    pub why: HoldReason,
+}
+
+/// Why a chosen move waits (§7).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HoldReason {
+    /// The move before it has not settled.
+    MoveNotSettled,
+    /// The running operator says `Upgradeable=False`.
+    OperatorNotUpgradeable { message: String },
+    /// The running operator has reported before, but its OperatorCondition has no
+    /// `Upgradeable` for the current generation: it cannot be read as a yes.
+    OperatorConditionPending { message: String },
+}
+
+/// A condition's content for `Upgradeable`, typed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Upgradeability {
+    pub status: ConditionStatus,
+    pub reason: Reason,
+    pub message: String,
+}
+
+impl Upgradeability {
+    /// True/AsExpected.
+    #[must_use]
+    pub fn yes(message: impl Into<String>) -> Self {
+        Self {
+            status: ConditionStatus::True,
+            reason: Reason::AsExpected,
+            message: message.into(),
+        }
+    }
+
+    /// Unknown/UpgradeabilityUnknown (blocks once aggregated: fail closed).
+    #[must_use]
+    pub fn unknown(message: impl Into<String>) -> Self {
+        Self {
+            status: ConditionStatus::Unknown,
+            reason: Reason::UpgradeabilityUnknown,
+            message: message.into(),
+        }
+    }
+
+    /// False with `reason`.
+    #[must_use]
+    pub fn no(reason: Reason, message: impl Into<String>) -> Self {
+        Self {
+            status: ConditionStatus::False,
+            reason,
+            message: message.into(),
+        }
+    }
+
+    /// Only True lets the cluster take a minor update.
+    #[must_use]
+    pub fn allows_update(&self) -> bool {
+        self.status == ConditionStatus::True
+    }
+}
+
+impl From<Verdict> for Upgradeability {
+    fn from(verdict: Verdict) -> Self {
+        match verdict.judgement {
+            Judgement::Compatible => Self::yes(verdict.message),
+            Judgement::Incompatible => {
+                Self::no(Reason::IncompatibleOperatorsInstalled, verdict.message)
+            }
+            Judgement::Unknown => Self::unknown(verdict.message),
+        }
+    }
+}
+
+/// A problem to report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub reason: Reason,
+    pub message: String,
+    /// A real failure (Degraded=True); otherwise the running operator is fine and the problem
+    /// is only reported.
+    pub degrades: bool,
+}
+
+impl PoDecision {
+    fn new(action: Action, verdict: Upgradeability) -> Self {
+        Self {
+            action,
+            pin: None,
+            held: None,
+            verdict,
+            problem: None,
+            deadline_exceeded: false,
+            deprecations: Vec::new(),
+        }
+    }
+
+    fn with_problem(mut self, reason: Reason, message: impl Into<String>, degrades: bool) -> Self {
+        self.problem = Some(Problem {
+            reason,
+            message: message.into(),
+            degrades,
+        });
+        self
+    }
+}
+
+/// Decides what to do with one PlatformOperator.
+#[must_use]
+pub fn decide(snapshot: &PoSnapshot<'_>) -> PoDecision {
+    let mut decision = decide_action(snapshot);
+    if let (Ok(request), Some(hop)) = (&snapshot.request, &snapshot.hop) {
+        decision.deadline_exceeded = !hop.settled
+            && crate::snapshot::elapsed(snapshot.now, hop.started_at) > request.progress_deadline;
+    }
+    decision
+}
+
+fn decide_action(s: &PoSnapshot<'_>) -> PoDecision {
+    let installed = s.installed.as_ref();
+    let keep_or_nothing = if installed.is_some() {
+        Action::Keep
+    } else {
+        Action::Nothing
+    };
+    if let Some(winner) = &s.duplicate_of {
+        return PoDecision::new(
+            Action::Nothing,
+            Upgradeability::yes("not installed by this PlatformOperator"),
+        )
+        .with_problem(
+            Reason::DuplicatePackage,
+            format!(
+                "package is already managed by PlatformOperator {winner} (the older one wins); delete this PlatformOperator or {winner}"
+            ),
+            true,
+        );
+    }
+    let request = match &s.request {
+        Ok(request) => request,
+        Err(err) => {
+            return PoDecision::new(
+                keep_or_nothing,
+                Upgradeability::unknown(format!("cannot judge: {err}")),
+            )
+            .with_problem(Reason::ResolutionFailed, err.to_string(), true);
+        }
+    };
+    let (catalogs, unavailable) = match &s.catalogs {
+        CatalogView::Loading { catalog } => {
+            return PoDecision::new(
+                Action::WaitForCatalog {
+                    catalog: catalog.clone(),
+                },
+                Upgradeability::unknown(format!(
+                    "Catalog {catalog} has not been read since the manager started"
+                )),
+            );
+        }
+        CatalogView::Unavailable(message) => {
+            let decision = PoDecision::new(
+                keep_or_nothing,
+                Upgradeability::unknown(format!(
+                    "no catalog content to judge from: {message}; fix the Catalog"
+                )),
+            );
+            // Something runs: it keeps running and is repaired; only the judgement is lost.
+            return decision.with_problem(
+                Reason::SourceFailed,
+                message.clone(),
+                installed.is_none(),
+            );
+        }
+        CatalogView::Ready {
+            catalogs,
+            unavailable,
+        } => (catalogs, unavailable),
+    };
+    let installed_version = match installed.map(|i| &i.version) {
+        None => None,
+        Some(Ok(version)) => Some(version),
+        Some(Err(message)) => {
+            return PoDecision::new(Action::Keep, Upgradeability::unknown(message.clone()))
+                .with_problem(Reason::ResolutionFailed, message.clone(), true);
+        }
+    };
+    let phase = match &s.cluster {
+        ClusterView::Kubernetes => None,
+        ClusterView::OpenShift(Ok(phase)) => Some(phase),
+        ClusterView::OpenShift(Err(message)) => {
+            let message = format!("cannot judge the cluster version: {message}");
+            let decision = PoDecision::new(keep_or_nothing, Upgradeability::unknown(&message));
+            return decision.with_problem(Reason::ResolutionFailed, message, installed.is_none());
+        }
+    };
+
+    let inputs: Vec<CatalogInput<'_>> = catalogs
+        .iter()
+        .map(|c| (c.name.as_str(), c.priority, c.content))
+        .collect();
+    let installed_for_resolver =
+        installed
+            .zip(installed_version)
+            .map(|(i, version)| InstalledBundle {
+                name: i.bundle.name.clone(),
+                version: version.clone(),
+            });
+    let resolve_request = resolve_request(
+        request,
+        &inputs,
+        installed_for_resolver.clone(),
+        phase,
+        s.kube_version.as_ref(),
+    );
+    let verdict = verdict_now(
+        s,
+        request,
+        catalogs,
+        unavailable,
+        installed_for_resolver.as_ref(),
+        phase,
+    );
+    let current_pin = installed_version.map(|v| {
+        PinState::from(&pin_for(
+            Some(v),
+            phase,
+            request.steady_state_range.as_ref(),
+        ))
+    });
+
+    let resolution = match select::resolve(&resolve_request) {
+        Ok(resolution) => resolution,
+        Err(err) => {
+            let mut decision = PoDecision::new(keep_or_nothing, verdict);
+            decision.pin = current_pin;
+            let message = match installed {
+                Some(i) => format!(
+                    "{} keeps running; POM cannot choose a bundle: {err}",
+                    i.bundle.name
+                ),
+                None => err.to_string(),
+            };
+            return decision.with_problem(Reason::ResolutionFailed, message, installed.is_none());
+        }
+    };
+    let mut decision = PoDecision::new(Action::Keep, verdict);
+    decision.pin = Some(PinState::from(&resolution.pin));
+    decision.deprecations = [
+        resolution.package_deprecation.clone(),
+        resolution.channel_deprecation.clone(),
+        resolution.bundle.deprecation.clone(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if resolution.stays {
+        return decision;
+    }
+    let chosen = &resolution.bundle;
+    let target = MoveTarget {
+        name: chosen.name.clone(),
+        version: chosen.version.clone(),
+        image: chosen.image.clone().filter(|i| !i.is_empty()),
+        catalog: chosen.catalog.clone(),
+        max_openshift_version: chosen.max_openshift_version.clone(),
+        pin_after: PinState::from(&pin_for(
+            Some(&chosen.version),
+            phase,
+            request.steady_state_range.as_ref(),
+        )),
+    };
+    if installed.is_none() {
+        decision.action = Action::Move(target);
+        return decision;
+    }
+    let hold = if s.hop.as_ref().is_some_and(|h| !h.settled) {
+        Some(HoldReason::MoveNotSettled)
+    } else {
+        match &s.gate.reading {
+            GateReading::Says {
+                upgradeable: false,
+                message,
+                ..
+            } => Some(HoldReason::OperatorNotUpgradeable {
+                message: message.clone(),
+            }),
+            GateReading::Pending { message } if s.gate.reported => {
+                Some(HoldReason::OperatorConditionPending {
+                    message: message.clone(),
+                })
+            }
+            _ => None,
+        }
+    };
+    match hold {
+        Some(why) => {
+            decision.held = Some(Held {
+                to: target.bundle_ref(),
+                why,
+            });
+        }
+        None => decision.action = Action::Move(target),
+    }
+    decision
+}
+
+/// The resolver's request for this PO (the one place it is built).
+#[must_use]
+pub fn resolve_request<'a>(
+    request: &'a PoRequest,
+    catalogs: &'a [CatalogInput<'a>],
+    installed: Option<InstalledBundle>,
+    phase: Option<&ClusterPhase>,
+    kube_version: Option<&Version>,
+) -> ResolveRequest<'a> {
+    ResolveRequest {
+        catalogs,
+        package: &request.package,
+        channel: request.channel.as_deref(),
+        installed,
+        version_range: request.version_range.clone(),
+        steady_state_range: request.steady_state_range.clone(),
+        cluster: phase.cloned(),
+        kube_version: kube_version.cloned(),
+        pin_policy: PinPolicy::FollowCluster,
+    }
+}
+
+/// §8.3 for what runs now: OpenShift compatibility of the installed bundle, then what its
+/// operator says. Fails closed on anything that cannot be read.
+fn verdict_now(
+    s: &PoSnapshot<'_>,
+    request: &PoRequest,
+    catalogs: &[CatalogContent<'_>],
+    unavailable: &[String],
+    installed: Option<&InstalledBundle>,
+    phase: Option<&ClusterPhase>,
+) -> Upgradeability {
+    let Some(installed) = installed else {
+        return Upgradeability::yes("nothing installed");
+    };
+    let compatibility = match (&s.cluster, phase) {
+        (ClusterView::Kubernetes, _) => {
+            Upgradeability::yes("not an OpenShift cluster: no OpenShift compatibility to judge")
+        }
+        _ if !unavailable.is_empty() => Upgradeability::unknown(format!(
+            "catalog content is unavailable, so POM cannot judge the next minor: {}; fix the Catalog",
+            unavailable.join("; ")
+        )),
+        (_, Some(phase)) => {
+            let max = s
+                .installed
+                .as_ref()
+                .and_then(|i| i.max_openshift_version.as_ref());
+            let package = catalogs
+                .iter()
+                .find_map(|c| c.content.packages.get(&request.package));
+            Upgradeability::from(verdict::bundle_upgradeability(
+                installed,
+                max,
+                &phase.current,
+                package,
+                request.channel.as_deref(),
+            ))
+        }
+        (ClusterView::OpenShift(_), None) => {
+            Upgradeability::unknown("the cluster version cannot be judged")
+        }
+    };
+    if !compatibility.allows_update() {
+        return compatibility;
+    }
+    match &s.gate.reading {
+        GateReading::Says {
+            upgradeable: false,
+            message,
+            ..
+        } => Upgradeability::no(
+            Reason::OperatorNotUpgradeable,
+            format!("the operator reports Upgradeable=False: {message}"),
+        ),
+        GateReading::Pending { message } if s.gate.reported => Upgradeability::unknown(format!(
+            "the operator's OperatorCondition has no Upgradeable for its current generation ({message})"
+        )),
+        _ => compatibility,
+    }
+}

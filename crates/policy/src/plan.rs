@@ -1,0 +1,132 @@
+//! Where [`decide`] would take a PO, hop by hop, if every move settled at once and the operator
+//! allowed each next hop: what `pomctl plan` shows before a cluster update. It is the same
+//! `decide` the manager calls, driven over a simulated world, so the preview cannot disagree
+//! with what the manager will do.
+
+use std::collections::BTreeSet;
+
+use pom_api::platform_operator::{BundleRef, InstalledBundle};
+
+use crate::decide::{Action, HoldReason, PinState, PoDecision, Problem, Upgradeability, decide};
+use crate::snapshot::{GateReading, Hop, Installed, OperatorGate, PoSnapshot};
+
+/// Hops after which a plan stops (a catalog with a very long chain, or a bug).
+pub const MAX_PLANNED_HOPS: usize = 64;
+
+/// One move of a plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedHop {
+    pub from: Option<String>,
+    pub to: BundleRef,
+    /// The pin the move was chosen under.
+    pub pin: PinState,
+}
+
+/// Why a plan stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlanEnd {
+    /// No further move: the PO settles here.
+    Settled,
+    /// The next move is held (the operator says `Upgradeable=False`, or has not reported for
+    /// its current generation, or the last move has not settled).
+    Held(HoldReason),
+    /// Nothing can be chosen; the PO stays where it is.
+    Problem(Problem),
+    /// The catalog leads back to a bundle already visited.
+    Cycle { bundle: String },
+    /// More than [`MAX_PLANNED_HOPS`] hops.
+    HopLimit,
+}
+
+/// A PO's plan.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PoPlan {
+    /// The first decision (what the manager would decide now).
+    pub first: PoDecision,
+    pub hops: Vec<PlannedHop>,
+    pub end: PlanEnd,
+    /// Where the PO ends (what runs now when it does not move).
+    pub last: Option<InstalledBundle>,
+    /// The PO's `Upgradeable` once settled where it ends.
+    pub verdict_at_end: Upgradeability,
+}
+
+/// Walks `snapshot` forward: each move settles at once and, after a move, the new operator is
+/// taken to report `Upgradeable=True` (what a healthy operator does once migrated). The gate
+/// reading of the *running* operator is honoured for the first hop.
+#[must_use]
+pub fn plan(snapshot: &PoSnapshot<'_>) -> PoPlan {
+    let first = decide(snapshot);
+    let mut world = snapshot.clone();
+    let mut decision = first.clone();
+    let mut hops = Vec::new();
+    let mut seen: BTreeSet<String> = world
+        .installed
+        .iter()
+        .map(|i| i.bundle.name.clone())
+        .collect();
+    let end = loop {
+        let target = match &decision.action {
+            Action::Move(target) => target.clone(),
+            _ => {
+                break match (&decision.held, &decision.problem) {
+                    (Some(held), _) => PlanEnd::Held(held.why.clone()),
+                    (None, Some(problem)) => PlanEnd::Problem(problem.clone()),
+                    (None, None) => PlanEnd::Settled,
+                };
+            }
+        };
+        if hops.len() >= MAX_PLANNED_HOPS {
+            break PlanEnd::HopLimit;
+        }
+        if !seen.insert(target.name.clone()) {
+            break PlanEnd::Cycle {
+                bundle: target.name.clone(),
+            };
+        }
+        hops.push(PlannedHop {
+            from: world.installed.as_ref().map(|i| i.bundle.name.clone()),
+            to: target.bundle_ref(),
+            pin: decision
+                .pin
+                .clone()
+                .unwrap_or_else(|| target.pin_after.clone()),
+        });
+        world.installed = Some(Installed {
+            bundle: InstalledBundle {
+                name: target.name.clone(),
+                version: target.version.to_string(),
+                image: target.image.clone(),
+            },
+            version: Ok(target.version.clone()),
+            max_openshift_version: target.max_openshift_version.clone(),
+        });
+        world.hop = Some(Hop {
+            from: hops.last().and_then(|h| h.from.clone()),
+            to: target.name.clone(),
+            started_at: world.now,
+            settled: true,
+        });
+        world.gate = if world.gate.reported {
+            OperatorGate {
+                reported: true,
+                reading: GateReading::Says {
+                    upgradeable: true,
+                    message: "assumed: the operator reports Upgradeable=True once settled"
+                        .to_owned(),
+                    overridden: false,
+                },
+            }
+        } else {
+            OperatorGate::absent()
+        };
+        decision = decide(&world);
+    };
+    PoPlan {
+        first,
+        hops,
+        end,
+        last: world.installed.as_ref().map(|i| i.bundle.clone()),
+        verdict_at_end: decision.verdict,
+    }
+}

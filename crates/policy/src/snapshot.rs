@@ -1,0 +1,278 @@
+//! What one reconcile of a PlatformOperator knows, gathered once and typed: the input of
+//! [`crate::decide`]. The manager fills it from its watch caches; `pomctl plan` and the
+//! state-machine tests fill it from what they read or simulate.
+
+use std::time::Duration;
+
+use k8s_openapi::jiff::Timestamp;
+use pom_api::platform_operator::{ActiveHop, InstalledBundle};
+use pom_resolver::cluster::ClusterPhase;
+use pom_resolver::fbc::{Catalog, MaxOpenShiftVersion};
+use semver::Version;
+
+use crate::request::{PoRequest, RequestError};
+
+/// Everything `decide` depends on.
+#[derive(Debug, Clone)]
+pub struct PoSnapshot<'a> {
+    /// The PlatformOperator's name.
+    pub name: String,
+    /// The spec, parsed once.
+    pub request: Result<PoRequest, RequestError>,
+    /// An older PlatformOperator already manages this package (it wins).
+    pub duplicate_of: Option<String>,
+    /// What runs now, from the PO's status.
+    pub installed: Option<Installed>,
+    /// The last move and whether it settled, from the PO's status.
+    pub hop: Option<Hop>,
+    pub cluster: ClusterView,
+    /// The API server's version; `None` skips the `minKubeVersion` check.
+    pub kube_version: Option<Version>,
+    pub catalogs: CatalogView<'a>,
+    /// What the installed bundle's operator says on its OperatorCondition.
+    pub gate: OperatorGate,
+    pub now: Timestamp,
+}
+
+/// The installed bundle as the status records it, with its version parsed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Installed {
+    /// As recorded (name, version text, image): what drift repair re-applies.
+    pub bundle: InstalledBundle,
+    /// The parsed version, or why `status.installedBundle.version` cannot be read.
+    pub version: Result<Version, String>,
+    /// `olm.maxOpenShiftVersion` recorded when the bundle was applied (the bundle may have left
+    /// the catalog since; this is what runs, so this is what the verdict judges).
+    pub max_openshift_version: Option<MaxOpenShiftVersion>,
+}
+
+impl Installed {
+    /// Reads the status fields; an unparsable version is kept as an error, never read as 0.0.0.
+    #[must_use]
+    pub fn from_status(bundle: &InstalledBundle, max_openshift_version: Option<&str>) -> Self {
+        let version = pom_resolver::version::parse_tolerant(&bundle.version).map_err(|e| {
+            format!(
+                "status.installedBundle.version {:?} of bundle {} is not a version ({e})",
+                bundle.version, bundle.name
+            )
+        });
+        Self {
+            bundle: bundle.clone(),
+            version,
+            max_openshift_version: max_openshift_version.map(MaxOpenShiftVersion::parse),
+        }
+    }
+}
+
+/// The last move (install or hop).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hop {
+    pub from: Option<String>,
+    pub to: String,
+    pub started_at: Timestamp,
+    pub settled: bool,
+}
+
+impl From<&ActiveHop> for Hop {
+    fn from(hop: &ActiveHop) -> Self {
+        Self {
+            from: hop.from.clone(),
+            to: hop.to.clone(),
+            started_at: hop.started_at.0,
+            settled: hop.settled,
+        }
+    }
+}
+
+/// The cluster, as far as pins and compatibility go. Whether it is OpenShift is decided once,
+/// by discovery of the `config.openshift.io` group, never from a 404 on one object.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ClusterView {
+    /// Plain Kubernetes: steady pins, no OpenShift compatibility checks.
+    Kubernetes,
+    /// OpenShift: the phase, or why ClusterVersion `version` cannot be judged (missing,
+    /// unreadable, no status, unparsable: `UpgradeabilityUnknown`).
+    OpenShift(Result<ClusterPhase, String>),
+}
+
+impl ClusterView {
+    /// The phase, when it is known (`None` on plain Kubernetes or when unjudgeable).
+    #[must_use]
+    pub fn phase(&self) -> Option<&ClusterPhase> {
+        match self {
+            Self::OpenShift(Ok(phase)) => Some(phase),
+            _ => None,
+        }
+    }
+}
+
+/// One catalog's content as the PO may use it.
+#[derive(Debug, Clone)]
+pub struct CatalogContent<'a> {
+    pub name: String,
+    pub priority: i32,
+    pub content: &'a Catalog,
+}
+
+/// The catalogs a PO resolves from.
+#[derive(Debug, Clone)]
+pub enum CatalogView<'a> {
+    /// A Catalog the PO may use exists but this manager has not processed it yet (a restart):
+    /// nothing is judged until it has.
+    Loading { catalog: String },
+    /// Content to resolve from. `unavailable` names the Catalogs that may offer the package but
+    /// are unavailable now (served from their last good content, or not at all): moves may use
+    /// what is served (it is checked again when applied), but no verdict is given (§8.3).
+    Ready {
+        catalogs: Vec<CatalogContent<'a>>,
+        unavailable: Vec<String>,
+    },
+    /// No usable content, and why.
+    Unavailable(String),
+}
+
+/// What the installed bundle's OperatorCondition says (§7).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OperatorGate {
+    /// The operator has reported an OperatorCondition under POM at some point (so with
+    /// `upgradeGate: Auto` it must report again after every move).
+    pub reported: bool,
+    pub reading: GateReading,
+}
+
+impl OperatorGate {
+    /// No OperatorCondition and no history of reporting.
+    #[must_use]
+    pub fn absent() -> Self {
+        Self {
+            reported: false,
+            reading: GateReading::Absent,
+        }
+    }
+}
+
+/// The `Upgradeable` an OperatorCondition carries for its current generation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GateReading {
+    /// No OperatorCondition (or no OperatorCondition API).
+    Absent,
+    /// No `Upgradeable` for the current generation: never written, not yet copied to status
+    /// (stale), or `Unknown`. Never counts as upgradeable.
+    Pending { message: String },
+    /// `Upgradeable` for the current generation, or the admin's `spec.overrides`.
+    Says {
+        upgradeable: bool,
+        message: String,
+        overridden: bool,
+    },
+}
+
+impl GateReading {
+    /// The operator (or the admin's override) says it must not be upgraded now.
+    #[must_use]
+    pub fn forbids(&self) -> bool {
+        matches!(
+            self,
+            Self::Says {
+                upgradeable: false,
+                ..
+            }
+        )
+    }
+
+    /// `Upgradeable=True` for the current generation (or overridden to True).
+    #[must_use]
+    pub fn allows(&self) -> bool {
+        matches!(
+            self,
+            Self::Says {
+                upgradeable: true,
+                ..
+            }
+        )
+    }
+}
+
+/// How long the PO waited since `started`, saturating at zero.
+#[must_use]
+pub fn elapsed(now: Timestamp, started: Timestamp) -> Duration {
+    let seconds = now.as_second().saturating_sub(started.as_second());
+    Duration::from_secs(u64::try_from(seconds).unwrap_or(0))
+}
+
+/// The plain view of a ClusterVersion the resolver judges the cluster phase from (§4.1);
+/// `None` while the CVO has not written a status. The manager and `pomctl plan` both use it.
+#[must_use]
+pub fn cluster_version_snapshot(
+    cv: &pom_api::openshift::ClusterVersion,
+) -> Option<pom_resolver::cluster::ClusterVersionSnapshot> {
+    use pom_resolver::cluster::{ClusterVersionSnapshot, HistoryEntry};
+    let status = cv.status.as_ref()?;
+    Some(ClusterVersionSnapshot {
+        history: status
+            .history
+            .iter()
+            .map(|h| HistoryEntry {
+                state: h.state.clone(),
+                version: h.version.clone(),
+                completion_time: h.completion_time.as_ref().map(|t| t.0.to_string()),
+            })
+            .collect(),
+        desired_version: Some(status.desired.version.clone()).filter(|v| !v.is_empty()),
+        progressing: status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "Progressing")
+            .map(|c| c.status == "True"),
+    })
+}
+
+/// What an OperatorCondition says about upgrading away from its CSV: the admin's override if
+/// set, else the operator's `Upgradeable` as copied to status *for the current generation*.
+/// Anything else (never written, not copied yet, Unknown) is pending: never a yes.
+#[must_use]
+pub fn gate_of(oc: &pom_api::olm::OperatorCondition) -> OperatorGate {
+    let generation = oc.metadata.generation;
+    let reported = !oc.spec.conditions.is_empty();
+    if let Some(o) = oc
+        .spec
+        .overrides
+        .iter()
+        .find(|o| o.type_ == pom_api::olm::UPGRADEABLE)
+    {
+        let reading = match o.status.as_str() {
+            "True" | "False" => GateReading::Says {
+                upgradeable: o.status == "True",
+                message: format!("admin override: {}", o.message),
+                overridden: true,
+            },
+            other => GateReading::Pending {
+                message: format!("admin override with status {other:?}"),
+            },
+        };
+        return OperatorGate { reported, reading };
+    }
+    let status_condition = oc
+        .status
+        .as_ref()
+        .and_then(|s| {
+            s.conditions
+                .iter()
+                .find(|c| c.type_ == pom_api::olm::UPGRADEABLE)
+        })
+        .filter(|c| c.observed_generation == generation);
+    let reading = match status_condition {
+        Some(c) if c.status == "True" || c.status == "False" => GateReading::Says {
+            upgradeable: c.status == "True",
+            message: c.message.clone(),
+            overridden: false,
+        },
+        Some(c) => GateReading::Pending {
+            message: format!("Upgradeable is {:?}: {}", c.status, c.message),
+        },
+        None => GateReading::Pending {
+            message: "no Upgradeable condition for the current generation".to_owned(),
+        },
+    };
+    OperatorGate { reported, reading }
+}

@@ -1,0 +1,486 @@
+//! The PlatformOperator's status (§8.1), computed purely from the previous status, the
+//! decision and what the install step reported. The one place PO conditions are decided.
+
+use std::time::Duration;
+
+use k8s_openapi::jiff::Timestamp;
+use pom_api::conditions::{ConditionStatus, Reason, types};
+use pom_api::platform_operator::{
+    ActiveHop, InstalledBundle, PinStatus, PlatformOperatorStatus, UpgradeGate,
+};
+use pom_resolver::fbc::MaxOpenShiftVersion;
+
+use crate::conditions::{Desired, merge, to_api_time};
+use crate::decide::{Action, HoldReason, PoDecision, Problem, Upgradeability};
+use crate::snapshot::{GateReading, OperatorGate};
+
+/// What the act step did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ActOutcome {
+    /// Nothing was applied (the decision was `Nothing` or `WaitForCatalog`).
+    Skipped,
+    /// The bundle's objects are applied (a move started, or what runs was re-applied).
+    Applied(InstallReport),
+    /// Applying failed; what ran before is untouched.
+    Failed(Problem),
+}
+
+/// What an install (or re-apply) achieved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InstallReport {
+    /// The bundle whose objects are on the cluster now.
+    pub bundle: InstalledBundle,
+    /// `olm.maxOpenShiftVersion` of that bundle (`None`: it declares none, which clears the
+    /// recorded value).
+    pub max_openshift_version: Option<MaxOpenShiftVersion>,
+    /// What the rollout still waits for (CRDs, Deployments).
+    pub waits: Vec<Wait>,
+    /// The bundle's OperatorCondition, when it has a CSV: its name and what it says after
+    /// POM copied `spec.conditions` to status.
+    pub operator_condition: Option<OperatorConditionReport>,
+    /// Objects written (0 in a steady state).
+    pub wrote: usize,
+}
+
+/// A bundle's OperatorCondition after the install step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OperatorConditionReport {
+    pub namespace: String,
+    pub name: String,
+    /// `None`: the cluster has no OperatorCondition API.
+    pub gate: Option<OperatorGate>,
+}
+
+/// What a move waits for before it settles (§7).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Wait {
+    CrdEstablished {
+        name: String,
+    },
+    Rollout {
+        namespace: String,
+        name: String,
+    },
+    OperatorCondition {
+        namespace: String,
+        name: String,
+        detail: String,
+    },
+}
+
+impl std::fmt::Display for Wait {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Wait::CrdEstablished { name } => write!(f, "CRD {name} to be Established"),
+            Wait::Rollout { namespace, name } => {
+                write!(f, "Deployment {namespace}/{name} to roll out")
+            }
+            Wait::OperatorCondition {
+                namespace,
+                name,
+                detail,
+            } => write!(
+                f,
+                "OperatorCondition {namespace}/{name} to report Upgradeable=True for its current generation ({detail})"
+            ),
+        }
+    }
+}
+
+/// Whether the gate requires the operator's `Upgradeable=True` to settle a move (§7).
+#[must_use]
+pub fn requires_operator_condition(gate: UpgradeGate, reported: bool) -> bool {
+    match gate {
+        UpgradeGate::Rollout => false,
+        UpgradeGate::OperatorCondition => true,
+        UpgradeGate::Auto => reported,
+    }
+}
+
+/// Every wait of a report, the OperatorCondition included under the PO's gate.
+#[must_use]
+pub fn waits(report: &InstallReport, gate: UpgradeGate, reported_before: bool) -> Vec<Wait> {
+    let mut waits = report.waits.clone();
+    let reported_now = report
+        .operator_condition
+        .as_ref()
+        .and_then(|oc| oc.gate.as_ref())
+        .is_some_and(|g| g.reported);
+    if !requires_operator_condition(gate, reported_before || reported_now) {
+        return waits;
+    }
+    let (namespace, name, reading) = match &report.operator_condition {
+        Some(oc) => (
+            oc.namespace.clone(),
+            oc.name.clone(),
+            oc.gate.as_ref().map(|g| &g.reading),
+        ),
+        None => (String::new(), report.bundle.name.clone(), None),
+    };
+    let detail = match reading {
+        Some(reading) if reading.allows() => return waits,
+        Some(GateReading::Says { message, .. } | GateReading::Pending { message }) => {
+            message.clone()
+        }
+        Some(GateReading::Absent) | None => {
+            "the bundle has no CSV, or the cluster has no OperatorCondition API".to_owned()
+        }
+    };
+    waits.push(Wait::OperatorCondition {
+        namespace,
+        name,
+        detail,
+    });
+    waits
+}
+
+/// Everything the status is computed from.
+#[derive(Debug, Clone)]
+pub struct StatusInput<'a> {
+    pub previous: &'a PlatformOperatorStatus,
+    pub generation: Option<i64>,
+    pub now: Timestamp,
+    pub decision: &'a PoDecision,
+    pub outcome: &'a ActOutcome,
+    pub upgrade_gate: UpgradeGate,
+    /// The PO's operator has reported an OperatorCondition before (the PO's annotation).
+    pub reported_before: bool,
+}
+
+/// Computes the new status.
+#[must_use]
+pub fn compute(input: &StatusInput<'_>) -> PlatformOperatorStatus {
+    let previous = input.previous;
+    let decision = input.decision;
+    let now = to_api_time(input.now);
+    let installed_before = previous.installed_bundle.clone();
+
+    let (installed, max_ocp, waits, applied) = match input.outcome {
+        ActOutcome::Applied(report) => (
+            Some(report.bundle.clone()),
+            report
+                .max_openshift_version
+                .as_ref()
+                .map(ToString::to_string),
+            waits(report, input.upgrade_gate, input.reported_before),
+            true,
+        ),
+        ActOutcome::Skipped | ActOutcome::Failed(_) => (
+            installed_before.clone(),
+            previous.max_open_shift_version.clone(),
+            Vec::new(),
+            false,
+        ),
+    };
+    let moved = applied
+        && installed.as_ref().map(|b| &b.name) != installed_before.as_ref().map(|b| &b.name);
+
+    // The active hop: a new move starts when the installed bundle changes; once settled, it
+    // stays settled (a later rollout is drift, not a move).
+    let active_hop = match (&installed, applied) {
+        (Some(now_installed), true) => {
+            let mut hop = match &previous.active_hop {
+                Some(hop) if !moved && hop.to == now_installed.name => hop.clone(),
+                _ => ActiveHop {
+                    from: installed_before.as_ref().map(|b| b.name.clone()),
+                    to: now_installed.name.clone(),
+                    started_at: now.clone(),
+                    settled: false,
+                    waiting_for: None,
+                },
+            };
+            hop.settled = hop.settled || waits.is_empty();
+            hop.waiting_for = (!hop.settled).then(|| join(&waits));
+            Some(hop)
+        }
+        _ => previous.active_hop.clone(),
+    };
+    let settled = active_hop.as_ref().is_none_or(|h| h.settled);
+
+    // Where the PO is heading: the move just started, or the one held.
+    let desired = match (&decision.action, &decision.held) {
+        (_, Some(held)) => Some(held.to.clone()),
+        (Action::Move(target), None) if applied => Some(target.bundle_ref()),
+        _ => None,
+    }
+    .filter(|d| installed.as_ref().is_none_or(|i| i.name != d.name));
+
+    let pin = match (&decision.action, applied) {
+        (Action::Move(target), true) => Some(&target.pin_after),
+        _ => decision.pin.as_ref(),
+    }
+    .map(|p| PinStatus {
+        range: p.range.clone(),
+        reason: p.reason,
+    })
+    .or_else(|| previous.pin.clone());
+
+    let problem = match input.outcome {
+        ActOutcome::Failed(problem) => Some(problem),
+        _ => decision.problem.as_ref(),
+    };
+    let first_install =
+        installed_before.is_none() || active_hop.as_ref().is_some_and(|h| h.from.is_none());
+
+    let mut conditions = Vec::new();
+    conditions.push(installed_condition(
+        installed.as_ref(),
+        problem,
+        settled,
+        first_install,
+        &waits,
+    ));
+    conditions.push(progressing_condition(ProgressingInput {
+        decision,
+        problem,
+        settled,
+        moved,
+        first_install,
+        waits: &waits,
+        desired: desired.as_ref().map(|d| d.name.as_str()),
+    }));
+    conditions.push(degraded_condition(
+        problem,
+        decision.deadline_exceeded && !settled,
+        installed.as_ref(),
+        &waits,
+    ));
+    conditions.push(upgradeable_condition(
+        &decision.verdict,
+        settled,
+        active_hop.as_ref(),
+        desired.as_ref().map(|d| d.name.as_str()),
+        installed.is_some(),
+    ));
+
+    PlatformOperatorStatus {
+        observed_generation: input.generation,
+        conditions: merge(&previous.conditions, &conditions, input.generation, &now),
+        installed_bundle: installed,
+        desired_bundle: desired,
+        pin,
+        active_hop,
+        max_open_shift_version: max_ocp,
+    }
+}
+
+fn join(waits: &[Wait]) -> String {
+    waits
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn installed_condition(
+    installed: Option<&InstalledBundle>,
+    problem: Option<&Problem>,
+    settled: bool,
+    first_install: bool,
+    waits: &[Wait],
+) -> Desired {
+    match (installed, problem) {
+        (None, Some(problem)) => Desired::new(
+            types::INSTALLED,
+            ConditionStatus::False,
+            problem.reason,
+            problem.message.clone(),
+        ),
+        (None, None) => Desired::new(
+            types::INSTALLED,
+            ConditionStatus::False,
+            Reason::Installing,
+            "waiting for a bundle to install",
+        ),
+        (Some(b), _) if !settled && first_install => Desired::new(
+            types::INSTALLED,
+            ConditionStatus::False,
+            Reason::Installing,
+            format!(
+                "installing {} {}: waiting for {}",
+                b.name,
+                b.version,
+                join(waits)
+            ),
+        ),
+        (Some(b), Some(problem)) => Desired::new(
+            types::INSTALLED,
+            ConditionStatus::True,
+            Reason::InstallSucceeded,
+            format!(
+                "{} {} keeps running: {}",
+                b.name, b.version, problem.message
+            ),
+        ),
+        (Some(b), None) => Desired::new(
+            types::INSTALLED,
+            ConditionStatus::True,
+            Reason::InstallSucceeded,
+            format!("installed {} {}", b.name, b.version),
+        ),
+    }
+}
+
+struct ProgressingInput<'a> {
+    decision: &'a PoDecision,
+    problem: Option<&'a Problem>,
+    settled: bool,
+    moved: bool,
+    first_install: bool,
+    waits: &'a [Wait],
+    desired: Option<&'a str>,
+}
+
+fn progressing_condition(p: ProgressingInput<'_>) -> Desired {
+    let progressing = |reason, message: String| {
+        Desired::new(types::PROGRESSING, ConditionStatus::True, reason, message)
+    };
+    if let Some(problem) = p.problem.filter(|p| p.degrades) {
+        return Desired::new(
+            types::PROGRESSING,
+            ConditionStatus::False,
+            problem.reason,
+            "blocked; see Degraded",
+        );
+    }
+    if !p.settled {
+        let waiting = join(p.waits);
+        if p.moved {
+            let reason = if p.first_install {
+                Reason::Installing
+            } else {
+                Reason::Upgrading
+            };
+            return progressing(reason, format!("applied; waiting for {waiting}"));
+        }
+        let reason = if p
+            .waits
+            .iter()
+            .any(|w| matches!(w, Wait::OperatorCondition { .. }))
+        {
+            Reason::WaitingForOperatorCondition
+        } else {
+            Reason::WaitingForRollout
+        };
+        return progressing(reason, format!("waiting for {waiting}"));
+    }
+    if let Some(to) = p.desired {
+        let why = match p.decision.held.as_ref().map(|h| &h.why) {
+            Some(HoldReason::MoveNotSettled) | None => "next".to_owned(),
+            Some(HoldReason::OperatorNotUpgradeable { message }) => {
+                format!("held: the operator reports Upgradeable=False ({message})")
+            }
+            Some(HoldReason::OperatorConditionPending { message }) => format!(
+                "held: the operator's OperatorCondition has no Upgradeable for its current generation ({message})"
+            ),
+        };
+        return progressing(Reason::Upgrading, format!("moving to {to}: {why}"));
+    }
+    if let Some(problem) = p.problem {
+        return Desired::new(
+            types::PROGRESSING,
+            ConditionStatus::False,
+            problem.reason,
+            problem.message.clone(),
+        );
+    }
+    Desired::new(
+        types::PROGRESSING,
+        ConditionStatus::False,
+        Reason::AsExpected,
+        "at the desired bundle",
+    )
+}
+
+fn degraded_condition(
+    problem: Option<&Problem>,
+    deadline_exceeded: bool,
+    installed: Option<&InstalledBundle>,
+    waits: &[Wait],
+) -> Desired {
+    if let Some(problem) = problem.filter(|p| p.degrades) {
+        return Desired::new(
+            types::DEGRADED,
+            ConditionStatus::True,
+            problem.reason,
+            problem.message.clone(),
+        );
+    }
+    if deadline_exceeded {
+        let to = installed.map(|b| b.name.as_str()).unwrap_or_default();
+        return Desired::new(
+            types::DEGRADED,
+            ConditionStatus::True,
+            Reason::ProgressDeadlineExceeded,
+            format!(
+                "the move to {to} has not settled within spec.progressDeadline: waiting for {}",
+                join(waits)
+            ),
+        );
+    }
+    Desired::new(
+        types::DEGRADED,
+        ConditionStatus::False,
+        Reason::AsExpected,
+        "no problems",
+    )
+}
+
+/// This PO's Upgradeable: the decision's verdict, and False while a move is unsettled or
+/// another one is pending (the CVO may read at any instant).
+fn upgradeable_condition(
+    verdict: &Upgradeability,
+    settled: bool,
+    hop: Option<&ActiveHop>,
+    desired: Option<&str>,
+    installed: bool,
+) -> Desired {
+    if installed && !settled {
+        let to = hop.map(|h| h.to.as_str()).unwrap_or_default();
+        let waiting = hop
+            .and_then(|h| h.waiting_for.as_deref())
+            .unwrap_or("settling");
+        return Desired::new(
+            types::UPGRADEABLE,
+            ConditionStatus::False,
+            Reason::MoveNotSettled,
+            format!(
+                "the move to {to} has not settled (waiting for {waiting}); wait for it before updating the cluster"
+            ),
+        );
+    }
+    if let Some(to) = desired.filter(|_| installed) {
+        return Desired::new(
+            types::UPGRADEABLE,
+            ConditionStatus::False,
+            Reason::MoveNotSettled,
+            format!("a move to {to} is pending; wait for it before updating the cluster"),
+        );
+    }
+    Desired::new(
+        types::UPGRADEABLE,
+        verdict.status,
+        verdict.reason,
+        verdict.message.clone(),
+    )
+}
+
+/// When to look at the PO again, from its new status.
+#[must_use]
+pub fn requeue(
+    status: &PlatformOperatorStatus,
+    outcome: &ActOutcome,
+    resync: Duration,
+) -> Duration {
+    let failed = matches!(outcome, ActOutcome::Failed(_))
+        || crate::conditions::find(&status.conditions, types::DEGRADED)
+            .is_some_and(|c| c.status == ConditionStatus::True.as_str());
+    if failed {
+        return Duration::from_secs(15);
+    }
+    let settled = status.active_hop.as_ref().is_none_or(|h| h.settled);
+    if !settled || status.desired_bundle.is_some() {
+        return Duration::from_secs(3);
+    }
+    resync
+}
