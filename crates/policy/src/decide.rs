@@ -286,15 +286,21 @@ fn decide_action(s: &PoSnapshot<'_>) -> PoDecision {
                 .with_problem(Reason::ResolutionFailed, message.clone(), true);
         }
     };
-    let phase = match &s.cluster {
-        ClusterView::Kubernetes => None,
-        ClusterView::OpenShift(Ok(phase)) => Some(phase),
-        ClusterView::OpenShift(Err(message)) => {
-            let message = format!("cannot judge the cluster version: {message}");
-            let decision = PoDecision::new(keep_or_nothing, Upgradeability::unknown(&message));
-            return decision.with_problem(Reason::ResolutionFailed, message, installed.is_none());
-        }
-    };
+    // An OpenShift cluster whose ClusterVersion cannot be judged: what runs keeps running and
+    // nothing moves (no pin can be stated for an unknown phase); a first install may proceed
+    // (nothing runs that could be broken) and is judged once the cluster can be.
+    let phase = s.cluster.phase();
+    if let ClusterView::OpenShift(Err(message)) = &s.cluster
+        && installed.is_some()
+    {
+        let mut decision = PoDecision::new(
+            Action::Keep,
+            Upgradeability::unknown(format!("cannot judge the cluster version: {message}")),
+        );
+        decision.pin = installed_version
+            .map(|v| PinState::from(&pin_for(Some(v), None, request.steady_state_range.as_ref())));
+        return decision;
+    }
 
     let inputs: Vec<CatalogInput<'_>> = catalogs
         .iter()
@@ -465,9 +471,10 @@ fn verdict_now(
                 request.channel.as_deref(),
             ))
         }
-        (ClusterView::OpenShift(_), None) => {
-            Upgradeability::unknown("the cluster version cannot be judged")
-        }
+        (ClusterView::OpenShift(cluster), None) => Upgradeability::unknown(format!(
+            "cannot judge the cluster version: {}",
+            cluster.as_ref().err().map_or("unknown", String::as_str)
+        )),
     };
     if !compatibility.allows_update() {
         return compatibility;

@@ -20,7 +20,7 @@ pub enum ActOutcome {
     /// Nothing was applied (the decision was `Nothing` or `WaitForCatalog`).
     Skipped,
     /// The bundle's objects are applied (a move started, or what runs was re-applied).
-    Applied(InstallReport),
+    Applied(Box<InstallReport>),
     /// Applying failed; what ran before is untouched.
     Failed(Problem),
 }
@@ -222,36 +222,31 @@ pub fn compute(input: &StatusInput<'_>) -> PlatformOperatorStatus {
     let first_install =
         installed_before.is_none() || active_hop.as_ref().is_some_and(|h| h.from.is_none());
 
-    let mut conditions = Vec::new();
-    conditions.push(installed_condition(
-        installed.as_ref(),
-        problem,
-        settled,
-        first_install,
-        &waits,
-    ));
-    conditions.push(progressing_condition(ProgressingInput {
-        decision,
-        problem,
-        settled,
-        moved,
-        first_install,
-        waits: &waits,
-        desired: desired.as_ref().map(|d| d.name.as_str()),
-    }));
-    conditions.push(degraded_condition(
-        problem,
-        decision.deadline_exceeded && !settled,
-        installed.as_ref(),
-        &waits,
-    ));
-    conditions.push(upgradeable_condition(
-        &decision.verdict,
-        settled,
-        active_hop.as_ref(),
-        desired.as_ref().map(|d| d.name.as_str()),
-        installed.is_some(),
-    ));
+    let conditions = vec![
+        installed_condition(installed.as_ref(), problem, settled, first_install, &waits),
+        progressing_condition(ProgressingInput {
+            decision,
+            problem,
+            settled,
+            moved,
+            first_install,
+            waits: &waits,
+            desired: desired.as_ref().map(|d| d.name.as_str()),
+        }),
+        degraded_condition(
+            problem,
+            decision.deadline_exceeded && !settled,
+            installed.as_ref(),
+            &waits,
+        ),
+        upgradeable_condition(
+            &decision.verdict,
+            settled,
+            active_hop.as_ref(),
+            desired.as_ref().map(|d| d.name.as_str()),
+            installed.is_some(),
+        ),
+    ];
 
     PlatformOperatorStatus {
         observed_generation: input.generation,

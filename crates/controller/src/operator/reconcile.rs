@@ -309,7 +309,7 @@ async fn act(
         Err(err) => Err(err),
     };
     match result {
-        Ok(report) => ActOutcome::Applied(report),
+        Ok(report) => ActOutcome::Applied(Box::new(report)),
         Err(err) => ActOutcome::Failed(Problem {
             reason: err.reason(),
             message: err.to_string(),
