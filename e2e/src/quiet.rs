@@ -626,7 +626,104 @@ fn short(value: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::{Patch, PatchParams, PostParams};
     use serde_json::json;
+
+    /// The window against a real API server: it sees a write that is undone at once (which a
+    /// sleep-then-compare would miss), a predicate that holds only briefly, and passes a quiet
+    /// object after its full length.
+    #[tokio::test]
+    async fn the_window_sees_short_lived_writes_and_passes_quiet_objects() {
+        let Some(plane) = crate::shared_control_plane().await else {
+            return;
+        };
+        let client = plane.client().await.unwrap();
+        let api: Api<ConfigMap> = Api::namespaced(client, "default");
+        for name in ["quiet-watched", "quiet-other"] {
+            let cm: ConfigMap =
+                serde_json::from_value(json!({"metadata": {"name": name}, "data": {"x": "ok"}}))
+                    .unwrap();
+            api.create(&PostParams::default(), &cm).await.unwrap();
+        }
+        let settings = Settings {
+            resync_interval: Duration::from_secs(1),
+            default_poll_interval: Duration::from_secs(1),
+            ..Settings::default()
+        };
+        let set = |value: &'static str| {
+            let api = api.clone();
+            async move {
+                api.patch(
+                    "quiet-watched",
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"data": {"x": value}})),
+                )
+                .await
+                .unwrap();
+            }
+        };
+
+        // A write undone at once breaks "no writes" and "never x=bad".
+        let window = QuietWindow::new(&settings)
+            .no_writes(api.clone(), "quiet-watched")
+            .never(api.clone(), "quiet-watched", "x=bad", |cm| {
+                cm.data
+                    .as_ref()
+                    .and_then(|d| d.get("x"))
+                    .map(String::as_str)
+                    == Some("bad")
+            })
+            .no_writes(api.clone(), "quiet-other")
+            .open()
+            .await;
+        set("bad").await;
+        set("ok").await;
+        let started = Instant::now();
+        let failure = std::panic::AssertUnwindSafe(window.hold())
+            .catch_unwind()
+            .await
+            .unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(5), "fails early");
+        eprintln!("TMPREPORT {}", failure.downcast_ref::<String>().unwrap());
+        let report = failure.downcast_ref::<String>().unwrap();
+        assert!(
+            report.contains("ConfigMap default/quiet-watched: MODIFIED, resourceVersion"),
+            "{report}"
+        );
+        assert!(report.contains("data.x: \"ok\" -> \"bad\""), "{report}");
+        assert!(report.contains("became x=bad"), "{report}");
+        assert!(!report.contains("quiet-other"), "{report}");
+
+        // Nothing written: the window holds for its whole length and passes.
+        let window = QuietWindow::new(&settings)
+            .no_writes(api.clone(), "quiet-watched")
+            .unchanged(api.clone(), Objects::All, "data", |cm| json!(cm.data));
+        assert_eq!(window.length(), Duration::from_secs(1) + MARGIN);
+        let window = window.open().await;
+        let held = window.hold().await;
+        assert!(held >= Duration::from_secs(1) + MARGIN, "{held:?}");
+
+        // A new object in an `All` scope is a change.
+        let window = QuietWindow::new(&settings)
+            .unchanged(api.clone(), Objects::All, "data", |cm| json!(cm.data))
+            .open()
+            .await;
+        let cm: ConfigMap =
+            serde_json::from_value(json!({"metadata": {"name": "quiet-new"}, "data": {"x": "ok"}}))
+                .unwrap();
+        api.create(&PostParams::default(), &cm).await.unwrap();
+        let failure = std::panic::AssertUnwindSafe(window.hold())
+            .catch_unwind()
+            .await
+            .unwrap_err();
+        let report = failure.downcast_ref::<String>().unwrap();
+        assert!(
+            report.contains("ConfigMap default/quiet-new: ADDED")
+                && report.contains("data changed"),
+            "{report}"
+        );
+    }
 
     #[test]
     fn changes_name_each_differing_leaf() {

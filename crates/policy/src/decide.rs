@@ -3,7 +3,7 @@
 //! of `Upgradeable` is. Pure: the same snapshot always gives the same decision.
 
 use pom_api::conditions::{ConditionStatus, Reason};
-use pom_api::platform_operator::{BundleRef, PinReason as ApiPinReason};
+use pom_api::platform_operator::{BundleRef, PinReason as ApiPinReason, UpgradeGate};
 use pom_resolver::cluster::ClusterPhase;
 use pom_resolver::fbc::MaxOpenShiftVersion;
 use pom_resolver::pin::{Pin, PinReason, pin_for};
@@ -111,8 +111,9 @@ pub enum HoldReason {
     MoveNotSettled,
     /// The running operator says `Upgradeable=False`.
     OperatorNotUpgradeable { message: String },
-    /// The running operator has reported before, but its OperatorCondition has no
-    /// `Upgradeable` for the current generation: it cannot be read as a yes.
+    /// The running operator has reported before (or `upgradeGate` is `OperatorCondition`), but
+    /// its OperatorCondition has no `Upgradeable` for the current generation, or is gone: it
+    /// cannot be read as a yes.
     OperatorConditionPending { message: String },
 }
 
@@ -392,12 +393,8 @@ fn decide_action(s: &PoSnapshot<'_>) -> PoDecision {
             } => Some(HoldReason::OperatorNotUpgradeable {
                 message: message.clone(),
             }),
-            GateReading::Pending { message } if s.gate.reported => {
-                Some(HoldReason::OperatorConditionPending {
-                    message: message.clone(),
-                })
-            }
-            _ => None,
+            _ => unreadable_gate(s, request)
+                .map(|message| HoldReason::OperatorConditionPending { message }),
         }
     };
     match hold {
@@ -488,9 +485,30 @@ fn verdict_now(
             Reason::OperatorNotUpgradeable,
             format!("the operator reports Upgradeable=False: {message}"),
         ),
-        GateReading::Pending { message } if s.gate.reported => Upgradeability::unknown(format!(
-            "the operator's OperatorCondition has no Upgradeable for its current generation ({message})"
-        )),
-        _ => compatibility,
+        _ => match unreadable_gate(s, request) {
+            Some(message) => Upgradeability::unknown(format!(
+                "the operator's OperatorCondition has no Upgradeable for its current generation ({message})"
+            )),
+            None => compatibility,
+        },
+    }
+}
+
+/// Why the installed operator's gate cannot be read as a yes when it must be read (§7): the
+/// operator has reported an OperatorCondition before (so it must report again), or the PO's
+/// `upgradeGate` is `OperatorCondition`. Pending and absent alike: an OperatorCondition that
+/// disappeared is no more a yes than one that is stale. `None` when the reading says
+/// something, or when the gate need not be read.
+fn unreadable_gate(s: &PoSnapshot<'_>, request: &PoRequest) -> Option<String> {
+    let must_report = s.gate.reported || request.upgrade_gate == UpgradeGate::OperatorCondition;
+    if !must_report {
+        return None;
+    }
+    match &s.gate.reading {
+        GateReading::Pending { message } => Some(message.clone()),
+        GateReading::Absent => Some(
+            "it has no OperatorCondition, or the cluster has no OperatorCondition API".to_owned(),
+        ),
+        GateReading::Says { .. } => None,
     }
 }

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 
-use pom_api::platform_operator::{BundleRef, InstalledBundle};
+use pom_api::platform_operator::{BundleRef, InstalledBundle, UpgradeGate};
 
 use crate::decide::{Action, HoldReason, PinState, PoDecision, Problem, Upgradeability, decide};
 use crate::snapshot::{GateReading, Hop, Installed, OperatorGate, PoSnapshot};
@@ -107,7 +107,14 @@ pub fn plan(snapshot: &PoSnapshot<'_>) -> PoPlan {
             started_at: world.now,
             settled: true,
         });
-        world.gate = if world.gate.reported {
+        // Under `upgradeGate: OperatorCondition` a move settles only on Upgradeable=True, so
+        // the operator is taken to report it too.
+        let gated = world.gate.reported
+            || world
+                .request
+                .as_ref()
+                .is_ok_and(|r| r.upgrade_gate == UpgradeGate::OperatorCondition);
+        world.gate = if gated {
             OperatorGate {
                 reported: true,
                 reading: GateReading::Says {

@@ -8,7 +8,8 @@
 //! Order of the filters (the first failing one is the reported reason):
 //! 1. successor: the installed bundle itself (same name, or same version and release as OLM v1's
 //!    `ExactVersionRelease`) or a direct successor in the channel (`replaces`, `skips`,
-//!    `skipRange`). The installed bundle need not be in the catalog.
+//!    `skipRange`). The installed bundle need not be in the catalog. Skipped only for the
+//!    rollback pivot and for a manual downgrade (both below).
 //! 2. the pin (§4.2), then the admin's `versionRange` (Masterminds rules). Under
 //!    [`PinPolicy::Unpinned`] there is no pin (see below).
 //! 3. compatibility with the cluster the bundle will run on ([`ClusterPhase::running_on`]):
@@ -16,9 +17,10 @@
 //!    Kubernetes version).
 //! 4. dependencies: refused, naming them.
 //!
-//! Ranking: in each catalog, non-deprecated first, then highest version, then highest release
-//! (build metadata), then the installed bundle, then bundle name; across catalogs, a
-//! non-deprecated winner first, then higher priority; a tie at the top is an error.
+//! Ranking: in each catalog, a move that is not a manual downgrade first (see below), then
+//! non-deprecated, then highest version, then highest release (build metadata), then the
+//! installed bundle, then bundle name; across catalogs, a winner that is not a manual downgrade
+//! first, then a non-deprecated one, then higher priority; a tie at the top is an error.
 //! "Deprecated" means a *bundle-level* `olm.deprecations` entry (schema `olm.bundle`), exactly
 //! as OLM v1 ranks (`compare.ByDeprecationFunc`, `isDeprecated`): a package- or channel-level
 //! deprecation covers every candidate alike, so counting it would only blur the bundle-level
@@ -37,6 +39,29 @@
 //! down under [`Pin::rollback_pivot`] (`>=X.0.0 <X.Y.Z`) and *skips the successor filter*: catalog
 //! edges only point forward, so no lower bundle is ever a successor, and the pivot's purpose is
 //! to get back to a bundle that ran on the older cluster. Every other filter still applies.
+//!
+//! Manual downgrade: `spec.steadyStateVersionRange` is how an admin moves a PO by hand, down as
+//! well as up (§3). Catalog edges only point forward, so a lower bundle is never a successor and
+//! the successor filter alone would refuse every downgrade. Hence, *only* while the pin is the
+//! admin's override ([`PinReason::Override`]: cluster steady, range set) *and* that range
+//! excludes the installed version, bundles whose version is lower than the installed one (by
+//! semver precedence) skip the successor filter: a downgrade is an explicit admin request.
+//! Every other filter still applies to them (the override itself, `versionRange`,
+//! OpenShift/Kubernetes compatibility, dependencies). Upward moves under the override still
+//! need a successor edge, and no other pin (steady `=X.Y.Z`, patch or minor update, rollback
+//! hold, unpinned) ever skips it, so a lower bundle outside the override keeps being refused as
+//! "not a successor". The ranking that follows:
+//! - the override admits the installed version: the PO stays (or moves up to a successor the
+//!   override admits, as before). An override that still contains the running version is not a
+//!   request to move down, so lower bundles keep the successor filter, even when the installed
+//!   bundle is deprecated or gone from the catalog;
+//! - it excludes the installed version and admits a higher successor: that successor wins over
+//!   any lower bundle, whatever their deprecation or catalog priority (normal upgrade rules; a
+//!   downgrade is the answer only when there is no way up);
+//! - it excludes the installed version and admits only lower bundles: the highest of them (the
+//!   smallest downgrade that satisfies the admin), non-deprecated first as everywhere in §5.
+//!   One move, however many edges lie between; once it runs, the override admits the installed
+//!   version again and the first rule applies (no further move down).
 //!
 //! Pre-releases at install: with nothing installed there is no pin and only releases are
 //! picked; a pre-release is installed only when the admin's `versionRange` admits it explicitly.
@@ -291,6 +316,9 @@ struct Candidate<'a> {
     bundle: &'a Bundle,
     /// Bundle-level deprecation only: the one that ranks (see module docs).
     deprecation: Option<&'a str>,
+    /// Admitted only as a manual downgrade (below the installed version, successor filter
+    /// skipped): ranks after every other candidate, so a way up always wins (module docs).
+    downgrade: bool,
 }
 
 /// Resolves the bundle a PO should run (§5). See the module docs for the exact rules.
@@ -317,6 +345,12 @@ pub fn resolve(req: &ResolveRequest<'_>) -> Result<Resolution, ResolveError> {
         installed_incompatibility = Some(reason);
     }
     let pivot = pin.is_rollback_pivot();
+    // A manual downgrade is asked for only when the override excludes what runs (module docs).
+    let downgrade_from = installed
+        .filter(|installed| {
+            pin.reason == PinReason::Override && !pin.admits(&installed.version, None)
+        })
+        .map(|installed| &installed.version);
 
     let entries: usize = sources
         .iter()
@@ -333,6 +367,8 @@ pub fn resolve(req: &ResolveRequest<'_>) -> Result<Resolution, ResolveError> {
             cmp_version_release(&a.1.version, &b.1.version).then_with(|| a.1.name.cmp(&b.1.name))
         });
         for (entry, bundle) in entries {
+            let downgrade = downgrade_from
+                .is_some_and(|from| bundle.version.cmp_precedence(from) == Ordering::Less);
             let verdict = if pivot && installed.is_some_and(|i| i.name == bundle.name) {
                 Err(installed_incompatibility
                     .clone()
@@ -341,13 +377,14 @@ pub fn resolve(req: &ResolveRequest<'_>) -> Result<Resolution, ResolveError> {
                         reason: pin.reason,
                     }))
             } else {
-                evaluate(req, entry, bundle, &pin, pivot)
+                evaluate(req, entry, bundle, &pin, pivot || downgrade)
             };
             match verdict {
                 Ok(()) => candidates.push(Candidate {
                     source: index,
                     bundle,
                     deprecation: bundle_deprecation(source, &bundle.name),
+                    downgrade,
                 }),
                 Err(reason) => rejected.push(Rejection {
                     bundle: bundle.name.clone(),
@@ -503,16 +540,19 @@ fn find_installed_bundle<'a>(sources: &[Source<'a>], name: &str) -> Option<&'a B
 }
 
 /// Runs the filters of §5 on one bundle; `Err` carries the first one that refused it.
+///
+/// `skip_successor` is set for the rollback pivot and a manual downgrade, the two moves down
+/// that no catalog edge can express (module docs); every other filter runs regardless.
 fn evaluate(
     req: &ResolveRequest<'_>,
     entry: &ChannelEntry,
     bundle: &Bundle,
     pin: &Pin,
-    pivot: bool,
+    skip_successor: bool,
 ) -> Result<(), RejectReason> {
     let installed = req.installed.as_ref();
     if let Some(installed) = installed
-        && !pivot
+        && !skip_successor
         && !is_installed_itself(bundle, installed)
         && !is_direct_successor(entry, installed)
     {
@@ -624,36 +664,43 @@ fn pick<'c, 'a>(
             .max_by(|a, b| within_catalog(a, b, installed));
         best_per_source.extend(best);
     }
-    let Some(top) = best_per_source.iter().copied().max_by_key(|candidate| {
+    // Not a downgrade, not deprecated, priority: a higher-priority catalog offering only a lower
+    // bundle must not turn an available upgrade into a downgrade (module docs).
+    let rank = |candidate: &Candidate<'_>| {
         (
+            !candidate.downgrade,
             candidate.deprecation.is_none(),
             sources[candidate.source].priority,
         )
-    }) else {
+    };
+    let Some(top) = best_per_source
+        .iter()
+        .copied()
+        .max_by_key(|candidate| rank(candidate))
+    else {
         return Ok(None);
     };
-    let top_rank = (top.deprecation.is_none(), sources[top.source].priority);
+    let top_rank = rank(top);
     let tied: Vec<String> = best_per_source
         .iter()
-        .filter(|candidate| {
-            (
-                candidate.deprecation.is_none(),
-                sources[candidate.source].priority,
-            ) == top_rank
-        })
+        .filter(|candidate| rank(candidate) == top_rank)
         .map(|candidate| sources[candidate.source].catalog.to_owned())
         .collect();
     if tied.len() > 1 {
         return Err(ResolveError::AmbiguousCatalogs {
             package: req.package.to_owned(),
-            priority: top_rank.1,
+            priority: top_rank.2,
             catalogs: tied,
         });
     }
     Ok(Some(top))
 }
 
-/// `Greater` = better: non-deprecated, version, release, the installed bundle, lower name.
+/// `Greater` = better: not a manual downgrade, non-deprecated, version, release, the installed
+/// bundle, lower name.
+///
+/// The downgrade key comes before deprecation so that a deprecated successor still beats a
+/// lower bundle when the override admits both (an upgrade is never traded for a downgrade).
 fn within_catalog(
     a: &Candidate<'_>,
     b: &Candidate<'_>,
@@ -661,9 +708,9 @@ fn within_catalog(
 ) -> Ordering {
     let is_installed =
         |candidate: &Candidate<'_>| installed.is_some_and(|i| i.name == candidate.bundle.name);
-    a.deprecation
-        .is_none()
-        .cmp(&b.deprecation.is_none())
+    (!a.downgrade)
+        .cmp(&!b.downgrade)
+        .then_with(|| a.deprecation.is_none().cmp(&b.deprecation.is_none()))
         .then_with(|| cmp_version_release(&a.bundle.version, &b.bundle.version))
         .then_with(|| is_installed(a).cmp(&is_installed(b)))
         .then_with(|| b.bundle.name.cmp(&a.bundle.name))

@@ -1,0 +1,1048 @@
+//! `decide` as pure data: one row per situation a reconcile can meet (§4, §5, §7, §8.3).
+//!
+//! Each row describes a snapshot in words the spec uses (what is installed, the last hop, the
+//! cluster phase, the catalog view, the operator's gate) and states the whole decision expected
+//! of it: the action, the pin, the held move and why, this PO's verdict, the problem and whether
+//! it degrades, and the deadline. Every field of every row is compared, so a decision that grows
+//! an unexpected pin, hold or problem fails as surely as one that moves to the wrong bundle.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod fixture {
+    //! A small catalog and the snapshot builder the rows are written with.
+
+    use std::sync::LazyLock;
+    use std::time::Duration;
+
+    use k8s_openapi::jiff::Timestamp;
+    use pom_api::PlatformOperatorSpec;
+    use pom_api::platform_operator::{InstalledBundle, PackageSpec, UpgradeGate};
+    use pom_policy::snapshot::{
+        CatalogContent, CatalogView, ClusterView, GateReading, Hop, Installed, OperatorGate,
+        PoSnapshot,
+    };
+    use pom_policy::{PoRequest, RequestError};
+    use pom_resolver::cluster::{ClusterPhase, PhaseKind};
+    use pom_resolver::fbc::{Catalog, parse_documents};
+    use semver::Version;
+
+    pub const PACKAGE: &str = "demo";
+    pub const CATALOG: &str = "redhat";
+
+    /// Channel `stable` of package `demo`:
+    ///
+    /// ```text
+    /// 1.0.0 (max 4.16)
+    /// 1.1.0 (max 4.17)  replaces 1.0.0
+    /// 1.1.1 (max 4.17)  replaces 1.1.0
+    /// 1.2.0 (no max)    replaces 1.1.1, skipRange >=1.0.0 <1.2.0
+    /// 2.0.0 (no max)    replaces 1.2.0, skipRange >=1.0.0 <2.0.0
+    /// ```
+    ///
+    /// 2.0.0 is a direct successor of every 1.x bundle, so only the pin keeps a PO off it.
+    const FBC: &str = r#"
+{"schema":"olm.package","name":"demo","defaultChannel":"stable"}
+{"schema":"olm.channel","package":"demo","name":"stable","entries":[
+  {"name":"demo.v1.0.0"},
+  {"name":"demo.v1.1.0","replaces":"demo.v1.0.0"},
+  {"name":"demo.v1.1.1","replaces":"demo.v1.1.0"},
+  {"name":"demo.v1.2.0","replaces":"demo.v1.1.1","skipRange":">=1.0.0 <1.2.0"},
+  {"name":"demo.v2.0.0","replaces":"demo.v1.2.0","skipRange":">=1.0.0 <2.0.0"}]}
+{"schema":"olm.bundle","package":"demo","name":"demo.v1.0.0","image":"quay.example/demo-bundle:v1.0.0","properties":[
+  {"type":"olm.package","value":{"packageName":"demo","version":"1.0.0"}},
+  {"type":"olm.maxOpenShiftVersion","value":"4.16"}]}
+{"schema":"olm.bundle","package":"demo","name":"demo.v1.1.0","image":"quay.example/demo-bundle:v1.1.0","properties":[
+  {"type":"olm.package","value":{"packageName":"demo","version":"1.1.0"}},
+  {"type":"olm.maxOpenShiftVersion","value":"4.17"}]}
+{"schema":"olm.bundle","package":"demo","name":"demo.v1.1.1","image":"quay.example/demo-bundle:v1.1.1","properties":[
+  {"type":"olm.package","value":{"packageName":"demo","version":"1.1.1"}},
+  {"type":"olm.maxOpenShiftVersion","value":"4.17"}]}
+{"schema":"olm.bundle","package":"demo","name":"demo.v1.2.0","image":"quay.example/demo-bundle:v1.2.0","properties":[
+  {"type":"olm.package","value":{"packageName":"demo","version":"1.2.0"}}]}
+{"schema":"olm.bundle","package":"demo","name":"demo.v2.0.0","image":"quay.example/demo-bundle:v2.0.0","properties":[
+  {"type":"olm.package","value":{"packageName":"demo","version":"2.0.0"}}]}
+"#;
+
+    static DEMO: LazyLock<Catalog> = LazyLock::new(|| {
+        parse_documents([("demo.json".to_owned(), FBC.as_bytes().to_vec())]).unwrap()
+    });
+
+    pub fn demo() -> &'static Catalog {
+        &DEMO
+    }
+
+    pub fn bundle_name(version: &str) -> String {
+        format!("{PACKAGE}.v{version}")
+    }
+
+    /// 2024-06-01T12:00:00Z: every row's `now`.
+    pub fn now() -> Timestamp {
+        Timestamp::from_second(1_717_243_200).unwrap()
+    }
+
+    fn v(text: &str) -> Version {
+        Version::parse(text).unwrap()
+    }
+
+    /// The cluster, in the phases of §4.1.
+    #[derive(Debug, Clone, Copy)]
+    pub enum Cluster {
+        /// OpenShift 4.16.3, no update in flight.
+        Steady,
+        /// OpenShift 4.16.3 → 4.16.4.
+        Patch,
+        /// OpenShift 4.16.4 → 4.17.0.
+        Minor,
+        /// OpenShift 4.16.4 → 4.16.3.
+        Rollback,
+        /// Plain Kubernetes (no `config.openshift.io`).
+        Kubernetes,
+        /// OpenShift whose ClusterVersion cannot be judged.
+        Unjudgeable,
+    }
+
+    impl Cluster {
+        fn view(self) -> ClusterView {
+            let phase = |kind, current: &str, target: &str| {
+                ClusterView::OpenShift(Ok(ClusterPhase {
+                    kind,
+                    current: v(current),
+                    target: v(target),
+                }))
+            };
+            match self {
+                Self::Steady => phase(PhaseKind::Steady, "4.16.3", "4.16.3"),
+                Self::Patch => phase(PhaseKind::PatchUpgrade, "4.16.3", "4.16.4"),
+                Self::Minor => phase(PhaseKind::MinorUpgrade, "4.16.4", "4.17.0"),
+                Self::Rollback => phase(PhaseKind::Rollback, "4.16.4", "4.16.3"),
+                Self::Kubernetes => ClusterView::Kubernetes,
+                Self::Unjudgeable => ClusterView::OpenShift(Err(
+                    "ClusterVersion status.desired.version is empty".to_owned(),
+                )),
+            }
+        }
+    }
+
+    /// The catalogs the PO resolves from.
+    #[derive(Debug, Clone, Copy)]
+    pub enum Catalogs {
+        /// `redhat` serves the demo catalog.
+        Ready,
+        /// `redhat` serves it, but Catalog `community` (which may offer the package) is down.
+        ReadyPartly,
+        /// No usable content at all.
+        Unavailable,
+        /// `redhat` has not been read since the manager started.
+        Loading,
+    }
+
+    /// What the installed operator's OperatorCondition says.
+    #[derive(Debug, Clone, Copy)]
+    pub enum Gate {
+        /// No OperatorCondition, never reported.
+        Absent,
+        /// Reported before; no OperatorCondition now.
+        AbsentAfterReporting,
+        /// Upgradeable=True for the current generation.
+        Allows,
+        /// Upgradeable=False for the current generation.
+        Forbids,
+        /// No Upgradeable for the current generation; `reported` before or not.
+        Pending { reported: bool },
+    }
+
+    impl Gate {
+        fn reading(self) -> OperatorGate {
+            let (reported, reading) = match self {
+                Self::Absent => (false, GateReading::Absent),
+                Self::AbsentAfterReporting => (true, GateReading::Absent),
+                Self::Allows => (
+                    true,
+                    GateReading::Says {
+                        upgradeable: true,
+                        message: "ready".to_owned(),
+                        overridden: false,
+                    },
+                ),
+                Self::Forbids => (
+                    true,
+                    GateReading::Says {
+                        upgradeable: false,
+                        message: "migrating the database to schema 12".to_owned(),
+                        overridden: false,
+                    },
+                ),
+                Self::Pending { reported } => (
+                    reported,
+                    GateReading::Pending {
+                        message: "Upgradeable observed for generation 3, current is 4".to_owned(),
+                    },
+                ),
+            };
+            OperatorGate { reported, reading }
+        }
+    }
+
+    /// The last move, relative to what is installed.
+    #[derive(Debug, Clone, Copy)]
+    pub enum LastHop {
+        None,
+        /// Settled, started `age` seconds ago.
+        Settled {
+            age: i64,
+        },
+        /// Not settled, started `age` seconds ago.
+        Unsettled {
+            age: i64,
+        },
+    }
+
+    /// A row's snapshot, in the spec's words.
+    #[derive(Debug, Clone)]
+    pub struct World {
+        pub installed: Option<Installed>,
+        pub hop: LastHop,
+        pub cluster: Cluster,
+        pub catalogs: Catalogs,
+        pub gate: Gate,
+        pub spec: PlatformOperatorSpec,
+        pub duplicate_of: Option<String>,
+    }
+
+    /// Nothing installed, OpenShift steady, the catalog ready, no gate.
+    pub fn world() -> World {
+        World {
+            installed: None,
+            hop: LastHop::None,
+            cluster: Cluster::Steady,
+            catalogs: Catalogs::Ready,
+            gate: Gate::Absent,
+            spec: PlatformOperatorSpec {
+                package: PackageSpec {
+                    name: PACKAGE.to_owned(),
+                    ..PackageSpec::default()
+                },
+                steady_state_version_range: None,
+                install_namespace: None,
+                upgrade_gate: UpgradeGate::Auto,
+                progress_deadline: "10m".to_owned(),
+            },
+            duplicate_of: None,
+        }
+    }
+
+    impl World {
+        /// The catalog's bundle `version` runs, its settled move 20 minutes old, its
+        /// `maxOpenShiftVersion` recorded from the catalog.
+        pub fn installed(mut self, version: &str) -> Self {
+            let name = bundle_name(version);
+            let max = demo().packages[PACKAGE].bundles[&name]
+                .properties
+                .max_openshift_version
+                .as_ref()
+                .map(ToString::to_string);
+            self.installed = Some(Installed::from_status(
+                &InstalledBundle {
+                    name,
+                    version: version.to_owned(),
+                    image: Some(format!("quay.example/demo-bundle:v{version}")),
+                },
+                max.as_deref(),
+            ));
+            self.hop = LastHop::Settled { age: 1200 };
+            self
+        }
+
+        /// A bundle that is not (or no longer) in the catalog, as its status records it.
+        pub fn installed_as(mut self, name: &str, version: &str, max: Option<&str>) -> Self {
+            self.installed = Some(Installed::from_status(
+                &InstalledBundle {
+                    name: name.to_owned(),
+                    version: version.to_owned(),
+                    image: None,
+                },
+                max,
+            ));
+            self.hop = LastHop::Settled { age: 1200 };
+            self
+        }
+
+        pub fn hop(mut self, hop: LastHop) -> Self {
+            self.hop = hop;
+            self
+        }
+
+        pub fn cluster(mut self, cluster: Cluster) -> Self {
+            self.cluster = cluster;
+            self
+        }
+
+        pub fn catalogs(mut self, catalogs: Catalogs) -> Self {
+            self.catalogs = catalogs;
+            self
+        }
+
+        pub fn gate(mut self, gate: Gate) -> Self {
+            self.gate = gate;
+            self
+        }
+
+        pub fn upgrade_gate(mut self, gate: UpgradeGate) -> Self {
+            self.spec.upgrade_gate = gate;
+            self
+        }
+
+        pub fn version_range(mut self, range: &str) -> Self {
+            self.spec.package.version_range = Some(range.to_owned());
+            self
+        }
+
+        pub fn steady_state_range(mut self, range: &str) -> Self {
+            self.spec.steady_state_version_range = Some(range.to_owned());
+            self
+        }
+
+        pub fn channel(mut self, channel: &str) -> Self {
+            self.spec.package.channel = Some(channel.to_owned());
+            self
+        }
+
+        pub fn progress_deadline(mut self, deadline: &str) -> Self {
+            self.spec.progress_deadline = deadline.to_owned();
+            self
+        }
+
+        pub fn duplicate_of(mut self, winner: &str) -> Self {
+            self.duplicate_of = Some(winner.to_owned());
+            self
+        }
+
+        pub fn request(&self) -> Result<PoRequest, RequestError> {
+            PoRequest::from_spec("demo", &self.spec)
+        }
+
+        pub fn snapshot(&self) -> PoSnapshot<'static> {
+            let ready = || {
+                vec![CatalogContent {
+                    name: CATALOG.to_owned(),
+                    priority: 0,
+                    content: demo(),
+                }]
+            };
+            let catalogs = match self.catalogs {
+                Catalogs::Ready => CatalogView::Ready {
+                    catalogs: ready(),
+                    unavailable: vec![],
+                },
+                Catalogs::ReadyPartly => CatalogView::Ready {
+                    catalogs: ready(),
+                    unavailable: vec!["Catalog community: registry unreachable".to_owned()],
+                },
+                Catalogs::Unavailable => CatalogView::Unavailable(
+                    "Catalog redhat: image quay.example/redhat-index:v4.16 not found".to_owned(),
+                ),
+                Catalogs::Loading => CatalogView::Loading {
+                    catalog: CATALOG.to_owned(),
+                },
+            };
+            let hop = |age: i64, settled: bool| {
+                self.installed.as_ref().map(|i| Hop {
+                    from: Some(bundle_name("0.9.0")),
+                    to: i.bundle.name.clone(),
+                    started_at: Timestamp::from_second(now().as_second() - age).unwrap(),
+                    settled,
+                })
+            };
+            PoSnapshot {
+                name: "demo".to_owned(),
+                request: self.request(),
+                duplicate_of: self.duplicate_of.clone(),
+                installed: self.installed.clone(),
+                hop: match self.hop {
+                    LastHop::None => None,
+                    LastHop::Settled { age } => hop(age, true),
+                    LastHop::Unsettled { age } => hop(age, false),
+                },
+                cluster: self.cluster.view(),
+                kube_version: None,
+                catalogs,
+                gate: self.gate.reading(),
+                now: now(),
+            }
+        }
+    }
+
+    /// A request spec that cannot be used is still a request the table can carry.
+    pub fn deadline_of(world: &World) -> Option<Duration> {
+        world.request().ok().map(|r| r.progress_deadline)
+    }
+}
+
+use fixture::{Catalogs, Cluster, Gate, LastHop, World, bundle_name, world};
+use pom_api::conditions::{ConditionStatus, Reason};
+use pom_api::platform_operator::{PinReason, UpgradeGate};
+use pom_policy::{Action, HoldReason, PoDecision, decide};
+
+/// What the action should be. `Move` names the target's version and the pin stated once the
+/// move is applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Act {
+    Nothing,
+    WaitForCatalog(&'static str),
+    Keep,
+    Move {
+        to: String,
+        pin_after: (PinReason, String),
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Why {
+    MoveNotSettled,
+    OperatorNotUpgradeable,
+    OperatorConditionPending,
+}
+
+/// Everything a row pins down.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Outcome {
+    action: Act,
+    pin: Option<(PinReason, String)>,
+    held: Option<(String, Why)>,
+    verdict: (ConditionStatus, Reason),
+    problem: Option<(Reason, bool)>,
+    deadline_exceeded: bool,
+}
+
+impl Outcome {
+    fn of(decision: &PoDecision) -> Self {
+        Self {
+            action: match &decision.action {
+                Action::Nothing => Act::Nothing,
+                Action::WaitForCatalog { catalog } => {
+                    Act::WaitForCatalog(if catalog == fixture::CATALOG {
+                        fixture::CATALOG
+                    } else {
+                        "<another catalog>"
+                    })
+                }
+                Action::Keep => Act::Keep,
+                Action::Move(target) => {
+                    assert_eq!(
+                        target.name,
+                        bundle_name(&target.version.to_string()),
+                        "a move's name and version must agree"
+                    );
+                    Act::Move {
+                        to: target.version.to_string(),
+                        pin_after: (target.pin_after.reason, target.pin_after.range.clone()),
+                    }
+                }
+            },
+            pin: decision.pin.as_ref().map(|p| (p.reason, p.range.clone())),
+            held: decision.held.as_ref().map(|h| {
+                let why = match h.why {
+                    HoldReason::MoveNotSettled => Why::MoveNotSettled,
+                    HoldReason::OperatorNotUpgradeable { .. } => Why::OperatorNotUpgradeable,
+                    HoldReason::OperatorConditionPending { .. } => Why::OperatorConditionPending,
+                };
+                (h.to.version.clone(), why)
+            }),
+            verdict: (decision.verdict.status, decision.verdict.reason),
+            problem: decision.problem.as_ref().map(|p| (p.reason, p.degrades)),
+            deadline_exceeded: decision.deadline_exceeded,
+        }
+    }
+}
+
+/// The expected outcome, built field by field; anything not set is expected absent (no pin,
+/// no hold, no problem, deadline not exceeded, verdict True/AsExpected).
+#[derive(Debug, Clone)]
+struct Expect {
+    outcome: Outcome,
+    /// Texts the verdict's message must contain.
+    verdict_says: Vec<&'static str>,
+    /// Texts the problem's message must contain.
+    problem_says: Vec<&'static str>,
+    /// Texts no message may contain.
+    never_says: Vec<&'static str>,
+}
+
+fn expect(action: Act) -> Expect {
+    Expect {
+        outcome: Outcome {
+            action,
+            pin: None,
+            held: None,
+            verdict: (ConditionStatus::True, Reason::AsExpected),
+            problem: None,
+            deadline_exceeded: false,
+        },
+        verdict_says: vec![],
+        problem_says: vec![],
+        never_says: vec![],
+    }
+}
+
+fn keep() -> Expect {
+    expect(Act::Keep)
+}
+
+fn nothing() -> Expect {
+    expect(Act::Nothing)
+}
+
+fn move_to(version: &str, reason: PinReason, range: &str) -> Expect {
+    expect(Act::Move {
+        to: version.to_owned(),
+        pin_after: (reason, range.to_owned()),
+    })
+}
+
+impl Expect {
+    fn pin(mut self, reason: PinReason, range: &str) -> Self {
+        self.outcome.pin = Some((reason, range.to_owned()));
+        self
+    }
+
+    fn held(mut self, version: &str, why: Why) -> Self {
+        self.outcome.held = Some((version.to_owned(), why));
+        self
+    }
+
+    fn verdict(mut self, status: ConditionStatus, reason: Reason) -> Self {
+        self.outcome.verdict = (status, reason);
+        self
+    }
+
+    fn unknown(self) -> Self {
+        self.verdict(ConditionStatus::Unknown, Reason::UpgradeabilityUnknown)
+    }
+
+    fn problem(mut self, reason: Reason, degrades: bool) -> Self {
+        self.outcome.problem = Some((reason, degrades));
+        self
+    }
+
+    fn deadline_exceeded(mut self) -> Self {
+        self.outcome.deadline_exceeded = true;
+        self
+    }
+
+    fn verdict_says(mut self, text: &'static str) -> Self {
+        self.verdict_says.push(text);
+        self
+    }
+
+    fn problem_says(mut self, text: &'static str) -> Self {
+        self.problem_says.push(text);
+        self
+    }
+
+    fn never_says(mut self, text: &'static str) -> Self {
+        self.never_says.push(text);
+        self
+    }
+}
+
+struct Row {
+    name: &'static str,
+    given: World,
+    expect: Expect,
+}
+
+fn row(name: &'static str, given: World, expect: Expect) -> Row {
+    Row {
+        name,
+        given,
+        expect,
+    }
+}
+
+use ConditionStatus::{False, True};
+use PinReason::{Install, MinorUpgrade, Override, PatchUpgrade, Rollback, Steady};
+
+fn rows() -> Vec<Row> {
+    vec![
+        // First installs: no pin, the highest bundle allowed; the pin once applied follows the phase.
+        row(
+            "first install on a steady cluster takes the highest bundle",
+            world(),
+            move_to("2.0.0", Steady, "=2.0.0").pin(Install, "*"),
+        ),
+        row(
+            "first install honours versionRange",
+            world().version_range("<2.0.0"),
+            move_to("1.2.0", Steady, "=1.2.0").pin(Install, "*"),
+        ),
+        row(
+            "first install during a minor update: pin once applied is the minor window",
+            world().cluster(Cluster::Minor),
+            move_to("2.0.0", MinorUpgrade, ">=2.0.0 <3.0.0-0").pin(Install, "*"),
+        ),
+        row(
+            "first install during a minor update skips bundles the target cannot run",
+            world().cluster(Cluster::Minor).version_range("<1.1.0"),
+            nothing()
+                .problem(Reason::ResolutionFailed, true)
+                .problem_says("demo.v1.0.0"),
+        ),
+        // Steady.
+        row(
+            "steady cluster keeps the installed bundle",
+            world().installed("1.1.0"),
+            keep().pin(Steady, "=1.1.0"),
+        ),
+        row(
+            "steady cluster keeps even though successors exist and the operator allows",
+            world().installed("1.1.0").gate(Gate::Allows),
+            keep().pin(Steady, "=1.1.0"),
+        ),
+        row(
+            "steadyStateVersionRange moves across a major by hand",
+            world().installed("1.2.0").steady_state_range(">=2.0.0"),
+            move_to("2.0.0", Override, ">=2.0.0").pin(Override, ">=2.0.0"),
+        ),
+        // Patch update: within the minor only.
+        row(
+            "patch update moves within the minor, not to the skipRange successor 1.2.0",
+            world().installed("1.1.0").cluster(Cluster::Patch),
+            move_to("1.1.1", PatchUpgrade, ">=1.1.1 <1.2.0-0")
+                .pin(PatchUpgrade, ">=1.1.0 <1.2.0-0"),
+        ),
+        row(
+            "patch update at the top of the minor keeps",
+            world().installed("1.1.1").cluster(Cluster::Patch),
+            keep().pin(PatchUpgrade, ">=1.1.1 <1.2.0-0"),
+        ),
+        // Minor update: within the major, never to 2.0.0.
+        row(
+            "minor update moves within the major (to 1.2.0 by skipRange)",
+            world().installed("1.1.0").cluster(Cluster::Minor),
+            move_to("1.2.0", MinorUpgrade, ">=1.2.0 <2.0.0-0")
+                .pin(MinorUpgrade, ">=1.1.0 <2.0.0-0"),
+        ),
+        row(
+            "minor update never moves to 2.0.0, a direct successor",
+            world().installed("1.2.0").cluster(Cluster::Minor),
+            keep().pin(MinorUpgrade, ">=1.2.0 <2.0.0-0"),
+        ),
+        row(
+            "minor update moves an incompatible bundle while the verdict still blocks",
+            world().installed("1.0.0").cluster(Cluster::Minor),
+            move_to("1.2.0", MinorUpgrade, ">=1.2.0 <2.0.0-0")
+                .pin(MinorUpgrade, ">=1.0.0 <2.0.0-0")
+                .verdict(False, Reason::IncompatibleOperatorsInstalled),
+        ),
+        // Rollback.
+        row(
+            "rollback holds the installed version",
+            world().installed("1.1.1").cluster(Cluster::Rollback),
+            keep().pin(Rollback, "=1.1.1"),
+        ),
+        // Held moves (§7).
+        row(
+            "an unsettled hop holds the next move",
+            world()
+                .installed("1.1.0")
+                .cluster(Cluster::Patch)
+                .hop(LastHop::Unsettled { age: 60 }),
+            keep()
+                .pin(PatchUpgrade, ">=1.1.0 <1.2.0-0")
+                .held("1.1.1", Why::MoveNotSettled),
+        ),
+        row(
+            "an unsettled hop with nothing further to do holds nothing",
+            world()
+                .installed("1.1.0")
+                .hop(LastHop::Unsettled { age: 60 }),
+            keep().pin(Steady, "=1.1.0"),
+        ),
+        row(
+            "operator Upgradeable=False holds the move and blocks",
+            world()
+                .installed("1.1.0")
+                .cluster(Cluster::Patch)
+                .gate(Gate::Forbids),
+            keep()
+                .pin(PatchUpgrade, ">=1.1.0 <1.2.0-0")
+                .held("1.1.1", Why::OperatorNotUpgradeable)
+                .verdict(False, Reason::OperatorNotUpgradeable)
+                .verdict_says("migrating the database to schema 12"),
+        ),
+        row(
+            "operator Upgradeable=False on a steady cluster blocks, nothing to hold",
+            world().installed("1.1.0").gate(Gate::Forbids),
+            keep()
+                .pin(Steady, "=1.1.0")
+                .verdict(False, Reason::OperatorNotUpgradeable)
+                .verdict_says("migrating the database to schema 12"),
+        ),
+        row(
+            "operator Upgradeable=False blocks on plain Kubernetes too",
+            world()
+                .installed("1.1.0")
+                .cluster(Cluster::Kubernetes)
+                .gate(Gate::Forbids),
+            keep()
+                .pin(Steady, "=1.1.0")
+                .verdict(False, Reason::OperatorNotUpgradeable),
+        ),
+        row(
+            "a reporting operator with a pending gate holds the move, verdict Unknown",
+            world()
+                .installed("1.1.0")
+                .cluster(Cluster::Patch)
+                .gate(Gate::Pending { reported: true }),
+            keep()
+                .pin(PatchUpgrade, ">=1.1.0 <1.2.0-0")
+                .held("1.1.1", Why::OperatorConditionPending)
+                .unknown()
+                .verdict_says("generation 3"),
+        ),
+        row(
+            "a reporting operator with a pending gate on a steady cluster: Unknown",
+            world()
+                .installed("1.1.0")
+                .gate(Gate::Pending { reported: true }),
+            keep().pin(Steady, "=1.1.0").unknown(),
+        ),
+        row(
+            "a reporting operator whose OperatorCondition is gone holds, verdict Unknown",
+            world()
+                .installed("1.1.0")
+                .cluster(Cluster::Patch)
+                .gate(Gate::AbsentAfterReporting),
+            keep()
+                .pin(PatchUpgrade, ">=1.1.0 <1.2.0-0")
+                .held("1.1.1", Why::OperatorConditionPending)
+                .unknown(),
+        ),
+        row(
+            "upgradeGate OperatorCondition: a pending gate holds even if never reported",
+            world()
+                .installed("1.1.0")
+                .cluster(Cluster::Patch)
+                .upgrade_gate(UpgradeGate::OperatorCondition)
+                .gate(Gate::Pending { reported: false }),
+            keep()
+                .pin(PatchUpgrade, ">=1.1.0 <1.2.0-0")
+                .held("1.1.1", Why::OperatorConditionPending)
+                .unknown(),
+        ),
+        row(
+            "upgradeGate Auto, operator never reported: a pending gate does not hold",
+            world()
+                .installed("1.1.0")
+                .cluster(Cluster::Patch)
+                .gate(Gate::Pending { reported: false }),
+            move_to("1.1.1", PatchUpgrade, ">=1.1.1 <1.2.0-0")
+                .pin(PatchUpgrade, ">=1.1.0 <1.2.0-0"),
+        ),
+        row(
+            "operator Upgradeable=True lets the move go",
+            world()
+                .installed("1.1.0")
+                .cluster(Cluster::Patch)
+                .gate(Gate::Allows),
+            move_to("1.1.1", PatchUpgrade, ">=1.1.1 <1.2.0-0")
+                .pin(PatchUpgrade, ">=1.1.0 <1.2.0-0"),
+        ),
+        // The installed bundle left the catalog.
+        row(
+            "installed bundle absent from the catalog keeps running, not degraded",
+            world().installed_as("demo.v1.0.5", "1.0.5", None),
+            keep()
+                .pin(Steady, "=1.0.5")
+                .problem(Reason::ResolutionFailed, false)
+                .problem_says("demo.v1.0.5 keeps running"),
+        ),
+        row(
+            "installed bundle absent from the catalog moves on by skipRange in a minor update",
+            world()
+                .installed_as("demo.v1.0.5", "1.0.5", None)
+                .cluster(Cluster::Minor),
+            move_to("1.2.0", MinorUpgrade, ">=1.2.0 <2.0.0-0")
+                .pin(MinorUpgrade, ">=1.0.5 <2.0.0-0"),
+        ),
+        // Catalogs.
+        row(
+            "catalog unavailable with something installed: keep, Unknown, not degraded",
+            world().installed("1.1.0").catalogs(Catalogs::Unavailable),
+            keep()
+                .unknown()
+                .problem(Reason::SourceFailed, false)
+                .verdict_says("not found")
+                .problem_says("not found"),
+        ),
+        row(
+            "catalog unavailable with nothing installed: nothing, SourceFailed degrades",
+            world().catalogs(Catalogs::Unavailable),
+            nothing()
+                .unknown()
+                .problem(Reason::SourceFailed, true)
+                .problem_says("quay.example/redhat-index:v4.16"),
+        ),
+        row(
+            "catalog not read since the start: wait, judge nothing",
+            world().installed("1.1.0").catalogs(Catalogs::Loading),
+            expect(Act::WaitForCatalog(fixture::CATALOG)).unknown(),
+        ),
+        row(
+            "catalog not read since the start, nothing installed: wait",
+            world().catalogs(Catalogs::Loading),
+            expect(Act::WaitForCatalog(fixture::CATALOG)).unknown(),
+        ),
+        row(
+            "another catalog unavailable: the move uses what is served, no verdict",
+            world()
+                .installed("1.1.0")
+                .cluster(Cluster::Patch)
+                .catalogs(Catalogs::ReadyPartly),
+            move_to("1.1.1", PatchUpgrade, ">=1.1.1 <1.2.0-0")
+                .pin(PatchUpgrade, ">=1.1.0 <1.2.0-0")
+                .unknown()
+                .verdict_says("Catalog community"),
+        ),
+        row(
+            "unknown channel with something installed: keep, report, not degraded",
+            world().installed("1.1.0").channel("Stable"),
+            keep()
+                .pin(Steady, "=1.1.0")
+                .problem(Reason::ResolutionFailed, false)
+                .problem_says("did you mean \"stable\""),
+        ),
+        row(
+            "unknown channel with nothing installed: ResolutionFailed degrades",
+            world().channel("Stable"),
+            nothing().problem(Reason::ResolutionFailed, true),
+        ),
+        // The cluster.
+        row(
+            "OpenShift with an unjudgeable ClusterVersion, installed: keep, Unknown",
+            world().installed("1.1.0").cluster(Cluster::Unjudgeable),
+            keep()
+                .pin(Steady, "=1.1.0")
+                .unknown()
+                .verdict_says("status.desired.version is empty"),
+        ),
+        row(
+            "OpenShift with an unjudgeable ClusterVersion and an operator that allows: no move",
+            world()
+                .installed("1.1.0")
+                .cluster(Cluster::Unjudgeable)
+                .gate(Gate::Allows),
+            keep().pin(Steady, "=1.1.0").unknown(),
+        ),
+        row(
+            "OpenShift with an unjudgeable ClusterVersion, nothing installed: install",
+            world().cluster(Cluster::Unjudgeable),
+            move_to("2.0.0", Steady, "=2.0.0").pin(Install, "*"),
+        ),
+        row(
+            "plain Kubernetes: no OpenShift judgement, verdict True",
+            world()
+                .installed("1.0.0")
+                .cluster(Cluster::Kubernetes)
+                .catalogs(Catalogs::ReadyPartly),
+            keep().pin(Steady, "=1.0.0"),
+        ),
+        row(
+            "incompatible maxOpenShiftVersion names the bundle that lifts the block",
+            world().installed("1.0.0"),
+            keep()
+                .pin(Steady, "=1.0.0")
+                .verdict(False, Reason::IncompatibleOperatorsInstalled)
+                .verdict_says("4.17")
+                .verdict_says("demo.v1.1.0")
+                .verdict_says("spec.steadyStateVersionRange to \"=1.1.0\""),
+        ),
+        row(
+            "incompatible recorded maxOpenShiftVersion of a bundle gone from the catalog",
+            world().installed_as("demo.v1.0.5", "1.0.5", Some("4.16")),
+            keep()
+                .pin(Steady, "=1.0.5")
+                .verdict(False, Reason::IncompatibleOperatorsInstalled)
+                .problem(Reason::ResolutionFailed, false)
+                .verdict_says("demo.v1.2.0"),
+        ),
+        row(
+            "invalid recorded maxOpenShiftVersion: Unknown (fail closed)",
+            world().installed_as("demo.v1.1.0", "1.1.0", Some("4.17.1")),
+            keep()
+                .pin(Steady, "=1.1.0")
+                .unknown()
+                .verdict_says("4.17.1"),
+        ),
+        // Unusable input.
+        row(
+            "unparsable installed version: ResolutionFailed degrades, Unknown, never 0.0.0",
+            world().installed_as("demo.v1.1.0", "one.one", Some("4.17")),
+            keep()
+                .unknown()
+                .problem(Reason::ResolutionFailed, true)
+                .verdict_says("\"one.one\"")
+                .problem_says("\"one.one\"")
+                .never_says("0.0.0"),
+        ),
+        row(
+            "bad progressDeadline: request error degrades, what runs is kept",
+            world().installed("1.1.0").progress_deadline("ten minutes"),
+            keep()
+                .unknown()
+                .problem(Reason::ResolutionFailed, true)
+                .problem_says("spec.progressDeadline \"ten minutes\""),
+        ),
+        row(
+            "bad progressDeadline with nothing installed: nothing, degrades",
+            world().progress_deadline("ten minutes"),
+            nothing().unknown().problem(Reason::ResolutionFailed, true),
+        ),
+        row(
+            "bad versionRange (past an older schema): request error names the field",
+            world().installed("1.1.0").version_range(">=1.0 <<2"),
+            keep()
+                .unknown()
+                .problem(Reason::ResolutionFailed, true)
+                .problem_says("spec.package.versionRange"),
+        ),
+        row(
+            "duplicate package: nothing, DuplicatePackage degrades",
+            world().duplicate_of("demo-older"),
+            nothing()
+                .problem(Reason::DuplicatePackage, true)
+                .problem_says("demo-older"),
+        ),
+        // Progress deadline.
+        row(
+            "unsettled hop older than progressDeadline: deadline exceeded",
+            world()
+                .installed("1.1.0")
+                .hop(LastHop::Unsettled { age: 11 * 60 }),
+            keep().pin(Steady, "=1.1.0").deadline_exceeded(),
+        ),
+        row(
+            "unsettled hop younger than progressDeadline: not exceeded",
+            world()
+                .installed("1.1.0")
+                .hop(LastHop::Unsettled { age: 9 * 60 }),
+            keep().pin(Steady, "=1.1.0"),
+        ),
+        row(
+            "unsettled hop older than a custom progressDeadline of 90s",
+            world()
+                .installed("1.1.0")
+                .cluster(Cluster::Patch)
+                .progress_deadline("1m30s")
+                .hop(LastHop::Unsettled { age: 91 }),
+            keep()
+                .pin(PatchUpgrade, ">=1.1.0 <1.2.0-0")
+                .held("1.1.1", Why::MoveNotSettled)
+                .deadline_exceeded(),
+        ),
+        row(
+            "settled hop older than progressDeadline: not exceeded",
+            world()
+                .installed("1.1.0")
+                .hop(LastHop::Settled { age: 3600 }),
+            keep().pin(Steady, "=1.1.0"),
+        ),
+        row(
+            "bad progressDeadline never reads as exceeded",
+            world()
+                .installed("1.1.0")
+                .progress_deadline("soon")
+                .hop(LastHop::Unsettled { age: 3600 }),
+            keep().unknown().problem(Reason::ResolutionFailed, true),
+        ),
+    ]
+}
+
+#[test]
+fn decide_table() {
+    let rows = rows();
+    let mut failures = Vec::new();
+    for row in &rows {
+        let decision = decide(&row.given.snapshot());
+        let got = Outcome::of(&decision);
+        if got != row.expect.outcome {
+            failures.push(format!(
+                "{}\n  expected {:?}\n  got      {:?}\n  verdict: {}\n  problem: {:?}",
+                row.name,
+                row.expect.outcome,
+                got,
+                decision.verdict.message,
+                decision.problem.as_ref().map(|p| &p.message)
+            ));
+            continue;
+        }
+        let problem = decision
+            .problem
+            .as_ref()
+            .map(|p| p.message.as_str())
+            .unwrap_or_default();
+        for text in &row.expect.verdict_says {
+            if !decision.verdict.message.contains(text) {
+                failures.push(format!(
+                    "{}: verdict message lacks {text:?}: {}",
+                    row.name, decision.verdict.message
+                ));
+            }
+        }
+        for text in &row.expect.problem_says {
+            if !problem.contains(text) {
+                failures.push(format!(
+                    "{}: problem message lacks {text:?}: {problem}",
+                    row.name
+                ));
+            }
+        }
+        for text in &row.expect.never_says {
+            if decision.verdict.message.contains(text) || problem.contains(text) {
+                failures.push(format!(
+                    "{}: a message says {text:?}: {} / {problem}",
+                    row.name, decision.verdict.message
+                ));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} rows failed:\n{}",
+        failures.len(),
+        rows.len(),
+        failures.join("\n")
+    );
+}
+
+/// Row names are unique, so a failure names one row.
+#[test]
+fn row_names_are_unique() {
+    let rows = rows();
+    let mut names: Vec<&str> = rows.iter().map(|r| r.name).collect();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), rows.len());
+}
+
+/// The same snapshot always gives the same decision (a pure function of its snapshot).
+#[test]
+fn decide_is_deterministic_over_the_table() {
+    for row in rows() {
+        let snapshot = row.given.snapshot();
+        assert_eq!(decide(&snapshot), decide(&snapshot), "{}", row.name);
+    }
+}
+
+/// The table's deadlines are the spec's (10m default); guards the deadline rows' premise.
+#[test]
+fn the_default_deadline_is_ten_minutes() {
+    assert_eq!(
+        fixture::deadline_of(&world()),
+        Some(std::time::Duration::from_secs(600))
+    );
+    assert_eq!(
+        fixture::deadline_of(&world().progress_deadline("soon")),
+        None
+    );
+}

@@ -1,0 +1,1233 @@
+//! `status::compute` as pure data (§7, §8.1): previous status + decision + what the install step
+//! reported → the PlatformOperator's status. Each row states the whole status expected (the
+//! four conditions' status and reason, installed and desired bundles, pin, active hop,
+//! `maxOpenShiftVersion`, `observedGeneration`), so a row fails on any field that drifts. The
+//! previous statuses of later rows are computed by earlier steps, as a reconcile loop would.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use pom_api::conditions::{ConditionStatus, Reason, types};
+use pom_api::platform_operator::{
+    BundleRef, InstalledBundle, PinReason, PlatformOperatorStatus, UpgradeGate,
+};
+use pom_policy::decide::{Held, MoveTarget, PinState};
+use pom_policy::snapshot::{GateReading, OperatorGate};
+use pom_policy::status::{
+    self, ActOutcome, InstallReport, OperatorConditionReport, StatusInput, Wait,
+};
+use pom_policy::{Action, HoldReason, PoDecision, Problem, Upgradeability};
+use pom_resolver::fbc::MaxOpenShiftVersion;
+use semver::Version;
+
+use ConditionStatus::{False, True, Unknown};
+
+const GENERATION: i64 = 4;
+
+/// 2024-06-01T12:00:00Z plus `seconds`.
+fn at(seconds: i64) -> Timestamp {
+    Timestamp::from_second(1_717_243_200 + seconds).unwrap()
+}
+
+fn name(version: &str) -> String {
+    format!("demo.v{version}")
+}
+
+fn bundle(version: &str) -> InstalledBundle {
+    InstalledBundle {
+        name: name(version),
+        version: version.to_owned(),
+        image: Some(format!("quay.example/demo-bundle:v{version}")),
+    }
+}
+
+fn pin(reason: PinReason, range: &str) -> PinState {
+    PinState {
+        range: range.to_owned(),
+        reason,
+    }
+}
+
+fn yes() -> Upgradeability {
+    Upgradeability::yes("bundle supports OpenShift up to 4.17 (next minor update: 4.17)")
+}
+
+// Decisions, as `decide` would return them.
+
+fn decision(action: Action, pin: Option<PinState>, verdict: Upgradeability) -> PoDecision {
+    PoDecision {
+        action,
+        pin,
+        held: None,
+        verdict,
+        problem: None,
+        deadline_exceeded: false,
+        deprecations: vec![],
+    }
+}
+
+fn keep(pin: PinState) -> PoDecision {
+    decision(Action::Keep, Some(pin), yes())
+}
+
+fn move_to(version: &str, max: Option<&str>, pin_now: PinState, pin_after: PinState) -> PoDecision {
+    decision(
+        Action::Move(MoveTarget {
+            name: name(version),
+            version: Version::parse(version).unwrap(),
+            image: Some(format!("quay.example/demo-bundle:v{version}")),
+            catalog: "redhat".to_owned(),
+            max_openshift_version: max.map(MaxOpenShiftVersion::parse),
+            pin_after,
+        }),
+        Some(pin_now),
+        Upgradeability::yes("nothing installed"),
+    )
+}
+
+fn held(mut d: PoDecision, version: &str, why: HoldReason) -> PoDecision {
+    d.held = Some(Held {
+        to: BundleRef {
+            name: name(version),
+            version: version.to_owned(),
+        },
+        why,
+    });
+    d
+}
+
+fn with_verdict(mut d: PoDecision, verdict: Upgradeability) -> PoDecision {
+    d.verdict = verdict;
+    d
+}
+
+fn with_problem(mut d: PoDecision, reason: Reason, degrades: bool) -> PoDecision {
+    d.problem = Some(Problem {
+        reason,
+        message: format!("{reason} happened"),
+        degrades,
+    });
+    d
+}
+
+fn deadline_exceeded(mut d: PoDecision) -> PoDecision {
+    d.deadline_exceeded = true;
+    d
+}
+
+// What the install step reports.
+
+fn rollout() -> Wait {
+    Wait::Rollout {
+        namespace: "demo".to_owned(),
+        name: "demo-operator".to_owned(),
+    }
+}
+
+fn report(version: &str, max: Option<&str>, waits: Vec<Wait>) -> InstallReport {
+    InstallReport {
+        bundle: bundle(version),
+        max_openshift_version: max.map(MaxOpenShiftVersion::parse),
+        waits,
+        operator_condition: None,
+        wrote: 3,
+    }
+}
+
+fn with_oc(mut r: InstallReport, reported: bool, reading: GateReading) -> InstallReport {
+    r.operator_condition = Some(OperatorConditionReport {
+        namespace: "demo".to_owned(),
+        name: r.bundle.name.clone(),
+        gate: Some(OperatorGate { reported, reading }),
+    });
+    r
+}
+
+fn applied(r: InstallReport) -> ActOutcome {
+    ActOutcome::Applied(Box::new(r))
+}
+
+fn pending_reading() -> GateReading {
+    GateReading::Pending {
+        message: "no Upgradeable condition for the current generation".to_owned(),
+    }
+}
+
+fn says(upgradeable: bool) -> GateReading {
+    GateReading::Says {
+        upgradeable,
+        message: "migrating the database to schema 12".to_owned(),
+        overridden: false,
+    }
+}
+
+/// One reconcile's report step.
+#[derive(Debug, Clone)]
+struct Step {
+    previous: PlatformOperatorStatus,
+    now: Timestamp,
+    decision: PoDecision,
+    outcome: ActOutcome,
+    gate: UpgradeGate,
+    reported_before: bool,
+}
+
+fn step(
+    previous: &PlatformOperatorStatus,
+    now: i64,
+    decision: PoDecision,
+    outcome: ActOutcome,
+) -> Step {
+    Step {
+        previous: previous.clone(),
+        now: at(now),
+        decision,
+        outcome,
+        gate: UpgradeGate::Auto,
+        reported_before: false,
+    }
+}
+
+impl Step {
+    fn gate(mut self, gate: UpgradeGate, reported_before: bool) -> Self {
+        self.gate = gate;
+        self.reported_before = reported_before;
+        self
+    }
+
+    fn run(&self) -> PlatformOperatorStatus {
+        status::compute(&StatusInput {
+            previous: &self.previous,
+            generation: Some(GENERATION),
+            now: self.now,
+            decision: &self.decision,
+            outcome: &self.outcome,
+            upgrade_gate: self.gate,
+            reported_before: self.reported_before,
+        })
+    }
+}
+
+// Previous statuses, each computed by the steps before it.
+
+fn empty() -> PlatformOperatorStatus {
+    PlatformOperatorStatus::default()
+}
+
+/// Step 1 of a first install: 1.1.0 applied at t=0, waiting for its rollout.
+fn installing() -> PlatformOperatorStatus {
+    step(
+        &empty(),
+        0,
+        move_to(
+            "1.1.0",
+            Some("4.17"),
+            pin(PinReason::Install, "*"),
+            pin(PinReason::Steady, "=1.1.0"),
+        ),
+        applied(report("1.1.0", Some("4.17"), vec![rollout()])),
+    )
+    .run()
+}
+
+/// 1.1.0 installed and settled at t=60.
+fn settled_at_1_1_0() -> PlatformOperatorStatus {
+    step(
+        &installing(),
+        60,
+        keep(pin(PinReason::Steady, "=1.1.0")),
+        applied(report("1.1.0", Some("4.17"), vec![])),
+    )
+    .run()
+}
+
+/// A patch update: the hop 1.1.0 → 1.1.1 applied at t=600, waiting for its rollout.
+fn hopping_to_1_1_1() -> PlatformOperatorStatus {
+    step(
+        &settled_at_1_1_0(),
+        600,
+        move_to(
+            "1.1.1",
+            Some("4.17"),
+            pin(PinReason::PatchUpgrade, ">=1.1.0 <1.2.0-0"),
+            pin(PinReason::PatchUpgrade, ">=1.1.1 <1.2.0-0"),
+        ),
+        applied(report("1.1.1", Some("4.17"), vec![rollout()])),
+    )
+    .run()
+}
+
+/// What a row expects: every field of the status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Shape {
+    observed_generation: Option<i64>,
+    conditions: Vec<(String, ConditionStatus, Reason)>,
+    installed: Option<String>,
+    desired: Option<String>,
+    pin: Option<(PinReason, String)>,
+    /// `(from, to, settled)`.
+    hop: Option<(Option<String>, String, bool)>,
+    max_openshift_version: Option<String>,
+}
+
+impl Shape {
+    fn of(status: &PlatformOperatorStatus) -> Self {
+        Self {
+            observed_generation: status.observed_generation,
+            conditions: status
+                .conditions
+                .iter()
+                .map(|c| {
+                    assert_eq!(
+                        c.observed_generation,
+                        Some(GENERATION),
+                        "{} carries the generation",
+                        c.type_
+                    );
+                    (
+                        c.type_.clone(),
+                        ConditionStatus::parse_lenient(&c.status),
+                        c.reason.parse::<Reason>().unwrap(),
+                    )
+                })
+                .collect(),
+            installed: status.installed_bundle.as_ref().map(|b| b.version.clone()),
+            desired: status.desired_bundle.as_ref().map(|b| b.version.clone()),
+            pin: status.pin.as_ref().map(|p| (p.reason, p.range.clone())),
+            hop: status.active_hop.as_ref().map(|h| {
+                (
+                    h.from
+                        .as_ref()
+                        .map(|f| f.trim_start_matches("demo.v").to_owned()),
+                    h.to.trim_start_matches("demo.v").to_owned(),
+                    h.settled,
+                )
+            }),
+            max_openshift_version: status.max_open_shift_version.clone(),
+        }
+    }
+}
+
+/// `(status, reason)` for Installed, Progressing, Degraded, Upgradeable.
+type Conditions = [(ConditionStatus, Reason); 4];
+
+struct Want {
+    conditions: Conditions,
+    installed: Option<&'static str>,
+    desired: Option<&'static str>,
+    pin: Option<(PinReason, &'static str)>,
+    hop: Option<(Option<&'static str>, &'static str, bool)>,
+    max: Option<&'static str>,
+    /// Texts that must appear in the condition of that type's message.
+    says: Vec<(&'static str, &'static str)>,
+}
+
+impl Want {
+    fn shape(&self) -> Shape {
+        let types = [
+            types::INSTALLED,
+            types::PROGRESSING,
+            types::DEGRADED,
+            types::UPGRADEABLE,
+        ];
+        Shape {
+            observed_generation: Some(GENERATION),
+            conditions: types
+                .iter()
+                .zip(self.conditions)
+                .map(|(t, (s, r))| ((*t).to_owned(), s, r))
+                .collect(),
+            installed: self.installed.map(str::to_owned),
+            desired: self.desired.map(str::to_owned),
+            pin: self.pin.map(|(r, p)| (r, p.to_owned())),
+            hop: self
+                .hop
+                .map(|(from, to, settled)| (from.map(str::to_owned), to.to_owned(), settled)),
+            max_openshift_version: self.max.map(str::to_owned),
+        }
+    }
+}
+
+struct Row {
+    name: &'static str,
+    step: Step,
+    want: Want,
+}
+
+const OK: (ConditionStatus, Reason) = (False, Reason::AsExpected);
+
+fn rows() -> Vec<Row> {
+    let installed_ok = (True, Reason::InstallSucceeded);
+    let not_settled = (False, Reason::MoveNotSettled);
+    let as_expected = (False, Reason::AsExpected);
+    let upgradeable = (True, Reason::AsExpected);
+    vec![
+        Row {
+            name: "first install applied, waiting for the rollout",
+            step: step(
+                &empty(),
+                0,
+                move_to(
+                    "1.1.0",
+                    Some("4.17"),
+                    pin(PinReason::Install, "*"),
+                    pin(PinReason::Steady, "=1.1.0"),
+                ),
+                applied(report("1.1.0", Some("4.17"), vec![rollout()])),
+            ),
+            want: Want {
+                conditions: [
+                    (False, Reason::Installing),
+                    (True, Reason::Installing),
+                    OK,
+                    not_settled,
+                ],
+                installed: Some("1.1.0"),
+                desired: None,
+                pin: Some((PinReason::Steady, "=1.1.0")),
+                hop: Some((None, "1.1.0", false)),
+                max: Some("4.17"),
+                says: vec![
+                    (types::INSTALLED, "Deployment demo/demo-operator to roll out"),
+                    (types::UPGRADEABLE, "demo.v1.1.0"),
+                ],
+            },
+        },
+        Row {
+            name: "first install, next reconcile still waiting for the rollout",
+            step: step(
+                &installing(),
+                30,
+                keep(pin(PinReason::Steady, "=1.1.0")),
+                applied(report("1.1.0", Some("4.17"), vec![rollout()])),
+            ),
+            want: Want {
+                conditions: [
+                    (False, Reason::Installing),
+                    (True, Reason::WaitingForRollout),
+                    OK,
+                    not_settled,
+                ],
+                installed: Some("1.1.0"),
+                desired: None,
+                pin: Some((PinReason::Steady, "=1.1.0")),
+                hop: Some((None, "1.1.0", false)),
+                max: Some("4.17"),
+                says: vec![],
+            },
+        },
+        Row {
+            name: "upgradeGate OperatorCondition: rolled out, OperatorCondition pending",
+            step: step(
+                &installing(),
+                30,
+                keep(pin(PinReason::Steady, "=1.1.0")),
+                applied(with_oc(
+                    report("1.1.0", Some("4.17"), vec![]),
+                    false,
+                    pending_reading(),
+                )),
+            )
+            .gate(UpgradeGate::OperatorCondition, false),
+            want: Want {
+                conditions: [
+                    (False, Reason::Installing),
+                    (True, Reason::WaitingForOperatorCondition),
+                    OK,
+                    not_settled,
+                ],
+                installed: Some("1.1.0"),
+                desired: None,
+                pin: Some((PinReason::Steady, "=1.1.0")),
+                hop: Some((None, "1.1.0", false)),
+                max: Some("4.17"),
+                says: vec![(types::PROGRESSING, "OperatorCondition demo/demo.v1.1.0")],
+            },
+        },
+        Row {
+            name: "upgradeGate Auto: an operator reporting now must say True to settle",
+            step: step(
+                &installing(),
+                30,
+                keep(pin(PinReason::Steady, "=1.1.0")),
+                applied(with_oc(report("1.1.0", Some("4.17"), vec![]), true, says(false))),
+            ),
+            want: Want {
+                conditions: [
+                    (False, Reason::Installing),
+                    (True, Reason::WaitingForOperatorCondition),
+                    OK,
+                    not_settled,
+                ],
+                installed: Some("1.1.0"),
+                desired: None,
+                pin: Some((PinReason::Steady, "=1.1.0")),
+                hop: Some((None, "1.1.0", false)),
+                max: Some("4.17"),
+                says: vec![(types::PROGRESSING, "migrating the database")],
+            },
+        },
+        Row {
+            name: "upgradeGate Auto: reported before, no OperatorCondition now: not settled",
+            step: step(
+                &installing(),
+                30,
+                keep(pin(PinReason::Steady, "=1.1.0")),
+                applied(report("1.1.0", Some("4.17"), vec![])),
+            )
+            .gate(UpgradeGate::Auto, true),
+            want: Want {
+                conditions: [
+                    (False, Reason::Installing),
+                    (True, Reason::WaitingForOperatorCondition),
+                    OK,
+                    not_settled,
+                ],
+                installed: Some("1.1.0"),
+                desired: None,
+                pin: Some((PinReason::Steady, "=1.1.0")),
+                hop: Some((None, "1.1.0", false)),
+                max: Some("4.17"),
+                says: vec![],
+            },
+        },
+        Row {
+            name: "upgradeGate Rollout: a pending OperatorCondition does not hold the settle",
+            step: step(
+                &installing(),
+                30,
+                keep(pin(PinReason::Steady, "=1.1.0")),
+                applied(with_oc(
+                    report("1.1.0", Some("4.17"), vec![]),
+                    true,
+                    pending_reading(),
+                )),
+            )
+            .gate(UpgradeGate::Rollout, true),
+            want: Want {
+                conditions: [installed_ok, as_expected, OK, upgradeable],
+                installed: Some("1.1.0"),
+                desired: None,
+                pin: Some((PinReason::Steady, "=1.1.0")),
+                hop: Some((None, "1.1.0", true)),
+                max: Some("4.17"),
+                says: vec![],
+            },
+        },
+        Row {
+            name: "first install settles: installed, at the desired bundle, the verdict",
+            step: step(
+                &installing(),
+                60,
+                keep(pin(PinReason::Steady, "=1.1.0")),
+                applied(with_oc(report("1.1.0", Some("4.17"), vec![]), true, says(true))),
+            ),
+            want: Want {
+                conditions: [installed_ok, as_expected, OK, upgradeable],
+                installed: Some("1.1.0"),
+                desired: None,
+                pin: Some((PinReason::Steady, "=1.1.0")),
+                hop: Some((None, "1.1.0", true)),
+                max: Some("4.17"),
+                says: vec![(types::UPGRADEABLE, "supports OpenShift up to 4.17")],
+            },
+        },
+        Row {
+            name: "settled and nothing pending: the verdict as decided (False)",
+            step: step(
+                &settled_at_1_1_0(),
+                900,
+                with_verdict(
+                    keep(pin(PinReason::Steady, "=1.1.0")),
+                    Upgradeability::no(Reason::IncompatibleOperatorsInstalled, "max 4.16"),
+                ),
+                applied(report("1.1.0", Some("4.17"), vec![])),
+            ),
+            want: Want {
+                conditions: [
+                    installed_ok,
+                    as_expected,
+                    OK,
+                    (False, Reason::IncompatibleOperatorsInstalled),
+                ],
+                installed: Some("1.1.0"),
+                desired: None,
+                pin: Some((PinReason::Steady, "=1.1.0")),
+                hop: Some((None, "1.1.0", true)),
+                max: Some("4.17"),
+                says: vec![(types::UPGRADEABLE, "max 4.16")],
+            },
+        },
+        Row {
+            name: "settled and nothing pending: an Unknown verdict stays Unknown",
+            step: step(
+                &settled_at_1_1_0(),
+                900,
+                with_verdict(
+                    keep(pin(PinReason::Steady, "=1.1.0")),
+                    Upgradeability::unknown("catalog unavailable"),
+                ),
+                applied(report("1.1.0", Some("4.17"), vec![])),
+            ),
+            want: Want {
+                conditions: [
+                    installed_ok,
+                    as_expected,
+                    OK,
+                    (Unknown, Reason::UpgradeabilityUnknown),
+                ],
+                installed: Some("1.1.0"),
+                desired: None,
+                pin: Some((PinReason::Steady, "=1.1.0")),
+                hop: Some((None, "1.1.0", true)),
+                max: Some("4.17"),
+                says: vec![],
+            },
+        },
+        Row {
+            name: "hop applied: Upgrading, pin restated for the new version",
+            step: step(
+                &settled_at_1_1_0(),
+                600,
+                move_to(
+                    "1.1.1",
+                    None,
+                    pin(PinReason::PatchUpgrade, ">=1.1.0 <1.2.0-0"),
+                    pin(PinReason::PatchUpgrade, ">=1.1.1 <1.2.0-0"),
+                ),
+                applied(report("1.1.1", Some("4.17"), vec![rollout()])),
+            ),
+            want: Want {
+                conditions: [installed_ok, (True, Reason::Upgrading), OK, not_settled],
+                installed: Some("1.1.1"),
+                desired: None,
+                pin: Some((PinReason::PatchUpgrade, ">=1.1.1 <1.2.0-0")),
+                hop: Some((Some("1.1.0"), "1.1.1", false)),
+                max: Some("4.17"),
+                says: vec![(types::UPGRADEABLE, "demo.v1.1.1")],
+            },
+        },
+        Row {
+            name: "hop still rolling out on the next reconcile: WaitingForRollout, Installed stays True",
+            step: step(
+                &hopping_to_1_1_1(),
+                630,
+                keep(pin(PinReason::PatchUpgrade, ">=1.1.1 <1.2.0-0")),
+                applied(report("1.1.1", Some("4.17"), vec![rollout()])),
+            ),
+            want: Want {
+                conditions: [installed_ok, (True, Reason::WaitingForRollout), OK, not_settled],
+                installed: Some("1.1.1"),
+                desired: None,
+                pin: Some((PinReason::PatchUpgrade, ">=1.1.1 <1.2.0-0")),
+                hop: Some((Some("1.1.0"), "1.1.1", false)),
+                max: Some("4.17"),
+                says: vec![],
+            },
+        },
+        Row {
+            name: "hop settles with the next move held (MoveNotSettled): Upgrading, pending",
+            step: step(
+                &hopping_to_1_1_1(),
+                660,
+                held(
+                    keep(pin(PinReason::MinorUpgrade, ">=1.1.1 <2.0.0-0")),
+                    "1.2.0",
+                    HoldReason::MoveNotSettled,
+                ),
+                applied(report("1.1.1", Some("4.17"), vec![])),
+            ),
+            want: Want {
+                conditions: [installed_ok, (True, Reason::Upgrading), OK, not_settled],
+                installed: Some("1.1.1"),
+                desired: Some("1.2.0"),
+                pin: Some((PinReason::MinorUpgrade, ">=1.1.1 <2.0.0-0")),
+                hop: Some((Some("1.1.0"), "1.1.1", true)),
+                max: Some("4.17"),
+                says: vec![
+                    (types::PROGRESSING, "demo.v1.2.0"),
+                    (types::UPGRADEABLE, "demo.v1.2.0"),
+                ],
+            },
+        },
+        Row {
+            name: "settled, move held by the operator's Upgradeable=False: its reason and message",
+            step: step(
+                &settled_at_1_1_0(),
+                900,
+                with_verdict(
+                    held(
+                        keep(pin(PinReason::PatchUpgrade, ">=1.1.0 <1.2.0-0")),
+                        "1.1.1",
+                        HoldReason::OperatorNotUpgradeable {
+                            message: "migrating the database to schema 12".to_owned(),
+                        },
+                    ),
+                    Upgradeability::no(
+                        Reason::OperatorNotUpgradeable,
+                        "the operator reports Upgradeable=False: migrating the database to schema 12",
+                    ),
+                ),
+                applied(with_oc(report("1.1.0", Some("4.17"), vec![]), true, says(false))),
+            )
+            .gate(UpgradeGate::Auto, true),
+            want: Want {
+                conditions: [
+                    installed_ok,
+                    (True, Reason::Upgrading),
+                    OK,
+                    (False, Reason::OperatorNotUpgradeable),
+                ],
+                installed: Some("1.1.0"),
+                desired: Some("1.1.1"),
+                pin: Some((PinReason::PatchUpgrade, ">=1.1.0 <1.2.0-0")),
+                hop: Some((None, "1.1.0", true)),
+                max: Some("4.17"),
+                says: vec![
+                    (types::PROGRESSING, "held: the operator reports Upgradeable=False"),
+                    (types::UPGRADEABLE, "migrating the database to schema 12"),
+                    (types::UPGRADEABLE, "demo.v1.1.1"),
+                ],
+            },
+        },
+        Row {
+            name: "settled, move held on a pending OperatorCondition: pending move blocks (False)",
+            step: step(
+                &settled_at_1_1_0(),
+                900,
+                with_verdict(
+                    held(
+                        keep(pin(PinReason::PatchUpgrade, ">=1.1.0 <1.2.0-0")),
+                        "1.1.1",
+                        HoldReason::OperatorConditionPending {
+                            message: "stale".to_owned(),
+                        },
+                    ),
+                    Upgradeability::unknown("no Upgradeable for the current generation"),
+                ),
+                applied(with_oc(
+                    report("1.1.0", Some("4.17"), vec![]),
+                    true,
+                    pending_reading(),
+                )),
+            )
+            .gate(UpgradeGate::Rollout, true),
+            want: Want {
+                conditions: [installed_ok, (True, Reason::Upgrading), OK, not_settled],
+                installed: Some("1.1.0"),
+                desired: Some("1.1.1"),
+                pin: Some((PinReason::PatchUpgrade, ">=1.1.0 <1.2.0-0")),
+                hop: Some((None, "1.1.0", true)),
+                max: Some("4.17"),
+                says: vec![],
+            },
+        },
+        Row {
+            name: "a new bundle declaring no maxOpenShiftVersion clears the recorded one",
+            step: step(
+                &settled_at_1_1_0(),
+                600,
+                move_to(
+                    "1.2.0",
+                    None,
+                    pin(PinReason::MinorUpgrade, ">=1.1.0 <2.0.0-0"),
+                    pin(PinReason::MinorUpgrade, ">=1.2.0 <2.0.0-0"),
+                ),
+                applied(report("1.2.0", None, vec![])),
+            ),
+            want: Want {
+                conditions: [installed_ok, as_expected, OK, upgradeable],
+                installed: Some("1.2.0"),
+                desired: None,
+                pin: Some((PinReason::MinorUpgrade, ">=1.2.0 <2.0.0-0")),
+                hop: Some((Some("1.1.0"), "1.2.0", true)),
+                max: None,
+                says: vec![],
+            },
+        },
+        Row {
+            name: "a new bundle's maxOpenShiftVersion replaces the recorded one",
+            step: step(
+                &settled_at_1_1_0(),
+                600,
+                move_to(
+                    "1.1.1",
+                    Some("4.18"),
+                    pin(PinReason::PatchUpgrade, ">=1.1.0 <1.2.0-0"),
+                    pin(PinReason::PatchUpgrade, ">=1.1.1 <1.2.0-0"),
+                ),
+                applied(report("1.1.1", Some("4.18"), vec![rollout()])),
+            ),
+            want: Want {
+                conditions: [installed_ok, (True, Reason::Upgrading), OK, not_settled],
+                installed: Some("1.1.1"),
+                desired: None,
+                pin: Some((PinReason::PatchUpgrade, ">=1.1.1 <1.2.0-0")),
+                hop: Some((Some("1.1.0"), "1.1.1", false)),
+                max: Some("4.18"),
+                says: vec![],
+            },
+        },
+        Row {
+            name: "a failed hop keeps the installed bundle and degrades with the error's reason",
+            step: step(
+                &settled_at_1_1_0(),
+                600,
+                move_to(
+                    "1.1.1",
+                    Some("4.17"),
+                    pin(PinReason::PatchUpgrade, ">=1.1.0 <1.2.0-0"),
+                    pin(PinReason::PatchUpgrade, ">=1.1.1 <1.2.0-0"),
+                ),
+                ActOutcome::Failed(Problem {
+                    reason: Reason::UnsafeCRDChange,
+                    message: "CRD widgets.example.com would drop stored version v1".to_owned(),
+                    degrades: true,
+                }),
+            ),
+            want: Want {
+                conditions: [
+                    installed_ok,
+                    (False, Reason::UnsafeCRDChange),
+                    (True, Reason::UnsafeCRDChange),
+                    upgradeable,
+                ],
+                installed: Some("1.1.0"),
+                desired: None,
+                pin: Some((PinReason::PatchUpgrade, ">=1.1.0 <1.2.0-0")),
+                hop: Some((None, "1.1.0", true)),
+                max: Some("4.17"),
+                says: vec![
+                    (types::DEGRADED, "would drop stored version v1"),
+                    (types::INSTALLED, "demo.v1.1.0 1.1.0 keeps running"),
+                ],
+            },
+        },
+        Row {
+            name: "a failed first install: nothing installed, Installed False with the error",
+            step: step(
+                &empty(),
+                0,
+                move_to(
+                    "1.1.0",
+                    Some("4.17"),
+                    pin(PinReason::Install, "*"),
+                    pin(PinReason::Steady, "=1.1.0"),
+                ),
+                ActOutcome::Failed(Problem {
+                    reason: Reason::UnpackFailed,
+                    message: "registry unreachable".to_owned(),
+                    degrades: true,
+                }),
+            ),
+            want: Want {
+                conditions: [
+                    (False, Reason::UnpackFailed),
+                    (False, Reason::UnpackFailed),
+                    (True, Reason::UnpackFailed),
+                    upgradeable,
+                ],
+                installed: None,
+                desired: None,
+                pin: Some((PinReason::Install, "*")),
+                hop: None,
+                max: None,
+                says: vec![(types::INSTALLED, "registry unreachable")],
+            },
+        },
+        Row {
+            name: "a failed re-apply of what runs keeps the settled hop and the pin",
+            step: step(
+                &settled_at_1_1_0(),
+                900,
+                keep(pin(PinReason::Steady, "=1.1.0")),
+                ActOutcome::Failed(Problem {
+                    reason: Reason::InstallFailed,
+                    message: "Deployment demo/demo-operator: forbidden".to_owned(),
+                    degrades: true,
+                }),
+            ),
+            want: Want {
+                conditions: [
+                    installed_ok,
+                    (False, Reason::InstallFailed),
+                    (True, Reason::InstallFailed),
+                    upgradeable,
+                ],
+                installed: Some("1.1.0"),
+                desired: None,
+                pin: Some((PinReason::Steady, "=1.1.0")),
+                hop: Some((None, "1.1.0", true)),
+                max: Some("4.17"),
+                says: vec![],
+            },
+        },
+        Row {
+            name: "catalog unavailable, something runs: a reported problem, not degraded",
+            step: step(
+                &settled_at_1_1_0(),
+                900,
+                with_problem(
+                    with_verdict(
+                        decision(Action::Keep, None, yes()),
+                        Upgradeability::unknown("no catalog content"),
+                    ),
+                    Reason::SourceFailed,
+                    false,
+                ),
+                applied(report("1.1.0", Some("4.17"), vec![])),
+            ),
+            want: Want {
+                conditions: [
+                    installed_ok,
+                    (False, Reason::SourceFailed),
+                    OK,
+                    (Unknown, Reason::UpgradeabilityUnknown),
+                ],
+                installed: Some("1.1.0"),
+                desired: None,
+                pin: Some((PinReason::Steady, "=1.1.0")),
+                hop: Some((None, "1.1.0", true)),
+                max: Some("4.17"),
+                says: vec![(types::INSTALLED, "SourceFailed happened")],
+            },
+        },
+        Row {
+            name: "catalog unavailable, nothing installed: Installed False, Degraded True",
+            step: step(
+                &empty(),
+                0,
+                with_problem(
+                    decision(Action::Nothing, None, Upgradeability::unknown("no catalog")),
+                    Reason::SourceFailed,
+                    true,
+                ),
+                ActOutcome::Skipped,
+            ),
+            want: Want {
+                conditions: [
+                    (False, Reason::SourceFailed),
+                    (False, Reason::SourceFailed),
+                    (True, Reason::SourceFailed),
+                    (Unknown, Reason::UpgradeabilityUnknown),
+                ],
+                installed: None,
+                desired: None,
+                pin: None,
+                hop: None,
+                max: None,
+                says: vec![],
+            },
+        },
+        Row {
+            name: "deadline exceeded on an unsettled hop: Degraded ProgressDeadlineExceeded",
+            step: step(
+                &hopping_to_1_1_1(),
+                1300,
+                deadline_exceeded(keep(pin(PinReason::PatchUpgrade, ">=1.1.1 <1.2.0-0"))),
+                applied(report("1.1.1", Some("4.17"), vec![rollout()])),
+            ),
+            want: Want {
+                conditions: [
+                    installed_ok,
+                    (True, Reason::WaitingForRollout),
+                    (True, Reason::ProgressDeadlineExceeded),
+                    not_settled,
+                ],
+                installed: Some("1.1.1"),
+                desired: None,
+                pin: Some((PinReason::PatchUpgrade, ">=1.1.1 <1.2.0-0")),
+                hop: Some((Some("1.1.0"), "1.1.1", false)),
+                max: Some("4.17"),
+                says: vec![(types::DEGRADED, "demo.v1.1.1")],
+            },
+        },
+        Row {
+            name: "deadline flagged but the hop settles in this step: not degraded",
+            step: step(
+                &hopping_to_1_1_1(),
+                1300,
+                deadline_exceeded(keep(pin(PinReason::PatchUpgrade, ">=1.1.1 <1.2.0-0"))),
+                applied(report("1.1.1", Some("4.17"), vec![])),
+            ),
+            want: Want {
+                conditions: [installed_ok, as_expected, OK, upgradeable],
+                installed: Some("1.1.1"),
+                desired: None,
+                pin: Some((PinReason::PatchUpgrade, ">=1.1.1 <1.2.0-0")),
+                hop: Some((Some("1.1.0"), "1.1.1", true)),
+                max: Some("4.17"),
+                says: vec![],
+            },
+        },
+        Row {
+            name: "a settled hop stays settled when a later rollout is drift",
+            step: step(
+                &settled_at_1_1_0(),
+                900,
+                keep(pin(PinReason::Steady, "=1.1.0")),
+                applied(report("1.1.0", Some("4.17"), vec![rollout()])),
+            ),
+            want: Want {
+                conditions: [installed_ok, as_expected, OK, upgradeable],
+                installed: Some("1.1.0"),
+                desired: None,
+                pin: Some((PinReason::Steady, "=1.1.0")),
+                hop: Some((None, "1.1.0", true)),
+                max: Some("4.17"),
+                says: vec![],
+            },
+        },
+        Row {
+            name: "waiting for the catalog after a restart: nothing changes but the generation",
+            step: step(
+                &settled_at_1_1_0(),
+                900,
+                decision(
+                    Action::WaitForCatalog {
+                        catalog: "redhat".to_owned(),
+                    },
+                    None,
+                    yes(),
+                ),
+                ActOutcome::Skipped,
+            ),
+            want: Want {
+                conditions: [installed_ok, as_expected, OK, upgradeable],
+                installed: Some("1.1.0"),
+                desired: None,
+                pin: Some((PinReason::Steady, "=1.1.0")),
+                hop: Some((None, "1.1.0", true)),
+                max: Some("4.17"),
+                says: vec![],
+            },
+        },
+    ]
+}
+
+fn message<'a>(status: &'a PlatformOperatorStatus, type_: &str) -> &'a str {
+    status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .map_or("", |c| c.message.as_str())
+}
+
+#[test]
+fn status_table() {
+    let rows = rows();
+    let mut failures = Vec::new();
+    for row in &rows {
+        let status = row.step.run();
+        let got = Shape::of(&status);
+        let want = row.want.shape();
+        if got != want {
+            failures.push(format!(
+                "{}\n  expected {want:?}\n  got      {got:?}\n  conditions: {:#?}",
+                row.name, status.conditions
+            ));
+            continue;
+        }
+        for (type_, text) in &row.want.says {
+            let said = message(&status, type_);
+            if !said.contains(text) {
+                failures.push(format!("{}: {type_} lacks {text:?}: {said}", row.name));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} rows failed:\n{}",
+        failures.len(),
+        rows.len(),
+        failures.join("\n")
+    );
+}
+
+/// Regression: never "at the desired bundle" and Upgradeable=True while `desiredBundle`
+/// differs from what is installed, in any row.
+#[test]
+fn a_pending_move_is_never_reported_as_done() {
+    for row in rows() {
+        let status = row.step.run();
+        let pending = status.desired_bundle.as_ref().is_some_and(|d| {
+            status
+                .installed_bundle
+                .as_ref()
+                .is_none_or(|i| i.name != d.name)
+        });
+        if !pending {
+            continue;
+        }
+        let find = |t: &str| status.conditions.iter().find(|c| c.type_ == t).unwrap();
+        let progressing = find(types::PROGRESSING);
+        let upgradeable = find(types::UPGRADEABLE);
+        assert!(
+            progressing.status == "True",
+            "{}: Progressing {} {} with a pending move",
+            row.name,
+            progressing.status,
+            progressing.reason
+        );
+        assert!(
+            upgradeable.status == "False",
+            "{}: Upgradeable {} with a pending move",
+            row.name,
+            upgradeable.status
+        );
+    }
+}
+
+/// Regression: Upgradeable is never True while the active hop is unsettled.
+#[test]
+fn an_unsettled_move_is_never_upgradeable() {
+    for row in rows() {
+        let status = row.step.run();
+        if status.active_hop.as_ref().is_some_and(|h| !h.settled) {
+            let upgradeable = status
+                .conditions
+                .iter()
+                .find(|c| c.type_ == types::UPGRADEABLE)
+                .unwrap();
+            assert_eq!(upgradeable.status, "False", "{}", row.name);
+            assert_eq!(upgradeable.reason, "MoveNotSettled", "{}", row.name);
+        }
+    }
+}
+
+fn transition(status: &PlatformOperatorStatus, type_: &str) -> Time {
+    status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .unwrap()
+        .last_transition_time
+        .clone()
+}
+
+#[test]
+fn last_transition_time_moves_only_when_the_status_flips() {
+    let first = installing();
+    let still = step(
+        &first,
+        30,
+        keep(pin(PinReason::Steady, "=1.1.0")),
+        applied(report("1.1.0", Some("4.17"), vec![rollout()])),
+    )
+    .run();
+    // Progressing went Installing → WaitingForRollout (True both times), Installed stayed
+    // False, Degraded stayed False: every time is the first one.
+    for type_ in [
+        types::INSTALLED,
+        types::PROGRESSING,
+        types::DEGRADED,
+        types::UPGRADEABLE,
+    ] {
+        assert_eq!(
+            transition(&still, type_),
+            transition(&first, type_),
+            "{type_}"
+        );
+        assert_eq!(transition(&first, type_), Time(at(0)), "{type_}");
+    }
+    let settled = step(
+        &still,
+        60,
+        keep(pin(PinReason::Steady, "=1.1.0")),
+        applied(report("1.1.0", Some("4.17"), vec![])),
+    )
+    .run();
+    // Installed, Progressing and Upgradeable flipped at t=60; Degraded did not.
+    assert_eq!(transition(&settled, types::INSTALLED), Time(at(60)));
+    assert_eq!(transition(&settled, types::PROGRESSING), Time(at(60)));
+    assert_eq!(transition(&settled, types::UPGRADEABLE), Time(at(60)));
+    assert_eq!(transition(&settled, types::DEGRADED), Time(at(0)));
+    // The hop's start is kept while it settles.
+    assert_eq!(
+        settled.active_hop.as_ref().map(|h| h.started_at.clone()),
+        Some(Time(at(0)))
+    );
+}
+
+#[test]
+fn an_unchanged_world_computes_an_equal_status() {
+    let settled = settled_at_1_1_0();
+    let again = step(
+        &settled,
+        3600,
+        keep(pin(PinReason::Steady, "=1.1.0")),
+        applied(report("1.1.0", Some("4.17"), vec![])),
+    )
+    .run();
+    assert_eq!(again, settled, "an unchanged status must not be rewritten");
+}
+
+#[test]
+fn sub_second_times_are_truncated() {
+    let mut s = step(
+        &empty(),
+        0,
+        move_to(
+            "1.1.0",
+            None,
+            pin(PinReason::Install, "*"),
+            pin(PinReason::Steady, "=1.1.0"),
+        ),
+        applied(report("1.1.0", None, vec![rollout()])),
+    );
+    s.now = Timestamp::from_millisecond(at(5).as_millisecond() + 750).unwrap();
+    let status = s.run();
+    assert_eq!(transition(&status, types::INSTALLED), Time(at(5)));
+    assert_eq!(status.active_hop.map(|h| h.started_at), Some(Time(at(5))));
+}
+
+#[test]
+fn observed_generation_is_always_the_current_one() {
+    for row in rows() {
+        let mut previous = row.step.previous.clone();
+        previous.observed_generation = Some(GENERATION - 1);
+        let status = Step {
+            previous,
+            ..row.step.clone()
+        }
+        .run();
+        assert_eq!(status.observed_generation, Some(GENERATION), "{}", row.name);
+        assert_eq!(status.conditions.len(), 4, "{}", row.name);
+        for c in &status.conditions {
+            assert_eq!(
+                c.observed_generation,
+                Some(GENERATION),
+                "{}: {}",
+                row.name,
+                c.type_
+            );
+        }
+    }
+}
+
+#[test]
+fn requeue_follows_the_status() {
+    let resync = std::time::Duration::from_secs(600);
+    let ok = applied(report("1.1.0", Some("4.17"), vec![]));
+    assert_eq!(
+        status::requeue(&settled_at_1_1_0(), &ok, resync),
+        resync,
+        "settled: the resync period"
+    );
+    assert_eq!(
+        status::requeue(&installing(), &ok, resync),
+        std::time::Duration::from_secs(3),
+        "unsettled: soon"
+    );
+    let failed = ActOutcome::Failed(Problem {
+        reason: Reason::InstallFailed,
+        message: "x".to_owned(),
+        degrades: true,
+    });
+    assert_eq!(
+        status::requeue(&settled_at_1_1_0(), &failed, resync),
+        std::time::Duration::from_secs(15),
+        "failed: back off"
+    );
+}
