@@ -685,7 +685,6 @@ mod tests {
             .await
             .unwrap_err();
         assert!(started.elapsed() < Duration::from_secs(5), "fails early");
-        eprintln!("TMPREPORT {}", failure.downcast_ref::<String>().unwrap());
         let report = failure.downcast_ref::<String>().unwrap();
         assert!(
             report.contains("ConfigMap default/quiet-watched: MODIFIED, resourceVersion"),

@@ -17,7 +17,7 @@ use kube::api::{Api, ListParams};
 use kube::{Client, ResourceExt};
 use pom_api::openshift::{AGGREGATED_CLUSTER_OPERATOR, ClusterOperator};
 use pom_api::{Catalog, PlatformOperator};
-use pom_controller::oci::ImagePuller;
+use pom_oci::ImagePuller;
 use pom_resolver::fbc::Catalog as FbcCatalog;
 use pom_resolver::fbc::parse_documents;
 

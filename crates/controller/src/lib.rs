@@ -25,7 +25,7 @@ pub mod health;
 pub mod leader;
 pub mod manifests;
 pub mod metrics;
-pub mod oci;
+pub use pom_oci as oci;
 pub mod operator;
 pub mod run;
 

@@ -445,6 +445,17 @@ fn upgradeable_condition(
         );
     }
     if let Some(to) = desired.filter(|_| installed) {
+        // What runs already blocks on its own (the operator says Upgradeable=False, or the
+        // bundle is incompatible): that is what the admin must act on, with its message
+        // (§8.3), and it is also why the move waits.
+        if verdict.status == ConditionStatus::False {
+            return Desired::new(
+                types::UPGRADEABLE,
+                ConditionStatus::False,
+                verdict.reason,
+                format!("{}; a move to {to} is pending", verdict.message),
+            );
+        }
         return Desired::new(
             types::UPGRADEABLE,
             ConditionStatus::False,

@@ -7,8 +7,8 @@ use std::io::Write;
 
 use flate2::Compression;
 use flate2::write::GzEncoder;
-use pom_controller::oci::LayerError;
-use pom_controller::oci::layers::{LayerFormat, LayerStack};
+use pom_oci::LayerError;
+use pom_oci::layers::{LayerFormat, LayerStack};
 
 /// One tar entry to write.
 enum Entry<'a> {

@@ -2,7 +2,7 @@
 //! The puller's behaviour that needs no registry: digest references short-circuit, bad
 //! references and unreachable registries map to the right condition reasons.
 
-use pom_controller::oci::{ImagePuller, OciError};
+use pom_oci::{ImagePuller, OciError};
 
 const DIGEST: &str = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
