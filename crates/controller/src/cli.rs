@@ -44,9 +44,9 @@ pub struct Flags {
     /// Periodic re-check of every PlatformOperator, in seconds.
     #[arg(long, env = "POM_RESYNC_SECONDS", default_value_t = 300)]
     pub resync_seconds: u64,
-    /// Log format: `text` or `json`.
-    #[arg(long, env = "POM_LOG_FORMAT", default_value = "text")]
-    pub log_format: String,
+    /// Log format.
+    #[arg(long, env = "POM_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
     /// Run the reconcilers only while holding the Lease `platform-operators-manager`
     /// (`--leader-elect=false` for a single replica outside a cluster).
     #[arg(long, env = "POM_LEADER_ELECT", default_value_t = true, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
@@ -133,7 +133,7 @@ pub fn main() -> ExitCode {
     // oci-client and kube both use rustls; pick the provider once (rust-stack.md §1.5).
     let _ = rustls::crypto::ring::default_provider().install_default();
     let flags = Flags::parse();
-    init_logging(&flags.log_format);
+    init_logging(flags.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -204,12 +204,20 @@ async fn wait_for_signal() {
     }
 }
 
-fn init_logging(format: &str) {
+/// How the manager writes its logs; anything else is refused at start-up (a typo must not
+/// silently switch a log pipeline expecting JSON to text).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
         tracing_subscriber::EnvFilter::new("info,kube=warn,hyper=warn,tower=warn")
     });
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
-    if format == "json" {
+    if format == LogFormat::Json {
         builder.json().init();
     } else {
         builder.init();
@@ -220,6 +228,18 @@ fn init_logging(format: &str) {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
+
+    #[test]
+    fn an_unknown_log_format_is_refused_naming_the_flag() {
+        let err = Flags::try_parse_from(["pom-manager", "--log-format", "jsn"]).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("--log-format") && text.contains("jsn"),
+            "{text}"
+        );
+        let ok = Flags::try_parse_from(["pom-manager", "--log-format", "json"]).unwrap();
+        assert_eq!(ok.log_format, LogFormat::Json);
+    }
 
     #[test]
     fn defaults() {

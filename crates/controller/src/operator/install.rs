@@ -339,3 +339,27 @@ async fn ensure_namespace(
     .map_err(Error::kube(format!("creating namespace {namespace}")))?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_bundle_without_image_or_objects_is_an_error_not_an_empty_pull() {
+        for image in [None, Some("")] {
+            let err = content_of("op.v1.0.0", image, None).err().unwrap();
+            assert!(matches!(err, Error::NoBundleContent { ref bundle } if bundle == "op.v1.0.0"));
+            assert_eq!(err.reason(), pom_api::conditions::Reason::UnpackFailed);
+            assert!(
+                err.to_string()
+                    .contains("neither an image nor olm.bundle.object"),
+                "{err}"
+            );
+        }
+        assert!(matches!(
+            content_of("op.v1.0.0", Some("quay.example/op@sha256:1"), None),
+            Ok(Content::Image(ref i)) if i == "quay.example/op@sha256:1"
+        ));
+    }
+}
