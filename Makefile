@@ -4,13 +4,14 @@ CARGO ?= cargo
 # Where the Go-built control-plane binaries live (outside git); printed by the build script.
 BIN_DIR = $(shell bash e2e/tools/build-binaries.sh 2>/dev/null | tail -n1)
 
-.PHONY: all test unit e2e e2e-binaries lint fmt crds manifests image demo bench bench-install clean-cache help
+.PHONY: all test unit e2e e2e-binaries lint fmt crds manifests image demo bench bench-install soak clean-cache help
 
 help:
 	@echo "make demo   - start a local control plane + registry, run POM, install two operators"
 	@echo "make test   - unit + property + e2e tests (builds control-plane binaries on first use)"
 	@echo "make e2e    - only the e2e suite;  make lint - fmt + clippy;  make crds - regenerate crds/"
 	@echo "make manifests - regenerate manifests/;  make image - build the manager image (podman/docker)"
+	@echo "make soak   - the decision state-machine test with SOAK_CASES sequences (default 500,000)"
 	@echo "make bench  - benchmarks (resolver);  make bench-install - 200 POs against a real control plane (BENCH_ARGS=...)"
 
 all: lint test
@@ -58,6 +59,12 @@ demo: e2e-binaries
 
 bench:
 	$(CARGO) bench -p pom-resolver
+
+## The decision core's state-machine property test, longer than in `make test` (10,000 sequences):
+## SOAK_CASES sequences (default 500,000), optimised build.
+SOAK_CASES ?= 500000
+soak:
+	POM_STATE_MACHINE_CASES=$(SOAK_CASES) $(CARGO) test --release -p pom-policy --test state_machine
 
 ## Issue 4: 200 PlatformOperators against a real control plane, the manager as a release-built
 ## process; prints install time, writes per PO, steady-state writes (must be 0) and peak RSS.
