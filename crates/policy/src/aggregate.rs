@@ -102,6 +102,14 @@ pub fn compute(
         // not judged upgradeable (seed 000).
         let verdict = match cond(po, types::UPGRADEABLE) {
             Some(c) if current => match c.reason.parse::<Reason>() {
+                // Not upgradeable with the happy reason (a hand-edited or foreign status)
+                // cannot be read: never write `Upgradeable=False` with reason `AsExpected`.
+                Ok(Reason::AsExpected) if c.status != ConditionStatus::True.as_str() => {
+                    Upgradeability::unknown(format!(
+                        "Upgradeable is {:?} with reason AsExpected: {}",
+                        c.status, c.message
+                    ))
+                }
                 Ok(reason) => Upgradeability {
                     status: ConditionStatus::parse_lenient(&c.status),
                     reason,

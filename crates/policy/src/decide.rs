@@ -287,21 +287,10 @@ fn decide_action(s: &PoSnapshot<'_>) -> PoDecision {
                 .with_problem(Reason::ResolutionFailed, message.clone(), true);
         }
     };
-    // An OpenShift cluster whose ClusterVersion cannot be judged: what runs keeps running and
-    // nothing moves (no pin can be stated for an unknown phase); a first install may proceed
-    // (nothing runs that could be broken) and is judged once the cluster can be.
+    // An OpenShift cluster whose ClusterVersion cannot be judged is resolved as steady: the
+    // steady pin holds what runs (only the admin's explicit steadyStateVersionRange moves it),
+    // a first install may proceed, and the verdict is Unknown until the cluster can be judged.
     let phase = s.cluster.phase();
-    if let ClusterView::OpenShift(Err(message)) = &s.cluster
-        && installed.is_some()
-    {
-        let mut decision = PoDecision::new(
-            Action::Keep,
-            Upgradeability::unknown(format!("cannot judge the cluster version: {message}")),
-        );
-        decision.pin = installed_version
-            .map(|v| PinState::from(&pin_for(Some(v), None, request.steady_state_range.as_ref())));
-        return decision;
-    }
 
     let inputs: Vec<CatalogInput<'_>> = catalogs
         .iter()

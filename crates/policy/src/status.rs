@@ -197,10 +197,11 @@ pub fn compute(input: &StatusInput<'_>) -> PlatformOperatorStatus {
     };
     let settled = active_hop.as_ref().is_none_or(|h| h.settled);
 
-    // Where the PO is heading: the move just started, or the one held.
+    // Where the PO is heading: the move chosen (started, refused by the cluster, or failed:
+    // it is still owed, so the PO is not at its pin), or the one held.
     let desired = match (&decision.action, &decision.held) {
         (_, Some(held)) => Some(held.to.clone()),
-        (Action::Move(target), None) if applied => Some(target.bundle_ref()),
+        (Action::Move(target), None) => Some(target.bundle_ref()),
         _ => None,
     }
     .filter(|d| installed.as_ref().is_none_or(|i| i.name != d.name));

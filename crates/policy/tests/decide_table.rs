@@ -559,7 +559,7 @@ fn row(name: &'static str, given: World, expect: Expect) -> Row {
     }
 }
 
-use ConditionStatus::{False, True};
+use ConditionStatus::False;
 use PinReason::{Install, MinorUpgrade, Override, PatchUpgrade, Rollback, Steady};
 
 fn rows() -> Vec<Row> {
@@ -865,6 +865,14 @@ fn rows() -> Vec<Row> {
                 .verdict(False, Reason::IncompatibleOperatorsInstalled)
                 .problem(Reason::ResolutionFailed, false)
                 .verdict_says("demo.v1.2.0"),
+        ),
+        row(
+            "incompatible bundle whose operator also says False: the incompatibility is reported",
+            world().installed("1.0.0").gate(Gate::Forbids),
+            keep()
+                .pin(Steady, "=1.0.0")
+                .verdict(False, Reason::IncompatibleOperatorsInstalled)
+                .verdict_says("demo.v1.1.0"),
         ),
         row(
             "invalid recorded maxOpenShiftVersion: Unknown (fail closed)",

@@ -21,6 +21,8 @@
 //! more). A failing sequence is shrunk and printed by proptest, and can be replayed from the
 //! persisted seed.
 
+#![allow(clippy::unwrap_used)]
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -260,22 +262,20 @@ impl World {
         ClusterPhaseView::Known(self.phase.kind)
     }
 
+    fn has_installed(&self, i: usize) -> bool {
+        self.pos[i]
+            .po
+            .status
+            .as_ref()
+            .is_some_and(|s| s.installed_bundle.is_some())
+    }
+
     fn apply(&mut self, event: &Event) -> Result<(), String> {
         self.now = Timestamp::from_second(self.now.as_second() + 7).unwrap();
         match *event {
             Event::Reconcile(i) => self.reconcile(i)?,
             Event::RolloutFinishes(i) => self.pos[i].rollout_pending = false,
-            Event::Operator(i, says) => {
-                if self.pos[i]
-                    .po
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.installed_bundle.as_ref())
-                    .is_some()
-                {
-                    self.pos[i].says = says;
-                }
-            }
+            Event::Operator(i, says) if self.has_installed(i) => self.pos[i].says = says,
             Event::FailNextApply(i) => self.pos[i].fail_next_apply = true,
             Event::StartPatch if self.phase.kind == PhaseKind::Steady => {
                 let c = &self.phase.current;

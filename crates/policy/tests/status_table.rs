@@ -770,7 +770,7 @@ fn rows() -> Vec<Row> {
             },
         },
         Row {
-            name: "a failed hop keeps the installed bundle and degrades with the error's reason",
+            name: "a failed hop keeps the installed bundle, degrades with the error, stays owed",
             step: step(
                 &settled_at_1_1_0(),
                 600,
@@ -791,10 +791,10 @@ fn rows() -> Vec<Row> {
                     installed_ok,
                     (False, Reason::UnsafeCRDChange),
                     (True, Reason::UnsafeCRDChange),
-                    upgradeable,
+                    not_settled,
                 ],
                 installed: Some("1.1.0"),
-                desired: None,
+                desired: Some("1.1.1"),
                 pin: Some((PinReason::PatchUpgrade, ">=1.1.0 <1.2.0-0")),
                 hop: Some((None, "1.1.0", true)),
                 max: Some("4.17"),
@@ -805,7 +805,7 @@ fn rows() -> Vec<Row> {
             },
         },
         Row {
-            name: "a failed first install: nothing installed, Installed False with the error",
+            name: "a failed first install: nothing installed, Installed False with the error, still owed",
             step: step(
                 &empty(),
                 0,
@@ -829,7 +829,7 @@ fn rows() -> Vec<Row> {
                     upgradeable,
                 ],
                 installed: None,
-                desired: None,
+                desired: Some("1.1.0"),
                 pin: Some((PinReason::Install, "*")),
                 hop: None,
                 max: None,
@@ -1045,8 +1045,9 @@ fn status_table() {
     );
 }
 
-/// Regression: never "at the desired bundle" and Upgradeable=True while `desiredBundle`
-/// differs from what is installed, in any row.
+/// Regression: while `desiredBundle` differs from what is installed, never Progressing=False
+/// "at the desired bundle" (AsExpected), and, once something runs, never Upgradeable other than
+/// False, in any row.
 #[test]
 fn a_pending_move_is_never_reported_as_done() {
     for row in rows() {
@@ -1064,18 +1065,20 @@ fn a_pending_move_is_never_reported_as_done() {
         let progressing = find(types::PROGRESSING);
         let upgradeable = find(types::UPGRADEABLE);
         assert!(
-            progressing.status == "True",
+            progressing.status == "True" || progressing.reason != "AsExpected",
             "{}: Progressing {} {} with a pending move",
             row.name,
             progressing.status,
             progressing.reason
         );
-        assert!(
-            upgradeable.status == "False",
-            "{}: Upgradeable {} with a pending move",
-            row.name,
-            upgradeable.status
-        );
+        if status.installed_bundle.is_some() {
+            assert!(
+                upgradeable.status == "False",
+                "{}: Upgradeable {} with a pending move",
+                row.name,
+                upgradeable.status
+            );
+        }
     }
 }
 

@@ -236,6 +236,7 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
 
     // Decide.
     let decision = decide(&snapshot);
+    tracing::debug!(po = %name, action = ?decision.action, held = ?decision.held, problem = ?decision.problem, "decided");
     if let Action::WaitForCatalog { catalog } = &decision.action {
         // Right after a (re)start the catalog cache is still filling: judging now would report
         // a running operator as failed (and the ClusterOperator as Degraded mid-update).
@@ -245,6 +246,9 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
 
     // Act.
     let outcome = act(pctx, po, &namespace, &snapshot, &decision, &catalogs).await;
+    if let ActOutcome::Failed(problem) = &outcome {
+        tracing::warn!(po = %name, reason = %problem.reason, message = %problem.message, "applying the decision failed; what ran before keeps running");
+    }
     if let ActOutcome::Applied(report) = &outcome {
         if report.wrote > 0 {
             tracing::info!(po = %name, bundle = %report.bundle.name, objects = report.wrote, "applied bundle objects");
