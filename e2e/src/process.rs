@@ -1,8 +1,11 @@
 //! Child processes that cannot outlive the test process.
 //!
-//! Each binary runs under a tiny `sh` guardian that kills it as soon as the test process is
+//! Each binary runs under a tiny `sh` guardian that stops it as soon as the test process is
 //! gone (even after SIGKILL or a panic in a static), so no etcd or apiserver is ever left
-//! behind; `Drop` stops it early when the owner goes away first.
+//! behind; `Drop` stops it early when the owner goes away first. Stopping is SIGTERM, then
+//! SIGKILL after [`STOP_GRACE_SECONDS`]: a kube-apiserver whose etcd is already gone can hang in
+//! its graceful shutdown forever, and a guardian that only waits would leak it (seen after a
+//! green CI run: two orphaned API servers, 250 MB each).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -16,11 +19,24 @@ pub struct Process {
     pub log: PathBuf,
 }
 
-const GUARDIAN: &str = r#"parent=$1; shift
+/// How long a stopped binary may take to exit after SIGTERM before it gets SIGKILL.
+pub const STOP_GRACE_SECONDS: u32 = 5;
+
+const GUARDIAN: &str = r#"parent=$1; grace=$2; shift 2
 "$@" & child=$!
-trap 'kill $child 2>/dev/null; wait $child; exit 0' TERM INT
+stop() {
+  kill "$child" 2>/dev/null
+  ticks=0
+  while kill -0 "$child" 2>/dev/null; do
+    ticks=$((ticks + 1))
+    if [ "$ticks" -ge $((grace * 10)) ]; then kill -9 "$child" 2>/dev/null; break; fi
+    sleep 0.1
+  done
+  wait "$child" 2>/dev/null
+}
+trap 'stop; exit 0' TERM INT
 while kill -0 "$parent" 2>/dev/null && kill -0 "$child" 2>/dev/null; do sleep 0.5; done
-kill $child 2>/dev/null; wait $child"#;
+stop"#;
 
 impl Process {
     /// Starts `bin` with `args`, logging stdout and stderr to `<log_dir>/<name>.log`.
@@ -41,6 +57,7 @@ impl Process {
             .arg(GUARDIAN)
             .arg("pom-e2e-guardian")
             .arg(std::process::id().to_string())
+            .arg(STOP_GRACE_SECONDS.to_string())
             .arg(bin)
             .args(args)
             .stdin(Stdio::null())
@@ -61,6 +78,12 @@ impl Process {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
         let all: Vec<&str> = text.lines().collect();
         all[all.len().saturating_sub(lines)..].join("\n")
+    }
+
+    /// The guardian's process id (the binary is its only child).
+    #[must_use]
+    pub fn guardian_pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Whether the process has exited.
