@@ -1,6 +1,8 @@
 //! Installing one bundle: fetch its content (image by digest, or objects carried by the
 //! catalog), render it (pure), refuse unsafe CRD changes and objects owned by another PO, apply
-//! what differs, prune what the bundle no longer has, and report whether the move has settled.
+//! what differs, and report what the move still waits for. Objects of the bundle moved from are
+//! pruned only once the move settled (`reconcile.rs`): until then both stay, and a failed move
+//! removes nothing (§6, §7).
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
@@ -233,14 +235,13 @@ pub async fn install(
         None => None,
     };
 
-    // Apply what differs (drift repair included), then prune older bundles' objects.
+    // Apply what differs (drift repair included).
     let mut wrote = 0;
     for ((id, object), (api, live)) in desired.iter().zip(&live_objects) {
         if apply_if_changed(api, &id.name, object, live.as_ref()).await? {
             wrote += 1;
         }
     }
-    wrote += objects::prune(kinds, client, &po_name, Some(&target.name)).await?;
 
     // Settle (rollout part of §7; never a readiness probe).
     let mut waits = Vec::new();

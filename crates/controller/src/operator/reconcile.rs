@@ -278,7 +278,21 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
         reported_before: snapshot.gate.reported,
     });
     let requeue = status::requeue(&new_status, &outcome, ctx.settings.resync_interval);
+    let settled_on = match &outcome {
+        ActOutcome::Applied(report) if new_status.active_hop.as_ref().is_none_or(|h| h.settled) => {
+            Some(report.bundle.name.clone())
+        }
+        _ => None,
+    };
     write_status(po, pctx, &previous, new_status).await?;
+    // Prune after settle (§6, §7): what the bundle moved from still owns stays until the move
+    // to `settled_on` has settled; a failed or unsettled move removes nothing.
+    if let Some(bundle) = settled_on {
+        let pruned = super::objects::prune(&pctx.kinds, &ctx.client, &name, Some(&bundle)).await?;
+        if pruned > 0 {
+            tracing::info!(po = %name, %bundle, pruned, "removed what older bundles had and this one does not");
+        }
+    }
     if let Ok(mut attempts) = pctx.attempts.lock() {
         attempts.remove(&name);
     }
