@@ -351,6 +351,26 @@ fn decide_action(s: &PoSnapshot<'_>) -> PoDecision {
     .into_iter()
     .flatten()
     .collect();
+    // A move recorded in status (intent, §7) but not yet applied is resumed, never replaced:
+    // a new leader after a crash between the intent and the apply must not jump past it.
+    if let Some(hop) = s.hop.as_ref().filter(|h| !h.settled)
+        && installed.map(|i| i.bundle.name.as_str()) != Some(hop.to.as_str())
+        && let Some((catalog, bundle)) = find_bundle(catalogs, &request.package, &hop.to)
+    {
+        decision.action = Action::Move(MoveTarget {
+            name: bundle.name.clone(),
+            version: bundle.version.clone(),
+            image: bundle.image.clone().filter(|i| !i.is_empty()),
+            catalog: catalog.to_owned(),
+            max_openshift_version: bundle.properties.max_openshift_version.clone(),
+            pin_after: PinState::from(&pin_for(
+                Some(&bundle.version),
+                phase,
+                request.steady_state_range.as_ref(),
+            )),
+        });
+        return decision;
+    }
     if resolution.stays {
         return decision;
     }
@@ -396,6 +416,21 @@ fn decide_action(s: &PoSnapshot<'_>) -> PoDecision {
         None => decision.action = Action::Move(target),
     }
     decision
+}
+
+/// Bundle `name` of `package` in the first catalog that has it.
+fn find_bundle<'a>(
+    catalogs: &'a [CatalogContent<'_>],
+    package: &str,
+    name: &str,
+) -> Option<(&'a str, &'a pom_resolver::fbc::Bundle)> {
+    catalogs.iter().find_map(|c| {
+        c.content
+            .packages
+            .get(package)
+            .and_then(|p| p.bundles.get(name))
+            .map(|b| (c.name.as_str(), b))
+    })
 }
 
 /// The resolver's request for this PO (the one place it is built).

@@ -147,6 +147,92 @@ pub struct StatusInput<'a> {
     pub reported_before: bool,
 }
 
+/// The status that records a move before its first object is written (§7: intent before
+/// writes): the hop (from, to, started) unsettled, `desiredBundle`, Progressing
+/// `Installing`/`Upgrading` and Upgradeable `MoveNotSettled`. What is installed is unchanged. A
+/// manager that dies before or during the apply resumes this move (see `decide`). `None` when
+/// the decision starts no move.
+#[must_use]
+pub fn intent(input: &StatusInput<'_>) -> Option<PlatformOperatorStatus> {
+    let Action::Move(target) = &input.decision.action else {
+        return None;
+    };
+    let previous = input.previous;
+    // Already recorded (a retry of the same move): nothing to add, and rewriting the
+    // conditions would make a refused move flap between Installing and its refusal.
+    if previous
+        .active_hop
+        .as_ref()
+        .is_some_and(|hop| hop.to == target.name && !hop.settled)
+    {
+        return None;
+    }
+    let now = to_api_time(input.now);
+    let installed = previous.installed_bundle.as_ref();
+    let hop = match &previous.active_hop {
+        Some(hop) if hop.to == target.name && !hop.settled => hop.clone(),
+        _ => ActiveHop {
+            from: installed.map(|b| b.name.clone()),
+            to: target.name.clone(),
+            started_at: now.clone(),
+            settled: false,
+            waiting_for: Some(format!("{} to be applied", target.name)),
+        },
+    };
+    let first_install = installed.is_none();
+    let applying = format!("applying {} {}", target.name, target.version);
+    let conditions = vec![
+        match installed {
+            Some(b) => Desired::new(
+                types::INSTALLED,
+                ConditionStatus::True,
+                Reason::InstallSucceeded,
+                format!("installed {} {}", b.name, b.version),
+            ),
+            None => Desired::new(
+                types::INSTALLED,
+                ConditionStatus::False,
+                Reason::Installing,
+                applying.clone(),
+            ),
+        },
+        Desired::new(
+            types::PROGRESSING,
+            ConditionStatus::True,
+            if first_install {
+                Reason::Installing
+            } else {
+                Reason::Upgrading
+            },
+            applying,
+        ),
+        degraded_condition(
+            input.decision.problem.as_ref(),
+            input.decision.deadline_exceeded,
+            installed,
+            &[],
+        ),
+        Desired::new(
+            types::UPGRADEABLE,
+            ConditionStatus::False,
+            Reason::MoveNotSettled,
+            format!(
+                "the move to {} has started; wait for it before updating the cluster",
+                target.name
+            ),
+        ),
+    ];
+    Some(PlatformOperatorStatus {
+        observed_generation: input.generation,
+        conditions: merge(&previous.conditions, &conditions, input.generation, &now),
+        installed_bundle: installed.cloned(),
+        desired_bundle: Some(target.bundle_ref()),
+        pin: previous.pin.clone(),
+        active_hop: Some(hop),
+        max_open_shift_version: previous.max_open_shift_version.clone(),
+    })
+}
+
 /// Computes the new status.
 #[must_use]
 pub fn compute(input: &StatusInput<'_>) -> PlatformOperatorStatus {
@@ -180,7 +266,10 @@ pub fn compute(input: &StatusInput<'_>) -> PlatformOperatorStatus {
     let active_hop = match (&installed, applied) {
         (Some(now_installed), true) => {
             let mut hop = match &previous.active_hop {
-                Some(hop) if !moved && hop.to == now_installed.name => hop.clone(),
+                // The same move: still settling, or recorded as intent before this apply.
+                Some(hop) if hop.to == now_installed.name && (!moved || !hop.settled) => {
+                    hop.clone()
+                }
                 _ => ActiveHop {
                     from: installed_before.as_ref().map(|b| b.name.clone()),
                     to: now_installed.name.clone(),
@@ -189,7 +278,10 @@ pub fn compute(input: &StatusInput<'_>) -> PlatformOperatorStatus {
                     waiting_for: None,
                 },
             };
-            hop.settled = hop.settled || waits.is_empty();
+            // A move is never settled by the reconcile that applied it: the verdict of this
+            // reconcile was made for what ran before, so the next one judges the new bundle
+            // before Upgradeable may say True.
+            hop.settled = hop.settled || (waits.is_empty() && !moved);
             hop.waiting_for = (!hop.settled).then(|| join(&waits));
             Some(hop)
         }

@@ -1,11 +1,13 @@
 //! State-machine property test: random sequences of world events (cluster patch/minor updates
 //! starting and completing, rollbacks, catalogs gaining and losing bundles or going
 //! unavailable, operators reporting True/False/stale/never, rollouts finishing or stalling,
-//! failed applies, manager restarts) drive gather → `decide` → simulated act →
+//! failed applies, manager restarts and crashes between recording a move and applying it) drive gather → `decide` → simulated act →
 //! `status::compute` → `aggregate::compute`, and after every step the safety invariants of §4,
 //! §7 and §8 are checked against an oracle that does not use the code under test:
 //!
-//! 1. at most one move in flight: a move never starts while the last one is unsettled;
+//! 1. at most one move in flight: a move never starts while the last one is unsettled, except
+//!    to resume a move recorded as intent (a crash between the intent and the apply), and then
+//!    only to its recorded target (nothing skipped);
 //! 2. a move goes only along a catalog edge from the installed bundle (no hop skipped);
 //! 3. a move stays inside the pin of the cluster phase and the admin's `versionRange`;
 //! 4. never a major version automatically;
@@ -83,6 +85,8 @@ enum Event {
     RolloutFinishes(usize),
     Operator(usize, OperatorSays),
     FailNextApply(usize),
+    /// The manager dies right after recording the next move's intent, before applying it.
+    CrashDuringNextMove(usize),
     StartPatch,
     StartMinor,
     CompleteUpdate,
@@ -104,7 +108,8 @@ fn event() -> impl Strategy<Value = Event> {
             Just(OperatorSays::False),
             Just(OperatorSays::Stale),
         ]).prop_map(|(p, s)| Event::Operator(p, s)),
-        1 => po.prop_map(Event::FailNextApply),
+        1 => po.clone().prop_map(Event::FailNextApply),
+        1 => po.prop_map(Event::CrashDuringNextMove),
         1 => Just(Event::StartPatch),
         1 => Just(Event::StartMinor),
         2 => Just(Event::CompleteUpdate),
@@ -127,6 +132,9 @@ struct SimPo {
     /// The PO's annotation: its operator has reported before.
     reported_before: bool,
     fail_next_apply: bool,
+    crash_during_next_move: bool,
+    /// A move recorded as intent when the manager died: it must be resumed, never dropped.
+    intent_at_crash: Option<String>,
     /// The catalogs were not read since the manager (re)started.
     catalogs_loading: bool,
 }
@@ -176,6 +184,8 @@ impl World {
                     says: OperatorSays::Never,
                     reported_before: false,
                     fail_next_apply: false,
+                    crash_during_next_move: false,
+                    intent_at_crash: None,
                     catalogs_loading: false,
                 }
             })
@@ -277,6 +287,7 @@ impl World {
             Event::RolloutFinishes(i) => self.pos[i].rollout_pending = false,
             Event::Operator(i, says) if self.has_installed(i) => self.pos[i].says = says,
             Event::FailNextApply(i) => self.pos[i].fail_next_apply = true,
+            Event::CrashDuringNextMove(i) => self.pos[i].crash_during_next_move = true,
             Event::StartPatch if self.phase.kind == PhaseKind::Steady => {
                 let c = &self.phase.current;
                 self.phase = ClusterPhase {
@@ -388,7 +399,33 @@ impl World {
         let decision = decide(&snapshot);
         check_decision(self, i, &previous, &snapshot, &decision, &catalog)?;
 
-        // Act, as the manager does, on the simulated cluster.
+        // Intent before writes, then act, as the manager does, on the simulated cluster.
+        let sim = &self.pos[i];
+        let previous = match status::intent(&StatusInput {
+            previous: &previous,
+            generation: sim.po.metadata.generation,
+            now: self.now,
+            decision: &decision,
+            outcome: &ActOutcome::Skipped,
+            upgrade_gate: sim.po.spec.upgrade_gate,
+            reported_before: gate.reported,
+        }) {
+            Some(intent) => {
+                check_status(&previous, &intent, &gate)?;
+                self.pos[i].po.status = Some(intent.clone());
+                if self.pos[i].crash_during_next_move {
+                    self.pos[i].intent_at_crash = intent.active_hop.as_ref().map(|h| h.to.clone());
+                    // The manager dies here: a new one starts with cold caches.
+                    for po in &mut self.pos {
+                        po.crash_during_next_move = false;
+                        po.catalogs_loading = true;
+                    }
+                    return Ok(());
+                }
+                intent
+            }
+            None => previous,
+        };
         let sim = &mut self.pos[i];
         let target = match &decision.action {
             Action::WaitForCatalog { .. } => {
@@ -467,6 +504,22 @@ impl World {
             reported_before: gate.reported,
         });
         check_status(&previous, &new_status, &gate)?;
+        if let Some(intended) = self.pos[i].intent_at_crash.clone() {
+            let installed = new_status.installed_bundle.as_ref().map(|b| &b.name);
+            let recorded = new_status.active_hop.as_ref().map(|h| &h.to);
+            // Nothing of a recorded move was applied; if its bundle has left the catalog it
+            // cannot be resumed, and a new move from what runs skips nothing that ran.
+            let still_offered = self.last_good.packages[PACKAGES[i]]
+                .bundles
+                .contains_key(&intended);
+            if installed == Some(&intended) || !still_offered {
+                self.pos[i].intent_at_crash = None;
+            } else if recorded != Some(&intended) {
+                return Err(format!(
+                    "the move to {intended} recorded before a crash was dropped: {new_status:#?}"
+                ));
+            }
+        }
         let _ = status::requeue(&new_status, &outcome, Duration::from_secs(300));
         self.pos[i].po.status = Some(new_status);
         Ok(())
@@ -532,11 +585,16 @@ fn check_decision(
     let from = v(&installed.version);
     let to = &target.version;
     let sim = &world.pos[i];
-    if previous.active_hop.as_ref().is_some_and(|h| !h.settled) {
-        return Err(format!(
-            "move to {} started while the move to {installed:?} is unsettled",
-            target.name
-        ));
+    if let Some(hop) = previous.active_hop.as_ref().filter(|h| !h.settled) {
+        // The only move allowed while one is unsettled: resuming a recorded intent, to its
+        // recorded target.
+        if hop.to == installed.name || hop.to != target.name {
+            return Err(format!(
+                "move to {} started while the move to {} is unsettled",
+                target.name, hop.to
+            ));
+        }
+        return Ok(());
     }
     if sim.says == OperatorSays::False {
         return Err(format!(

@@ -736,12 +736,14 @@ fn rows() -> Vec<Row> {
                 ),
                 applied(report("1.2.0", None, vec![])),
             ),
+            // Nothing to wait for, yet not settled: the reconcile that applied a move never
+            // settles it (its verdict was made for what ran before).
             want: Want {
-                conditions: [installed_ok, as_expected, OK, upgradeable],
+                conditions: [installed_ok, (True, Reason::Upgrading), OK, not_settled],
                 installed: Some("1.2.0"),
                 desired: None,
                 pin: Some((PinReason::MinorUpgrade, ">=1.2.0 <2.0.0-0")),
-                hop: Some((Some("1.1.0"), "1.2.0", true)),
+                hop: Some((Some("1.1.0"), "1.2.0", false)),
                 max: None,
                 says: vec![],
             },

@@ -31,7 +31,7 @@ use pom_policy::{Action, PoDecision, PoSnapshot, Problem, decide};
 use tokio_util::sync::CancellationToken;
 
 use super::gather::{self, ClusterWatch};
-use super::install::{self, Target};
+use super::install::{self, Content, Target};
 use super::objects::KindCache;
 use crate::conditions;
 use crate::context::{Context, PO_ANNOTATIONS_FIELD_MANAGER, PO_STATUS_FIELD_MANAGER};
@@ -39,6 +39,43 @@ use crate::error::Error;
 
 /// How soon to look again while a Catalog the PO uses has not been read since the start.
 const CATALOG_WARMUP_RETRY: Duration = Duration::from_secs(2);
+/// How soon to look again when the watch cache has not caught up with our own status write.
+const OWN_WRITE_RETRY: Duration = Duration::from_millis(500);
+
+impl PoContext {
+    /// Whether `po` as cached is older than what this manager last wrote to it. Kubernetes
+    /// resourceVersions are opaque; etcd-backed ones are increasing integers, and anything else
+    /// is never considered behind.
+    fn behind_own_write(&self, po: &PlatformOperator) -> bool {
+        let Some(cached) = po
+            .metadata
+            .resource_version
+            .as_deref()
+            .and_then(|rv| rv.parse::<u64>().ok())
+        else {
+            return false;
+        };
+        self.written
+            .lock()
+            .ok()
+            .and_then(|w| w.get(&po.name_any()).copied())
+            .is_some_and(|written| cached < written)
+    }
+
+    fn remember_write(&self, name: &str, written: &PlatformOperator) {
+        if let (Some(rv), Ok(mut map)) = (
+            written
+                .metadata
+                .resource_version
+                .as_deref()
+                .and_then(|rv| rv.parse::<u64>().ok()),
+            self.written.lock(),
+        ) {
+            let entry = map.entry(name.to_owned()).or_insert(0);
+            *entry = (*entry).max(rv);
+        }
+    }
+}
 
 /// State of the PlatformOperator controller on top of the shared [`Context`].
 pub struct PoContext {
@@ -47,6 +84,13 @@ pub struct PoContext {
     pub catalog_objects: Store<Catalog>,
     pub cluster: ClusterWatch,
     pub kinds: KindCache,
+    /// The manifests of catalog-carried (`olm.bundle.object`) bundles as last applied, by
+    /// bundle name: drift repair of a bundle that has left its catalog re-applies them.
+    applied_objects: Mutex<HashMap<String, Arc<Vec<String>>>>,
+    /// The resourceVersion of each PO as this manager last wrote it. The watch cache may lag
+    /// behind our own write; judging a PO from a status older than the one just written would
+    /// re-apply the bundle moved from (a downgrade mid-update).
+    written: Mutex<HashMap<String, u64>>,
     attempts: Mutex<HashMap<String, usize>>,
 }
 
@@ -65,6 +109,8 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
         catalog_objects,
         cluster,
         kinds: KindCache::default(),
+        applied_objects: Mutex::default(),
+        written: Mutex::default(),
         attempts: Mutex::default(),
     });
     let by_owner_label = |labels: &std::collections::BTreeMap<String, String>| {
@@ -203,7 +249,15 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
         .clone()
         .unwrap_or_else(|| name.clone());
 
-    // Gather.
+    if pctx.behind_own_write(po) {
+        return Ok(RequeueAction::requeue(OWN_WRITE_RETRY));
+    }
+
+    // Gather. The Catalog objects must have been listed once: an empty store right after a
+    // start would read as "no Catalog" and judge a running operator on nothing.
+    if pctx.catalog_objects.wait_until_ready().await.is_err() {
+        return Ok(RequeueAction::requeue(CATALOG_WARMUP_RETRY));
+    }
     let (cluster, kube_version) = pctx.cluster.view().await?;
     let known_catalogs: Vec<String> = pctx
         .catalog_objects
@@ -244,6 +298,27 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
         return Ok(RequeueAction::requeue(CATALOG_WARMUP_RETRY));
     }
 
+    // Intent before writes: a move is recorded in status before its first object is written,
+    // so a crash anywhere in the apply resumes this move and never skips it.
+    let reported_before = snapshot.gate.reported;
+    let status_input = |previous| StatusInput {
+        previous,
+        generation: po.metadata.generation,
+        now: snapshot.now,
+        decision: &decision,
+        outcome: &ActOutcome::Skipped,
+        upgrade_gate: po.spec.upgrade_gate,
+        reported_before,
+    };
+    let before = previous;
+    let previous = match status::intent(&status_input(&before)) {
+        Some(intent) => {
+            write_status(po, pctx, &before, intent.clone()).await?;
+            intent
+        }
+        None => before.clone(),
+    };
+
     // Act.
     let outcome = act(pctx, po, &namespace, &snapshot, &decision, &catalogs).await;
     if let ActOutcome::Failed(problem) = &outcome {
@@ -263,19 +338,15 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
                 .annotations()
                 .contains_key(labels::OPERATOR_CONDITION_REPORTED)
         {
-            mark_reported(&ctx.client, &name).await?;
+            let written = mark_reported(&ctx.client, &name).await?;
+            pctx.remember_write(&name, &written);
         }
     }
 
     // Report.
     let new_status = status::compute(&StatusInput {
-        previous: &previous,
-        generation: po.metadata.generation,
-        now: snapshot.now,
-        decision: &decision,
         outcome: &outcome,
-        upgrade_gate: po.spec.upgrade_gate,
-        reported_before: snapshot.gate.reported,
+        ..status_input(&previous)
     });
     let requeue = status::requeue(&new_status, &outcome, ctx.settings.resync_interval);
     let settled_on = match &outcome {
@@ -312,32 +383,61 @@ async fn act(
     let contents = catalogs.contents();
     let target = match &decision.action {
         Action::Nothing | Action::WaitForCatalog { .. } => return ActOutcome::Skipped,
-        Action::Move(target) => Target::for_move(target, &contents),
+        Action::Move(target) => Target::for_move(target, &contents).map_err(|err| (err, true)),
         Action::Keep => match &snapshot.installed {
             Some(installed) => Target::for_keep(
                 &installed.bundle,
                 installed.max_openshift_version.clone(),
                 &contents,
+            )
+            .or_else(
+                |err| match remembered_objects(pctx, &installed.bundle.name) {
+                    Some(objects) => Ok(Target {
+                        name: installed.bundle.name.clone(),
+                        version: installed.bundle.version.clone(),
+                        content: Content::Objects(objects.to_vec()),
+                        max_openshift_version: installed.max_openshift_version.clone(),
+                    }),
+                    // What runs keeps running; only its repair is lost (not a failure of it).
+                    None => Err((err, false)),
+                },
             ),
             None => return ActOutcome::Skipped,
         },
     };
     let result = match target {
-        Ok(target) => install::install(&pctx.ctx, &pctx.kinds, po, namespace, &target).await,
-        Err(err) => Err(err),
+        Ok(target) => {
+            let result = install::install(&pctx.ctx, &pctx.kinds, po, namespace, &target).await;
+            if result.is_ok()
+                && let Content::Objects(objects) = &target.content
+                && let Ok(mut remembered) = pctx.applied_objects.lock()
+            {
+                remembered.insert(target.name.clone(), Arc::new(objects.clone()));
+            }
+            result.map_err(|err| (err, true))
+        }
+        Err(failure) => Err(failure),
     };
     match result {
         Ok(report) => ActOutcome::Applied(Box::new(report)),
-        Err(err) => ActOutcome::Failed(Problem {
+        Err((err, degrades)) => ActOutcome::Failed(Problem {
             reason: err.reason(),
-            message: err.to_string(),
-            degrades: true,
+            message: if degrades {
+                err.to_string()
+            } else {
+                format!("drift repair is paused: {err}")
+            },
+            degrades,
         }),
     }
 }
 
+fn remembered_objects(pctx: &PoContext, bundle: &str) -> Option<Arc<Vec<String>>> {
+    pctx.applied_objects.lock().ok()?.get(bundle).cloned()
+}
+
 /// Remembers on the PO that its operator reports OperatorConditions (`upgradeGate: Auto`).
-async fn mark_reported(client: &kube::Client, name: &str) -> Result<(), Error> {
+async fn mark_reported(client: &kube::Client, name: &str) -> Result<PlatformOperator, Error> {
     let api: Api<PlatformOperator> = Api::all(client.clone());
     let patch = serde_json::json!({
         "apiVersion": "platform.openshift.io/v1alpha1",
@@ -350,8 +450,7 @@ async fn mark_reported(client: &kube::Client, name: &str) -> Result<(), Error> {
         &Patch::Apply(&patch),
     )
     .await
-    .map_err(Error::kube(format!("annotating PlatformOperator {name}")))?;
-    Ok(())
+    .map_err(Error::kube(format!("annotating PlatformOperator {name}")))
 }
 
 async fn write_status(
@@ -371,15 +470,17 @@ async fn write_status(
         "kind": "PlatformOperator",
         "status": new,
     });
-    api.patch_status(
-        &name,
-        &PatchParams::apply(PO_STATUS_FIELD_MANAGER).force(),
-        &Patch::Apply(&patch),
-    )
-    .await
-    .map_err(Error::kube(format!(
-        "writing the status of PlatformOperator {name}"
-    )))?;
+    let written = api
+        .patch_status(
+            &name,
+            &PatchParams::apply(PO_STATUS_FIELD_MANAGER).force(),
+            &Patch::Apply(&patch),
+        )
+        .await
+        .map_err(Error::kube(format!(
+            "writing the status of PlatformOperator {name}"
+        )))?;
+    pctx.remember_write(&name, &written);
     Ok(())
 }
 
