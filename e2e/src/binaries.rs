@@ -34,20 +34,20 @@ pub fn locate(names: &[&str]) -> Result<PathBuf, HarnessError> {
 }
 
 /// The binaries' directory for a test, or `None` when the test must skip. Every e2e test
-/// calls this before starting anything, so it also requires `../shared/testdata`: each control
+/// calls this before starting anything, so it also checks `../shared/testdata`: each control
 /// plane installs the upstream ClusterVersion/ClusterOperator/OperatorCondition CRDs from it
 /// (without it the harness falls back to CRDs generated from our own types, which cannot
 /// catch a write the real schemas refuse). Both go through [`crate::skip::skip`]: a failure in
-/// CI, and outside CI unless `POM_ALLOW_SKIP=1`.
+/// CI, a visible `SKIPPED` line elsewhere.
 ///
 /// # Panics
-/// See [`crate::skip::skip`].
+/// In CI, when something is missing.
 #[must_use]
 pub fn require(names: &[&str]) -> Option<PathBuf> {
     if crate::shared_testdata().is_none() {
         crate::skip::skip(
-            "../shared/testdata is not next to the checkout: the upstream CRD schemas cannot be \
-             installed (generated CRDs are used instead) and tests that read them cannot run",
+            "../shared/testdata is absent: the upstream CRD schemas are not checked (the \
+             control plane gets CRDs generated from our types instead)",
         );
     }
     match locate(names) {

@@ -9,8 +9,9 @@
 //!
 //! Binaries are found through `POM_TEST_BIN_DIR` (set by the Makefile) or the build script's
 //! cache directory. When they (or `../shared/testdata`) are missing, [`binaries::require`]
-//! fails the test, naming what is missing; outside CI, `POM_ALLOW_SKIP=1` turns that into a
-//! skip (see [`skip`]). "Nothing happened" is proven with a [`quiet::QuietWindow`].
+//! fails the test in CI, naming what is missing, and elsewhere skips it with a `SKIPPED` line
+//! libtest does not capture (see [`skip`]). "Nothing happened" is proven with a
+//! [`quiet::QuietWindow`].
 
 pub mod binaries;
 mod certs;

@@ -19,11 +19,11 @@ use crate::{ControlPlane, Workloads, binaries};
 pub const WAIT: Duration = Duration::from_secs(120);
 
 /// A control plane where Deployments really roll out (plus the registry binary when asked);
-/// `None` when the binaries are missing and skipping is allowed (see [`crate::skip`]).
+/// `None` when the binaries are missing outside CI (a `SKIPPED` line is written; see
+/// [`crate::skip`]).
 ///
 /// # Panics
-/// When the control plane cannot start, or a prerequisite is missing and skipping is not
-/// allowed.
+/// When the control plane cannot start, and in CI when binaries are missing.
 pub async fn simulated_plane(with_registry: bool) -> Option<ControlPlane> {
     let mut needed = binaries::CONTROL_PLANE.to_vec();
     needed.extend_from_slice(binaries::WORKLOADS);

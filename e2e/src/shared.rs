@@ -8,12 +8,12 @@ use crate::{ControlPlane, Workloads};
 static SHARED: OnceCell<Option<ControlPlane>> = OnceCell::const_new();
 
 /// The test binary's shared control plane (no workloads), started on first use; `None` when
-/// the binaries are missing and skipping is allowed (`POM_ALLOW_SKIP=1` outside CI; see
-/// [`crate::skip`]). Build a client per test with [`ControlPlane::client`].
+/// the binaries are missing outside CI (a `SKIPPED` line is written; see [`crate::skip`]).
+/// Build a client per test with [`ControlPlane::client`].
 ///
 /// # Panics
-/// When the control plane cannot start, or a prerequisite is missing and skipping is not
-/// allowed: e2e never skips silently.
+/// When the control plane cannot start, and in CI when binaries are missing: e2e never skips
+/// silently.
 pub async fn shared_control_plane() -> Option<&'static ControlPlane> {
     SHARED
         .get_or_init(|| async {

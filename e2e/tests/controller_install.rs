@@ -2,7 +2,9 @@
 //! The manager against a real control plane with simulated workloads: installs, rollouts,
 //! status, the aggregated ClusterOperator, drift repair, deletion and refusals.
 
-use pom_e2e::scenario::{configmap_catalog, create_po, simulated_plane, wait_po_condition};
+use pom_e2e::scenario::{
+    configmap_catalog, create_po, set_cluster, simulated_plane, wait_po_condition,
+};
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
@@ -47,6 +49,9 @@ async fn installs_from_a_configmap_catalog_and_reports_the_cluster_operator() {
         return;
     };
     let client = plane.client().await.unwrap();
+    // The harness serves config.openshift.io, so the manager judges the ClusterVersion: a
+    // steady 4.16 cluster (without one it would never report a version, failing closed).
+    set_cluster(&client, &[("4.16.3", true)], "4.16.3").await;
     let bundle = TestBundle::new("alpha", "1.0.0");
     configmap_catalog(
         &client,
@@ -131,15 +136,20 @@ async fn installs_from_a_configmap_catalog_and_reports_the_cluster_operator() {
         "{:?}",
         co_condition(&co, "Progressing")
     );
-    // Upgradeable: this control plane has no ClusterVersion, so the PO is upgradeable with
-    // the compatibility checks off, and the ClusterOperator says so in one line for the PO.
+    // Upgradeable: the bundle declares no maxOpenShiftVersion, so the PO does not block the
+    // next minor and says why; the ClusterOperator carries it as the one line for the PO.
     let (status, reason, po_message) = po_condition(&client, "alpha", "Upgradeable").await.unwrap();
     assert_eq!(
         (status.as_str(), reason.as_str()),
         ("True", "AsExpected"),
         "{po_message}"
     );
-    assert!(po_message.contains("no ClusterVersion"), "{po_message}");
+    assert_eq!(bundle.max_openshift_version, None);
+    assert!(
+        po_message.contains("alpha.v1.0.0")
+            && po_message.contains("declares no maxOpenShiftVersion"),
+        "{po_message}"
+    );
     assert_eq!(
         co_condition(&co, "Upgradeable"),
         (

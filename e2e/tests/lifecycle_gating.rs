@@ -186,7 +186,7 @@ async fn assert_held_at_7_10_0(client: &Client, settings: &Settings) {
         .unchanged(
             pos.clone(),
             PKG,
-            "the installed bundle and its move (7.10.1 started before 7.10.0 settled)",
+            "the installed bundle and its move (held at 7.10.0 until it settles)",
             position,
         )
         .never(pos, PKG, "Upgradeable=True", |po| {
