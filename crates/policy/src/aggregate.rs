@@ -119,14 +119,23 @@ pub fn compute(
             },
             _ => Upgradeability::unknown("has not reported whether it is upgradeable yet"),
         };
-        verdicts.push((name, verdict));
-        let settled = status.active_hop.as_ref().is_some_and(|h| h.settled)
-            && status.desired_bundle.is_none();
         let failed_without_install = status.installed_bundle.is_none();
         let pin_for_phase = status
             .pin
             .as_ref()
             .is_some_and(|p| cluster.matches(p.reason));
+        // A PO judged for another cluster phase (its status predates the update that just
+        // started, or the cluster cannot be judged) is not judged for this one: fail closed.
+        let verdict = if verdict.allows_update() && !failed_without_install && !pin_for_phase {
+            Upgradeability::unknown(
+                "has not been judged for the cluster's current update phase yet",
+            )
+        } else {
+            verdict
+        };
+        verdicts.push((name, verdict));
+        let settled = status.active_hop.as_ref().is_some_and(|h| h.settled)
+            && status.desired_bundle.is_none();
         all_at_pin &= current && ((settled && pin_for_phase) || failed_without_install);
     }
 

@@ -411,7 +411,7 @@ fn rows() -> Vec<Row> {
             name: "minor update: a PO still pinned Steady withholds versions",
             pos: vec![po("a").pin(PinReason::MinorUpgrade), po("b")],
             cluster: minor,
-            want: shape(HAPPY, Withheld),
+            want: shape((False, Reason::UpgradeabilityUnknown), Withheld),
             says: vec![],
         },
         Row {
@@ -461,7 +461,7 @@ fn rows() -> Vec<Row> {
             name: "patch update: a MinorUpgrade pin is not the patch pin",
             pos: vec![po("a").pin(PinReason::MinorUpgrade)],
             cluster: patch,
-            want: shape(HAPPY, Withheld),
+            want: shape((False, Reason::UpgradeabilityUnknown), Withheld),
             says: vec![],
         },
         Row {
@@ -489,14 +489,14 @@ fn rows() -> Vec<Row> {
             name: "steady: a PO still pinned for the finished update withholds versions",
             pos: vec![po("a").pin(PinReason::MinorUpgrade)],
             cluster: steady,
-            want: shape(HAPPY, Withheld),
+            want: shape((False, Reason::UpgradeabilityUnknown), Withheld),
             says: vec![],
         },
         Row {
             name: "ClusterVersion unjudgeable: versions never move",
             pos: vec![po("a")],
             cluster: Unknown,
-            want: shape(HAPPY, Withheld),
+            want: shape((False, Reason::UpgradeabilityUnknown), Withheld),
             says: vec![],
         },
         Row {
@@ -681,7 +681,11 @@ fn upgradeable_is_true_only_when_every_po_says_true_for_its_generation() {
                     .iter()
                     .any(|c| c.0 == types::UPGRADEABLE && c.1 == "True" && c.2 == "AsExpected")
         });
-        assert_eq!(aggregated.status == "True", all_true, "{}", row.name);
+        // True needs every PO True for its generation (and judged for the cluster's current
+        // phase: rows where a PO's pin is for another phase say False).
+        if aggregated.status == "True" {
+            assert!(all_true, "{}", row.name);
+        }
         assert_ne!(aggregated.status, "Unknown", "{}: never Unknown", row.name);
     }
 }

@@ -15,7 +15,8 @@
 //!    has no `Upgradeable` for its current generation);
 //! 6. a PO's `Upgradeable` is never True while its move is unsettled or another is pending;
 //! 7. the aggregated `Upgradeable` is never True while any PO is unsettled, has not reported
-//!    for its generation, is Unknown, or its operator said False when last read;
+//!    for its generation, was judged for another cluster phase, is Unknown, or its operator
+//!    said False when last read;
 //! 8. `versions[operator]` does not reach the version the cluster goes to until every PO is
 //!    settled, has no pending move and was pinned for the phase the cluster is in now.
 //!
@@ -696,6 +697,18 @@ fn check_aggregate(world: &World, reports_release: bool) -> Result<(), String> {
                 return Err(format!(
                     "CO Upgradeable=True while {} is unsettled or pending",
                     sim.po.spec.package.name
+                ));
+            }
+            let judged_for_phase = status.pin.as_ref().is_some_and(|p| match world.phase.kind {
+                PhaseKind::Steady => matches!(p.reason, PinReason::Steady | PinReason::Override),
+                PhaseKind::PatchUpgrade => p.reason == PinReason::PatchUpgrade,
+                PhaseKind::MinorUpgrade => p.reason == PinReason::MinorUpgrade,
+                PhaseKind::Rollback => p.reason == PinReason::Rollback,
+            });
+            if status.installed_bundle.is_some() && !judged_for_phase {
+                return Err(format!(
+                    "CO Upgradeable=True while {} was judged for another phase than {:?}",
+                    sim.po.spec.package.name, world.phase.kind
                 ));
             }
             if po_upgradeable.as_deref() != Some("True") {
