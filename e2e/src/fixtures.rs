@@ -26,6 +26,11 @@ pub struct TestBundle {
     pub crd_group: Option<String>,
     /// Whether the bundle owns its CRD (default true); see [`TestBundle::without_crd`].
     pub with_crd: bool,
+    /// The CSV's `metadata.name` when it differs from the bundle name; see
+    /// [`TestBundle::csv_name`].
+    pub csv_name: Option<String>,
+    /// The operator Deployment's name when not the default; see [`TestBundle::deployment`].
+    pub deployment: Option<String>,
 }
 
 impl TestBundle {
@@ -42,7 +47,31 @@ impl TestBundle {
             replicas: 1,
             crd_group: None,
             with_crd: true,
+            csv_name: None,
+            deployment: None,
         }
+    }
+
+    /// Names the CSV `csv` instead of the bundle name (OLM allows them to differ: the catalog's
+    /// `olm.bundle` name and the CSV's `metadata.name` are independent). OperatorConditions are
+    /// named after the CSV.
+    #[must_use]
+    pub fn csv_name(mut self, csv: &str) -> Self {
+        self.csv_name = Some(csv.to_owned());
+        self
+    }
+
+    /// Names the operator Deployment `name` instead of `<package>-controller`.
+    #[must_use]
+    pub fn deployment(mut self, name: &str) -> Self {
+        self.deployment = Some(name.to_owned());
+        self
+    }
+
+    /// The CSV's `metadata.name`: the bundle name unless [`TestBundle::csv_name`] set another.
+    #[must_use]
+    pub fn csv(&self) -> String {
+        self.csv_name.clone().unwrap_or_else(|| self.name())
     }
 
     /// A bundle without the CRD: what is left per package (namespace, Deployment, SA, RBAC) is
@@ -66,7 +95,8 @@ impl TestBundle {
         self
     }
 
-    /// The bundle (and CSV) name: `<package>.v<version>`.
+    /// The bundle name: `<package>.v<version>` (also the CSV's, unless
+    /// [`TestBundle::csv_name`] set another).
     #[must_use]
     pub fn name(&self) -> String {
         bundle_name(&self.package, &self.version)
@@ -115,7 +145,9 @@ impl TestBundle {
     /// The operator Deployment's name.
     #[must_use]
     pub fn deployment_name(&self) -> String {
-        format!("{}-controller", self.package)
+        self.deployment
+            .clone()
+            .unwrap_or_else(|| format!("{}-controller", self.package))
     }
 
     /// The bundle's manifests (the CSV, then the CRD unless [`TestBundle::without_crd`]) as
@@ -149,7 +181,7 @@ impl TestBundle {
         let csv = json!({
             "apiVersion": "operators.coreos.com/v1alpha1",
             "kind": "ClusterServiceVersion",
-            "metadata": {"name": self.name(), "annotations": annotations},
+            "metadata": {"name": self.csv(), "annotations": annotations},
             "spec": {
                 "displayName": pkg,
                 "version": self.version,
