@@ -298,9 +298,10 @@ async fn an_unavailable_catalog_makes_upgradeability_unknown_not_degraded() {
         WAIT,
         "the ClusterOperator to be Upgradeable=False",
         || async {
+            // Once the install settled, what is left is the unjudgeable cluster.
             co_condition(&client, "Upgradeable")
                 .await
-                .filter(|c| c.0 == "False")
+                .filter(|c| c.0 == "False" && c.1 == "UpgradeabilityUnknown")
         },
     )
     .await;
@@ -363,9 +364,10 @@ async fn without_a_cluster_version_installs_proceed_and_upgradeability_is_unknow
         WAIT,
         "the ClusterOperator to be Upgradeable=False",
         || async {
+            // Once the install settled, what is left is the unjudgeable cluster.
             co_condition(&client, "Upgradeable")
                 .await
-                .filter(|c| c.0 == "False")
+                .filter(|c| c.0 == "False" && c.1 == "UpgradeabilityUnknown")
         },
     )
     .await;

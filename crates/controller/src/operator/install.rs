@@ -107,14 +107,27 @@ fn find_bundle<'a>(
         .find_map(|(_, c)| c.packages.values().find_map(|p| p.bundles.get(bundle)))
 }
 
-/// Installs (or re-applies) `target` for `po` into `namespace`.
-pub async fn install(
+/// A bundle fetched, rendered and checked against the cluster, nothing written yet.
+pub struct Prepared {
+    rendered: render::RenderedBundle,
+    desired: Vec<(objects::ObjectId, Value)>,
+    live_objects: Vec<(
+        Api<kube::api::DynamicObject>,
+        Option<kube::api::DynamicObject>,
+    )>,
+    max_openshift_version: Option<MaxOpenShiftVersion>,
+}
+
+/// Fetches and renders `target` for `po` into `namespace` and refuses what would break running
+/// things (unsafe CRD changes, objects owned by another PO). Reads only: a refusal here has
+/// written nothing, so nothing needs to be resumed or undone.
+pub async fn prepare(
     ctx: &Context,
     kinds: &KindCache,
     po: &PlatformOperator,
     namespace: &str,
     target: &Target,
-) -> Result<InstallReport, Error> {
+) -> Result<Prepared, Error> {
     let client = &ctx.client;
     let po_name = po.name_any();
     let package = &po.spec.package.name;
@@ -166,13 +179,8 @@ pub async fn install(
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     let mut live_objects = Vec::with_capacity(desired.len());
     let mut unsafe_changes = Vec::new();
-    let mut namespace_ready = false;
     for (id, object) in &desired {
         let ns = id.namespace.as_deref();
-        if ns.is_some() && !namespace_ready {
-            ensure_namespace(client, namespace, &po_name, package).await?;
-            namespace_ready = true;
-        }
         let (api, _) = kinds.api(client, &id.gvk, ns).await?;
         let live = get_opt(&api, &id.name).await?;
         if let Some(live) = &live {
@@ -205,9 +213,34 @@ pub async fn install(
             details: unsafe_changes.join("; "),
         });
     }
-    if !namespace_ready {
-        ensure_namespace(client, namespace, &po_name, package).await?;
-    }
+    Ok(Prepared {
+        rendered,
+        desired,
+        live_objects,
+        max_openshift_version: max_ocp,
+    })
+}
+
+/// Writes a prepared bundle: its namespace, its OperatorCondition, then every object that
+/// differs from the cluster (drift repair included); reports what the move still waits for.
+pub async fn apply(
+    ctx: &Context,
+    po: &PlatformOperator,
+    namespace: &str,
+    target: &Target,
+    prepared: Prepared,
+) -> Result<InstallReport, Error> {
+    let client = &ctx.client;
+    let po_name = po.name_any();
+    let package = &po.spec.package.name;
+    let Prepared {
+        rendered,
+        desired,
+        live_objects,
+        max_openshift_version: max_ocp,
+    } = prepared;
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    ensure_namespace(client, namespace, &po_name, package).await?;
 
     // The OperatorCondition (§7) exists before the operator's Deployment is written, as OLM v0
     // does: an operator built on operator-lib writes its condition at start-up.

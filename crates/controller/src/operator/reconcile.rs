@@ -298,29 +298,40 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
         return Ok(RequeueAction::requeue(CATALOG_WARMUP_RETRY));
     }
 
-    // Intent before writes: a move is recorded in status before its first object is written,
-    // so a crash anywhere in the apply resumes this move and never skips it.
+    // Prepare (fetch, render, refuse: reads only), then record the intent of a move in status
+    // before its first object is written, so a crash anywhere in the apply resumes this move
+    // and never skips it; then apply.
     let reported_before = snapshot.gate.reported;
-    let status_input = |previous| StatusInput {
-        previous,
-        generation: po.metadata.generation,
-        now: snapshot.now,
-        decision: &decision,
-        outcome: &ActOutcome::Skipped,
-        upgrade_gate: po.spec.upgrade_gate,
-        reported_before,
-    };
-    let before = previous;
-    let previous = match status::intent(&status_input(&before)) {
-        Some(intent) => {
-            write_status(po, pctx, &before, intent.clone()).await?;
-            intent
+    let mut previous = previous;
+    let outcome = match prepare(pctx, po, &namespace, &snapshot, &decision, &catalogs).await {
+        Err(problem) => ActOutcome::Failed(problem),
+        Ok(None) => ActOutcome::Skipped,
+        Ok(Some((target, prepared))) => {
+            let intent = status::intent(&status_input(
+                po,
+                &snapshot,
+                &decision,
+                reported_before,
+                &previous,
+                &ActOutcome::Skipped,
+            ));
+            if let Some(intent) = intent {
+                write_status(po, pctx, &previous, intent.clone()).await?;
+                previous = intent;
+            }
+            match install::apply(&pctx.ctx, po, &namespace, &target, prepared).await {
+                Ok(report) => {
+                    if let Content::Objects(objects) = &target.content
+                        && let Ok(mut remembered) = pctx.applied_objects.lock()
+                    {
+                        remembered.insert(target.name.clone(), Arc::new(objects.clone()));
+                    }
+                    ActOutcome::Applied(Box::new(report))
+                }
+                Err(err) => ActOutcome::Failed(problem_of(&err, true)),
+            }
         }
-        None => before.clone(),
     };
-
-    // Act.
-    let outcome = act(pctx, po, &namespace, &snapshot, &decision, &catalogs).await;
     if let ActOutcome::Failed(problem) = &outcome {
         tracing::warn!(po = %name, reason = %problem.reason, message = %problem.message, "applying the decision failed; what ran before keeps running");
     }
@@ -344,10 +355,14 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
     }
 
     // Report.
-    let new_status = status::compute(&StatusInput {
-        outcome: &outcome,
-        ..status_input(&previous)
-    });
+    let new_status = status::compute(&status_input(
+        po,
+        &snapshot,
+        &decision,
+        reported_before,
+        &previous,
+        &outcome,
+    ));
     let requeue = status::requeue(&new_status, &outcome, ctx.settings.resync_interval);
     let settled_on = match &outcome {
         ActOutcome::Applied(report) if new_status.active_hop.as_ref().is_none_or(|h| h.settled) => {
@@ -370,65 +385,82 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
     Ok(RequeueAction::requeue(requeue))
 }
 
-/// Puts the decided bundle on the cluster. A failure is reported, never half-hidden: what ran
-/// before keeps running.
-async fn act(
+/// What the status of `po` is computed from.
+fn status_input<'a>(
+    po: &'a PlatformOperator,
+    snapshot: &PoSnapshot<'_>,
+    decision: &'a PoDecision,
+    reported_before: bool,
+    previous: &'a PlatformOperatorStatus,
+    outcome: &'a ActOutcome,
+) -> StatusInput<'a> {
+    StatusInput {
+        previous,
+        generation: po.metadata.generation,
+        now: snapshot.now,
+        decision,
+        outcome,
+        upgrade_gate: po.spec.upgrade_gate,
+        reported_before,
+    }
+}
+
+/// The bundle the decision puts on the cluster, fetched, rendered and checked (nothing
+/// written): `None` when there is nothing to put; a problem says why it cannot be (what ran
+/// before keeps running).
+async fn prepare(
     pctx: &PoContext,
     po: &PlatformOperator,
     namespace: &str,
     snapshot: &PoSnapshot<'_>,
     decision: &PoDecision,
     catalogs: &gather::GatheredCatalogs,
-) -> ActOutcome {
+) -> Result<Option<(Target, install::Prepared)>, Problem> {
     let contents = catalogs.contents();
     let target = match &decision.action {
-        Action::Nothing | Action::WaitForCatalog { .. } => return ActOutcome::Skipped,
-        Action::Move(target) => Target::for_move(target, &contents).map_err(|err| (err, true)),
-        Action::Keep => match &snapshot.installed {
-            Some(installed) => Target::for_keep(
+        Action::Nothing | Action::WaitForCatalog { .. } => return Ok(None),
+        Action::Move(target) => {
+            Target::for_move(target, &contents).map_err(|err| problem_of(&err, true))?
+        }
+        Action::Keep => {
+            let Some(installed) = &snapshot.installed else {
+                return Ok(None);
+            };
+            match Target::for_keep(
                 &installed.bundle,
                 installed.max_openshift_version.clone(),
                 &contents,
-            )
-            .or_else(
-                |err| match remembered_objects(pctx, &installed.bundle.name) {
-                    Some(objects) => Ok(Target {
+            ) {
+                Ok(target) => target,
+                Err(err) => match remembered_objects(pctx, &installed.bundle.name) {
+                    Some(objects) => Target {
                         name: installed.bundle.name.clone(),
                         version: installed.bundle.version.clone(),
                         content: Content::Objects(objects.to_vec()),
                         max_openshift_version: installed.max_openshift_version.clone(),
-                    }),
+                    },
                     // What runs keeps running; only its repair is lost (not a failure of it).
-                    None => Err((err, false)),
+                    None => return Err(problem_of(&err, false)),
                 },
-            ),
-            None => return ActOutcome::Skipped,
-        },
-    };
-    let result = match target {
-        Ok(target) => {
-            let result = install::install(&pctx.ctx, &pctx.kinds, po, namespace, &target).await;
-            if result.is_ok()
-                && let Content::Objects(objects) = &target.content
-                && let Ok(mut remembered) = pctx.applied_objects.lock()
-            {
-                remembered.insert(target.name.clone(), Arc::new(objects.clone()));
             }
-            result.map_err(|err| (err, true))
         }
-        Err(failure) => Err(failure),
     };
-    match result {
-        Ok(report) => ActOutcome::Applied(Box::new(report)),
-        Err((err, degrades)) => ActOutcome::Failed(Problem {
-            reason: err.reason(),
-            message: if degrades {
-                err.to_string()
-            } else {
-                format!("drift repair is paused: {err}")
-            },
-            degrades,
-        }),
+    let prepared = install::prepare(&pctx.ctx, &pctx.kinds, po, namespace, &target)
+        .await
+        .map_err(|err| problem_of(&err, true))?;
+    Ok(Some((target, prepared)))
+}
+
+/// A failure to report; `degrades` unless only drift repair of a running operator is lost.
+fn problem_of(err: &Error, degrades: bool) -> Problem {
+    Problem {
+        reason: err.reason(),
+        message: if degrades {
+            err.to_string()
+        } else {
+            format!("drift repair is paused: {err}")
+        },
+        degrades,
     }
 }
 
