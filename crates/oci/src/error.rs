@@ -96,6 +96,11 @@ pub enum OciError {
     /// The blocking extraction task panicked or was cancelled.
     #[error("extracting {reference} was interrupted: {detail}")]
     Interrupted { reference: String, detail: String },
+    /// The pull did not finish within its overall deadline.
+    #[error(
+        "pulling {reference} did not finish within {seconds} s (the registry answers too slowly or not at all); check the registry, POM retries"
+    )]
+    DeadlineExceeded { reference: String, seconds: u64 },
 }
 
 impl OciError {
@@ -118,6 +123,7 @@ impl OciError {
             Self::Registry { .. } => Reason::RegistryError,
             Self::NoCryptoProvider => Reason::TlsNotConfigured,
             Self::Interrupted { .. } => Reason::PullInterrupted,
+            Self::DeadlineExceeded { .. } => Reason::RegistryUnreachable,
         }
     }
 
@@ -127,7 +133,10 @@ impl OciError {
     pub fn is_transient(&self) -> bool {
         matches!(
             self,
-            Self::Unreachable { .. } | Self::Registry { .. } | Self::Interrupted { .. }
+            Self::Unreachable { .. }
+                | Self::Registry { .. }
+                | Self::Interrupted { .. }
+                | Self::DeadlineExceeded { .. }
         )
     }
 }

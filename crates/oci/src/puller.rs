@@ -60,6 +60,10 @@ impl ImagePuller {
     /// An invalid reference, or the registry being unreachable, refusing access or not having
     /// the image.
     pub async fn resolve_digest(&self, reference: &str) -> Result<String, OciError> {
+        with_deadline(reference, self.resolve_digest_now(reference)).await
+    }
+
+    async fn resolve_digest_now(&self, reference: &str) -> Result<String, OciError> {
         let parsed = parse(reference)?;
         if let Some(digest) = parsed.digest() {
             return Ok(by_digest(&parsed, digest));
@@ -85,7 +89,11 @@ impl ImagePuller {
     /// Registry errors as for [`Self::resolve_digest`]; a layer POM cannot read, a path
     /// escaping the root, or content above the size limit.
     pub async fn pull_files(&self, reference: &str, prefix: &str) -> Result<Files, OciError> {
-        let digest_ref = self.resolve_digest(reference).await?;
+        with_deadline(reference, self.pull_files_now(reference, prefix)).await
+    }
+
+    async fn pull_files_now(&self, reference: &str, prefix: &str) -> Result<Files, OciError> {
+        let digest_ref = self.resolve_digest_now(reference).await?;
         if let Some(files) = self.cache.get(&digest_ref, prefix) {
             return Ok(files);
         }
@@ -206,6 +214,24 @@ impl ImagePuller {
 }
 
 /// A couple of quick retries for network hiccups; longer outages are the reconciler's backoff.
+/// The longest a resolution or a pull may take, retries included: per-read timeouts alone let
+/// a registry that trickles bytes hold a reconcile (and a graceful shutdown) forever.
+pub const PULL_DEADLINE: Duration = Duration::from_secs(180);
+
+async fn with_deadline<T>(
+    reference: &str,
+    work: impl Future<Output = Result<T, OciError>>,
+) -> Result<T, OciError> {
+    tokio::time::timeout(PULL_DEADLINE, work)
+        .await
+        .unwrap_or_else(|_| {
+            Err(OciError::DeadlineExceeded {
+                reference: reference.to_owned(),
+                seconds: PULL_DEADLINE.as_secs(),
+            })
+        })
+}
+
 fn retry_policy() -> ExponentialBuilder {
     ExponentialBuilder::default()
         .with_min_delay(Duration::from_millis(200))

@@ -39,6 +39,9 @@ use crate::error::Error;
 
 /// How soon to look again while a Catalog the PO uses has not been read since the start.
 const CATALOG_WARMUP_RETRY: Duration = Duration::from_secs(2);
+/// The longest one PlatformOperator reconcile may take (a bundle pull has its own, longer,
+/// deadline and is cached by digest once done, so a retry resumes from the cache).
+const RECONCILE_DEADLINE: Duration = Duration::from_secs(60);
 /// How soon to look again when the watch cache has not caught up with our own status write.
 const OWN_WRITE_RETRY: Duration = Duration::from_millis(500);
 
@@ -118,9 +121,12 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
             .get(labels::OWNER_PO)
             .map(|owner| ObjectRef::<PlatformOperator>::new(owner))
     };
-    // Every change of the catalog cache and of the cluster phase re-judges every PO.
-    let triggers =
-        futures::stream::select(stream_of(ctx.catalogs.subscribe()), stream_of(phase_rx));
+    // Every change of the catalog cache re-judges every PO; so does every ClusterVersion event
+    // (below, through the controller's own watch machinery: a trigger stream read against the
+    // PO store was seen to miss a PO after a phase change).
+    drop(phase_rx);
+    let triggers = stream_of(ctx.catalogs.subscribe());
+    let all_pos = store.clone();
     controller
         .with_config(kube::runtime::controller::Config::default().concurrency(4))
         .watches(
@@ -134,6 +140,17 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
             ),
             watcher::Config::default().labels(labels::OWNER_PO),
             move |obj| by_owner_label(obj.labels()),
+        )
+        .watches(
+            Api::<pom_api::openshift::ClusterVersion>::all(client.clone()),
+            watcher::Config::default(),
+            move |_| {
+                all_pos
+                    .state()
+                    .iter()
+                    .map(|po| ObjectRef::from_obj(po.as_ref()))
+                    .collect::<Vec<_>>()
+            },
         )
         .reconcile_all_on(triggers)
         .graceful_shutdown_on(shutdown.cancelled_owned())
@@ -204,13 +221,21 @@ fn error_policy(po: Arc<PlatformOperator>, err: &Error, ctx: Arc<PoContext>) -> 
 async fn reconcile(po: Arc<PlatformOperator>, ctx: Arc<PoContext>) -> Result<RequeueAction, Error> {
     let _timer = ctx.ctx.metrics.reconcile_started("platformoperator");
     let api: Api<PlatformOperator> = Api::all(ctx.ctx.client.clone());
-    let result = finalizer(&api, labels::FINALIZER, po, |event| async {
+    let name = po.name_any();
+    let work = finalizer(&api, labels::FINALIZER, po, |event| async {
         match event {
             Finalizer::Apply(po) => apply(&po, &ctx).await,
             Finalizer::Cleanup(po) => cleanup(&po, &ctx).await,
         }
-    })
-    .await;
+    });
+    // A reconcile that does not finish within its deadline is cut and retried: a wedged await
+    // must neither freeze this PO (the controller runs one reconcile per object at a time) nor
+    // hold a graceful shutdown forever. Cutting is safe: a move's intent is in status before
+    // its first write, and every write is an idempotent server-side apply.
+    let Ok(result) = tokio::time::timeout(RECONCILE_DEADLINE, work).await else {
+        tracing::warn!(po = %name, deadline = ?RECONCILE_DEADLINE, "reconcile cut at its deadline; retrying");
+        return Ok(RequeueAction::requeue(Duration::from_secs(1)));
+    };
     let action = result.map_err(|e| match e {
         kube::runtime::finalizer::Error::ApplyFailed(err)
         | kube::runtime::finalizer::Error::CleanupFailed(err) => err,
