@@ -64,7 +64,7 @@ bench:
 ## SOAK_CASES sequences (default 500,000), optimised build.
 SOAK_CASES ?= 500000
 soak:
-	POM_STATE_MACHINE_CASES=$(SOAK_CASES) $(CARGO) test --release -p pom-policy --test state_machine
+	POM_STATE_MACHINE_SEED=random POM_STATE_MACHINE_CASES=$(SOAK_CASES) $(CARGO) test --release -p pom-policy --test state_machine
 
 ## Issue 4: 200 PlatformOperators against a real control plane, the manager as a release-built
 ## process; prints install time, writes per PO, steady-state writes (must be 0) and peak RSS.

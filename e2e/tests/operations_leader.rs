@@ -151,17 +151,19 @@ async fn standby_takes_over_an_install_when_the_leader_is_killed() {
     assert_eq!(holder(&client).await.as_deref(), Some("manager-a"));
 
     create_po(&client, "alpha").await;
-    let (_, reason, message) = eventually(WAIT, "the install to be underway", || async {
+    // The intent (`Installing`: "applying …") is written before the objects; once they are
+    // applied the status says the rollout is what it waits for (`Installing` right after the
+    // apply, `WaitingForRollout` on the reconciles after).
+    let (_, reason, message) = eventually(WAIT, "the install to wait for its rollout", || async {
         po_condition(&client, "alpha", "Progressing")
             .await
-            .filter(|(s, _, _)| s == "True")
+            .filter(|(s, _, m)| {
+                s == "True" && m.contains("Deployment alpha/alpha-controller to roll out")
+            })
     })
     .await;
-    // `Installing` right after the objects are applied, `WaitingForRollout` on the reconciles
-    // after; either way the rollout is what it waits for.
     assert!(
-        matches!(reason.as_str(), "Installing" | "WaitingForRollout")
-            && message.contains("Deployment alpha/alpha-controller to roll out"),
+        matches!(reason.as_str(), "Installing" | "WaitingForRollout"),
         "{reason}: {message}"
     );
     assert_ne!(

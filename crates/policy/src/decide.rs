@@ -12,7 +12,9 @@ use pom_resolver::verdict::{self, Judgement, Verdict};
 use semver::Version;
 
 use crate::request::PoRequest;
-use crate::snapshot::{CatalogContent, CatalogView, ClusterView, GateReading, PoSnapshot};
+use crate::snapshot::{
+    CatalogContent, CatalogView, ClusterView, GateReading, Installed, PoSnapshot,
+};
 
 /// What to do with one PlatformOperator now.
 #[derive(Debug, Clone, PartialEq)]
@@ -326,7 +328,20 @@ fn decide_action(s: &PoSnapshot<'_>) -> PoDecision {
         ))
     });
 
-    let resolution = match select::resolve(&resolve_request) {
+    let resolved = select::resolve(&resolve_request);
+    // A move recorded in status (intent, §7) but not yet applied is resumed, never replaced
+    // and never dropped: a new leader after a crash between the intent and the apply must
+    // not jump past it, and must finish it even when the catalog no longer lists the bundle
+    // that runs now (so a fresh resolution from it fails) or the cluster phase moved on.
+    if let Some(target) = recorded_move(s, request, catalogs, installed, phase) {
+        let mut decision = PoDecision::new(Action::Move(target), verdict);
+        decision.pin = match &resolved {
+            Ok(resolution) => Some(PinState::from(&resolution.pin)),
+            Err(_) => current_pin,
+        };
+        return decision;
+    }
+    let resolution = match resolved {
         Ok(resolution) => resolution,
         Err(err) => {
             let mut decision = PoDecision::new(keep_or_nothing, verdict);
@@ -351,26 +366,6 @@ fn decide_action(s: &PoSnapshot<'_>) -> PoDecision {
     .into_iter()
     .flatten()
     .collect();
-    // A move recorded in status (intent, §7) but not yet applied is resumed, never replaced:
-    // a new leader after a crash between the intent and the apply must not jump past it.
-    if let Some(hop) = s.hop.as_ref().filter(|h| !h.settled)
-        && installed.map(|i| i.bundle.name.as_str()) != Some(hop.to.as_str())
-        && let Some((catalog, bundle)) = find_bundle(catalogs, &request.package, &hop.to)
-    {
-        decision.action = Action::Move(MoveTarget {
-            name: bundle.name.clone(),
-            version: bundle.version.clone(),
-            image: bundle.image.clone().filter(|i| !i.is_empty()),
-            catalog: catalog.to_owned(),
-            max_openshift_version: bundle.properties.max_openshift_version.clone(),
-            pin_after: PinState::from(&pin_for(
-                Some(&bundle.version),
-                phase,
-                request.steady_state_range.as_ref(),
-            )),
-        });
-        return decision;
-    }
     if resolution.stays {
         return decision;
     }
@@ -416,6 +411,33 @@ fn decide_action(s: &PoSnapshot<'_>) -> PoDecision {
         None => decision.action = Action::Move(target),
     }
     decision
+}
+
+/// The move recorded as intent and not yet applied, if the catalog still has its bundle.
+fn recorded_move(
+    s: &PoSnapshot<'_>,
+    request: &PoRequest,
+    catalogs: &[CatalogContent<'_>],
+    installed: Option<&Installed>,
+    phase: Option<&ClusterPhase>,
+) -> Option<MoveTarget> {
+    let hop = s.hop.as_ref().filter(|h| !h.settled)?;
+    if installed.map(|i| i.bundle.name.as_str()) == Some(hop.to.as_str()) {
+        return None;
+    }
+    let (catalog, bundle) = find_bundle(catalogs, &request.package, &hop.to)?;
+    Some(MoveTarget {
+        name: bundle.name.clone(),
+        version: bundle.version.clone(),
+        image: bundle.image.clone().filter(|i| !i.is_empty()),
+        catalog: catalog.to_owned(),
+        max_openshift_version: bundle.properties.max_openshift_version.clone(),
+        pin_after: PinState::from(&pin_for(
+            Some(&bundle.version),
+            phase,
+            request.steady_state_range.as_ref(),
+        )),
+    })
 }
 
 /// Bundle `name` of `package` in the first catalog that has it.
