@@ -730,12 +730,11 @@ fn sim_operator(version: &str, degraded: bool) -> ClusterOperatorStatus {
     }
 }
 
-/// Fails today (POM defect, reported with issue 12): POM judges the rollback of an in-flight
-/// patch update Steady, because its cluster phase takes the newest `Completed` entry (4.16.3,
-/// the rollback target) as the current version (`crates/resolver/src/cluster.rs`,
-/// `cluster_phase`). Run it with `--ignored`.
+/// The CVO's "previous" is the newest history entry whose version differs from the target,
+/// whatever its state, so an in-flight patch can be rolled back; POM reads the target below
+/// the partly rolled-out 4.16.4 as a Rollback (`crates/resolver/src/cluster.rs`,
+/// `cluster_phase`) and pins every PO where it is.
 #[tokio::test]
-#[ignore = "POM defect: the rollback of an in-flight patch update is judged Steady, not Rollback"]
 async fn rolling_back_an_in_flight_patch_update_gives_pom_rollback_pins() {
     let started = Instant::now();
     let Some(plane) = simulated_plane(false).await else {

@@ -114,7 +114,13 @@ pub enum ClusterPhaseError {
 /// - current: the newest `Completed` history entry, else `status.desired.version`;
 /// - target: `status.desired.version`;
 /// - in flight: `history[0]` is `Partial` without a completion time, or `Progressing=True`;
-/// - a target equal to current (by precedence) is Steady even while the CVO reconciles.
+/// - a target below a version that was partly rolled out since the last completed one (an
+///   entry between `history[0]` and the newest `Completed`) is a Rollback: the CVO's
+///   "previous" is the newest entry whose version differs from the target, whatever its state
+///   (`pkg/cvo/rollback.go`), so an in-flight 4.16.3 → 4.16.4 rolled back to 4.16.3 puts
+///   4.16.4 components back to 4.16.3 (a gap in §4.1, recorded in docs/decisions.md);
+/// - otherwise a target equal to current (by precedence) is Steady even while the CVO
+///   reconciles.
 pub fn cluster_phase(snapshot: &ClusterVersionSnapshot) -> Result<ClusterPhase, ClusterPhaseError> {
     let desired_raw = snapshot
         .desired_version
@@ -145,8 +151,37 @@ pub fn cluster_phase(snapshot: &ClusterVersionSnapshot) -> Result<ClusterPhase, 
         .is_some_and(|entry| entry.state == "Partial" && entry.completion_time.is_none());
     let in_flight = newest_partial || snapshot.progressing == Some(true);
 
+    // The update being left when `history[0]` started: entries newer than the newest
+    // `Completed` one were partly rolled out, so going below any of them is a rollback even
+    // when the target is the version last completed (an in-flight patch rolled back).
+    let newer_than_completed = completed.map_or(0, |(index, _)| index);
+    let mut partly_reached = None::<Version>;
+    for (index, entry) in snapshot
+        .history
+        .iter()
+        .enumerate()
+        .take(newer_than_completed)
+        .skip(1)
+    {
+        let version = parse_cluster_version(
+            &format!("status.history[{index}].version"),
+            entry.version.trim(),
+        )?;
+        if partly_reached
+            .as_ref()
+            .is_none_or(|highest| version.cmp_precedence(highest).is_gt())
+        {
+            partly_reached = Some(version);
+        }
+    }
+    let rolls_back_a_partial_update = partly_reached
+        .as_ref()
+        .is_some_and(|highest| target.cmp_precedence(highest).is_lt());
+
     let kind = if !in_flight {
         PhaseKind::Steady
+    } else if rolls_back_a_partial_update {
+        PhaseKind::Rollback
     } else {
         match target.cmp_precedence(&current) {
             std::cmp::Ordering::Equal => PhaseKind::Steady,
@@ -299,6 +334,42 @@ mod tests {
                     entry("Completed", "4.16.3", true),
                 ],
                 "4.17.0",
+                Some(false),
+                PhaseKind::Steady,
+                "4.16.3",
+            ),
+            // An in-flight patch rolled back to the version it left: a rollback.
+            (
+                vec![
+                    entry("Partial", "4.16.3", false),
+                    entry("Partial", "4.16.4", true),
+                    entry("Completed", "4.16.3", true),
+                ],
+                "4.16.3",
+                Some(true),
+                PhaseKind::Rollback,
+                "4.16.3",
+            ),
+            // A retarget past a partial entry (4.16.4 abandoned for 4.16.5) is still an update.
+            (
+                vec![
+                    entry("Partial", "4.16.5", false),
+                    entry("Partial", "4.16.4", true),
+                    entry("Completed", "4.16.3", true),
+                ],
+                "4.16.5",
+                Some(true),
+                PhaseKind::PatchUpgrade,
+                "4.16.3",
+            ),
+            // The rollback done: steady again.
+            (
+                vec![
+                    entry("Completed", "4.16.3", true),
+                    entry("Partial", "4.16.4", true),
+                    entry("Completed", "4.16.3", true),
+                ],
+                "4.16.3",
                 Some(false),
                 PhaseKind::Steady,
                 "4.16.3",

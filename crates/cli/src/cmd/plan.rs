@@ -17,7 +17,11 @@
 //! also refuses more than one minor at once, major updates other than 4.x → 5.0, and rollbacks
 //! outside the z-stream. Patch updates are never blocked by Upgradeable.
 //!
-//! The plan starts from the last completed version, even when another update is in flight.
+//! The plan starts from the last completed version, even when another update is in flight;
+//! the CVO's preconditions are judged against `status.desired` as the CVO judges them: while
+//! an update is in flight a minor or major request is refused (`UpdateInProgress`), and a
+//! rollback may go only to "previous" (the newest history entry of another version, whatever
+//! its state, so an in-flight patch can be rolled back), within the z-stream.
 //! A PO that cannot be planned (catalog unreadable, no candidate at all) is reported with the
 //! reason and stays where it is; that alone does not block the update.
 //!
@@ -275,28 +279,45 @@ pub fn compute(inputs: &Inputs, to: &str, target: &Version) -> anyhow::Result<Pl
     let live = snapshot(&inputs.cluster_version)?;
     let now = cluster_phase(&live).context("reading the cluster's current version")?;
     let current = now.current.clone();
-    let in_flight = (now.kind != PhaseKind::Steady).then(|| now.target.to_string());
+    // The CVO judges a request against `status.desired`: the in-flight target, if any.
+    let desired = now.target.clone();
+    let in_flight = (now.kind != PhaseKind::Steady).then(|| desired.to_string());
+    // The history as the CVO would write it on accepting the request: a new Partial entry on
+    // top, the one in flight (if any) superseded.
+    let mut history = vec![HistoryEntry {
+        state: "Partial".into(),
+        version: to.to_owned(),
+        completion_time: None,
+    }];
+    history.extend(live.history.iter().map(|entry| {
+        HistoryEntry {
+            completion_time: entry
+                .completion_time
+                .clone()
+                .or_else(|| Some("superseded".into())),
+            ..entry.clone()
+        }
+    }));
     let hypothetical = ClusterVersionSnapshot {
-        history: vec![
-            HistoryEntry {
-                state: "Partial".into(),
-                version: to.to_owned(),
-                completion_time: None,
-            },
-            HistoryEntry {
-                state: "Completed".into(),
-                version: current.to_string(),
-                completion_time: Some("now".into()),
-            },
-        ],
+        history,
         desired_version: Some(to.to_owned()),
         progressing: Some(true),
     };
     let phase = cluster_phase(&hypothetical).with_context(|| format!("--to {to:?}"))?;
-    let update = update_kind(&current, target);
+    let update = update_kind(&desired, target);
     let gated = matches!(update, "minor" | "major");
 
-    let mut blockers = cvo_preconditions(update, &current, target);
+    let mut blockers = cvo_preconditions(update, &live.history, &desired, target);
+    if gated && let Some(flight) = &in_flight {
+        blockers.push(Blocker {
+            source: "ClusterVersion".into(),
+            reason: "UpdateInProgress".into(),
+            message: format!(
+                "an update to {flight} is in progress; the CVO refuses minor and major updates \
+                 until it completes (a request made now stays pending and starts by itself then)"
+            ),
+        });
+    }
     let platform_operators: Vec<PoPlan> = inputs
         .platform_operators
         .iter()
@@ -375,8 +396,14 @@ fn update_kind(current: &Version, target: &Version) -> &'static str {
     }
 }
 
-/// The CVO's other preconditions (GiantHop, Rollback): refused whatever Upgradeable says.
-fn cvo_preconditions(update: &str, current: &Version, target: &Version) -> Vec<Blocker> {
+/// The CVO's other preconditions (GiantHop, Rollback), judged against `status.desired`:
+/// refused whatever Upgradeable says (`pkg/payload/precondition/clusterversion/`).
+fn cvo_preconditions(
+    update: &str,
+    history: &[HistoryEntry],
+    current: &Version,
+    target: &Version,
+) -> Vec<Blocker> {
     let refuse = |reason: &str, message: String| {
         vec![Blocker {
             source: "ClusterVersion".into(),
@@ -385,13 +412,34 @@ fn cvo_preconditions(update: &str, current: &Version, target: &Version) -> Vec<B
         }]
     };
     match update {
-        "rollback" if (current.major, current.minor) != (target.major, target.minor) => refuse(
-            "LowDesiredVersion",
-            format!(
-                "the CVO rolls back only within a z-stream (to the previous {}.{} release); {target} is outside it",
-                current.major, current.minor
+        // "previous" is the newest history entry whose version differs from the desired one,
+        // whatever its state (an in-flight patch can be rolled back).
+        "rollback" => match history
+            .iter()
+            .filter_map(|h| parse_tolerant(h.version.trim()).ok())
+            .find(|v| v.cmp_precedence(current).is_ne())
+        {
+            None => refuse(
+                "LowDesiredVersion",
+                format!(
+                    "{target} is below the current target {current}, and the cluster has no previous version to roll back to"
+                ),
             ),
-        ),
+            Some(previous) if previous.cmp_precedence(target).is_ne() => refuse(
+                "LowDesiredVersion",
+                format!(
+                    "{target} is below the current target {current}, and the CVO rolls back only to the cluster's previous version {previous}"
+                ),
+            ),
+            Some(_) if (current.major, current.minor) != (target.major, target.minor) => refuse(
+                "LowDesiredVersion",
+                format!(
+                    "the CVO rolls back only within a z-stream (to the previous {}.{} release); {target} is outside it",
+                    current.major, current.minor
+                ),
+            ),
+            Some(_) => Vec::new(),
+        },
         "major" if !(current.major == 4 && target.major == 5 && target.minor == 0) => refuse(
             "MajorVersionUpdate",
             format!("the CVO does not update across major versions from {current} to {target}"),
@@ -749,22 +797,49 @@ mod tests {
         assert_eq!(update_kind(&v("4.22.1"), &v("5.0.0")), "major");
         assert_eq!(update_kind(&v("4.16.3"), &v("4.16.2")), "rollback");
         assert_eq!(update_kind(&v("4.16.3"), &v("4.16.3")), "none");
-        let reasons = |update: &str, from: &str, to: &str| -> Vec<String> {
-            cvo_preconditions(update, &v(from), &v(to))
+        let reasons = |update: &str, history: &[&str], from: &str, to: &str| -> Vec<String> {
+            let history: Vec<HistoryEntry> = history
+                .iter()
+                .map(|version| HistoryEntry {
+                    state: "Completed".into(),
+                    version: (*version).into(),
+                    completion_time: Some("then".into()),
+                })
+                .collect();
+            cvo_preconditions(update, &history, &v(from), &v(to))
                 .into_iter()
                 .map(|b| b.reason)
                 .collect()
         };
-        assert!(reasons("minor", "4.16.3", "4.17.0").is_empty());
+        assert!(reasons("minor", &["4.16.3"], "4.16.3", "4.17.0").is_empty());
         assert_eq!(
-            reasons("minor", "4.16.3", "4.18.0"),
+            reasons("minor", &["4.16.3"], "4.16.3", "4.18.0"),
             ["MultipleMinorVersionsUpdate"]
         );
-        assert!(reasons("major", "4.22.1", "5.0.0").is_empty());
-        assert_eq!(reasons("major", "5.3.0", "6.0.0"), ["MajorVersionUpdate"]);
-        assert!(reasons("rollback", "4.16.3", "4.16.2").is_empty());
+        assert!(reasons("major", &["4.22.1"], "4.22.1", "5.0.0").is_empty());
         assert_eq!(
-            reasons("rollback", "4.17.0", "4.16.9"),
+            reasons("major", &["5.3.0"], "5.3.0", "6.0.0"),
+            ["MajorVersionUpdate"]
+        );
+        // Only to "previous": the newest entry whose version differs from the desired one.
+        assert!(reasons("rollback", &["4.16.3", "4.16.2"], "4.16.3", "4.16.2").is_empty());
+        assert_eq!(
+            reasons(
+                "rollback",
+                &["4.16.3", "4.16.2", "4.16.1"],
+                "4.16.3",
+                "4.16.1"
+            ),
+            ["LowDesiredVersion"]
+        );
+        assert_eq!(
+            reasons("rollback", &["4.16.3"], "4.16.3", "4.16.2"),
+            ["LowDesiredVersion"]
+        );
+        // An in-flight 4.16.4 (history[0]) rolls back to the completed 4.16.3.
+        assert!(reasons("rollback", &["4.16.4", "4.16.3"], "4.16.4", "4.16.3").is_empty());
+        assert_eq!(
+            reasons("rollback", &["4.17.0", "4.16.9"], "4.17.0", "4.16.9"),
             ["LowDesiredVersion"]
         );
     }
