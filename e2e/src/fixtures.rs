@@ -31,6 +31,10 @@ pub struct TestBundle {
     pub csv_name: Option<String>,
     /// The operator Deployment's name when not the default; see [`TestBundle::deployment`].
     pub deployment: Option<String>,
+    /// Further manifests the bundle ships as they are; see [`TestBundle::with_object`].
+    pub extra: Vec<Value>,
+    /// A plain+v0 bundle (a Deployment plus `extra`, no CSV) instead of registry+v1.
+    pub plain: bool,
 }
 
 impl TestBundle {
@@ -49,7 +53,24 @@ impl TestBundle {
             with_crd: true,
             csv_name: None,
             deployment: None,
+            extra: Vec::new(),
+            plain: false,
         }
+    }
+
+    /// Ships `object` as one more manifest of the bundle (what a hostile catalog would add).
+    #[must_use]
+    pub fn with_object(mut self, object: Value) -> Self {
+        self.extra.push(object);
+        self
+    }
+
+    /// Makes the bundle plain+v0: its operator Deployment and the [`TestBundle::with_object`]
+    /// manifests, applied as they are.
+    #[must_use]
+    pub fn plain(mut self) -> Self {
+        self.plain = true;
+        self
     }
 
     /// Names the CSV `csv` instead of the bundle name (OLM allows them to differ: the catalog's
@@ -117,24 +138,31 @@ impl TestBundle {
     /// The files of the bundle as a registry+v1 image holds them (`manifests/`, `metadata/`).
     #[must_use]
     pub fn image_files(&self) -> Vec<(String, Vec<u8>)> {
-        let mut manifests = self.manifests().into_iter();
+        let mediatype = if self.plain {
+            "plain+v0"
+        } else {
+            "registry+v1"
+        };
         let annotations = format!(
-            "annotations:\n  operators.operatorframework.io.bundle.mediatype.v1: registry+v1\n  operators.operatorframework.io.bundle.manifests.v1: manifests/\n  operators.operatorframework.io.bundle.metadata.v1: metadata/\n  operators.operatorframework.io.bundle.package.v1: {}\n  operators.operatorframework.io.bundle.channels.v1: stable\n  operators.operatorframework.io.bundle.channel.default.v1: stable\n",
+            "annotations:\n  operators.operatorframework.io.bundle.mediatype.v1: {mediatype}\n  operators.operatorframework.io.bundle.manifests.v1: manifests/\n  operators.operatorframework.io.bundle.metadata.v1: metadata/\n  operators.operatorframework.io.bundle.package.v1: {}\n  operators.operatorframework.io.bundle.channels.v1: stable\n  operators.operatorframework.io.bundle.channel.default.v1: stable\n",
             self.package
         );
-        let mut files = Vec::new();
-        if let Some(csv) = manifests.next() {
-            files.push((
-                format!("manifests/{}.clusterserviceversion.yaml", self.package),
-                csv.into_bytes(),
-            ));
-        }
-        if let Some(crd) = manifests.next() {
-            files.push((
-                format!("manifests/{}.crd.yaml", self.package),
-                crd.into_bytes(),
-            ));
-        }
+        let named = usize::from(!self.plain) + usize::from(!self.plain && self.with_crd);
+        let mut files: Vec<(String, Vec<u8>)> = self
+            .manifests()
+            .into_iter()
+            .enumerate()
+            .map(|(index, manifest)| {
+                let file = match index {
+                    0 if !self.plain => {
+                        format!("manifests/{}.clusterserviceversion.yaml", self.package)
+                    }
+                    1 if named == 2 => format!("manifests/{}.crd.yaml", self.package),
+                    n => format!("manifests/object-{n}.yaml"),
+                };
+                (file, manifest.into_bytes())
+            })
+            .collect();
         files.push((
             "metadata/annotations.yaml".to_owned(),
             annotations.into_bytes(),
@@ -155,6 +183,23 @@ impl TestBundle {
     #[must_use]
     pub fn manifests(&self) -> Vec<String> {
         let pkg = &self.package;
+        if self.plain {
+            let deployment = json!({
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": self.deployment_name()},
+                "spec": {
+                    "replicas": self.replicas,
+                    "selector": {"matchLabels": {"app": pkg}},
+                    "template": {"metadata": {"labels": {"app": pkg}}, "spec": {
+                        "containers": [{"name": "manager", "image": format!("example.invalid/{pkg}:{}", self.version)}]
+                    }}
+                }
+            });
+            return std::iter::once(deployment.to_string())
+                .chain(self.extra.iter().map(Value::to_string))
+                .collect();
+        }
         let modes: Vec<Value> = [
             "AllNamespaces",
             "OwnNamespace",
@@ -216,11 +261,12 @@ impl TestBundle {
                 }}}]
             }
         });
+        let mut manifests = vec![csv.to_string()];
         if self.with_crd {
-            vec![csv.to_string(), crd.to_string()]
-        } else {
-            vec![csv.to_string()]
+            manifests.push(crd.to_string());
         }
+        manifests.extend(self.extra.iter().map(Value::to_string));
+        manifests
     }
 
     fn fbc_bundle(&self, image: Option<&str>) -> Value {

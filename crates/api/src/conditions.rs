@@ -108,6 +108,13 @@ reasons! {
     UnsafeCRDChange,
     /// An object the bundle ships is owned by another PlatformOperator.
     OwnershipConflict,
+    /// The bundle breaks POM's content policy (a kind, namespace, binding or role it may not
+    /// ship), or the install namespace is reserved.
+    ContentPolicyViolation,
+    /// An object the bundle ships already exists and POM did not create it.
+    AdoptionRefused,
+    /// (Event) A bundle was applied with the admin's content-policy exceptions.
+    ContentExceptionUsed,
     /// The first install is in progress.
     Installing,
     // Progressing

@@ -42,6 +42,7 @@ pub struct PlatformOperatorSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 63), regex(pattern = DNS1123_LABEL))]
     #[x_kube(validation = kube::core::Rule::new("self == oldSelf").message("spec.installNamespace is immutable: delete and recreate the PlatformOperator to move it"))]
+    #[x_kube(validation = kube::core::Rule::new("!self.startsWith('kube-') && !self.startsWith('openshift-') && !(self in ['default', 'openshift'])").message("spec.installNamespace may not be a system namespace (kube-*, openshift-*, default): choose a namespace of the operator's own"))]
     pub install_namespace: Option<String>,
     /// What must hold before the next upgrade hop starts (§7).
     #[serde(default)]
@@ -50,6 +51,41 @@ pub struct PlatformOperatorSpec {
     #[serde(default = "default_progress_deadline")]
     #[schemars(regex(pattern = DURATION))]
     pub progress_deadline: String,
+    /// Objects of this operator's bundles that may break one rule of POM's content policy
+    /// (docs/content-policy.md), each named by the admin: for operators that legitimately
+    /// manage RBAC or ship a kind outside the allowlist. Rules that would reach outside the
+    /// install namespace or bind platform identities cannot be lifted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32))]
+    pub content_exceptions: Vec<ContentExceptionSpec>,
+}
+
+/// One content-policy exception: `rule` does not apply to the object of `kind` named `name`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ContentExceptionSpec {
+    pub rule: ExceptableContentRule,
+    /// The object's kind, e.g. `ClusterRole`.
+    #[schemars(length(min = 1, max = 63))]
+    pub kind: String,
+    /// The object's `metadata.name`.
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
+}
+
+/// The content-policy rules an admin may lift for one named object.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum ExceptableContentRule {
+    /// A kind outside the bundle format's allowlist.
+    KindNotAllowed,
+    /// A binding to `cluster-admin`, `admin`, `edit` or a role granting everything.
+    PrivilegedRoleBinding,
+    /// A role granting `escalate`, `bind` or `impersonate`.
+    EscalatingRole,
+    /// A role granting every verb on every resource.
+    WildcardRole,
+    /// A ClusterRole with an `aggregationRule`.
+    AggregatingRole,
 }
 
 fn default_progress_deadline() -> String {

@@ -1,6 +1,7 @@
 //! The manager's errors, each mapped to the CamelCase condition reason it surfaces as.
 
 use pom_api::conditions::Reason;
+use pom_resolver::render::RenderError;
 
 /// Why a reconcile could not do what it set out to do.
 #[derive(Debug, thiserror::Error)]
@@ -21,7 +22,7 @@ pub enum Error {
     Render {
         bundle: String,
         #[source]
-        source: Box<pom_resolver::render::RenderError>,
+        source: Box<RenderError>,
     },
     #[error(
         "bundle {bundle} would change CRDs unsafely, so the running version is kept: {details}. Publish a bundle whose CRD change keeps stored versions and existing custom resources valid"
@@ -54,16 +55,13 @@ impl Error {
                 Reason::InstallFailed
             }
             Self::BundlePull { .. } | Self::NoBundleContent { .. } => Reason::UnpackFailed,
-            Self::Render { source, .. } => {
-                if matches!(
-                    **source,
-                    pom_resolver::render::RenderError::AllNamespacesNotSupported { .. }
-                ) {
-                    Reason::InstallModeUnsupported
-                } else {
-                    Reason::UnpackFailed
+            Self::Render { source, .. } => match **source {
+                RenderError::AllNamespacesNotSupported { .. } => Reason::InstallModeUnsupported,
+                RenderError::ContentPolicy(_) | RenderError::InstallNamespaceReserved { .. } => {
+                    Reason::ContentPolicyViolation
                 }
-            }
+                _ => Reason::UnpackFailed,
+            },
             Self::UnsafeCrdChange { .. } => Reason::UnsafeCRDChange,
             Self::OwnershipConflict { .. } => Reason::OwnershipConflict,
         }

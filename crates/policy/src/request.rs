@@ -103,6 +103,7 @@ mod tests {
             install_namespace: None,
             upgrade_gate: UpgradeGate::Auto,
             progress_deadline: "10m".into(),
+            content_exceptions: Vec::new(),
         }
     }
 

@@ -158,6 +158,7 @@ impl Po {
                 install_namespace: None,
                 upgrade_gate: UpgradeGate::Auto,
                 progress_deadline: "10m".to_owned(),
+                content_exceptions: Vec::new(),
             },
         );
         po.metadata.generation = Some(self.generation);

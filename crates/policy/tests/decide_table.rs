@@ -226,6 +226,7 @@ mod fixture {
                 install_namespace: None,
                 upgrade_gate: UpgradeGate::Auto,
                 progress_deadline: "10m".to_owned(),
+                content_exceptions: Vec::new(),
             },
             duplicate_of: None,
         }

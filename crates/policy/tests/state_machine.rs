@@ -177,6 +177,7 @@ impl World {
                         install_namespace: None,
                         upgrade_gate: gates[i],
                         progress_deadline: "10m".to_owned(),
+                        content_exceptions: Vec::new(),
                     },
                 );
                 po.metadata.generation = Some(1);

@@ -19,8 +19,8 @@ fn fixture(name: &str) -> BundleFiles {
 
 fn render_fixture(name: &str, operator_condition: bool) -> Result<RenderedBundle, RenderError> {
     let opts = RenderOptions {
-        install_namespace: "widgets".to_owned(),
         operator_condition,
+        ..RenderOptions::new("widgets")
     };
     render(&fixture(name), &opts)
 }
@@ -274,16 +274,10 @@ fn plain_v0_applies_manifests_as_they_are() {
     assert_eq!(
         identities(&bundle),
         vec![
-            ("Namespace".into(), "".into(), "gadget-system".into()),
             (
                 "CustomResourceDefinition".into(),
                 "".into(),
                 "gadgetclasses.example.com".into()
-            ),
-            (
-                "ConfigMap".into(),
-                "gadget-system".into(),
-                "gadget-system-settings".into()
             ),
             (
                 "ConfigMap".into(),

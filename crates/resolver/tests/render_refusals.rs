@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use pom_resolver::render::{BundleFiles, RenderError, RenderOptions, render};
+use pom_resolver::render::{BundleFiles, ContentRule, RenderError, RenderOptions, render};
 use proptest::prelude::*;
 
 const ANNOTATIONS: &str =
@@ -178,16 +178,19 @@ fn unsupported_kind_in_registry_bundle() {
     let err = render_files(&[
         ("manifests/csv.yaml", &csv("op.v1", INSTALL)),
         (
-            "manifests/ns.yaml",
-            "apiVersion: v1\nkind: Namespace\nmetadata: {name: other}\n",
+            "manifests/job.yaml",
+            "apiVersion: batch/v1\nkind: Job\nmetadata: {name: once}\n",
         ),
     ])
     .unwrap_err();
     assert!(
-        matches!(&err, RenderError::UnsupportedKind { kind, .. } if kind == "Namespace"),
+        matches!(&err, RenderError::ContentPolicy(v) if v.rule == ContentRule::KindNotAllowed && v.object.starts_with("Job.batch")),
         "{err}"
     );
-    assert!(err.to_string().contains("plain+v0"));
+    assert!(
+        err.to_string().contains("registry+v1 bundle may contain"),
+        "{err}"
+    );
 }
 
 #[test]

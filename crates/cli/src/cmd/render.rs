@@ -46,8 +46,8 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         None => package_name(&files, &args.bundle_dir)?,
     };
     let opts = RenderOptions {
-        install_namespace: namespace,
         operator_condition: args.operator_condition,
+        ..RenderOptions::new(namespace)
     };
     let bundle = render(&files, &opts)
         .with_context(|| format!("POM would refuse bundle {}", args.bundle_dir.display()))?;

@@ -11,11 +11,14 @@ use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use pom_api::PlatformOperator;
 use pom_api::labels;
+use pom_api::platform_operator::ExceptableContentRule;
 use pom_api::platform_operator::InstalledBundle;
 use pom_policy::MoveTarget;
 use pom_policy::status::{InstallReport, OperatorConditionReport, Wait};
 use pom_resolver::fbc::{Bundle, Catalog as FbcCatalog, MaxOpenShiftVersion};
-use pom_resolver::render::{self, BundleFiles, RenderOptions, check_crd_upgrade};
+use pom_resolver::render::{
+    self, BundleFiles, ContentException, ContentRule, RenderOptions, check_crd_upgrade,
+};
 use serde_json::Value;
 
 use super::objects::{self, KindCache, apply_if_changed, get_opt, label, object_id};
@@ -118,6 +121,14 @@ pub struct Prepared {
     max_openshift_version: Option<MaxOpenShiftVersion>,
 }
 
+impl Prepared {
+    /// The content-policy exceptions the bundle needed (reported when it is applied).
+    #[must_use]
+    pub fn exceptions_used(&self) -> &[ContentException] {
+        &self.rendered.exceptions_used
+    }
+}
+
 /// Fetches and renders `target` for `po` into `namespace` and refuses what would break running
 /// things (unsafe CRD changes, objects owned by another PO). Reads only: a refusal here has
 /// written nothing, so nothing needs to be resumed or undone.
@@ -149,8 +160,12 @@ pub async fn prepare(
     };
 
     // Render (pure).
-    let mut options = RenderOptions::new(namespace);
-    options.operator_condition = true;
+    let options = RenderOptions {
+        operator_condition: true,
+        manager_namespace: Some(ctx.settings.manager_namespace.clone()),
+        exceptions: content_exceptions(po),
+        ..RenderOptions::new(namespace)
+    };
     let rendered = render::render(&files, &options).map_err(|e| Error::Render {
         bundle: target.name.clone(),
         source: Box::new(e),
@@ -219,6 +234,25 @@ pub async fn prepare(
         live_objects,
         max_openshift_version: max_ocp,
     })
+}
+
+/// The admin's content-policy exceptions from the PlatformOperator's spec.
+fn content_exceptions(po: &PlatformOperator) -> Vec<ContentException> {
+    po.spec
+        .content_exceptions
+        .iter()
+        .map(|e| ContentException {
+            rule: match e.rule {
+                ExceptableContentRule::KindNotAllowed => ContentRule::KindNotAllowed,
+                ExceptableContentRule::PrivilegedRoleBinding => ContentRule::PrivilegedRoleBinding,
+                ExceptableContentRule::EscalatingRole => ContentRule::EscalatingRole,
+                ExceptableContentRule::WildcardRole => ContentRule::WildcardRole,
+                ExceptableContentRule::AggregatingRole => ContentRule::AggregatingRole,
+            },
+            kind: e.kind.clone(),
+            name: e.name.clone(),
+        })
+        .collect()
 }
 
 /// Writes a prepared bundle: its namespace, its OperatorCondition, then every object that

@@ -344,6 +344,9 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
                 write_status(po, pctx, &previous, intent.clone()).await?;
                 previous = intent;
             }
+            if matches!(decision.action, Action::Move(_)) {
+                report_exceptions(po, pctx, &target.name, prepared.exceptions_used()).await;
+            }
             match install::apply(&pctx.ctx, po, &namespace, &target, prepared).await {
                 Ok(report) => {
                     if let Content::Objects(objects) = &target.content
@@ -539,6 +542,35 @@ async fn write_status(
         )))?;
     pctx.remember_write(&name, &written);
     Ok(())
+}
+
+/// A move applied with the admin's content-policy exceptions says so, once per move (a
+/// Warning Event on the PlatformOperator and a log line): an exception is never silent.
+async fn report_exceptions(
+    po: &PlatformOperator,
+    pctx: &PoContext,
+    bundle: &str,
+    used: &[pom_resolver::render::ContentException],
+) {
+    if used.is_empty() {
+        return;
+    }
+    let list: Vec<String> = used.iter().map(ToString::to_string).collect();
+    let note = format!(
+        "bundle {bundle} is applied with content-policy exceptions from spec.contentExceptions: {}",
+        list.join("; ")
+    );
+    tracing::warn!(po = %po.name_any(), %bundle, exceptions = %list.join("; "), "applying a bundle with content-policy exceptions");
+    let event = Event {
+        type_: EventType::Warning,
+        reason: Reason::ContentExceptionUsed.as_str().to_owned(),
+        note: Some(note.chars().take(1000).collect()),
+        action: "Install".to_owned(),
+        secondary: None,
+    };
+    if let Err(err) = pctx.ctx.recorder.publish(&event, &po.object_ref(&())).await {
+        tracing::debug!(%err, "publishing an event");
+    }
 }
 
 /// One Kubernetes Event per condition that changed status or reason.

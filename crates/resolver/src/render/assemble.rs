@@ -33,6 +33,8 @@ pub enum NamespacePolicy {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Assembled {
     pub objects: Vec<Value>,
+    /// The file each object came from, in the same order (for the content policy's errors).
+    pub origins: Vec<String>,
     pub crds: Vec<String>,
     pub deployments: Vec<String>,
     pub service_accounts: Vec<String>,
@@ -80,7 +82,10 @@ pub fn assemble(
         }
     }
 
-    let objects: Vec<Value> = ordered.into_values().map(|sourced| sourced.value).collect();
+    let (objects, origins): (Vec<Value>, Vec<String>) = ordered
+        .into_values()
+        .map(|sourced| (sourced.value, sourced.origin))
+        .unzip();
     let names_of = |group: &str, kind: &str| -> Vec<String> {
         objects
             .iter()
@@ -109,6 +114,7 @@ pub fn assemble(
         .collect();
     Ok(Assembled {
         objects,
+        origins,
         crds,
         deployments,
         service_accounts,

@@ -149,16 +149,16 @@ pub enum RenderError {
     )]
     OwnedCrdMissing { csv: String, crd: String },
 
-    /// A registry+v1 bundle ships an object kind that OLM does not allow in bundles.
+    /// An object breaks the content policy (`content_policy`): it names the object, the rule
+    /// and the exception an admin could give when one is allowed.
+    #[error("{0}")]
+    ContentPolicy(Box<super::content_policy::PolicyViolation>),
+
+    /// The install namespace is one the platform reserves.
     #[error(
-        "bundle file {file}: {kind} {name:?} is not a kind a registry+v1 bundle may contain (allowed: {allowed}); remove it or ship it as a plain+v0 bundle"
+        "install namespace {namespace:?} is refused: {why}; set spec.installNamespace on the PlatformOperator to a namespace of its own (by default the PlatformOperator's name)"
     )]
-    UnsupportedKind {
-        file: String,
-        kind: String,
-        name: String,
-        allowed: String,
-    },
+    InstallNamespaceReserved { namespace: String, why: String },
 
     /// An object uses an API version that every cluster POM supports has removed.
     #[error(

@@ -272,23 +272,54 @@ pub fn removed_api(api_version: &str, kind: &str) -> Option<RemovedApi> {
         .copied()
 }
 
-/// Kinds a registry+v1 bundle may carry besides its CSV and CRDs (operator-registry's supported
-/// resources, which both OLM v0 and v1 enforce). Anything else needs a plain+v0 bundle.
-pub const REGISTRY_V1_KINDS: &[&str] = &[
-    "ClusterRole",
-    "ClusterRoleBinding",
-    "ConfigMap",
-    "ConsoleYAMLSample",
-    "PodDisruptionBudget",
-    "PriorityClass",
-    "PrometheusRule",
-    "Role",
-    "RoleBinding",
-    "Secret",
-    "Service",
-    "ServiceAccount",
-    "ServiceMonitor",
-    "VerticalPodAutoscaler",
+/// (group, kind) a rendered registry+v1 bundle may contain: its CRDs, what rendering
+/// generates from the CSV (Deployments, ServiceAccounts, roles and bindings), and the other
+/// kinds operator-registry lets a bundle ship, by API group (a `Secret` of another group is
+/// not a Secret). Enforced by the content policy.
+pub const REGISTRY_V1_KINDS: &[(&str, &str)] = &[
+    ("apiextensions.k8s.io", "CustomResourceDefinition"),
+    ("apps", "Deployment"),
+    ("", "ServiceAccount"),
+    ("rbac.authorization.k8s.io", "ClusterRole"),
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+    ("rbac.authorization.k8s.io", "Role"),
+    ("rbac.authorization.k8s.io", "RoleBinding"),
+    ("", "ConfigMap"),
+    ("", "Secret"),
+    ("", "Service"),
+    ("policy", "PodDisruptionBudget"),
+    ("scheduling.k8s.io", "PriorityClass"),
+    ("monitoring.coreos.com", "PrometheusRule"),
+    ("monitoring.coreos.com", "ServiceMonitor"),
+    ("console.openshift.io", "ConsoleYAMLSample"),
+    ("autoscaling.k8s.io", "VerticalPodAutoscaler"),
+];
+
+/// (group, kind) a plain+v0 bundle may contain (plus custom resources of its own CRDs): the
+/// registry+v1 kinds and the workload and networking kinds an operator's own manifests use.
+pub const PLAIN_V0_KINDS: &[(&str, &str)] = &[
+    ("apiextensions.k8s.io", "CustomResourceDefinition"),
+    ("apps", "Deployment"),
+    ("apps", "StatefulSet"),
+    ("apps", "DaemonSet"),
+    ("batch", "Job"),
+    ("batch", "CronJob"),
+    ("", "ServiceAccount"),
+    ("rbac.authorization.k8s.io", "ClusterRole"),
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+    ("rbac.authorization.k8s.io", "Role"),
+    ("rbac.authorization.k8s.io", "RoleBinding"),
+    ("", "ConfigMap"),
+    ("", "Secret"),
+    ("", "Service"),
+    ("", "PersistentVolumeClaim"),
+    ("networking.k8s.io", "NetworkPolicy"),
+    ("policy", "PodDisruptionBudget"),
+    ("scheduling.k8s.io", "PriorityClass"),
+    ("monitoring.coreos.com", "PrometheusRule"),
+    ("monitoring.coreos.com", "ServiceMonitor"),
+    ("console.openshift.io", "ConsoleYAMLSample"),
+    ("autoscaling.k8s.io", "VerticalPodAutoscaler"),
 ];
 
 /// Position of a kind in the apply order: namespaces, CRDs, identities, roles, bindings,

@@ -11,10 +11,12 @@
 //! Modules (one job each): `bundle` (files and YAML documents), `layout` (format detection
 //! from `metadata/annotations.yaml`), `registry_v1` and `plain_v0` (the two formats), `csv`
 //! (reading a ClusterServiceVersion), `assemble` (namespaces, duplicates, order), `kinds`
-//! (static kind knowledge), `properties`, `names`, `objects`, and the public [`crd_safety`].
+//! (static kind knowledge), `properties`, `names`, `objects`, and the public
+//! [`content_policy`] (what a bundle may ask POM to apply) and [`crd_safety`].
 
 mod assemble;
 mod bundle;
+pub mod content_policy;
 pub mod crd_safety;
 mod csv;
 mod error;
@@ -31,6 +33,7 @@ use std::fmt;
 use serde_json::Value;
 
 pub use bundle::BundleFiles;
+pub use content_policy::{ContentException, ContentRule, PolicyViolation};
 pub use crd_safety::{CrdViolation, CrdViolationKind, check_crd_upgrade};
 pub use error::RenderError;
 
@@ -47,14 +50,23 @@ pub struct RenderOptions {
     /// grant the operator's ServiceAccounts access to that OperatorCondition, as OLM v0 does, so
     /// operators built on operator-lib can report `Upgradeable` (§7, gate `OperatorCondition`).
     pub operator_condition: bool,
+    /// The manager's own namespace and ServiceAccount: refused as an install namespace and as
+    /// a binding subject (content policy).
+    pub manager_namespace: Option<String>,
+    pub manager_service_account: Option<String>,
+    /// The content-policy exceptions the admin gave on the PlatformOperator.
+    pub exceptions: Vec<ContentException>,
 }
 
 impl RenderOptions {
-    /// Options for `install_namespace` without OperatorCondition wiring.
+    /// Options for `install_namespace` without OperatorCondition wiring or exceptions.
     pub fn new(install_namespace: impl Into<String>) -> Self {
         Self {
             install_namespace: install_namespace.into(),
             operator_condition: false,
+            manager_namespace: None,
+            manager_service_account: None,
+            exceptions: Vec::new(),
         }
     }
 }
@@ -105,6 +117,8 @@ pub struct RenderedBundle {
     pub service_accounts: Vec<String>,
     /// `(type, value)` from the CSV's `olm.properties` annotation, then `metadata/properties.yaml`.
     pub properties: Vec<(String, Value)>,
+    /// The admin's content-policy exceptions this bundle needed (reported, never silent).
+    pub exceptions_used: Vec<ContentException>,
 }
 
 impl RenderedBundle {
@@ -124,6 +138,15 @@ pub fn render(files: &BundleFiles, opts: &RenderOptions) -> Result<RenderedBundl
     if !names::is_dns1123_label(&opts.install_namespace) {
         return Err(RenderError::InvalidInstallNamespace {
             namespace: opts.install_namespace.clone(),
+        });
+    }
+    if let Some(why) = content_policy::reserved_namespace(
+        &opts.install_namespace,
+        opts.manager_namespace.as_deref(),
+    ) {
+        return Err(RenderError::InstallNamespaceReserved {
+            namespace: opts.install_namespace.clone(),
+            why,
         });
     }
     let layout = Layout::detect(files)?;
@@ -149,6 +172,18 @@ pub fn render(files: &BundleFiles, opts: &RenderOptions) -> Result<RenderedBundl
         BundleFormat::PlainV0 => assemble::NamespacePolicy::DefaultOnly,
     };
     let assembled = assemble::assemble(parts.objects, &opts.install_namespace, namespace_policy)?;
+    let exceptions_used = content_policy::check(
+        &assembled.objects,
+        &assembled.origins,
+        &content_policy::PolicyContext {
+            format: Some(format),
+            install_namespace: &opts.install_namespace,
+            manager_namespace: opts.manager_namespace.as_deref(),
+            manager_service_account: opts.manager_service_account.as_deref(),
+            exceptions: &opts.exceptions,
+        },
+    )
+    .map_err(RenderError::ContentPolicy)?;
     Ok(RenderedBundle {
         format,
         package_name: layout.package.clone(),
@@ -158,6 +193,7 @@ pub fn render(files: &BundleFiles, opts: &RenderOptions) -> Result<RenderedBundl
         deployments: assembled.deployments,
         service_accounts: assembled.service_accounts,
         properties,
+        exceptions_used,
     })
 }
 

@@ -24,7 +24,6 @@ use serde_json::{Map, Value, json};
 use super::assemble::Sourced;
 use super::csv::{ALL_NAMESPACES, CSV_GROUP, CSV_KIND, Csv, Permission, StrategyDeployment};
 use super::error::RenderError;
-use super::kinds::REGISTRY_V1_KINDS;
 use super::layout::Layout;
 use super::names::{canonical_json, hashed_name};
 use super::objects::{Manifest, object_at_mut, scalar_to_string, str_at};
@@ -77,7 +76,6 @@ pub fn render(
         .filter(|m| !m.is(CSV_GROUP, CSV_KIND))
         .collect();
     check_removed_apis(manifests)?;
-    check_kinds(&others)?;
     check_owned_crds(&csv, &others)?;
 
     let generated_origin = format!(
@@ -219,22 +217,6 @@ fn single_csv<'m>(manifests: &'m [Manifest], layout: &Layout) -> Result<&'m Mani
             files: several.iter().map(|m| m.origin()).collect(),
         }),
     }
-}
-
-fn check_kinds(others: &[&Manifest]) -> Result<(), RenderError> {
-    for manifest in others {
-        let allowed = manifest.is("apiextensions.k8s.io", "CustomResourceDefinition")
-            || REGISTRY_V1_KINDS.contains(&manifest.kind.as_str());
-        if !allowed {
-            return Err(RenderError::UnsupportedKind {
-                file: manifest.origin(),
-                kind: manifest.kind.clone(),
-                name: manifest.name.clone(),
-                allowed: format!("CustomResourceDefinition, {}", REGISTRY_V1_KINDS.join(", ")),
-            });
-        }
-    }
-    Ok(())
 }
 
 fn check_owned_crds(csv: &Csv<'_>, others: &[&Manifest]) -> Result<(), RenderError> {

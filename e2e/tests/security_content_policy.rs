@@ -1,0 +1,455 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! Hostile bundles against a real API server (issue 14, items 1 and 3): one PlatformOperator
+//! per refusal class of the content policy, each refused with a reason that names the object
+//! and the rule, and nothing of it on the cluster (not even its install namespace); an upgrade
+//! to a hostile bundle leaves the running operator as it was until the admin names an
+//! exception, which is then reported; a system install namespace is refused at admission.
+
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Pod};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::{Client, Resource};
+use pom_api::PlatformOperator;
+use pom_e2e::fixtures::{TestBundle, catalog_json};
+use pom_e2e::manager::Manager;
+use pom_e2e::scenario::{
+    configmap_catalog, create_po, simulated_plane, wait_catalog_serves, wait_po_condition,
+};
+use serde_json::{Value, json};
+
+/// The namespace the test manager says it runs in (`Settings::default`).
+const MANAGER_NAMESPACE: &str = "openshift-platform-operators";
+
+fn binding(name: &str, role: &str, subject: Value) -> Value {
+    json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+        "subjects": [subject]
+    })
+}
+
+fn cluster_role(name: &str, extra: Value) -> Value {
+    let mut role = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": name},
+    });
+    if let (Some(role), Some(extra)) = (role.as_object_mut(), extra.as_object()) {
+        role.extend(extra.clone());
+    }
+    role
+}
+
+/// (package, bundle, rule the refusal names, object name it names).
+fn hostile_bundles() -> Vec<(&'static str, TestBundle, &'static str, &'static str)> {
+    let sa =
+        |ns: &str, name: &str| json!({"kind": "ServiceAccount", "name": name, "namespace": ns});
+    vec![
+        (
+            "nsgrab",
+            TestBundle::new("nsgrab", "1.0.0").plain().with_object(
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "stolen"}}),
+            ),
+            "KindNeverAllowed",
+            "\"stolen\"",
+        ),
+        (
+            "hooker",
+            TestBundle::new("hooker", "1.0.0").plain().with_object(json!({
+                "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+                "metadata": {"name": "hooker-everything"}, "webhooks": []
+            })),
+            "KindNeverAllowed",
+            "\"hooker-everything\"",
+        ),
+        (
+            "apisvc",
+            TestBundle::new("apisvc", "1.0.0").plain().with_object(json!({
+                "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+                "metadata": {"name": "v1.evil.example.com"},
+                "spec": {"group": "evil.example.com", "version": "v1", "groupPriorityMinimum": 1, "versionPriority": 1}
+            })),
+            "KindNeverAllowed",
+            "\"v1.evil.example.com\"",
+        ),
+        (
+            "podder",
+            TestBundle::new("podder", "1.0.0").plain().with_object(json!({
+                "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "loose-pod"},
+                "spec": {"containers": [{"name": "c", "image": "example.invalid/x"}]}
+            })),
+            "KindNotAllowed",
+            "\"loose-pod\"",
+        ),
+        (
+            "kubesys",
+            TestBundle::new("kubesys", "1.0.0").plain().with_object(json!({
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "planted", "namespace": "kube-system"}, "data": {"a": "b"}
+            })),
+            "ObjectOutsideInstallNamespace",
+            "\"planted\" in namespace \"kube-system\"",
+        ),
+        (
+            "admin",
+            TestBundle::new("admin", "1.0.0").with_object(binding(
+                "admin-is-god",
+                "cluster-admin",
+                sa("admin", "admin"),
+            )),
+            "PrivilegedRoleBinding",
+            "\"admin-is-god\"",
+        ),
+        (
+            "everyone",
+            TestBundle::new("everyone", "1.0.0").with_object(binding(
+                "everyone-reads",
+                "view",
+                json!({"kind": "Group", "name": "system:authenticated", "apiGroup": "rbac.authorization.k8s.io"}),
+            )),
+            "SystemSubjectBinding",
+            "\"everyone-reads\"",
+        ),
+        (
+            // A binding of POM's own ServiceAccount, then a webhook: refused at the binding,
+            // so the webhook is never reached either.
+            "selfhook",
+            TestBundle::new("selfhook", "1.0.0")
+                .plain()
+                .with_object(binding(
+                    "selfhook-owns-pom",
+                    "view",
+                    sa(MANAGER_NAMESPACE, "platform-operators-manager"),
+                ))
+                .with_object(json!({
+                    "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+                    "metadata": {"name": "selfhook-mutates"}, "webhooks": []
+                })),
+            "ForeignServiceAccountBinding",
+            "\"selfhook-owns-pom\"",
+        ),
+        (
+            "escalator",
+            TestBundle::new("escalator", "1.0.0").with_object(cluster_role(
+                "escalator-rbac",
+                json!({"rules": [{"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"], "verbs": ["escalate", "bind"]}]}),
+            )),
+            "EscalatingRole",
+            "\"escalator-rbac\"",
+        ),
+        (
+            "wildcard",
+            TestBundle::new("wildcard", "1.0.0").with_object(cluster_role(
+                "wildcard-all",
+                json!({"rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]}),
+            )),
+            "WildcardRole",
+            "\"wildcard-all\"",
+        ),
+        (
+            "aggregator",
+            TestBundle::new("aggregator", "1.0.0").with_object(cluster_role(
+                "aggregator-collects",
+                json!({"aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"rbac.example.com/aggregate": "true"}}]}}),
+            )),
+            "AggregatingRole",
+            "\"aggregator-collects\"",
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn every_refusal_class_is_refused_and_leaves_the_cluster_unchanged() {
+    let Some(plane) = simulated_plane(false).await else {
+        return;
+    };
+    let client = plane.client().await.unwrap();
+    let cases = hostile_bundles();
+    let bundles: Vec<TestBundle> = cases.iter().map(|(_, b, _, _)| b.clone()).collect();
+    let fbc = catalog_json(&bundles, &[]);
+    configmap_catalog(&client, "hostile", &fbc, 0).await;
+    let crbs_before = names(&Api::<ClusterRoleBinding>::all(client.clone())).await;
+    let roles_before = names(&Api::<ClusterRole>::all(client.clone())).await;
+    for (package, _, _, _) in &cases {
+        create_po(&client, package, json!({"package": {"name": package}})).await;
+    }
+    let manager = Manager::start(client.clone(), Manager::test_settings(vec![]));
+    wait_catalog_serves(&client, "hostile", &fbc).await;
+
+    for (package, _, rule, object) in &cases {
+        let message = wait_po_condition(
+            &client,
+            package,
+            "Installed",
+            "False",
+            Some("ContentPolicyViolation"),
+        )
+        .await;
+        assert!(
+            message.contains(&format!("rule {rule}")) && message.contains(object),
+            "{package}: {message}"
+        );
+    }
+
+    // Nothing of any hostile bundle reached the cluster: no install namespace, no object.
+    let namespaces = Api::<Namespace>::all(client.clone());
+    for (package, _, _, _) in &cases {
+        assert!(
+            namespaces.get_opt(package).await.unwrap().is_none(),
+            "{package}: its install namespace was created"
+        );
+    }
+    assert!(namespaces.get_opt("stolen").await.unwrap().is_none());
+    assert!(
+        Api::<ConfigMap>::namespaced(client.clone(), "kube-system")
+            .get_opt("planted")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        Api::<Pod>::all(client.clone())
+            .list(&ListParams::default().fields("metadata.name=loose-pod"))
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    assert_eq!(
+        names(&Api::<ClusterRoleBinding>::all(client.clone())).await,
+        crbs_before,
+        "no ClusterRoleBinding may appear"
+    );
+    assert_eq!(
+        names(&Api::<ClusterRole>::all(client.clone())).await,
+        roles_before,
+        "no ClusterRole may appear"
+    );
+    let webhooks = client
+        .request::<Value>(http_get(
+            "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
+        ))
+        .await
+        .unwrap();
+    assert_eq!(webhooks["items"], json!([]), "no webhook may appear");
+    manager.stop().await;
+}
+
+#[tokio::test]
+async fn a_hostile_upgrade_keeps_the_running_operator_until_the_admin_names_an_exception() {
+    let Some(plane) = simulated_plane(false).await else {
+        return;
+    };
+    let client = plane.client().await.unwrap();
+    let v1 = TestBundle::new("rbacop", "1.0.0");
+    let v2 = TestBundle::new("rbacop", "1.0.1")
+        .replaces("1.0.0")
+        .with_object(cluster_role(
+            "rbacop-tenant-admin",
+            json!({"rules": [{"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles"], "verbs": ["bind", "escalate"]}]}),
+        ));
+    let fbc = catalog_json(&[v1.clone(), v2.clone()], &[]);
+    configmap_catalog(&client, "local", &fbc, 0).await;
+    // Installed at 1.0.0 (the admin's versionRange), then moved by hand to 1.0.1.
+    create_po(
+        &client,
+        "rbacop",
+        json!({"package": {"name": "rbacop", "versionRange": "1.0.0"}}),
+    )
+    .await;
+    let manager = Manager::start(client.clone(), Manager::test_settings(vec![]));
+    wait_po_condition(
+        &client,
+        "rbacop",
+        "Installed",
+        "True",
+        Some("InstallSucceeded"),
+    )
+    .await;
+    let image_before = deployment_image(&client, &v1).await;
+
+    let pos = Api::<PlatformOperator>::all(client.clone());
+    let patch = |spec: Value| Patch::Merge(json!({"spec": spec}));
+    pos.patch(
+        "rbacop",
+        &PatchParams::default(),
+        &patch(
+            json!({"package": {"versionRange": null}, "steadyStateVersionRange": ">=1.0.0 <2.0.0"}),
+        ),
+    )
+    .await
+    .unwrap();
+    // A failed move degrades the PO (Progressing says "blocked; see Degraded").
+    let message = wait_po_condition(
+        &client,
+        "rbacop",
+        "Degraded",
+        "True",
+        Some("ContentPolicyViolation"),
+    )
+    .await;
+    assert!(
+        message.contains("\"rbacop-tenant-admin\"")
+            && message.contains("rule EscalatingRole")
+            && message.contains("spec.contentExceptions"),
+        "{message}"
+    );
+    let po = pos.get("rbacop").await.unwrap();
+    assert_eq!(
+        po.status
+            .as_ref()
+            .unwrap()
+            .installed_bundle
+            .as_ref()
+            .unwrap()
+            .name,
+        v1.name(),
+        "the running operator stays as it was"
+    );
+    assert_eq!(deployment_image(&client, &v1).await, image_before);
+    assert!(
+        Api::<ClusterRole>::all(client.clone())
+            .get_opt("rbacop-tenant-admin")
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    // The admin trusts it, by name: 1.0.1 goes in, and the exception is reported.
+    pos.patch(
+        "rbacop",
+        &PatchParams::default(),
+        &patch(json!({"contentExceptions": [
+            {"rule": "EscalatingRole", "kind": "ClusterRole", "name": "rbacop-tenant-admin"}
+        ]})),
+    )
+    .await
+    .unwrap();
+    pom_e2e::manager::eventually(Duration::from_secs(120), "rbacop to run 1.0.1", || async {
+        let po = pos.get("rbacop").await.ok()?;
+        (po.status?.installed_bundle?.name == v2.name()).then_some(())
+    })
+    .await;
+    assert!(
+        Api::<ClusterRole>::all(client.clone())
+            .get_opt("rbacop-tenant-admin")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    let uid = pos.get("rbacop").await.unwrap().meta().uid.clone().unwrap();
+    let note = pom_e2e::manager::eventually(
+        Duration::from_secs(60),
+        "a ContentExceptionUsed event",
+        || async {
+            Api::<Event>::all(client.clone())
+                .list(&ListParams::default())
+                .await
+                .ok()?
+                .items
+                .into_iter()
+                .find(|e| {
+                    e.reason.as_deref() == Some("ContentExceptionUsed")
+                        && e.involved_object.uid.as_deref() == Some(uid.as_str())
+                })
+                .map(|e| (e.type_.unwrap_or_default(), e.message.unwrap_or_default()))
+        },
+    )
+    .await;
+    assert_eq!(note.0, "Warning");
+    assert!(
+        note.1
+            .contains("EscalatingRole for ClusterRole \"rbacop-tenant-admin\""),
+        "{}",
+        note.1
+    );
+    manager.stop().await;
+}
+
+#[tokio::test]
+async fn a_system_install_namespace_is_refused() {
+    let Some(plane) = simulated_plane(false).await else {
+        return;
+    };
+    let client = plane.client().await.unwrap();
+    // At admission, when the admin names it.
+    let po: PlatformOperator = serde_json::from_value(json!({
+        "apiVersion": "platform.openshift.io/v1alpha1", "kind": "PlatformOperator",
+        "metadata": {"name": "sneaky"},
+        "spec": {"package": {"name": "sneaky"}, "installNamespace": "kube-system"}
+    }))
+    .unwrap();
+    let err = Api::<PlatformOperator>::all(client.clone())
+        .create(&Default::default(), &po)
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("may not be a system namespace"),
+        "{err}"
+    );
+    // By the renderer, when the PlatformOperator's own name makes it one.
+    let bundle = TestBundle::new("openshift-tools", "1.0.0");
+    configmap_catalog(&client, "local", &catalog_json(&[bundle], &[]), 0).await;
+    create_po(
+        &client,
+        "openshift-tools",
+        json!({"package": {"name": "openshift-tools"}}),
+    )
+    .await;
+    let manager = Manager::start(client.clone(), Manager::test_settings(vec![]));
+    let message = wait_po_condition(
+        &client,
+        "openshift-tools",
+        "Installed",
+        "False",
+        Some("ContentPolicyViolation"),
+    )
+    .await;
+    assert!(
+        message.contains("install namespace \"openshift-tools\" is refused")
+            && message.contains("spec.installNamespace"),
+        "{message}"
+    );
+    assert!(
+        Api::<Namespace>::all(client.clone())
+            .get_opt("openshift-tools")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    manager.stop().await;
+}
+
+async fn names<K>(api: &Api<K>) -> Vec<String>
+where
+    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let mut names: Vec<String> = api
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .filter_map(|o| o.meta().name.clone())
+        .collect();
+    names.sort();
+    names
+}
+
+async fn deployment_image(client: &Client, bundle: &TestBundle) -> String {
+    let d = Api::<Deployment>::namespaced(client.clone(), &bundle.package)
+        .get(&bundle.deployment_name())
+        .await
+        .unwrap();
+    d.spec.unwrap().template.spec.unwrap().containers[0]
+        .image
+        .clone()
+        .unwrap()
+}
+
+fn http_get(path: &str) -> http::Request<Vec<u8>> {
+    http::Request::get(path).body(Vec::new()).unwrap()
+}
