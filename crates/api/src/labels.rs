@@ -1,6 +1,8 @@
 //! Labels and annotations POM puts on what it installs, so that ownership can be read back
 //! from the cluster alone (drift repair, pruning, deletion, `pomctl status`).
 
+use sha2::{Digest, Sha256};
+
 /// Names the owning PlatformOperator on every object POM applies.
 pub const OWNER_PO: &str = "platform.openshift.io/owner";
 /// Names the package the object belongs to.
@@ -18,24 +20,39 @@ pub const FINALIZER: &str = "platform.openshift.io/cleanup";
 /// with `upgradeGate: Auto` it must then report again after every move (§7).
 pub const OPERATOR_CONDITION_REPORTED: &str = "platform.openshift.io/operator-condition-reported";
 
+/// Marks an existing object the admin hands over to a PlatformOperator: its value is the
+/// PlatformOperator's name. Without it, POM refuses to take over an object it did not create
+/// (and so never deletes one).
+pub const ADOPT: &str = "platform.openshift.io/adopt";
+
 /// Kubernetes label values are at most 63 characters of `[A-Za-z0-9._-]`, alphanumeric at both
-/// ends; bundle names usually fit, long ones are shortened deterministically.
+/// ends. A value that fits is used as it is; any other (too long, or with other characters) is
+/// shortened to a readable prefix plus a hash of the whole value, so two different names can
+/// never share a label value (and so never own, or prune, each other's objects).
 #[must_use]
 pub fn label_value(value: &str) -> String {
+    let valid = |c: char| c.is_ascii_alphanumeric() || "._-".contains(c);
+    let fits = !value.is_empty()
+        && value.len() <= 63
+        && value.chars().all(valid)
+        && value.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && value.ends_with(|c: char| c.is_ascii_alphanumeric());
+    if fits {
+        return value.to_owned();
+    }
     let cleaned: String = value
         .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "._-".contains(c) {
-                c
-            } else {
-                '-'
-            }
-        })
+        .map(|c| if valid(c) { c } else { '-' })
+        .take(52)
         .collect();
-    let short: String = cleaned.chars().take(63).collect();
-    short
-        .trim_matches(|c: char| !c.is_ascii_alphanumeric())
-        .to_owned()
+    let prefix = cleaned.trim_matches(|c: char| !c.is_ascii_alphanumeric());
+    let digest = hex::encode(Sha256::digest(value.as_bytes()));
+    let hash = digest.get(..10).unwrap_or(&digest);
+    if prefix.is_empty() {
+        hash.to_owned()
+    } else {
+        format!("{prefix}-{hash}")
+    }
 }
 
 /// The one owner-label builder: the labels POM puts on everything it applies for PO `po`
@@ -70,8 +87,53 @@ mod tests {
     #[test]
     fn label_values_are_valid() {
         assert_eq!(label_value("op.v1.2.3"), "op.v1.2.3");
-        assert_eq!(label_value(&"a".repeat(80)).len(), 63);
-        assert_eq!(label_value("x+build_"), "x-build");
+        let long = label_value(&"a".repeat(80));
+        assert!(
+            long.len() <= 63 && long.starts_with(&"a".repeat(52)),
+            "{long}"
+        );
+        let cleaned = label_value("x+build_");
+        assert!(
+            cleaned.starts_with("x-build-") && cleaned.len() == 18,
+            "{cleaned}"
+        );
+    }
+
+    #[test]
+    fn long_or_cleaned_values_never_collide() {
+        // Two PlatformOperator names that share their first 63 characters.
+        let base = "a".repeat(70);
+        let (one, two) = (format!("{base}-one"), format!("{base}-two"));
+        assert_ne!(label_value(&one), label_value(&two));
+        // A name that would clean to another valid one.
+        assert_ne!(label_value("x+build"), label_value("x-build"));
+        assert_eq!(label_value("x-build"), "x-build");
+        for value in [
+            one.as_str(),
+            two.as_str(),
+            "x+build",
+            "-lead",
+            "trail.",
+            "%%%",
+        ] {
+            let label = label_value(value);
+            assert!(label.len() <= 63, "{value}: {label}");
+            assert!(
+                label
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)),
+                "{value}: {label}"
+            );
+            assert!(
+                label.starts_with(|c: char| c.is_ascii_alphanumeric()),
+                "{value}: {label}"
+            );
+            assert!(
+                label.ends_with(|c: char| c.is_ascii_alphanumeric()),
+                "{value}: {label}"
+            );
+            assert_eq!(label, label_value(value), "stable");
+        }
     }
 
     #[test]

@@ -36,6 +36,20 @@ pub enum Error {
         name: String,
         owner: String,
     },
+    #[error(
+        "{kind} {name}{} already exists and POM did not create it (it has no {} label); POM never takes over, changes or deletes what it did not create: delete it, or hand it to this PlatformOperator with `kubectl annotate {} {name}{} {}={po}`",
+        namespace.as_deref().map(|ns| format!(" in namespace {ns}")).unwrap_or_default(),
+        pom_api::labels::OWNER_PO,
+        kind.to_lowercase(),
+        namespace.as_deref().map(|ns| format!(" -n {ns}")).unwrap_or_default(),
+        pom_api::labels::ADOPT
+    )]
+    AdoptionRefused {
+        kind: String,
+        name: String,
+        namespace: Option<String>,
+        po: String,
+    },
     #[error("object without {field} in bundle {bundle}")]
     InvalidObject { bundle: String, field: &'static str },
     #[error(
@@ -64,6 +78,7 @@ impl Error {
             },
             Self::UnsafeCrdChange { .. } => Reason::UnsafeCRDChange,
             Self::OwnershipConflict { .. } => Reason::OwnershipConflict,
+            Self::AdoptionRefused { .. } => Reason::AdoptionRefused,
         }
     }
 

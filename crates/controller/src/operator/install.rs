@@ -199,15 +199,25 @@ pub async fn prepare(
         let (api, _) = kinds.api(client, &id.gvk, ns).await?;
         let live = get_opt(&api, &id.name).await?;
         if let Some(live) = &live {
-            let owner = live.labels().get(labels::OWNER_PO).cloned();
-            if let Some(owner) = owner
-                && owner != labels::label_value(&po_name)
-            {
-                return Err(Error::OwnershipConflict {
-                    kind: id.gvk.kind.clone(),
-                    name: id.name.clone(),
-                    owner,
-                });
+            match live.labels().get(labels::OWNER_PO) {
+                Some(owner) if *owner != labels::label_value(&po_name) => {
+                    return Err(Error::OwnershipConflict {
+                        kind: id.gvk.kind.clone(),
+                        name: id.name.clone(),
+                        owner: owner.clone(),
+                    });
+                }
+                Some(_) => {}
+                // Not POM's: taken over only when the admin handed it to this PO by name.
+                None if live.annotations().get(labels::ADOPT) == Some(&po_name) => {}
+                None => {
+                    return Err(Error::AdoptionRefused {
+                        kind: id.gvk.kind.clone(),
+                        name: id.name.clone(),
+                        namespace: id.namespace.clone(),
+                        po: po_name.clone(),
+                    });
+                }
             }
             if id.gvk.kind == "CustomResourceDefinition" {
                 let old = crds

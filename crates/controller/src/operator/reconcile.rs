@@ -116,10 +116,18 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
         written: Mutex::default(),
         attempts: Mutex::default(),
     });
-    let by_owner_label = |labels: &std::collections::BTreeMap<String, String>| {
-        labels
-            .get(labels::OWNER_PO)
-            .map(|owner| ObjectRef::<PlatformOperator>::new(owner))
+    // The owner label is the PO's name when it fits a label value, else a prefix plus a hash
+    // (`labels::label_value`): found by name first, then by its label value.
+    let owners = store.clone();
+    let by_owner_label = move |labels: &std::collections::BTreeMap<String, String>| {
+        let owner = labels.get(labels::OWNER_PO)?;
+        let by_name = ObjectRef::<PlatformOperator>::new(owner);
+        if owners.get(&by_name).is_some() {
+            return Some(by_name);
+        }
+        owners
+            .find(|po| labels::label_value(&po.name_any()) == *owner)
+            .map(|po| ObjectRef::from_obj(&*po))
     };
     // Every change of the catalog cache re-judges every PO; so does every ClusterVersion event
     // (below, through the controller's own watch machinery: a trigger stream read against the
@@ -132,7 +140,10 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
         .watches(
             Api::<kube::api::PartialObjectMeta<Deployment>>::all(client.clone()),
             watcher::Config::default().labels(labels::OWNER_PO),
-            move |obj| by_owner_label(obj.labels()),
+            {
+                let by_owner_label = by_owner_label.clone();
+                move |obj| by_owner_label(obj.labels())
+            },
         )
         .watches(
             Api::<kube::api::PartialObjectMeta<pom_api::olm::OperatorCondition>>::all(
