@@ -20,12 +20,14 @@ impl Manager {
     #[must_use]
     pub fn start(client: Client, settings: Settings) -> Self {
         let _ = rustls::crypto::ring::default_provider().install_default();
-        if std::env::var_os("RUST_LOG").is_some() {
-            let _ = tracing_subscriber::fmt()
-                .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-                .with_test_writer()
-                .try_init();
-        }
+        // The manager's log goes to the test's captured output, shown when the test fails:
+        // info by default (what a wedged or refused reconcile says), `RUST_LOG` for more.
+        let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,pom_controller=info"));
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_test_writer()
+            .try_init();
         let token = CancellationToken::new();
         let ctx = pom_controller::Context::new(client, settings);
         let handle = tokio::spawn(pom_controller::run::run_all(ctx, token.clone()));

@@ -46,6 +46,22 @@ const RECONCILE_DEADLINE: Duration = Duration::from_secs(60);
 const OWN_WRITE_RETRY: Duration = Duration::from_millis(500);
 
 impl PoContext {
+    /// Records that the reconcile of `po` is now at `stage`.
+    fn stage(&self, po: &str, stage: &'static str) {
+        if let Ok(mut stages) = self.stages.lock() {
+            stages.insert(po.to_owned(), stage);
+        }
+    }
+
+    /// The stage the reconcile of `po` last reached.
+    fn stage_of(&self, po: &str) -> &'static str {
+        self.stages
+            .lock()
+            .ok()
+            .and_then(|stages| stages.get(po).copied())
+            .unwrap_or("not started")
+    }
+
     /// Whether `po` as cached is older than what this manager last wrote to it. Kubernetes
     /// resourceVersions are opaque; etcd-backed ones are increasing integers, and anything else
     /// is never considered behind.
@@ -95,6 +111,9 @@ pub struct PoContext {
     /// re-apply the bundle moved from (a downgrade mid-update).
     written: Mutex<HashMap<String, u64>>,
     attempts: Mutex<HashMap<String, usize>>,
+    /// Where each PO's reconcile is (the await it is in): named when a reconcile is cut at its
+    /// deadline, so a wedge says where it happened.
+    stages: Mutex<HashMap<String, &'static str>>,
 }
 
 /// Runs the PlatformOperator controller until `shutdown`.
@@ -115,6 +134,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
         applied_objects: Mutex::default(),
         written: Mutex::default(),
         attempts: Mutex::default(),
+        stages: Mutex::default(),
     });
     // The owner label is the PO's name when it fits a label value, else a prefix plus a hash
     // (`labels::label_value`): found by name first, then by its label value.
@@ -233,6 +253,7 @@ async fn reconcile(po: Arc<PlatformOperator>, ctx: Arc<PoContext>) -> Result<Req
     let _timer = ctx.ctx.metrics.reconcile_started("platformoperator");
     let api: Api<PlatformOperator> = Api::all(ctx.ctx.client.clone());
     let name = po.name_any();
+    ctx.stage(&name, "finalizer");
     let work = finalizer(&api, labels::FINALIZER, po, |event| async {
         match event {
             Finalizer::Apply(po) => apply(&po, &ctx).await,
@@ -244,7 +265,8 @@ async fn reconcile(po: Arc<PlatformOperator>, ctx: Arc<PoContext>) -> Result<Req
     // hold a graceful shutdown forever. Cutting is safe: a move's intent is in status before
     // its first write, and every write is an idempotent server-side apply.
     let Ok(result) = tokio::time::timeout(RECONCILE_DEADLINE, work).await else {
-        tracing::warn!(po = %name, deadline = ?RECONCILE_DEADLINE, "reconcile cut at its deadline; retrying");
+        let stage = ctx.stage_of(&name);
+        tracing::warn!(po = %name, deadline = ?RECONCILE_DEADLINE, stage, "reconcile cut at its deadline; retrying");
         return Ok(RequeueAction::requeue(Duration::from_secs(1)));
     };
     let action = result.map_err(|e| match e {
@@ -291,9 +313,11 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
 
     // Gather. The Catalog objects must have been listed once: an empty store right after a
     // start would read as "no Catalog" and judge a running operator on nothing.
+    pctx.stage(&name, "gather: catalog store");
     if pctx.catalog_objects.wait_until_ready().await.is_err() {
         return Ok(RequeueAction::requeue(CATALOG_WARMUP_RETRY));
     }
+    pctx.stage(&name, "gather: cluster view");
     let (cluster, kube_version) = pctx.cluster.view().await?;
     let known_catalogs: Vec<String> = pctx
         .catalog_objects
@@ -307,6 +331,7 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
         po.spec.package.catalog.as_deref(),
         &known_catalogs,
     );
+    pctx.stage(&name, "gather: operator condition");
     let gate = gather::operator_gate(
         &ctx.client,
         po,
@@ -339,6 +364,7 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
     // and never skips it; then apply.
     let reported_before = snapshot.gate.reported;
     let mut previous = previous;
+    pctx.stage(&name, "prepare");
     let outcome = match prepare(pctx, po, &namespace, &snapshot, &decision, &catalogs).await {
         Err(problem) => ActOutcome::Failed(problem),
         Ok(None) => ActOutcome::Skipped,
@@ -352,12 +378,14 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
                 &ActOutcome::Skipped,
             ));
             if let Some(intent) = intent {
+                pctx.stage(&name, "intent write");
                 write_status(po, pctx, &previous, intent.clone()).await?;
                 previous = intent;
             }
             if matches!(decision.action, Action::Move(_)) {
                 report_exceptions(po, pctx, &target.name, prepared.exceptions_used()).await;
             }
+            pctx.stage(&name, "apply");
             match install::apply(&pctx.ctx, po, &namespace, &target, prepared).await {
                 Ok(report) => {
                     if let Content::Objects(objects) = &target.content
@@ -409,10 +437,12 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
         }
         _ => None,
     };
+    pctx.stage(&name, "status write");
     write_status(po, pctx, &previous, new_status).await?;
     // Prune after settle (§6, §7): what the bundle moved from still owns stays until the move
     // to `settled_on` has settled; a failed or unsettled move removes nothing.
     if let Some(bundle) = settled_on {
+        pctx.stage(&name, "prune");
         let pruned = super::objects::prune(&pctx.kinds, &ctx.client, &name, Some(&bundle)).await?;
         if pruned > 0 {
             tracing::info!(po = %name, %bundle, pruned, "removed what older bundles had and this one does not");
@@ -534,6 +564,7 @@ async fn write_status(
         return Ok(());
     }
     let name = po.name_any();
+    pctx.stage(&po.name_any(), "events");
     publish_transitions(po, pctx, previous, &new).await;
     let api: Api<PlatformOperator> = Api::all(pctx.ctx.client.clone());
     let patch = serde_json::json!({
