@@ -78,7 +78,13 @@ fn json_output() {
         String::from_utf8_lossy(&out.stderr)
     );
     let objects: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(objects[0]["kind"], "Namespace");
+    assert_eq!(objects[0]["kind"], "CustomResourceDefinition");
+    assert!(
+        objects
+            .iter()
+            .filter(|o| o["metadata"]["namespace"].is_string())
+            .all(|o| o["metadata"]["namespace"] == "gadgets")
+    );
 }
 
 #[test]

@@ -27,10 +27,23 @@ pub enum LayerError {
     UnsafePath { path: String },
     /// The files POM would keep in memory exceed the limit.
     #[error(
-        "content exceeds {limit} bytes; POM keeps pulled files in memory and refuses larger \
-         content: split the catalog or bundle"
+        "content would reach {size} bytes, above the {limit}-byte limit (DEFAULT_MAX_BYTES); \
+         POM keeps pulled files in memory and refuses larger content: split the catalog or bundle"
     )]
-    TooLarge { limit: u64 },
+    TooLarge { size: u64, limit: u64 },
+    /// More tar entries than POM reads from one image.
+    #[error(
+        "the image has more than {limit} tar entries (MAX_LAYER_ENTRIES); POM refuses it: a \
+         catalog or bundle image needs far fewer files, rebuild it"
+    )]
+    TooManyEntries { limit: u64 },
+    /// A GNU long-name/long-link or PAX extended header larger than POM reads.
+    #[error(
+        "a tar extended header (long file name or PAX record) of {size} bytes is above the \
+         {limit}-byte limit (MAX_EXTENDED_HEADER_BYTES); POM refuses the image: rebuild it \
+         with sane file names"
+    )]
+    HeaderTooLarge { size: u64, limit: u64 },
 }
 
 /// Why an image could not be resolved to a digest or pulled.
@@ -117,7 +130,9 @@ impl OciError {
                 LayerError::UnsupportedMediaType { .. } => Reason::UnsupportedLayerMediaType,
                 LayerError::Corrupt { .. } => Reason::InvalidImageLayer,
                 LayerError::UnsafePath { .. } => Reason::UnsafeImagePath,
-                LayerError::TooLarge { .. } => Reason::ImageTooLarge,
+                LayerError::TooLarge { .. }
+                | LayerError::TooManyEntries { .. }
+                | LayerError::HeaderTooLarge { .. } => Reason::ImageTooLarge,
             },
             Self::TooLarge { .. } => Reason::ImageTooLarge,
             Self::Registry { .. } => Reason::RegistryError,

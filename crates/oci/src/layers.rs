@@ -16,6 +16,12 @@ use super::error::LayerError;
 
 /// Default bound on the bytes kept in memory for one image (512 MiB).
 pub const DEFAULT_MAX_BYTES: u64 = 512 * 1024 * 1024;
+/// Most tar entries POM reads from one image, all layers together (catalogs of the size of
+/// OpenShift's own hold a few thousand files).
+pub const MAX_LAYER_ENTRIES: u64 = 100_000;
+/// Largest GNU long-name/long-link or PAX extended header POM reads (a path is at most a few
+/// KiB; the tar crate would otherwise read any size into memory before POM could look).
+pub const MAX_EXTENDED_HEADER_BYTES: u64 = 64 * 1024;
 
 const WHITEOUT_PREFIX: &str = ".wh.";
 const OPAQUE_WHITEOUT: &str = ".wh..wh..opq";
@@ -64,6 +70,10 @@ pub struct LayerStack {
     prefix: String,
     max_bytes: u64,
     files: BTreeMap<String, Vec<u8>>,
+    /// Bytes held in `files`, kept up to date on every insert and removal.
+    used: u64,
+    /// Tar entries read so far, all layers.
+    entries: u64,
 }
 
 impl LayerStack {
@@ -76,6 +86,8 @@ impl LayerStack {
             prefix: prefix.to_owned(),
             max_bytes,
             files: BTreeMap::new(),
+            used: 0,
+            entries: 0,
         }
     }
 
@@ -97,55 +109,103 @@ impl LayerStack {
         self.files
     }
 
-    fn kept_bytes(&self) -> u64 {
-        self.files.values().map(|data| data.len() as u64).sum()
-    }
-
     fn apply_tar(&mut self, reader: impl Read, format: LayerFormat) -> Result<(), LayerError> {
         let corrupt = |err: std::io::Error| LayerError::Corrupt {
             format: format.name(),
             reason: err.to_string(),
         };
         let mut archive = tar::Archive::new(reader);
+        // Raw entries: GNU long names and PAX headers come to POM as entries of their own, so
+        // their size is checked before they are read (see MAX_EXTENDED_HEADER_BYTES).
+        let entries = archive.entries().map_err(corrupt)?.raw(true);
         // Paths this layer wrote: an opaque whiteout only hides what lower layers put there.
         let mut written = BTreeSet::new();
-        let mut used = self.kept_bytes();
-        for entry in archive.entries().map_err(corrupt)? {
+        // Folders this layer made opaque already (a repeat changes nothing).
+        let mut opaqued = BTreeSet::new();
+        let mut long_path: Option<String> = None;
+        let mut long_link: Option<String> = None;
+        for entry in entries {
             let mut entry = entry.map_err(corrupt)?;
-            let raw = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+            self.entries += 1;
+            if self.entries > MAX_LAYER_ENTRIES {
+                return Err(LayerError::TooManyEntries {
+                    limit: MAX_LAYER_ENTRIES,
+                });
+            }
+            let kind = entry.header().entry_type();
+            if kind.is_gnu_longname()
+                || kind.is_gnu_longlink()
+                || kind.is_pax_local_extensions()
+                || kind.is_pax_global_extensions()
+            {
+                let size = entry.header().size().map_err(corrupt)?;
+                if size > MAX_EXTENDED_HEADER_BYTES {
+                    return Err(LayerError::HeaderTooLarge {
+                        size,
+                        limit: MAX_EXTENDED_HEADER_BYTES,
+                    });
+                }
+                let mut data = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+                (&mut entry)
+                    .take(size)
+                    .read_to_end(&mut data)
+                    .map_err(corrupt)?;
+                if kind.is_gnu_longname() {
+                    long_path = Some(gnu_text(&data));
+                } else if kind.is_gnu_longlink() {
+                    long_link = Some(gnu_text(&data));
+                } else if kind.is_pax_local_extensions() {
+                    for (key, value) in pax_records(&data) {
+                        match key {
+                            "path" => long_path = Some(value.to_owned()),
+                            "linkpath" => long_link = Some(value.to_owned()),
+                            _ => {}
+                        }
+                    }
+                }
+                continue;
+            }
+            let raw = long_path
+                .take()
+                .unwrap_or_else(|| String::from_utf8_lossy(&entry.path_bytes()).into_owned());
+            let link = long_link.take();
             let Some(path) = normalize(&raw)? else {
                 continue;
             };
             let (dir, base) = split(&path);
             if base == OPAQUE_WHITEOUT {
-                self.remove_under(dir, &written);
-                used = self.kept_bytes();
+                if opaqued.insert(dir.to_owned()) {
+                    self.remove_under(dir, &written);
+                }
                 continue;
             }
             if let Some(hidden) = base.strip_prefix(WHITEOUT_PREFIX) {
                 let target = join(dir, hidden);
                 self.remove_path(&target);
-                used = self.kept_bytes();
                 continue;
             }
             let Some(key) = self.key_for(&path) else {
                 continue;
             };
-            let kind = entry.header().entry_type();
             // A file replaced in place frees its old bytes.
             let replaced = self.files.get(&key).map_or(0, |data| data.len() as u64);
-            let available_from = used.saturating_sub(replaced);
+            let available_from = self.used.saturating_sub(replaced);
             let data = if kind.is_file() {
                 let size = entry.header().size().map_err(corrupt)?;
                 check_budget(available_from, size, self.max_bytes)?;
                 let mut data = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
-                entry.read_to_end(&mut data).map_err(corrupt)?;
+                (&mut entry)
+                    .take(size)
+                    .read_to_end(&mut data)
+                    .map_err(corrupt)?;
                 data
             } else if kind.is_hard_link() {
-                let Some(target) = entry.link_name_bytes() else {
-                    continue;
-                };
-                let target = String::from_utf8_lossy(&target).into_owned();
+                let target = link.unwrap_or_else(|| {
+                    entry
+                        .link_name_bytes()
+                        .map(|t| String::from_utf8_lossy(&t).into_owned())
+                        .unwrap_or_default()
+                });
                 let Some(target) = normalize(&target)? else {
                     continue;
                 };
@@ -156,18 +216,26 @@ impl LayerStack {
                 data.clone()
             } else {
                 // A folder, symlink or device replaces a file of the same path.
-                if let Some(old) = self.files.remove(&key) {
-                    used = used.saturating_sub(old.len() as u64);
-                }
+                self.remove_key(&key);
                 continue;
             };
-            used += data.len() as u64;
-            if let Some(old) = self.files.insert(key.clone(), data) {
-                used = used.saturating_sub(old.len() as u64);
-            }
+            self.insert(key.clone(), data);
             written.insert(key);
         }
         Ok(())
+    }
+
+    fn insert(&mut self, key: String, data: Vec<u8>) {
+        self.used += data.len() as u64;
+        if let Some(old) = self.files.insert(key, data) {
+            self.used = self.used.saturating_sub(old.len() as u64);
+        }
+    }
+
+    fn remove_key(&mut self, key: &str) {
+        if let Some(old) = self.files.remove(key) {
+            self.used = self.used.saturating_sub(old.len() as u64);
+        }
     }
 
     /// The map key of an image path, when it lies under the prefix.
@@ -185,43 +253,109 @@ impl LayerStack {
         (!rest.is_empty()).then(|| rest.to_owned())
     }
 
+    /// Whether `path` is the kept folder itself or one of its ancestors (so deleting or
+    /// emptying it reaches every kept file).
+    fn covers_prefix(&self, path: &str) -> bool {
+        let folder = self.prefix.trim_end_matches('/');
+        folder.is_empty() && path.is_empty()
+            || folder == path
+            || path.is_empty()
+            || folder.starts_with(&format!("{path}/"))
+    }
+
+    /// Keys at or below `key`, in order: `key` itself, then `key/…` (found by range, so a
+    /// whiteout costs what it removes, not what the image holds).
+    fn keys_below(&self, key: &str) -> Vec<String> {
+        let below = format!("{key}/");
+        let exact = self.files.contains_key(key).then(|| key.to_owned());
+        exact
+            .into_iter()
+            .chain(
+                self.files
+                    .range(below.clone()..)
+                    .map(|(k, _)| k)
+                    .take_while(|k| k.starts_with(&below))
+                    .cloned(),
+            )
+            .collect()
+    }
+
     /// Removes `path` and everything below it (a whiteout).
     fn remove_path(&mut self, path: &str) {
-        let below = format!("{path}/");
-        let prefix = self.prefix.clone();
-        self.files.retain(|key, _| {
-            let full = format!("{prefix}{}{key}", separator(&prefix));
-            full != path && !full.starts_with(&below)
-        });
+        let doomed: Vec<String> = if self.covers_prefix(path) {
+            self.files.keys().cloned().collect()
+        } else {
+            match self.key_for(path) {
+                Some(key) => self.keys_below(&key),
+                None => Vec::new(),
+            }
+        };
+        for key in doomed {
+            self.remove_key(&key);
+        }
     }
 
     /// Removes what lower layers put under `dir` (an opaque whiteout).
     fn remove_under(&mut self, dir: &str, written: &BTreeSet<String>) {
-        let below = if dir.is_empty() {
-            String::new()
+        let candidates: Vec<String> = if self.covers_prefix(dir) {
+            self.files.keys().cloned().collect()
         } else {
-            format!("{dir}/")
+            match self.key_for(dir) {
+                Some(key) => self
+                    .keys_below(&key)
+                    .into_iter()
+                    .filter(|k| *k != key)
+                    .collect(),
+                None => Vec::new(),
+            }
         };
-        let prefix = self.prefix.clone();
-        self.files.retain(|key, _| {
-            let full = format!("{prefix}{}{key}", separator(&prefix));
-            written.contains(key) || !full.starts_with(&below)
-        });
+        for key in candidates {
+            if !written.contains(&key) {
+                self.remove_key(&key);
+            }
+        }
     }
 }
 
-/// The separator between a prefix and a key: none when the prefix ends with `/` or is empty.
-fn separator(prefix: &str) -> &'static str {
-    if prefix.is_empty() || prefix.ends_with('/') {
-        ""
-    } else {
-        "/"
+/// The text of a GNU long-name or long-link entry (NUL-terminated).
+fn gnu_text(data: &[u8]) -> String {
+    let end = data.iter().position(|b| *b == 0).unwrap_or(data.len());
+    String::from_utf8_lossy(data.get(..end).unwrap_or_default()).into_owned()
+}
+
+/// The `key=value` records of a PAX extended header (`"<len> <key>=<value>\n"` each); a
+/// malformed record ends the list.
+fn pax_records(data: &[u8]) -> Vec<(&str, &str)> {
+    let mut records = Vec::new();
+    let mut rest = data;
+    while !rest.is_empty() {
+        let Some(space) = rest.iter().position(|b| *b == b' ') else {
+            break;
+        };
+        let Some(len) = std::str::from_utf8(rest.get(..space).unwrap_or_default())
+            .ok()
+            .and_then(|n| n.parse::<usize>().ok())
+        else {
+            break;
+        };
+        let Some(record) = rest.get(space + 1..len) else {
+            break;
+        };
+        let record = record.strip_suffix(b"\n").unwrap_or(record);
+        if let Ok(text) = std::str::from_utf8(record)
+            && let Some((key, value)) = text.split_once('=')
+        {
+            records.push((key, value));
+        }
+        rest = rest.get(len..).unwrap_or_default();
     }
+    records
 }
 
 fn check_budget(used: u64, more: u64, limit: u64) -> Result<(), LayerError> {
-    if used.saturating_add(more) > limit {
-        Err(LayerError::TooLarge { limit })
+    let size = used.saturating_add(more);
+    if size > limit {
+        Err(LayerError::TooLarge { size, limit })
     } else {
         Ok(())
     }

@@ -16,8 +16,9 @@ use super::cache::{FileCache, Files};
 use super::error::{LayerError, OciError};
 use super::layers::{DEFAULT_MAX_BYTES, LayerFormat, LayerStack};
 
-/// How many pulled (image, prefix) contents stay in memory.
-const CACHE_CAPACITY: usize = 64;
+/// Bytes of pulled (image, prefix) content kept in memory (twice the per-image limit, so the
+/// catalog in use and the bundle being moved to always fit).
+pub const MAX_CACHE_BYTES: u64 = 2 * DEFAULT_MAX_BYTES;
 
 /// Pulls catalog and bundle images anonymously, always by digest, and keeps recent content in
 /// memory so that reconciles of unchanged images cost one manifest `HEAD` at most.
@@ -47,7 +48,7 @@ impl ImagePuller {
         Self {
             insecure_registries,
             client: OnceLock::new(),
-            cache: FileCache::new(CACHE_CAPACITY),
+            cache: FileCache::new(MAX_CACHE_BYTES),
             max_bytes: DEFAULT_MAX_BYTES,
         }
     }

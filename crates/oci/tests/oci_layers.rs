@@ -297,7 +297,10 @@ fn size_limit_applies_to_kept_files_across_layers() {
             &gzip(&tarball(&[Entry::File("configs/b.json", b"x")])),
         )
         .unwrap_err();
-    assert!(matches!(err, LayerError::TooLarge { limit: 10 }), "{err:?}");
+    assert!(
+        matches!(err, LayerError::TooLarge { limit: 10, .. }),
+        "{err:?}"
+    );
 }
 
 #[test]

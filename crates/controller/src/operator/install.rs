@@ -154,7 +154,7 @@ pub async fn prepare(
                         image: image.clone(),
                         source,
                     })?;
-            BundleFiles::new((*pulled).clone())
+            BundleFiles::new(pulled)
         }
         Content::Objects(objects) => BundleFiles::from_objects(objects.clone()),
     };

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -20,13 +21,17 @@ const OBJECTS_DIR: &str = "manifests/";
 /// A BTreeMap so every walk over the files, and so every rendering, is in one stable order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BundleFiles {
-    pub files: BTreeMap<String, Vec<u8>>,
+    /// Shared, not copied: the manager renders a cached bundle image on every reconcile.
+    pub files: Arc<BTreeMap<String, Vec<u8>>>,
 }
 
 impl BundleFiles {
-    /// Wraps files the caller already has (for example extracted from a bundle image).
-    pub fn new(files: BTreeMap<String, Vec<u8>>) -> Self {
-        Self { files }
+    /// Wraps files the caller already has (for example extracted from a bundle image, shared
+    /// with the image cache).
+    pub fn new(files: impl Into<Arc<BTreeMap<String, Vec<u8>>>>) -> Self {
+        Self {
+            files: files.into(),
+        }
     }
 
     /// Reads every regular file under `dir` (recursively; symlinks are followed) into memory.
@@ -48,7 +53,7 @@ impl BundleFiles {
             });
         }
         load_into(dir, "", &mut files)?;
-        Ok(Self { files })
+        Ok(Self::new(files))
     }
 
     /// Builds a bundle from whole manifests given as text (the decoded `olm.bundle.object`
@@ -59,8 +64,8 @@ impl BundleFiles {
             .into_iter()
             .enumerate()
             .map(|(index, text)| (object_file_name(index), text.into_bytes()))
-            .collect();
-        Self { files }
+            .collect::<BTreeMap<_, _>>();
+        Self::new(files)
     }
 
     /// The file at `path`, if present.

@@ -84,7 +84,7 @@ impl Layout {
         files: &'a BundleFiles,
     ) -> Result<Vec<(&'a str, &'a [u8])>, RenderError> {
         let mut out = Vec::new();
-        for (path, bytes) in &files.files {
+        for (path, bytes) in files.files.iter() {
             let Some(relative) = path.strip_prefix(&self.manifests_dir) else {
                 continue;
             };
