@@ -92,4 +92,15 @@ pub struct CatalogStatus {
     /// When the content was last unpacked (RFC 3339).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_unpacked: Option<String>,
+    /// Packages of the content that are not served because their blobs are inconsistent, with
+    /// why (the other packages are served; only PlatformOperators of these fail).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub invalid_packages: Vec<InvalidPackage>,
+}
+
+/// A package a Catalog does not serve, and why.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+pub struct InvalidPackage {
+    pub name: String,
+    pub reason: String,
 }

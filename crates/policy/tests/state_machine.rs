@@ -201,6 +201,7 @@ impl World {
             last_good: Catalog {
                 packages: BTreeMap::new(),
                 others: Vec::new(),
+                invalid_packages: Default::default(),
             },
             phase: ClusterPhase::steady(v("4.16.3")),
             now: Timestamp::from_second(1_800_000_000).unwrap(),
@@ -268,6 +269,7 @@ impl World {
         Catalog {
             packages,
             others: Vec::new(),
+            invalid_packages: Default::default(),
         }
     }
 

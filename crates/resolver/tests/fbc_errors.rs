@@ -31,9 +31,25 @@ fn parse_lines(lines: &[String]) -> Result<Catalog, FbcError> {
     parse("catalog.json", &lines.join("\n"))
 }
 
-/// Runs `result`, expecting an error whose message contains every `needle`.
+/// Runs `result`, expecting an error whose message contains every `needle`: the catalog's
+/// own (it cannot be read at all), or the one package it leaves out (an inconsistency inside
+/// a package is scoped to that package, which is then not served).
 fn error_of(result: Result<Catalog, FbcError>, needles: &[&str]) -> FbcError {
-    let error = result.expect_err("the catalog must be refused");
+    let error = match result {
+        Err(error) => error,
+        Ok(catalog) => {
+            let mut invalid = catalog.invalid_packages.into_iter();
+            let (package, error) = invalid
+                .next()
+                .expect("the catalog, or one package of it, must be refused");
+            assert!(invalid.next().is_none(), "one package is invalid");
+            assert!(
+                !catalog.packages.contains_key(&package),
+                "an invalid package is not served"
+            );
+            error
+        }
+    };
     let message = error.to_string();
     for needle in needles {
         assert!(
@@ -210,12 +226,12 @@ fn two_channel_heads() {
 fn a_skip_edge_is_an_edge_for_heads_but_skip_range_is_not() {
     let mut lines = valid_lines();
     lines[1] = lines[1].replace(r#""replaces":"foo.v1.0.0""#, r#""skips":["foo.v1.0.0"]"#);
-    assert!(parse_lines(&lines).is_ok());
+    assert!(parse_lines(&lines).unwrap().invalid_packages.is_empty());
     let mut lines = valid_lines();
     lines[1] = lines[1].replace(r#""replaces":"foo.v1.0.0""#, r#""skipRange":"<1.1.0""#);
     assert!(matches!(
-        parse_lines(&lines),
-        Err(FbcError::ChannelHeads { .. })
+        parse_lines(&lines).unwrap().invalid_packages.get("foo"),
+        Some(FbcError::ChannelHeads { .. })
     ));
 }
 
@@ -379,4 +395,24 @@ fn missing_path() {
     let error = load_path(std::path::Path::new("/nonexistent/pom/catalog")).unwrap_err();
     assert!(matches!(error, FbcError::Io { .. }));
     assert!(error.to_string().contains("/nonexistent/pom/catalog"));
+}
+
+#[test]
+fn one_bad_package_never_blocks_the_others() {
+    // foo is fine; bar has a channel with two heads.
+    let mut lines = valid_lines();
+    lines.push(r#"{"schema":"olm.package","name":"bar","defaultChannel":"stable"}"#.to_owned());
+    lines.push(r#"{"schema":"olm.channel","package":"bar","name":"stable","entries":[{"name":"bar.v1"},{"name":"bar.v2"}]}"#.to_owned());
+    for (name, version) in [("bar.v1", "1.0.0"), ("bar.v2", "2.0.0")] {
+        lines.push(
+            bundle(name, version)
+                .replace(r#""package":"foo""#, r#""package":"bar""#)
+                .replace(r#""packageName":"foo""#, r#""packageName":"bar""#),
+        );
+    }
+    let catalog = parse_lines(&lines).unwrap();
+    assert_eq!(catalog.packages.keys().collect::<Vec<_>>(), ["foo"]);
+    let error = &catalog.invalid_packages["bar"];
+    assert!(matches!(error, FbcError::ChannelHeads { .. }), "{error}");
+    assert!(error.to_string().contains("bar.v1, bar.v2"), "{error}");
 }

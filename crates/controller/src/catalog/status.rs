@@ -5,10 +5,16 @@ use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use pom_api::CatalogStatus;
+use pom_api::catalog::InvalidPackage;
 use pom_api::conditions::{ConditionStatus, Reason, types};
 
 use super::cache::ServedCatalog;
 use crate::conditions::{Desired, merge};
+
+/// Most invalid packages listed in status (the message counts them all).
+const MAX_REPORTED_INVALID_PACKAGES: usize = 100;
+/// Longest reason kept per invalid package.
+const MAX_REASON_CHARS: usize = 1024;
 
 /// What a reconcile found: served content, or a `Serving=False` reason and message.
 pub(crate) type Outcome<'a> = Result<&'a Arc<ServedCatalog>, (Reason, String)>;
@@ -33,12 +39,37 @@ pub(crate) fn desired(
             }
             status.resolved_source = Some(served.resolved_source.clone());
             status.packages = Some(i64::try_from(packages).unwrap_or(i64::MAX));
+            let invalid = &served.content.invalid_packages;
+            status.invalid_packages = invalid
+                .iter()
+                .take(MAX_REPORTED_INVALID_PACKAGES)
+                .map(|(name, error)| InvalidPackage {
+                    name: name.clone(),
+                    reason: error.to_string().chars().take(MAX_REASON_CHARS).collect(),
+                })
+                .collect();
+            let left_out = if invalid.is_empty() {
+                String::new()
+            } else {
+                let names: Vec<&str> = invalid.keys().map(String::as_str).take(10).collect();
+                format!(
+                    "; {} invalid package{} not served ({}{}): see status.invalidPackages and ask the catalog's publisher to fix them",
+                    invalid.len(),
+                    if invalid.len() == 1 { " is" } else { "s are" },
+                    names.join(", "),
+                    if invalid.len() > names.len() {
+                        ", …"
+                    } else {
+                        ""
+                    }
+                )
+            };
             Desired::new(
                 types::SERVING,
                 ConditionStatus::True,
                 Reason::Unpacked,
                 format!(
-                    "serving {packages} package{} from {}",
+                    "serving {packages} package{} from {}{left_out}",
                     if packages == 1 { "" } else { "s" },
                     served.resolved_source
                 ),

@@ -220,27 +220,36 @@ impl Assembler {
         Ok(())
     }
 
-    /// Joins everything by package and validates the result.
+    /// Joins everything by package and validates the result. An inconsistency inside one
+    /// package (duplicates, a channel that is not one replaces chain, blobs of a package with
+    /// no `olm.package`) leaves that package out with its error; the rest is served.
     pub(crate) fn finish(self) -> Result<Catalog, FbcError> {
         let mut packages = self.packages;
+        let mut invalid: BTreeMap<String, FbcError> = BTreeMap::new();
+        let mark = |invalid: &mut BTreeMap<String, FbcError>, package: &str, error| {
+            invalid.entry(package.to_owned()).or_insert(error);
+        };
         let mut channel_origins: BTreeMap<(String, String), Origin> = BTreeMap::new();
         for seed in self.channels {
             let Some(target) = packages.get_mut(&seed.package) else {
-                return Err(unknown_package(
-                    SCHEMA_CHANNEL,
-                    seed.channel.name,
-                    seed.package,
-                    seed.origin,
-                ));
+                let package = seed.package.clone();
+                mark(
+                    &mut invalid,
+                    &package,
+                    unknown_package(SCHEMA_CHANNEL, seed.channel.name, seed.package, seed.origin),
+                );
+                continue;
             };
             let key = (seed.package, seed.channel.name.clone());
             if let Some(first) = channel_origins.get(&key) {
-                return Err(FbcError::DuplicateChannel(Box::new(DuplicateDetail {
-                    package: key.0,
+                let error = FbcError::DuplicateChannel(Box::new(DuplicateDetail {
+                    package: key.0.clone(),
                     name: key.1,
                     first: first.clone(),
                     second: seed.origin,
-                })));
+                }));
+                mark(&mut invalid, &key.0, error);
+                continue;
             }
             target
                 .package
@@ -250,21 +259,23 @@ impl Assembler {
         }
         for bundle in self.bundles {
             let Some(target) = packages.get_mut(&bundle.package) else {
-                return Err(unknown_package(
-                    SCHEMA_BUNDLE,
-                    bundle.name,
-                    bundle.package,
-                    bundle.origin,
-                ));
+                let package = bundle.package.clone();
+                mark(
+                    &mut invalid,
+                    &package,
+                    unknown_package(SCHEMA_BUNDLE, bundle.name, bundle.package, bundle.origin),
+                );
+                continue;
             };
             match target.package.bundles.entry(bundle.name.clone()) {
                 Entry::Occupied(first) => {
-                    return Err(FbcError::DuplicateBundle(Box::new(DuplicateDetail {
-                        package: bundle.package,
+                    let error = FbcError::DuplicateBundle(Box::new(DuplicateDetail {
+                        package: bundle.package.clone(),
                         name: bundle.name,
                         first: first.get().origin.clone(),
                         second: bundle.origin,
-                    })));
+                    }));
+                    mark(&mut invalid, &bundle.package, error);
                 }
                 Entry::Vacant(slot) => {
                     slot.insert(bundle);
@@ -274,29 +285,41 @@ impl Assembler {
         let mut deprecation_origins: BTreeMap<String, Origin> = BTreeMap::new();
         for seed in self.deprecations {
             let Some(target) = packages.get_mut(&seed.package) else {
-                return Err(unknown_package(
-                    SCHEMA_DEPRECATIONS,
-                    seed.package.clone(),
-                    seed.package,
-                    seed.origin,
-                ));
+                let package = seed.package.clone();
+                mark(
+                    &mut invalid,
+                    &package,
+                    unknown_package(
+                        SCHEMA_DEPRECATIONS,
+                        seed.package.clone(),
+                        seed.package,
+                        seed.origin,
+                    ),
+                );
+                continue;
             };
             if let Some(first) = deprecation_origins.get(&seed.package) {
-                return Err(FbcError::DuplicateDeprecations {
-                    package: seed.package,
+                let error = FbcError::DuplicateDeprecations {
+                    package: seed.package.clone(),
                     first: first.clone(),
                     second: seed.origin,
-                });
+                };
+                mark(&mut invalid, &seed.package, error);
+                continue;
             }
             target.package.deprecations = seed.deprecations;
             deprecation_origins.insert(seed.package, seed.origin);
         }
         for ((package, channel), origin) in &channel_origins {
-            if let Some(package) = packages.get(package).map(|seed| &seed.package)
-                && let Some(channel) = package.channels.get(channel)
+            if let Some(seed) = packages.get(package)
+                && let Some(channel) = seed.package.channels.get(channel)
+                && let Err(error) = validate::channel(&seed.package, channel, origin)
             {
-                validate::channel(package, channel, origin)?;
+                mark(&mut invalid, package, error);
             }
+        }
+        for package in invalid.keys() {
+            packages.remove(package);
         }
         Ok(Catalog {
             packages: packages
@@ -304,6 +327,7 @@ impl Assembler {
                 .map(|(name, seed)| (name, seed.package))
                 .collect(),
             others: self.others,
+            invalid_packages: invalid,
         })
     }
 }

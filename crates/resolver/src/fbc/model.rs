@@ -18,6 +18,11 @@ pub struct Catalog {
     pub packages: BTreeMap<String, Package>,
     /// Blobs with a schema POM does not interpret (kept, as operator-registry keeps `Others`).
     pub others: Vec<serde_json::Value>,
+    /// Packages left out because their blobs are inconsistent (a channel with two heads, a
+    /// duplicate bundle, blobs naming a package that has no `olm.package`), with why: one bad
+    /// package never makes the rest of the catalog unreadable (OLM v1 scopes such errors to
+    /// the package asked for).
+    pub invalid_packages: BTreeMap<String, super::FbcError>,
 }
 
 /// A package: its channels, its bundles and what the catalog deprecates in it.

@@ -186,6 +186,15 @@ pub enum ResolveError {
     )]
     NoCatalogs { package: String },
     #[error(
+        "package {package:?} in catalog {catalog} is invalid, so the catalog does not serve it \
+         (its other packages are served): {reason}; ask the catalog's publisher to fix it"
+    )]
+    InvalidPackage {
+        package: String,
+        catalog: String,
+        reason: String,
+    },
+    #[error(
         "package {package:?} is in none of the catalogs considered ({}); check spec.package.name \
          (packages available: {})",
         catalogs.join(", "),
@@ -477,6 +486,19 @@ fn find_sources<'a>(req: &ResolveRequest<'a>) -> Result<Vec<Source<'a>>, Resolve
         })
         .collect();
     if with_package.is_empty() {
+        // Left out of a catalog for being inconsistent: say why, not "unknown".
+        if let Some((catalog, error)) = ordered.iter().find_map(|(name, _, catalog)| {
+            catalog
+                .invalid_packages
+                .get(req.package)
+                .map(|error| (*name, error))
+        }) {
+            return Err(ResolveError::InvalidPackage {
+                package: req.package.to_owned(),
+                catalog: catalog.to_owned(),
+                reason: error.to_string(),
+            });
+        }
         let mut known: Vec<String> = ordered
             .iter()
             .flat_map(|(_, _, catalog)| catalog.packages.keys().cloned())

@@ -158,6 +158,7 @@ pub fn catalog(packages: Vec<Package>) -> Catalog {
     Catalog {
         packages: packages.into_iter().map(|p| (p.name.clone(), p)).collect(),
         others: vec![],
+        invalid_packages: Default::default(),
     }
 }
 
