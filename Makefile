@@ -4,7 +4,7 @@ CARGO ?= cargo
 # Where the Go-built control-plane binaries live (outside git); printed by the build script.
 BIN_DIR = $(shell bash e2e/tools/build-binaries.sh 2>/dev/null | tail -n1)
 
-.PHONY: all test unit e2e e2e-binaries lint fmt crds manifests image demo bench bench-install soak clean-cache help
+.PHONY: all test unit e2e e2e-binaries lint fmt crds manifests image demo bench bench-install soak fuzz fuzz-ci clean-cache help
 
 help:
 	@echo "make demo   - start a local control plane + registry, run POM, install two operators"
@@ -12,6 +12,7 @@ help:
 	@echo "make e2e    - only the e2e suite;  make lint - fmt + clippy;  make crds - regenerate crds/"
 	@echo "make manifests - regenerate manifests/;  make image - build the manager image (podman/docker)"
 	@echo "make soak   - the decision state-machine test with SOAK_CASES sequences (default 500,000)"
+	@echo "make fuzz   - every cargo-fuzz target for FUZZ_RUNS executions (default 10^7; nightly);  make fuzz-ci - 30 s each"
 	@echo "make bench  - benchmarks (resolver);  make bench-install - 200 POs against a real control plane (BENCH_ARGS=...)"
 
 all: lint test
@@ -63,6 +64,14 @@ bench:
 ## The decision core's state-machine property test, longer than in `make test` (10,000 sequences):
 ## SOAK_CASES sequences (default 500,000), optimised build.
 SOAK_CASES ?= 500000
+## Fuzzing (issue 14): libFuzzer targets in fuzz/ (their own workspace, nightly toolchain).
+fuzz:
+	FUZZ_RUNS=$${FUZZ_RUNS:-10000000} bash fuzz/run.sh
+
+## The short bounded pass CI runs after the tests.
+fuzz-ci:
+	FUZZ_RUNS=$${FUZZ_RUNS:-10000000} FUZZ_SECONDS=$${FUZZ_SECONDS:-30} bash fuzz/run.sh
+
 soak:
 	POM_STATE_MACHINE_SEED=random POM_STATE_MACHINE_CASES=$(SOAK_CASES) $(CARGO) test --release -p pom-policy --test state_machine
 
