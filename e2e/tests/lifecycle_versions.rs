@@ -475,11 +475,24 @@ async fn a_hop_held_by_the_operator_keeps_versions_withheld_with_nothing_degrade
     let fbc = catalog_json(&all, &[]);
     configmap_catalog(&client, "main", &fbc, 0).await;
     wait_catalog_serves(&client, "main", &fbc).await;
+    // The manager stops before the update starts: running, it could hop gated (whose operator
+    // still says True) before the operator's migration below begins. The ClusterOperator it
+    // wrote (versions FROM, Upgradeable=True) is what the CVO admits the update on.
+    eventually(
+        WAIT,
+        "the ClusterOperator to be upgradeable at FROM",
+        || async {
+            let upgradeable = co_condition(&client, "Upgradeable").await?;
+            (upgradeable.0 == "True" && co_version(&client).await.as_deref() == Some(FROM))
+                .then_some(())
+        },
+    )
+    .await;
+    manager.stop().await;
     start_minor_update(&client, &cvo).await;
 
     // The CVO rolls out the new payload; meanwhile (no manager running) gated's operator starts
     // a migration and says it must not be upgraded.
-    manager.stop().await;
     report(
         &client,
         "gated",

@@ -50,6 +50,13 @@ pub enum Error {
         namespace: Option<String>,
         po: String,
     },
+    #[error(
+        "{action}: no answer from the API server within {deadline:?}; retrying (check the API server's load if this persists)"
+    )]
+    ReadDeadline {
+        action: String,
+        deadline: std::time::Duration,
+    },
     #[error("object without {field} in bundle {bundle}")]
     InvalidObject { bundle: String, field: &'static str },
     #[error(
@@ -65,9 +72,10 @@ impl Error {
     #[must_use]
     pub fn reason(&self) -> Reason {
         match self {
-            Self::Kube { .. } | Self::InvalidObject { .. } | Self::Finalizer(_) => {
-                Reason::InstallFailed
-            }
+            Self::Kube { .. }
+            | Self::ReadDeadline { .. }
+            | Self::InvalidObject { .. }
+            | Self::Finalizer(_) => Reason::InstallFailed,
             Self::BundlePull { .. } | Self::NoBundleContent { .. } => Reason::UnpackFailed,
             Self::Render { source, .. } => match **source {
                 RenderError::AllNamespacesNotSupported { .. } => Reason::InstallModeUnsupported,

@@ -40,6 +40,9 @@ pub struct Discovery {
     pub kube_version: Option<semver::Version>,
 }
 
+/// The longest one API read of a gather may take before the reconcile gives up and retries.
+pub const READ_DEADLINE: std::time::Duration = std::time::Duration::from_secs(15);
+
 /// The cluster facts every PO decision shares: a ClusterVersion watch and one discovery.
 #[derive(Clone)]
 pub struct ClusterWatch {
@@ -289,14 +292,23 @@ pub async fn operator_gate(
         labels::BUNDLE,
         labels::label_value(bundle)
     );
-    let found = match api.list(&ListParams::default().labels(&selector)).await {
+    let action = format!("reading the OperatorCondition of bundle {bundle} in {namespace}");
+    // A read that hangs (seen under load: a list that did not answer for a minute) fails
+    // after READ_DEADLINE and the reconcile is retried, instead of holding the PO until the
+    // whole reconcile is cut.
+    let listed = tokio::time::timeout(
+        READ_DEADLINE,
+        api.list(&ListParams::default().labels(&selector)),
+    )
+    .await
+    .map_err(|_| Error::ReadDeadline {
+        action: action.clone(),
+        deadline: READ_DEADLINE,
+    })?;
+    let found = match listed {
         Ok(list) => list.items.into_iter().next(),
         Err(kube::Error::Api(status)) if status.code == 404 => None,
-        Err(err) => {
-            return Err(Error::kube(format!(
-                "reading the OperatorCondition of bundle {bundle} in {namespace}"
-            ))(err));
-        }
+        Err(err) => return Err(Error::kube(action)(err)),
     };
     let mut gate = found.as_ref().map_or_else(OperatorGate::absent, gate_of);
     gate.reported |= reported_before;
