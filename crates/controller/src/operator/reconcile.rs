@@ -339,6 +339,7 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
         previous.installed_bundle.as_ref().map(|b| b.name.as_str()),
     )
     .await?;
+    pctx.stage(&name, "decide");
     let snapshot = gather::snapshot(
         po,
         duplicate_winner(&pctx.store, po),
@@ -356,6 +357,7 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
         // Right after a (re)start the catalog cache is still filling: judging now would report
         // a running operator as failed (and the ClusterOperator as Degraded mid-update).
         tracing::debug!(po = %name, %catalog, "waiting for the catalog to be read");
+        pctx.stage(&name, "done: waiting for the catalog");
         return Ok(RequeueAction::requeue(CATALOG_WARMUP_RETRY));
     }
 
@@ -451,6 +453,7 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
     if let Ok(mut attempts) = pctx.attempts.lock() {
         attempts.remove(&name);
     }
+    pctx.stage(&name, "done");
     Ok(RequeueAction::requeue(requeue))
 }
 
