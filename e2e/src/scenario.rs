@@ -226,3 +226,21 @@ pub async fn set_cluster(client: &Client, history: &[(&str, bool)], desired: &st
         panic!("writing ClusterVersion status: {err}");
     }
 }
+
+/// The image of the first container of Deployment `namespace/name`.
+///
+/// # Panics
+/// When the Deployment cannot be read or has no container image.
+pub async fn deployment_image(client: &Client, namespace: &str, name: &str) -> String {
+    let deployment =
+        Api::<k8s_openapi::api::apps::v1::Deployment>::namespaced(client.clone(), namespace)
+            .get(name)
+            .await
+            .unwrap_or_else(|err| panic!("reading Deployment {namespace}/{name}: {err}"));
+    deployment
+        .spec
+        .and_then(|spec| spec.template.spec)
+        .and_then(|pod| pod.containers.into_iter().next())
+        .and_then(|container| container.image)
+        .unwrap_or_else(|| panic!("Deployment {namespace}/{name} has no container image"))
+}

@@ -3,7 +3,7 @@
 //! the aggregated ClusterOperator follows (§8.2). Also installs from an image catalog.
 
 use pom_e2e::scenario::{
-    apply_catalog, co_condition, configmap_catalog, create_po, simulated_plane,
+    apply_catalog, co_condition, configmap_catalog, create_po, deployment_image, simulated_plane,
     wait_catalog_serves, wait_po_condition,
 };
 use std::time::Duration;
@@ -21,17 +21,6 @@ use pom_e2e::quiet::{Objects, QuietWindow};
 use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(120);
-
-async fn deployment_image(client: &Client, ns: &str, name: &str) -> String {
-    let d = Api::<Deployment>::namespaced(client.clone(), ns)
-        .get(name)
-        .await
-        .unwrap();
-    d.spec.unwrap().template.spec.unwrap().containers[0]
-        .image
-        .clone()
-        .unwrap()
-}
 
 #[tokio::test]
 async fn image_catalog_installs_and_registry_outage_keeps_the_running_version() {

@@ -16,7 +16,8 @@ use pom_api::PlatformOperator;
 use pom_e2e::fixtures::{TestBundle, catalog_json};
 use pom_e2e::manager::Manager;
 use pom_e2e::scenario::{
-    configmap_catalog, create_po, simulated_plane, wait_catalog_serves, wait_po_condition,
+    configmap_catalog, create_po, deployment_image, simulated_plane, wait_catalog_serves,
+    wait_po_condition,
 };
 use serde_json::{Value, json};
 
@@ -269,7 +270,7 @@ async fn a_hostile_upgrade_keeps_the_running_operator_until_the_admin_names_an_e
         Some("InstallSucceeded"),
     )
     .await;
-    let image_before = deployment_image(&client, &v1).await;
+    let image_before = deployment_image(&client, &v1.package, &v1.deployment_name()).await;
 
     let pos = Api::<PlatformOperator>::all(client.clone());
     let patch = |spec: Value| Patch::Merge(json!({"spec": spec}));
@@ -309,7 +310,10 @@ async fn a_hostile_upgrade_keeps_the_running_operator_until_the_admin_names_an_e
         v1.name(),
         "the running operator stays as it was"
     );
-    assert_eq!(deployment_image(&client, &v1).await, image_before);
+    assert_eq!(
+        deployment_image(&client, &v1.package, &v1.deployment_name()).await,
+        image_before
+    );
     assert!(
         Api::<ClusterRole>::all(client.clone())
             .get_opt("rbacop-tenant-admin")
@@ -437,17 +441,6 @@ where
         .collect();
     names.sort();
     names
-}
-
-async fn deployment_image(client: &Client, bundle: &TestBundle) -> String {
-    let d = Api::<Deployment>::namespaced(client.clone(), &bundle.package)
-        .get(&bundle.deployment_name())
-        .await
-        .unwrap();
-    d.spec.unwrap().template.spec.unwrap().containers[0]
-        .image
-        .clone()
-        .unwrap()
 }
 
 fn http_get(path: &str) -> http::Request<Vec<u8>> {

@@ -57,7 +57,7 @@ pub fn assemble(
     install_namespace: &str,
     policy: NamespacePolicy,
 ) -> Result<Assembled, RenderError> {
-    let crd_scopes = bundle_crd_scopes(&objects);
+    let crd_scopes = bundle_crd_scopes(objects.iter().map(|o| &o.value));
     let mut ordered: BTreeMap<(u8, ObjectKey), Sourced> = BTreeMap::new();
     for mut object in objects {
         let api_version = str_at(&object.value, &["apiVersion"])
@@ -121,11 +121,13 @@ pub fn assemble(
     })
 }
 
-/// (group, kind) → cluster-scoped, for the custom resources the bundle's own CRDs define.
-fn bundle_crd_scopes(objects: &[Sourced]) -> BTreeMap<(String, String), bool> {
+/// (group, kind) → cluster-scoped, for the custom resources the bundle's own CRDs define
+/// (also what the content policy allows a plain bundle to create).
+pub fn bundle_crd_scopes<'a>(
+    objects: impl IntoIterator<Item = &'a Value>,
+) -> BTreeMap<(String, String), bool> {
     objects
-        .iter()
-        .map(|o| &o.value)
+        .into_iter()
         .filter(|v| {
             let key = ObjectKey::of(v);
             key.group == "apiextensions.k8s.io" && key.kind == "CustomResourceDefinition"

@@ -21,12 +21,13 @@
 //! ([`ContentException`], `spec.contentExceptions` of the PlatformOperator), never silently: the
 //! exceptions used are returned with the rendered bundle.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use serde_json::Value;
 
 use super::BundleFormat;
+use super::assemble::bundle_crd_scopes;
 use super::kinds::{PLAIN_V0_KINDS, REGISTRY_V1_KINDS};
 use super::objects::{ObjectKey, str_at};
 
@@ -230,7 +231,7 @@ pub fn check(
     origins: &[String],
     ctx: &PolicyContext<'_>,
 ) -> Result<Vec<ContentException>, Box<PolicyViolation>> {
-    let own_kinds = own_custom_kinds(objects);
+    let own_kinds = bundle_crd_scopes(objects);
     let refused_roles = refused_role_names(objects);
     let mut used = BTreeSet::new();
     for (index, object) in objects.iter().enumerate() {
@@ -265,7 +266,7 @@ fn findings(
     object: &Value,
     key: &ObjectKey,
     ctx: &PolicyContext<'_>,
-    own_kinds: &BTreeSet<(String, String, bool)>,
+    own_kinds: &BTreeMap<(String, String), bool>,
     refused_roles: &BTreeSet<(String, String)>,
 ) -> Vec<(ContentRule, String)> {
     let group_kind = (key.group.as_str(), key.kind.as_str());
@@ -279,9 +280,7 @@ fn findings(
         )];
     }
     let mut found = Vec::new();
-    let own_kind = own_kinds
-        .iter()
-        .any(|(g, k, _)| g == &key.group && k == &key.kind);
+    let own_kind = own_kinds.contains_key(&(key.group.clone(), key.kind.clone()));
     let allowed = allowed_kind(ctx.format, group_kind)
         || (ctx.format == Some(BundleFormat::PlainV0) && own_kind);
     if !allowed {
@@ -350,23 +349,6 @@ fn allowed_list(format: Option<BundleFormat>) -> String {
         names.push("custom resources of the bundle's own CRDs".to_owned());
     }
     names.join(", ")
-}
-
-/// (group, kind, cluster-scoped) of the custom resources the bundle's CRDs define.
-fn own_custom_kinds(objects: &[Value]) -> BTreeSet<(String, String, bool)> {
-    objects
-        .iter()
-        .filter(|o| {
-            let key = ObjectKey::of(o);
-            key.group == "apiextensions.k8s.io" && key.kind == "CustomResourceDefinition"
-        })
-        .filter_map(|crd| {
-            let group = str_at(crd, &["spec", "group"])?;
-            let kind = str_at(crd, &["spec", "names", "kind"])?;
-            let cluster = str_at(crd, &["spec", "scope"]) == Some("Cluster");
-            Some((group.to_owned(), kind.to_owned(), cluster))
-        })
-        .collect()
 }
 
 /// (kind, name) of the bundle's roles that grant everything: binding them is privileged.
