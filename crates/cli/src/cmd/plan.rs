@@ -790,6 +790,86 @@ mod tests {
         Version::parse(text).unwrap_or_else(|e| panic!("{text}: {e}"))
     }
 
+    /// A ClusterVersion with `history` (state, version, completed) newest first.
+    fn cluster_version(history: &[(&str, &str, bool)], progressing: bool) -> ClusterVersion {
+        let entries: Vec<serde_json::Value> = history
+            .iter()
+            .map(|(state, version, done)| {
+                serde_json::json!({
+                    "state": state, "version": version, "image": format!("quay.io/ocp@{version}"),
+                    "startedTime": "2026-01-01T00:00:00Z", "verified": false,
+                    "completionTime": if *done { Some("2026-01-01T01:00:00Z") } else { None },
+                })
+            })
+            .collect();
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion",
+            "metadata": {"name": "version"},
+            "spec": {"clusterID": "c"},
+            "status": {
+                "desired": {"version": history[0].1, "image": "quay.io/ocp"},
+                "history": entries,
+                "observedGeneration": 1, "versionHash": "h", "availableUpdates": null,
+                "conditions": [{"type": "Progressing", "status": if progressing { "True" } else { "False" },
+                    "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+            }
+        }))
+        .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn plan_for(cv: ClusterVersion, to: &str) -> Plan {
+        let inputs = Inputs {
+            cluster_version: cv,
+            platform_operators: Vec::new(),
+            catalogs: Vec::new(),
+            cluster_operators: Vec::new(),
+            operator_conditions: Vec::new(),
+            kube_version: None,
+        };
+        compute(&inputs, to, &v(to)).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn preconditions_are_judged_against_the_update_in_flight() {
+        let in_flight = || {
+            cluster_version(
+                &[("Partial", "4.16.4", false), ("Completed", "4.16.3", true)],
+                true,
+            )
+        };
+        // A minor request during the patch update: refused for the update in progress.
+        let minor = plan_for(in_flight(), "4.17.0");
+        assert!(!minor.admitted);
+        assert!(
+            minor
+                .blockers
+                .iter()
+                .any(|b| b.reason == "UpdateInProgress" && b.message.contains("4.16.4")),
+            "{:?}",
+            minor.blockers
+        );
+        // Rolling the patch back to the completed version: allowed, and POM pins for Rollback.
+        let back = plan_for(in_flight(), "4.16.3");
+        assert!(back.admitted, "{:?}", back.blockers);
+        assert_eq!(back.cluster.update, "rollback");
+        assert_eq!(back.cluster.phase, PhaseKind::Rollback);
+        // Below "previous": refused.
+        let below = plan_for(in_flight(), "4.16.2");
+        assert_eq!(
+            below
+                .blockers
+                .iter()
+                .map(|b| b.reason.as_str())
+                .collect::<Vec<_>>(),
+            ["LowDesiredVersion"]
+        );
+        // A steady cluster: the minor update is admitted (nothing else blocks it here).
+        let steady = cluster_version(&[("Completed", "4.16.3", true)], false);
+        let plan = plan_for(steady, "4.17.0");
+        assert!(plan.admitted, "{:?}", plan.blockers);
+        assert_eq!(plan.cluster.phase, PhaseKind::MinorUpgrade);
+    }
+
     #[test]
     fn update_kinds_and_the_cvo_preconditions() {
         assert_eq!(update_kind(&v("4.16.3"), &v("4.16.4")), "patch");
