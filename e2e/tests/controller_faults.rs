@@ -9,7 +9,6 @@ use pom_e2e::scenario::{
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use kube::Client;
 use kube::api::{Api, Patch, PatchParams};
 use pom_api::{Catalog, PlatformOperator};
 use pom_controller::context::Settings;

@@ -7,11 +7,10 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Pod};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use kube::Resource;
 use kube::api::{Api, ListParams, Patch, PatchParams};
-use kube::{Client, Resource};
 use pom_api::PlatformOperator;
 use pom_e2e::fixtures::{TestBundle, catalog_json};
 use pom_e2e::manager::Manager;

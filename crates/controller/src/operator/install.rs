@@ -77,13 +77,6 @@ impl Target {
             max_openshift_version,
         })
     }
-
-    fn image(&self) -> Option<String> {
-        match &self.content {
-            Content::Image(image) => Some(image.clone()),
-            Content::Objects(_) => None,
-        }
-    }
 }
 
 fn content_of(name: &str, image: Option<&str>, bundle: Option<&Bundle>) -> Result<Content, Error> {
@@ -119,6 +112,8 @@ pub struct Prepared {
         Option<kube::api::DynamicObject>,
     )>,
     max_openshift_version: Option<MaxOpenShiftVersion>,
+    /// The bundle image by digest (`None` for catalog-carried objects).
+    image: Option<String>,
 }
 
 impl Prepared {
@@ -143,20 +138,24 @@ pub async fn prepare(
     let po_name = po.name_any();
     let package = &po.spec.package.name;
 
-    // Fetch.
-    let files = match &target.content {
+    // Fetch. A bundle image named by tag is resolved to its digest here, and the digest is
+    // what gets recorded as applied (`installedBundle.image`): drift repair re-applies that
+    // digest, so a tag that moves never changes the running operator outside a move.
+    let (files, image) = match &target.content {
         Content::Image(image) => {
-            let pulled =
-                ctx.images
-                    .pull_files(image, "")
-                    .await
-                    .map_err(|source| Error::BundlePull {
-                        image: image.clone(),
-                        source,
-                    })?;
-            BundleFiles::new(pulled)
+            let pull_error = |source| Error::BundlePull {
+                image: image.clone(),
+                source,
+            };
+            let by_digest = ctx.images.resolve_digest(image).await.map_err(pull_error)?;
+            let pulled = ctx
+                .images
+                .pull_files(&by_digest, "")
+                .await
+                .map_err(pull_error)?;
+            (BundleFiles::new(pulled), Some(by_digest))
         }
-        Content::Objects(objects) => BundleFiles::from_objects(objects.clone()),
+        Content::Objects(objects) => (BundleFiles::from_objects(objects.clone()), None),
     };
 
     // Render (pure).
@@ -243,6 +242,7 @@ pub async fn prepare(
         desired,
         live_objects,
         max_openshift_version: max_ocp,
+        image,
     })
 }
 
@@ -282,6 +282,7 @@ pub async fn apply(
         desired,
         live_objects,
         max_openshift_version: max_ocp,
+        image,
     } = prepared;
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     ensure_namespace(client, namespace, &po_name, package).await?;
@@ -357,7 +358,7 @@ pub async fn apply(
         bundle: InstalledBundle {
             name: target.name.clone(),
             version: target.version.clone(),
-            image: target.image(),
+            image,
         },
         max_openshift_version: max_ocp,
         waits,
