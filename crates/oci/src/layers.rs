@@ -257,10 +257,7 @@ impl LayerStack {
     /// emptying it reaches every kept file).
     fn covers_prefix(&self, path: &str) -> bool {
         let folder = self.prefix.trim_end_matches('/');
-        folder.is_empty() && path.is_empty()
-            || folder == path
-            || path.is_empty()
-            || folder.starts_with(&format!("{path}/"))
+        path.is_empty() || folder == path || folder.starts_with(&format!("{path}/"))
     }
 
     /// Keys at or below `key`, in order: `key` itself, then `key/…` (found by range, so a
