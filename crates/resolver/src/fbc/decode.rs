@@ -7,6 +7,9 @@
 //! knows its line and the YAML parser's per-document budgets apply per blob) and go through
 //! `serde_json::Value`, which keeps unquoted timestamps as the strings they were written as.
 
+use std::cell::Cell;
+use std::rc::Rc;
+
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -16,18 +19,83 @@ use super::error::FbcError;
 use super::fields::fold_eq;
 use super::model::Origin;
 
-/// Decodes one document (a file, a ConfigMap key, ...) into `assembler`.
+/// YAML alias-replayed events one catalog may expand in total, across all its files and
+/// documents. The parser already bounds each document (1,000,000 replayed events); without a
+/// catalog-wide budget, a catalog of many small documents, each with one alias bomb, multiplies
+/// that bound by its document count. `opm` never writes anchors or aliases, and none of the
+/// real catalogs in the test data uses one, so four documents' worth is generous.
+pub const MAX_CATALOG_ALIAS_EVENTS: usize = 4_000_000;
+
+/// The parser's own per-document cap on alias-replayed events (its default, kept explicit).
+const MAX_DOCUMENT_ALIAS_EVENTS: usize = 1_000_000;
+
+/// What is left of one catalog's alias budget while its documents are decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AliasBudget {
+    limit: usize,
+    left: usize,
+}
+
+impl AliasBudget {
+    /// A fresh budget of `limit` replayed events.
+    pub(crate) const fn new(limit: usize) -> Self {
+        Self { limit, left: limit }
+    }
+
+    /// The replay cap of the next document: its own cap or what the catalog has left.
+    fn document_cap(self) -> usize {
+        self.left.min(MAX_DOCUMENT_ALIAS_EVENTS)
+    }
+
+    /// Charges a document that used aliases. Replayed events are not reported by the parser,
+    /// so the charge is an upper bound: each value node came from at most two events (a
+    /// collection's start and end).
+    fn charge(&mut self, value: &Value) {
+        self.left = self
+            .left
+            .saturating_sub(node_count(value).saturating_mul(2));
+    }
+}
+
+impl Default for AliasBudget {
+    fn default() -> Self {
+        Self::new(MAX_CATALOG_ALIAS_EVENTS)
+    }
+}
+
+/// Nodes of a decoded value (scalars, sequences and mappings; mapping keys are not nodes of
+/// their own here, their values are).
+fn node_count(value: &Value) -> usize {
+    let mut count = 0usize;
+    let mut stack = vec![value];
+    while let Some(node) = stack.pop() {
+        count += 1;
+        match node {
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => {
+                count += map.len();
+                stack.extend(map.values());
+            }
+            _ => {}
+        }
+    }
+    count
+}
+
+/// Decodes one document (a file, a ConfigMap key, ...) into `assembler`, charging YAML alias
+/// expansion to the catalog's `aliases` budget.
 pub(crate) fn decode_document(
     label: &str,
     bytes: &[u8],
     assembler: &mut Assembler,
+    aliases: &mut AliasBudget,
 ) -> Result<(), FbcError> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
         None => Ok(()),
         Some(b'{') => decode_json_stream(label, bytes, assembler),
         Some(_) => match std::str::from_utf8(bytes) {
-            Ok(text) => decode_yaml_stream(label, text, assembler),
+            Ok(text) => decode_yaml_stream(label, text, assembler, aliases),
             Err(e) => Err(FbcError::MalformedYaml {
                 origin: Origin {
                     file: label.to_owned(),
@@ -319,10 +387,25 @@ fn split_yaml_documents(text: &str) -> Vec<YamlDocument<'_>> {
     documents
 }
 
-fn yaml_options() -> serde_saphyr::Options {
+/// Parser options for one document: no error snippets (errors carry file and line already),
+/// alias replay capped by what the catalog's budget has left, and a report of the aliases the
+/// document used written to `aliases_seen`.
+fn yaml_options(replay_cap: usize, aliases_seen: &Rc<Cell<usize>>) -> serde_saphyr::Options {
     let mut options = serde_saphyr::Options::default();
     options.with_snippet = false;
-    options
+    options.alias_limits.max_total_replayed_events = replay_cap;
+    let seen = Rc::clone(aliases_seen);
+    options.with_budget_report(move |report| seen.set(report.aliases))
+}
+
+/// Whether the parser stopped because alias replay reached its cap (the error may be wrapped
+/// with the alias's locations or a snippet).
+fn is_alias_replay_limit(mut error: &serde_saphyr::Error) -> bool {
+    use serde_saphyr::Error as E;
+    while let E::AliasError { error: inner, .. } | E::WithSnippet { error: inner, .. } = error {
+        error = inner;
+    }
+    matches!(error, E::AliasReplayLimitExceeded { .. })
 }
 
 /// The text of a serde-saphyr error without its ", at line L, column C" style suffix.
@@ -334,10 +417,27 @@ fn yaml_reason(error: &serde_saphyr::Error) -> String {
     }
 }
 
-fn decode_yaml_stream(label: &str, text: &str, assembler: &mut Assembler) -> Result<(), FbcError> {
+fn decode_yaml_stream(
+    label: &str,
+    text: &str,
+    assembler: &mut Assembler,
+    aliases: &mut AliasBudget,
+) -> Result<(), FbcError> {
     for document in split_yaml_documents(text) {
-        let value: Value = serde_saphyr::from_str_with_options(document.text, yaml_options())
-            .map_err(|e| {
+        let aliases_seen = Rc::new(Cell::new(0usize));
+        let cap = aliases.document_cap();
+        let options = yaml_options(cap, &aliases_seen);
+        let value: Value =
+            serde_saphyr::from_str_with_options(document.text, options).map_err(|e| {
+                if cap < MAX_DOCUMENT_ALIAS_EVENTS && is_alias_replay_limit(&e) {
+                    return FbcError::AliasBudgetExceeded {
+                        origin: Origin {
+                            file: label.to_owned(),
+                            line: Some(document.content_line),
+                        },
+                        limit: aliases.limit,
+                    };
+                }
                 let (line, column) = match e.location() {
                     Some(l) => (
                         document.first_line + usize::try_from(l.line()).unwrap_or(1).max(1) - 1,
@@ -354,6 +454,9 @@ fn decode_yaml_stream(label: &str, text: &str, assembler: &mut Assembler) -> Res
                     reason: yaml_reason(&e),
                 }
             })?;
+        if aliases_seen.get() > 0 {
+            aliases.charge(&value);
+        }
         let origin = Origin {
             file: label.to_owned(),
             line: Some(document.content_line),
@@ -383,8 +486,95 @@ fn decode_yaml_stream(label: &str, text: &str, assembler: &mut Assembler) -> Res
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+
+    /// A custom-schema document whose alias `*x` replays `[1, 2, 3]` (5 events).
+    const SMALL_BOMB: &str = "schema: test.alias\na: &x [1, 2, 3]\nb: *x\n";
+
+    /// Decodes `documents` (one file) against a budget of `limit` replayed events.
+    fn decode_with_budget(documents: &[&str], limit: usize) -> (Result<(), FbcError>, AliasBudget) {
+        let text = documents.join("---\n");
+        let mut assembler = Assembler::default();
+        let mut budget = AliasBudget::new(limit);
+        let result = decode_document("c.yaml", text.as_bytes(), &mut assembler, &mut budget);
+        (result, budget)
+    }
+
+    #[test]
+    fn alias_charge_is_two_events_per_value_node() {
+        let (result, budget) = decode_with_budget(&[SMALL_BOMB], 1_000);
+        result.unwrap();
+        // {schema, a: [1,2,3], b: [1,2,3]}: 1 map + 3 keys + 2 lists + 1 + 6 scalars = 13.
+        assert_eq!(budget.limit - budget.left, 26);
+        // A document without aliases costs nothing.
+        let (result, budget) = decode_with_budget(&["schema: test.plain\na: [1, 2, 3]\n"], 1);
+        result.unwrap();
+        assert_eq!(budget.left, 1);
+    }
+
+    #[test]
+    fn the_catalog_budget_spans_documents_and_refuses_at_the_limit() {
+        // Three documents charge 26 each; the fourth needs 5 replayed events.
+        let documents = [SMALL_BOMB; 4];
+        let (at_limit, _) = decode_with_budget(&documents, 3 * 26 + 5);
+        at_limit.unwrap();
+        let (over, _) = decode_with_budget(&documents, 3 * 26 + 4);
+        match over.unwrap_err() {
+            FbcError::AliasBudgetExceeded { origin, limit } => {
+                assert_eq!(limit, 3 * 26 + 4);
+                assert_eq!(
+                    origin.line,
+                    Some(13),
+                    "the fourth document starts on line 13"
+                );
+            }
+            other => panic!("expected AliasBudgetExceeded, got {other}"),
+        }
+        // Three documents fit in any budget that covers their charges.
+        let (three, _) = decode_with_budget(&documents[..3], 3 * 26);
+        three.unwrap();
+    }
+
+    /// A document whose alias expands to about `2^depth` scalars (a "billion laughs" chain).
+    fn laughs(depth: usize) -> String {
+        let mut text = String::from("schema: test.laughs\nl0: &l0 [x, x]\n");
+        for level in 1..=depth {
+            let previous = level - 1;
+            text.push_str(&format!(
+                "l{level}: &l{level} [*l{previous}, *l{previous}]\n"
+            ));
+        }
+        text.push_str(&format!("top: *l{depth}\n"));
+        text
+    }
+
+    #[test]
+    fn many_alias_bombs_under_the_document_cap_are_refused_by_the_catalog_budget() {
+        // One document expands to about 2^16 value nodes: under the parser's per-document caps
+        // (250,000 nodes, 1,000,000 replayed events), so each one alone parses; twelve of them
+        // exceed MAX_CATALOG_ALIAS_EVENTS.
+        let bomb = laughs(14);
+        let (one, budget) = decode_with_budget(&[&bomb], MAX_CATALOG_ALIAS_EVENTS);
+        one.unwrap();
+        let per_document = MAX_CATALOG_ALIAS_EVENTS - budget.left;
+        assert!(
+            per_document > MAX_CATALOG_ALIAS_EVENTS / 12,
+            "{per_document}"
+        );
+        let documents = vec![bomb.as_str(); 12];
+        let (many, _) = decode_with_budget(&documents, MAX_CATALOG_ALIAS_EVENTS);
+        let error = many.unwrap_err();
+        assert!(
+            matches!(error, FbcError::AliasBudgetExceeded { .. }),
+            "{error}"
+        );
+        assert!(
+            error.to_string().contains("MAX_CATALOG_ALIAS_EVENTS"),
+            "{error}"
+        );
+    }
 
     #[test]
     fn counts_newlines_across_chunks() {

@@ -45,6 +45,16 @@ pub enum FbcError {
         reason: String,
     },
 
+    /// YAML anchors and aliases in this catalog expand to more than the catalog-wide budget
+    /// (`MAX_CATALOG_ALIAS_EVENTS`), counted across all its files and documents.
+    #[error(
+        "{}: YAML aliases in this catalog expand to more than {limit} events in total \
+         (limit MAX_CATALOG_ALIAS_EVENTS); write the content out instead of using anchors and \
+         aliases (opm never writes them)",
+        at(.origin)
+    )]
+    AliasBudgetExceeded { origin: Origin, limit: usize },
+
     /// A blob is well-formed but a field has the wrong shape, or two keys collide.
     #[error("{}: invalid {what}: {reason}", at(.origin))]
     InvalidBlob {

@@ -18,5 +18,6 @@ mod properties;
 mod source;
 mod validate;
 
+pub use decode::MAX_CATALOG_ALIAS_EVENTS;
 pub use model::*;
 pub use parse::{DuplicateDetail, FbcError, InvalidSkipRangeDetail, load_path, parse_documents};

@@ -10,7 +10,7 @@
 use std::path::Path;
 
 use super::assemble::Assembler;
-use super::decode::decode_document;
+use super::decode::{AliasBudget, decode_document};
 pub use super::error::{DuplicateDetail, FbcError, InvalidSkipRangeDetail};
 use super::model::Catalog;
 use super::source;
@@ -19,9 +19,10 @@ use super::source;
 /// only, `.indexignore` honoured). Blob origins carry file paths as `path` names them.
 pub fn load_path(path: &Path) -> Result<Catalog, FbcError> {
     let mut assembler = Assembler::default();
+    let mut aliases = AliasBudget::default();
     for file in source::catalog_files(path)? {
         let bytes = source::read(&file)?;
-        decode_document(&file.label, &bytes, &mut assembler)?;
+        decode_document(&file.label, &bytes, &mut assembler, &mut aliases)?;
     }
     assembler.finish()
 }
@@ -33,8 +34,9 @@ pub fn parse_documents(
     docs: impl IntoIterator<Item = (String, Vec<u8>)>,
 ) -> Result<Catalog, FbcError> {
     let mut assembler = Assembler::default();
+    let mut aliases = AliasBudget::default();
     for (label, bytes) in docs {
-        decode_document(&label, &bytes, &mut assembler)?;
+        decode_document(&label, &bytes, &mut assembler, &mut aliases)?;
     }
     assembler.finish()
 }
