@@ -58,6 +58,45 @@ pub struct ImageSource {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(regex(pattern = DURATION))]
     pub poll_interval: Option<String>,
+    /// A Secret of type `kubernetes.io/dockerconfigjson` (key `.dockerconfigjson`) with
+    /// credentials for the registry of `ref` and of the bundle images this catalog lists. Its
+    /// entries take precedence over the cluster's global pull secret
+    /// (`openshift-config/pull-secret`, used when present) for the registries they name.
+    /// Re-read at every poll; credentials never appear in status or events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pull_secret: Option<SecretReference>,
+    /// A ConfigMap key holding PEM CA certificates trusted, besides the system roots, for the
+    /// registry of `ref` and of this catalog's bundle images: for registries signed by a
+    /// private CA.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_bundle: Option<CaBundleReference>,
+}
+
+/// A Secret by namespace and name (a Catalog is cluster-scoped, so both are given).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default, JsonSchema)]
+pub struct SecretReference {
+    /// The Secret's name.
+    #[schemars(length(min = 1, max = 253), regex(pattern = DNS1123_SUBDOMAIN))]
+    pub name: String,
+    /// The Secret's namespace.
+    #[schemars(length(min = 1, max = 63), regex(pattern = DNS1123_LABEL))]
+    pub namespace: String,
+}
+
+/// A ConfigMap key holding PEM CA certificates.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default, JsonSchema)]
+pub struct CaBundleReference {
+    /// The ConfigMap's name.
+    #[schemars(length(min = 1, max = 253), regex(pattern = DNS1123_SUBDOMAIN))]
+    pub name: String,
+    /// The ConfigMap's namespace.
+    #[schemars(length(min = 1, max = 63), regex(pattern = DNS1123_LABEL))]
+    pub namespace: String,
+    /// The data key holding the PEM certificates; default `ca-bundle.crt` (the key OpenShift's
+    /// trusted-CA injection writes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253))]
+    pub key: Option<String>,
 }
 
 /// A ConfigMap catalog source.

@@ -170,6 +170,14 @@ reasons! {
     ImageTooLarge,
     /// The registry answered with an error.
     RegistryError,
+    /// The registry's TLS certificate is not signed by a trusted CA (system roots, or the
+    /// Catalog's `caBundle`).
+    RegistryCertificateUntrusted,
+    /// The Catalog's CA bundle ConfigMap is missing, lacks the key or holds no usable PEM.
+    #[allow(clippy::upper_case_acronyms)]
+    InvalidCABundle,
+    /// The pull secret a Catalog names is missing, of the wrong type or malformed.
+    PullSecretInvalid,
     /// No TLS crypto provider is configured.
     TlsNotConfigured,
     /// The pull was interrupted (shutdown).

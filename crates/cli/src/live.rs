@@ -17,7 +17,7 @@ use kube::api::{Api, ListParams};
 use kube::{Client, ResourceExt};
 use pom_api::openshift::{AGGREGATED_CLUSTER_OPERATOR, ClusterOperator};
 use pom_api::{Catalog, PlatformOperator};
-use pom_oci::ImagePuller;
+use pom_oci::{ImagePuller, RegistryAccess};
 use pom_resolver::fbc::Catalog as FbcCatalog;
 use pom_resolver::fbc::parse_documents;
 
@@ -143,7 +143,7 @@ pub async fn fetch_catalogs(
 
 async fn fetch_image(puller: &ImagePuller, reference: &str) -> Result<FbcCatalog, String> {
     let files = puller
-        .pull_files(reference, IMAGE_PREFIX)
+        .pull_files(reference, IMAGE_PREFIX, &RegistryAccess::anonymous())
         .await
         .map_err(|e| e.to_string())?;
     let documents: Vec<(String, Vec<u8>)> = files

@@ -18,6 +18,13 @@ pub enum Error {
         #[source]
         source: crate::oci::OciError,
     },
+    /// The pull secret or CA bundle of the bundle's catalog is unusable.
+    #[error("pulling bundle image {image}: {source}")]
+    RegistryAccess {
+        image: String,
+        #[source]
+        source: Box<crate::catalog::access::AccessError>,
+    },
     #[error("rendering bundle {bundle}: {source}")]
     Render {
         bundle: String,
@@ -76,7 +83,9 @@ impl Error {
             | Self::ReadDeadline { .. }
             | Self::InvalidObject { .. }
             | Self::Finalizer(_) => Reason::InstallFailed,
-            Self::BundlePull { .. } | Self::NoBundleContent { .. } => Reason::UnpackFailed,
+            Self::BundlePull { .. }
+            | Self::RegistryAccess { .. }
+            | Self::NoBundleContent { .. } => Reason::UnpackFailed,
             Self::Render { source, .. } => match **source {
                 RenderError::AllNamespacesNotSupported { .. } => Reason::InstallModeUnsupported,
                 RenderError::ContentPolicy(_) | RenderError::InstallNamespaceReserved { .. } => {

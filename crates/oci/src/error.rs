@@ -3,6 +3,8 @@
 
 use pom_api::conditions::Reason;
 
+use crate::auth::{ConfigMapKey, SecretName};
+
 /// Why a layer could not be applied. Kept apart from [`OciError`] so that layer extraction can be
 /// tested on in-memory tarballs without a registry.
 #[derive(Debug, thiserror::Error)]
@@ -46,6 +48,16 @@ pub enum LayerError {
     HeaderTooLarge { size: u64, limit: u64 },
 }
 
+/// Which pull secrets a refused pull consulted, and whose entry it sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CredentialsTried {
+    /// The Secret whose entry for the registry was sent; `None` when no pull secret had one
+    /// (the pull was anonymous).
+    pub sent: Option<SecretName>,
+    /// The pull secrets consulted, in order of precedence.
+    pub consulted: Vec<SecretName>,
+}
+
 /// Why an image could not be resolved to a digest or pulled.
 #[derive(Debug, thiserror::Error)]
 pub enum OciError {
@@ -70,12 +82,34 @@ pub enum OciError {
         "image {reference} was not found in the registry ({detail}); check the repository and tag, and that the image was pushed"
     )]
     NotFound { reference: String, detail: String },
-    /// The registry wants credentials (POM pulls anonymously).
+    /// The registry refused the credentials POM sent, or their absence. Not transient: only
+    /// a change of the pull secret (or of the registry's permissions) fixes it. The detail is
+    /// scrubbed of the credential (see `Credential::redact`).
+    #[error("registry {registry} refused {}", unauthorized_advice(.reference, .registry, .detail, .credentials))]
+    Unauthorized {
+        reference: String,
+        registry: String,
+        detail: String,
+        credentials: Box<CredentialsTried>,
+    },
+    /// The registry's TLS certificate is not signed by a trusted CA.
+    #[error("{}", untrusted_advice(.reference, .registry, .detail, .ca_bundle.as_deref()))]
+    UntrustedCertificate {
+        reference: String,
+        registry: String,
+        detail: String,
+        /// The CA bundle that was trusted besides the system roots, if any.
+        ca_bundle: Option<Box<ConfigMapKey>>,
+    },
+    /// The CA bundle parsed as PEM, and the TLS library still refused a certificate in it.
     #[error(
-        "registry refused anonymous access to {reference} ({detail}); POM pulls anonymously: \
-         make the repository public or mirror the image to a registry the cluster can read"
+        "the CA bundle in {ca_bundle} cannot be used: {detail}; put PEM CA certificates \
+         (-----BEGIN CERTIFICATE-----) in it"
     )]
-    Unauthorized { reference: String, detail: String },
+    InvalidCaBundle {
+        ca_bundle: Box<ConfigMapKey>,
+        detail: String,
+    },
     /// A layer is unusable (format, size, paths).
     #[error("image {reference}, layer {layer}: {source}")]
     Layer {
@@ -126,6 +160,8 @@ impl OciError {
             Self::Unreachable { .. } => Reason::RegistryUnreachable,
             Self::NotFound { .. } => Reason::ImageNotFound,
             Self::Unauthorized { .. } => Reason::RegistryUnauthorized,
+            Self::UntrustedCertificate { .. } => Reason::RegistryCertificateUntrusted,
+            Self::InvalidCaBundle { .. } => Reason::InvalidCABundle,
             Self::Layer { source, .. } => match source {
                 LayerError::UnsupportedMediaType { .. } => Reason::UnsupportedLayerMediaType,
                 LayerError::Corrupt { .. } => Reason::InvalidImageLayer,
@@ -153,5 +189,60 @@ impl OciError {
                 | Self::Interrupted { .. }
                 | Self::DeadlineExceeded { .. }
         )
+    }
+}
+
+/// What to do about a refusal: check the Secret that was sent, or add one.
+fn unauthorized_advice(
+    reference: &str,
+    registry: &str,
+    detail: &str,
+    credentials: &CredentialsTried,
+) -> String {
+    let consulted = &credentials.consulted;
+    match &credentials.sent {
+        Some(secret) => format!(
+            "the credentials for {registry} from pull secret {secret} while fetching \
+             {reference} ({detail}); check the user name and password (or token) of the \
+             {registry} entry in Secret {secret}, and that this account may pull the repository"
+        ),
+        None => {
+            let consulted = if consulted.is_empty() {
+                "no pull secret is set".to_owned()
+            } else {
+                let names: Vec<String> = consulted.iter().map(ToString::to_string).collect();
+                format!(
+                    "no entry for {registry} in pull secret {}",
+                    names.join(", ")
+                )
+            };
+            format!(
+                "anonymous access to {reference} ({detail}) and {consulted}; name a \
+                 kubernetes.io/dockerconfigjson Secret with an entry for {registry} in the \
+                 Catalog's spec.source.image.pullSecret, or add {registry} to the cluster's \
+                 global pull secret openshift-config/pull-secret"
+            )
+        }
+    }
+}
+
+/// What to do about a certificate POM does not trust: name the CA bundle field.
+fn untrusted_advice(
+    reference: &str,
+    registry: &str,
+    detail: &str,
+    ca_bundle: Option<&ConfigMapKey>,
+) -> String {
+    match ca_bundle {
+        None => format!(
+            "the TLS certificate of registry {registry} is not trusted while fetching \
+             {reference} ({detail}); if it is signed by a private CA, put that CA (PEM) in a \
+             ConfigMap and name it in the Catalog's spec.source.image.caBundle"
+        ),
+        Some(bundle) => format!(
+            "the TLS certificate of registry {registry} is trusted neither by the system roots \
+             nor by the CA bundle in {bundle} (spec.source.image.caBundle) while fetching \
+             {reference} ({detail}); put the CA that signed the registry's certificate in it"
+        ),
     }
 }

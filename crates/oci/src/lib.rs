@@ -1,18 +1,21 @@
 //! Pulling catalog and bundle images (PRODUCT §3, §6): tags are resolved to digests, content is
 //! pulled by digest, unpacked in memory and cached by digest.
 //!
-//! - [`ImagePuller`]: the registry side (oci-client, anonymous, HTTPS except for the
-//!   registries configured as insecure).
+//! - [`ImagePuller`]: the registry side (oci-client, HTTPS except for the registries
+//!   configured as insecure), with the credentials and CA bundle of each pull.
+//! - [`auth`]: pull secrets (dockerconfigjson) matched to registries, CA bundles, redaction.
 //! - [`layers`]: applying layers in order (tar, tar+gzip, whiteouts), with path and size
 //!   checks; pure, so it is tested on in-memory tarballs.
 //! - [`OciError`] / [`LayerError`]: what went wrong, worded for status messages, with a
 //!   CamelCase condition reason.
 
+pub mod auth;
 mod cache;
 mod error;
 pub mod layers;
 mod puller;
 
+pub use auth::RegistryAccess;
 pub use cache::Files;
-pub use error::{LayerError, OciError};
+pub use error::{CredentialsTried, LayerError, OciError};
 pub use puller::ImagePuller;

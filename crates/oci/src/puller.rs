@@ -1,32 +1,50 @@
 //! [`ImagePuller`]: tag → digest resolution and by-digest pulls of the files under a folder.
 
-use std::sync::{Arc, OnceLock};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use backon::{ExponentialBuilder, Retryable};
 use futures::StreamExt;
-use oci_client::client::{ClientConfig, ClientProtocol};
+use oci_client::client::{Certificate, CertificateEncoding, ClientConfig, ClientProtocol};
 use oci_client::errors::{OciDistributionError, OciErrorCode};
 use oci_client::manifest::OciDescriptor;
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 use sha2::{Digest, Sha256};
 
+use super::auth::{ChosenCredential, RegistryAccess};
 use super::cache::{FileCache, Files};
-use super::error::{LayerError, OciError};
+use super::error::{CredentialsTried, LayerError, OciError};
 use super::layers::{DEFAULT_MAX_BYTES, LayerFormat, LayerStack};
 
 /// Bytes of pulled (image, prefix) content kept in memory (twice the per-image limit, so the
 /// catalog in use and the bundle being moved to always fit).
 pub const MAX_CACHE_BYTES: u64 = 2 * DEFAULT_MAX_BYTES;
 
-/// Pulls catalog and bundle images anonymously, always by digest, and keeps recent content in
-/// memory so that reconciles of unchanged images cost one manifest `HEAD` at most.
+/// Most registry clients kept (one per CA bundle, registry and credential in use); past it the
+/// cache is emptied and clients are rebuilt as needed (tokens are fetched again).
+pub const MAX_CLIENTS: usize = 64;
+
+/// What a registry client is built for. The registry client remembers the first credential it
+/// is given per registry (and tokens per repository), so a client is never shared between
+/// credentials; extra roots are fixed when it is built, so neither between CA bundles.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct ClientKey {
+    ca_bundle: Option<[u8; 32]>,
+    registry: String,
+    credential: Option<[u8; 32]>,
+}
+
+/// Pulls catalog and bundle images, always by digest, with the credentials and CA bundle of
+/// each pull ([`RegistryAccess`]), and keeps recent content in memory so that reconciles of
+/// unchanged images cost one manifest `HEAD` at most. Content is cached by digest whatever
+/// credential fetched it: a digest names the same bytes for everyone.
 pub struct ImagePuller {
     insecure_registries: Vec<String>,
     /// Built on first use: building an HTTPS client needs the process-wide rustls provider,
     /// which `main` installs after the context may have been created.
-    client: OnceLock<Client>,
+    clients: Mutex<HashMap<ClientKey, Arc<Client>>>,
     cache: FileCache,
     max_bytes: u64,
 }
@@ -47,7 +65,7 @@ impl ImagePuller {
     pub fn new(insecure_registries: Vec<String>) -> Self {
         Self {
             insecure_registries,
-            client: OnceLock::new(),
+            clients: Mutex::new(HashMap::new()),
             cache: FileCache::new(MAX_CACHE_BYTES),
             max_bytes: DEFAULT_MAX_BYTES,
         }
@@ -60,21 +78,29 @@ impl ImagePuller {
     /// # Errors
     /// An invalid reference, or the registry being unreachable, refusing access or not having
     /// the image.
-    pub async fn resolve_digest(&self, reference: &str) -> Result<String, OciError> {
-        with_deadline(reference, self.resolve_digest_now(reference)).await
+    pub async fn resolve_digest(
+        &self,
+        reference: &str,
+        access: &RegistryAccess,
+    ) -> Result<String, OciError> {
+        with_deadline(reference, self.resolve_digest_now(reference, access)).await
     }
 
-    async fn resolve_digest_now(&self, reference: &str) -> Result<String, OciError> {
+    async fn resolve_digest_now(
+        &self,
+        reference: &str,
+        access: &RegistryAccess,
+    ) -> Result<String, OciError> {
         let parsed = parse(reference)?;
         if let Some(digest) = parsed.digest() {
             return Ok(by_digest(&parsed, digest));
         }
-        let client = self.client()?;
+        let (client, auth, chosen) = self.client_for(&parsed, access)?;
         let digest = (|| async {
             client
-                .fetch_manifest_digest(&parsed, &RegistryAuth::Anonymous)
+                .fetch_manifest_digest(&parsed, &auth)
                 .await
-                .map_err(|err| classify(reference, &parsed, err))
+                .map_err(|err| classify(reference, &parsed, access, chosen.as_ref(), err))
         })
         .retry(retry_policy())
         .when(OciError::is_transient)
@@ -89,22 +115,33 @@ impl ImagePuller {
     /// # Errors
     /// Registry errors as for [`Self::resolve_digest`]; a layer POM cannot read, a path
     /// escaping the root, or content above the size limit.
-    pub async fn pull_files(&self, reference: &str, prefix: &str) -> Result<Files, OciError> {
-        with_deadline(reference, self.pull_files_now(reference, prefix)).await
+    pub async fn pull_files(
+        &self,
+        reference: &str,
+        prefix: &str,
+        access: &RegistryAccess,
+    ) -> Result<Files, OciError> {
+        with_deadline(reference, self.pull_files_now(reference, prefix, access)).await
     }
 
-    async fn pull_files_now(&self, reference: &str, prefix: &str) -> Result<Files, OciError> {
-        let digest_ref = self.resolve_digest_now(reference).await?;
+    async fn pull_files_now(
+        &self,
+        reference: &str,
+        prefix: &str,
+        access: &RegistryAccess,
+    ) -> Result<Files, OciError> {
+        let digest_ref = self.resolve_digest_now(reference, access).await?;
         if let Some(files) = self.cache.get(&digest_ref, prefix) {
             return Ok(files);
         }
         let parsed = parse(&digest_ref)?;
-        let client = self.client()?;
+        let (client, auth, chosen) = self.client_for(&parsed, access)?;
+        let client = client.as_ref();
         let manifest = (|| async {
             client
-                .pull_image_manifest(&parsed, &RegistryAuth::Anonymous)
+                .pull_image_manifest(&parsed, &auth)
                 .await
-                .map_err(|err| classify(&digest_ref, &parsed, err))
+                .map_err(|err| classify(&digest_ref, &parsed, access, chosen.as_ref(), err))
         })
         .retry(retry_policy())
         .when(OciError::is_transient)
@@ -128,10 +165,11 @@ impl ImagePuller {
         }
         let mut stack = LayerStack::new(prefix, self.max_bytes);
         for (layer, format) in plan {
-            let blob = (|| self.pull_blob(client, &parsed, &digest_ref, layer))
-                .retry(retry_policy())
-                .when(OciError::is_transient)
-                .await?;
+            let blob =
+                (|| self.pull_blob(client, &parsed, &digest_ref, layer, access, chosen.as_ref()))
+                    .retry(retry_policy())
+                    .when(OciError::is_transient)
+                    .await?;
             let reference = digest_ref.clone();
             let descriptor = layer.clone();
             stack = tokio::task::spawn_blocking(move || {
@@ -158,11 +196,13 @@ impl ImagePuller {
         image: &Reference,
         digest_ref: &str,
         layer: &OciDescriptor,
+        access: &RegistryAccess,
+        chosen: Option<&Chosen>,
     ) -> Result<Vec<u8>, OciError> {
         let mut stream = client
             .pull_blob_stream(image, layer)
             .await
-            .map_err(|err| classify(digest_ref, image, err))?;
+            .map_err(|err| classify(digest_ref, image, access, chosen, err))?;
         let mut blob = Vec::with_capacity(usize::try_from(layer.size).unwrap_or(0));
         while let Some(chunk) = stream.next().await {
             let chunk = chunk.map_err(|err| OciError::Registry {
@@ -191,26 +231,84 @@ impl ImagePuller {
         Ok(blob)
     }
 
-    fn client(&self) -> Result<&Client, OciError> {
-        if let Some(client) = self.client.get() {
-            return Ok(client);
+    /// The client, credential and its origin for pulling `image` with `access`: a cached
+    /// client when one was built for the same CA bundle, registry and credential.
+    fn client_for(
+        &self,
+        image: &Reference,
+        access: &RegistryAccess,
+    ) -> Result<(Arc<Client>, RegistryAuth, Option<Chosen>), OciError> {
+        let chosen = access
+            .credential_for(image.registry(), image.repository())
+            .map(Chosen::from);
+        let key = ClientKey {
+            ca_bundle: access.ca_bundle().map(|b| b.digest()),
+            registry: image.resolve_registry().to_owned(),
+            credential: chosen.as_ref().map(|c| c.credential.fingerprint()),
+        };
+        let auth = chosen
+            .as_ref()
+            .map_or(RegistryAuth::Anonymous, |c| c.credential.registry_auth());
+        let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(client) = clients.get(&key) {
+            return Ok((client.clone(), auth, chosen));
         }
         if rustls::crypto::CryptoProvider::get_default().is_none() {
             return Err(OciError::NoCryptoProvider);
         }
+        let extra_root_certificates = access
+            .ca_bundle()
+            .map(|bundle| {
+                bundle
+                    .certificates()
+                    .iter()
+                    .map(|der| Certificate {
+                        encoding: CertificateEncoding::Der,
+                        data: der.clone(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
         let config = ClientConfig {
             protocol: ClientProtocol::HttpsExcept(self.insecure_registries.clone()),
             connect_timeout: Some(Duration::from_secs(10)),
             read_timeout: Some(Duration::from_secs(60)),
+            extra_root_certificates,
             ..ClientConfig::default()
         };
-        let client = Client::try_from(config).map_err(|err| OciError::Registry {
-            reference: String::new(),
-            detail: format!("building the registry client: {err}"),
+        let client = Client::try_from(config).map_err(|err| match access.ca_bundle() {
+            Some(bundle) => OciError::InvalidCaBundle {
+                ca_bundle: Box::new(bundle.origin().clone()),
+                detail: chain(&err),
+            },
+            None => OciError::Registry {
+                reference: String::new(),
+                detail: format!("building the registry client: {err}"),
+            },
         })?;
-        // A concurrent first use may have won the race; either client is equivalent.
-        let _ = self.client.set(client);
-        self.client.get().ok_or(OciError::NoCryptoProvider)
+        if clients.len() >= MAX_CLIENTS {
+            clients.clear();
+        }
+        let client = Arc::new(client);
+        clients.insert(key, client.clone());
+        Ok((client, auth, chosen))
+    }
+}
+
+/// The credential a pull sends and where it came from (owned, so that error classification in
+/// retried closures does not borrow the access).
+#[derive(Clone)]
+struct Chosen {
+    credential: crate::auth::Credential,
+    origin: crate::auth::SecretName,
+}
+
+impl From<ChosenCredential<'_>> for Chosen {
+    fn from(chosen: ChosenCredential<'_>) -> Self {
+        Self {
+            credential: chosen.credential.clone(),
+            origin: chosen.origin.clone(),
+        }
     }
 }
 
@@ -266,28 +364,78 @@ fn layer_error(reference: &str, layer: &OciDescriptor, source: LayerError) -> Oc
     }
 }
 
-/// Sorts the client's errors into what an admin can act on.
-fn classify(reference: &str, parsed: &Reference, err: OciDistributionError) -> OciError {
-    let reference = reference.to_owned();
+/// Sorts the client's errors into what an admin can act on, with the credential scrubbed
+/// from the detail (a registry may echo what it was sent).
+fn classify(
+    reference: &str,
+    parsed: &Reference,
+    access: &RegistryAccess,
+    chosen: Option<&Chosen>,
+    err: OciDistributionError,
+) -> OciError {
     let detail = chain(&err);
-    match &err {
+    let detail = match chosen {
+        Some(chosen) => chosen.credential.redact(&detail),
+        None => detail,
+    };
+    match classify_kind(&err, &detail) {
+        Kind::NotFound => OciError::NotFound {
+            reference: reference.to_owned(),
+            detail,
+        },
+        Kind::Unauthorized => OciError::Unauthorized {
+            reference: reference.to_owned(),
+            registry: parsed.registry().to_owned(),
+            detail,
+            credentials: Box::new(CredentialsTried {
+                sent: chosen.map(|c| c.origin.clone()),
+                consulted: access.pull_secret_names().into_iter().cloned().collect(),
+            }),
+        },
+        Kind::Untrusted => OciError::UntrustedCertificate {
+            reference: reference.to_owned(),
+            registry: parsed.registry().to_owned(),
+            detail,
+            ca_bundle: access.ca_bundle().map(|b| Box::new(b.origin().clone())),
+        },
+        Kind::Unreachable => OciError::Unreachable {
+            reference: reference.to_owned(),
+            registry: parsed.registry().to_owned(),
+            detail,
+        },
+        Kind::Registry => OciError::Registry {
+            reference: reference.to_owned(),
+            detail,
+        },
+    }
+}
+
+/// What kind of failure a client error is.
+#[derive(Debug, PartialEq, Eq)]
+enum Kind {
+    NotFound,
+    Unauthorized,
+    Untrusted,
+    Unreachable,
+    Registry,
+}
+
+/// rustls reports a certificate it does not trust as `invalid peer certificate: ...`
+/// (`UnknownIssuer`, `BadSignature`, expired...); reqwest only gives it as text in the chain.
+const UNTRUSTED_CERTIFICATE: &str = "invalid peer certificate";
+
+fn classify_kind(err: &OciDistributionError, detail: &str) -> Kind {
+    match err {
         OciDistributionError::RequestError(request) => match request.status().map(|s| s.as_u16()) {
-            Some(404) => OciError::NotFound { reference, detail },
-            Some(401 | 403) => OciError::Unauthorized { reference, detail },
-            Some(_) => OciError::Registry { reference, detail },
-            None => OciError::Unreachable {
-                reference,
-                registry: parsed.registry().to_owned(),
-                detail,
-            },
+            Some(404) => Kind::NotFound,
+            Some(401 | 403) => Kind::Unauthorized,
+            Some(_) => Kind::Registry,
+            None if detail.contains(UNTRUSTED_CERTIFICATE) => Kind::Untrusted,
+            None => Kind::Unreachable,
         },
         OciDistributionError::UnauthorizedError { .. }
-        | OciDistributionError::AuthenticationFailure(_) => {
-            OciError::Unauthorized { reference, detail }
-        }
-        OciDistributionError::ImageManifestNotFoundError(_) => {
-            OciError::NotFound { reference, detail }
-        }
+        | OciDistributionError::AuthenticationFailure(_) => Kind::Unauthorized,
+        OciDistributionError::ImageManifestNotFoundError(_) => Kind::NotFound,
         OciDistributionError::RegistryError { envelope, .. } => {
             let codes = || envelope.errors.iter().map(|e| &e.code);
             if codes().any(|c| {
@@ -299,22 +447,20 @@ fn classify(reference: &str, parsed: &Reference, err: OciDistributionError) -> O
                         | OciErrorCode::NotFound
                 )
             }) {
-                OciError::NotFound { reference, detail }
+                Kind::NotFound
             } else if codes()
                 .any(|c| matches!(c, OciErrorCode::Unauthorized | OciErrorCode::Denied))
             {
-                OciError::Unauthorized { reference, detail }
+                Kind::Unauthorized
             } else {
-                OciError::Registry { reference, detail }
+                Kind::Registry
             }
         }
-        OciDistributionError::ServerError { code: 404, .. } => {
-            OciError::NotFound { reference, detail }
-        }
+        OciDistributionError::ServerError { code: 404, .. } => Kind::NotFound,
         OciDistributionError::ServerError {
             code: 401 | 403, ..
-        } => OciError::Unauthorized { reference, detail },
-        _ => OciError::Registry { reference, detail },
+        } => Kind::Unauthorized,
+        _ => Kind::Registry,
     }
 }
 

@@ -5,7 +5,10 @@
 //!   counter the PlatformOperator controller watches to re-resolve.
 //! - [`run`]: the Catalog controller that fills the cache from image and ConfigMap sources and
 //!   reports `status` (`Serving`, `resolvedSource`, `packages`, `lastUnpacked`).
+//! - [`access`]: the pull secrets and CA bundle a Catalog's images (and its bundles' images)
+//!   are pulled with.
 
+pub mod access;
 mod cache;
 
 mod reconcile;

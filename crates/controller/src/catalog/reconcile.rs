@@ -115,7 +115,9 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     }
 }
 
-/// The Catalogs whose source is `config_map`.
+/// The Catalogs whose source is `config_map`, or whose image source trusts the CA bundle in it
+/// (a rotated CA is used at once; pull secrets are re-read at each poll instead, see
+/// [`super::access`]).
 fn catalogs_reading(store: &Store<Catalog>, config_map: &ConfigMap) -> Vec<ObjectRef<Catalog>> {
     let (Some(namespace), name) = (config_map.namespace(), config_map.name_any()) else {
         return Vec::new();
@@ -124,12 +126,17 @@ fn catalogs_reading(store: &Store<Catalog>, config_map: &ConfigMap) -> Vec<Objec
         .state()
         .iter()
         .filter(|catalog| {
-            catalog
-                .spec
-                .source
+            let source = &catalog.spec.source;
+            let catalog_source = source
                 .config_map
                 .as_ref()
-                .is_some_and(|source| source.namespace == namespace && source.name == name)
+                .is_some_and(|source| source.namespace == namespace && source.name == name);
+            let ca_bundle = source
+                .image
+                .as_ref()
+                .and_then(|image| image.ca_bundle.as_ref())
+                .is_some_and(|ca| ca.namespace == namespace && ca.name == name);
+            catalog_source || ca_bundle
         })
         .map(|catalog| ObjectRef::from_obj(catalog.as_ref()))
         .collect()

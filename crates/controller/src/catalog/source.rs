@@ -10,6 +10,7 @@ use pom_api::conditions::Reason;
 use pom_resolver::fbc::{FbcError, parse_documents};
 use sha2::{Digest, Sha256};
 
+use super::access::{self, AccessError};
 use super::cache::ServedCatalog;
 use crate::Context;
 use crate::oci::OciError;
@@ -29,6 +30,9 @@ pub enum SourceError {
         #[source]
         source: OciError,
     },
+    /// The pull secret or CA bundle the image source names is unusable.
+    #[error(transparent)]
+    Access(#[from] AccessError),
     /// The image has no catalog files where index images keep them.
     #[error(
         "image {reference} has no .json or .yaml file under /configs; build the index image \
@@ -86,6 +90,7 @@ impl SourceError {
     pub fn reason(&self) -> Reason {
         match self {
             Self::Image { source, .. } => source.reason(),
+            Self::Access(source) => source.reason(),
             Self::EmptyImage { .. } | Self::Invalid { .. } | Self::NoSource => {
                 Reason::InvalidCatalog
             }
@@ -130,9 +135,10 @@ async fn fetch_image(
         reference: reference.clone(),
         source,
     };
+    let access = access::for_image_source(ctx, image).await?;
     let resolved = ctx
         .images
-        .resolve_digest(&image.reference)
+        .resolve_digest(&image.reference, &access)
         .await
         .map_err(image_error)?;
     if let Some(previous) = previous.filter(|p| p.resolved_source == resolved) {
@@ -140,7 +146,7 @@ async fn fetch_image(
     }
     let files = ctx
         .images
-        .pull_files(&resolved, IMAGE_PREFIX)
+        .pull_files(&resolved, IMAGE_PREFIX, &access)
         .await
         .map_err(image_error)?;
     let documents: Vec<(String, Vec<u8>)> = files

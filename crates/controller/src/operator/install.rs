@@ -23,6 +23,7 @@ use serde_json::Value;
 
 use super::objects::{self, KindCache, apply_if_changed, get_opt, label, object_id};
 use super::operator_condition::{self, OperatorConditionFor};
+use crate::catalog::access;
 use crate::context::BUNDLE_FIELD_MANAGER;
 use crate::context::Context;
 use crate::error::Error;
@@ -33,6 +34,9 @@ pub struct Target {
     pub version: String,
     pub content: Content,
     pub max_openshift_version: Option<MaxOpenShiftVersion>,
+    /// The Catalog that lists the bundle, whose pull secret and CA bundle its image is pulled
+    /// with (`None`: no catalog lists it any more; the global pull secret alone is used).
+    pub catalog: Option<String>,
 }
 
 /// Where a bundle's manifests come from.
@@ -49,8 +53,9 @@ impl Target {
     /// # Errors
     /// When the catalog gives the bundle neither an image nor objects.
     pub fn for_move(target: &MoveTarget, catalogs: &[(&str, &FbcCatalog)]) -> Result<Self, Error> {
-        let bundle = find_bundle(catalogs, Some(&target.catalog), &target.name);
+        let bundle = find_bundle(catalogs, Some(&target.catalog), &target.name).map(|(_, b)| b);
         Ok(Self {
+            catalog: Some(target.catalog.clone()),
             name: target.name.clone(),
             version: target.version.to_string(),
             content: content_of(&target.name, target.image.as_deref(), bundle)?,
@@ -69,8 +74,10 @@ impl Target {
         max_openshift_version: Option<MaxOpenShiftVersion>,
         catalogs: &[(&str, &FbcCatalog)],
     ) -> Result<Self, Error> {
-        let bundle = find_bundle(catalogs, None, &installed.name);
+        let found = find_bundle(catalogs, None, &installed.name);
+        let bundle = found.map(|(_, b)| b);
         Ok(Self {
+            catalog: found.map(|(catalog, _)| catalog.to_owned()),
             name: installed.name.clone(),
             version: installed.version.clone(),
             content: content_of(&installed.name, installed.image.as_deref(), bundle)?,
@@ -93,14 +100,19 @@ fn content_of(name: &str, image: Option<&str>, bundle: Option<&Bundle>) -> Resul
 }
 
 fn find_bundle<'a>(
-    catalogs: &[(&str, &'a FbcCatalog)],
+    catalogs: &[(&'a str, &'a FbcCatalog)],
     catalog: Option<&str>,
     bundle: &str,
-) -> Option<&'a Bundle> {
+) -> Option<(&'a str, &'a Bundle)> {
     catalogs
         .iter()
         .filter(|(name, _)| catalog.is_none_or(|c| c == *name))
-        .find_map(|(_, c)| c.packages.values().find_map(|p| p.bundles.get(bundle)))
+        .find_map(|(name, c)| {
+            c.packages
+                .values()
+                .find_map(|p| p.bundles.get(bundle))
+                .map(|b| (*name, b))
+        })
 }
 
 /// A bundle fetched, rendered and checked against the cluster, nothing written yet.
@@ -147,10 +159,20 @@ pub async fn prepare(
                 image: image.clone(),
                 source,
             };
-            let by_digest = ctx.images.resolve_digest(image).await.map_err(pull_error)?;
+            let access = access::for_catalog(ctx, target.catalog.as_deref())
+                .await
+                .map_err(|source| Error::RegistryAccess {
+                    image: image.clone(),
+                    source: Box::new(source),
+                })?;
+            let by_digest = ctx
+                .images
+                .resolve_digest(image, &access)
+                .await
+                .map_err(pull_error)?;
             let pulled = ctx
                 .images
-                .pull_files(&by_digest, "")
+                .pull_files(&by_digest, "", &access)
                 .await
                 .map_err(pull_error)?;
             (BundleFiles::new(pulled), Some(by_digest))

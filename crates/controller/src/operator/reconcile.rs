@@ -510,6 +510,7 @@ async fn prepare(
                         version: installed.bundle.version.clone(),
                         content: Content::Objects(objects.to_vec()),
                         max_openshift_version: installed.max_openshift_version.clone(),
+                        catalog: None,
                     },
                     // What runs keeps running; only its repair is lost (not a failure of it).
                     None => return Err(problem_of(&err, false)),
