@@ -5,13 +5,20 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 mod cmd;
+mod graph;
 mod live;
+mod version;
 
 #[derive(Parser)]
-#[command(name = "pomctl", version, about = "Platform Operators Manager CLI")]
+#[command(
+    name = "pomctl",
+    version,
+    long_version = version::LONG_VERSION,
+    about = "Platform Operators Manager CLI"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -21,6 +28,9 @@ struct Cli {
 enum Command {
     /// Resolve a package offline against a file-based catalog (file or folder).
     Resolve(cmd::resolve::Args),
+    /// Draw a channel's upgrade graph with what POM would do on it: the installed bundle, the
+    /// pin's window, the hops and why every other bundle is refused (Mermaid, DOT or SVG).
+    Graph(cmd::graph::Args),
     /// Print the objects POM would apply for a bundle directory, as YAML.
     Render(cmd::render::Args),
     /// Live: what a cluster update to VERSION would do to every PlatformOperator, and whether
@@ -28,15 +38,22 @@ enum Command {
     Plan(cmd::plan::Args),
     /// Live: every PlatformOperator and the aggregated ClusterOperator.
     Status(cmd::status::Args),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(cmd::completions::Args),
+    /// Print the man page, or write every page into a directory with --out.
+    Man(cmd::man::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Resolve(args) => cmd::resolve::run(&args),
+        Command::Graph(args) => cmd::graph::run(&args),
         Command::Render(args) => cmd::render::run(&args),
         Command::Plan(args) => cmd::plan::run(&args),
         Command::Status(args) => cmd::status::run(&args),
+        Command::Completions(args) => Ok(cmd::completions::run(&args, Cli::command())),
+        Command::Man(args) => cmd::man::run(&args, Cli::command()),
     };
     match outcome {
         Ok(code) => code,

@@ -1,5 +1,8 @@
 //! One module per `pomctl` subcommand.
 
+pub mod completions;
+pub mod graph;
+pub mod man;
 pub mod plan;
 pub mod render;
 pub mod resolve;

@@ -49,11 +49,13 @@ use pom_policy::{HoldReason, PinState, PoRequest, Upgradeability, decide};
 use pom_resolver::cluster::{
     ClusterPhase, ClusterVersionSnapshot, HistoryEntry, PhaseKind, cluster_phase,
 };
+use pom_resolver::select::{CatalogInput, InstalledBundle as ResolverInstalled};
 use pom_resolver::version::parse_tolerant;
 use semver::Version;
 use serde::Serialize;
 
-use crate::cmd::resolve::Output;
+use crate::cmd::graph::{Format, emit};
+use crate::graph::{self, HopTo, Stop, UpgradeGraph};
 use crate::live::{self, FetchedCatalog};
 
 /// Flags of `pomctl plan`.
@@ -71,9 +73,22 @@ pub struct Args {
         value_delimiter = ','
     )]
     pub insecure_registries: Vec<String>,
-    /// Output format.
-    #[arg(short = 'o', long = "output", value_enum, default_value_t = Output::Human)]
-    pub output: Output,
+    /// Output format; `graph` draws each PlatformOperator's upgrade graph under the update.
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = PlanOutput::Human)]
+    pub output: PlanOutput,
+    /// Drawing format for `-o graph`.
+    #[arg(long, value_enum, default_value_t = Format::Mermaid)]
+    pub graph_format: Format,
+}
+
+/// Output formats of `pomctl plan`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum PlanOutput {
+    Human,
+    Json,
+    Yaml,
+    /// The upgrade graph of every PlatformOperator (see `--graph-format`).
+    Graph,
 }
 
 /// Everything the plan is computed from: read from the cluster, then judged purely.
@@ -217,9 +232,16 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let inputs = live::block_on(gather(&args.insecure_registries))??;
     let plan = compute(&inputs, &args.to, &target)?;
     match args.output {
-        Output::Human => print!("{}", human(&plan)),
-        Output::Json => println!("{}", serde_json::to_string_pretty(&plan)?),
-        Output::Yaml => print!("{}", serde_saphyr::to_string(&plan)?),
+        PlanOutput::Human => print!("{}", human(&plan)),
+        PlanOutput::Json => println!("{}", serde_json::to_string_pretty(&plan)?),
+        PlanOutput::Yaml => print!("{}", serde_saphyr::to_string(&plan)?),
+        PlanOutput::Graph => {
+            let drawn = graphs(&inputs, &args.to)?;
+            for (name, why) in &drawn.undrawn {
+                eprintln!("PlatformOperator {name}: no graph: {why}");
+            }
+            emit(&drawn.graphs, args.graph_format)?;
+        }
     }
     Ok(if plan.admitted {
         ExitCode::SUCCESS
@@ -282,28 +304,7 @@ pub fn compute(inputs: &Inputs, to: &str, target: &Version) -> anyhow::Result<Pl
     // The CVO judges a request against `status.desired`: the in-flight target, if any.
     let desired = now.target.clone();
     let in_flight = (now.kind != PhaseKind::Steady).then(|| desired.to_string());
-    // The history as the CVO would write it on accepting the request: a new Partial entry on
-    // top, the one in flight (if any) superseded.
-    let mut history = vec![HistoryEntry {
-        state: "Partial".into(),
-        version: to.to_owned(),
-        completion_time: None,
-    }];
-    history.extend(live.history.iter().map(|entry| {
-        HistoryEntry {
-            completion_time: entry
-                .completion_time
-                .clone()
-                .or_else(|| Some("superseded".into())),
-            ..entry.clone()
-        }
-    }));
-    let hypothetical = ClusterVersionSnapshot {
-        history,
-        desired_version: Some(to.to_owned()),
-        progressing: Some(true),
-    };
-    let phase = cluster_phase(&hypothetical).with_context(|| format!("--to {to:?}"))?;
+    let phase = update_phase(&live, to)?;
     let update = update_kind(&desired, target);
     let gated = matches!(update, "minor" | "major");
 
@@ -384,6 +385,32 @@ fn snapshot(cv: &ClusterVersion) -> anyhow::Result<ClusterVersionSnapshot> {
             "ClusterVersion version has no status yet: the cluster-version operator has not reported"
         )
     })
+}
+
+/// The phase POM will see once the CVO accepts an update to `to` (it decides the pins).
+fn update_phase(live: &ClusterVersionSnapshot, to: &str) -> anyhow::Result<ClusterPhase> {
+    // The history as the CVO would write it on accepting the request: a new Partial entry on
+    // top, the one in flight (if any) superseded.
+    let mut history = vec![HistoryEntry {
+        state: "Partial".into(),
+        version: to.to_owned(),
+        completion_time: None,
+    }];
+    history.extend(live.history.iter().map(|entry| {
+        HistoryEntry {
+            completion_time: entry
+                .completion_time
+                .clone()
+                .or_else(|| Some("superseded".into())),
+            ..entry.clone()
+        }
+    }));
+    let hypothetical = ClusterVersionSnapshot {
+        history,
+        desired_version: Some(to.to_owned()),
+        progressing: Some(true),
+    };
+    cluster_phase(&hypothetical).with_context(|| format!("--to {to:?}"))
 }
 
 fn update_kind(current: &Version, target: &Version) -> &'static str {
@@ -498,20 +525,18 @@ fn catalogs_for<'a>(po: &PlatformOperator, catalogs: &'a [FetchedCatalog]) -> Ca
     }
 }
 
-/// One PO under the update: the manager's own `decide`, walked hop by hop
-/// ([`pom_policy::plan::plan`]) over the phase the update will put the cluster in.
-fn plan_po(
+/// What the manager would gather for `po` once the update runs (the cluster in `phase`).
+fn po_snapshot<'a>(
     po: &PlatformOperator,
-    inputs: &Inputs,
+    inputs: &'a Inputs,
     phase: &ClusterPhase,
-    gated: bool,
     now: Timestamp,
-) -> PoPlan {
+) -> PoSnapshot<'a> {
     let name = po.name_any();
     let status = po.status.clone().unwrap_or_default();
-    let snapshot = PoSnapshot {
+    PoSnapshot {
         request: PoRequest::from_spec(&name, &po.spec),
-        name: name.clone(),
+        name,
         duplicate_of: None,
         installed: status
             .installed_bundle
@@ -523,7 +548,119 @@ fn plan_po(
         catalogs: catalogs_for(po, &inputs.catalogs),
         gate: gate_for(po, &inputs.operator_conditions),
         now,
+    }
+}
+
+/// The upgrade graphs of `pomctl plan -o graph`, and the POs that could not be drawn.
+#[derive(Debug)]
+pub struct Drawn {
+    pub graphs: Vec<UpgradeGraph>,
+    /// `(PlatformOperator, why)`: no readable request or catalog content.
+    pub undrawn: Vec<(String, String)>,
+}
+
+/// Every PO's upgrade graph under an update to `to` (pure: everything comes from `inputs`):
+/// the hops are the plan's own walk ([`pom_policy::plan::plan`], the manager's `decide`), the
+/// pin and the rejections the resolver's answers to the request the manager builds
+/// ([`pom_policy::decide::resolve_request`]).
+///
+/// # Errors
+/// When the ClusterVersion cannot be judged, as [`compute`].
+pub fn graphs(inputs: &Inputs, to: &str) -> anyhow::Result<Drawn> {
+    let live = snapshot(&inputs.cluster_version)?;
+    let phase = update_phase(&live, to)?;
+    let now = Timestamp::now();
+    let mut drawn = Drawn {
+        graphs: Vec::new(),
+        undrawn: Vec::new(),
     };
+    for po in &inputs.platform_operators {
+        let snapshot = po_snapshot(po, inputs, &phase, now);
+        match po_graph(&snapshot) {
+            Ok(graph) => drawn.graphs.push(graph),
+            Err(why) => drawn.undrawn.push((snapshot.name.clone(), why)),
+        }
+    }
+    Ok(drawn)
+}
+
+fn po_graph(snapshot: &PoSnapshot<'_>) -> Result<UpgradeGraph, String> {
+    let request = snapshot.request.as_ref().map_err(ToString::to_string)?;
+    let catalogs = match &snapshot.catalogs {
+        CatalogView::Ready { catalogs, .. } => catalogs,
+        CatalogView::Loading { catalog } => {
+            return Err(format!("Catalog {catalog} has not been read yet"));
+        }
+        CatalogView::Unavailable(why) => return Err(why.clone()),
+    };
+    let catalog_inputs: Vec<CatalogInput<'_>> = catalogs
+        .iter()
+        .map(|c| (c.name.as_str(), c.priority, c.content))
+        .collect();
+    let installed = snapshot
+        .installed
+        .as_ref()
+        .map(|i| {
+            i.version.clone().map(|version| ResolverInstalled {
+                name: i.bundle.name.clone(),
+                version,
+            })
+        })
+        .transpose()?;
+    let resolve_request = pom_policy::decide::resolve_request(
+        request,
+        &catalog_inputs,
+        installed,
+        snapshot.cluster.phase(),
+        snapshot.kube_version.as_ref(),
+    );
+    let walk = plan::plan(snapshot);
+    let hops = walk
+        .hops
+        .iter()
+        .map(|h| {
+            parse_tolerant(&h.to.version)
+                .map(|version| HopTo {
+                    name: h.to.name.clone(),
+                    version,
+                })
+                .map_err(|e| format!("hop to {}: {e}", h.to.name))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let stop = match &walk.end {
+        PlanEnd::Settled => Stop::Settled,
+        PlanEnd::Held(why) => Stop::Held {
+            why: held_text(why),
+        },
+        PlanEnd::Problem(problem) => Stop::Blocked {
+            why: problem.message.clone(),
+        },
+        PlanEnd::Cycle { bundle } => Stop::Cycle {
+            bundle: bundle.clone(),
+        },
+        PlanEnd::HopLimit => Stop::HopLimit,
+    };
+    graph::for_request(
+        format!("PlatformOperator {}", snapshot.name),
+        &resolve_request,
+        &hops,
+        stop,
+    )
+    .map_err(|e| e.to_string())
+}
+
+/// One PO under the update: the manager's own `decide`, walked hop by hop
+/// ([`pom_policy::plan::plan`]) over the phase the update will put the cluster in.
+fn plan_po(
+    po: &PlatformOperator,
+    inputs: &Inputs,
+    phase: &ClusterPhase,
+    gated: bool,
+    now: Timestamp,
+) -> PoPlan {
+    let name = po.name_any();
+    let status = po.status.clone().unwrap_or_default();
+    let snapshot = po_snapshot(po, inputs, phase, now);
     let walk = plan::plan(&snapshot);
     let mut result = PoPlan {
         name,

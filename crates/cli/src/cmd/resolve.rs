@@ -24,7 +24,8 @@ use pom_resolver::fbc::model::{Catalog, MaxOpenShiftVersion};
 use pom_resolver::fbc::parse::load_path;
 use pom_resolver::range::VersionRange;
 use pom_resolver::select::{
-    InstalledBundle, PinPolicy, Rejection, Resolution, ResolveError, ResolveRequest, resolve,
+    CatalogInput, InstalledBundle, PinPolicy, Rejection, Resolution, ResolveError, ResolveRequest,
+    resolve,
 };
 use pom_resolver::verdict::bundle_upgradeability;
 use pom_resolver::version::parse_tolerant;
@@ -34,6 +35,17 @@ use serde_json::{Value, json};
 /// Flags of `pomctl resolve`.
 #[derive(clap::Args)]
 pub struct Args {
+    #[command(flatten)]
+    pub query: Query,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = Output::Human)]
+    pub output: Output,
+}
+
+/// The resolution question, shared by `pomctl resolve` and `pomctl graph`: both ask the
+/// resolver the same thing, so the request is built in one place ([`Offline`]).
+#[derive(clap::Args)]
+pub struct Query {
     /// FBC file or folder (JSON stream, YAML multi-doc, split folders).
     #[arg(long, value_name = "PATH")]
     pub catalog: PathBuf,
@@ -65,9 +77,92 @@ pub struct Args {
     /// Kubernetes version of the API server, for minKubeVersion checks.
     #[arg(long, value_name = "V")]
     pub kube_version: Option<String>,
-    /// Output format.
-    #[arg(short = 'o', long = "output", value_enum, default_value_t = Output::Human)]
-    pub output: Output,
+}
+
+/// A [`Query`] read and checked: the catalog loaded, versions and ranges parsed. It owns what a
+/// [`ResolveRequest`] borrows.
+pub struct Offline {
+    pub catalog: Catalog,
+    pub catalog_name: String,
+    pub package: String,
+    pub channel: Option<String>,
+    pub cluster: Option<ClusterPhase>,
+    pub installed: Option<InstalledBundle>,
+    pub version_range: Option<VersionRange>,
+    pub steady_state_range: Option<VersionRange>,
+    pub kube_version: Option<Version>,
+}
+
+impl Offline {
+    /// Reads the catalog and parses the flags.
+    ///
+    /// # Errors
+    /// An unreadable catalog, a bad version or range, `--steady-state-range` without
+    /// `--cluster-version`, an installed bundle that is neither in the catalog nor given a
+    /// version.
+    pub fn load(query: &Query) -> anyhow::Result<Self> {
+        let catalog = load_path(&query.catalog)
+            .with_context(|| format!("cannot read the catalog at {}", query.catalog.display()))?;
+        let cluster = cluster_from_flags(query)?;
+        if cluster.is_none()
+            && let Some(range) = &query.steady_state_range
+        {
+            bail!(
+                "--steady-state-range {range:?} replaces the steady pin =X.Y.Z, which exists only with \
+                 --cluster-version: without it there is no pin at all (pure successor resolution, as \
+                 OLM v1); pass --cluster-version, or bound the resolution with --version-range"
+            );
+        }
+        let installed = installed_from_flags(query, &catalog)?;
+        let version_range = parse_range("--version-range", query.version_range.as_deref())?;
+        let steady_state_range =
+            parse_range("--steady-state-range", query.steady_state_range.as_deref())?;
+        let kube_version = query
+            .kube_version
+            .as_deref()
+            .map(|text| {
+                parse_tolerant(text)
+                    .with_context(|| format!("--kube-version {text:?} is not a version"))
+            })
+            .transpose()?;
+        Ok(Self {
+            catalog,
+            catalog_name: query.catalog.display().to_string(),
+            package: query.package.clone(),
+            channel: query.channel.clone(),
+            cluster,
+            installed,
+            version_range,
+            steady_state_range,
+            kube_version,
+        })
+    }
+
+    /// The one catalog, as the resolver takes catalogs.
+    pub fn catalogs(&self) -> [CatalogInput<'_>; 1] {
+        [(self.catalog_name.as_str(), 0, &self.catalog)]
+    }
+
+    /// The resolver's request for these flags.
+    pub fn request<'a>(&'a self, catalogs: &'a [CatalogInput<'a>]) -> ResolveRequest<'a> {
+        ResolveRequest {
+            catalogs,
+            package: &self.package,
+            channel: self.channel.as_deref(),
+            installed: self.installed.clone(),
+            version_range: self.version_range.clone(),
+            steady_state_range: self.steady_state_range.clone(),
+            cluster: self.cluster.clone(),
+            kube_version: self.kube_version.clone(),
+            // §9: no cluster, no pin. `cluster: None` under FollowCluster would mean a steady
+            // plain Kubernetes cluster and pin =X.Y.Z, so nothing would ever move.
+            pin_policy: if self.cluster.is_some() {
+                PinPolicy::FollowCluster
+            } else {
+                PinPolicy::Unpinned
+            },
+        }
+    }
 }
 
 /// Output formats.
@@ -80,50 +175,11 @@ pub enum Output {
 
 /// Runs `pomctl resolve`.
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
-    let catalog = load_path(&args.catalog)
-        .with_context(|| format!("cannot read the catalog at {}", args.catalog.display()))?;
-    let catalog_name = args.catalog.display().to_string();
-    let cluster = cluster_from_flags(args)?;
-    if cluster.is_none()
-        && let Some(range) = &args.steady_state_range
-    {
-        bail!(
-            "--steady-state-range {range:?} replaces the steady pin =X.Y.Z, which exists only with \
-             --cluster-version: without it there is no pin at all (pure successor resolution, as \
-             OLM v1); pass --cluster-version, or bound the resolution with --version-range"
-        );
-    }
-    let installed = installed_from_flags(args, &catalog)?;
-    let version_range = parse_range("--version-range", args.version_range.as_deref())?;
-    let steady_state_range =
-        parse_range("--steady-state-range", args.steady_state_range.as_deref())?;
-    let kube_version = args
-        .kube_version
-        .as_deref()
-        .map(|text| {
-            parse_tolerant(text)
-                .with_context(|| format!("--kube-version {text:?} is not a version"))
-        })
-        .transpose()?;
-
-    let catalogs = [(catalog_name.as_str(), 0, &catalog)];
-    let request = ResolveRequest {
-        catalogs: &catalogs,
-        package: &args.package,
-        channel: args.channel.as_deref(),
-        installed: installed.clone(),
-        version_range,
-        steady_state_range,
-        cluster: cluster.clone(),
-        kube_version,
-        // §9: no cluster, no pin. `cluster: None` under FollowCluster would mean a steady plain
-        // Kubernetes cluster and pin =X.Y.Z, so nothing would ever move.
-        pin_policy: if cluster.is_some() {
-            PinPolicy::FollowCluster
-        } else {
-            PinPolicy::Unpinned
-        },
-    };
+    let offline = Offline::load(&args.query)?;
+    let catalogs = offline.catalogs();
+    let request = offline.request(&catalogs);
+    let installed = offline.installed.clone();
+    let cluster = offline.cluster.clone();
     let resolution = match resolve(&request) {
         Ok(resolution) => resolution,
         Err(err @ ResolveError::NoCandidate { .. })
@@ -136,7 +192,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
 
     let upgradeable = cluster
         .as_ref()
-        .map(|phase| verdict_for(&resolution, phase, &catalog, args));
+        .map(|phase| verdict_for(&resolution, phase, &offline.catalog, &offline.package));
     match args.output {
         Output::Human => print!(
             "{}",
@@ -165,7 +221,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
 }
 
 /// `--cluster-version` alone is a steady cluster; with `--cluster-target` an update in flight.
-fn cluster_from_flags(args: &Args) -> anyhow::Result<Option<ClusterPhase>> {
+fn cluster_from_flags(args: &Query) -> anyhow::Result<Option<ClusterPhase>> {
     let Some(current) = args.cluster_version.as_deref() else {
         return Ok(None);
     };
@@ -195,7 +251,10 @@ fn cluster_from_flags(args: &Args) -> anyhow::Result<Option<ClusterPhase>> {
 }
 
 /// The installed bundle: its version from the catalog, else from `--installed-version`.
-fn installed_from_flags(args: &Args, catalog: &Catalog) -> anyhow::Result<Option<InstalledBundle>> {
+fn installed_from_flags(
+    args: &Query,
+    catalog: &Catalog,
+) -> anyhow::Result<Option<InstalledBundle>> {
     let Some(name) = args.installed.as_deref() else {
         return Ok(None);
     };
@@ -228,7 +287,7 @@ fn verdict_for(
     resolution: &Resolution,
     phase: &ClusterPhase,
     catalog: &Catalog,
-    args: &Args,
+    package: &str,
 ) -> Upgradeability {
     let chosen = InstalledBundle {
         name: resolution.bundle.name.clone(),
@@ -238,7 +297,7 @@ fn verdict_for(
         &chosen,
         resolution.bundle.max_openshift_version.as_ref(),
         phase.running_on(),
-        catalog.packages.get(&args.package),
+        catalog.packages.get(package),
         Some(resolution.bundle.channel.as_str()),
     ))
 }
