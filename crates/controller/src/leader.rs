@@ -12,6 +12,13 @@
 //! [`LeaseSettings::retry_period`] with a fresh manager (one GET), like controller-runtime's
 //! `RetryPeriod`: hand-over after a graceful release takes about one retry period, after a crash
 //! at most the lease duration plus a retry period.
+//!
+//! Renewal has a deadline: every Lease request goes through a client that gives up after
+//! [`LeaseSettings::request_timeout`], so a hung PATCH (an API server that accepts the
+//! connection and never answers) becomes an error in time, and a failed renewal is retried only
+//! while the Lease stays ours for longer than one more attempt can take. Leadership is therefore
+//! given up (and every write stopped) before the Lease expires, that is before another replica
+//! can take it.
 
 use std::time::Duration;
 
@@ -43,7 +50,8 @@ pub struct LeaseSettings {
 }
 
 impl LeaseSettings {
-    /// The defaults of the shipped manifests: 15 s lease, renewed 5 s before expiry, 2 s retry.
+    /// The defaults of the shipped manifests: 15 s lease, renewed 5 s before expiry, 2 s retry,
+    /// 2 s per Lease request.
     #[must_use]
     pub fn new(namespace: impl Into<String>, identity: impl Into<String>) -> Self {
         Self {
@@ -54,6 +62,71 @@ impl LeaseSettings {
             grace_seconds: 5,
             retry_period: Duration::from_secs(2),
         }
+    }
+
+    /// How long one Lease request (read, renewal, release) may take before it counts as
+    /// failed: a third of the grace period, at most 2 s, so a renewal that hangs is noticed,
+    /// and retried or given up, while the Lease is still valid.
+    #[must_use]
+    pub fn request_timeout(&self) -> Duration {
+        Duration::from_secs(2).min(Duration::from_secs(self.grace_seconds) / 3)
+    }
+
+    /// Whether a failed renewal may be retried with `seconds_left` of validity: one more
+    /// attempt (at most one request timeout) plus the validity check after it (one more) must
+    /// end before the Lease expires.
+    fn may_retry(&self, seconds_left: f64) -> bool {
+        seconds_left > 2.0 * self.request_timeout().as_secs_f64() + 0.5
+    }
+}
+
+/// A [`Client`] whose requests fail after `timeout` (until the response headers arrive): the
+/// kube client's own read timeout is made for watches (minutes), far longer than a Lease.
+fn with_deadline(client: &Client, timeout: Duration) -> Client {
+    Client::new(
+        Deadline {
+            inner: client.clone(),
+            timeout,
+        },
+        client.default_namespace().to_owned(),
+    )
+}
+
+/// The tower service behind [`with_deadline`].
+#[derive(Clone)]
+struct Deadline {
+    inner: Client,
+    timeout: Duration,
+}
+
+/// A Lease request that did not complete within [`LeaseSettings::request_timeout`].
+#[derive(Debug, thiserror::Error)]
+#[error("the Lease request did not complete within {0:?}")]
+struct LeaseRequestTimedOut(Duration);
+
+impl tower_service::Service<http::Request<kube::client::Body>> for Deadline {
+    type Response = http::Response<kube::client::Body>;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Self::Response, Self::Error>> + Send>,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<kube::client::Body>) -> Self::Future {
+        let inner = self.inner.clone();
+        let timeout = self.timeout;
+        Box::pin(async move {
+            match tokio::time::timeout(timeout, inner.send(request)).await {
+                Ok(response) => response.map_err(Into::into),
+                Err(_) => Err(LeaseRequestTimedOut(timeout).into()),
+            }
+        })
     }
 }
 
@@ -156,6 +229,7 @@ pub async fn acquire(
             grace: settings.grace_seconds,
         });
     }
+    let client = &with_deadline(client, settings.request_timeout());
     loop {
         let attempt = async {
             let manager = build(client, settings).await?;
@@ -277,14 +351,9 @@ async fn renew(
                 });
             }
             Err(err) => {
-                let left = tokio::time::timeout(
-                    Duration::from_secs(1),
-                    remaining_validity(&client, &settings),
-                )
-                .await
-                .ok()
-                .flatten();
-                if left.is_some_and(|s| s > 1.0) {
+                // Bounded by the client's request timeout.
+                let left = remaining_validity(&client, &settings).await;
+                if left.is_some_and(|s| settings.may_retry(s)) {
                     tracing::warn!(%err, seconds_left = left, "renewing the leader lease failed: retrying");
                     tokio::time::sleep(Duration::from_millis(250)).await;
                     continue;
@@ -306,7 +375,138 @@ async fn renew(
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+    use std::time::Instant;
+
+    use http::{Request, Response};
+    use kube::client::Body;
+    use serde_json::{Value, json};
+
     use super::*;
+
+    /// An API server holding one Lease, answering GET, POST and PATCH (spec fields merged);
+    /// while `hang` is set it accepts renewals and never answers them.
+    #[derive(Clone, Default)]
+    struct FakeLeaseServer {
+        lease: Arc<Mutex<Option<Value>>>,
+        hang: Arc<AtomicBool>,
+    }
+
+    impl FakeLeaseServer {
+        fn client(&self) -> Client {
+            let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+            let server = self.clone();
+            tokio::spawn(async move {
+                let mut hung = Vec::new();
+                while let Some((request, respond)) = handle.next_request().await {
+                    let method = request.method().clone();
+                    let body = request.into_body().collect_bytes().await.unwrap();
+                    if method == http::Method::PATCH && server.hang.load(Ordering::SeqCst) {
+                        hung.push(respond);
+                        continue;
+                    }
+                    let (status, value) = server.answer(&method, &body);
+                    let bytes = serde_json::to_vec(&value).unwrap();
+                    respond.send_response(
+                        Response::builder()
+                            .status(status)
+                            .body(Body::from(bytes))
+                            .unwrap(),
+                    );
+                }
+            });
+            Client::new(service, "ns")
+        }
+
+        fn answer(&self, method: &http::Method, body: &[u8]) -> (u16, Value) {
+            let mut lease = self.lease.lock().unwrap();
+            match (method.as_str(), lease.as_mut()) {
+                ("GET", Some(stored)) => (200, stored.clone()),
+                ("GET", None) => (
+                    404,
+                    json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                           "reason": "NotFound", "code": 404, "message": "not found"}),
+                ),
+                ("POST", _) => {
+                    let mut created: Value = serde_json::from_slice(body).unwrap();
+                    created["metadata"]["resourceVersion"] = json!("1");
+                    *lease = Some(created.clone());
+                    (201, created)
+                }
+                ("PATCH", Some(stored)) => {
+                    let patch: Value = serde_json::from_slice(body).unwrap();
+                    if let Some(spec) = patch.get("spec").and_then(Value::as_object) {
+                        for (key, value) in spec {
+                            stored["spec"][key] = value.clone();
+                        }
+                    }
+                    (200, stored.clone())
+                }
+                _ => (405, json!({"kind": "Status", "code": 405})),
+            }
+        }
+
+        /// When the stored Lease expires (its renewTime plus duration).
+        fn expiry(&self) -> k8s_openapi::jiff::Timestamp {
+            let lease: Lease =
+                serde_json::from_value(self.lease.lock().unwrap().clone().unwrap()).unwrap();
+            let spec = lease.spec.unwrap();
+            let seconds = i64::from(spec.lease_duration_seconds.unwrap());
+            spec.renew_time.unwrap().0 + k8s_openapi::jiff::SignedDuration::from_secs(seconds)
+        }
+    }
+
+    fn fast_settings() -> LeaseSettings {
+        LeaseSettings {
+            duration_seconds: 4,
+            grace_seconds: 3,
+            retry_period: Duration::from_millis(200),
+            ..LeaseSettings::new("ns", "pod-a")
+        }
+    }
+
+    #[tokio::test]
+    async fn a_renewal_that_hangs_gives_up_leadership_before_the_lease_expires() {
+        let server = FakeLeaseServer::default();
+        let settings = fast_settings();
+        let shutdown = CancellationToken::new();
+        let leadership = acquire(&server.client(), &settings, &shutdown)
+            .await
+            .unwrap()
+            .unwrap();
+        // Answered renewals keep leadership for longer than the lease duration.
+        let kept = tokio::time::timeout(Duration::from_secs(6), leadership.lost()).await;
+        assert!(kept.is_err(), "leadership lost while the server answered");
+        // From now on renewals hang: leadership must end before the Lease can expire.
+        server.hang.store(true, Ordering::SeqCst);
+        let expiry = server.expiry();
+        let started = Instant::now();
+        tokio::time::timeout(Duration::from_secs(10), leadership.lost())
+            .await
+            .expect("a hung renewal never ended leadership");
+        let now = k8s_openapi::jiff::Timestamp::now();
+        assert!(
+            now < expiry,
+            "leadership ended {:?} after the Lease expired (waited {:?})",
+            now.duration_since(expiry),
+            started.elapsed()
+        );
+        assert!(matches!(
+            leadership.release().await,
+            Err(LeaderError::RenewFailed { .. })
+        ));
+    }
+
+    #[test]
+    fn requests_time_out_within_the_grace_period() {
+        let s = LeaseSettings::new("ns", "pod-a");
+        assert_eq!(s.request_timeout(), Duration::from_secs(5) / 3);
+        assert!(s.may_retry(4.0));
+        assert!(!s.may_retry(3.8));
+        let s = fast_settings();
+        assert_eq!(s.request_timeout(), Duration::from_secs(1));
+    }
 
     #[test]
     fn defaults_match_the_manifests() {
