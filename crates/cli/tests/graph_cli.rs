@@ -174,3 +174,35 @@ fn version_names_what_it_was_tested_against() {
     assert!(version.contains("Kubernetes 1."), "{version}");
     assert!(version.contains("OpenShift"), "{version}");
 }
+
+/// `docs/graph-example.md` shows a drawing and the command that drew it: running that command
+/// from the checkout's root must still draw exactly that (a stale example fails here).
+#[test]
+fn the_committed_example_is_what_its_command_draws() {
+    #[path = "../../resolver/tests/shared_support/mod.rs"]
+    mod shared_support;
+    if shared_support::shared_dir("real").is_none() {
+        return;
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let doc = std::fs::read_to_string(root.join("docs/graph-example.md")).unwrap();
+    let block = |fence: &str| -> String {
+        let start = doc.find(fence).unwrap() + fence.len();
+        let end = start + doc[start..].find("\n```").unwrap();
+        doc[start..end].trim_start_matches('\n').to_owned()
+    };
+    let command = block("```sh\n");
+    let words: Vec<&str> = command.split_whitespace().collect();
+    assert_eq!(words[..2], ["pomctl", "graph"], "{command}");
+    let out = Command::new(env!("CARGO_BIN_EXE_pomctl"))
+        .args(&words[1..])
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout).trim_end(),
+        block("```mermaid\n").trim_end(),
+        "regenerate docs/graph-example.md with the command it shows"
+    );
+}
