@@ -12,6 +12,11 @@ mod graph;
 mod live;
 mod version;
 
+// The one policy for tests reading ../shared (fail in CI, skip visibly elsewhere).
+#[cfg(test)]
+#[path = "../../resolver/tests/shared_support/mod.rs"]
+mod shared_support;
+
 #[derive(Parser)]
 #[command(
     name = "pomctl",

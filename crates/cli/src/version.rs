@@ -21,7 +21,7 @@ macro_rules! openshift_api_commit {
 }
 macro_rules! openshift_updates {
     () => {
-        "4.16 -> 4.17 -> 4.18 -> 4.19, z-stream updates and rollbacks"
+        "4.16.z updates and rollbacks, 4.16 -> 4.17 minor updates, and the CVO refusing larger jumps"
     };
 }
 
@@ -65,6 +65,22 @@ mod tests {
             pinned.trim(),
             TESTED_KUBERNETES,
             "update version.rs when versions.env moves"
+        );
+    }
+
+    #[test]
+    fn openshift_api_commit_is_the_one_the_crds_were_copied_from() {
+        let Some(crds) = crate::shared_support::shared_dir("crds") else {
+            return;
+        };
+        let sources = std::fs::read_to_string(crds.join("SOURCES.md")).unwrap();
+        let section = sources
+            .split("\n## ")
+            .find(|s| s.starts_with("openshift/api"))
+            .expect("SOURCES.md has an openshift/api section");
+        assert!(
+            section.contains(&format!("commit: `{TESTED_OPENSHIFT_API_COMMIT}`")),
+            "update version.rs when the openshift/api CRDs move"
         );
     }
 

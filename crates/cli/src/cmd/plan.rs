@@ -966,6 +966,89 @@ mod tests {
         compute(&inputs, to, &v(to)).unwrap_or_else(|e| panic!("{e}"))
     }
 
+    /// `p`: 1.0.0 <- 1.1.0 <- 1.2.0 <- 2.0.0 in `stable`.
+    const CATALOG: &str = r#"
+{"schema":"olm.package","name":"p","defaultChannel":"stable"}
+{"schema":"olm.channel","package":"p","name":"stable","entries":[
+  {"name":"p.v1.0.0"},
+  {"name":"p.v1.1.0","replaces":"p.v1.0.0"},
+  {"name":"p.v1.2.0","replaces":"p.v1.1.0"},
+  {"name":"p.v2.0.0","replaces":"p.v1.2.0"}]}
+{"schema":"olm.bundle","package":"p","name":"p.v1.0.0","image":"q/p@sha256:10",
+ "properties":[{"type":"olm.package","value":{"packageName":"p","version":"1.0.0"}}]}
+{"schema":"olm.bundle","package":"p","name":"p.v1.1.0","image":"q/p@sha256:11",
+ "properties":[{"type":"olm.package","value":{"packageName":"p","version":"1.1.0"}}]}
+{"schema":"olm.bundle","package":"p","name":"p.v1.2.0","image":"q/p@sha256:12",
+ "properties":[{"type":"olm.package","value":{"packageName":"p","version":"1.2.0"}}]}
+{"schema":"olm.bundle","package":"p","name":"p.v2.0.0","image":"q/p@sha256:20",
+ "properties":[{"type":"olm.package","value":{"packageName":"p","version":"2.0.0"}}]}
+"#;
+
+    fn po(name: &str, package: &str, installed: &str, version: &str) -> PlatformOperator {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "platform.openshift.io/v1alpha1", "kind": "PlatformOperator",
+            "metadata": {"name": name, "generation": 1},
+            "spec": {"package": {"name": package}},
+            "status": {"observedGeneration": 1,
+                       "installedBundle": {"name": installed, "version": version}},
+        }))
+        .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn plan_graph_draws_each_po_under_the_update_with_the_walk_of_the_plan() {
+        let content =
+            pom_resolver::fbc::parse_documents([("catalog.json".to_owned(), CATALOG.into())])
+                .unwrap_or_else(|e| panic!("{e}"));
+        let inputs = Inputs {
+            cluster_version: cluster_version(&[("Completed", "4.16.3", true)], false),
+            platform_operators: vec![
+                po("mine", "p", "p.v1.0.0", "1.0.0"),
+                po("lost", "nope", "x.v1", "1.0.0"),
+            ],
+            catalogs: vec![FetchedCatalog {
+                name: "ops".into(),
+                priority: 0,
+                source: "configMap test".into(),
+                content: Ok(content),
+            }],
+            cluster_operators: Vec::new(),
+            operator_conditions: Vec::new(),
+            kube_version: None,
+        };
+        let drawn = graphs(&inputs, "4.17.0").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(drawn.graphs.len(), 1);
+        let graph = &drawn.graphs[0];
+        assert_eq!(graph.title, "PlatformOperator mine");
+        assert_eq!(graph.catalog, "ops");
+        // The same walk `pomctl plan` prints: every hop within the major.
+        let plan = compute(&inputs, "4.17.0", &v("4.17.0")).unwrap_or_else(|e| panic!("{e}"));
+        let printed: Vec<&str> = plan
+            .platform_operators
+            .iter()
+            .find(|p| p.name == "mine")
+            .map(|p| p.hops.as_slice())
+            .unwrap_or_default()
+            .iter()
+            .map(|h| h.to.as_str())
+            .collect();
+        assert_eq!(graph.path(), printed);
+        assert_eq!(graph.path(), ["p.v1.1.0", "p.v1.2.0"]);
+        assert_eq!(
+            graph.pin.as_ref().map(|p| p.range.as_str()),
+            Some(">=1.0.0 <2.0.0-0")
+        );
+        let head = graph.nodes.iter().find(|n| n.name == "p.v2.0.0");
+        assert_eq!(
+            head.and_then(|n| n.rejection.as_ref()).map(|r| r.code()),
+            Some("OutsidePin")
+        );
+        // A PO whose package no catalog offers is named, not drawn.
+        assert_eq!(drawn.undrawn.len(), 1);
+        assert_eq!(drawn.undrawn[0].0, "lost");
+        assert!(drawn.undrawn[0].1.contains("nope"), "{:?}", drawn.undrawn);
+    }
+
     #[test]
     fn preconditions_are_judged_against_the_update_in_flight() {
         let in_flight = || {

@@ -10,8 +10,7 @@ use super::*;
 use crate::cmd::graph::offline_graph;
 use crate::cmd::resolve::{Offline, Query};
 
-#[path = "../../../resolver/tests/shared_support/mod.rs"]
-mod shared_support;
+use crate::shared_support;
 
 /// `p`, channel `stable` (edges read upwards):
 /// 0.9.0 (absent) <-replaces- 1.0.0 (max 4.16) <- 1.1.0 (max 4.17) <- 1.2.0 (max 4.17)
