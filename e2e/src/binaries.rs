@@ -59,6 +59,70 @@ pub fn require(names: &[&str]) -> Option<PathBuf> {
     }
 }
 
+/// The directory of the CNCF distribution registry (`registry`, htpasswd auth and TLS):
+/// `POM_TEST_DISTRIBUTION_DIR`, else the build script's `distribution-<version>` cache
+/// directory. Kept apart from the other binaries so that adding or bumping it never rebuilds
+/// the control plane.
+///
+/// # Errors
+/// [`HarnessError::MissingBinaries`] when the binary is not there.
+pub fn locate_distribution() -> Result<PathBuf, HarnessError> {
+    let dir = match std::env::var_os("POM_TEST_DISTRIBUTION_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => cache_root()
+            .join("bin")
+            .join(format!("distribution-{}", version("DISTRIBUTION_VERSION")?)),
+    };
+    if dir.join("registry").is_file() {
+        Ok(dir)
+    } else {
+        Err(HarnessError::MissingBinaries {
+            dir,
+            missing: vec!["registry (distribution)".to_owned()],
+        })
+    }
+}
+
+/// The distribution registry's directory for a test, or `None` when the test must skip (as
+/// [`require`]).
+///
+/// # Panics
+/// In CI, when it is missing.
+#[must_use]
+pub fn require_distribution() -> Option<PathBuf> {
+    match locate_distribution() {
+        Ok(dir) => Some(dir),
+        Err(err) => {
+            crate::skip::skip(&err.to_string());
+            None
+        }
+    }
+}
+
+/// A pinned version from `e2e/tools/versions.env`.
+fn version(key: &str) -> Result<String, HarnessError> {
+    let versions_file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/versions.env");
+    let text = std::fs::read_to_string(&versions_file).map_err(HarnessError::io(format!(
+        "reading {}",
+        versions_file.display()
+    )))?;
+    text.lines()
+        .find_map(|line| line.strip_prefix(key)?.strip_prefix('='))
+        .map(|v| v.trim().to_owned())
+        .ok_or_else(|| HarnessError::Other(format!("{key} missing in {}", versions_file.display())))
+}
+
+/// `POM_CACHE`, else `$XDG_CACHE_HOME/pom`, else `~/.cache/pom` (as the build script).
+fn cache_root() -> PathBuf {
+    match std::env::var_os("POM_CACHE") {
+        Some(dir) => PathBuf::from(dir),
+        None => match std::env::var_os("XDG_CACHE_HOME") {
+            Some(dir) => PathBuf::from(dir).join("pom"),
+            None => PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/pom"),
+        },
+    }
+}
+
 fn default_cache_dir() -> Result<PathBuf, HarnessError> {
     let versions_file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/versions.env");
     let text = std::fs::read_to_string(&versions_file).map_err(HarnessError::io(format!(

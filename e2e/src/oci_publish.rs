@@ -11,7 +11,9 @@ use std::path::Path;
 
 use flate2::Compression;
 use flate2::write::GzEncoder;
-use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
+use oci_client::client::{
+    Certificate, CertificateEncoding, ClientConfig, ClientProtocol, Config, ImageLayer,
+};
 use oci_client::errors::OciDistributionError;
 use oci_client::manifest::OciImageManifest;
 use oci_client::secrets::RegistryAuth;
@@ -31,7 +33,29 @@ pub async fn push_files(
     tag: &str,
     files: &[(String, Vec<u8>)],
 ) -> Result<String, HarnessError> {
-    push_image(host, repository, tag, files, BTreeMap::new()).await
+    push_image(host, repository, tag, files, BTreeMap::new(), None).await
+}
+
+/// Credentials and trust for pushing to a registry that wants them, over HTTPS.
+pub struct PushLogin<'a> {
+    pub username: &'a str,
+    pub password: &'a str,
+    /// The PEM CA that signed the registry's certificate.
+    pub ca_pem: &'a str,
+}
+
+/// As [`push_files`], to an HTTPS registry requiring HTTP Basic credentials.
+///
+/// # Errors
+/// As [`push_files`].
+pub async fn push_files_as(
+    host: &str,
+    repository: &str,
+    tag: &str,
+    files: &[(String, Vec<u8>)],
+    login: &PushLogin<'_>,
+) -> Result<String, HarnessError> {
+    push_image(host, repository, tag, files, BTreeMap::new(), Some(login)).await
 }
 
 /// Pushes a catalog image whose only file is `/configs/catalog.json` with `fbc` in it (JSON or
@@ -70,7 +94,7 @@ pub async fn push_bundle_dir(
         .map(|(_, data)| annotations(data))
         .transpose()?
         .unwrap_or_default();
-    push_image(host, repository, tag, &files, labels).await
+    push_image(host, repository, tag, &files, labels, None).await
 }
 
 async fn push_image(
@@ -79,6 +103,7 @@ async fn push_image(
     tag: &str,
     files: &[(String, Vec<u8>)],
     labels: BTreeMap<String, String>,
+    login: Option<&PushLogin<'_>>,
 ) -> Result<String, HarnessError> {
     // The e2e tests are the process's only TLS users besides kube, which uses ring too.
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -96,13 +121,28 @@ async fn push_image(
         None,
     );
     let reference = Reference::with_tag(host.to_owned(), repository.to_owned(), tag.to_owned());
+    let (protocol, extra_root_certificates, auth) = match login {
+        None => (
+            ClientProtocol::HttpsExcept(vec![host.to_owned()]),
+            Vec::new(),
+            RegistryAuth::Anonymous,
+        ),
+        Some(login) => (
+            ClientProtocol::Https,
+            vec![Certificate {
+                encoding: CertificateEncoding::Pem,
+                data: login.ca_pem.as_bytes().to_vec(),
+            }],
+            RegistryAuth::Basic(login.username.to_owned(), login.password.to_owned()),
+        ),
+    };
     let client = Client::try_from(ClientConfig {
-        protocol: ClientProtocol::HttpsExcept(vec![host.to_owned()]),
+        protocol,
+        extra_root_certificates,
         use_monolithic_push: true,
         ..ClientConfig::default()
     })
     .map_err(|e| other("building the registry client", &e))?;
-    let auth = RegistryAuth::Anonymous;
     client.store_auth_if_needed(host, &auth).await;
     let manifest = OciImageManifest::build(std::slice::from_ref(&layer), &config, None);
     push_blob(

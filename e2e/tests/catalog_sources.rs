@@ -467,15 +467,16 @@ async fn bundle_image_round_trips_through_the_registry() {
     );
 
     let puller = pom_controller::oci::ImagePuller::new(vec![host.clone()]);
+    let anonymous = pom_controller::oci::RegistryAccess::anonymous();
     assert_eq!(
         puller
-            .resolve_digest(&format!("{host}/bundles/op:v1.0.0"))
+            .resolve_digest(&format!("{host}/bundles/op:v1.0.0"), &anonymous)
             .await
             .unwrap(),
         pushed
     );
     let files = puller
-        .pull_files(&format!("{host}/bundles/op:v1.0.0"), "")
+        .pull_files(&format!("{host}/bundles/op:v1.0.0"), "", &anonymous)
         .await
         .unwrap();
     let paths: Vec<&str> = files.keys().map(String::as_str).collect();
@@ -488,19 +489,22 @@ async fn bundle_image_round_trips_through_the_registry() {
         ]
     );
     assert_eq!(files["metadata/annotations.yaml"], annotations.as_bytes());
-    let manifests = puller.pull_files(&pushed, "manifests/").await.unwrap();
+    let manifests = puller
+        .pull_files(&pushed, "manifests/", &anonymous)
+        .await
+        .unwrap();
     assert_eq!(
         manifests.keys().collect::<Vec<_>>(),
         ["crd.yaml", "op.clusterserviceversion.yaml"]
     );
-    let again = puller.pull_files(&pushed, "").await.unwrap();
+    let again = puller.pull_files(&pushed, "", &anonymous).await.unwrap();
     assert!(
         Arc::ptr_eq(&files, &again),
         "the second pull of a digest is served from the cache"
     );
 
     let missing = puller
-        .pull_files(&format!("{host}/bundles/op:v9"), "")
+        .pull_files(&format!("{host}/bundles/op:v9"), "", &anonymous)
         .await
         .unwrap_err();
     assert_eq!(missing.reason().as_str(), "ImageNotFound", "{missing}");

@@ -2,8 +2,11 @@
 # Builds the binaries the e2e suite needs from the Go module proxy into a cache outside git:
 #   kube-apiserver, kube-controller-manager, kube-scheduler (k8s.io/kubernetes, wrapper module),
 #   etcd (go.etcd.io/etcd/server/v3, wrapper module), kwok, and an OCI registry
-#   (go-containerregistry's cmd/registry).
-# Prints the directory holding them on stdout (last line). Re-running reuses what is present.
+#   (go-containerregistry's cmd/registry); and, in a directory of its own
+#   ($cache/bin/distribution-$DISTRIBUTION_VERSION, found by the e2e harness), the CNCF
+#   distribution registry, for tests of authenticated TLS registries (~2 min cold).
+# Prints the directory holding the first set on stdout (last line). Re-running reuses what is
+# present.
 # Why wrapper modules: k8s.io/kubernetes and etcd's server module use replace directives, so
 # `go install pkg@version` refuses them; a local main module that replaces each staging module
 # with its published version builds them.
@@ -72,6 +75,15 @@ if ! have registry; then
   log "building OCI registry (go-containerregistry v$GGCR_VERSION cmd/registry)"
   GOBIN="$out" go install -trimpath -ldflags "-s -w" \
     "github.com/google/go-containerregistry/cmd/registry@v$GGCR_VERSION" >&2 || fail "go install registry"
+fi
+
+dist_out="$cache/bin/distribution-$DISTRIBUTION_VERSION"
+if ! [ -x "$dist_out/registry" ]; then
+  log "building the distribution registry v$DISTRIBUTION_VERSION (htpasswd auth + TLS tests)"
+  mkdir -p "$dist_out"
+  GOBIN="$dist_out" go install -trimpath -ldflags "-s -w" \
+    "github.com/distribution/distribution/v3/cmd/registry@v$DISTRIBUTION_VERSION" >&2 \
+    || fail "go install distribution registry v$DISTRIBUTION_VERSION"
 fi
 
 echo "$out"
