@@ -13,6 +13,7 @@
 //!   the controllers (flags, leader election, probes, metrics, graceful shutdown);
 //!   [`api_metrics`] counts the manager's own API requests.
 
+pub mod admission_guard;
 pub mod api_metrics;
 pub mod catalog;
 pub mod cli;

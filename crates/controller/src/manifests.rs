@@ -145,6 +145,14 @@ pub fn render(flavor: Flavor) -> Result<Vec<ManifestFile>, RenderError> {
             json(flavor, &lease_role_binding()),
         ],
     )?;
+    add(
+        3,
+        "admission_guard",
+        vec![
+            json(flavor, &crate::admission_guard::policy()),
+            json(flavor, &crate::admission_guard::binding()),
+        ],
+    )?;
     add(6, "deployment", vec![json(flavor, &deployment(flavor))])?;
     if flavor == Flavor::OpenShift {
         add(

@@ -1,0 +1,213 @@
+//! The manager's admission guard: a ValidatingAdmissionPolicy, shipped with the install
+//! manifests, that holds the manager's own ServiceAccount to the content-policy rules no admin
+//! exception can lift, inside the API server.
+//!
+//! Why: the manager needs `escalate` and `bind` and cluster-wide write access to the kinds
+//! bundles ship, and RBAC cannot say "except kube-system", "except my own role" or "except
+//! objects someone else owns". The renderer refuses such content, but that is POM's own code;
+//! this policy makes the API server refuse the same writes from the manager's identity, so a bug
+//! in POM, or a compromised manager, cannot use the grant to take over the cluster:
+//! - no write to its own RBAC objects (`platform-operators-manager*`), nor a binding to them;
+//! - no write in a system namespace (`kube-*`, `openshift-*`, `default`, `openshift`), its own
+//!   included;
+//! - no binding of `system:` users or groups, nor of ServiceAccounts of system namespaces;
+//! - no update or delete of an object POM does not own (no owner label) unless the admin
+//!   annotated it for adoption.
+//!
+//! It matches only the kinds the manager may delete (the kinds bundles ship, from
+//! [`crate::manifests::cluster_role_rules`]) and only requests of the manager's ServiceAccount,
+//! so other clients never pay for it.
+
+use k8s_openapi::api::admissionregistration::v1::{
+    MatchCondition, MatchResources, NamedRuleWithOperations, ValidatingAdmissionPolicy,
+    ValidatingAdmissionPolicyBinding, ValidatingAdmissionPolicyBindingSpec,
+    ValidatingAdmissionPolicySpec, Validation, Variable,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use pom_api::labels::{ADOPT, OWNER_PO};
+
+use crate::manifests::{NAME, NAMESPACE, cluster_role_rules};
+
+/// Name of the policy and of its binding.
+pub const GUARD: &str = "platform-operators-manager-guard";
+
+/// The manager's ServiceAccount as the API server names its requests.
+fn manager_user() -> String {
+    format!("system:serviceaccount:{NAMESPACE}:{NAME}")
+}
+
+/// The policy (see the module documentation).
+#[must_use]
+pub fn policy() -> ValidatingAdmissionPolicy {
+    ValidatingAdmissionPolicy {
+        metadata: ObjectMeta {
+            name: Some(GUARD.to_owned()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(ValidatingAdmissionPolicySpec {
+            failure_policy: Some("Fail".to_owned()),
+            match_constraints: Some(MatchResources {
+                resource_rules: Some(guarded_resources()),
+                ..MatchResources::default()
+            }),
+            match_conditions: Some(vec![MatchCondition {
+                name: "the-manager-only".to_owned(),
+                expression: format!("request.userInfo.username == '{}'", manager_user()),
+            }]),
+            variables: Some(vec![
+                Variable {
+                    name: "target".to_owned(),
+                    expression: "object != null ? object : oldObject".to_owned(),
+                },
+                Variable {
+                    name: "binding".to_owned(),
+                    expression: "object != null && request.resource.resource in \
+                                 ['rolebindings', 'clusterrolebindings']"
+                        .to_owned(),
+                },
+            ]),
+            validations: Some(validations()),
+            ..ValidatingAdmissionPolicySpec::default()
+        }),
+        status: None,
+    }
+}
+
+/// Binds [`policy`] cluster-wide with `Deny`.
+#[must_use]
+pub fn binding() -> ValidatingAdmissionPolicyBinding {
+    ValidatingAdmissionPolicyBinding {
+        metadata: ObjectMeta {
+            name: Some(GUARD.to_owned()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(ValidatingAdmissionPolicyBindingSpec {
+            policy_name: Some(GUARD.to_owned()),
+            validation_actions: Some(vec!["Deny".to_owned()]),
+            ..ValidatingAdmissionPolicyBindingSpec::default()
+        }),
+    }
+}
+
+/// Every resource the manager's ClusterRole lets it delete: the kinds bundles ship.
+fn guarded_resources() -> Vec<NamedRuleWithOperations> {
+    cluster_role_rules()
+        .into_iter()
+        .filter(|rule| rule.verbs.iter().any(|verb| verb == "delete"))
+        .map(|rule| NamedRuleWithOperations {
+            api_groups: rule.api_groups,
+            api_versions: Some(vec!["*".to_owned()]),
+            operations: Some(vec![
+                "CREATE".to_owned(),
+                "UPDATE".to_owned(),
+                "DELETE".to_owned(),
+            ]),
+            resources: rule.resources,
+            ..NamedRuleWithOperations::default()
+        })
+        .collect()
+}
+
+/// A CEL test of whether namespace expression `ns` names a system namespace.
+fn system_namespace(ns: &str) -> String {
+    format!(
+        "({ns}.startsWith('kube-') || {ns}.startsWith('openshift-') || {ns} in ['default', 'openshift'])"
+    )
+}
+
+fn rule(expression: String, message: String) -> Validation {
+    Validation {
+        expression,
+        message: Some(message),
+        reason: Some("Forbidden".to_owned()),
+        ..Validation::default()
+    }
+}
+
+fn validations() -> Vec<Validation> {
+    vec![
+        rule(
+            format!(
+                "request.resource.group != 'rbac.authorization.k8s.io' || \
+                 !variables.target.metadata.name.startsWith('{NAME}')"
+            ),
+            format!(
+                "{GUARD}: the manager may not change its own RBAC objects ({NAME}*); an admin \
+                 changes them through the install manifests"
+            ),
+        ),
+        rule(
+            // `request.namespace` is absent, not empty, for cluster-scoped objects.
+            format!(
+                "!has(request.namespace) || request.namespace == '' || !{}",
+                system_namespace("request.namespace")
+            ),
+            format!(
+                "{GUARD}: the manager may not write objects in a system namespace (kube-*, \
+                 openshift-*, default, openshift); bundles install into their PlatformOperator's \
+                 installNamespace"
+            ),
+        ),
+        rule(
+            format!(
+                "request.operation == 'CREATE' || \
+                 (has(oldObject.metadata.labels) && '{OWNER_PO}' in oldObject.metadata.labels) || \
+                 (has(oldObject.metadata.annotations) && '{ADOPT}' in oldObject.metadata.annotations)"
+            ),
+            format!(
+                "{GUARD}: the manager may not change or delete an object it does not own (no \
+                 {OWNER_PO} label); to let a PlatformOperator adopt it, annotate it {ADOPT}=<name>"
+            ),
+        ),
+        rule(
+            format!(
+                "!variables.binding || !object.roleRef.name.startsWith('{NAME}')"
+            ),
+            format!("{GUARD}: the manager may not bind its own roles ({NAME}*) to anyone"),
+        ),
+        rule(
+            format!(
+                "!variables.binding || !has(object.subjects) || object.subjects.all(s, \
+                 !((s.kind == 'User' || s.kind == 'Group') && s.name.startsWith('system:')) && \
+                 !(s.kind == 'ServiceAccount' && has(s.namespace) && {}))",
+                system_namespace("s.namespace")
+            ),
+            format!(
+                "{GUARD}: the manager may not bind system: users or groups, nor ServiceAccounts \
+                 of system namespaces (its own included)"
+            ),
+        ),
+    ]
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guards_exactly_the_kinds_the_manager_may_delete() {
+        let resources: Vec<String> = guarded_resources()
+            .into_iter()
+            .flat_map(|rule| rule.resources.unwrap_or_default())
+            .collect();
+        for kind in ["clusterroles", "clusterrolebindings", "rolebindings", "secrets"] {
+            assert!(resources.iter().any(|r| r == kind), "{kind} in {resources:?}");
+        }
+        // The manager's own custom resources and CRDs are not bundle objects.
+        for kind in ["platformoperators", "customresourcedefinitions", "namespaces"] {
+            assert!(!resources.iter().any(|r| r == kind), "{kind} in {resources:?}");
+        }
+    }
+
+    #[test]
+    fn applies_to_the_manager_only_and_denies() {
+        let spec = policy().spec.unwrap();
+        let condition = &spec.match_conditions.unwrap()[0];
+        assert!(condition.expression.contains(&manager_user()));
+        assert_eq!(spec.failure_policy.as_deref(), Some("Fail"));
+        let binding = binding().spec.unwrap();
+        assert_eq!(binding.policy_name.as_deref(), Some(GUARD));
+        assert_eq!(binding.validation_actions.unwrap(), ["Deny"]);
+    }
+}
