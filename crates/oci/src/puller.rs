@@ -189,6 +189,18 @@ impl ImagePuller {
         Ok(files)
     }
 
+    /// The files of `reference` under `prefix` when `reference` names a digest and they are
+    /// cached: what a pull would return, without credentials or network. A bundle already
+    /// running is re-applied from here even while its catalog's pull secret is broken.
+    /// Returns the by-digest reference (as [`Self::resolve_digest`] gives it) with the files.
+    #[must_use]
+    pub fn cached_files(&self, reference: &str, prefix: &str) -> Option<(String, Files)> {
+        let parsed = parse(reference).ok()?;
+        let digest_ref = by_digest(&parsed, parsed.digest()?);
+        let files = self.cache.get(&digest_ref, prefix)?;
+        Some((digest_ref, files))
+    }
+
     /// Downloads one blob, refusing more bytes than the limit and checking its sha256 digest.
     async fn pull_blob(
         &self,

@@ -153,8 +153,17 @@ pub async fn prepare(
     // Fetch. A bundle image named by tag is resolved to its digest here, and the digest is
     // what gets recorded as applied (`installedBundle.image`): drift repair re-applies that
     // digest, so a tag that moves never changes the running operator outside a move.
-    let (files, image) = match &target.content {
-        Content::Image(image) => {
+    let cached = match &target.content {
+        Content::Image(image) => ctx.images.cached_files(image, ""),
+        Content::Objects(_) => None,
+    };
+    let (files, image) = match (&target.content, cached) {
+        // Content already pulled by digest needs no credentials (nor their Secrets): a running
+        // bundle is repaired even while its catalog's pull secret is broken.
+        (Content::Image(_), Some((by_digest, pulled))) => {
+            (BundleFiles::new(pulled), Some(by_digest))
+        }
+        (Content::Image(image), None) => {
             let pull_error = |source| Error::BundlePull {
                 image: image.clone(),
                 source,
@@ -177,7 +186,7 @@ pub async fn prepare(
                 .map_err(pull_error)?;
             (BundleFiles::new(pulled), Some(by_digest))
         }
-        Content::Objects(objects) => (BundleFiles::from_objects(objects.clone()), None),
+        (Content::Objects(objects), _) => (BundleFiles::from_objects(objects.clone()), None),
     };
 
     // Render (pure).
