@@ -4,7 +4,7 @@ CARGO ?= cargo
 # Where the Go-built control-plane binaries live (outside git); printed by the build script.
 BIN_DIR = $(shell bash e2e/tools/build-binaries.sh 2>/dev/null | tail -n1)
 
-.PHONY: all test unit e2e e2e-binaries lint fmt crds manifests image demo bench bench-install soak fuzz fuzz-ci clean-cache help
+.PHONY: all test unit e2e e2e-binaries lint fmt crds manifests image demo bench bench-install bench-compare soak fuzz fuzz-ci clean-cache help
 
 help:
 	@echo "make demo   - start a local control plane + registry, run POM, install two operators"
@@ -14,6 +14,7 @@ help:
 	@echo "make soak   - the decision state-machine test with SOAK_CASES sequences (default 500,000)"
 	@echo "make fuzz   - every cargo-fuzz target for FUZZ_RUNS executions (default 10^7; nightly);  make fuzz-ci - 30 s each"
 	@echo "make bench  - benchmarks (resolver);  make bench-install - 200 POs against a real control plane (BENCH_ARGS=...)"
+	@echo "make bench-compare - catalog parsing: POM vs operator-registry's Go loader vs the parser floor (BENCH_COMPARE_ARGS=...)"
 
 all: lint test
 
@@ -81,6 +82,15 @@ bench-install: e2e-binaries
 	$(CARGO) build --release -p pom-e2e --bin pom-bench --bin pom-manager-e2e
 	@dir=$$(bash e2e/tools/build-binaries.sh | tail -n1) && \
 	  POM_TEST_BIN_DIR=$$dir $${CARGO_TARGET_DIR:-target}/release/pom-bench $(BENCH_ARGS)
+
+## Issue 10 item 6: POM's catalog loader against operator-registry v1.64.0's (declcfg.LoadFS +
+## ConvertToModel, a Go program built into the cache on first use, ~2 min cold) and the parser
+## floor, on generated JSON and YAML catalogs; prints MiB/s, ratios, peak memory and the counts
+## both loaders agree on. Not part of `make test`. BENCH_COMPARE_ARGS: --packages N --bundles N
+## --runs N --only json-file,yaml-split (see crates/resolver/benches/bench_compare.rs).
+bench-compare:
+	@go=$$(bash e2e/tools/build-bench-compare.sh | tail -n1) && \
+	  $(CARGO) bench -p pom-resolver --bench bench_compare -- --go "$$go" $(BENCH_COMPARE_ARGS)
 
 clean-cache:
 	rm -rf $${POM_CACHE:-$${XDG_CACHE_HOME:-$$HOME/.cache}/pom}

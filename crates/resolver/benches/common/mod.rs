@@ -8,7 +8,8 @@
 //! `olm.csv.metadata` with annotations and install modes, sometimes `olm.maxOpenShiftVersion`
 //! and a dependency), plus some `olm.deprecations`. Entries are shuffled deterministically so
 //! nothing relies on input order. The output is a JSON stream (one compact blob per line, as
-//! catalogd serves it), identical for identical arguments.
+//! catalogd serves it), identical for identical arguments; [`for_each_synthetic_blob`] hands the
+//! same blobs to other renderings (`common/inputs.rs`: YAML documents, one file per package).
 //!
 //! Resolution benchmarks include this file with `#[path = "common/mod.rs"] mod common;`.
 
@@ -34,28 +35,37 @@ pub fn bundle_version(b: usize) -> String {
 /// A JSON stream of `packages` packages with `bundles` bundles each (about 2.2 KB per bundle).
 pub fn synthetic_catalog_json(packages: usize, bundles: usize) -> String {
     let mut out = String::with_capacity(packages * bundles * 2_400 + packages * 4_000);
-    let mut rng = SplitMix64(0x5eed_cafe_f00d_beef);
-    for p in 0..packages {
-        push_blob(&mut out, &package_blob(p));
-        let mut order: Vec<usize> = (0..bundles).collect();
-        rng.shuffle(&mut order);
-        for &b in &order {
-            push_blob(&mut out, &bundle_blob(p, b, &mut rng));
-        }
-        push_blob(&mut out, &stable_channel(p, bundles, &mut rng));
-        if bundles > 0 {
-            push_blob(&mut out, &fast_channel(p, bundles));
-        }
-        if p % 10 == 3 && bundles > 1 {
-            push_blob(&mut out, &deprecations(p));
-        }
-    }
+    for_each_synthetic_blob(packages, bundles, |_, blob| {
+        out.push_str(&blob.to_string());
+        out.push('\n');
+    });
     out
 }
 
-fn push_blob(out: &mut String, blob: &Value) {
-    out.push_str(&blob.to_string());
-    out.push('\n');
+/// Calls `each(package index, blob)` for every blob of the catalog [`synthetic_catalog_json`]
+/// writes, in its order (a package's blobs are contiguous and start with its `olm.package`), so
+/// other renderings (YAML, one file per package) hold the same catalog.
+pub fn for_each_synthetic_blob(
+    packages: usize,
+    bundles: usize,
+    mut each: impl FnMut(usize, &Value),
+) {
+    let mut rng = SplitMix64(0x5eed_cafe_f00d_beef);
+    for p in 0..packages {
+        each(p, &package_blob(p));
+        let mut order: Vec<usize> = (0..bundles).collect();
+        rng.shuffle(&mut order);
+        for &b in &order {
+            each(p, &bundle_blob(p, b, &mut rng));
+        }
+        each(p, &stable_channel(p, bundles, &mut rng));
+        if bundles > 0 {
+            each(p, &fast_channel(p, bundles));
+        }
+        if p % 10 == 3 && bundles > 1 {
+            each(p, &deprecations(p));
+        }
+    }
 }
 
 fn package_blob(p: usize) -> Value {
@@ -73,15 +83,21 @@ fn stable_channel(p: usize, bundles: usize, rng: &mut SplitMix64) -> Value {
         .map(|b| {
             let mut entry = json!({ "name": bundle_name(p, b) });
             // The tail replaces a bundle that was pruned from the catalog (dangling edge).
+            // Every tenth bundle skips the two before its predecessor, which replaces past them
+            // (1.9 skips 1.7 and 1.6; 1.8 replaces 1.5), so the replaces chain from the head
+            // reaches every bundle that is not skipped: operator-registry's ConvertToModel
+            // refuses a channel whose chain stops at a skipped bundle ("stranded bundles").
             entry["replaces"] = if b == 0 {
                 json!(format!("{}.v0.9.0", package_name(p)))
+            } else if b % 10 == 8 && b + 1 < bundles {
+                json!(bundle_name(p, b - 3))
             } else {
                 json!(bundle_name(p, b - 1))
             };
             if b % 5 == 4 {
                 entry["skipRange"] = json!(format!(">=1.{}.0 <1.{b}.0", b.saturating_sub(4)));
             }
-            if b % 10 == 9 && b >= 3 {
+            if b % 10 == 9 {
                 entry["skips"] = json!([bundle_name(p, b - 2), bundle_name(p, b - 3)]);
             }
             entry
