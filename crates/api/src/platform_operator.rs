@@ -153,6 +153,56 @@ pub struct PlatformOperatorStatus {
     /// `olm.maxOpenShiftVersion` of the installed bundle, when it declares one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_open_shift_version: Option<String>,
+    /// Every object POM applied for each bundle it still owns objects of: the installed
+    /// bundle, and during a move also the one moved to (recorded before its first object is
+    /// written) until the move settles and what the old bundle alone had is pruned. Prune and
+    /// cleanup delete exactly these objects (CRDs never).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inventory: Vec<BundleInventory>,
+}
+
+/// The objects POM applied for one bundle.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub struct BundleInventory {
+    /// The bundle's name.
+    pub bundle: String,
+    /// Its objects, sorted.
+    #[serde(default)]
+    pub objects: Vec<InventoryObject>,
+}
+
+/// One applied object, by identity.
+#[derive(
+    Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, JsonSchema,
+)]
+#[serde(rename_all = "camelCase")]
+pub struct InventoryObject {
+    /// `group/version`, or `version` for the core group.
+    pub api_version: String,
+    pub kind: String,
+    /// Absent for cluster-scoped objects.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+impl InventoryObject {
+    /// The API group (`""` for the core group).
+    #[must_use]
+    pub fn group(&self) -> &str {
+        self.api_version
+            .rsplit_once('/')
+            .map_or("", |(group, _)| group)
+    }
+
+    /// `Kind namespace/name` or `Kind name`, for messages.
+    #[must_use]
+    pub fn describe(&self) -> String {
+        match &self.namespace {
+            Some(ns) => format!("{} {ns}/{}", self.kind, self.name),
+            None => format!("{} {}", self.kind, self.name),
+        }
+    }
 }
 
 /// A bundle that is installed.

@@ -160,9 +160,7 @@ fn validations() -> Vec<Validation> {
             ),
         ),
         rule(
-            format!(
-                "!variables.binding || !object.roleRef.name.startsWith('{NAME}')"
-            ),
+            format!("!variables.binding || !object.roleRef.name.startsWith('{NAME}')"),
             format!("{GUARD}: the manager may not bind its own roles ({NAME}*) to anyone"),
         ),
         rule(
@@ -191,12 +189,27 @@ mod tests {
             .into_iter()
             .flat_map(|rule| rule.resources.unwrap_or_default())
             .collect();
-        for kind in ["clusterroles", "clusterrolebindings", "rolebindings", "secrets"] {
-            assert!(resources.iter().any(|r| r == kind), "{kind} in {resources:?}");
+        for kind in [
+            "clusterroles",
+            "clusterrolebindings",
+            "rolebindings",
+            "secrets",
+        ] {
+            assert!(
+                resources.iter().any(|r| r == kind),
+                "{kind} in {resources:?}"
+            );
         }
         // The manager's own custom resources and CRDs are not bundle objects.
-        for kind in ["platformoperators", "customresourcedefinitions", "namespaces"] {
-            assert!(!resources.iter().any(|r| r == kind), "{kind} in {resources:?}");
+        for kind in [
+            "platformoperators",
+            "customresourcedefinitions",
+            "namespaces",
+        ] {
+            assert!(
+                !resources.iter().any(|r| r == kind),
+                "{kind} in {resources:?}"
+            );
         }
     }
 

@@ -64,6 +64,11 @@ pub enum Error {
         action: String,
         deadline: std::time::Duration,
     },
+    #[error(
+        "waiting for {count} object(s) to be deleted before the PlatformOperator goes (first: \
+         {first}); an object kept by a finalizer of its own needs that finalizer's controller"
+    )]
+    StillDeleting { count: usize, first: String },
     #[error("object without {field} in bundle {bundle}")]
     InvalidObject { bundle: String, field: &'static str },
     #[error(
@@ -82,7 +87,8 @@ impl Error {
             Self::Kube { .. }
             | Self::ReadDeadline { .. }
             | Self::InvalidObject { .. }
-            | Self::Finalizer(_) => Reason::InstallFailed,
+            | Self::Finalizer(_)
+            | Self::StillDeleting { .. } => Reason::InstallFailed,
             Self::BundlePull { .. }
             | Self::RegistryAccess { .. }
             | Self::NoBundleContent { .. } => Reason::UnpackFailed,

@@ -14,6 +14,7 @@ pub mod aggregate;
 pub mod conditions;
 pub mod decide;
 pub mod duration;
+pub mod inventory;
 pub mod plan;
 pub mod request;
 pub mod snapshot;

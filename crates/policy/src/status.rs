@@ -6,7 +6,7 @@ use std::time::Duration;
 use k8s_openapi::jiff::Timestamp;
 use pom_api::conditions::{ConditionStatus, Reason, types};
 use pom_api::platform_operator::{
-    ActiveHop, InstalledBundle, PinStatus, PlatformOperatorStatus, UpgradeGate,
+    ActiveHop, InstalledBundle, InventoryObject, PinStatus, PlatformOperatorStatus, UpgradeGate,
 };
 use pom_resolver::fbc::MaxOpenShiftVersion;
 
@@ -40,6 +40,8 @@ pub struct InstallReport {
     pub operator_condition: Option<OperatorConditionReport>,
     /// Objects written (0 in a steady state).
     pub wrote: usize,
+    /// Every object of the bundle (written or already as wanted), for the inventory.
+    pub objects: Vec<InventoryObject>,
 }
 
 /// A bundle's OperatorCondition after the install step.
@@ -145,6 +147,9 @@ pub struct StatusInput<'a> {
     pub upgrade_gate: UpgradeGate,
     /// The PO's operator has reported an OperatorCondition before (the PO's annotation).
     pub reported_before: bool,
+    /// The objects of the bundle about to be applied, recorded in the inventory by
+    /// [`intent`] before the first of them is written.
+    pub applying: &'a [InventoryObject],
 }
 
 /// The status that records a move before its first object is written (§7: intent before
@@ -160,12 +165,19 @@ pub fn intent(input: &StatusInput<'_>) -> Option<PlatformOperatorStatus> {
     let previous = input.previous;
     // Already recorded (a retry of the same move): nothing to add, and rewriting the
     // conditions would make a refused move flap between Installing and its refusal.
+    // Only the inventory may need the target's objects (a move recorded before they were
+    // known, e.g. by an older manager): then it alone is added.
     if previous
         .active_hop
         .as_ref()
         .is_some_and(|hop| hop.to == target.name && !hop.settled)
     {
-        return None;
+        let inventory =
+            crate::inventory::with_bundle(&previous.inventory, &target.name, input.applying);
+        return (inventory != previous.inventory).then(|| PlatformOperatorStatus {
+            inventory,
+            ..previous.clone()
+        });
     }
     let now = to_api_time(input.now);
     let installed = previous.installed_bundle.as_ref();
@@ -230,6 +242,7 @@ pub fn intent(input: &StatusInput<'_>) -> Option<PlatformOperatorStatus> {
         pin: previous.pin.clone(),
         active_hop: Some(hop),
         max_open_shift_version: previous.max_open_shift_version.clone(),
+        inventory: crate::inventory::with_bundle(&previous.inventory, &target.name, input.applying),
     })
 }
 
@@ -349,6 +362,14 @@ pub fn compute(input: &StatusInput<'_>) -> PlatformOperatorStatus {
         pin,
         active_hop,
         max_open_shift_version: max_ocp,
+        inventory: match input.outcome {
+            ActOutcome::Applied(report) => crate::inventory::with_bundle(
+                &previous.inventory,
+                &report.bundle.name,
+                &report.objects,
+            ),
+            ActOutcome::Skipped | ActOutcome::Failed(_) => previous.inventory.clone(),
+        },
     }
 }
 

@@ -199,6 +199,7 @@ impl Po {
                     waiting_for: None,
                 }),
                 max_open_shift_version: None,
+                inventory: Vec::new(),
             });
         }
         Arc::new(po)

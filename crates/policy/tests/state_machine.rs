@@ -34,10 +34,11 @@ use pom_api::PlatformOperator;
 use pom_api::conditions::{ConditionStatus, types};
 use pom_api::openshift::ClusterOperatorStatus;
 use pom_api::platform_operator::{
-    InstalledBundle, PackageSpec, PinReason, PlatformOperatorSpec, PlatformOperatorStatus,
-    UpgradeGate,
+    InstalledBundle, InventoryObject, PackageSpec, PinReason, PlatformOperatorSpec,
+    PlatformOperatorStatus, UpgradeGate,
 };
 use pom_policy::aggregate::{self, ClusterPhaseView};
+use pom_policy::inventory;
 use pom_policy::snapshot::{
     CatalogContent, CatalogView, ClusterView, GateReading, Hop, Installed, OperatorGate, PoSnapshot,
 };
@@ -406,6 +407,10 @@ impl World {
 
         // Intent before writes, then act, as the manager does, on the simulated cluster.
         let sim = &self.pos[i];
+        let applying = match &decision.action {
+            Action::Move(target) => objects_of(PACKAGES[i], &target.name),
+            _ => Vec::new(),
+        };
         let previous = match status::intent(&StatusInput {
             previous: &previous,
             generation: sim.po.metadata.generation,
@@ -414,9 +419,11 @@ impl World {
             outcome: &ActOutcome::Skipped,
             upgrade_gate: sim.po.spec.upgrade_gate,
             reported_before: gate.reported,
+            applying: &applying,
         }) {
             Some(intent) => {
                 check_status(&previous, &intent, &gate)?;
+                check_intent_inventory(&intent, &applying)?;
                 self.pos[i].po.status = Some(intent.clone());
                 if self.pos[i].crash_during_next_move {
                     self.pos[i].intent_at_crash = intent.active_hop.as_ref().map(|h| h.to.clone());
@@ -495,6 +502,7 @@ impl World {
                         gate: Some(gate_after),
                     }),
                     wrote: 0,
+                    objects: objects_of(PACKAGES[i], &bundle.name),
                 }))
             }
         };
@@ -507,8 +515,26 @@ impl World {
             outcome: &outcome,
             upgrade_gate: sim.po.spec.upgrade_gate,
             reported_before: gate.reported,
+            applying: &[],
         });
         check_status(&previous, &new_status, &gate)?;
+        // Prune after settle, as the manager does: what only older bundles own goes, never
+        // anything the installed bundle owns, and the inventory keeps the installed entry.
+        let mut new_status = new_status;
+        if let (Some(installed), ActOutcome::Applied(_)) = (&new_status.installed_bundle, &outcome)
+            && new_status.active_hop.as_ref().is_none_or(|h| h.settled)
+        {
+            let pruned = inventory::to_prune(&new_status.inventory, &installed.name);
+            let owned = objects_of(PACKAGES[i], &installed.name);
+            if let Some(lost) = pruned.iter().find(|o| owned.contains(o)) {
+                return Err(format!(
+                    "prune would delete {lost:?}, which the installed {} owns",
+                    installed.name
+                ));
+            }
+            new_status.inventory = inventory::after_prune(&new_status.inventory, &installed.name);
+        }
+        check_inventory(&new_status)?;
         if let Some(intended) = self.pos[i].intent_at_crash.clone() {
             let installed = new_status.installed_bundle.as_ref().map(|b| &b.name);
             let recorded = new_status.active_hop.as_ref().map(|h| &h.to);
@@ -668,6 +694,57 @@ fn check_status(
     }
     if gate.reading.forbids() && previous.installed_bundle == new.installed_bundle {
         return Err("Upgradeable=True while the operator says False".into());
+    }
+    Ok(())
+}
+
+/// The objects a bundle of `package` ships in this model: a Deployment renamed by every
+/// bundle, and a ServiceAccount every bundle shares.
+fn objects_of(package: &str, bundle: &str) -> Vec<InventoryObject> {
+    vec![
+        InventoryObject {
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            namespace: Some(package.into()),
+            name: bundle.into(),
+        },
+        InventoryObject {
+            api_version: "v1".into(),
+            kind: "ServiceAccount".into(),
+            namespace: Some(package.into()),
+            name: "operator".into(),
+        },
+    ]
+}
+
+/// A recorded move lists its target's objects before any of them is written.
+fn check_intent_inventory(
+    intent: &PlatformOperatorStatus,
+    applying: &[InventoryObject],
+) -> Result<(), String> {
+    let Some(hop) = &intent.active_hop else {
+        return Ok(());
+    };
+    let recorded = intent.inventory.iter().find(|e| e.bundle == hop.to);
+    match recorded {
+        Some(entry) if applying.iter().all(|o| entry.objects.contains(o)) => Ok(()),
+        _ => Err(format!(
+            "the intent of the move to {} does not list its objects: {:#?}",
+            hop.to, intent.inventory
+        )),
+    }
+}
+
+/// Whatever is installed has its objects in the inventory.
+fn check_inventory(status: &PlatformOperatorStatus) -> Result<(), String> {
+    let Some(installed) = &status.installed_bundle else {
+        return Ok(());
+    };
+    if !status.inventory.iter().any(|e| e.bundle == installed.name) {
+        return Err(format!(
+            "{} is installed but not in the inventory: {:#?}",
+            installed.name, status.inventory
+        ));
     }
     Ok(())
 }

@@ -132,6 +132,7 @@ fn report(version: &str, max: Option<&str>, waits: Vec<Wait>) -> InstallReport {
         waits,
         operator_condition: None,
         wrote: 3,
+        objects: Vec::new(),
     }
 }
 
@@ -205,6 +206,7 @@ impl Step {
             outcome: &self.outcome,
             upgrade_gate: self.gate,
             reported_before: self.reported_before,
+            applying: &[],
         })
     }
 }

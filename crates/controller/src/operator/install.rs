@@ -12,7 +12,7 @@ use kube::api::{Api, Patch, PatchParams};
 use pom_api::PlatformOperator;
 use pom_api::labels;
 use pom_api::platform_operator::ExceptableContentRule;
-use pom_api::platform_operator::InstalledBundle;
+use pom_api::platform_operator::{InstalledBundle, InventoryObject};
 use pom_policy::MoveTarget;
 use pom_policy::status::{InstallReport, OperatorConditionReport, Wait};
 use pom_resolver::fbc::{Bundle, Catalog as FbcCatalog, MaxOpenShiftVersion};
@@ -133,6 +133,26 @@ impl Prepared {
     #[must_use]
     pub fn exceptions_used(&self) -> &[ContentException] {
         &self.rendered.exceptions_used
+    }
+
+    /// Every object applying this bundle into `namespace` creates or owns, its
+    /// OperatorCondition included: what the inventory records before the first is written.
+    #[must_use]
+    pub fn inventory(&self, namespace: &str) -> Vec<InventoryObject> {
+        let mut objects: Vec<InventoryObject> = self
+            .desired
+            .iter()
+            .map(|(id, _)| id.to_inventory())
+            .collect();
+        if let Some(csv) = &self.rendered.csv_name {
+            objects.push(InventoryObject {
+                api_version: "operators.coreos.com/v2".to_owned(),
+                kind: "OperatorCondition".to_owned(),
+                namespace: Some(namespace.to_owned()),
+                name: csv.clone(),
+            });
+        }
+        objects
     }
 }
 
@@ -308,6 +328,7 @@ pub async fn apply(
     let client = &ctx.client;
     let po_name = po.name_any();
     let package = &po.spec.package.name;
+    let inventory = prepared.inventory(namespace);
     let Prepared {
         rendered,
         desired,
@@ -395,6 +416,7 @@ pub async fn apply(
         waits,
         operator_condition,
         wrote,
+        objects: inventory,
     })
 }
 

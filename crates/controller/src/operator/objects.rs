@@ -18,6 +18,7 @@ use serde_json::Value;
 use crate::context::BUNDLE_FIELD_MANAGER;
 use crate::error::Error;
 use pom_api::labels;
+use pom_api::platform_operator::InventoryObject;
 
 /// Kinds pruned and cleaned up besides those in the current bundle: what registry+v1 and
 /// plain+v0 bundles commonly ship.
@@ -180,8 +181,100 @@ pub async fn get_opt(api: &Api<DynamicObject>, name: &str) -> Result<Option<Dyna
         .map_err(Error::kube(format!("reading {name}")))
 }
 
+impl ObjectId {
+    /// The object as the inventory records it.
+    #[must_use]
+    pub fn to_inventory(&self) -> InventoryObject {
+        InventoryObject {
+            api_version: self.gvk.api_version(),
+            kind: self.gvk.kind.clone(),
+            namespace: self.namespace.clone(),
+            name: self.name.clone(),
+        }
+    }
+}
+
+/// The kind of a recorded object.
+fn gvk_of(object: &InventoryObject) -> GroupVersionKind {
+    let (group, version) = object
+        .api_version
+        .rsplit_once('/')
+        .unwrap_or(("", object.api_version.as_str()));
+    GroupVersionKind::gvk(group, version, &object.kind)
+}
+
+/// The `Api` of a recorded object; `None` when its kind is no longer served (then no such
+/// object can exist).
+async fn api_of(
+    kinds: &KindCache,
+    client: &Client,
+    object: &InventoryObject,
+) -> Result<Option<Api<DynamicObject>>, Error> {
+    let gvk = gvk_of(object);
+    match kinds.api(client, &gvk, object.namespace.as_deref()).await {
+        Ok((api, _)) => Ok(Some(api)),
+        Err(Error::Kube { source, .. }) if is_not_served(&source) => {
+            kinds.forget(&gvk);
+            Ok(None)
+        }
+        Err(err) => Err(err),
+    }
+}
+
+/// Discovery's answer for a kind the server does not serve.
+fn is_not_served(err: &kube::Error) -> bool {
+    match err {
+        kube::Error::Api(status) => status.code == 404,
+        kube::Error::Discovery(_) => true,
+        _ => false,
+    }
+}
+
+/// Deletes each recorded object (already gone counts as deleted); any other error fails, so a
+/// prune or cleanup is never reported done with objects left behind. Returns how many
+/// deletions the server accepted.
+pub async fn delete_recorded(
+    kinds: &KindCache,
+    client: &Client,
+    recorded: &[InventoryObject],
+) -> Result<usize, Error> {
+    let mut deleted = 0;
+    for object in recorded {
+        let Some(api) = api_of(kinds, client, object).await? else {
+            continue;
+        };
+        match api.delete(&object.name, &DeleteParams::background()).await {
+            Ok(_) => deleted += 1,
+            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            Err(err) => return Err(Error::kube(format!("deleting {}", object.describe()))(err)),
+        }
+    }
+    Ok(deleted)
+}
+
+/// The recorded objects that still exist (deleting or not).
+pub async fn still_present(
+    kinds: &KindCache,
+    client: &Client,
+    recorded: &[InventoryObject],
+) -> Result<Vec<InventoryObject>, Error> {
+    let mut present = Vec::new();
+    for object in recorded {
+        let Some(api) = api_of(kinds, client, object).await? else {
+            continue;
+        };
+        if get_opt(&api, &object.name).await?.is_some() {
+            present.push(object.clone());
+        }
+    }
+    Ok(present)
+}
+
 /// Deletes the PO's objects of the prunable kinds whose bundle label is not `keep_bundle`
 /// (all of them when `keep_bundle` is `None`); CRDs are never touched. Returns how many.
+///
+/// The label query that predates the inventory: used once for a PO installed by a manager
+/// that kept no inventory, and by cleanup as a second sweep. A list error fails the call.
 pub async fn prune(
     kinds: &KindCache,
     client: &Client,
@@ -199,11 +292,16 @@ pub async fn prune(
     let mut deleted = 0;
     for (group, version, kind) in PRUNABLE_KINDS {
         let gvk = GroupVersionKind::gvk(group, version, kind);
-        let Ok((api, _)) = kinds.api(client, &gvk, None).await else {
-            continue;
+        let api = match kinds.api(client, &gvk, None).await {
+            Ok((api, _)) => api,
+            // A kind the server does not serve has no objects to delete.
+            Err(Error::Kube { source, .. }) if is_not_served(&source) => continue,
+            Err(err) => return Err(err),
         };
-        let list = api.list(&ListParams::default().labels(&selector)).await;
-        let Ok(list) = list else { continue };
+        let list = api
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .map_err(Error::kube(format!("listing {kind} objects of {po}")))?;
         for object in list.items {
             let name = object.metadata.name.clone().unwrap_or_default();
             let api = match object.metadata.namespace.as_deref() {

@@ -24,8 +24,9 @@ use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use pom_api::conditions::{ConditionStatus, Reason, types};
 use pom_api::labels;
-use pom_api::platform_operator::PlatformOperatorStatus;
+use pom_api::platform_operator::{InventoryObject, PlatformOperatorStatus};
 use pom_api::{Catalog, PlatformOperator};
+use pom_policy::inventory;
 use pom_policy::status::{self, ActOutcome, StatusInput};
 use pom_policy::{Action, PoDecision, PoSnapshot, Problem, decide};
 use tokio_util::sync::CancellationToken;
@@ -371,6 +372,7 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
         Err(problem) => ActOutcome::Failed(problem),
         Ok(None) => ActOutcome::Skipped,
         Ok(Some((target, prepared))) => {
+            let applying = prepared.inventory(&namespace);
             let intent = status::intent(&status_input(
                 po,
                 &snapshot,
@@ -378,6 +380,7 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
                 reported_before,
                 &previous,
                 &ActOutcome::Skipped,
+                &applying,
             ));
             if let Some(intent) = intent {
                 pctx.stage(&name, "intent write");
@@ -431,6 +434,7 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
         reported_before,
         &previous,
         &outcome,
+        &[],
     ));
     let requeue = status::requeue(&new_status, &outcome, ctx.settings.resync_interval);
     let settled_on = match &outcome {
@@ -440,21 +444,50 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
         _ => None,
     };
     pctx.stage(&name, "status write");
-    write_status(po, pctx, &previous, new_status).await?;
+    let recorded_before = !previous.inventory.is_empty();
+    write_status(po, pctx, &previous, new_status.clone()).await?;
     // Prune after settle (§6, §7): what the bundle moved from still owns stays until the move
     // to `settled_on` has settled; a failed or unsettled move removes nothing.
     if let Some(bundle) = settled_on {
         pctx.stage(&name, "prune");
-        let pruned = super::objects::prune(&pctx.kinds, &ctx.client, &name, Some(&bundle)).await?;
-        if pruned > 0 {
-            tracing::info!(po = %name, %bundle, pruned, "removed what older bundles had and this one does not");
-        }
+        prune_settled(po, pctx, &new_status, &bundle, recorded_before).await?;
     }
     if let Ok(mut attempts) = pctx.attempts.lock() {
         attempts.remove(&name);
     }
     pctx.stage(&name, "done");
     Ok(RequeueAction::requeue(requeue))
+}
+
+/// Removes what only the bundles `settled` replaced owned, by the inventory (nothing to do,
+/// and no API call, in a steady state), then drops their entries from it. A PO installed by a
+/// manager that kept no inventory is swept once by owner label instead.
+async fn prune_settled(
+    po: &PlatformOperator,
+    pctx: &PoContext,
+    status: &PlatformOperatorStatus,
+    settled: &str,
+    recorded_before: bool,
+) -> Result<(), Error> {
+    let name = po.name_any();
+    let client = &pctx.ctx.client;
+    let pruned = if recorded_before {
+        if !inventory::has_other_bundles(&status.inventory, settled) {
+            return Ok(());
+        }
+        let doomed = inventory::to_prune(&status.inventory, settled);
+        super::objects::delete_recorded(&pctx.kinds, client, &doomed).await?
+    } else {
+        super::objects::prune(&pctx.kinds, client, &name, Some(settled)).await?
+    };
+    if pruned > 0 {
+        tracing::info!(po = %name, bundle = %settled, pruned, "removed what older bundles had and this one does not");
+    }
+    let after = PlatformOperatorStatus {
+        inventory: inventory::after_prune(&status.inventory, settled),
+        ..status.clone()
+    };
+    write_status(po, pctx, status, after).await
 }
 
 /// What the status of `po` is computed from.
@@ -465,8 +498,10 @@ fn status_input<'a>(
     reported_before: bool,
     previous: &'a PlatformOperatorStatus,
     outcome: &'a ActOutcome,
+    applying: &'a [InventoryObject],
 ) -> StatusInput<'a> {
     StatusInput {
+        applying,
         previous,
         generation: po.metadata.generation,
         now: snapshot.now,
@@ -661,9 +696,27 @@ async fn publish_transitions(
     }
 }
 
+/// Removes everything the PlatformOperator installed (CRDs kept): every object of its
+/// inventory, then a sweep by owner label for anything older managers applied without one.
+/// The finalizer goes (by returning `Ok`) only once none of them exists any more; a list or
+/// delete error, or an object still deleting, keeps it and retries.
 async fn cleanup(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction, Error> {
     let name = po.name_any();
-    let deleted = super::objects::prune(&pctx.kinds, &pctx.ctx.client, &name, None).await?;
+    let client = &pctx.ctx.client;
+    let recorded = po
+        .status
+        .as_ref()
+        .map(|s| inventory::to_clean_up(&s.inventory))
+        .unwrap_or_default();
+    let mut deleted = super::objects::delete_recorded(&pctx.kinds, client, &recorded).await?;
+    deleted += super::objects::prune(&pctx.kinds, client, &name, None).await?;
+    let remaining = super::objects::still_present(&pctx.kinds, client, &recorded).await?;
+    if let Some(first) = remaining.first() {
+        return Err(Error::StillDeleting {
+            count: remaining.len(),
+            first: first.describe(),
+        });
+    }
     tracing::info!(po = %name, deleted, "removed what the PlatformOperator installed (CRDs kept)");
     Ok(RequeueAction::await_change())
 }

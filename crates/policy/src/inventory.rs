@@ -1,0 +1,202 @@
+//! The inventory: which objects each bundle POM applied owns (`status.inventory`), and what
+//! prune and cleanup therefore delete.
+//!
+//! Why an inventory and not a label query: a label query can only cover a fixed list of kinds
+//! (a bundle may ship any allowed kind), costs a cluster-wide list per kind on every prune, and
+//! reads every Secret in the cluster to find POM's own. The inventory is recorded in the same
+//! status write as the intent of a move, before the move's first object is written, so nothing
+//! POM creates is ever missing from it, and a crash anywhere leaves a record that covers what
+//! was applied. Like kapp's and Helm's records it lives next to what it describes; unlike
+//! them it is in the PlatformOperator's status, where `kubectl get -o yaml` shows it, and the
+//! only writer is the manager (status subresource).
+
+use std::collections::BTreeSet;
+
+use pom_api::platform_operator::{BundleInventory, InventoryObject};
+
+/// Kinds that are recorded but never deleted (§6: custom resources must survive their
+/// operator, and a CRD's deletion deletes them all).
+const NEVER_DELETED: &[(&str, &str)] = &[("apiextensions.k8s.io", "CustomResourceDefinition")];
+
+/// Whether prune and cleanup leave `object` alone.
+#[must_use]
+pub fn never_deleted(object: &InventoryObject) -> bool {
+    NEVER_DELETED
+        .iter()
+        .any(|(group, kind)| object.group() == *group && object.kind == *kind)
+}
+
+/// `inventory` with `bundle`'s entry set to `objects` (added after the others, or replaced in
+/// place), sorted and without duplicates.
+#[must_use]
+pub fn with_bundle(
+    inventory: &[BundleInventory],
+    bundle: &str,
+    objects: &[InventoryObject],
+) -> Vec<BundleInventory> {
+    let sorted: Vec<InventoryObject> = objects
+        .iter()
+        .cloned()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let entry = BundleInventory {
+        bundle: bundle.to_owned(),
+        objects: sorted,
+    };
+    let mut out: Vec<BundleInventory> = inventory.to_vec();
+    match out.iter_mut().find(|e| e.bundle == bundle) {
+        Some(existing) => *existing = entry,
+        None => out.push(entry),
+    }
+    out
+}
+
+/// What prune deletes once the move to `keep` settled: the objects of every other bundle that
+/// `keep` does not also own, CRDs excepted.
+#[must_use]
+pub fn to_prune(inventory: &[BundleInventory], keep: &str) -> Vec<InventoryObject> {
+    let kept: BTreeSet<&InventoryObject> = inventory
+        .iter()
+        .filter(|e| e.bundle == keep)
+        .flat_map(|e| &e.objects)
+        .collect();
+    inventory
+        .iter()
+        .filter(|e| e.bundle != keep)
+        .flat_map(|e| &e.objects)
+        .filter(|o| !kept.contains(o) && !never_deleted(o))
+        .cloned()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect()
+}
+
+/// The inventory once prune for `keep` succeeded: `keep`'s entry only.
+#[must_use]
+pub fn after_prune(inventory: &[BundleInventory], keep: &str) -> Vec<BundleInventory> {
+    inventory
+        .iter()
+        .filter(|e| e.bundle == keep)
+        .cloned()
+        .collect()
+}
+
+/// Whether the inventory holds entries `after_prune(keep)` would drop.
+#[must_use]
+pub fn has_other_bundles(inventory: &[BundleInventory], keep: &str) -> bool {
+    inventory.iter().any(|e| e.bundle != keep)
+}
+
+/// What cleanup deletes when the PlatformOperator goes: everything recorded, CRDs excepted.
+#[must_use]
+pub fn to_clean_up(inventory: &[BundleInventory]) -> Vec<InventoryObject> {
+    inventory
+        .iter()
+        .flat_map(|e| &e.objects)
+        .filter(|o| !never_deleted(o))
+        .cloned()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obj(api_version: &str, kind: &str, namespace: Option<&str>, name: &str) -> InventoryObject {
+        InventoryObject {
+            api_version: api_version.to_owned(),
+            kind: kind.to_owned(),
+            namespace: namespace.map(str::to_owned),
+            name: name.to_owned(),
+        }
+    }
+
+    fn deployment(name: &str) -> InventoryObject {
+        obj("apps/v1", "Deployment", Some("ns"), name)
+    }
+
+    fn crd(name: &str) -> InventoryObject {
+        obj(
+            "apiextensions.k8s.io/v1",
+            "CustomResourceDefinition",
+            None,
+            name,
+        )
+    }
+
+    fn role(name: &str) -> InventoryObject {
+        obj("rbac.authorization.k8s.io/v1", "ClusterRole", None, name)
+    }
+
+    #[test]
+    fn recording_a_bundle_adds_or_replaces_its_entry_sorted_and_deduplicated() {
+        let first = with_bundle(&[], "op.v1", &[role("b"), deployment("a"), role("b")]);
+        assert_eq!(first.len(), 1);
+        assert_eq!(first[0].objects, vec![deployment("a"), role("b")]);
+        let both = with_bundle(&first, "op.v2", &[deployment("a2")]);
+        assert_eq!(
+            both.iter().map(|e| e.bundle.as_str()).collect::<Vec<_>>(),
+            ["op.v1", "op.v2"]
+        );
+        let replaced = with_bundle(&both, "op.v1", &[deployment("a")]);
+        assert_eq!(replaced[0].objects, vec![deployment("a")]);
+        assert_eq!(replaced[1], both[1], "the other entry is untouched");
+    }
+
+    #[test]
+    fn prune_takes_what_only_older_bundles_own_and_never_crds() {
+        let inventory = with_bundle(
+            &with_bundle(
+                &[],
+                "op.v1",
+                &[
+                    deployment("old-name"),
+                    deployment("shared"),
+                    crd("widgets"),
+                    role("r1"),
+                ],
+            ),
+            "op.v2",
+            &[deployment("new-name"), deployment("shared"), crd("widgets")],
+        );
+        assert_eq!(
+            to_prune(&inventory, "op.v2"),
+            vec![deployment("old-name"), role("r1")]
+        );
+        // Nothing to prune when the kept bundle is the only one.
+        let settled = after_prune(&inventory, "op.v2");
+        assert_eq!(settled.len(), 1);
+        assert!(to_prune(&settled, "op.v2").is_empty());
+        assert!(!has_other_bundles(&settled, "op.v2"));
+        assert!(has_other_bundles(&inventory, "op.v2"));
+        // A rollback to v1 prunes v2's own objects, not what v1 also has.
+        assert_eq!(to_prune(&inventory, "op.v1"), vec![deployment("new-name")]);
+    }
+
+    #[test]
+    fn cleanup_takes_everything_but_crds_once() {
+        let inventory = with_bundle(
+            &with_bundle(&[], "op.v1", &[deployment("a"), crd("widgets")]),
+            "op.v2",
+            &[deployment("a"), role("r")],
+        );
+        assert_eq!(to_clean_up(&inventory), vec![deployment("a"), role("r")]);
+        assert!(to_clean_up(&[]).is_empty());
+    }
+
+    #[test]
+    fn only_crds_are_never_deleted() {
+        assert!(never_deleted(&crd("x")));
+        assert!(!never_deleted(&role("x")));
+        // A kind named like a CRD in another group is an ordinary object.
+        assert!(!never_deleted(&obj(
+            "example.com/v1",
+            "CustomResourceDefinition",
+            None,
+            "x"
+        )));
+    }
+}
