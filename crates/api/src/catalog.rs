@@ -102,8 +102,10 @@ pub struct CaBundleReference {
 /// A ConfigMap catalog source.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default, JsonSchema)]
 pub struct ConfigMapSource {
+    /// The ConfigMap's name.
     #[schemars(length(min = 1, max = 253), regex(pattern = DNS1123_SUBDOMAIN))]
     pub name: String,
+    /// The ConfigMap's namespace.
     #[schemars(length(min = 1, max = 63), regex(pattern = DNS1123_LABEL))]
     pub namespace: String,
     /// The data key; default `catalog.json`.
@@ -116,6 +118,7 @@ pub struct ConfigMapSource {
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct CatalogStatus {
+    /// The `metadata.generation` this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
     /// `Serving`: whether the content is unpacked and usable.
@@ -140,6 +143,8 @@ pub struct CatalogStatus {
 /// A package a Catalog does not serve, and why.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 pub struct InvalidPackage {
+    /// The package's name.
     pub name: String,
+    /// Why it is not served: the inconsistency found in its blobs.
     pub reason: String,
 }

@@ -16,7 +16,7 @@ use crate::validation::{DNS1123_LABEL, DURATION, VERSION_RANGE};
     version = "v1alpha1",
     kind = "PlatformOperator",
     plural = "platformoperators",
-    shortname = "po",
+    shortname = "pop",
     category = "platform",
     status = "PlatformOperatorStatus",
     derive = "PartialEq",
@@ -179,10 +179,12 @@ pub struct BundleInventory {
 pub struct InventoryObject {
     /// `group/version`, or `version` for the core group.
     pub api_version: String,
+    /// The object's kind, e.g. `Deployment`.
     pub kind: String,
     /// Absent for cluster-scoped objects.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
+    /// The object's `metadata.name`.
     pub name: String,
 }
 
@@ -208,7 +210,9 @@ impl InventoryObject {
 /// A bundle that is installed.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 pub struct InstalledBundle {
+    /// The bundle's name in the catalog (`olm.bundle` name, usually `<package>.v<version>`).
     pub name: String,
+    /// The bundle's version (`olm.package` version, semver).
     pub version: String,
     /// Bundle image (by digest); empty when the catalog carried the objects.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -218,7 +222,9 @@ pub struct InstalledBundle {
 /// A bundle by name and version.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 pub struct BundleRef {
+    /// The bundle's name in the catalog (`olm.bundle` name, usually `<package>.v<version>`).
     pub name: String,
+    /// The bundle's version (`olm.package` version, semver).
     pub version: String,
 }
 

@@ -34,7 +34,7 @@ async fn main() -> ExitCode {
         started.elapsed().as_secs_f32()
     );
     println!("  export KUBECONFIG={kubeconfig}");
-    println!("  cargo run -q -p pomctl -- status   # or: kubectl get po,pocat,co,clusterversion");
+    println!("  cargo run -q -p pomctl -- status   # or: kubectl get pop,pocat,co,clusterversion");
 
     let outcome = if once {
         match tokio::time::timeout(ONCE_TIMEOUT, demo.run(started)).await {

@@ -1,6 +1,6 @@
 //! `pomctl status` (live, §9): every PlatformOperator with what it runs, its pin and its
 //! conditions, then the aggregated ClusterOperator the CVO reads, in one view, so an admin does
-//! not have to piece it together from `oc get po` and `oc get co`.
+//! not have to piece it together from `oc get pop` and `oc get co`.
 //!
 //! A condition that describes an older generation of its PlatformOperator is shown as `?`
 //! (human) or `stale: true` (JSON/YAML): the manager has not judged the current spec yet.
