@@ -30,6 +30,7 @@ pub mod quiet;
 mod registry;
 pub mod scenario;
 mod shared;
+pub mod shipped;
 pub mod skip;
 pub mod watch_log;
 

@@ -186,6 +186,71 @@ pub async fn http_get(address: std::net::SocketAddr, path: &str) -> Option<(u16,
     Some((status, head.to_owned(), body.to_owned()))
 }
 
+/// A GET over TLS as a scraper makes it: the server's certificate must chain to `ca_pem` and
+/// name `server_name` (the Service's DNS name, as a ServiceMonitor's `tlsConfig.serverName`),
+/// and `token`, when given, goes in `Authorization: Bearer`. The status, headers and body, or
+/// why there were none.
+///
+/// # Errors
+/// A message when the CA does not parse, the connection or handshake fails, or the answer is
+/// not HTTP.
+pub async fn https_get(
+    address: std::net::SocketAddr,
+    server_name: &str,
+    ca_pem: &str,
+    path: &str,
+    token: Option<&str>,
+) -> Result<(u16, String, String), String> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, ServerName};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
+        roots
+            .add(cert.map_err(|e| format!("CA: {e}"))?)
+            .map_err(|e| format!("CA: {e}"))?;
+    }
+    let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| e.to_string())?
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let name = ServerName::try_from(server_name.to_owned()).map_err(|e| e.to_string())?;
+    let tcp = tokio::net::TcpStream::connect(address)
+        .await
+        .map_err(|e| format!("connecting: {e}"))?;
+    let mut tls = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config))
+        .connect(name, tcp)
+        .await
+        .map_err(|e| format!("TLS handshake: {e}"))?;
+    let authorization =
+        token.map_or_else(String::new, |t| format!("Authorization: Bearer {t}\r\n"));
+    tls.write_all(
+        format!("GET {path} HTTP/1.0\r\nHost: {server_name}\r\n{authorization}\r\n").as_bytes(),
+    )
+    .await
+    .map_err(|e| format!("writing: {e}"))?;
+    let mut bytes = Vec::new();
+    // A server may close without TLS close_notify; what was read until then is the answer.
+    if let Err(err) = tls.read_to_end(&mut bytes).await
+        && bytes.is_empty()
+    {
+        return Err(format!("reading: {err}"));
+    }
+    let response = String::from_utf8_lossy(&bytes);
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| format!("not HTTP: {response:?}"))?;
+    let (head, body) = response
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| format!("not HTTP: {response:?}"))?;
+    Ok((status, head.to_owned(), body.to_owned()))
+}
+
 /// A free loopback address (the port is released again; a race is possible but rare).
 ///
 /// # Errors

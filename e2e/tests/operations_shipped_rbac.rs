@@ -1,99 +1,28 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! The manager as a process under exactly the RBAC shipped in `manifests/kubernetes/` (its
 //! ServiceAccount's token, nothing else) installs a PlatformOperator from a ConfigMap catalog,
-//! takes the Lease and writes the aggregated ClusterOperator; its `/metrics` parses as
-//! OpenMetrics and the PlatformOperator-state gauges move when the PO becomes Installed.
+//! takes the Lease and writes the aggregated ClusterOperator; its `/metrics` (plain HTTP on
+//! loopback here; `security_metrics_auth` covers the HTTPS endpoint) parses as OpenMetrics and
+//! the PlatformOperator-state gauges move when the PO becomes Installed.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::Duration;
 
-use k8s_openapi::api::authentication::v1::TokenRequest;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ServiceAccount};
-use kube::Client;
-use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
-use kube::discovery::{ApiResource, Scope, pinned_kind};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use kube::api::{Api, PostParams};
 use pom_api::openshift::{AGGREGATED_CLUSTER_OPERATOR, ClusterOperator};
 use pom_api::{Catalog, PlatformOperator};
 use pom_e2e::fixtures::{TestBundle, catalog_json};
 use pom_e2e::manager::{eventually, po_condition};
 use pom_e2e::manager_process::{ManagerProcess, free_address, http_get, manager_binary};
+use pom_e2e::shipped::{apply_kubernetes_manifests, service_account_kubeconfig};
 use pom_e2e::{ControlPlane, Workloads, binaries};
 use serde_json::json;
 
 const NAMESPACE: &str = "openshift-platform-operators";
 const SERVICE_ACCOUNT: &str = "platform-operators-manager";
 const WAIT: Duration = Duration::from_secs(120);
-
-/// Applies every object of the shipped plain-Kubernetes install except the Deployment (the
-/// manager runs as a local process instead of a container).
-async fn apply_shipped_manifests(client: &Client) -> Vec<String> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../manifests/kubernetes");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
-    let mut applied = Vec::new();
-    for file in files {
-        let text = std::fs::read_to_string(&file).unwrap();
-        for doc in text.split("\n---\n").skip(1) {
-            let object: DynamicObject = serde_saphyr::from_str(doc).unwrap();
-            let types = object.types.clone().unwrap();
-            if types.kind == "Deployment" {
-                continue;
-            }
-            let (group, version) = types
-                .api_version
-                .rsplit_once('/')
-                .unwrap_or(("", &types.api_version));
-            let gvk = kube::core::GroupVersionKind::gvk(group, version, &types.kind);
-            let (resource, caps): (ApiResource, _) = pinned_kind(client, &gvk).await.unwrap();
-            let api: Api<DynamicObject> = match (caps.scope, object.metadata.namespace.as_deref()) {
-                (Scope::Namespaced, Some(ns)) => {
-                    Api::namespaced_with(client.clone(), ns, &resource)
-                }
-                _ => Api::all_with(client.clone(), &resource),
-            };
-            let name = object.metadata.name.clone().unwrap();
-            api.patch(
-                &name,
-                &PatchParams::apply("pom-e2e").force(),
-                &Patch::Apply(&object),
-            )
-            .await
-            .unwrap();
-            applied.push(format!("{}/{name}", types.kind));
-        }
-    }
-    applied
-}
-
-/// A kubeconfig for the shipped ServiceAccount (a bound token from the TokenRequest API).
-async fn service_account_kubeconfig(plane: &ControlPlane, client: &Client) -> std::path::PathBuf {
-    let sas: Api<ServiceAccount> = Api::namespaced(client.clone(), NAMESPACE);
-    let request: TokenRequest =
-        serde_json::from_value(json!({"spec": {"audiences": [], "expirationSeconds": 3600}}))
-            .unwrap();
-    let token = sas
-        .create_token_request(SERVICE_ACCOUNT, &PostParams::default(), &request)
-        .await
-        .unwrap()
-        .status
-        .unwrap()
-        .token;
-    let admin = plane.kubeconfig();
-    let cluster = admin.clusters[0].cluster.clone().unwrap();
-    let yaml = format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: pom-e2e\n  cluster:\n    server: {}\n    certificate-authority-data: {}\nusers:\n- name: manager\n  user:\n    token: {token}\ncontexts:\n- name: manager\n  context:\n    cluster: pom-e2e\n    user: manager\ncurrent-context: manager\n",
-        cluster.server.unwrap(),
-        cluster.certificate_authority_data.unwrap(),
-    );
-    let path = plane.dir().join("manager-sa.kubeconfig");
-    std::fs::write(&path, yaml).unwrap();
-    path
-}
 
 /// Checks the OpenMetrics text format (families declared before their samples, sample names
 /// belonging to a declared family, label syntax, numeric values, a single final `# EOF`) and
@@ -214,12 +143,20 @@ async fn manager_under_the_shipped_rbac_installs_and_reports_metrics() {
     }
     let plane = ControlPlane::start(Workloads::Simulated).await.unwrap();
     let client = plane.client().await.unwrap();
-    let applied = apply_shipped_manifests(&client).await;
+    let applied = apply_kubernetes_manifests(&client).await.unwrap();
     assert!(
         applied.contains(&"ClusterRole/platform-operators-manager".to_owned()),
         "{applied:?}"
     );
-    let kubeconfig = service_account_kubeconfig(&plane, &client).await;
+    let kubeconfig = service_account_kubeconfig(
+        &plane,
+        &client,
+        NAMESPACE,
+        SERVICE_ACCOUNT,
+        "manager-sa.kubeconfig",
+    )
+    .await
+    .unwrap();
 
     // The catalog and the PO are the admin's; everything else is the manager's doing.
     let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "catalogs"}})).unwrap();
@@ -244,9 +181,11 @@ async fn manager_under_the_shipped_rbac_installs_and_reports_metrics() {
         .unwrap();
 
     let health = free_address().unwrap();
+    let metrics = free_address().unwrap();
     let args = vec![
         "--leader-elect".to_owned(),
         format!("--health-bind-address={health}"),
+        format!("--metrics-bind-address={metrics}"),
     ];
     let env = [
         ("POD_NAMESPACE", NAMESPACE),
@@ -268,8 +207,13 @@ async fn manager_under_the_shipped_rbac_installs_and_reports_metrics() {
     })
     .await;
     assert_eq!(http_get(health, "/healthz").await.unwrap().0, 200);
+    assert_eq!(
+        http_get(health, "/metrics").await.unwrap().0,
+        404,
+        "metrics are never on the probes' listener"
+    );
     let before = eventually(WAIT, "the catalog to serve (metrics)", || async {
-        let samples = scrape(health).await;
+        let samples = scrape(metrics).await;
         (samples.get("pom_catalog_serving{catalog=\"local\"}") == Some(&1.0)).then_some(samples)
     })
     .await;
@@ -314,7 +258,7 @@ async fn manager_under_the_shipped_rbac_installs_and_reports_metrics() {
         Duration::from_secs(30),
         "the installed gauge to move",
         || async {
-            let samples = scrape(health).await;
+            let samples = scrape(metrics).await;
             (samples.get("pom_platformoperators{state=\"installed\"}") == Some(&1.0))
                 .then_some(samples)
         },
@@ -355,7 +299,7 @@ async fn manager_under_the_shipped_rbac_installs_and_reports_metrics() {
     eventually(
         Duration::from_secs(30),
         "pom_upgradeable to follow the ClusterOperator",
-        || async { (scrape(health).await.get("pom_upgradeable").copied() == want).then_some(()) },
+        || async { (scrape(metrics).await.get("pom_upgradeable").copied() == want).then_some(()) },
     )
     .await;
     let log = manager.log_text();

@@ -83,6 +83,9 @@ pub fn classify(method: &Method, uri: &Uri) -> RequestLabels {
         Method::GET if watch => ("watch", READ),
         Method::GET if target.collection => ("list", READ),
         Method::GET => ("get", READ),
+        // TokenReviews and SubjectAccessReviews (the `/metrics` guard) are POSTs that store
+        // nothing: counting them as writes would break "no writes in a steady state".
+        Method::POST if target.is_review() => ("create", READ),
         Method::POST => ("create", WRITE),
         Method::PUT => ("update", WRITE),
         Method::PATCH => ("patch", WRITE),
@@ -144,6 +147,14 @@ impl Target {
             resource,
             collection,
         }
+    }
+}
+
+impl Target {
+    /// An authentication or authorisation review, which the API server answers without storing.
+    fn is_review(&self) -> bool {
+        self.resource.ends_with("reviews.authentication.k8s.io")
+            || self.resource.ends_with("reviews.authorization.k8s.io")
     }
 }
 
@@ -265,6 +276,17 @@ mod tests {
         assert_eq!(
             labels(Method::DELETE, "/api/v1/namespaces/alpha/configmaps"),
             l("deletecollection", WRITE, "configmaps")
+        );
+        assert_eq!(
+            labels(Method::POST, "/apis/authentication.k8s.io/v1/tokenreviews"),
+            l("create", READ, "tokenreviews.authentication.k8s.io")
+        );
+        assert_eq!(
+            labels(
+                Method::POST,
+                "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+            ),
+            l("create", READ, "subjectaccessreviews.authorization.k8s.io")
         );
         assert_eq!(labels(Method::GET, "/version"), l("get", READ, "version"));
         assert_eq!(labels(Method::GET, "/apis"), l("get", READ, "apis"));

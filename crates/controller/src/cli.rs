@@ -3,20 +3,21 @@
 //! entry point as a separate process (see `e2e/src/bin/pom-manager-e2e.rs`).
 //!
 //! Exit codes: 0 after a requested shutdown (SIGTERM/SIGINT); 1 when the leader Lease was lost,
-//! the API server is unreachable at start, or a probe address cannot be bound; 2 for bad flags
-//! (clap).
+//! the API server is unreachable at start, a probe or metrics address cannot be bound, or the
+//! metrics serving certificate does not load; 2 for bad flags (clap).
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use tokio_util::sync::CancellationToken;
 
 use crate::api_metrics::ApiRequests;
 use crate::context::Settings;
 use crate::leader::LeaseSettings;
-use crate::run::{RunError, RunOptions};
+use crate::run::{MetricsServing, RunError, RunOptions};
 
 /// Flags, each with an environment-variable fallback.
 #[derive(Parser, Debug, Clone)]
@@ -60,13 +61,66 @@ pub struct Flags {
     /// How long in-flight reconciles may take after SIGTERM (Go duration: `25s`, `1m`).
     #[arg(long, env = "POM_SHUTDOWN_TIMEOUT", default_value = "25s", value_parser = parse_duration)]
     pub shutdown_timeout: Duration,
-    /// Address of `/healthz` and `/readyz` (and `/metrics` without `--metrics-bind-address`);
-    /// `:8081` means all interfaces.
+    /// Address of `/healthz` and `/readyz` (plain HTTP); `:8081` means all interfaces.
     #[arg(long, env = "POM_HEALTH_BIND_ADDRESS", default_value = "127.0.0.1:8081", value_parser = parse_address)]
     pub health_bind_address: SocketAddr,
-    /// Separate address of `/metrics` (e.g. `127.0.0.1:8080` behind kube-rbac-proxy).
+    /// Address of `/metrics`. With the TLS files it is HTTPS and every scrape needs a bearer
+    /// token allowed to `get /metrics` (default `:8443`); without them it must be a loopback
+    /// address and is plain HTTP for local development. Neither: `/metrics` is not served.
     #[arg(long, env = "POM_METRICS_BIND_ADDRESS", value_parser = parse_address)]
     pub metrics_bind_address: Option<SocketAddr>,
+    /// PEM certificate (chain) of the HTTPS metrics endpoint; re-read when it changes.
+    #[arg(
+        long,
+        env = "POM_METRICS_TLS_CERT_FILE",
+        requires = "metrics_tls_key_file"
+    )]
+    pub metrics_tls_cert_file: Option<PathBuf>,
+    /// PEM private key of the HTTPS metrics endpoint; re-read when it changes.
+    #[arg(
+        long,
+        env = "POM_METRICS_TLS_KEY_FILE",
+        requires = "metrics_tls_cert_file"
+    )]
+    pub metrics_tls_key_file: Option<PathBuf>,
+}
+
+/// The HTTPS metrics port (all interfaces) when `--metrics-bind-address` is not given.
+pub const DEFAULT_SECURE_METRICS_PORT: u16 = 8443;
+
+/// Flags that parse but do not make sense together.
+#[derive(Debug, thiserror::Error)]
+pub enum FlagError {
+    #[error(
+        "--metrics-bind-address={0} is not a loopback address: without --metrics-tls-cert-file and --metrics-tls-key-file, /metrics is served over plain HTTP without authentication, which is only allowed on loopback"
+    )]
+    InsecureMetrics(SocketAddr),
+}
+
+/// How `/metrics` is served, from its three flags: HTTPS with authorisation whenever the TLS
+/// files are given; plain HTTP only when asked for explicitly with a loopback address; else not
+/// at all (a manager never exposes unauthenticated metrics beyond its own host or pod).
+///
+/// # Errors
+/// [`FlagError::InsecureMetrics`] for plain HTTP on a non-loopback address.
+pub fn metrics_serving(
+    address: Option<SocketAddr>,
+    cert_file: Option<PathBuf>,
+    key_file: Option<PathBuf>,
+) -> Result<MetricsServing, FlagError> {
+    match (address, cert_file, key_file) {
+        (address, Some(cert_file), Some(key_file)) => Ok(MetricsServing::Secure {
+            address: address
+                .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], DEFAULT_SECURE_METRICS_PORT))),
+            cert_file,
+            key_file,
+        }),
+        (Some(address), _, _) if address.ip().is_loopback() => {
+            Ok(MetricsServing::InsecureLoopback { address })
+        }
+        (Some(address), _, _) => Err(FlagError::InsecureMetrics(address)),
+        (None, _, _) => Ok(MetricsServing::Off),
+    }
 }
 
 impl Flags {
@@ -84,19 +138,25 @@ impl Flags {
     }
 
     /// The process settings.
-    #[must_use]
-    pub fn run_options(&self) -> RunOptions {
+    ///
+    /// # Errors
+    /// [`FlagError`] for flags that contradict each other.
+    pub fn run_options(&self) -> Result<RunOptions, FlagError> {
         let leader_election = self.leader_elect.then(|| LeaseSettings {
             duration_seconds: self.lease_duration_seconds,
             grace_seconds: self.lease_grace_seconds,
             ..LeaseSettings::new(&self.namespace, &self.pod_name)
         });
-        RunOptions {
+        Ok(RunOptions {
             leader_election,
             health_address: self.health_bind_address,
-            metrics_address: self.metrics_bind_address,
+            metrics: metrics_serving(
+                self.metrics_bind_address,
+                self.metrics_tls_cert_file.clone(),
+                self.metrics_tls_key_file.clone(),
+            )?,
             shutdown_timeout: self.shutdown_timeout,
-        }
+        })
     }
 }
 
@@ -124,6 +184,8 @@ pub enum StartError {
     #[error("starting the async runtime: {0}")]
     Runtime(#[source] std::io::Error),
     #[error(transparent)]
+    Flags(#[from] FlagError),
+    #[error(transparent)]
     Run(#[from] RunError),
 }
 
@@ -133,6 +195,12 @@ pub fn main() -> ExitCode {
     // oci-client and kube both use rustls; pick the provider once (rust-stack.md §1.5).
     let _ = rustls::crypto::ring::default_provider().install_default();
     let flags = Flags::parse();
+    if let Err(err) = flags.run_options() {
+        // Exit 2 with clap's usage, like any other bad flag.
+        Flags::command()
+            .error(clap::error::ErrorKind::ArgumentConflict, err)
+            .exit();
+    }
     init_logging(flags.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -186,7 +254,7 @@ pub async fn run(flags: Flags) -> Result<(), StartError> {
         leader_elect = flags.leader_elect,
         "pom-manager starting"
     );
-    crate::run::run_manager(ctx, flags.run_options(), shutdown).await?;
+    crate::run::run_manager(ctx, flags.run_options()?, shutdown).await?;
     Ok(())
 }
 
@@ -244,7 +312,7 @@ mod tests {
     #[test]
     fn defaults() {
         let flags = Flags::try_parse_from(["pom-manager"]).unwrap();
-        let options = flags.run_options();
+        let options = flags.run_options().unwrap();
         let lease = options.leader_election.unwrap();
         assert_eq!(
             (
@@ -256,7 +324,56 @@ mod tests {
         );
         assert_eq!(options.shutdown_timeout, Duration::from_secs(25));
         assert_eq!(options.health_address, "127.0.0.1:8081".parse().unwrap());
-        assert_eq!(options.metrics_address, None);
+        assert_eq!(options.metrics, MetricsServing::Off);
+    }
+
+    fn metrics_of(args: &[&str]) -> Result<MetricsServing, String> {
+        let flags =
+            Flags::try_parse_from(std::iter::once("pom-manager").chain(args.iter().copied()))
+                .map_err(|e| e.to_string())?;
+        flags
+            .run_options()
+            .map(|o| o.metrics)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn metrics_are_https_with_tls_files_plain_only_on_loopback_and_off_otherwise() {
+        let tls = [
+            "--metrics-tls-cert-file=/c/tls.crt",
+            "--metrics-tls-key-file=/c/tls.key",
+        ];
+        assert_eq!(
+            metrics_of(&tls),
+            Ok(MetricsServing::Secure {
+                address: "0.0.0.0:8443".parse().unwrap(),
+                cert_file: "/c/tls.crt".into(),
+                key_file: "/c/tls.key".into(),
+            })
+        );
+        let mut with_address = tls.to_vec();
+        with_address.push("--metrics-bind-address=:9443");
+        assert!(matches!(
+            metrics_of(&with_address),
+            Ok(MetricsServing::Secure { address, .. }) if address == "0.0.0.0:9443".parse().unwrap()
+        ));
+        assert_eq!(
+            metrics_of(&["--metrics-bind-address=127.0.0.1:8080"]),
+            Ok(MetricsServing::InsecureLoopback {
+                address: "127.0.0.1:8080".parse().unwrap()
+            })
+        );
+        assert_eq!(
+            metrics_of(&["--metrics-bind-address=[::1]:8080"]),
+            Ok(MetricsServing::InsecureLoopback {
+                address: "[::1]:8080".parse().unwrap()
+            })
+        );
+        let refused = metrics_of(&["--metrics-bind-address=:8080"]).unwrap_err();
+        assert!(refused.contains("not a loopback address"), "{refused}");
+        // One TLS file without the other is a usage error.
+        let half = metrics_of(&["--metrics-tls-cert-file=/c/tls.crt"]).unwrap_err();
+        assert!(half.contains("--metrics-tls-key-file"), "{half}");
     }
 
     #[test]
@@ -272,6 +389,6 @@ mod tests {
         assert_eq!(flags.health_bind_address, "0.0.0.0:8081".parse().unwrap());
         assert_eq!(flags.shutdown_timeout, Duration::from_secs(60));
         let flags = Flags::try_parse_from(["pom-manager", "--leader-elect=false"]).unwrap();
-        assert!(flags.run_options().leader_election.is_none());
+        assert!(flags.run_options().unwrap().leader_election.is_none());
     }
 }

@@ -1,10 +1,11 @@
-//! `/healthz`, `/readyz` and `/metrics` over plain HTTP (axum), with graceful shutdown.
+//! `/healthz`, `/readyz` and `/metrics` (axum), with graceful shutdown.
 //!
 //! `/healthz` answers as long as the process serves requests. `/readyz` answers 200 once the
 //! watch caches of [`crate::cluster_state`] are synced, leader or not, and never depends on an
 //! upgrade being underway (readiness probes are no upgrade gate, PRODUCT §7). `/metrics` is the
-//! OpenMetrics text of [`crate::metrics::Metrics`]. Metrics may be served on their own address
-//! (e.g. loopback behind kube-rbac-proxy) while the probes stay reachable by the kubelet.
+//! OpenMetrics text of [`crate::metrics::Metrics`], always on its own listener: the probes are
+//! plain HTTP for the kubelet, while `/metrics` is HTTPS behind [`crate::metrics_auth`]
+//! ([`serve_tls`]) or, for local development only, plain HTTP on loopback.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -15,11 +16,13 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use rustls::ServerConfig;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::metrics::{CONTENT_TYPE, Metrics};
+use crate::serving_cert::TlsListener;
 
 /// Why the HTTP endpoints could not start.
 #[derive(Debug, thiserror::Error)]
@@ -43,25 +46,20 @@ pub struct Endpoints {
 /// Which routes a listener serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Routes {
-    /// `/healthz`, `/readyz` and `/metrics`.
-    All,
-    /// `/healthz` and `/readyz` only.
+    /// `/healthz` and `/readyz`.
     Probes,
-    /// `/metrics` only.
+    /// `/metrics`.
     Metrics,
 }
 
 /// Builds the router for `routes`.
 pub fn router(endpoints: Endpoints, routes: Routes) -> Router {
-    let mut router = Router::new();
-    if routes != Routes::Metrics {
-        router = router
+    let router = match routes {
+        Routes::Probes => Router::new()
             .route("/healthz", get(healthz))
-            .route("/readyz", get(readyz));
-    }
-    if routes != Routes::Probes {
-        router = router.route("/metrics", get(metrics));
-    }
+            .route("/readyz", get(readyz)),
+        Routes::Metrics => Router::new().route("/metrics", get(metrics)),
+    };
     router.with_state(endpoints)
 }
 
@@ -86,6 +84,35 @@ pub async fn serve(
             .await
         {
             tracing::warn!(%err, %bound, "health/metrics server");
+        }
+    });
+    Ok((bound, handle))
+}
+
+/// Like [`serve`], over TLS with `config` (see [`crate::serving_cert`]); a plain-HTTP request
+/// fails its handshake and gets no HTTP answer.
+///
+/// # Errors
+/// [`HealthError::Bind`] when the address cannot be bound.
+pub async fn serve_tls(
+    address: SocketAddr,
+    router: Router,
+    config: Arc<ServerConfig>,
+    shutdown: CancellationToken,
+) -> Result<(SocketAddr, JoinHandle<()>), HealthError> {
+    let listener = TcpListener::bind(address)
+        .await
+        .map_err(|source| HealthError::Bind { address, source })?;
+    let bound = listener
+        .local_addr()
+        .map_err(|source| HealthError::Bind { address, source })?;
+    let listener = TlsListener::new(listener, bound, config);
+    let handle = tokio::spawn(async move {
+        if let Err(err) = axum::serve(listener, router)
+            .with_graceful_shutdown(shutdown.cancelled_owned())
+            .await
+        {
+            tracing::warn!(%err, %bound, "metrics server (TLS)");
         }
     });
     Ok((bound, handle))
@@ -137,7 +164,14 @@ mod tests {
         let stop = CancellationToken::new();
         let (addr, handle) = serve(
             "127.0.0.1:0".parse().unwrap(),
-            router(endpoints.clone(), Routes::All),
+            router(endpoints.clone(), Routes::Probes),
+            stop.clone(),
+        )
+        .await
+        .unwrap();
+        let (metrics_addr, metrics_handle) = serve(
+            "127.0.0.1:0".parse().unwrap(),
+            router(endpoints.clone(), Routes::Metrics),
             stop.clone(),
         )
         .await
@@ -146,7 +180,8 @@ mod tests {
         assert_eq!(get_text(addr, "/readyz").await.0, 503);
         endpoints.ready.store(true, Ordering::Release);
         assert_eq!(get_text(addr, "/readyz").await.0, 200);
-        let (status, text) = get_text(addr, "/metrics").await;
+        assert_eq!(get_text(metrics_addr, "/healthz").await.0, 404);
+        let (status, text) = get_text(metrics_addr, "/metrics").await;
         assert_eq!(status, 200);
         assert!(
             text.contains(
@@ -157,6 +192,7 @@ mod tests {
         assert!(text.ends_with("# EOF\n"), "{text}");
         stop.cancel();
         handle.await.unwrap();
+        metrics_handle.await.unwrap();
     }
 
     #[tokio::test]

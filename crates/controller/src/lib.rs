@@ -11,7 +11,8 @@
 //! - [`conditions`]: the one place conditions are computed (lastTransitionTime discipline).
 //! - [`cli`], [`run`], [`leader`], [`health`], [`metrics`], [`cluster_state`]: the process around
 //!   the controllers (flags, leader election, probes, metrics, graceful shutdown);
-//!   [`api_metrics`] counts the manager's own API requests.
+//!   [`api_metrics`] counts the manager's own API requests; [`metrics_auth`] and
+//!   [`serving_cert`] make `/metrics` HTTPS for authorised scrapers only.
 
 pub mod admission_guard;
 pub mod api_metrics;
@@ -26,9 +27,11 @@ pub mod health;
 pub mod leader;
 pub mod manifests;
 pub mod metrics;
+pub mod metrics_auth;
 pub use pom_oci as oci;
 pub mod operator;
 pub mod run;
+pub mod serving_cert;
 
 pub use context::Context;
 pub use error::Error;

@@ -9,6 +9,14 @@
 //! - [`Flavor::Kubernetes`]: the same install for plain Kubernetes (`manifests/kubernetes/`),
 //!   without the OpenShift-only parts.
 //!
+//! Metrics (OpenShift): `/metrics` is HTTPS on 8443 behind the Service [`METRICS_SERVICE`],
+//! whose serving certificate the service-ca operator writes into a Secret the Deployment mounts;
+//! every scrape needs a token allowed to `get /metrics` ([`METRICS_READER`], bound to the
+//! platform Prometheus `openshift-monitoring/prometheus-k8s`), and a ServiceMonitor tells
+//! cluster monitoring how to scrape it. Plain Kubernetes has no service-ca (and maybe no
+//! ServiceMonitor CRD), so that flavour serves `/metrics` on the pod's loopback only
+//! (`kubectl port-forward`); `docs/metrics.md` says how to switch it to HTTPS.
+//!
 //! RBAC is the least the manager's code needs (each rule says which call needs it), except for
 //! one deliberate grant: `escalate` and `bind` on RBAC objects, because bundles carry Roles,
 //! ClusterRoles and bindings whose permissions POM cannot know in advance; without them the API
@@ -21,9 +29,10 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{
-    Capabilities, Container, EmptyDirVolumeSource, EnvVar, EnvVarSource, HTTPGetAction, Namespace,
-    ObjectFieldSelector, PodSecurityContext, PodSpec, PodTemplateSpec, Probe, ResourceRequirements,
-    SeccompProfile, SecurityContext, ServiceAccount, Toleration, Volume, VolumeMount,
+    Capabilities, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource,
+    HTTPGetAction, Namespace, ObjectFieldSelector, PodSecurityContext, PodSpec, PodTemplateSpec,
+    Probe, ResourceRequirements, SeccompProfile, SecretVolumeSource, SecurityContext, Service,
+    ServiceAccount, ServicePort, ServiceSpec, Toleration, Volume, VolumeMount,
 };
 use k8s_openapi::api::rbac::v1::{
     ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
@@ -45,6 +54,18 @@ pub const NAME: &str = "platform-operators-manager";
 pub const RELEASE_VERSION: &str = "0.0.1-snapshot";
 /// Label selecting the manager's pods.
 const APP_LABEL: (&str, &str) = ("app.kubernetes.io/name", NAME);
+/// The Service in front of the HTTPS `/metrics` (OpenShift); its DNS name is the TLS server name.
+pub const METRICS_SERVICE: &str = "platform-operators-manager-metrics";
+/// The Secret the service-ca operator writes the metrics serving certificate into.
+pub const METRICS_TLS_SECRET: &str = "platform-operators-manager-metrics-tls";
+/// The ClusterRole allowing `get` on `/metrics`: bind it to whoever scrapes.
+pub const METRICS_READER: &str = "platform-operators-manager-metrics-reader";
+/// The HTTPS metrics port, on the container and the Service.
+pub const METRICS_PORT: i32 = 8443;
+/// Where the serving certificate Secret is mounted.
+const SERVING_CERT_DIR: &str = "/var/run/secrets/serving-cert";
+/// The platform Prometheus, which scrapes namespaces labelled `openshift.io/cluster-monitoring`.
+const PLATFORM_PROMETHEUS: (&str, &str) = ("openshift-monitoring", "prometheus-k8s");
 
 /// Which install to render.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,6 +174,10 @@ pub fn render(flavor: Flavor) -> Result<Vec<ManifestFile>, RenderError> {
             json(flavor, &crate::admission_guard::binding()),
         ],
     )?;
+    add(4, "metrics_rbac", metrics_rbac(flavor))?;
+    if flavor == Flavor::OpenShift {
+        add(5, "service", vec![json(flavor, &metrics_service())])?;
+    }
     add(6, "deployment", vec![json(flavor, &deployment(flavor))])?;
     if flavor == Flavor::OpenShift {
         add(
@@ -160,6 +185,7 @@ pub fn render(flavor: Flavor) -> Result<Vec<ManifestFile>, RenderError> {
             "clusteroperator",
             vec![json(flavor, &cluster_operator())],
         )?;
+        add(8, "servicemonitor", vec![json(flavor, &service_monitor())])?;
         files.push(ManifestFile {
             name: "image-references".into(),
             content: image_references(),
@@ -359,6 +385,14 @@ pub fn cluster_role_rules() -> Vec<PolicyRule> {
         ),
         // Events on PlatformOperators and Catalogs (events.k8s.io; series are patched).
         rule(&["", "events.k8s.io"], &["events"], &["create", "patch"]),
+        // The HTTPS `/metrics` guard (metrics_auth.rs): authenticate each scrape's bearer token,
+        // then ask whether its user may `get /metrics`.
+        rule(&["authentication.k8s.io"], &["tokenreviews"], &["create"]),
+        rule(
+            &["authorization.k8s.io"],
+            &["subjectaccessreviews"],
+            &["create"],
+        ),
     ]
 }
 
@@ -416,6 +450,126 @@ fn lease_role_binding() -> RoleBinding {
     }
 }
 
+/// Who may read `/metrics`: [`METRICS_READER`] for anyone; on OpenShift bound to the platform
+/// Prometheus, which also needs to discover the Service's endpoints in this namespace.
+fn metrics_rbac(flavor: Flavor) -> Vec<serde_json::Value> {
+    let reader = ClusterRole {
+        metadata: meta(METRICS_READER, None),
+        rules: Some(vec![PolicyRule {
+            non_resource_urls: Some(strings(&["/metrics"])),
+            verbs: strings(&["get"]),
+            ..PolicyRule::default()
+        }]),
+        ..ClusterRole::default()
+    };
+    let mut docs = vec![json(flavor, &reader)];
+    if flavor == Flavor::OpenShift {
+        let prometheus = Some(vec![Subject {
+            kind: "ServiceAccount".into(),
+            name: PLATFORM_PROMETHEUS.1.into(),
+            namespace: Some(PLATFORM_PROMETHEUS.0.into()),
+            ..Subject::default()
+        }]);
+        let reader_binding = ClusterRoleBinding {
+            metadata: meta(METRICS_READER, None),
+            role_ref: RoleRef {
+                api_group: "rbac.authorization.k8s.io".into(),
+                kind: "ClusterRole".into(),
+                name: METRICS_READER.into(),
+            },
+            subjects: prometheus.clone(),
+        };
+        let discovery = Role {
+            metadata: meta(PLATFORM_PROMETHEUS.1, Some(NAMESPACE)),
+            rules: Some(vec![
+                rule(
+                    &[""],
+                    &["services", "endpoints", "pods"],
+                    &["get", "list", "watch"],
+                ),
+                rule(
+                    &["discovery.k8s.io"],
+                    &["endpointslices"],
+                    &["get", "list", "watch"],
+                ),
+            ]),
+        };
+        let discovery_binding = RoleBinding {
+            metadata: meta(PLATFORM_PROMETHEUS.1, Some(NAMESPACE)),
+            role_ref: RoleRef {
+                api_group: "rbac.authorization.k8s.io".into(),
+                kind: "Role".into(),
+                name: PLATFORM_PROMETHEUS.1.into(),
+            },
+            subjects: prometheus,
+        };
+        docs.extend([
+            json(flavor, &reader_binding),
+            json(flavor, &discovery),
+            json(flavor, &discovery_binding),
+        ]);
+    }
+    docs
+}
+
+/// The Service in front of `/metrics`; the annotation asks the service-ca operator for a
+/// serving certificate for `<service>.<namespace>.svc` in [`METRICS_TLS_SECRET`].
+fn metrics_service() -> Service {
+    let mut metadata = meta(METRICS_SERVICE, Some(NAMESPACE));
+    metadata.annotations = Some(BTreeMap::from([(
+        "service.beta.openshift.io/serving-cert-secret-name".to_owned(),
+        METRICS_TLS_SECRET.to_owned(),
+    )]));
+    Service {
+        metadata,
+        spec: Some(ServiceSpec {
+            selector: Some(BTreeMap::from([(
+                APP_LABEL.0.to_owned(),
+                APP_LABEL.1.to_owned(),
+            )])),
+            ports: Some(vec![ServicePort {
+                name: Some("https".into()),
+                port: METRICS_PORT,
+                target_port: Some(IntOrString::String("metrics".into())),
+                protocol: Some("TCP".into()),
+                ..ServicePort::default()
+            }]),
+            ..ServiceSpec::default()
+        }),
+        ..Service::default()
+    }
+}
+
+/// How cluster monitoring scrapes the manager: HTTPS, its own ServiceAccount token as bearer,
+/// the certificate checked against the service CA bundle Prometheus mounts, for the Service's
+/// DNS name.
+fn service_monitor() -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "ServiceMonitor",
+        "metadata": {
+            "name": NAME,
+            "namespace": NAMESPACE,
+            "labels": {APP_LABEL.0: APP_LABEL.1},
+        },
+        "spec": {
+            "endpoints": [{
+                "port": "https",
+                "scheme": "https",
+                "path": "/metrics",
+                "interval": "30s",
+                "bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token",
+                "tlsConfig": {
+                    "caFile": "/etc/prometheus/configmaps/serving-certs-ca-bundle/service-ca.crt",
+                    "serverName": format!("{METRICS_SERVICE}.{NAMESPACE}.svc"),
+                },
+            }],
+            "namespaceSelector": {"matchNames": [NAMESPACE]},
+            "selector": {"matchLabels": {APP_LABEL.0: APP_LABEL.1}},
+        },
+    })
+}
+
 fn field_env(name: &str, path: &str) -> EnvVar {
     EnvVar {
         name: name.into(),
@@ -445,15 +599,63 @@ fn probe(path: &str, period: i32, initial_delay: i32) -> Probe {
 
 fn deployment(flavor: Flavor) -> Deployment {
     let labels = BTreeMap::from([(APP_LABEL.0.to_owned(), APP_LABEL.1.to_owned())]);
+    let mut args = strings(&[
+        "--leader-elect",
+        "--health-bind-address=:8081",
+        "--shutdown-timeout=25s",
+    ]);
+    let mut ports = vec![ContainerPort {
+        name: Some("health".into()),
+        container_port: 8081,
+        ..ContainerPort::default()
+    }];
+    let mut mounts = vec![VolumeMount {
+        name: "tmp".into(),
+        mount_path: "/tmp".into(),
+        ..VolumeMount::default()
+    }];
+    let mut volumes = vec![Volume {
+        name: "tmp".into(),
+        empty_dir: Some(EmptyDirVolumeSource {
+            size_limit: Some(Quantity("64Mi".into())),
+            ..EmptyDirVolumeSource::default()
+        }),
+        ..Volume::default()
+    }];
+    match flavor {
+        Flavor::OpenShift => {
+            args.extend([
+                format!("--metrics-bind-address=:{METRICS_PORT}"),
+                format!("--metrics-tls-cert-file={SERVING_CERT_DIR}/tls.crt"),
+                format!("--metrics-tls-key-file={SERVING_CERT_DIR}/tls.key"),
+            ]);
+            ports.push(ContainerPort {
+                name: Some("metrics".into()),
+                container_port: METRICS_PORT,
+                ..ContainerPort::default()
+            });
+            mounts.push(VolumeMount {
+                name: "serving-cert".into(),
+                mount_path: SERVING_CERT_DIR.into(),
+                read_only: Some(true),
+                ..VolumeMount::default()
+            });
+            volumes.push(Volume {
+                name: "serving-cert".into(),
+                secret: Some(SecretVolumeSource {
+                    secret_name: Some(METRICS_TLS_SECRET.into()),
+                    ..SecretVolumeSource::default()
+                }),
+                ..Volume::default()
+            });
+        }
+        // No service-ca: plain HTTP on the pod's loopback, reachable by `kubectl port-forward`.
+        Flavor::Kubernetes => args.push("--metrics-bind-address=127.0.0.1:8080".into()),
+    }
     let container = Container {
         name: "manager".into(),
         image: Some(flavor.image().into()),
-        args: Some(strings(&[
-            "--leader-elect",
-            "--health-bind-address=:8081",
-            "--metrics-bind-address=127.0.0.1:8080",
-            "--shutdown-timeout=25s",
-        ])),
+        args: Some(args),
         env: Some(vec![
             EnvVar {
                 name: "RELEASE_VERSION".into(),
@@ -463,11 +665,7 @@ fn deployment(flavor: Flavor) -> Deployment {
             field_env("POD_NAME", "metadata.name"),
             field_env("POD_NAMESPACE", "metadata.namespace"),
         ]),
-        ports: Some(vec![k8s_openapi::api::core::v1::ContainerPort {
-            name: Some("health".into()),
-            container_port: 8081,
-            ..Default::default()
-        }]),
+        ports: Some(ports),
         liveness_probe: Some(probe("/healthz", 20, 15)),
         readiness_probe: Some(probe("/readyz", 10, 5)),
         resources: Some(ResourceRequirements {
@@ -492,11 +690,7 @@ fn deployment(flavor: Flavor) -> Deployment {
             ..SecurityContext::default()
         }),
         termination_message_policy: Some("FallbackToLogsOnError".into()),
-        volume_mounts: Some(vec![VolumeMount {
-            name: "tmp".into(),
-            mount_path: "/tmp".into(),
-            ..VolumeMount::default()
-        }]),
+        volume_mounts: Some(mounts),
         ..Container::default()
     };
     let mut pod_meta = ObjectMeta {
@@ -517,14 +711,7 @@ fn deployment(flavor: Flavor) -> Deployment {
             ..PodSecurityContext::default()
         }),
         containers: vec![container],
-        volumes: Some(vec![Volume {
-            name: "tmp".into(),
-            empty_dir: Some(EmptyDirVolumeSource {
-                size_limit: Some(Quantity("64Mi".into())),
-                ..EmptyDirVolumeSource::default()
-            }),
-            ..Volume::default()
-        }]),
+        volumes: Some(volumes),
         ..PodSpec::default()
     };
     if flavor == Flavor::OpenShift {
@@ -663,5 +850,86 @@ mod tests {
         assert!(!all.contains("workload.openshift.io"));
         assert!(!all.contains("ClusterOperator\n"));
         assert!(all.contains("readOnlyRootFilesystem: true"));
+        // Kinds whose CRDs a plain cluster may lack, and a certificate nobody would issue.
+        assert!(!all.contains("ServiceMonitor"));
+        assert!(!all.contains("metrics-tls-cert-file"));
+        assert!(all.contains("--metrics-bind-address=127.0.0.1:8080"));
+    }
+
+    #[test]
+    fn openshift_metrics_are_https_for_the_platform_prometheus_only() {
+        use clap::Parser;
+        let deployment = serde_json::to_value(deployment(Flavor::OpenShift)).unwrap();
+        let pod = &deployment["spec"]["template"]["spec"];
+        let args: Vec<&str> = pod["containers"][0]["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        // The flags parse into HTTPS metrics with the mounted certificate.
+        let flags =
+            crate::cli::Flags::try_parse_from(std::iter::once("pom-manager").chain(args)).unwrap();
+        assert_eq!(
+            flags.run_options().unwrap().metrics,
+            crate::run::MetricsServing::Secure {
+                address: "0.0.0.0:8443".parse().unwrap(),
+                cert_file: "/var/run/secrets/serving-cert/tls.crt".into(),
+                key_file: "/var/run/secrets/serving-cert/tls.key".into(),
+            }
+        );
+        // The mounted Secret is the one the Service asks the service-ca operator for.
+        let service = serde_json::to_value(metrics_service()).unwrap();
+        assert_eq!(
+            service["metadata"]["annotations"]["service.beta.openshift.io/serving-cert-secret-name"],
+            pod["volumes"][1]["secret"]["secretName"]
+        );
+        assert_eq!(
+            pod["containers"][0]["volumeMounts"][1]["name"],
+            pod["volumes"][1]["name"]
+        );
+        // The Service reaches the container port, and the ServiceMonitor names the Service's
+        // port and DNS name.
+        assert_eq!(service["spec"]["ports"][0]["targetPort"], "metrics");
+        assert_eq!(pod["containers"][0]["ports"][1]["name"], "metrics");
+        assert_eq!(
+            service["spec"]["selector"],
+            deployment["spec"]["selector"]["matchLabels"]
+        );
+        let monitor = service_monitor();
+        let endpoint = &monitor["spec"]["endpoints"][0];
+        assert_eq!(endpoint["port"], service["spec"]["ports"][0]["name"]);
+        assert_eq!(endpoint["scheme"], "https");
+        assert_eq!(
+            endpoint["tlsConfig"]["serverName"],
+            "platform-operators-manager-metrics.openshift-platform-operators.svc"
+        );
+        // The manager may review tokens; the platform Prometheus may read /metrics.
+        let rules = serde_json::to_value(cluster_role_rules()).unwrap();
+        for (group, resource) in [
+            ("authentication.k8s.io", "tokenreviews"),
+            ("authorization.k8s.io", "subjectaccessreviews"),
+        ] {
+            assert!(
+                rules
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|r| r["apiGroups"][0] == group
+                        && r["resources"][0] == resource
+                        && r["verbs"] == serde_json::json!(["create"])),
+                "{resource}"
+            );
+        }
+        let rbac = metrics_rbac(Flavor::OpenShift);
+        assert_eq!(
+            rbac[0]["rules"][0]["nonResourceURLs"],
+            serde_json::json!(["/metrics"])
+        );
+        assert_eq!(rbac[1]["roleRef"]["name"], METRICS_READER);
+        assert_eq!(
+            rbac[1]["subjects"][0],
+            serde_json::json!({"kind": "ServiceAccount", "name": "prometheus-k8s", "namespace": "openshift-monitoring"})
+        );
     }
 }

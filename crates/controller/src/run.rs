@@ -12,6 +12,7 @@
 //!    that may no longer lead must not write, and a fresh process starts from a clean state.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -22,6 +23,8 @@ use crate::Context;
 use crate::cluster_state::ClusterState;
 use crate::health::{self, Endpoints, HealthError, Routes};
 use crate::leader::{self, LeaderError, LeaseSettings};
+use crate::metrics_auth::{MetricsAuth, require_metrics_reader};
+use crate::serving_cert::{self, CertError, ServingCert};
 
 /// Runs the Catalog and PlatformOperator reconcilers and the ClusterOperator writer; returns
 /// when `shutdown` is cancelled and in-flight reconciles have finished.
@@ -38,12 +41,29 @@ pub async fn run_all(ctx: Arc<Context>, shutdown: CancellationToken) {
 pub struct RunOptions {
     /// `None` runs the controllers at once (a single replica, or tests).
     pub leader_election: Option<LeaseSettings>,
-    /// Where `/healthz` and `/readyz` (and `/metrics` unless `metrics_address` is set) are served.
+    /// Where `/healthz` and `/readyz` are served (plain HTTP, for the kubelet).
     pub health_address: SocketAddr,
-    /// A separate address for `/metrics`, e.g. loopback behind kube-rbac-proxy.
-    pub metrics_address: Option<SocketAddr>,
+    /// Whether and how `/metrics` is served.
+    pub metrics: MetricsServing,
     /// How long in-flight reconciles may take to finish after shutdown starts.
     pub shutdown_timeout: Duration,
+}
+
+/// How `/metrics` is served, always on its own listener.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MetricsServing {
+    /// Not served.
+    Off,
+    /// HTTPS with the certificate in these PEM files (re-read when they change); every request
+    /// needs a bearer token allowed to `get /metrics` ([`crate::metrics_auth`]).
+    Secure {
+        address: SocketAddr,
+        cert_file: PathBuf,
+        key_file: PathBuf,
+    },
+    /// Plain HTTP without any check, for local development and tests; only ever on a loopback
+    /// address (the flags refuse anything else).
+    InsecureLoopback { address: SocketAddr },
 }
 
 /// Why the manager stopped other than by a requested shutdown.
@@ -51,6 +71,8 @@ pub struct RunOptions {
 pub enum RunError {
     #[error(transparent)]
     Health(#[from] HealthError),
+    #[error("metrics serving certificate: {0}")]
+    Cert(#[from] CertError),
     #[error(transparent)]
     Leader(#[from] LeaderError),
     #[error("the controllers stopped without a shutdown request")]
@@ -72,28 +94,49 @@ pub async fn run_manager(
         ready: Arc::default(),
         metrics: ctx.metrics.clone(),
     };
-    let probe_routes = if options.metrics_address.is_some() {
-        Routes::Probes
-    } else {
-        Routes::All
-    };
     let (health_address, health_task) = health::serve(
         options.health_address,
-        health::router(endpoints.clone(), probe_routes),
+        health::router(endpoints.clone(), Routes::Probes),
         http_stop.clone(),
     )
     .await?;
-    tracing::info!(address = %health_address, metrics = probe_routes == Routes::All, "serving /healthz and /readyz");
+    tracing::info!(address = %health_address, "serving /healthz and /readyz");
     let mut http_tasks = vec![health_task];
-    if let Some(address) = options.metrics_address {
-        let (bound, task) = health::serve(
+    match &options.metrics {
+        MetricsServing::Off => tracing::info!("not serving /metrics"),
+        MetricsServing::InsecureLoopback { address } => {
+            let (bound, task) = health::serve(
+                *address,
+                health::router(endpoints.clone(), Routes::Metrics),
+                http_stop.clone(),
+            )
+            .await?;
+            tracing::warn!(address = %bound, "serving /metrics over plain HTTP without authentication (local development only)");
+            http_tasks.push(task);
+        }
+        MetricsServing::Secure {
             address,
-            health::router(endpoints.clone(), Routes::Metrics),
-            http_stop.clone(),
-        )
-        .await?;
-        tracing::info!(address = %bound, "serving /metrics");
-        http_tasks.push(task);
+            cert_file,
+            key_file,
+        } => {
+            let cert = ServingCert::load(cert_file, key_file)?;
+            let router = health::router(endpoints.clone(), Routes::Metrics).layer(
+                axum::middleware::from_fn_with_state(
+                    MetricsAuth::new(ctx.client.clone()),
+                    require_metrics_reader,
+                ),
+            );
+            let (bound, task) =
+                health::serve_tls(*address, router, cert.server_config()?, http_stop.clone())
+                    .await?;
+            tracing::info!(address = %bound, cert = %cert_file.display(), "serving /metrics over HTTPS to authorised scrapers");
+            http_tasks.push(task);
+            http_tasks.push(serving_cert::watch(
+                cert,
+                serving_cert::RELOAD_INTERVAL,
+                http_stop.clone(),
+            ));
+        }
     }
 
     let state = ClusterState::start(&ctx.client, &shutdown);

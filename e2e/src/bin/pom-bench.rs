@@ -137,10 +137,13 @@ async fn run() -> Result<u64> {
 
     create_namespace(&client, MANAGER_NAMESPACE).await?;
     let health = free_address()?;
+    // Plain-HTTP metrics on loopback: the counters are read, no scraper is being measured.
+    let metrics = free_address()?;
     let args = vec![
         // One replica: Lease renewals would be writes of leader election, not of the reconcilers.
         "--leader-elect=false".to_owned(),
         format!("--health-bind-address={health}"),
+        format!("--metrics-bind-address={metrics}"),
         format!("--resync-seconds={}", options.resync_seconds),
     ];
     let mut manager = ManagerProcess::spawn(
@@ -190,7 +193,7 @@ async fn run() -> Result<u64> {
         catalogs_started.elapsed().as_secs_f64()
     );
 
-    let before = scrape(&manager, health).await?;
+    let before = scrape(&manager, metrics).await?;
     let install_started = Instant::now();
     create_pos(&client, &bundles).await?;
     let created = install_started.elapsed();
@@ -202,25 +205,25 @@ async fn run() -> Result<u64> {
     let installed_after = wait_all_installed(
         &client,
         &manager,
-        health,
+        metrics,
         &memory,
         options.pos,
         install_started,
         options.install_timeout,
     )
     .await?;
-    let at_installed = scrape(&manager, health).await?;
+    let at_installed = scrape(&manager, metrics).await?;
     let install_times = install_durations(&client).await?;
 
-    let (settled, at_settled) = settle(&manager, health, &memory).await?;
-    let steady_start = scrape(&manager, health).await?;
+    let (settled, at_settled) = settle(&manager, metrics, &memory).await?;
+    let steady_start = scrape(&manager, metrics).await?;
     let window = Instant::now();
     while window.elapsed() < options.steady {
         memory.sample();
         ensure_running(&manager)?;
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
-    let steady_end = scrape(&manager, health).await?;
+    let steady_end = scrape(&manager, metrics).await?;
     memory.sample();
 
     let install_writes = at_installed.writes() - before.writes();
@@ -487,7 +490,7 @@ fn installed(po: &PlatformOperator) -> bool {
 async fn wait_all_installed(
     client: &Client,
     manager: &ManagerProcess,
-    health: SocketAddr,
+    metrics: SocketAddr,
     memory: &Memory,
     total: usize,
     started: Instant,
@@ -504,7 +507,7 @@ async fn wait_all_installed(
             return Ok(started.elapsed());
         }
         if last_report.elapsed() >= Duration::from_secs(15) {
-            let writes = scrape(manager, health).await.map(|m| m.writes()).ok();
+            let writes = scrape(manager, metrics).await.map(|m| m.writes()).ok();
             println!(
                 "  {:>5.0}s: {done}/{total} Installed, manager writes {}, RSS {} MiB",
                 started.elapsed().as_secs_f64(),
@@ -559,17 +562,17 @@ fn percentile(sorted: &[i64], p: usize) -> i64 {
 /// that took, and the counters at the last write.
 async fn settle(
     manager: &ManagerProcess,
-    health: SocketAddr,
+    metrics: SocketAddr,
     memory: &Memory,
 ) -> Result<(Duration, Snapshot)> {
     let started = Instant::now();
-    let mut last = scrape(manager, health).await?;
+    let mut last = scrape(manager, metrics).await?;
     let mut last_change = Instant::now();
     let mut settled_at = Duration::ZERO;
     while last_change.elapsed() < QUIET && started.elapsed() < SETTLE_LIMIT {
         tokio::time::sleep(Duration::from_millis(500)).await;
         memory.sample();
-        let now = scrape(manager, health).await?;
+        let now = scrape(manager, metrics).await?;
         if now.writes() != last.writes() {
             last_change = Instant::now();
             settled_at = started.elapsed();
@@ -674,15 +677,15 @@ fn sample(line: &str) -> Option<(&str, BTreeMap<String, String>, u64)> {
     Some((name, labels, value))
 }
 
-async fn scrape(manager: &ManagerProcess, health: SocketAddr) -> Result<Snapshot> {
+async fn scrape(manager: &ManagerProcess, metrics: SocketAddr) -> Result<Snapshot> {
     for _ in 0..5 {
-        if let Some((200, _, body)) = http_get(health, "/metrics").await {
+        if let Some((200, _, body)) = http_get(metrics, "/metrics").await {
             return Ok(Snapshot::parse(&body));
         }
         ensure_running(manager)?;
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    bail!("the manager's /metrics did not answer at {health}")
+    bail!("the manager's /metrics did not answer at {metrics}")
 }
 
 fn print_breakdown(title: &str, diff: &[(Series, u64)], kind: &str) {

@@ -1,0 +1,475 @@
+//! Who may read `/metrics`: the bearer token of every request is authenticated by a TokenReview
+//! and authorised by a SubjectAccessReview for `get` on the non-resource URL `/metrics`, the
+//! same checks kube-rbac-proxy and controller-runtime's metrics filter make, done in-process so
+//! that the payload ships no sidecar (docs/decisions.md).
+//!
+//! Answers: 401 without a bearer token or with one the API server does not authenticate (no
+//! API call at all without a token), 403 when the authenticated user may not `get /metrics`,
+//! 503 when the API server could not be asked (never cached: the next scrape asks again).
+//!
+//! Verdicts are cached per token (by its SHA-256, never the token itself) for a short time, so
+//! that a Prometheus scraping every 30 s costs two reviews every [`ALLOWED_TTL`] rather than two
+//! per scrape. Refusals are cached for a shorter [`REFUSED_TTL`], which still stops a client
+//! retrying a bad token in a loop from turning each attempt into two API calls. The cache is
+//! bounded ([`CACHE_CAPACITY`] entries), so a stream of distinct tokens cannot grow it.
+//!
+//! The decisions (which header is a token, what a review means, which status answers it, what
+//! the cache keeps) are pure functions; [`MetricsAuth`] only adds the two API calls.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use k8s_openapi::api::authentication::v1::{
+    TokenReview, TokenReviewSpec, TokenReviewStatus, UserInfo,
+};
+use k8s_openapi::api::authorization::v1::{
+    NonResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec, SubjectAccessReviewStatus,
+};
+use kube::api::{Api, PostParams};
+use sha2::{Digest, Sha256};
+
+/// The non-resource URL a scraper must be allowed to `get`.
+pub const METRICS_PATH: &str = "/metrics";
+/// How long an allowed token is trusted without asking again. Revoking a scraper's access takes
+/// effect within this time.
+pub const ALLOWED_TTL: Duration = Duration::from_secs(120);
+/// How long a refused token stays refused without asking again. Granting access takes effect
+/// within this time.
+pub const REFUSED_TTL: Duration = Duration::from_secs(10);
+/// Most tokens remembered at once (Prometheus replicas each use one).
+pub const CACHE_CAPACITY: usize = 256;
+/// Longest wait for either review.
+const REVIEW_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What the reviews concluded about one token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Authenticated and allowed to `get /metrics`.
+    Allowed,
+    /// No token, or one the API server does not authenticate.
+    Unauthenticated,
+    /// Authenticated, but not allowed.
+    Forbidden,
+}
+
+impl Verdict {
+    /// The refusal to answer with, or `None` to serve the request.
+    #[must_use]
+    pub fn refusal(self) -> Option<StatusCode> {
+        match self {
+            Self::Allowed => None,
+            Self::Unauthenticated => Some(StatusCode::UNAUTHORIZED),
+            Self::Forbidden => Some(StatusCode::FORBIDDEN),
+        }
+    }
+
+    /// How long this verdict may be reused.
+    #[must_use]
+    pub fn ttl(self) -> Duration {
+        match self {
+            Self::Allowed => ALLOWED_TTL,
+            Self::Unauthenticated | Self::Forbidden => REFUSED_TTL,
+        }
+    }
+}
+
+/// Why a token could not be reviewed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReviewError {
+    #[error("{review}: {source}")]
+    Api {
+        review: &'static str,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("{0}: no answer within {REVIEW_TIMEOUT:?}")]
+    Timeout(&'static str),
+}
+
+/// The token of an `Authorization: Bearer <token>` header (scheme case-insensitive, RFC 7235).
+#[must_use]
+pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+/// The user a TokenReview authenticated, if it did.
+#[must_use]
+pub fn authenticated_user(status: Option<TokenReviewStatus>) -> Option<UserInfo> {
+    let status = status?;
+    if status.authenticated != Some(true) {
+        return None;
+    }
+    status.user.filter(|u| u.username.is_some())
+}
+
+/// The SubjectAccessReview asking whether `user` may `get /metrics`.
+#[must_use]
+pub fn access_review(user: UserInfo) -> SubjectAccessReview {
+    SubjectAccessReview {
+        spec: SubjectAccessReviewSpec {
+            user: user.username,
+            groups: user.groups,
+            uid: user.uid,
+            extra: user.extra,
+            non_resource_attributes: Some(NonResourceAttributes {
+                path: Some(METRICS_PATH.to_owned()),
+                verb: Some("get".to_owned()),
+            }),
+            ..SubjectAccessReviewSpec::default()
+        },
+        ..SubjectAccessReview::default()
+    }
+}
+
+/// Allowed only when the authoriser said allowed and did not also say denied.
+#[must_use]
+pub fn access_verdict(status: Option<&SubjectAccessReviewStatus>) -> Verdict {
+    match status {
+        Some(s) if s.allowed && s.denied != Some(true) => Verdict::Allowed,
+        _ => Verdict::Forbidden,
+    }
+}
+
+type TokenKey = [u8; 32];
+
+fn token_key(token: &str) -> TokenKey {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+/// Verdicts by token hash, each until its expiry, at most `capacity` of them.
+#[derive(Debug)]
+pub struct ReviewCache {
+    capacity: usize,
+    entries: HashMap<TokenKey, (Verdict, Instant)>,
+}
+
+impl ReviewCache {
+    #[must_use]
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            capacity,
+            entries: HashMap::new(),
+        }
+    }
+
+    /// The verdict on `token` if one is still valid at `now`.
+    #[must_use]
+    pub fn get(&self, token: &str, now: Instant) -> Option<Verdict> {
+        self.entries
+            .get(&token_key(token))
+            .filter(|(_, expires)| now < *expires)
+            .map(|(verdict, _)| *verdict)
+    }
+
+    /// Remembers `verdict` for its TTL; when full, drops expired entries first, then the one
+    /// expiring soonest.
+    pub fn insert(&mut self, token: &str, verdict: Verdict, now: Instant) {
+        let key = token_key(token);
+        if self.capacity == 0 {
+            return;
+        }
+        if !self.entries.contains_key(&key) && self.entries.len() >= self.capacity {
+            self.entries.retain(|_, (_, expires)| now < *expires);
+            if self.entries.len() >= self.capacity
+                && let Some(oldest) = self
+                    .entries
+                    .iter()
+                    .min_by_key(|(_, (_, expires))| *expires)
+                    .map(|(k, _)| *k)
+            {
+                self.entries.remove(&oldest);
+            }
+        }
+        self.entries.insert(key, (verdict, now + verdict.ttl()));
+    }
+
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+/// Reviews tokens with the manager's client (which needs `create` on tokenreviews and
+/// subjectaccessreviews) and caches the verdicts.
+pub struct MetricsAuth {
+    client: kube::Client,
+    cache: Mutex<ReviewCache>,
+}
+
+impl std::fmt::Debug for MetricsAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MetricsAuth").finish_non_exhaustive()
+    }
+}
+
+impl MetricsAuth {
+    #[must_use]
+    pub fn new(client: kube::Client) -> Arc<Self> {
+        Arc::new(Self {
+            client,
+            cache: Mutex::new(ReviewCache::new(CACHE_CAPACITY)),
+        })
+    }
+
+    /// The verdict on `token`, from the cache or from a TokenReview and a SubjectAccessReview.
+    ///
+    /// # Errors
+    /// [`ReviewError`] when the API server cannot be asked; nothing is cached then.
+    pub async fn verdict(&self, token: &str) -> Result<Verdict, ReviewError> {
+        if let Some(verdict) = self.lock().get(token, Instant::now()) {
+            return Ok(verdict);
+        }
+        let verdict = self.review(token).await?;
+        self.lock().insert(token, verdict, Instant::now());
+        Ok(verdict)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, ReviewCache> {
+        self.cache.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    async fn review(&self, token: &str) -> Result<Verdict, ReviewError> {
+        let review = TokenReview {
+            spec: TokenReviewSpec {
+                token: Some(token.to_owned()),
+                audiences: None,
+            },
+            ..TokenReview::default()
+        };
+        let reviewed = create(
+            Api::<TokenReview>::all(self.client.clone()),
+            &review,
+            "TokenReview",
+        )
+        .await?;
+        let Some(user) = authenticated_user(reviewed.status) else {
+            return Ok(Verdict::Unauthenticated);
+        };
+        let username = user.username.clone().unwrap_or_default();
+        let access = create(
+            Api::<SubjectAccessReview>::all(self.client.clone()),
+            &access_review(user),
+            "SubjectAccessReview",
+        )
+        .await?;
+        let verdict = access_verdict(access.status.as_ref());
+        if verdict == Verdict::Forbidden {
+            tracing::debug!(user = %username, "refused a /metrics scrape: not allowed to get /metrics");
+        }
+        Ok(verdict)
+    }
+}
+
+async fn create<K>(api: Api<K>, object: &K, review: &'static str) -> Result<K, ReviewError>
+where
+    K: kube::Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    tokio::time::timeout(REVIEW_TIMEOUT, api.create(&PostParams::default(), object))
+        .await
+        .map_err(|_| ReviewError::Timeout(review))?
+        .map_err(|source| ReviewError::Api { review, source })
+}
+
+/// axum middleware: serves the request only for a token allowed to `get /metrics`.
+pub async fn require_metrics_reader(
+    State(auth): State<Arc<MetricsAuth>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let verdict = match bearer_token(request.headers()) {
+        None => Ok(Verdict::Unauthenticated),
+        Some(token) => auth.verdict(token).await,
+    };
+    match verdict {
+        Ok(verdict) => match verdict.refusal() {
+            None => next.run(request).await,
+            Some(StatusCode::UNAUTHORIZED) => (
+                StatusCode::UNAUTHORIZED,
+                [(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"))],
+                "Unauthorized\n",
+            )
+                .into_response(),
+            Some(status) => (status, "Forbidden: get /metrics is not allowed\n").into_response(),
+        },
+        Err(err) => {
+            tracing::warn!(%err, "could not review a /metrics scrape's token");
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "cannot review the token now\n",
+            )
+                .into_response()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    fn headers(value: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::AUTHORIZATION, HeaderValue::from_str(value).unwrap());
+        headers
+    }
+
+    #[test]
+    fn bearer_tokens() {
+        assert_eq!(bearer_token(&HeaderMap::new()), None);
+        assert_eq!(bearer_token(&headers("Bearer abc")), Some("abc"));
+        assert_eq!(bearer_token(&headers("bearer  abc ")), Some("abc"));
+        assert_eq!(bearer_token(&headers("Basic YTpi")), None);
+        assert_eq!(bearer_token(&headers("Bearer ")), None);
+        assert_eq!(bearer_token(&headers("Bearer")), None);
+    }
+
+    #[test]
+    fn verdicts_map_to_statuses() {
+        assert_eq!(Verdict::Allowed.refusal(), None);
+        assert_eq!(
+            Verdict::Unauthenticated.refusal(),
+            Some(StatusCode::UNAUTHORIZED)
+        );
+        assert_eq!(Verdict::Forbidden.refusal(), Some(StatusCode::FORBIDDEN));
+        assert!(Verdict::Allowed.ttl() > Verdict::Forbidden.ttl());
+    }
+
+    #[test]
+    fn only_an_authenticated_review_with_a_user_names_one() {
+        let user = UserInfo {
+            username: Some("system:serviceaccount:mon:prom".into()),
+            groups: Some(vec!["system:serviceaccounts".into()]),
+            ..UserInfo::default()
+        };
+        let status = |authenticated, user: Option<UserInfo>| {
+            Some(TokenReviewStatus {
+                authenticated,
+                user,
+                ..TokenReviewStatus::default()
+            })
+        };
+        assert_eq!(authenticated_user(None), None);
+        assert_eq!(authenticated_user(status(None, Some(user.clone()))), None);
+        assert_eq!(
+            authenticated_user(status(Some(false), Some(user.clone()))),
+            None
+        );
+        assert_eq!(authenticated_user(status(Some(true), None)), None);
+        assert_eq!(
+            authenticated_user(status(Some(true), Some(user.clone()))),
+            Some(user)
+        );
+    }
+
+    #[test]
+    fn the_access_review_asks_for_get_on_metrics_as_the_user() {
+        let review = access_review(UserInfo {
+            username: Some("alice".into()),
+            uid: Some("u-1".into()),
+            groups: Some(vec!["g".into()]),
+            extra: None,
+        });
+        let json = serde_json::to_value(&review).unwrap();
+        assert_eq!(
+            json["spec"],
+            serde_json::json!({
+                "user": "alice", "uid": "u-1", "groups": ["g"],
+                "nonResourceAttributes": {"path": "/metrics", "verb": "get"}
+            })
+        );
+    }
+
+    #[test]
+    fn denied_wins_over_allowed() {
+        let status = |allowed, denied| SubjectAccessReviewStatus {
+            allowed,
+            denied,
+            ..SubjectAccessReviewStatus::default()
+        };
+        assert_eq!(access_verdict(None), Verdict::Forbidden);
+        assert_eq!(access_verdict(Some(&status(true, None))), Verdict::Allowed);
+        assert_eq!(
+            access_verdict(Some(&status(true, Some(false)))),
+            Verdict::Allowed
+        );
+        assert_eq!(
+            access_verdict(Some(&status(true, Some(true)))),
+            Verdict::Forbidden
+        );
+        assert_eq!(
+            access_verdict(Some(&status(false, None))),
+            Verdict::Forbidden
+        );
+    }
+
+    #[test]
+    fn the_cache_expires_by_verdict() {
+        let now = Instant::now();
+        let mut cache = ReviewCache::new(4);
+        cache.insert("good", Verdict::Allowed, now);
+        cache.insert("bad", Verdict::Forbidden, now);
+        let later = |d: Duration| now + d;
+        assert_eq!(cache.get("good", now), Some(Verdict::Allowed));
+        assert_eq!(cache.get("other", now), None);
+        assert_eq!(
+            cache.get("bad", later(REFUSED_TTL - Duration::from_millis(1))),
+            Some(Verdict::Forbidden)
+        );
+        assert_eq!(cache.get("bad", later(REFUSED_TTL)), None);
+        assert_eq!(
+            cache.get("good", later(REFUSED_TTL)),
+            Some(Verdict::Allowed)
+        );
+        assert_eq!(cache.get("good", later(ALLOWED_TTL)), None);
+    }
+
+    #[test]
+    fn the_cache_stays_bounded_dropping_expired_then_soonest_expiring() {
+        let now = Instant::now();
+        let mut cache = ReviewCache::new(3);
+        cache.insert("refused", Verdict::Unauthenticated, now);
+        cache.insert("a", Verdict::Allowed, now);
+        cache.insert("b", Verdict::Allowed, now + Duration::from_secs(1));
+        // Full; nothing expired: the soonest-expiring entry (the refusal) goes.
+        cache.insert("c", Verdict::Allowed, now + Duration::from_secs(2));
+        assert_eq!(cache.len(), 3);
+        assert_eq!(cache.get("refused", now), None);
+        assert_eq!(cache.get("a", now), Some(Verdict::Allowed));
+        // Updating a present token does not evict anyone.
+        cache.insert("a", Verdict::Forbidden, now + Duration::from_secs(3));
+        assert_eq!(cache.len(), 3);
+        assert_eq!(
+            cache.get("a", now + Duration::from_secs(3)),
+            Some(Verdict::Forbidden)
+        );
+        // Once a and b expired, a newcomer replaces the expired ones.
+        let much_later = now + ALLOWED_TTL + Duration::from_millis(1500);
+        cache.insert("d", Verdict::Allowed, much_later);
+        assert_eq!(cache.len(), 2, "c and d");
+        assert_eq!(cache.get("c", much_later), Some(Verdict::Allowed));
+        assert_eq!(cache.get("d", much_later), Some(Verdict::Allowed));
+
+        // A flood of bad tokens evicts refusals (they expire first), not the allowed scraper.
+        let mut cache = ReviewCache::new(3);
+        cache.insert("prometheus", Verdict::Allowed, now);
+        for i in 0..1000 {
+            cache.insert(&format!("t{i}"), Verdict::Unauthenticated, now);
+        }
+        assert_eq!(cache.len(), 3);
+        assert_eq!(cache.get("prometheus", now), Some(Verdict::Allowed));
+        assert!(!cache.is_empty());
+    }
+}
