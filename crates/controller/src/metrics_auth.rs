@@ -326,6 +326,75 @@ mod tests {
         headers
     }
 
+    /// A fake API server answering reviews: the first TokenReview fails with a 500, later
+    /// ones authenticate `alice`; SubjectAccessReviews allow her. Counts the calls.
+    fn fake_api(calls: Arc<std::sync::atomic::AtomicUsize>) -> kube::Client {
+        use http::{Request, Response};
+        use kube::client::Body;
+        let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+        tokio::spawn(async move {
+            while let Some((request, respond)) = handle.next_request().await {
+                let n = calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let path = request.uri().path().to_owned();
+                let (status, body) = if path.ends_with("/tokenreviews") && n == 0 {
+                    (
+                        500,
+                        serde_json::json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": "etcd is down", "code": 500}),
+                    )
+                } else if path.ends_with("/tokenreviews") {
+                    (
+                        200,
+                        serde_json::json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {},
+                        "status": {"authenticated": true, "user": {"username": "alice"}}}),
+                    )
+                } else {
+                    (
+                        200,
+                        serde_json::json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+                        "spec": {}, "status": {"allowed": true}}),
+                    )
+                };
+                respond.send_response(
+                    Response::builder()
+                        .status(status)
+                        .body(Body::from(serde_json::to_vec(&body).unwrap()))
+                        .unwrap(),
+                );
+            }
+        });
+        kube::Client::new(service, "default")
+    }
+
+    #[tokio::test]
+    async fn an_api_error_is_not_cached_and_a_verdict_is() {
+        let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let auth = MetricsAuth::new(fake_api(calls.clone()));
+        let calls_now = || calls.load(std::sync::atomic::Ordering::SeqCst);
+        let err = auth.verdict("token").await.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                ReviewError::Api {
+                    review: "TokenReview",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert_eq!(calls_now(), 1);
+        // The failure was not remembered: the next scrape asks again, both reviews.
+        assert_eq!(auth.verdict("token").await.unwrap(), Verdict::Allowed);
+        assert_eq!(calls_now(), 3);
+        // From the cache: no more calls.
+        for _ in 0..5 {
+            assert_eq!(auth.verdict("token").await.unwrap(), Verdict::Allowed);
+        }
+        assert_eq!(calls_now(), 3);
+        // Another token is reviewed on its own.
+        assert_eq!(auth.verdict("other").await.unwrap(), Verdict::Allowed);
+        assert_eq!(calls_now(), 5);
+    }
+
     #[test]
     fn bearer_tokens() {
         assert_eq!(bearer_token(&HeaderMap::new()), None);
