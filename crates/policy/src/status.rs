@@ -585,12 +585,22 @@ fn upgradeable_condition(
     )
 }
 
-/// When to look at the PO again, from its new status.
+/// The shortest wait between two looks at an unsettled move.
+pub const SETTLE_POLL_MIN: Duration = Duration::from_secs(3);
+/// The longest wait between two looks at a PO that waits (an unsettled move, a held hop): what
+/// it waits for is watched (Deployments, OperatorConditions, the ClusterVersion, the catalogs),
+/// so the poll is only a safety net and the progress deadline's granularity.
+pub const WAIT_POLL_MAX: Duration = Duration::from_secs(60);
+
+/// When to look at the PO again, from its new status: soon after a move starts, then backing
+/// off (a tenth of the time waited so far, 3 s to 60 s) while it settles; every 60 s while a
+/// hop is held or pending; 15 s after a failure; else the resync period.
 #[must_use]
 pub fn requeue(
     status: &PlatformOperatorStatus,
     outcome: &ActOutcome,
     resync: Duration,
+    now: Timestamp,
 ) -> Duration {
     let failed = matches!(outcome, ActOutcome::Failed(_))
         || crate::conditions::find(&status.conditions, types::DEGRADED)
@@ -598,9 +608,17 @@ pub fn requeue(
     if failed {
         return Duration::from_secs(15);
     }
-    let settled = status.active_hop.as_ref().is_none_or(|h| h.settled);
-    if !settled || status.desired_bundle.is_some() {
-        return Duration::from_secs(3);
+    if let Some(hop) = status.active_hop.as_ref().filter(|h| !h.settled) {
+        let waited = now
+            .duration_since(hop.started_at.0)
+            .try_into()
+            .unwrap_or(Duration::ZERO);
+        return (waited / 10)
+            .clamp(SETTLE_POLL_MIN, WAIT_POLL_MAX)
+            .min(resync);
+    }
+    if status.desired_bundle.is_some() {
+        return WAIT_POLL_MAX.min(resync);
     }
     resync
 }

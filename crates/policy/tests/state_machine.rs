@@ -551,7 +551,7 @@ impl World {
                 ));
             }
         }
-        let _ = status::requeue(&new_status, &outcome, Duration::from_secs(300));
+        let _ = status::requeue(&new_status, &outcome, Duration::from_secs(300), self.now);
         self.pos[i].po.status = Some(new_status);
         Ok(())
     }

@@ -1216,16 +1216,40 @@ fn observed_generation_is_always_the_current_one() {
 #[test]
 fn requeue_follows_the_status() {
     let resync = std::time::Duration::from_secs(600);
+    let secs = std::time::Duration::from_secs;
     let ok = applied(report("1.1.0", Some("4.17"), vec![]));
+    let installing = installing();
+    let started = installing.active_hop.as_ref().unwrap().started_at.0;
+    let after = |s: i64| started + k8s_openapi::jiff::SignedDuration::from_secs(s);
     assert_eq!(
-        status::requeue(&settled_at_1_1_0(), &ok, resync),
+        status::requeue(&settled_at_1_1_0(), &ok, resync, after(0)),
         resync,
         "settled: the resync period"
     );
     assert_eq!(
-        status::requeue(&installing(), &ok, resync),
-        std::time::Duration::from_secs(3),
-        "unsettled: soon"
+        status::requeue(&installing, &ok, resync, after(0)),
+        secs(3),
+        "unsettled, just started: soon"
+    );
+    assert_eq!(
+        status::requeue(&installing, &ok, resync, after(300)),
+        secs(30),
+        "unsettled for 5 minutes: a tenth of that"
+    );
+    assert_eq!(
+        status::requeue(&installing, &ok, resync, after(3600)),
+        secs(60),
+        "unsettled for an hour: at most a minute (watches bring changes sooner)"
+    );
+    let mut held = settled_at_1_1_0();
+    held.desired_bundle = Some(pom_api::platform_operator::BundleRef {
+        name: "demo.v1.1.1".into(),
+        version: "1.1.1".into(),
+    });
+    assert_eq!(
+        status::requeue(&held, &ok, resync, after(0)),
+        secs(60),
+        "a held hop: every minute"
     );
     let failed = ActOutcome::Failed(Problem {
         reason: Reason::InstallFailed,
@@ -1233,8 +1257,8 @@ fn requeue_follows_the_status() {
         degrades: true,
     });
     assert_eq!(
-        status::requeue(&settled_at_1_1_0(), &failed, resync),
-        std::time::Duration::from_secs(15),
+        status::requeue(&settled_at_1_1_0(), &failed, resync, after(0)),
+        secs(15),
         "failed: back off"
     );
 }

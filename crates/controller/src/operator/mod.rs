@@ -5,6 +5,7 @@ pub mod gather;
 mod install;
 mod objects;
 mod operator_condition;
+mod quiet;
 mod reconcile;
 
 pub use objects::{KindCache, PRUNABLE_KINDS, is_subset};

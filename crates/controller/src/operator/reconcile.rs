@@ -14,6 +14,10 @@ use std::time::Duration;
 use backon::BackoffBuilder;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServiceAccount};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::{Action as RequeueAction, Controller};
@@ -34,6 +38,7 @@ use tokio_util::sync::CancellationToken;
 use super::gather::{self, ClusterWatch};
 use super::install::{self, Content, Target};
 use super::objects::KindCache;
+use super::quiet::{self, CleanChecks};
 use crate::conditions;
 use crate::context::{Context, PO_ANNOTATIONS_FIELD_MANAGER, PO_STATUS_FIELD_MANAGER};
 use crate::error::Error;
@@ -115,6 +120,8 @@ pub struct PoContext {
     /// Where each PO's reconcile is (the await it is in): named when a reconcile is cut at its
     /// deadline, so a wedge says where it happened.
     stages: Mutex<HashMap<String, &'static str>>,
+    /// Last clean full checks, reused while nothing they read has changed (`quiet.rs`).
+    checks: CleanChecks,
 }
 
 /// Runs the PlatformOperator controller until `shutdown`.
@@ -136,19 +143,27 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
         written: Mutex::default(),
         attempts: Mutex::default(),
         stages: Mutex::default(),
+        checks: CleanChecks::default(),
     });
     // The owner label is the PO's name when it fits a label value, else a prefix plus a hash
     // (`labels::label_value`): found by name first, then by its label value.
+    // An event on an owned object also makes the PO's last full check stale (`quiet.rs`).
     let owners = store.clone();
+    let touched = po_ctx.clone();
     let by_owner_label = move |labels: &std::collections::BTreeMap<String, String>| {
         let owner = labels.get(labels::OWNER_PO)?;
         let by_name = ObjectRef::<PlatformOperator>::new(owner);
-        if owners.get(&by_name).is_some() {
-            return Some(by_name);
+        let found = if owners.get(&by_name).is_some() {
+            Some(by_name)
+        } else {
+            owners
+                .find(|po| labels::label_value(&po.name_any()) == *owner)
+                .map(|po| ObjectRef::from_obj(&*po))
+        };
+        if let Some(po) = &found {
+            touched.checks.touch(&po.name);
         }
-        owners
-            .find(|po| labels::label_value(&po.name_any()) == *owner)
-            .map(|po| ObjectRef::from_obj(&*po))
+        found
     };
     // Every change of the catalog cache re-judges every PO; so does every ClusterVersion event
     // (below, through the controller's own watch machinery: a trigger stream read against the
@@ -171,8 +186,53 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
                 client.clone(),
             ),
             watcher::Config::default().labels(labels::OWNER_PO),
-            move |obj| by_owner_label(obj.labels()),
+            {
+                let f = by_owner_label.clone();
+                move |obj| f(obj.labels())
+            },
         )
+        // The other kinds bundles commonly ship: metadata only, owned objects only, so drift
+        // in them (an edit, a delete) is repaired at once and a settled PO needs no reads.
+        .watches(owned_meta::<ServiceAccount>(&client), owned(), {
+            let f = by_owner_label.clone();
+            move |obj| f(obj.labels())
+        })
+        .watches(owned_meta::<Service>(&client), owned(), {
+            let f = by_owner_label.clone();
+            move |obj| f(obj.labels())
+        })
+        .watches(owned_meta::<ConfigMap>(&client), owned(), {
+            let f = by_owner_label.clone();
+            move |obj| f(obj.labels())
+        })
+        .watches(owned_meta::<Secret>(&client), owned(), {
+            let f = by_owner_label.clone();
+            move |obj| f(obj.labels())
+        })
+        .watches(owned_meta::<Role>(&client), owned(), {
+            let f = by_owner_label.clone();
+            move |obj| f(obj.labels())
+        })
+        .watches(owned_meta::<RoleBinding>(&client), owned(), {
+            let f = by_owner_label.clone();
+            move |obj| f(obj.labels())
+        })
+        .watches(owned_meta::<ClusterRole>(&client), owned(), {
+            let f = by_owner_label.clone();
+            move |obj| f(obj.labels())
+        })
+        .watches(owned_meta::<ClusterRoleBinding>(&client), owned(), {
+            let f = by_owner_label.clone();
+            move |obj| f(obj.labels())
+        })
+        .watches(owned_meta::<NetworkPolicy>(&client), owned(), {
+            let f = by_owner_label.clone();
+            move |obj| f(obj.labels())
+        })
+        .watches(owned_meta::<PodDisruptionBudget>(&client), owned(), {
+            let f = by_owner_label.clone();
+            move |obj| f(obj.labels())
+        })
         .watches(
             Api::<pom_api::openshift::ClusterVersion>::all(client.clone()),
             watcher::Config::default(),
@@ -193,6 +253,19 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
             }
         })
         .await;
+}
+
+/// The cluster-wide metadata API of `K`, for watching owned objects.
+fn owned_meta<K>(client: &kube::Client) -> Api<kube::api::PartialObjectMeta<K>>
+where
+    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    Api::all(client.clone())
+}
+
+/// Objects carrying an owner label: what POM applied.
+fn owned() -> watcher::Config {
+    watcher::Config::default().labels(labels::OWNER_PO)
 }
 
 fn spawn_catalog_store(client: &kube::Client, shutdown: &CancellationToken) -> Store<Catalog> {
@@ -312,6 +385,13 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
         return Ok(RequeueAction::requeue(OWN_WRITE_RETRY));
     }
 
+    // What a full check started from (read first: an event from here on makes it stale).
+    let observed = quiet::Observed {
+        epoch: pctx.checks.epoch(&name),
+        catalogs: ctx.catalogs.generation(),
+        generation: po.metadata.generation,
+    };
+
     // Gather. The Catalog objects must have been listed once: an empty store right after a
     // start would read as "no Catalog" and judge a running operator on nothing.
     pctx.stage(&name, "gather: catalog store");
@@ -332,14 +412,18 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
         po.spec.package.catalog.as_deref(),
         &known_catalogs,
     );
-    pctx.stage(&name, "gather: operator condition");
-    let gate = gather::operator_gate(
-        &ctx.client,
-        po,
-        &namespace,
-        previous.installed_bundle.as_ref().map(|b| b.name.as_str()),
-    )
-    .await?;
+    // A clean full check still holds when nothing it read has changed: its gate is current
+    // (an OperatorCondition event would have made it stale) and no read is needed.
+    let installed_name = previous.installed_bundle.as_ref().map(|b| b.name.as_str());
+    let reusable = pctx.checks.reusable(&name, &observed, installed_name);
+    let gate = match &reusable {
+        Some(clean) => clean.gate.clone(),
+        None => {
+            pctx.stage(&name, "gather: operator condition");
+            gather::operator_gate(&ctx.client, po, &namespace, installed_name).await?
+        }
+    };
+    let gate_read = gate.clone();
     pctx.stage(&name, "decide");
     let snapshot = gather::snapshot(
         po,
@@ -368,41 +452,50 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
     let reported_before = snapshot.gate.reported;
     let mut previous = previous;
     pctx.stage(&name, "prepare");
-    let outcome = match prepare(pctx, po, &namespace, &snapshot, &decision, &catalogs).await {
-        Err(problem) => ActOutcome::Failed(problem),
-        Ok(None) => ActOutcome::Skipped,
-        Ok(Some((target, prepared))) => {
-            let applying = prepared.inventory(&namespace);
-            let intent = status::intent(&status_input(
-                po,
-                &snapshot,
-                &decision,
-                reported_before,
-                &previous,
-                &ActOutcome::Skipped,
-                &applying,
-            ));
-            if let Some(intent) = intent {
-                pctx.stage(&name, "intent write");
-                write_status(po, pctx, &previous, intent.clone()).await?;
-                previous = intent;
-            }
-            if matches!(decision.action, Action::Move(_)) {
-                report_exceptions(po, pctx, &target.name, prepared.exceptions_used()).await;
-            }
-            pctx.stage(&name, "apply");
-            match install::apply(&pctx.ctx, po, &namespace, &target, prepared).await {
-                Ok(report) => {
-                    if let Content::Objects(objects) = &target.content
-                        && let Ok(mut remembered) = pctx.applied_objects.lock()
-                    {
-                        remembered.insert(target.name.clone(), Arc::new(objects.clone()));
-                    }
-                    ActOutcome::Applied(Box::new(report))
+    let quiet_keep = match (&decision.action, &reusable) {
+        (Action::Keep, Some(clean)) => Some(clean.report.clone()),
+        _ => None,
+    };
+    let full_check = quiet_keep.is_none();
+    let outcome = match quiet_keep {
+        // Nothing the last full check read has changed: what it found still holds.
+        Some(report) => ActOutcome::Applied(Box::new(report)),
+        None => match prepare(pctx, po, &namespace, &snapshot, &decision, &catalogs).await {
+            Err(problem) => ActOutcome::Failed(problem),
+            Ok(None) => ActOutcome::Skipped,
+            Ok(Some((target, prepared))) => {
+                let applying = prepared.inventory(&namespace);
+                let intent = status::intent(&status_input(
+                    po,
+                    &snapshot,
+                    &decision,
+                    reported_before,
+                    &previous,
+                    &ActOutcome::Skipped,
+                    &applying,
+                ));
+                if let Some(intent) = intent {
+                    pctx.stage(&name, "intent write");
+                    write_status(po, pctx, &previous, intent.clone()).await?;
+                    previous = intent;
                 }
-                Err(err) => ActOutcome::Failed(problem_of(&err, true)),
+                if matches!(decision.action, Action::Move(_)) {
+                    report_exceptions(po, pctx, &target.name, prepared.exceptions_used()).await;
+                }
+                pctx.stage(&name, "apply");
+                match install::apply(&pctx.ctx, po, &namespace, &target, prepared).await {
+                    Ok(report) => {
+                        if let Content::Objects(objects) = &target.content
+                            && let Ok(mut remembered) = pctx.applied_objects.lock()
+                        {
+                            remembered.insert(target.name.clone(), Arc::new(objects.clone()));
+                        }
+                        ActOutcome::Applied(Box::new(report))
+                    }
+                    Err(err) => ActOutcome::Failed(problem_of(&err, true)),
+                }
             }
-        }
+        },
     };
     if let ActOutcome::Failed(problem) = &outcome {
         tracing::warn!(po = %name, reason = %problem.reason, message = %problem.message, "applying the decision failed; what ran before keeps running");
@@ -436,7 +529,35 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
         &outcome,
         &[],
     ));
-    let requeue = status::requeue(&new_status, &outcome, ctx.settings.resync_interval);
+    let requeue = status::requeue(
+        &new_status,
+        &outcome,
+        ctx.settings.resync_interval,
+        snapshot.now,
+    );
+    // A full check of what runs that wrote nothing and found it settled can stand for the
+    // next reconciles until something it read changes.
+    match &outcome {
+        ActOutcome::Applied(report)
+            if full_check
+                && report.wrote == 0
+                && matches!(decision.action, Action::Keep)
+                && new_status.active_hop.as_ref().is_none_or(|h| h.settled) =>
+        {
+            pctx.checks.record(
+                &name,
+                quiet::Clean {
+                    observed,
+                    bundle: report.bundle.name.clone(),
+                    gate: gate_read,
+                    report: (**report).clone(),
+                    checked_at: std::time::Instant::now(),
+                },
+            );
+        }
+        _ if full_check => pctx.checks.forget(&name),
+        _ => {}
+    }
     let settled_on = match &outcome {
         ActOutcome::Applied(report) if new_status.active_hop.as_ref().is_none_or(|h| h.settled) => {
             Some(report.bundle.name.clone())
@@ -702,6 +823,7 @@ async fn publish_transitions(
 /// delete error, or an object still deleting, keeps it and retries.
 async fn cleanup(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction, Error> {
     let name = po.name_any();
+    pctx.checks.forget(&name);
     let client = &pctx.ctx.client;
     let recorded = po
         .status
