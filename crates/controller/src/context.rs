@@ -8,6 +8,7 @@ use kube::Client;
 use kube::runtime::events::{Recorder, Reporter};
 
 use crate::catalog::CatalogCache;
+use crate::liveness::Liveness;
 use crate::metrics::Metrics;
 use crate::oci::ImagePuller;
 
@@ -65,6 +66,8 @@ pub struct Context {
     pub settings: Settings,
     /// Prometheus metrics (`/metrics`); reconcilers report runs and failures here.
     pub metrics: Arc<Metrics>,
+    /// The reconciles running now, for `/healthz` (a wedged worker fails it).
+    pub liveness: Arc<Liveness>,
 }
 
 impl Context {
@@ -82,6 +85,7 @@ impl Context {
             client,
             settings,
             metrics: Arc::new(Metrics::new()),
+            liveness: Arc::new(Liveness::default()),
         })
     }
 }

@@ -21,6 +21,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::liveness::{Liveness, WEDGED_AFTER};
 use crate::metrics::{CONTENT_TYPE, Metrics};
 use crate::serving_cert::TlsListener;
 
@@ -41,6 +42,8 @@ pub struct Endpoints {
     /// Set once the caches are synced; cleared when shutdown starts.
     pub ready: Arc<AtomicBool>,
     pub metrics: Arc<Metrics>,
+    /// The reconciles running now: `/healthz` fails when one is wedged.
+    pub liveness: Arc<Liveness>,
 }
 
 /// Which routes a listener serves.
@@ -118,8 +121,19 @@ pub async fn serve_tls(
     Ok((bound, handle))
 }
 
-async fn healthz() -> &'static str {
-    "ok"
+/// 200 unless a reconcile has been running past [`WEDGED_AFTER`] (then 500, naming it, so
+/// the kubelet restarts a manager whose workers are stuck; see `liveness.rs`).
+async fn healthz(State(endpoints): State<Endpoints>) -> Response {
+    match endpoints
+        .liveness
+        .wedged(std::time::Instant::now(), WEDGED_AFTER)
+    {
+        None => (StatusCode::OK, "ok").into_response(),
+        Some(wedged) => {
+            tracing::error!(%wedged, "failing /healthz");
+            (StatusCode::INTERNAL_SERVER_ERROR, wedged.to_string()).into_response()
+        }
+    }
 }
 
 async fn readyz(State(endpoints): State<Endpoints>) -> Response {
@@ -160,6 +174,7 @@ mod tests {
         let endpoints = Endpoints {
             ready: Arc::default(),
             metrics: Arc::new(Metrics::new()),
+            liveness: Arc::default(),
         };
         let stop = CancellationToken::new();
         let (addr, handle) = serve(
@@ -196,10 +211,53 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn healthz_fails_while_a_reconcile_is_wedged() {
+        let endpoints = Endpoints {
+            ready: Arc::default(),
+            metrics: Arc::new(Metrics::new()),
+            liveness: Arc::default(),
+        };
+        let stop = CancellationToken::new();
+        let (addr, _handle) = serve(
+            "127.0.0.1:0".parse().unwrap(),
+            router(endpoints.clone(), Routes::Probes),
+            stop.clone(),
+        )
+        .await
+        .unwrap();
+        let running = endpoints.liveness.begin("platformoperator", "web");
+        assert_eq!(
+            get_text(addr, "/healthz").await.0,
+            200,
+            "running, not wedged"
+        );
+        drop(running);
+        let Some(long_ago) =
+            std::time::Instant::now().checked_sub(WEDGED_AFTER + std::time::Duration::from_secs(5))
+        else {
+            return; // a machine up for less than three minutes cannot backdate an Instant
+        };
+        let stuck = endpoints
+            .liveness
+            .begin_at("platformoperator", "web", long_ago);
+        let (status, text) = get_text(addr, "/healthz").await;
+        assert_eq!(status, 500, "{text}");
+        assert!(text.contains("platformoperator reconcile of web"), "{text}");
+        drop(stuck);
+        assert_eq!(
+            get_text(addr, "/healthz").await.0,
+            200,
+            "recovered once it ends"
+        );
+        stop.cancel();
+    }
+
+    #[tokio::test]
     async fn probes_only_listener_has_no_metrics() {
         let endpoints = Endpoints {
             ready: Arc::default(),
             metrics: Arc::new(Metrics::new()),
+            liveness: Arc::default(),
         };
         let stop = CancellationToken::new();
         let (addr, _handle) = serve(

@@ -25,6 +25,7 @@ pub mod context;
 pub mod error;
 pub mod health;
 pub mod leader;
+pub mod liveness;
 pub mod manifests;
 pub mod metrics;
 pub mod metrics_auth;

@@ -93,6 +93,7 @@ pub async fn run_manager(
     let endpoints = Endpoints {
         ready: Arc::default(),
         metrics: ctx.metrics.clone(),
+        liveness: ctx.liveness.clone(),
     };
     let (health_address, health_task) = health::serve(
         options.health_address,

@@ -170,6 +170,7 @@ async fn reconcile(
 ) -> Result<Action, CatalogError> {
     let ctx = &reconciler.ctx;
     let name = catalog.name_any();
+    let _running = ctx.liveness.begin("catalog", &name);
     let priority = catalog.spec.priority;
     let previous = ctx
         .catalogs

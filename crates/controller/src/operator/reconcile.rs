@@ -327,6 +327,7 @@ async fn reconcile(po: Arc<PlatformOperator>, ctx: Arc<PoContext>) -> Result<Req
     let _timer = ctx.ctx.metrics.reconcile_started("platformoperator");
     let api: Api<PlatformOperator> = Api::all(ctx.ctx.client.clone());
     let name = po.name_any();
+    let _running = ctx.ctx.liveness.begin("platformoperator", &name);
     ctx.stage(&name, "finalizer");
     let work = finalizer(&api, labels::FINALIZER, po, |event| async {
         match event {
