@@ -87,6 +87,26 @@ impl Assembler {
         }
     }
 
+    /// Appends what `later` collected from the blobs that follow this assembler's in file order
+    /// (a later piece of the catalog decoded on another core). Returns `false`, leaving `self`
+    /// partly merged, when a package is declared in both: the caller then decodes the catalog
+    /// again in one piece, so the duplicate is reported as a sequential pass reports it.
+    pub(crate) fn absorb(&mut self, later: Assembler) -> bool {
+        for (name, seed) in later.packages {
+            match self.packages.entry(name) {
+                Entry::Occupied(_) => return false,
+                Entry::Vacant(slot) => {
+                    slot.insert(seed);
+                }
+            }
+        }
+        self.channels.extend(later.channels);
+        self.bundles.extend(later.bundles);
+        self.deprecations.extend(later.deprecations);
+        self.others.extend(later.others);
+        true
+    }
+
     /// Keeps a blob of a schema POM does not interpret.
     pub(crate) fn add_other(&mut self, value: Value) {
         self.others.push(value);

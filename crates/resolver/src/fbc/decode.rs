@@ -8,6 +8,7 @@
 //! `serde_json::Value`, which keeps unquoted timestamps as the strings they were written as.
 
 use std::cell::Cell;
+use std::ops::Range;
 use std::rc::Rc;
 
 use serde::Deserialize;
@@ -93,9 +94,9 @@ pub(crate) fn decode_document(
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
         None => Ok(()),
-        Some(b'{') => decode_json_stream(label, bytes, assembler),
+        Some(b'{') => decode_json_stream(label, bytes, 0, assembler),
         Some(_) => match std::str::from_utf8(bytes) {
-            Ok(text) => decode_yaml_stream(label, text, assembler, aliases),
+            Ok(text) => decode_yaml_stream(label, text, 0, assembler, aliases),
             Err(e) => Err(FbcError::MalformedYaml {
                 origin: Origin {
                     file: label.to_owned(),
@@ -172,15 +173,17 @@ impl Cursor {
     }
 }
 
+/// Decodes the JSON stream `bytes[start..]`; origins count lines from the start of `bytes`.
 fn decode_json_stream(
     label: &str,
     bytes: &[u8],
+    start: usize,
     assembler: &mut Assembler,
 ) -> Result<(), FbcError> {
     let mut cursor = Cursor {
-        pos: 0,
-        line: 1,
-        line_start: 0,
+        pos: start,
+        line: 1 + count_newlines(bytes.get(..start).unwrap_or_default()),
+        line_start: start,
     };
     loop {
         let skip = bytes
@@ -417,13 +420,17 @@ fn yaml_reason(error: &serde_saphyr::Error) -> String {
     }
 }
 
+/// Decodes YAML documents; `text` starts `line_offset` lines into the file.
 fn decode_yaml_stream(
     label: &str,
     text: &str,
+    line_offset: usize,
     assembler: &mut Assembler,
     aliases: &mut AliasBudget,
 ) -> Result<(), FbcError> {
-    for document in split_yaml_documents(text) {
+    for mut document in split_yaml_documents(text) {
+        document.first_line += line_offset;
+        document.content_line += line_offset;
         let aliases_seen = Rc::new(Cell::new(0usize));
         let cap = aliases.document_cap();
         let options = yaml_options(cap, &aliases_seen);
@@ -483,6 +490,90 @@ fn decode_yaml_stream(
         }
     }
     Ok(())
+}
+
+/// Cuts one document into at most `pieces` byte ranges that decode on their own, in order and
+/// covering it: a JSON stream before a `{` that starts a line, YAML before a `---` line (a
+/// document marker at column 0 always starts a document). A JSON cut may still fall inside a
+/// pretty-printed blob; the piece before it then fails to decode, and the caller decodes the
+/// whole document again in one piece ([`super::parallel`]). YAML with directives (`%YAML`) and
+/// text that is not UTF-8 are not cut.
+pub(crate) fn cut(bytes: &[u8], pieces: usize) -> Vec<Range<usize>> {
+    let whole: Vec<Range<usize>> = std::iter::once(0..bytes.len()).collect();
+    let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    let Some(first) = body.iter().find(|b| !b.is_ascii_whitespace()) else {
+        return whole;
+    };
+    let json = *first == b'{';
+    if !json
+        && (std::str::from_utf8(bytes).is_err()
+            || body.first() == Some(&b'%')
+            || bytes.windows(2).any(|w| w == b"\n%"))
+    {
+        return whole;
+    }
+    let is_cut = |at: usize| -> bool {
+        let rest = bytes.get(at..).unwrap_or_default();
+        if json {
+            rest.first() == Some(&b'{')
+        } else {
+            rest.starts_with(b"---")
+                && matches!(rest.get(3), None | Some(b'\n' | b'\r' | b' ' | b'\t'))
+        }
+    };
+    let mut starts = vec![0usize];
+    for k in 1..pieces {
+        let previous = starts.last().copied().unwrap_or(0);
+        let target = (bytes.len() / pieces * k).max(previous + 1);
+        let found = bytes
+            .get(target..)
+            .unwrap_or_default()
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| **b == b'\n')
+            .map(|(i, _)| target + i + 1)
+            .find(|&at| is_cut(at));
+        match found {
+            Some(at) if at < bytes.len() => starts.push(at),
+            _ => break,
+        }
+    }
+    let mut ranges: Vec<Range<usize>> = starts.windows(2).map(|w| w[0]..w[1]).collect();
+    ranges.push(starts.last().copied().unwrap_or(0)..bytes.len());
+    ranges
+}
+
+/// Decodes one range from [`cut`] of a document. The first range is decoded as the document
+/// itself (byte-order mark, format detection); the others continue its format, with origins
+/// counting lines from the document's start.
+pub(crate) fn decode_piece(
+    label: &str,
+    bytes: &[u8],
+    range: Range<usize>,
+    assembler: &mut Assembler,
+    aliases: &mut AliasBudget,
+) -> Result<(), FbcError> {
+    let upto = bytes.get(..range.end).unwrap_or(bytes);
+    if range.start == 0 {
+        return decode_document(label, upto, assembler, aliases);
+    }
+    if upto.get(range.start) == Some(&b'{') {
+        return decode_json_stream(label, upto, range.start, assembler);
+    }
+    let piece = upto.get(range.start..).unwrap_or_default();
+    let line_offset = count_newlines(upto.get(..range.start).unwrap_or_default());
+    match std::str::from_utf8(piece) {
+        Ok(text) => decode_yaml_stream(label, text, line_offset, assembler, aliases),
+        // `cut` only cuts UTF-8 text.
+        Err(e) => Err(FbcError::MalformedYaml {
+            origin: Origin {
+                file: label.to_owned(),
+                line: Some(line_of(upto, range.start + e.valid_up_to())),
+            },
+            column: 1,
+            reason: "the file is not UTF-8 text".to_owned(),
+        }),
+    }
 }
 
 #[cfg(test)]

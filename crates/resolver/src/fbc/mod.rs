@@ -13,6 +13,7 @@ mod fields;
 mod ignore;
 mod max_ocp;
 pub mod model;
+mod parallel;
 pub mod parse;
 mod properties;
 mod source;
