@@ -291,11 +291,10 @@ fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> PolicyRule {
     }
 }
 
-/// Verbs on the kinds bundles ship: read and compare (`get`), prune by label (`list`), apply
-/// (`create`, `patch`; `update` for clients that fall back to it) and prune (`delete`).
-const OBJECT_VERBS: &[&str] = &[
-    "get", "list", "watch", "create", "patch", "update", "delete",
-];
+/// Verbs on the kinds bundles ship: read and compare (`get`), the owner-label sweep of
+/// cleanup (`list`), drift watches (`watch`, metadata only), apply (`create`, `patch`: every
+/// write is a server-side apply, never an `update`) and prune (`delete`).
+const OBJECT_VERBS: &[&str] = &["get", "list", "watch", "create", "patch", "delete"];
 
 /// Every rule, with the call that needs it.
 #[must_use]
@@ -305,13 +304,16 @@ pub fn cluster_role_rules() -> Vec<PolicyRule> {
         rule(
             &["platform.openshift.io"],
             &["platformoperators", "catalogs"],
-            &["get", "list", "watch", "patch", "update"],
+            &["get", "list", "watch", "patch"],
         ),
         rule(
             &["platform.openshift.io"],
             &["platformoperators/status", "catalogs/status"],
-            &["get", "patch", "update"],
+            &["get", "patch"],
         ),
+        // Kept for OpenShift's OwnerReferencesPermissionEnforcement admission plugin, which
+        // asks for `update` on `<resource>/finalizers` of an object an ownerReference blocks
+        // the deletion of; scoped to POM's own kinds.
         rule(
             &["platform.openshift.io"],
             &["platformoperators/finalizers", "catalogs/finalizers"],
@@ -334,7 +336,7 @@ pub fn cluster_role_rules() -> Vec<PolicyRule> {
             ..rule(
                 &["config.openshift.io"],
                 &["clusteroperators/status"],
-                &["get", "patch", "update"],
+                &["get", "patch"],
             )
         },
         // OperatorConditions POM creates per bundle, copies spec to status for, and prunes (§7).
@@ -346,13 +348,13 @@ pub fn cluster_role_rules() -> Vec<PolicyRule> {
         rule(
             &["operators.coreos.com"],
             &["operatorconditions/status"],
-            &["get", "patch", "update"],
+            &["get", "patch"],
         ),
         // Bundle CRDs: applied, checked for safe upgrades, waited on; never deleted (§6).
         rule(
             &["apiextensions.k8s.io"],
             &["customresourcedefinitions"],
-            &["get", "list", "watch", "create", "patch", "update"],
+            &["get", "list", "watch", "create", "patch"],
         ),
         // Install namespaces: created by SSA, never deleted.
         rule(
@@ -360,7 +362,9 @@ pub fn cluster_role_rules() -> Vec<PolicyRule> {
             &["namespaces"],
             &["get", "list", "watch", "create", "patch"],
         ),
-        // Catalog ConfigMaps (any namespace, watched) and ConfigMaps bundles ship.
+        // Catalog ConfigMaps and CA bundles (any namespace, watched), ConfigMaps and Secrets
+        // bundles ship, and pull secrets: a Catalog's `pullSecret` (any namespace) and
+        // `openshift-config/pull-secret`, read with `get` (never listed or watched).
         rule(
             &[""],
             &["configmaps", "secrets", "services", "serviceaccounts"],
@@ -380,7 +384,7 @@ pub fn cluster_role_rules() -> Vec<PolicyRule> {
                 "clusterrolebindings",
             ],
             &[
-                "get", "list", "watch", "create", "patch", "update", "delete", "escalate", "bind",
+                "get", "list", "watch", "create", "patch", "delete", "escalate", "bind",
             ],
         ),
         // Events on PlatformOperators and Catalogs (events.k8s.io; series are patched).
@@ -432,7 +436,7 @@ fn lease_role() -> Role {
         rules: Some(vec![rule(
             &["coordination.k8s.io"],
             &["leases"],
-            &["get", "list", "watch", "create", "update", "patch"],
+            &["get", "create", "patch"],
         )]),
     }
 }
