@@ -99,6 +99,94 @@ pub fn require_distribution() -> Option<PathBuf> {
     }
 }
 
+/// `opm` (operator-registry, pinned as `OPM_VERSION`): `POM_TEST_OPM_DIR`, else the build
+/// script's `opm-<version>` cache directory (its own, as [`locate_distribution`]).
+///
+/// # Errors
+/// [`HarnessError::MissingBinaries`] when the binary is not there.
+pub fn locate_opm() -> Result<PathBuf, HarnessError> {
+    let dir = match std::env::var_os("POM_TEST_OPM_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => cache_root()
+            .join("bin")
+            .join(format!("opm-{}", version("OPM_VERSION")?)),
+    };
+    found(dir, "opm")
+}
+
+/// The test operator built on operator-lib (`e2e/tools/oplib-operator`, pinned as
+/// `OPERATOR_LIB_VERSION`): `POM_TEST_OPLIB_OPERATOR_DIR`, else the build script's
+/// `oplib-operator-<version>-<hash of its sources>` cache directory, so an edited `main.go` is
+/// never run stale.
+///
+/// # Errors
+/// [`HarnessError::MissingBinaries`] when the binary is not there (or was built from other
+/// sources).
+pub fn locate_oplib_operator() -> Result<PathBuf, HarnessError> {
+    use sha2::Digest as _;
+    let dir = match std::env::var_os("POM_TEST_OPLIB_OPERATOR_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => {
+            let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/oplib-operator");
+            let mut hash = sha2::Sha256::new();
+            for file in ["go.mod", "go.sum", "main.go"] {
+                let path = src.join(file);
+                hash.update(
+                    std::fs::read(&path)
+                        .map_err(HarnessError::io(format!("reading {}", path.display())))?,
+                );
+            }
+            let stamp = hex::encode(hash.finalize());
+            cache_root().join("bin").join(format!(
+                "oplib-operator-{}-{}",
+                version("OPERATOR_LIB_VERSION")?,
+                stamp.get(..12).unwrap_or_default()
+            ))
+        }
+    };
+    found(dir, "oplib-operator")
+}
+
+/// The directory of [`locate_opm`], or `None` when the test must skip (as [`require`]).
+///
+/// # Panics
+/// In CI, when it is missing.
+#[must_use]
+pub fn require_opm() -> Option<PathBuf> {
+    skip_unless(locate_opm())
+}
+
+/// The directory of [`locate_oplib_operator`], or `None` when the test must skip (as
+/// [`require`]).
+///
+/// # Panics
+/// In CI, when it is missing.
+#[must_use]
+pub fn require_oplib_operator() -> Option<PathBuf> {
+    skip_unless(locate_oplib_operator())
+}
+
+fn found(dir: PathBuf, binary: &str) -> Result<PathBuf, HarnessError> {
+    if dir.join(binary).is_file() {
+        Ok(dir)
+    } else {
+        Err(HarnessError::MissingBinaries {
+            dir,
+            missing: vec![binary.to_owned()],
+        })
+    }
+}
+
+fn skip_unless(located: Result<PathBuf, HarnessError>) -> Option<PathBuf> {
+    match located {
+        Ok(dir) => Some(dir),
+        Err(err) => {
+            crate::skip::skip(&err.to_string());
+            None
+        }
+    }
+}
+
 /// A pinned version from `e2e/tools/versions.env`.
 fn version(key: &str) -> Result<String, HarnessError> {
     let versions_file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/versions.env");

@@ -4,7 +4,9 @@
 #   etcd (go.etcd.io/etcd/server/v3, wrapper module), kwok, and an OCI registry
 #   (go-containerregistry's cmd/registry); and, in a directory of its own
 #   ($cache/bin/distribution-$DISTRIBUTION_VERSION, found by the e2e harness), the CNCF
-#   distribution registry, for tests of authenticated TLS registries (~2 min cold).
+#   distribution registry, for tests of authenticated TLS registries (~2 min cold); and, each in
+#   its own directory too, opm (operator-registry) and the operator-lib test operator
+#   (e2e/tools/oplib-operator).
 # Prints the directory holding the first set on stdout (last line). Re-running reuses what is
 # present.
 # Why wrapper modules: k8s.io/kubernetes and etcd's server module use replace directives, so
@@ -84,6 +86,43 @@ if ! [ -x "$dist_out/registry" ]; then
   GOBIN="$dist_out" go install -trimpath -ldflags "-s -w" \
     "github.com/distribution/distribution/v3/cmd/registry@v$DISTRIBUTION_VERSION" >&2 \
     || fail "go install distribution registry v$DISTRIBUTION_VERSION"
+fi
+
+# operator-framework tools, each in a cache directory of its own (adding or bumping one never
+# rebuilds anything else); found by the e2e harness (binaries::locate_opm,
+# binaries::locate_oplib_operator).
+opm_out="$cache/bin/opm-$OPM_VERSION"
+if ! [ -x "$opm_out/opm" ]; then
+  # `go install .../cmd/opm@v…` refuses: it reads the module's version list for deprecations,
+  # which the proxy refuses for operator-registry; a local main module requiring it builds it.
+  log "building opm v$OPM_VERSION (operator-registry; cold: see docs/decisions.md)"
+  w="$cache/work/opm-$OPM_VERSION"
+  rm -rf "$w" && mkdir -p "$w" "$opm_out" && cd "$w"
+  go mod init local.invalid/opm-build >/dev/null 2>&1
+  go mod edit -require="github.com/operator-framework/operator-registry@v$OPM_VERSION"
+  # grpc-health-probe, a tool dependency of operator-registry, has a checksum the checksum
+  # database refuses; it is not linked into opm. The tags are operator-registry's release tags
+  # (no gpgme, which needs cgo); without cgo only opm's sqlite commands are unavailable.
+  GONOSUMDB=github.com/grpc-ecosystem/grpc-health-probe go build -trimpath \
+    -tags json1,containers_image_openpgp -ldflags "-s -w" -o "$opm_out/opm" \
+    github.com/operator-framework/operator-registry/cmd/opm >&2 || fail "go build of opm v$OPM_VERSION"
+fi
+
+# The operator of e2e/tests/lifecycle_operator_lib.rs: its sources are in git, so its directory
+# is named after their hash (an edited main.go is rebuilt, never run stale).
+oplib_src="$here/oplib-operator"
+grep -q "github.com/operator-framework/operator-lib v$OPERATOR_LIB_VERSION\$" "$oplib_src/go.mod" \
+  || fail "$oplib_src/go.mod does not require operator-lib v$OPERATOR_LIB_VERSION (versions.env)"
+oplib_stamp=$(cat "$oplib_src/go.mod" "$oplib_src/go.sum" "$oplib_src/main.go" | sha256sum | cut -c1-12)
+oplib_out="$cache/bin/oplib-operator-$OPERATOR_LIB_VERSION-$oplib_stamp"
+if ! [ -x "$oplib_out/oplib-operator" ]; then
+  log "building the operator-lib v$OPERATOR_LIB_VERSION test operator"
+  rm -rf "$cache/bin/oplib-operator-$OPERATOR_LIB_VERSION-"*
+  w="$cache/work/oplib-operator"
+  rm -rf "$w" && mkdir -p "$w" "$oplib_out"
+  cp "$oplib_src/go.mod" "$oplib_src/go.sum" "$oplib_src/main.go" "$w/"
+  (cd "$w" && go build -mod=readonly -trimpath -ldflags "-s -w" -o "$oplib_out/oplib-operator" .) >&2 \
+    || fail "go build of the operator-lib test operator"
 fi
 
 echo "$out"
