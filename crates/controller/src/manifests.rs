@@ -362,14 +362,17 @@ pub fn cluster_role_rules() -> Vec<PolicyRule> {
             &["namespaces"],
             &["get", "list", "watch", "create", "patch"],
         ),
-        // Catalog ConfigMaps and CA bundles (any namespace, watched), ConfigMaps and Secrets
-        // bundles ship, and pull secrets: a Catalog's `pullSecret` (any namespace) and
-        // `openshift-config/pull-secret`, read with `get` (never listed or watched).
+        // Catalog ConfigMaps and CA bundles (any namespace, watched), and the ConfigMaps,
+        // Services and ServiceAccounts bundles ship (drift watches are metadata only).
         rule(
             &[""],
-            &["configmaps", "secrets", "services", "serviceaccounts"],
+            &["configmaps", "services", "serviceaccounts"],
             OBJECT_VERBS,
         ),
+        // Secrets only by name: those a bundle ships (applied, compared, pruned through the
+        // inventory) and pull secrets (a Catalog's `pullSecret`, `openshift-config/pull-secret`);
+        // never listed or watched, so no bulk read of the cluster's Secrets.
+        rule(&[""], &["secrets"], &["get", "create", "patch", "delete"]),
         // Bundle workloads; Deployments are also watched (rollout settling, drift).
         rule(&["apps"], &["deployments"], OBJECT_VERBS),
         rule(&["networking.k8s.io"], &["networkpolicies"], OBJECT_VERBS),

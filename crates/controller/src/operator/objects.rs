@@ -20,14 +20,15 @@ use crate::error::Error;
 use pom_api::labels;
 use pom_api::platform_operator::InventoryObject;
 
-/// Kinds pruned and cleaned up besides those in the current bundle: what registry+v1 and
-/// plain+v0 bundles commonly ship.
+/// Kinds the owner-label sweep covers (cleanup, and prune of a PO installed before the
+/// inventory): what registry+v1 and plain+v0 bundles commonly ship. Secrets are left out on
+/// purpose: listing them would need `list` on every Secret of the cluster, and the inventory
+/// already names every Secret POM applied, which it deletes by name.
 pub const PRUNABLE_KINDS: &[(&str, &str, &str)] = &[
     ("apps", "v1", "Deployment"),
     ("", "v1", "ServiceAccount"),
     ("", "v1", "Service"),
     ("", "v1", "ConfigMap"),
-    ("", "v1", "Secret"),
     ("rbac.authorization.k8s.io", "v1", "Role"),
     ("rbac.authorization.k8s.io", "v1", "RoleBinding"),
     ("rbac.authorization.k8s.io", "v1", "ClusterRole"),

@@ -14,7 +14,7 @@ use std::time::Duration;
 use backon::BackoffBuilder;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Service, ServiceAccount};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
@@ -193,6 +193,8 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
         )
         // The other kinds bundles commonly ship: metadata only, owned objects only, so drift
         // in them (an edit, a delete) is repaired at once and a settled PO needs no reads.
+        // Not Secrets: watching them needs `list` on every Secret; drift in a Secret a bundle
+        // ships is repaired by the hourly full check instead (`quiet.rs`).
         .watches(owned_meta::<ServiceAccount>(&client), owned(), {
             let f = by_owner_label.clone();
             move |obj| f(obj.labels())
@@ -202,10 +204,6 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
             move |obj| f(obj.labels())
         })
         .watches(owned_meta::<ConfigMap>(&client), owned(), {
-            let f = by_owner_label.clone();
-            move |obj| f(obj.labels())
-        })
-        .watches(owned_meta::<Secret>(&client), owned(), {
             let f = by_owner_label.clone();
             move |obj| f(obj.labels())
         })
