@@ -23,6 +23,7 @@ pub mod cluster_state;
 pub mod conditions;
 pub mod context;
 pub mod error;
+pub mod fail_point;
 pub mod health;
 pub mod leader;
 pub mod liveness;

@@ -27,6 +27,7 @@ use crate::catalog::access;
 use crate::context::BUNDLE_FIELD_MANAGER;
 use crate::context::Context;
 use crate::error::Error;
+use crate::fail_point::{self, FailPoint};
 
 /// The bundle to put on the cluster, with where its content comes from.
 pub struct Target {
@@ -370,6 +371,9 @@ pub async fn apply(
     for ((id, object), (api, live)) in desired.iter().zip(&live_objects) {
         if apply_if_changed(api, &id.name, object, live.as_ref()).await? {
             wrote += 1;
+            if wrote == 1 {
+                fail_point::hit(FailPoint::AfterFirstApply);
+            }
         }
     }
 

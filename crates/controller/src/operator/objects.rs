@@ -17,6 +17,7 @@ use serde_json::Value;
 
 use crate::context::BUNDLE_FIELD_MANAGER;
 use crate::error::Error;
+use crate::fail_point::{self, FailPoint};
 use pom_api::labels;
 use pom_api::platform_operator::InventoryObject;
 
@@ -238,6 +239,7 @@ pub async fn delete_recorded(
     kinds: &KindCache,
     client: &Client,
     recorded: &[InventoryObject],
+    after_first: FailPoint,
 ) -> Result<usize, Error> {
     let mut deleted = 0;
     for object in recorded {
@@ -245,7 +247,12 @@ pub async fn delete_recorded(
             continue;
         };
         match api.delete(&object.name, &DeleteParams::background()).await {
-            Ok(_) => deleted += 1,
+            Ok(_) => {
+                deleted += 1;
+                if deleted == 1 {
+                    fail_point::hit(after_first);
+                }
+            }
             Err(kube::Error::Api(status)) if status.code == 404 => {}
             Err(err) => return Err(Error::kube(format!("deleting {}", object.describe()))(err)),
         }

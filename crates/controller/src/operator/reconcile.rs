@@ -42,6 +42,7 @@ use super::quiet::{self, CleanChecks};
 use crate::conditions;
 use crate::context::{Context, PO_ANNOTATIONS_FIELD_MANAGER, PO_STATUS_FIELD_MANAGER};
 use crate::error::Error;
+use crate::fail_point::{self, FailPoint};
 
 /// How soon to look again while a Catalog the PO uses has not been read since the start.
 const CATALOG_WARMUP_RETRY: Duration = Duration::from_secs(2);
@@ -484,6 +485,9 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
                 pctx.stage(&name, "apply");
                 match install::apply(&pctx.ctx, po, &namespace, &target, prepared).await {
                     Ok(report) => {
+                        if report.wrote > 0 {
+                            fail_point::hit(FailPoint::BetweenApplyAndStatus);
+                        }
                         if let Content::Objects(objects) = &target.content
                             && let Ok(mut remembered) = pctx.applied_objects.lock()
                         {
@@ -596,7 +600,7 @@ async fn prune_settled(
             return Ok(());
         }
         let doomed = inventory::to_prune(&status.inventory, settled);
-        super::objects::delete_recorded(&pctx.kinds, client, &doomed).await?
+        super::objects::delete_recorded(&pctx.kinds, client, &doomed, FailPoint::MidPrune).await?
     } else {
         super::objects::prune(&pctx.kinds, client, &name, Some(settled)).await?
     };
@@ -829,7 +833,9 @@ async fn cleanup(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueActio
         .as_ref()
         .map(|s| inventory::to_clean_up(&s.inventory))
         .unwrap_or_default();
-    let mut deleted = super::objects::delete_recorded(&pctx.kinds, client, &recorded).await?;
+    let mut deleted =
+        super::objects::delete_recorded(&pctx.kinds, client, &recorded, FailPoint::MidCleanup)
+            .await?;
     deleted += super::objects::prune(&pctx.kinds, client, &name, None).await?;
     let remaining = super::objects::still_present(&pctx.kinds, client, &recorded).await?;
     if let Some(first) = remaining.first() {

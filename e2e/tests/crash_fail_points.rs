@@ -1,0 +1,275 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! Crash safety at named fail points (issue 13 item 8). The manager runs as a process with
+//! `POM_FAIL_POINT` set and aborts there (no graceful shutdown, like a SIGKILL); a second
+//! manager then starts clean and must converge with nothing lost: the move the first one
+//! recorded is resumed (never skipped), the inventory covers every object written, what the
+//! running bundle owns is never deleted, and a deleted PlatformOperator leaves only its CRD.
+//!
+//! Each bundle ships a PriorityClass renamed by its version, so "what only the old bundle had"
+//! is visible, and the move is from 1.1.0 down to 1.0.0 by `steadyStateVersionRange`.
+
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Client;
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use pom_api::PlatformOperator;
+use pom_api::platform_operator::PlatformOperatorStatus;
+use pom_e2e::ControlPlane;
+use pom_e2e::fixtures::{TestBundle, catalog_json};
+use pom_e2e::manager::eventually;
+use pom_e2e::manager_process::{ManagerProcess, free_address, manager_binary};
+use pom_e2e::scenario::{configmap_catalog, create_po, set_cluster, simulated_plane};
+use serde_json::json;
+
+const PO: &str = "crashop";
+const WAIT: Duration = Duration::from_secs(180);
+
+fn bundle(version: &str, class: &str) -> TestBundle {
+    TestBundle::new(PO, version).with_object(json!({
+        "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+        "metadata": {"name": class}, "value": 1000
+    }))
+}
+
+async fn start(plane: &ControlPlane, name: &str, fail_point: Option<&str>) -> ManagerProcess {
+    let args = vec![
+        "--leader-elect=false".to_owned(),
+        format!("--health-bind-address={}", free_address().unwrap()),
+        "--resync-seconds=5".to_owned(),
+    ];
+    let mut env = vec![
+        ("POD_NAMESPACE", "openshift-platform-operators"),
+        ("RELEASE_VERSION", "4.99.0-pom-test"),
+    ];
+    if let Some(point) = fail_point {
+        env.push(("POM_FAIL_POINT", point));
+    }
+    ManagerProcess::spawn(
+        &manager_binary(env!("CARGO_BIN_EXE_pom-manager-e2e")),
+        name,
+        plane.kubeconfig_path(),
+        &args,
+        &env,
+        plane.dir(),
+    )
+    .await
+    .unwrap()
+}
+
+/// Waits for the manager to abort at its fail point.
+async fn wait_aborted(manager: &mut ManagerProcess, point: &str) {
+    let code = manager.wait_exit(WAIT).await;
+    assert!(
+        code != Some(0),
+        "the manager with POM_FAIL_POINT={point} exited cleanly ({code:?}): {}",
+        manager.log_tail(20)
+    );
+    assert!(
+        manager
+            .log_text()
+            .contains(&format!("POM_FAIL_POINT {point}")),
+        "the manager did not stop at {point}: {}",
+        manager.log_tail(30)
+    );
+}
+
+async fn status(client: &Client) -> PlatformOperatorStatus {
+    Api::<PlatformOperator>::all(client.clone())
+        .get(PO)
+        .await
+        .unwrap()
+        .status
+        .unwrap_or_default()
+}
+
+/// The PO settled on `version` with one inventory entry, which lists every object that bundle
+/// ships, each of which exists.
+async fn converged_on(client: &Client, version: &str, class: &str) -> PlatformOperatorStatus {
+    let pos: Api<PlatformOperator> = Api::all(client.clone());
+    let status = eventually(WAIT, &format!("{PO} to settle on {version}"), || async {
+        let status = pos.get(PO).await.ok()?.status?;
+        let settled = status.active_hop.as_ref().is_some_and(|h| h.settled);
+        let at = status.installed_bundle.as_ref()?.version == version;
+        (settled && at && status.inventory.len() == 1).then_some(status)
+    })
+    .await;
+    let objects = &status.inventory[0].objects;
+    assert!(
+        objects
+            .iter()
+            .any(|o| o.kind == "PriorityClass" && o.name == class),
+        "{objects:#?}"
+    );
+    assert!(exists(client, class).await, "{class} is missing");
+    status
+}
+
+async fn exists(client: &Client, class: &str) -> bool {
+    Api::<PriorityClass>::all(client.clone())
+        .get_opt(class)
+        .await
+        .unwrap()
+        .is_some()
+}
+
+/// A plane with the catalog (1.0.0 and 1.1.0) and the PO, not yet reconciled.
+async fn setup() -> Option<(ControlPlane, Client, TestBundle, TestBundle)> {
+    let plane = simulated_plane(false).await?;
+    let client = plane.client().await.unwrap();
+    let v100 = bundle("1.0.0", "crashop-low");
+    let v110 = bundle("1.1.0", "crashop-high").replaces("1.0.0");
+    set_cluster(&client, &[("4.16.3", true)], "4.16.3").await;
+    configmap_catalog(
+        &client,
+        "local",
+        &catalog_json(&[v100.clone(), v110.clone()], &[]),
+        0,
+    )
+    .await;
+    create_po(&client, PO, json!({"package": {"name": PO}})).await;
+    Some((plane, client, v100, v110))
+}
+
+async fn move_down(client: &Client) {
+    Api::<PlatformOperator>::all(client.clone())
+        .patch(
+            PO,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"steadyStateVersionRange": "=1.0.0"}})),
+        )
+        .await
+        .unwrap();
+}
+
+/// Killed in the middle of an install: the intent and the whole inventory were recorded
+/// before the first write, and the next manager finishes the same install.
+async fn install_interrupted_at(point: &str) {
+    let Some((plane, client, _, v110)) = setup().await else {
+        return;
+    };
+    let mut first = start(&plane, &format!("first-{point}"), Some(point)).await;
+    wait_aborted(&mut first, point).await;
+    let recorded = status(&client).await;
+    let hop = recorded
+        .active_hop
+        .clone()
+        .expect("the intent was recorded");
+    assert_eq!(
+        (hop.to.as_str(), hop.settled),
+        (v110.name().as_str(), false)
+    );
+    let entry = recorded
+        .inventory
+        .iter()
+        .find(|e| e.bundle == v110.name())
+        .expect("the inventory lists the bundle being installed");
+    assert!(
+        entry.objects.iter().any(|o| o.kind == "Deployment"),
+        "{entry:#?}"
+    );
+    let mut second = start(&plane, &format!("second-{point}"), None).await;
+    converged_on(&client, "1.1.0", "crashop-high").await;
+    assert!(
+        Api::<Deployment>::namespaced(client.clone(), PO)
+            .get_opt(&v110.deployment_name())
+            .await
+            .unwrap()
+            .is_some()
+    );
+    second.signal("TERM");
+    let _ = second.wait_exit(Duration::from_secs(30)).await;
+}
+
+#[tokio::test]
+async fn killed_after_the_first_apply_the_next_manager_finishes_the_install() {
+    install_interrupted_at("after-first-apply").await;
+}
+
+#[tokio::test]
+async fn killed_between_apply_and_status_the_next_manager_records_the_install() {
+    install_interrupted_at("between-apply-and-status").await;
+}
+
+#[tokio::test]
+async fn killed_mid_prune_the_next_manager_finishes_the_prune_and_keeps_what_runs() {
+    let Some((plane, client, _, _)) = setup().await else {
+        return;
+    };
+    let mut steady = start(&plane, "steady", None).await;
+    converged_on(&client, "1.1.0", "crashop-high").await;
+    steady.signal("KILL");
+    let _ = steady.wait_exit(Duration::from_secs(30)).await;
+
+    let mut first = start(&plane, "first-mid-prune", Some("mid-prune")).await;
+    move_down(&client).await;
+    wait_aborted(&mut first, "mid-prune").await;
+    let mut second = start(&plane, "second-mid-prune", None).await;
+    converged_on(&client, "1.0.0", "crashop-low").await;
+    eventually(WAIT, "what only 1.1.0 had to be pruned", || async {
+        (!exists(&client, "crashop-high").await).then_some(())
+    })
+    .await;
+    second.signal("TERM");
+    let _ = second.wait_exit(Duration::from_secs(30)).await;
+}
+
+#[tokio::test]
+async fn killed_mid_cleanup_the_next_manager_finishes_the_cleanup() {
+    let Some((plane, client, _, v110)) = setup().await else {
+        return;
+    };
+    let mut steady = start(&plane, "steady", None).await;
+    converged_on(&client, "1.1.0", "crashop-high").await;
+    steady.signal("KILL");
+    let _ = steady.wait_exit(Duration::from_secs(30)).await;
+
+    let mut first = start(&plane, "first-mid-cleanup", Some("mid-cleanup")).await;
+    Api::<PlatformOperator>::all(client.clone())
+        .delete(PO, &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_aborted(&mut first, "mid-cleanup").await;
+    assert!(
+        Api::<PlatformOperator>::all(client.clone())
+            .get_opt(PO)
+            .await
+            .unwrap()
+            .is_some(),
+        "the finalizer must hold the PO while its objects remain"
+    );
+    let mut second = start(&plane, "second-mid-cleanup", None).await;
+    eventually(WAIT, "PlatformOperator crashop to be gone", || async {
+        Api::<PlatformOperator>::all(client.clone())
+            .get_opt(PO)
+            .await
+            .unwrap()
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    assert!(
+        !exists(&client, "crashop-high").await,
+        "cleanup left an object"
+    );
+    assert!(
+        Api::<Deployment>::namespaced(client.clone(), PO)
+            .get_opt(&v110.deployment_name())
+            .await
+            .unwrap()
+            .is_none(),
+        "cleanup left the Deployment"
+    );
+    assert!(
+        Api::<CustomResourceDefinition>::all(client.clone())
+            .get_opt(&v110.crd_name())
+            .await
+            .unwrap()
+            .is_some(),
+        "the CRD must survive"
+    );
+    second.signal("TERM");
+    let _ = second.wait_exit(Duration::from_secs(30)).await;
+}
