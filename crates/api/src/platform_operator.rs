@@ -295,4 +295,8 @@ pub struct ActiveHop {
     /// What the move is waiting for while it has not settled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiting_for: Option<String>,
+    /// The bundle image the move applies, by digest, recorded with its intent: a move resumed
+    /// after a crash applies exactly this image even if the catalog's tag has moved since.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
 }

@@ -150,6 +150,8 @@ pub struct StatusInput<'a> {
     /// The objects of the bundle about to be applied, recorded in the inventory by
     /// [`intent`] before the first of them is written.
     pub applying: &'a [InventoryObject],
+    /// The image (by digest) of the bundle about to be applied, recorded by [`intent`].
+    pub applying_image: Option<&'a str>,
 }
 
 /// The status that records a move before its first object is written (§7: intent before
@@ -167,15 +169,25 @@ pub fn intent(input: &StatusInput<'_>) -> Option<PlatformOperatorStatus> {
     // conditions would make a refused move flap between Installing and its refusal.
     // Only the inventory may need the target's objects (a move recorded before they were
     // known, e.g. by an older manager): then it alone is added.
-    if previous
+    // The same holds for the image digest, recorded once and then kept.
+    if let Some(hop) = previous
         .active_hop
         .as_ref()
-        .is_some_and(|hop| hop.to == target.name && !hop.settled)
+        .filter(|hop| hop.to == target.name && !hop.settled)
     {
         let inventory =
             crate::inventory::with_bundle(&previous.inventory, &target.name, input.applying);
-        return (inventory != previous.inventory).then(|| PlatformOperatorStatus {
+        let image = hop
+            .image
+            .clone()
+            .or_else(|| input.applying_image.map(str::to_owned));
+        let unchanged = inventory == previous.inventory && image == hop.image;
+        return (!unchanged).then(|| PlatformOperatorStatus {
             inventory,
+            active_hop: Some(ActiveHop {
+                image,
+                ..hop.clone()
+            }),
             ..previous.clone()
         });
     }
@@ -189,6 +201,7 @@ pub fn intent(input: &StatusInput<'_>) -> Option<PlatformOperatorStatus> {
             started_at: now.clone(),
             settled: false,
             waiting_for: Some(format!("{} to be applied", target.name)),
+            image: input.applying_image.map(str::to_owned),
         },
     };
     let first_install = installed.is_none();
@@ -289,6 +302,7 @@ pub fn compute(input: &StatusInput<'_>) -> PlatformOperatorStatus {
                     started_at: now.clone(),
                     settled: false,
                     waiting_for: None,
+                    image: now_installed.image.clone(),
                 },
             };
             // A move is never settled by the reconcile that applied it: the verdict of this

@@ -197,6 +197,7 @@ impl Po {
                     started_at: now(),
                     settled,
                     waiting_for: None,
+                    image: None,
                 }),
                 max_open_shift_version: None,
                 inventory: Vec::new(),

@@ -420,6 +420,10 @@ impl World {
             upgrade_gate: sim.po.spec.upgrade_gate,
             reported_before: gate.reported,
             applying: &applying,
+            applying_image: match &decision.action {
+                Action::Move(target) => target.image.as_deref(),
+                _ => None,
+            },
         }) {
             Some(intent) => {
                 check_status(&previous, &intent, &gate)?;
@@ -516,6 +520,7 @@ impl World {
             upgrade_gate: sim.po.spec.upgrade_gate,
             reported_before: gate.reported,
             applying: &[],
+            applying_image: None,
         });
         check_status(&previous, &new_status, &gate)?;
         // Prune after settle, as the manager does: what only older bundles own goes, never

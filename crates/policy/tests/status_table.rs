@@ -207,6 +207,7 @@ impl Step {
             upgrade_gate: self.gate,
             reported_before: self.reported_before,
             applying: &[],
+            applying_image: None,
         })
     }
 }
@@ -1260,5 +1261,59 @@ fn requeue_follows_the_status() {
         status::requeue(&settled_at_1_1_0(), &failed, resync, after(0)),
         secs(15),
         "failed: back off"
+    );
+}
+
+/// The intent of a move records the bundle image by digest with it, and a retry of the same
+/// move keeps the digest first recorded (a tag that moved since must not change what the
+/// resumed move applies).
+#[test]
+fn the_intent_records_the_image_digest_once() {
+    let moving = move_to(
+        "1.1.1",
+        None,
+        pin(PinReason::PatchUpgrade, ">=1.1.0 <1.2.0-0"),
+        pin(PinReason::PatchUpgrade, ">=1.1.1 <1.2.0-0"),
+    );
+    let intent_with = |previous: &PlatformOperatorStatus, digest: &str| {
+        status::intent(&StatusInput {
+            previous,
+            generation: Some(GENERATION),
+            now: at(100),
+            decision: &moving,
+            outcome: &ActOutcome::Skipped,
+            upgrade_gate: UpgradeGate::Auto,
+            reported_before: false,
+            applying: &[],
+            applying_image: Some(digest),
+        })
+    };
+    let first = intent_with(&settled_at_1_1_0(), "quay.example/demo-bundle@sha256:aaa").unwrap();
+    let hop = first.active_hop.clone().unwrap();
+    assert_eq!(
+        (hop.to.as_str(), hop.image.as_deref()),
+        (
+            name("1.1.1").as_str(),
+            Some("quay.example/demo-bundle@sha256:aaa")
+        )
+    );
+    // The same move again, the tag now resolving elsewhere: nothing to write, digest kept.
+    assert_eq!(
+        intent_with(&first, "quay.example/demo-bundle@sha256:bbb"),
+        None
+    );
+    // A move recorded without a digest (an older manager) gets the one known now, alone.
+    let mut older = first.clone();
+    if let Some(hop) = older.active_hop.as_mut() {
+        hop.image = None;
+    }
+    let completed = intent_with(&older, "quay.example/demo-bundle@sha256:ccc").unwrap();
+    assert_eq!(
+        completed.active_hop.unwrap().image.as_deref(),
+        Some("quay.example/demo-bundle@sha256:ccc")
+    );
+    assert_eq!(
+        completed.conditions, older.conditions,
+        "only the digest is added"
     );
 }

@@ -136,6 +136,13 @@ impl Prepared {
         &self.rendered.exceptions_used
     }
 
+    /// The bundle image by digest (`None` for catalog-carried objects), recorded with the
+    /// intent of a move.
+    #[must_use]
+    pub fn image(&self) -> Option<&str> {
+        self.image.as_deref()
+    }
+
     /// Every object applying this bundle into `namespace` creates or owns, its
     /// OperatorCondition included: what the inventory records before the first is written.
     #[must_use]

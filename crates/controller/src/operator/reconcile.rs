@@ -473,6 +473,7 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
                     &previous,
                     &ActOutcome::Skipped,
                     &applying,
+                    prepared.image(),
                 ));
                 if let Some(intent) = intent {
                     pctx.stage(&name, "intent write");
@@ -531,6 +532,7 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
         &previous,
         &outcome,
         &[],
+        None,
     ));
     let requeue = status::requeue(
         &new_status,
@@ -623,9 +625,11 @@ fn status_input<'a>(
     previous: &'a PlatformOperatorStatus,
     outcome: &'a ActOutcome,
     applying: &'a [InventoryObject],
+    applying_image: Option<&'a str>,
 ) -> StatusInput<'a> {
     StatusInput {
         applying,
+        applying_image,
         previous,
         generation: po.metadata.generation,
         now: snapshot.now,
@@ -651,7 +655,21 @@ async fn prepare(
     let target = match &decision.action {
         Action::Nothing | Action::WaitForCatalog { .. } => return Ok(None),
         Action::Move(target) => {
-            Target::for_move(target, &contents).map_err(|err| problem_of(&err, true))?
+            let mut target =
+                Target::for_move(target, &contents).map_err(|err| problem_of(&err, true))?;
+            // A move recorded before a crash applies the digest its intent recorded, not what
+            // the catalog's tag names now: the running operator only changes through a move.
+            if let Some(digest) = po
+                .status
+                .as_ref()
+                .and_then(|s| s.active_hop.as_ref())
+                .filter(|hop| !hop.settled && hop.to == target.name)
+                .and_then(|hop| hop.image.clone())
+                && matches!(target.content, Content::Image(_))
+            {
+                target.content = Content::Image(digest);
+            }
+            target
         }
         Action::Keep => {
             let Some(installed) = &snapshot.installed else {
