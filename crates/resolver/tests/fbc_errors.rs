@@ -416,3 +416,83 @@ fn one_bad_package_never_blocks_the_others() {
     assert!(matches!(error, FbcError::ChannelHeads { .. }), "{error}");
     assert!(error.to_string().contains("bar.v1, bar.v2"), "{error}");
 }
+
+// ---- what `opm validate` refuses per package (e2e/tests/catalog_opm.rs runs opm itself) ----
+
+#[test]
+fn default_channel_must_name_a_channel() {
+    let mut lines = valid_lines();
+    lines[0] = r#"{"schema":"olm.package","name":"foo","defaultChannel":"fast"}"#.to_owned();
+    let error = error_of(
+        parse_lines(&lines),
+        &[
+            "catalog.json:1",
+            "\"foo\"",
+            "defaultChannel \"fast\"",
+            "stable",
+        ],
+    );
+    assert!(matches!(error, FbcError::DefaultChannel { .. }));
+    lines[0] = r#"{"schema":"olm.package","name":"foo"}"#.to_owned();
+    let error = error_of(
+        parse_lines(&lines),
+        &["catalog.json:1", "\"foo\"", "no defaultChannel"],
+    );
+    assert!(matches!(
+        error,
+        FbcError::DefaultChannel {
+            default_channel: None,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn a_bundle_in_no_channel_is_refused() {
+    let mut lines = valid_lines();
+    lines.push(bundle("foo.v2.0.0", "2.0.0"));
+    let error = error_of(
+        parse_lines(&lines),
+        &[
+            "catalog.json:5",
+            "\"foo.v2.0.0\"",
+            "\"foo\"",
+            "in no channel",
+        ],
+    );
+    assert!(matches!(error, FbcError::BundleInNoChannel { .. }));
+}
+
+#[test]
+fn a_deprecation_must_name_an_existing_bundle_or_channel() {
+    for (reference, needle) in [
+        (
+            r#"{"schema":"olm.bundle","name":"foo.v9.9.9"}"#,
+            "bundle \"foo.v9.9.9\"",
+        ),
+        (
+            r#"{"schema":"olm.channel","name":"fast"}"#,
+            "channel \"fast\"",
+        ),
+    ] {
+        let mut lines = valid_lines();
+        lines.push(format!(
+            r#"{{"schema":"olm.deprecations","package":"foo","entries":[{{"reference":{reference},"message":"gone"}}]}}"#
+        ));
+        let error = error_of(parse_lines(&lines), &["catalog.json:5", "\"foo\"", needle]);
+        assert!(matches!(error, FbcError::InvalidDeprecation { .. }));
+    }
+}
+
+#[test]
+fn a_package_without_bundles_is_let_through() {
+    // The catalog ships the bundles elsewhere (see validate::channel): no default channel
+    // check, no bundle-in-no-channel check.
+    let lines = [
+        r#"{"schema":"olm.package","name":"foo"}"#.to_owned(),
+        CHANNEL.to_owned(),
+    ];
+    let catalog = parse_lines(&lines).unwrap();
+    assert!(catalog.invalid_packages.is_empty());
+    assert!(catalog.packages.contains_key("foo"));
+}

@@ -166,6 +166,7 @@ impl Assembler {
         let [package_property] = decoded.packages.as_slice() else {
             return Err(FbcError::PackagePropertyCount {
                 origin,
+                package,
                 bundle: name,
                 count: decoded.packages.len(),
             });
@@ -336,6 +337,14 @@ impl Assembler {
                 && let Err(error) = validate::channel(&seed.package, channel, origin)
             {
                 mark(&mut invalid, package, error);
+            }
+        }
+        for (name, seed) in &packages {
+            if !invalid.contains_key(name)
+                && let Err(error) =
+                    validate::package(&seed.package, &seed.origin, deprecation_origins.get(name))
+            {
+                mark(&mut invalid, name, error);
             }
         }
         for package in invalid.keys() {

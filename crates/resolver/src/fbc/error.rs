@@ -194,14 +194,44 @@ pub enum FbcError {
     )]
     InvalidSkipRange(Box<InvalidSkipRangeDetail>),
 
+    /// A package whose `defaultChannel` is missing or names no channel of it (operator-registry
+    /// refuses both: "default channel must be set", "invalid channel ...: channel must contain
+    /// at least one bundle").
+    #[error(
+        "{}: package {package:?} {}; set `defaultChannel` to one of its channels",
+        at(.origin), describe_default_channel(.default_channel.as_deref(), .channels)
+    )]
+    DefaultChannel {
+        origin: Origin,
+        package: String,
+        default_channel: Option<String>,
+        /// The package's channels, sorted.
+        channels: Vec<String>,
+    },
+
+    /// A bundle no channel of its package lists (operator-registry: "not found in any channel
+    /// entries"); nothing could ever install it.
+    #[error(
+        "{}: bundle {bundle:?} of package {package:?} is in no channel; add it to a channel's \
+         entries or remove it",
+        at(.origin)
+    )]
+    BundleInNoChannel {
+        origin: Origin,
+        package: String,
+        bundle: String,
+    },
+
     /// A bundle has no `olm.package` property (or more than one).
     #[error(
-        "{}: bundle {bundle:?} has {count} olm.package properties; it needs exactly one, \
+        "{}: bundle {bundle:?} of package {package:?} has {count} olm.package properties; it \
+         needs exactly one, \
          {{\"type\": \"olm.package\", \"value\": {{\"packageName\": ..., \"version\": ...}}}}",
         at(.origin)
     )]
     PackagePropertyCount {
         origin: Origin,
+        package: String,
         bundle: String,
         count: usize,
     },
@@ -251,6 +281,20 @@ pub enum FbcError {
         package: String,
         reason: String,
     },
+}
+
+fn describe_default_channel(default_channel: Option<&str>, channels: &[String]) -> String {
+    let known = if channels.is_empty() {
+        "it has no channels".to_owned()
+    } else {
+        format!("its channels are {}", channels.join(", "))
+    };
+    match default_channel {
+        None => format!("has no defaultChannel ({known})"),
+        Some(name) => {
+            format!("has defaultChannel {name:?}, which is not one of its channels ({known})")
+        }
+    }
 }
 
 fn describe_heads(heads: &[String]) -> String {

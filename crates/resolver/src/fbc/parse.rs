@@ -170,6 +170,7 @@ mod tests {
 ---
 schema: olm.package
 name: foo
+defaultChannel: stable
 ---
 schema: olm.bundle
 name: foo.v1
@@ -204,7 +205,7 @@ entries:
         let catalog = parse("catalog.yaml", text);
         let package = &catalog.packages["foo"];
         let bundle = &package.bundles["foo.v1"];
-        assert_eq!(bundle.origin.line, Some(5));
+        assert_eq!(bundle.origin.line, Some(6));
         assert!(matches!(
             &bundle.properties.max_openshift_version,
             Some(MaxOpenShiftVersion::Invalid { raw, .. }) if raw == "4.9.1"
@@ -226,7 +227,10 @@ entries:
         let _ = std::fs::remove_dir_all(&root);
         std::fs::create_dir_all(root.join("bundles/old")).unwrap();
         let write = |path: &str, text: &str| std::fs::write(root.join(path), text).unwrap();
-        write("package.yaml", "schema: olm.package\nname: foo\n");
+        write(
+            "package.yaml",
+            "schema: olm.package\nname: foo\ndefaultChannel: stable\n",
+        );
         write("README.md", "# not a catalog");
         write(
             "channel.json",

@@ -3,6 +3,13 @@
 //! Graph nodes are bundle names. An edge is a `replaces` or a `skips` that names another entry
 //! of the same channel; edges to names outside the channel dangle harmlessly (the tail of a
 //! channel usually replaces a bundle pruned long ago). `skipRange` is not an edge.
+//!
+//! Per package, as `opm validate` (operator-registry's `ConvertToModel` and model validation):
+//! a `defaultChannel` naming one of its channels, every bundle in some channel, and
+//! deprecations naming existing bundles and channels. A package without bundles is let through
+//! (see [`channel`]).
+
+use std::collections::BTreeSet;
 
 use super::error::FbcError;
 use super::model::{Channel, Origin, Package};
@@ -74,6 +81,68 @@ pub(crate) fn channel(
             package: package.name.clone(),
             channel: channel.name.clone(),
             heads,
+        });
+    }
+    Ok(())
+}
+
+/// Checks one package as a whole (its channels were checked one by one with [`channel`]).
+pub(crate) fn package(
+    package: &Package,
+    origin: &Origin,
+    deprecations_origin: Option<&Origin>,
+) -> Result<(), FbcError> {
+    if package.bundles.is_empty() {
+        return Ok(());
+    }
+    let default_ok = package
+        .default_channel
+        .as_ref()
+        .is_some_and(|name| package.channels.contains_key(name));
+    if !default_ok {
+        return Err(FbcError::DefaultChannel {
+            origin: origin.clone(),
+            package: package.name.clone(),
+            default_channel: package.default_channel.clone(),
+            channels: package.channels.keys().cloned().collect(),
+        });
+    }
+    let listed: BTreeSet<&str> = package
+        .channels
+        .values()
+        .flat_map(|c| c.entries.iter().map(|e| e.name.as_str()))
+        .collect();
+    if let Some(bundle) = package
+        .bundles
+        .values()
+        .find(|b| !listed.contains(b.name.as_str()))
+    {
+        return Err(FbcError::BundleInNoChannel {
+            origin: bundle.origin.clone(),
+            package: package.name.clone(),
+            bundle: bundle.name.clone(),
+        });
+    }
+    let deprecations = &package.deprecations;
+    let unknown = deprecations
+        .bundles
+        .keys()
+        .find(|b| !package.bundles.contains_key(*b))
+        .map(|b| format!("cannot deprecate bundle {b:?}: the package has no such bundle"))
+        .or_else(|| {
+            deprecations
+                .channels
+                .keys()
+                .find(|c| !package.channels.contains_key(*c))
+                .map(|c| format!("cannot deprecate channel {c:?}: the package has no such channel"))
+        });
+    if let Some(reason) = unknown {
+        return Err(FbcError::InvalidDeprecation {
+            origin: deprecations_origin
+                .cloned()
+                .unwrap_or_else(|| origin.clone()),
+            package: package.name.clone(),
+            reason,
         });
     }
     Ok(())
