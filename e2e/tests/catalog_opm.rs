@@ -531,9 +531,9 @@ async fn opm_rendered_catalog_is_what_pom_parses_and_installs() {
 }
 
 /// Where they differ: `opm validate` (v1.64.0) does not parse `skipRange`, so it accepts one
-/// that is not a range, while POM refuses it, as OLM's resolvers cannot use it either
-/// (operator-registry's model keeps it as text; OLM v0 parses it with blang/semver when it
-/// resolves). Recorded so that a bump of opm that starts checking it is noticed.
+/// that is not a range, while POM refuses it (the package is left out): operator-registry's
+/// model keeps it as text, and OLM v0's resolver, which parses it with blang/semver, cannot use
+/// it. Recorded so that a bump of opm that starts checking it is noticed.
 #[test]
 fn skip_range_opm_does_not_check() {
     let Some(opm_dir) = binaries::require_opm() else {
