@@ -35,11 +35,21 @@ fn bundle(version: &str, class: &str) -> TestBundle {
 }
 
 async fn start(plane: &ControlPlane, name: &str, fail_point: Option<&str>) -> ManagerProcess {
-    let args = vec![
+    start_with(plane, name, fail_point, None).await
+}
+
+async fn start_with(
+    plane: &ControlPlane,
+    name: &str,
+    fail_point: Option<&str>,
+    extra: Option<&str>,
+) -> ManagerProcess {
+    let mut args = vec![
         "--leader-elect=false".to_owned(),
         format!("--health-bind-address={}", free_address().unwrap()),
         "--resync-seconds=5".to_owned(),
     ];
+    args.extend(extra.map(str::to_owned));
     let mut env = vec![
         ("POD_NAMESPACE", "openshift-platform-operators"),
         ("RELEASE_VERSION", "4.99.0-pom-test"),
@@ -270,6 +280,93 @@ async fn killed_mid_cleanup_the_next_manager_finishes_the_cleanup() {
             .is_some(),
         "the CRD must survive"
     );
+    second.signal("TERM");
+    let _ = second.wait_exit(Duration::from_secs(30)).await;
+}
+
+/// Killed after the first object of an install from an image named by tag, while the tag then
+/// moves to other content: the next manager applies the digest the intent recorded.
+#[tokio::test]
+async fn killed_mid_install_the_next_manager_applies_the_recorded_digest_not_the_moved_tag() {
+    let Some(plane) = simulated_plane(true).await else {
+        return;
+    };
+    let client = plane.client().await.unwrap();
+    let registry = pom_e2e::Registry::start().await.unwrap();
+    let host = registry.host();
+    let original = TestBundle::new("crashtag", "1.0.0");
+    let digest = pom_e2e::oci_publish::push_files(
+        &host,
+        "bundles/crashtag",
+        "1.0.0",
+        &original.image_files(),
+    )
+    .await
+    .unwrap();
+    configmap_catalog(
+        &client,
+        "local",
+        &catalog_json(
+            std::slice::from_ref(&original),
+            &[(original.name(), format!("{host}/bundles/crashtag:1.0.0"))],
+        ),
+        0,
+    )
+    .await;
+    create_po(
+        &client,
+        "crashtag",
+        json!({"package": {"name": "crashtag"}}),
+    )
+    .await;
+    let insecure = format!("--insecure-registries={host}");
+    let mut first = start_with(
+        &plane,
+        "first-tag",
+        Some("after-first-apply"),
+        Some(&insecure),
+    )
+    .await;
+    wait_aborted(&mut first, "after-first-apply").await;
+    let recorded = Api::<PlatformOperator>::all(client.clone())
+        .get("crashtag")
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .active_hop
+        .unwrap()
+        .image;
+    assert_eq!(
+        recorded.as_deref(),
+        Some(digest.as_str()),
+        "the intent records the digest"
+    );
+
+    let mut moved = original.clone();
+    moved.replicas = 3;
+    let moved_digest =
+        pom_e2e::oci_publish::push_files(&host, "bundles/crashtag", "1.0.0", &moved.image_files())
+            .await
+            .unwrap();
+    assert_ne!(moved_digest, digest);
+    let mut second = start_with(&plane, "second-tag", None, Some(&insecure)).await;
+    let pos: Api<PlatformOperator> = Api::all(client.clone());
+    let installed = eventually(WAIT, "crashtag to settle", || async {
+        let status = pos.get("crashtag").await.ok()?.status?;
+        let settled = status.active_hop.as_ref().is_some_and(|h| h.settled);
+        settled.then_some(status.installed_bundle?)
+    })
+    .await;
+    assert_eq!(installed.image.as_deref(), Some(digest.as_str()));
+    let replicas = Api::<Deployment>::namespaced(client.clone(), "crashtag")
+        .get(&original.deployment_name())
+        .await
+        .unwrap()
+        .spec
+        .unwrap()
+        .replicas;
+    assert_eq!(replicas, Some(1), "the moved tag's content was applied");
     second.signal("TERM");
     let _ = second.wait_exit(Duration::from_secs(30)).await;
 }
