@@ -28,7 +28,7 @@ use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use pom_api::conditions::{ConditionStatus, Reason, types};
 use pom_api::labels;
-use pom_api::platform_operator::{InventoryObject, PlatformOperatorStatus};
+use pom_api::platform_operator::PlatformOperatorStatus;
 use pom_api::{Catalog, PlatformOperator};
 use pom_policy::inventory;
 use pom_policy::status::{self, ActOutcome, StatusInput};
@@ -446,6 +446,21 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
         return Ok(RequeueAction::requeue(CATALOG_WARMUP_RETRY));
     }
 
+    // A prune after settle that a crash (or a failed write) cut short is finished before the
+    // next move starts: a move never records more than the two bundles it moves between, and
+    // what only an older bundle had does not outlive a second move (found by the chaos suite).
+    if matches!(decision.action, Action::Move(_))
+        && let Some(hop) = previous.active_hop.as_ref().filter(|h| h.settled)
+        && installed_name == Some(hop.to.as_str())
+        && inventory::has_other_bundles(&previous.inventory, &hop.to)
+    {
+        let settled = hop.to.clone();
+        tracing::info!(po = %name, bundle = %settled, "finishing an interrupted prune before the next move");
+        pctx.stage(&name, "prune");
+        prune_settled(po, pctx, &previous, &settled, true).await?;
+        return Ok(RequeueAction::requeue(Duration::from_secs(1)));
+    }
+
     // Prepare (fetch, render, refuse: reads only), then record the intent of a move in status
     // before its first object is written, so a crash anywhere in the apply resumes this move
     // and never skips it; then apply.
@@ -465,16 +480,18 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
             Ok(None) => ActOutcome::Skipped,
             Ok(Some((target, prepared))) => {
                 let applying = prepared.inventory(&namespace);
-                let intent = status::intent(&status_input(
-                    po,
-                    &snapshot,
-                    &decision,
-                    reported_before,
-                    &previous,
-                    &ActOutcome::Skipped,
-                    &applying,
-                    prepared.image(),
-                ));
+                let intent = status::intent(&StatusInput {
+                    applying: &applying,
+                    applying_image: prepared.image(),
+                    ..status_input(
+                        po,
+                        &snapshot,
+                        &decision,
+                        reported_before,
+                        &previous,
+                        &ActOutcome::Skipped,
+                    )
+                });
                 if let Some(intent) = intent {
                     pctx.stage(&name, "intent write");
                     write_status(po, pctx, &previous, intent.clone()).await?;
@@ -531,8 +548,6 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
         reported_before,
         &previous,
         &outcome,
-        &[],
-        None,
     ));
     let requeue = status::requeue(
         &new_status,
@@ -624,12 +639,10 @@ fn status_input<'a>(
     reported_before: bool,
     previous: &'a PlatformOperatorStatus,
     outcome: &'a ActOutcome,
-    applying: &'a [InventoryObject],
-    applying_image: Option<&'a str>,
 ) -> StatusInput<'a> {
     StatusInput {
-        applying,
-        applying_image,
+        applying: &[],
+        applying_image: None,
         previous,
         generation: po.metadata.generation,
         now: snapshot.now,
