@@ -30,11 +30,22 @@ pub struct ControlPlane {
     // Field order is drop order: workload processes first, then the apiserver, then etcd.
     workload_processes: Vec<Process>,
     apiserver: Process,
-    _etcd: Process,
+    etcd: Process,
+    /// How the apiserver and etcd were started, so they can be restarted alike (same ports,
+    /// certificates and data directory).
+    restart: Restart,
     kubeconfig: Kubeconfig,
     kubeconfig_path: PathBuf,
     url: String,
     dir: tempfile::TempDir,
+}
+
+struct Restart {
+    bin: PathBuf,
+    etcd_args: Vec<String>,
+    etcd_port: u16,
+    apiserver_args: Vec<String>,
+    restarts: u32,
 }
 
 const READY_TIMEOUT: Duration = Duration::from_secs(90);
@@ -65,7 +76,8 @@ impl ControlPlane {
 
         let etcd = start_etcd(&bin, &root).await?;
         let etcd_url = etcd.1;
-        let (apiserver, port) = start_apiserver(&bin, &root, &certs, &etcd_url).await?;
+        let (apiserver, port, apiserver_args) =
+            start_apiserver(&bin, &root, &certs, &etcd_url).await?;
         let url = format!("https://127.0.0.1:{port}");
         let kubeconfig = kubeconfig(&url, &certs)?;
         let kubeconfig_path = root.join("kubeconfig");
@@ -77,7 +89,14 @@ impl ControlPlane {
         let mut plane = Self {
             workload_processes: Vec::new(),
             apiserver,
-            _etcd: etcd.0,
+            etcd: etcd.0,
+            restart: Restart {
+                bin: bin.clone(),
+                etcd_args: etcd.2,
+                etcd_port: etcd.3,
+                apiserver_args,
+                restarts: 0,
+            },
             kubeconfig,
             kubeconfig_path,
             url,
@@ -131,6 +150,44 @@ impl ControlPlane {
     #[must_use]
     pub fn apiserver_log_tail(&self, lines: usize) -> String {
         self.apiserver.log_tail(lines)
+    }
+
+    /// Stops kube-apiserver (SIGTERM, SIGKILL after the grace period) and starts it again with
+    /// the same port, certificates and etcd; returns once it is ready. Clients reconnect by
+    /// themselves.
+    ///
+    /// # Errors
+    /// When it does not come back.
+    pub async fn restart_apiserver(&mut self) -> Result<(), HarnessError> {
+        self.apiserver.stop();
+        self.restart.restarts += 1;
+        let name = format!("kube-apiserver-{}", self.restart.restarts);
+        self.apiserver = Process::spawn(
+            &name,
+            &self.restart.bin.join("kube-apiserver"),
+            &self.restart.apiserver_args,
+            self.dir.path(),
+        )?;
+        self.wait_for_apiserver().await
+    }
+
+    /// Stops etcd (SIGTERM) and starts it again on the same ports and data directory (nothing
+    /// is lost); returns once etcd is healthy and the apiserver ready again.
+    ///
+    /// # Errors
+    /// When it does not come back.
+    pub async fn restart_etcd(&mut self) -> Result<(), HarnessError> {
+        self.etcd.stop();
+        self.restart.restarts += 1;
+        let name = format!("etcd-{}", self.restart.restarts);
+        self.etcd = Process::spawn(
+            &name,
+            &self.restart.bin.join("etcd"),
+            &self.restart.etcd_args,
+            self.dir.path(),
+        )?;
+        wait_for_etcd(&mut self.etcd, self.restart.etcd_port).await?;
+        self.wait_for_apiserver().await
     }
 
     async fn wait_for_apiserver(&mut self) -> Result<(), HarnessError> {
@@ -337,7 +394,10 @@ fn external_crds() -> Result<Vec<CustomResourceDefinition>, HarnessError> {
         .collect()
 }
 
-async fn start_etcd(bin: &Path, root: &Path) -> Result<(Process, String), HarnessError> {
+async fn start_etcd(
+    bin: &Path,
+    root: &Path,
+) -> Result<(Process, String, Vec<String>, u16), HarnessError> {
     let client_port = free_port()?;
     let peer_port = free_port()?;
     let data = root.join("etcd-data");
@@ -352,12 +412,22 @@ async fn start_etcd(bin: &Path, root: &Path) -> Result<(Process, String), Harnes
         "--log-level=warn".into(),
     ];
     let mut etcd = Process::spawn("etcd", &bin.join("etcd"), &args, root)?;
+    wait_for_etcd(&mut etcd, client_port).await?;
+    Ok((
+        etcd,
+        format!("http://127.0.0.1:{client_port}"),
+        args,
+        client_port,
+    ))
+}
+
+async fn wait_for_etcd(etcd: &mut Process, client_port: u16) -> Result<(), HarnessError> {
     let started = Instant::now();
     loop {
         if let Some((200, body)) = http_get(client_port, "/health").await
             && body.contains("true")
         {
-            return Ok((etcd, format!("http://127.0.0.1:{client_port}")));
+            return Ok(());
         }
         if etcd.has_exited() || started.elapsed() > READY_TIMEOUT {
             return Err(HarnessError::NotReady {
@@ -375,7 +445,7 @@ async fn start_apiserver(
     root: &Path,
     certs: &CertFiles,
     etcd_url: &str,
-) -> Result<(Process, u16), HarnessError> {
+) -> Result<(Process, u16, Vec<String>), HarnessError> {
     let port = free_port()?;
     let args = vec![
         format!("--etcd-servers={etcd_url}"),
@@ -403,7 +473,7 @@ async fn start_apiserver(
         "--watch-cache=true".into(),
     ];
     let process = Process::spawn("kube-apiserver", &bin.join("kube-apiserver"), &args, root)?;
-    Ok((process, port))
+    Ok((process, port, args))
 }
 
 fn kubeconfig(url: &str, certs: &CertFiles) -> Result<Kubeconfig, HarnessError> {

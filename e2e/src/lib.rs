@@ -14,6 +14,7 @@
 //! [`quiet::QuietWindow`].
 
 pub mod binaries;
+pub mod chaos;
 mod certs;
 mod control_plane;
 pub mod cvo;

@@ -1,0 +1,546 @@
+//! The chaos suite's parts (issue 13 item 9): a seeded random source, the invariant monitor
+//! that watches every PlatformOperator version while faults are injected, and the checker that
+//! runs once everything converged. The driver and the workload are in `tests/chaos.rs`.
+//!
+//! The monitor judges each PlatformOperator version it sees against the package's channel
+//! (a straight `replaces` chain the test built):
+//! - `Upgradeable=True` never while the recorded move (`status.activeHop`) is unsettled;
+//! - a hop's `to` is the direct successor of its `from` in the chain (no hop skipped, never
+//!   backwards);
+//! - the installed bundle never goes backwards;
+//! - the move is in the inventory (recorded before the first write) and the inventory names
+//!   no bundle but the move's `from` and `to`.
+//!
+//! The checker, after convergence: every live PO runs the chain's head with exactly one
+//! inventory entry (that bundle), every listed object exists with the PO's owner and bundle
+//! labels, no object with the PO's owner label is outside the inventory; a deleted PO left
+//! only CRDs (and so its custom resources).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use kube::api::{
+    Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, WatchEvent, WatchParams,
+};
+use kube::{Client, ResourceExt as _};
+use pom_api::PlatformOperator;
+use pom_api::labels::{BUNDLE, OWNER_PO, label_value, owned_by};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::fixtures::bundle_name;
+
+/// A small seeded random source (SplitMix64): the same seed replays the same run.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    #[must_use]
+    pub fn new(seed: u64) -> Self {
+        Self(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `0..n` (0 when `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        if n == 0 { 0 } else { self.next_u64() % n }
+    }
+
+    /// A duration between `low_ms` and `high_ms` milliseconds.
+    pub fn millis(&mut self, low_ms: u64, high_ms: u64) -> Duration {
+        Duration::from_millis(low_ms + self.below(high_ms.saturating_sub(low_ms) + 1))
+    }
+
+    /// `count` distinct numbers of `0..n` (all of them when `count >= n`), sorted.
+    pub fn pick(&mut self, n: u64, count: usize) -> Vec<u64> {
+        let mut all: Vec<u64> = (0..n).collect();
+        for i in (1..all.len()).rev() {
+            let j = usize::try_from(self.below(i as u64 + 1)).unwrap_or(0);
+            all.swap(i, j);
+        }
+        all.truncate(count);
+        all.sort_unstable();
+        all
+    }
+}
+
+/// The seed: `POM_CHAOS_SEED` when set, else one from the clock and the process id.
+#[must_use]
+pub fn seed_from_env() -> u64 {
+    if let Some(seed) = std::env::var("POM_CHAOS_SEED")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+    {
+        return seed;
+    }
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    #[allow(clippy::cast_possible_truncation)]
+    let low = nanos as u64;
+    Rng::new(low ^ u64::from(std::process::id()).rotate_left(32)).next_u64()
+}
+
+/// A `u64` from environment variable `name`, else `default`.
+#[must_use]
+pub fn env_number(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(default)
+}
+
+/// The channel of each package: its bundle versions in `replaces` order (oldest first). A
+/// PlatformOperator is named after its package.
+#[derive(Debug, Clone, Default)]
+pub struct Chains(pub BTreeMap<String, Vec<String>>);
+
+impl Chains {
+    /// The position of bundle `bundle` in the chain of `po`.
+    #[must_use]
+    pub fn index(&self, po: &str, bundle: &str) -> Option<usize> {
+        self.0
+            .get(po)?
+            .iter()
+            .position(|v| bundle_name(po, v) == bundle)
+    }
+
+    /// The last version of the chain of `po`.
+    #[must_use]
+    pub fn head(&self, po: &str) -> Option<&str> {
+        self.0.get(po)?.last().map(String::as_str)
+    }
+}
+
+#[derive(Default)]
+struct MonitorState {
+    violations: Vec<String>,
+    moves: BTreeSet<(String, Option<String>, String)>,
+    installed: BTreeMap<String, usize>,
+    versions_seen: u64,
+    rewatches: u64,
+    upgradeable_with_pending_bundle: u64,
+}
+
+/// What the monitor saw.
+#[derive(Debug, Clone, Default)]
+pub struct MonitorReport {
+    /// Each violation, with the PO version it was seen in.
+    pub violations: Vec<String>,
+    /// Distinct moves (po, from, to) seen in `status.activeHop`.
+    pub moves: BTreeSet<(String, Option<String>, String)>,
+    /// PlatformOperator versions judged.
+    pub versions_seen: u64,
+    /// Times the watch had to list again (after an API server or etcd restart).
+    pub rewatches: u64,
+    /// Versions with `Upgradeable=True`, the move settled and a bundle still owed
+    /// (`desiredBundle`): not a violation of §8.3, counted for the record.
+    pub upgradeable_with_pending_bundle: u64,
+}
+
+/// The invariant monitor: a watch on every PlatformOperator from start to [`Monitor::stop`]
+/// that lists again whenever the watch breaks (so it survives API server restarts).
+pub struct Monitor {
+    state: Arc<Mutex<MonitorState>>,
+    stop: CancellationToken,
+    task: Option<JoinHandle<()>>,
+}
+
+impl Monitor {
+    /// Starts watching every PlatformOperator, judging each version against `chains`.
+    #[must_use]
+    pub fn start(client: Client, chains: Chains) -> Self {
+        let state = Arc::new(Mutex::new(MonitorState::default()));
+        let stop = CancellationToken::new();
+        let task = {
+            let (state, stop) = (state.clone(), stop.clone());
+            tokio::spawn(async move {
+                tokio::select! {
+                    () = stop.cancelled() => {}
+                    () = watch_loop(Api::all(client), &chains, &state) => {}
+                }
+            })
+        };
+        Self {
+            state,
+            stop,
+            task: Some(task),
+        }
+    }
+
+    /// Violations so far.
+    #[must_use]
+    pub fn violations(&self) -> Vec<String> {
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .violations
+            .clone()
+    }
+
+    /// Stops the watch and returns what it saw.
+    pub async fn stop(mut self) -> MonitorReport {
+        self.stop.cancel();
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        MonitorReport {
+            violations: state.violations.clone(),
+            moves: state.moves.clone(),
+            versions_seen: state.versions_seen,
+            rewatches: state.rewatches,
+            upgradeable_with_pending_bundle: state.upgradeable_with_pending_bundle,
+        }
+    }
+}
+
+impl Drop for Monitor {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+async fn watch_loop(api: Api<PlatformOperator>, chains: &Chains, state: &Mutex<MonitorState>) {
+    let lock = || state.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut first = true;
+    loop {
+        if !first {
+            lock().rewatches += 1;
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        first = false;
+        let Ok(list) = api.list(&ListParams::default()).await else {
+            continue;
+        };
+        let Some(mut version) = list.metadata.resource_version.clone() else {
+            continue;
+        };
+        for po in &list.items {
+            judge(po, chains, &mut lock());
+        }
+        let Ok(stream) = api.watch(&WatchParams::default(), &version).await else {
+            continue;
+        };
+        let mut stream = stream.boxed();
+        loop {
+            match stream.next().await {
+                Some(Ok(
+                    WatchEvent::Added(po) | WatchEvent::Modified(po) | WatchEvent::Deleted(po),
+                )) => {
+                    if let Some(v) = po.resource_version() {
+                        version = v;
+                    }
+                    judge(&po, chains, &mut lock());
+                }
+                Some(Ok(WatchEvent::Bookmark(b))) => version = b.metadata.resource_version,
+                Some(Ok(WatchEvent::Error(_)) | Err(_)) => break,
+                None => match api.watch(&WatchParams::default(), &version).await {
+                    Ok(resumed) => stream = resumed.boxed(),
+                    Err(_) => break,
+                },
+            }
+        }
+    }
+}
+
+fn judge(po: &PlatformOperator, chains: &Chains, state: &mut MonitorState) {
+    state.versions_seen += 1;
+    let name = po.name_any();
+    let Some(status) = &po.status else {
+        return;
+    };
+    let at = format!("{name}@rv{}", po.resource_version().unwrap_or_default());
+    let upgradeable = status
+        .conditions
+        .iter()
+        .any(|c| c.type_ == "Upgradeable" && c.status == "True");
+    if let Some(hop) = &status.active_hop {
+        if upgradeable && !hop.settled {
+            state.violations.push(format!(
+                "{at}: Upgradeable=True while the move {:?} -> {} is unsettled",
+                hop.from, hop.to
+            ));
+        }
+        let to = chains.index(&name, &hop.to);
+        match (&hop.from, to) {
+            (_, None) => state
+                .violations
+                .push(format!("{at}: a move to {}, not in the channel", hop.to)),
+            (Some(from), Some(to)) => {
+                let from_index = chains.index(&name, from);
+                if from_index.map(|f| f + 1) != Some(to) {
+                    state.violations.push(format!(
+                        "{at}: the move {from} -> {} is not one hop along the channel",
+                        hop.to
+                    ));
+                }
+            }
+            (None, Some(_)) => {}
+        }
+        state
+            .moves
+            .insert((name.clone(), hop.from.clone(), hop.to.clone()));
+        if !status.inventory.iter().any(|e| e.bundle == hop.to) {
+            state.violations.push(format!(
+                "{at}: the move to {} is recorded but the inventory has no entry for it \
+                 (entries: {:?})",
+                hop.to,
+                status
+                    .inventory
+                    .iter()
+                    .map(|e| &e.bundle)
+                    .collect::<Vec<_>>()
+            ));
+        }
+        for entry in &status.inventory {
+            if entry.bundle != hop.to && Some(&entry.bundle) != hop.from.as_ref() {
+                state.violations.push(format!(
+                    "{at}: the inventory lists {}, neither side of the move {:?} -> {}",
+                    entry.bundle, hop.from, hop.to
+                ));
+            }
+        }
+        if upgradeable && hop.settled && status.desired_bundle.is_some() {
+            state.upgradeable_with_pending_bundle += 1;
+        }
+    }
+    if let Some(installed) = &status.installed_bundle {
+        match chains.index(&name, &installed.name) {
+            None => state.violations.push(format!(
+                "{at}: installed {}, not in the channel",
+                installed.name
+            )),
+            Some(index) => {
+                let last = state.installed.entry(name.clone()).or_insert(index);
+                if index < *last {
+                    state.violations.push(format!(
+                        "{at}: the installed bundle went backwards to {}",
+                        installed.name
+                    ));
+                }
+                *last = (*last).max(index);
+            }
+        }
+    }
+}
+
+/// The kinds the test bundles ship (and POM's sweep covers), as
+/// (apiVersion, kind, plural, namespaced).
+pub const KINDS: &[(&str, &str, &str, bool)] = &[
+    ("apps/v1", "Deployment", "deployments", true),
+    ("v1", "ServiceAccount", "serviceaccounts", true),
+    ("v1", "ConfigMap", "configmaps", true),
+    ("v1", "Service", "services", true),
+    ("rbac.authorization.k8s.io/v1", "Role", "roles", true),
+    (
+        "rbac.authorization.k8s.io/v1",
+        "RoleBinding",
+        "rolebindings",
+        true,
+    ),
+    (
+        "rbac.authorization.k8s.io/v1",
+        "ClusterRole",
+        "clusterroles",
+        false,
+    ),
+    (
+        "rbac.authorization.k8s.io/v1",
+        "ClusterRoleBinding",
+        "clusterrolebindings",
+        false,
+    ),
+    (
+        "operators.coreos.com/v2",
+        "OperatorCondition",
+        "operatorconditions",
+        true,
+    ),
+    (
+        "scheduling.k8s.io/v1",
+        "PriorityClass",
+        "priorityclasses",
+        false,
+    ),
+    (
+        "apiextensions.k8s.io/v1",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        false,
+    ),
+];
+
+fn resource(api_version: &str, kind: &str) -> Option<(ApiResource, bool)> {
+    let (_, _, plural, namespaced) = KINDS
+        .iter()
+        .find(|(v, k, _, _)| *v == api_version && *k == kind)?;
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let gvk = GroupVersionKind::gvk(group, version, kind);
+    Some((ApiResource::from_gvk_with_plural(&gvk, plural), *namespaced))
+}
+
+/// Every object of the kinds in [`KINDS`] labelled as owned by `po`, as
+/// (kind, namespace, name, bundle label).
+///
+/// # Errors
+/// When a list fails.
+pub async fn owned_objects(
+    client: &Client,
+    po: &str,
+) -> Result<Vec<(String, Option<String>, String, Option<String>)>, kube::Error> {
+    let mut found = Vec::new();
+    for (api_version, kind, _, _) in KINDS {
+        let Some((resource, _)) = resource(api_version, kind) else {
+            continue;
+        };
+        let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+        for object in api
+            .list(&ListParams::default().labels(&owned_by(po)))
+            .await?
+        {
+            found.push((
+                (*kind).to_owned(),
+                object.namespace(),
+                object.name_any(),
+                object.labels().get(BUNDLE).cloned(),
+            ));
+        }
+    }
+    Ok(found)
+}
+
+/// The checker, after convergence: `live` POs must run their chain's head, `deleted` ones
+/// must be gone and have left only CRDs. Returns every violation found.
+pub async fn check(
+    client: &Client,
+    chains: &Chains,
+    live: &[String],
+    deleted: &[String],
+) -> Vec<String> {
+    let mut violations = Vec::new();
+    let pos: Api<PlatformOperator> = Api::all(client.clone());
+    for po in live {
+        let Some(head) = chains.head(po) else {
+            violations.push(format!("{po}: no channel"));
+            continue;
+        };
+        let bundle = bundle_name(po, head);
+        let status = match pos.get(po).await {
+            Ok(current) => current.status.unwrap_or_default(),
+            Err(err) => {
+                violations.push(format!("{po}: cannot be read: {err}"));
+                continue;
+            }
+        };
+        if status.installed_bundle.as_ref().map(|b| &b.name) != Some(&bundle) {
+            violations.push(format!(
+                "{po}: runs {:?}, not the head {bundle}",
+                status.installed_bundle
+            ));
+        }
+        if !status.active_hop.as_ref().is_some_and(|h| h.settled) {
+            violations.push(format!(
+                "{po}: the move is not settled: {:?}",
+                status.active_hop
+            ));
+        }
+        let entries: Vec<&str> = status.inventory.iter().map(|e| e.bundle.as_str()).collect();
+        if entries != [bundle.as_str()] {
+            violations.push(format!(
+                "{po}: the inventory must have exactly one entry, {bundle}: {entries:?}"
+            ));
+        }
+        let mut listed = BTreeSet::new();
+        for entry in &status.inventory {
+            for object in &entry.objects {
+                listed.insert((
+                    object.kind.clone(),
+                    object.namespace.clone(),
+                    object.name.clone(),
+                ));
+                let Some((resource, namespaced)) = resource(&object.api_version, &object.kind)
+                else {
+                    violations.push(format!(
+                        "{po}: the inventory lists a kind the checker does not know: {} {}",
+                        object.api_version, object.kind
+                    ));
+                    continue;
+                };
+                let api: Api<DynamicObject> = match (&object.namespace, namespaced) {
+                    (Some(ns), true) => Api::namespaced_with(client.clone(), ns, &resource),
+                    _ => Api::all_with(client.clone(), &resource),
+                };
+                let what = format!(
+                    "{} {}/{}",
+                    object.kind,
+                    object.namespace.as_deref().unwrap_or(""),
+                    object.name
+                );
+                match api.get_opt(&object.name).await {
+                    Ok(Some(found)) => {
+                        let labels = found.labels();
+                        if labels.get(OWNER_PO) != Some(&label_value(po)) {
+                            violations
+                                .push(format!("{po}: {what} lacks the owner label: {labels:?}"));
+                        }
+                        if labels.get(BUNDLE) != Some(&label_value(&entry.bundle)) {
+                            violations.push(format!(
+                                "{po}: {what} is not labelled with bundle {}: {labels:?}",
+                                entry.bundle
+                            ));
+                        }
+                    }
+                    Ok(None) => violations.push(format!(
+                        "{po}: {what} is in the inventory of the running bundle but missing"
+                    )),
+                    Err(err) => violations.push(format!("{po}: reading {what}: {err}")),
+                }
+            }
+        }
+        match owned_objects(client, po).await {
+            Ok(found) => {
+                for (kind, namespace, name, bundle_label) in found {
+                    if !listed.contains(&(kind.clone(), namespace.clone(), name.clone())) {
+                        violations.push(format!(
+                            "{po}: {kind} {}/{name} (bundle {bundle_label:?}) carries the \
+                             owner label but is not in the inventory (orphaned)",
+                            namespace.unwrap_or_default()
+                        ));
+                    }
+                }
+            }
+            Err(err) => violations.push(format!("{po}: listing owned objects: {err}")),
+        }
+    }
+    for po in deleted {
+        match pos.get_opt(po).await {
+            Ok(None) => {}
+            Ok(Some(_)) => violations.push(format!("{po}: deleted but still there")),
+            Err(err) => violations.push(format!("{po}: cannot be read: {err}")),
+        }
+        match owned_objects(client, po).await {
+            Ok(found) => {
+                for (kind, namespace, name, _) in found {
+                    if kind != "CustomResourceDefinition" {
+                        violations.push(format!(
+                            "{po}: deleted, but its {kind} {}/{name} is left",
+                            namespace.unwrap_or_default()
+                        ));
+                    }
+                }
+            }
+            Err(err) => violations.push(format!("{po}: listing owned objects: {err}")),
+        }
+    }
+    violations
+}
