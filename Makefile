@@ -4,7 +4,7 @@ CARGO ?= cargo
 # Where the Go-built control-plane binaries live (outside git); printed by the build script.
 BIN_DIR = $(shell bash e2e/tools/build-binaries.sh 2>/dev/null | tail -n1)
 
-.PHONY: all test unit e2e e2e-binaries lint fmt crds manifests image demo bench bench-install bench-compare soak fuzz fuzz-ci clean-cache help
+.PHONY: all test unit e2e e2e-binaries lint fmt crds manifests image demo bench bench-install bench-compare soak chaos fuzz fuzz-ci clean-cache help
 
 help:
 	@echo "make demo   - start a local control plane + registry, run POM, install two operators"
@@ -12,6 +12,7 @@ help:
 	@echo "make e2e    - only the e2e suite;  make lint - fmt + clippy;  make crds - regenerate crds/"
 	@echo "make manifests - regenerate manifests/;  make image - build the manager image (podman/docker)"
 	@echo "make soak   - the decision state-machine test with SOAK_CASES sequences (default 500,000)"
+	@echo "make chaos  - the chaos suite, long run: 50 leader kills, 3 apiserver + 1 etcd restarts, registry outages (POM_CHAOS_SEED=... replays)"
 	@echo "make fuzz   - every cargo-fuzz target for FUZZ_RUNS executions (default 10^7; nightly);  make fuzz-ci - 30 s each"
 	@echo "make bench  - benchmarks (resolver);  make bench-install - 200 POs against a real control plane (BENCH_ARGS=...)"
 	@echo "make bench-compare - catalog parsing: POM vs operator-registry's Go loader vs the parser floor (BENCH_COMPARE_ARGS=...)"
@@ -72,6 +73,18 @@ fuzz:
 ## The short bounded pass CI runs after the tests.
 fuzz-ci:
 	FUZZ_RUNS=$${FUZZ_RUNS:-10000000} FUZZ_SECONDS=$${FUZZ_SECONDS:-30} bash fuzz/run.sh
+
+## Issue 13 item 9: the chaos suite's long run (`make test` runs a short one: 12 kills, 1
+## apiserver restart, 1 registry outage, 6 POs). POM_CHAOS_SEED replays a run; any
+## POM_CHAOS_* variable overrides the sizes below.
+chaos: e2e-binaries
+	@dir=$$(bash e2e/tools/build-binaries.sh | tail -n1) && \
+	  POM_TEST_BIN_DIR=$$dir POM_CHAOS_KILLS=$${POM_CHAOS_KILLS:-50} \
+	  POM_CHAOS_APISERVER_RESTARTS=$${POM_CHAOS_APISERVER_RESTARTS:-3} \
+	  POM_CHAOS_ETCD_RESTARTS=$${POM_CHAOS_ETCD_RESTARTS:-1} \
+	  POM_CHAOS_REGISTRY_OUTAGES=$${POM_CHAOS_REGISTRY_OUTAGES:-2} \
+	  POM_CHAOS_POS=$${POM_CHAOS_POS:-12} POM_CHAOS_CHAIN=$${POM_CHAOS_CHAIN:-4} \
+	  $(CARGO) test -p pom-e2e --test chaos -- --nocapture
 
 soak:
 	POM_STATE_MACHINE_SEED=random POM_STATE_MACHINE_CASES=$(SOAK_CASES) $(CARGO) test --release -p pom-policy --test state_machine
