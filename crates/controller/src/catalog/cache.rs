@@ -5,11 +5,15 @@
 //! last good content (`last_good`): the PlatformOperator controller decides what it may still
 //! do with it, and must never remove a running operator because a catalog is down.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use pom_api::conditions::Reason;
-use tokio::sync::watch;
+use tokio::sync::{broadcast, watch};
+
+/// How many package-change notices a slow subscriber may fall behind before it misses some
+/// (and must then re-resolve everything).
+const CHANGE_BACKLOG: usize = 256;
 
 /// Catalog content that was unpacked and parsed.
 #[derive(Debug)]
@@ -98,6 +102,65 @@ pub struct CatalogEntry {
 struct Inner {
     entries: RwLock<BTreeMap<String, CatalogEntry>>,
     generation: watch::Sender<u64>,
+    /// Per package, the catalog generation at which its resolution last changed.
+    package_generations: RwLock<HashMap<String, u64>>,
+    changes: broadcast::Sender<Arc<BTreeSet<String>>>,
+}
+
+/// The content a catalog entry resolves against (served, or kept from before a failure).
+fn content_of(entry: &CatalogEntry) -> Option<&pom_resolver::fbc::Catalog> {
+    entry
+        .state
+        .latest_good()
+        .map(|served| served.content.as_ref())
+}
+
+/// Every package name a catalog entry knows (valid or not).
+fn package_names(entry: &CatalogEntry) -> BTreeSet<String> {
+    content_of(entry)
+        .map(|c| {
+            c.packages
+                .keys()
+                .chain(c.invalid_packages.keys())
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The packages whose resolution a change of one catalog from `old` to `new` can affect: all
+/// of its packages when it appears, goes, or changes priority or availability (which moves
+/// `Upgradeable`); else those whose content differs.
+#[must_use]
+pub fn changed_packages(
+    old: Option<&CatalogEntry>,
+    new: Option<&CatalogEntry>,
+) -> BTreeSet<String> {
+    let (Some(old), Some(new)) = (old, new) else {
+        let mut all = old.map(package_names).unwrap_or_default();
+        all.extend(new.map(package_names).unwrap_or_default());
+        return all;
+    };
+    let availability = |e: &CatalogEntry| e.state.serving().is_some();
+    if old.priority != new.priority || availability(old) != availability(new) {
+        let mut all = package_names(old);
+        all.extend(package_names(new));
+        return all;
+    }
+    let (Some(before), Some(after)) = (content_of(old), content_of(new)) else {
+        let mut all = package_names(old);
+        all.extend(package_names(new));
+        return all;
+    };
+    let mut names = package_names(old);
+    names.extend(package_names(new));
+    names
+        .into_iter()
+        .filter(|name| {
+            before.packages.get(name) != after.packages.get(name)
+                || before.invalid_packages.get(name) != after.invalid_packages.get(name)
+        })
+        .collect()
 }
 
 /// Shared, cheaply cloned view of every Catalog's content.
@@ -112,6 +175,8 @@ impl Default for CatalogCache {
             inner: Arc::new(Inner {
                 entries: RwLock::new(BTreeMap::new()),
                 generation: watch::Sender::new(0),
+                package_generations: RwLock::new(HashMap::new()),
+                changes: broadcast::Sender::new(CHANGE_BACKLOG),
             }),
         }
     }
@@ -144,11 +209,30 @@ impl CatalogCache {
         *self.inner.generation.borrow()
     }
 
+    /// The generation at which `package`'s resolution last changed (0: never since start).
+    #[must_use]
+    pub fn package_generation(&self, package: &str) -> u64 {
+        self.inner
+            .package_generations
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(package)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// A receiver of the packages each change can affect (see [`changed_packages`]): the
+    /// signal to re-resolve the PlatformOperators of those packages, and only those.
+    #[must_use]
+    pub fn subscribe_changes(&self) -> broadcast::Receiver<Arc<BTreeSet<String>>> {
+        self.inner.changes.subscribe()
+    }
+
     /// Forgets a catalog (it was deleted).
     pub fn remove(&self, name: &str) {
-        let removed = self.write().remove(name).is_some();
-        if removed {
-            self.bump();
+        let removed = self.write().remove(name);
+        if let Some(old) = removed {
+            self.bump(&changed_packages(Some(&old), None));
         }
     }
 
@@ -181,30 +265,44 @@ impl CatalogCache {
     }
 
     fn set(&self, name: &str, priority: i32, state: CatalogState) {
-        let changed = {
+        let packages = {
             let mut entries = self.write();
-            let changed = entries
-                .get(name)
-                .is_none_or(|old| old.priority != priority || !old.state.same_as(&state));
-            entries.insert(
-                name.to_owned(),
-                CatalogEntry {
-                    name: name.to_owned(),
-                    priority,
-                    state,
-                },
-            );
-            changed
+            let entry = CatalogEntry {
+                name: name.to_owned(),
+                priority,
+                state,
+            };
+            let old = entries.get(name);
+            let changed =
+                old.is_none_or(|old| old.priority != priority || !old.state.same_as(&entry.state));
+            let packages = changed.then(|| changed_packages(old, Some(&entry)));
+            entries.insert(name.to_owned(), entry);
+            packages
         };
-        if changed {
-            self.bump();
+        if let Some(packages) = packages {
+            self.bump(&packages);
         }
     }
 
-    fn bump(&self) {
+    /// Moves the generation, records it for `packages` (before the generation moves, so a
+    /// reader that sees the new generation sees the packages' too), and tells subscribers.
+    fn bump(&self, packages: &BTreeSet<String>) {
+        let next = self.generation().wrapping_add(1);
+        {
+            let mut generations = self
+                .inner
+                .package_generations
+                .write()
+                .unwrap_or_else(PoisonError::into_inner);
+            for package in packages {
+                generations.insert(package.clone(), next);
+            }
+        }
         self.inner
             .generation
-            .send_modify(|generation| *generation = generation.wrapping_add(1));
+            .send_modify(|generation| *generation = next);
+        // No subscriber (the PO controller not started yet) is not an error.
+        let _ = self.inner.changes.send(Arc::new(packages.clone()));
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, CatalogEntry>> {
@@ -254,6 +352,83 @@ mod tests {
         cache.remove("b");
         assert_eq!(*rx.borrow(), 4);
         assert!(cache.get("b").is_none());
+    }
+
+    fn catalog_of(json: &str) -> Arc<ServedCatalog> {
+        Arc::new(ServedCatalog {
+            resolved_source: format!("cm@{}", json.len()),
+            content: Arc::new(
+                pom_resolver::fbc::parse_documents([(
+                    "c.json".to_owned(),
+                    json.as_bytes().to_vec(),
+                )])
+                .unwrap(),
+            ),
+            unpacked_at: jiff::Timestamp::UNIX_EPOCH,
+        })
+    }
+
+    fn package(name: &str, versions: &[&str]) -> String {
+        let mut text =
+            format!(r#"{{"schema":"olm.package","name":"{name}","defaultChannel":"stable"}}"#);
+        let entries: Vec<String> = versions
+            .iter()
+            .map(|v| format!(r#"{{"name":"{name}.v{v}"}}"#))
+            .collect();
+        text.push_str(&format!(
+            r#"{{"schema":"olm.channel","package":"{name}","name":"stable","entries":[{}]}}"#,
+            entries.join(",")
+        ));
+        for v in versions {
+            text.push_str(&format!(
+                r#"{{"schema":"olm.bundle","package":"{name}","name":"{name}.v{v}","image":"r/{name}:{v}","properties":[{{"type":"olm.package","value":{{"packageName":"{name}","version":"{v}"}}}}]}}"#
+            ));
+        }
+        text
+    }
+
+    #[test]
+    fn only_the_packages_whose_content_changed_are_announced() {
+        let cache = CatalogCache::default();
+        let mut rx = cache.subscribe_changes();
+        let set = |names: &[&str]| {
+            names
+                .iter()
+                .map(|n| (*n).to_owned())
+                .collect::<BTreeSet<_>>()
+        };
+        cache.serve(
+            "a",
+            0,
+            catalog_of(&(package("one", &["1.0.0"]) + &package("two", &["1.0.0"]))),
+        );
+        assert_eq!(
+            *rx.try_recv().unwrap(),
+            set(&["one", "two"]),
+            "a new catalog: all of it"
+        );
+        let first = cache.package_generation("two");
+        // A bundle added to `one` only.
+        cache.serve(
+            "a",
+            0,
+            catalog_of(&(package("one", &["1.0.0", "1.1.0"]) + &package("two", &["1.0.0"]))),
+        );
+        assert_eq!(*rx.try_recv().unwrap(), set(&["one"]));
+        assert_eq!(cache.package_generation("two"), first, "two is untouched");
+        assert!(cache.package_generation("one") > first);
+        // Priority and availability affect every package of the catalog.
+        cache.serve(
+            "a",
+            3,
+            catalog_of(&(package("one", &["1.0.0", "1.1.0"]) + &package("two", &["1.0.0"]))),
+        );
+        assert_eq!(*rx.try_recv().unwrap(), set(&["one", "two"]));
+        cache.mark_unavailable("a", 3, Reason::RegistryUnreachable, "down");
+        assert_eq!(*rx.try_recv().unwrap(), set(&["one", "two"]));
+        cache.remove("a");
+        assert_eq!(*rx.try_recv().unwrap(), set(&["one", "two"]));
+        assert!(rx.try_recv().is_err(), "nothing else was announced");
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! per PO per resync that is most of the manager's API traffic in a settled cluster. Every
 //! change that could make a full check find something is seen by a watch first: the owned
 //! objects' metadata watches (labelled with the owner), the OperatorCondition watch, the
-//! catalog cache's generation, the PO's own generation. Each such event bumps the PO's
+//! catalog cache's generation for the PO's package, the PO's own generation. Each such event bumps the PO's
 //! *epoch*; a check is reused only while the epoch, the catalog generation and the PO's
 //! generation are what they were when the check *started* (so an event during the check
 //! invalidates it), and for at most [`FULL_CHECK_INTERVAL`], which bounds how long drift in a
@@ -28,7 +28,7 @@ pub const FULL_CHECK_INTERVAL: Duration = Duration::from_secs(3600);
 pub struct Observed {
     /// The PO's epoch (owned-object and OperatorCondition events).
     pub epoch: u64,
-    /// The catalog cache's generation.
+    /// The catalog cache's generation at which the PO's package last changed.
     pub catalogs: u64,
     /// The PO's `metadata.generation`.
     pub generation: Option<i64>,

@@ -166,11 +166,12 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
         }
         found
     };
-    // Every change of the catalog cache re-judges every PO; so does every ClusterVersion event
-    // (below, through the controller's own watch machinery: a trigger stream read against the
-    // PO store was seen to miss a PO after a phase change).
+    // A catalog change re-judges the POs of the packages it can affect, and only those; every
+    // ClusterVersion event re-judges every PO (below, through the controller's own watch
+    // machinery: a trigger stream read against the PO store was seen to miss a PO after a
+    // phase change).
     drop(phase_rx);
-    let triggers = stream_of(ctx.catalogs.subscribe());
+    let triggers = package_triggers(ctx.catalogs.subscribe_changes(), store.clone());
     let all_pos = store.clone();
     controller
         .with_config(kube::runtime::controller::Config::default().concurrency(4))
@@ -243,7 +244,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
                     .collect::<Vec<_>>()
             },
         )
-        .reconcile_all_on(triggers)
+        .reconcile_on(triggers)
         .graceful_shutdown_on(shutdown.cancelled_owned())
         .run(reconcile, error_policy, po_ctx)
         .for_each(|result| async move {
@@ -290,11 +291,34 @@ fn spawn_catalog_store(client: &kube::Client, shutdown: &CancellationToken) -> S
     reader
 }
 
-/// Every change on a watch channel, as a stream.
-fn stream_of(rx: tokio::sync::watch::Receiver<u64>) -> impl futures::Stream<Item = ()> + Send {
+/// The POs to re-judge after each catalog change: those of the packages it can affect, or all
+/// of them when notices were missed (`None`).
+fn package_triggers(
+    rx: tokio::sync::broadcast::Receiver<Arc<std::collections::BTreeSet<String>>>,
+    store: Store<PlatformOperator>,
+) -> impl futures::Stream<Item = ObjectRef<PlatformOperator>> + Send {
+    use tokio::sync::broadcast::error::RecvError;
     futures::stream::unfold(rx, |mut rx| async move {
-        rx.changed().await.ok().map(|()| ((), rx))
+        match rx.recv().await {
+            Ok(packages) => Some((Some(packages), rx)),
+            Err(RecvError::Lagged(_)) => Some((None, rx)),
+            Err(RecvError::Closed) => None,
+        }
     })
+    .flat_map(move |packages| {
+        futures::stream::iter(pos_of_packages(&store.state(), packages.as_deref()))
+    })
+}
+
+/// The POs naming one of `packages` (every PO when `None`).
+fn pos_of_packages(
+    pos: &[Arc<PlatformOperator>],
+    packages: Option<&std::collections::BTreeSet<String>>,
+) -> Vec<ObjectRef<PlatformOperator>> {
+    pos.iter()
+        .filter(|po| packages.is_none_or(|p| p.contains(&po.spec.package.name)))
+        .map(|po| ObjectRef::from_obj(po.as_ref()))
+        .collect()
 }
 
 fn error_policy(po: Arc<PlatformOperator>, err: &Error, ctx: Arc<PoContext>) -> RequeueAction {
@@ -388,7 +412,7 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
     // What a full check started from (read first: an event from here on makes it stale).
     let observed = quiet::Observed {
         epoch: pctx.checks.epoch(&name),
-        catalogs: ctx.catalogs.generation(),
+        catalogs: ctx.catalogs.package_generation(&po.spec.package.name),
         generation: po.metadata.generation,
     };
 
@@ -877,4 +901,36 @@ async fn cleanup(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueActio
     }
     tracing::info!(po = %name, deleted, "removed what the PlatformOperator installed (CRDs kept)");
     Ok(RequeueAction::await_change())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    fn po(name: &str, package: &str) -> Arc<PlatformOperator> {
+        Arc::new(
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "platform.openshift.io/v1alpha1", "kind": "PlatformOperator",
+                "metadata": {"name": name}, "spec": {"package": {"name": package}}
+            }))
+            .unwrap(),
+        )
+    }
+
+    #[test]
+    fn a_catalog_change_re_judges_only_the_pos_of_its_packages() {
+        let pos = [po("a", "one"), po("b", "two"), po("c", "one")];
+        let names = |refs: Vec<ObjectRef<PlatformOperator>>| {
+            refs.into_iter().map(|r| r.name).collect::<Vec<_>>()
+        };
+        let one: std::collections::BTreeSet<String> = ["one".to_owned()].into();
+        assert_eq!(names(pos_of_packages(&pos, Some(&one))), ["a", "c"]);
+        assert!(pos_of_packages(&pos, Some(&Default::default())).is_empty());
+        assert_eq!(
+            names(pos_of_packages(&pos, None)),
+            ["a", "b", "c"],
+            "missed notices: all"
+        );
+    }
 }
