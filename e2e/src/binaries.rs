@@ -147,6 +147,30 @@ pub fn locate_oplib_operator() -> Result<PathBuf, HarnessError> {
     found(dir, "oplib-operator")
 }
 
+/// `promtool` (Prometheus, pinned as `PROMTOOL_VERSION`): `POM_TEST_PROMTOOL_DIR`, else the
+/// build script's `promtool-<version>` cache directory (its own, as [`locate_distribution`]).
+///
+/// # Errors
+/// [`HarnessError::MissingBinaries`] when the binary is not there.
+pub fn locate_promtool() -> Result<PathBuf, HarnessError> {
+    let dir = match std::env::var_os("POM_TEST_PROMTOOL_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => cache_root()
+            .join("bin")
+            .join(format!("promtool-{}", version("PROMTOOL_VERSION")?)),
+    };
+    found(dir, "promtool")
+}
+
+/// The directory of [`locate_promtool`], or `None` when the test must skip (as [`require`]).
+///
+/// # Panics
+/// In CI, when it is missing.
+#[must_use]
+pub fn require_promtool() -> Option<PathBuf> {
+    skip_unless(locate_promtool())
+}
+
 /// The directory of [`locate_opm`], or `None` when the test must skip (as [`require`]).
 ///
 /// # Panics

@@ -6,7 +6,7 @@
 #   ($cache/bin/distribution-$DISTRIBUTION_VERSION, found by the e2e harness), the CNCF
 #   distribution registry, for tests of authenticated TLS registries (~2 min cold); and, each in
 #   its own directory too, opm (operator-registry) and the operator-lib test operator
-#   (e2e/tools/oplib-operator).
+#   (e2e/tools/oplib-operator), and promtool (Prometheus).
 # Prints the directory holding the first set on stdout (last line). Re-running reuses what is
 # present.
 # Why wrapper modules: k8s.io/kubernetes and etcd's server module use replace directives, so
@@ -123,6 +123,18 @@ if ! [ -x "$oplib_out/oplib-operator" ]; then
   cp "$oplib_src/go.mod" "$oplib_src/go.sum" "$oplib_src/main.go" "$w/"
   (cd "$w" && go build -mod=readonly -trimpath -ldflags "-s -w" -o "$oplib_out/oplib-operator" .) >&2 \
     || fail "go build of the operator-lib test operator"
+fi
+
+# promtool, for `promtool check metrics` on the manager's /metrics (e2e/tests/clients_promtool.rs);
+# its own cache directory too (binaries::locate_promtool). Prometheus tags its Go module v0.X.Y
+# for release v3.X.Y.
+promtool_out="$cache/bin/promtool-$PROMTOOL_VERSION"
+if ! [ -x "$promtool_out/promtool" ]; then
+  log "building promtool (Prometheus module v$PROMTOOL_VERSION; cold: ~8 min on 2 cores)"
+  mkdir -p "$promtool_out"
+  GOBIN="$promtool_out" go install -trimpath -ldflags "-s -w" \
+    "github.com/prometheus/prometheus/cmd/promtool@v$PROMTOOL_VERSION" >&2 \
+    || fail "go install promtool v$PROMTOOL_VERSION"
 fi
 
 echo "$out"

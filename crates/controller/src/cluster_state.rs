@@ -90,6 +90,32 @@ impl ClusterState {
     }
 }
 
+#[cfg(test)]
+impl ClusterState {
+    /// Caches holding exactly `platform_operators`, `catalogs` and `cluster_operators`.
+    pub(crate) fn from_objects(
+        platform_operators: Vec<PlatformOperator>,
+        catalogs: Vec<Catalog>,
+        cluster_operators: Vec<ClusterOperator>,
+    ) -> Self {
+        fn store_of<K>(objects: Vec<K>) -> Store<K>
+        where
+            K: kube::Resource<DynamicType = ()> + Clone,
+        {
+            let (reader, mut writer) = reflector::store();
+            for object in objects {
+                writer.apply_watcher_event(&watcher::Event::Apply(object));
+            }
+            reader
+        }
+        Self {
+            platform_operators: store_of(platform_operators),
+            catalogs: store_of(catalogs),
+            cluster_operator: store_of(cluster_operators),
+        }
+    }
+}
+
 fn spawn_reflector<K>(api: Api<K>, config: watcher::Config, shutdown: CancellationToken) -> Store<K>
 where
     K: kube::Resource<DynamicType = ()>

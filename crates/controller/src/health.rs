@@ -3,7 +3,8 @@
 //! `/healthz` answers as long as the process serves requests. `/readyz` answers 200 once the
 //! watch caches of [`crate::cluster_state`] are synced, leader or not, and never depends on an
 //! upgrade being underway (readiness probes are no upgrade gate, PRODUCT §7). `/metrics` is the
-//! OpenMetrics text of [`crate::metrics::Metrics`], always on its own listener: the probes are
+//! OpenMetrics text of [`crate::metrics::Metrics`] (or the Prometheus text format to a client
+//! whose `Accept` prefers `text/plain`), always on its own listener: the probes are
 //! plain HTTP for the kubelet, while `/metrics` is HTTPS behind [`crate::metrics_auth`]
 //! ([`serve_tls`]) or, for local development only, plain HTTP on loopback.
 
@@ -13,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum::Router;
 use axum::extract::State;
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use rustls::ServerConfig;
@@ -22,7 +23,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::liveness::{Liveness, WEDGED_AFTER};
-use crate::metrics::{CONTENT_TYPE, Metrics};
+use crate::metrics::{Format, Metrics};
 use crate::serving_cert::TlsListener;
 
 /// Why the HTTP endpoints could not start.
@@ -144,9 +145,11 @@ async fn readyz(State(endpoints): State<Endpoints>) -> Response {
     }
 }
 
-async fn metrics(State(endpoints): State<Endpoints>) -> Response {
-    match endpoints.metrics.encode() {
-        Ok(body) => ([(header::CONTENT_TYPE, CONTENT_TYPE)], body).into_response(),
+async fn metrics(State(endpoints): State<Endpoints>, headers: HeaderMap) -> Response {
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    let format = Format::negotiate(accept);
+    match endpoints.metrics.encode_as(format) {
+        Ok(body) => ([(header::CONTENT_TYPE, format.content_type())], body).into_response(),
         Err(err) => (StatusCode::INTERNAL_SERVER_ERROR, err.to_string()).into_response(),
     }
 }
@@ -157,10 +160,15 @@ mod tests {
     use super::*;
 
     async fn get_text(addr: SocketAddr, path: &str) -> (u16, String) {
+        get_with(addr, path, "").await
+    }
+
+    /// A GET with extra header lines (each ending in CRLF).
+    async fn get_with(addr: SocketAddr, path: &str, headers: &str) -> (u16, String) {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
         stream
-            .write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes())
+            .write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n{headers}\r\n").as_bytes())
             .await
             .unwrap();
         let mut text = String::new();
@@ -202,6 +210,30 @@ mod tests {
             text.contains(
                 "content-type: application/openmetrics-text; version=1.0.0; charset=utf-8"
             ),
+            "{text}"
+        );
+        assert!(text.ends_with("# EOF\n"), "{text}");
+        // promtool's format on request; OpenMetrics when it ranks first, as from Prometheus.
+        let (status, text) = get_with(
+            metrics_addr,
+            "/metrics",
+            "Accept: text/plain; version=0.0.4\r\n",
+        )
+        .await;
+        assert_eq!(status, 200);
+        assert!(
+            text.contains("content-type: text/plain; version=0.0.4; charset=utf-8"),
+            "{text}"
+        );
+        assert!(!text.contains("# EOF"), "{text}");
+        let (_, text) = get_with(
+            metrics_addr,
+            "/metrics",
+            "Accept: application/openmetrics-text;version=1.0.0;q=0.6,text/plain;version=0.0.4;q=0.3,*/*;q=0.2\r\n",
+        )
+        .await;
+        assert!(
+            text.contains("content-type: application/openmetrics-text"),
             "{text}"
         );
         assert!(text.ends_with("# EOF\n"), "{text}");

@@ -1,18 +1,24 @@
 //! Prometheus metrics (OpenMetrics text), in the shape of kube-rs/controller-rs.
 //!
 //! Two kinds of metrics live here:
-//! - events the reconcilers report through [`Metrics`] (runs, failures by reason, durations),
-//!   because only the reconciler knows that a run started or why it failed;
+//! - events the reconcilers report through [`Metrics`] (runs, failures by reason, durations,
+//!   when each Catalog's source was last read), because only the reconciler knows that a run
+//!   started, why it failed, or that a source was read and found unchanged;
 //! - cluster state computed at scrape time from the watch caches of [`crate::cluster_state`]
 //!   (PlatformOperators by state, catalog freshness, the aggregated `Upgradeable`), so those
 //!   values can never go stale and no reconciler has to remember to set them;
 //! - the manager's own API requests (`pom_api_requests_total`), counted by the client's
 //!   [`crate::api_metrics`] layer; the client exists before the registry, hence
 //!   [`Metrics::count_api_requests`].
+//!
+//! Every family is listed, with example alerts, in `docs/metrics.md` (a test below keeps the
+//! two equal). `/metrics` serves OpenMetrics, or the Prometheus text format 0.0.4 to a client
+//! that prefers it ([`Format::negotiate`]): `promtool check metrics` reads only the latter.
 
 use std::fmt;
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, OnceLock};
-use std::time::Instant;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use kube::ResourceExt;
 use pom_api::PlatformOperator;
@@ -32,12 +38,71 @@ use crate::cluster_state::ClusterState;
 /// The content type of the OpenMetrics text exposition.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
+/// An exposition format `/metrics` serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// OpenMetrics text 1.0.0 (the default; what Prometheus asks for first).
+    OpenMetrics,
+    /// The Prometheus text format 0.0.4 (`text/plain`), for clients that read only it, such as
+    /// `promtool check metrics`.
+    PrometheusText,
+}
+
+impl Format {
+    /// The format an `Accept` header prefers: the highest `q` among
+    /// `application/openmetrics-text` and `text/plain` (`*/*` counts as OpenMetrics; a tie goes
+    /// to OpenMetrics). No header, or nothing either names, gets OpenMetrics.
+    #[must_use]
+    pub fn negotiate(accept: Option<&str>) -> Self {
+        let mut best: Option<(f32, Self)> = None;
+        for range in accept.unwrap_or_default().split(',') {
+            let mut params = range.split(';');
+            let media = params
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_ascii_lowercase();
+            let format = match media.as_str() {
+                "application/openmetrics-text" | "*/*" => Self::OpenMetrics,
+                "text/plain" => Self::PrometheusText,
+                _ => continue,
+            };
+            let q = params
+                .filter_map(|p| p.split_once('='))
+                .find(|(k, _)| k.trim().eq_ignore_ascii_case("q"))
+                .map_or(Some(1.0), |(_, v)| v.trim().parse::<f32>().ok())
+                .unwrap_or(0.0);
+            let better = match best {
+                None => q > 0.0,
+                Some((best_q, best_format)) => {
+                    q > best_q
+                        || (q == best_q && format == Self::OpenMetrics && best_format != format)
+                }
+            };
+            if better {
+                best = Some((q, format));
+            }
+        }
+        best.map_or(Self::OpenMetrics, |(_, format)| format)
+    }
+
+    /// The `Content-Type` of this format.
+    #[must_use]
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Self::OpenMetrics => CONTENT_TYPE,
+            Self::PrometheusText => prometheus_client::encoding::prometheus_text::CONTENT_TYPE,
+        }
+    }
+}
+
 /// Every PlatformOperator state the `pom_platformoperators` gauge reports, always all of them
 /// (a zero is a value; a missing series is a question).
 pub const PO_STATES: [&str; 5] = ["installed", "progressing", "degraded", "failed", "pending"];
 
 type ControllerLabel = [(&'static str, &'static str); 1];
 type FailureLabels = [(&'static str, String); 2];
+type CatalogLabel = [(&'static str, String); 1];
 
 /// The manager's metrics registry and the handles reconcilers use.
 pub struct Metrics {
@@ -46,6 +111,7 @@ pub struct Metrics {
     failures: Family<FailureLabels, Counter>,
     durations: Family<ControllerLabel, Histogram>,
     leader: Gauge,
+    catalog_refreshed: Family<CatalogLabel, Gauge<f64, AtomicU64>>,
     state: Arc<StateCollector>,
     api_requests: Arc<ApiRequestsCollector>,
 }
@@ -74,6 +140,7 @@ impl Metrics {
             Histogram::new([0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0])
         });
         let leader = Gauge::default();
+        let catalog_refreshed = Family::<CatalogLabel, Gauge<f64, AtomicU64>>::default();
         let state = Arc::new(StateCollector::default());
         let api_requests = Arc::new(ApiRequestsCollector::default());
         registry.register(
@@ -96,6 +163,11 @@ impl Metrics {
             "1 while this replica holds the leader lease and runs the reconcilers",
             leader.clone(),
         );
+        registry.register(
+            "catalog_last_refresh_timestamp_seconds",
+            "When this replica last read each Catalog's source successfully, changed or not (Unix time; leader only)",
+            catalog_refreshed.clone(),
+        );
         registry.register_collector(Box::new(state.clone()));
         registry.register_collector(Box::new(api_requests.clone()));
         Self {
@@ -104,6 +176,7 @@ impl Metrics {
             failures,
             durations,
             leader,
+            catalog_refreshed,
             state,
             api_requests,
         }
@@ -134,9 +207,29 @@ impl Metrics {
             .inc();
     }
 
-    /// Records whether this replica is the leader.
+    /// Records whether this replica is the leader. A replica that stops leading forgets its
+    /// Catalog refresh times: only the leader reads sources, so its times would only go stale.
     pub fn set_leader(&self, leading: bool) {
         self.leader.set(i64::from(leading));
+        if !leading {
+            self.catalog_refreshed.clear();
+        }
+    }
+
+    /// Records that the source of Catalog `name` was just read successfully.
+    pub fn catalog_refreshed(&self, name: &str) {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        self.catalog_refreshed
+            .get_or_create(&[("catalog", name.to_owned())])
+            .set(now);
+    }
+
+    /// Forgets Catalog `name` (deleted): its refresh time is no longer reported.
+    pub fn catalog_removed(&self, name: &str) {
+        self.catalog_refreshed
+            .remove(&[("catalog", name.to_owned())]);
     }
 
     /// Lets the scrape-time metrics read the watch caches (once; later calls are ignored).
@@ -154,8 +247,23 @@ impl Metrics {
     /// # Errors
     /// Only if formatting into a `String` fails, which it does not.
     pub fn encode(&self) -> Result<String, fmt::Error> {
+        self.encode_as(Format::OpenMetrics)
+    }
+
+    /// Every metric in `format`.
+    ///
+    /// # Errors
+    /// Only if formatting into a `String` fails, which it does not.
+    pub fn encode_as(&self, format: Format) -> Result<String, fmt::Error> {
         let mut out = String::new();
-        prometheus_client::encoding::text::encode(&mut out, &self.registry)?;
+        match format {
+            Format::OpenMetrics => {
+                prometheus_client::encoding::text::encode(&mut out, &self.registry)?;
+            }
+            Format::PrometheusText => {
+                prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry)?;
+            }
+        }
         Ok(out)
     }
 }
@@ -214,9 +322,11 @@ impl Collector for StateCollector {
             return Ok(());
         };
 
+        let mut platform_operators = state.platform_operators();
+        platform_operators.sort_by_key(|po| po.name_any());
         let mut counts = [0i64; PO_STATES.len()];
-        for po in state.platform_operators() {
-            let state = po_state(&po);
+        for po in &platform_operators {
+            let state = po_state(po);
             if let Some(i) = PO_STATES.iter().position(|s| *s == state) {
                 counts[i] += 1;
             }
@@ -229,6 +339,16 @@ impl Collector for StateCollector {
         )?;
         for (state, count) in PO_STATES.iter().zip(counts) {
             ConstGauge::new(count).encode(family.encode_family(&[("state", *state)])?)?;
+        }
+        let mut family = encoder.encode_descriptor(
+            "platformoperator_settled",
+            "1 when the PlatformOperator is installed and settled (state installed), 0 while it is pending, progressing, degraded or failed",
+            None,
+            MetricType::Gauge,
+        )?;
+        for po in &platform_operators {
+            ConstGauge::new(i64::from(po_state(po) == "installed"))
+                .encode(family.encode_family(&[("platformoperator", po.name_any())])?)?;
         }
 
         let catalogs = state.catalogs();
@@ -374,6 +494,209 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("pom_leader 1"), "{text}");
+    }
+
+    /// A registry with a sample in every family: one reconcile and one failure, a leader, an
+    /// API request, two PlatformOperators (one settled), a refreshed Catalog and an upgradeable
+    /// ClusterOperator.
+    fn populated() -> Metrics {
+        let metrics = Metrics::new();
+        drop(metrics.reconcile_started("platformoperator"));
+        metrics.reconcile_failed("platformoperator", "InstallFailed");
+        metrics.set_leader(true);
+        metrics.catalog_refreshed("local");
+        let requests = ApiRequests::default();
+        metrics.count_api_requests(requests.clone());
+        requests.record(&http::Method::GET, &"/api/v1/configmaps".parse().unwrap());
+        let mut alpha = po(json!([
+            cond("Installed", "True", "InstallSucceeded"),
+            cond("Progressing", "False", "AsExpected")
+        ]));
+        alpha.metadata.name = Some("alpha".to_owned());
+        let mut beta = po(json!([cond("Installed", "False", "SourceFailed")]));
+        beta.metadata.name = Some("beta".to_owned());
+        let catalog: pom_api::Catalog = serde_json::from_value(json!({
+            "apiVersion": "platform.openshift.io/v1alpha1", "kind": "Catalog",
+            "metadata": {"name": "local"},
+            "spec": {"source": {"configMap": {"name": "local", "namespace": "catalogs"}}},
+            "status": {"lastUnpacked": "2024-01-01T00:00:00Z",
+                       "conditions": [cond("Serving", "True", "Unpacked")]}
+        }))
+        .unwrap();
+        let co: pom_api::openshift::ClusterOperator = serde_json::from_value(json!({
+            "apiVersion": "config.openshift.io/v1", "kind": "ClusterOperator",
+            "metadata": {"name": "platform-operators-aggregated"}, "spec": {},
+            "status": {"conditions": [cond("Upgradeable", "True", "AsExpected")]}
+        }))
+        .unwrap();
+        metrics.observe(ClusterState::from_objects(
+            vec![alpha, beta],
+            vec![catalog],
+            vec![co],
+        ));
+        metrics
+    }
+
+    /// `name type` of every `# TYPE` line.
+    fn declared(text: &str) -> std::collections::BTreeSet<(String, String)> {
+        text.lines()
+            .filter_map(|l| l.strip_prefix("# TYPE "))
+            .map(|l| {
+                let (name, kind) = l.split_once(' ').unwrap();
+                (name.to_owned(), kind.to_owned())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_family_is_documented_and_every_documented_family_exists() {
+        let docs = include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../docs/metrics.md"
+        ));
+        let documented: std::collections::BTreeSet<(String, String)> = docs
+            .lines()
+            .filter(|l| l.starts_with("| `pom_"))
+            .map(|l| {
+                let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+                (cells[1].trim_matches('`').to_owned(), cells[2].to_owned())
+            })
+            .collect();
+        let metrics = populated();
+        let text = metrics.encode_as(Format::PrometheusText).unwrap();
+        let served = declared(&text);
+        assert_eq!(served.len(), 11, "{text}");
+        assert_eq!(
+            served, documented,
+            "docs/metrics.md's table must list exactly the families /metrics serves"
+        );
+        // Every family has a sample (a family without one would hide from this check).
+        for (name, _) in &served {
+            assert!(
+                text.lines()
+                    .any(|l| !l.starts_with('#') && l.starts_with(name.as_str())),
+                "no sample of {name}:\n{text}"
+            );
+        }
+        // OpenMetrics declares the same families, counters without `_total`.
+        let openmetrics: std::collections::BTreeSet<(String, String)> =
+            declared(&metrics.encode().unwrap())
+                .into_iter()
+                .map(|(name, kind)| match kind.as_str() {
+                    "counter" => (format!("{name}_total"), kind),
+                    _ => (name, kind),
+                })
+                .collect();
+        assert_eq!(openmetrics, served);
+    }
+
+    #[test]
+    fn prometheus_text_declares_counters_by_their_total_name() {
+        let text = populated().encode_as(Format::PrometheusText).unwrap();
+        assert!(!text.contains("# EOF"), "{text}");
+        assert!(
+            text.contains("# TYPE pom_reconciles_total counter\npom_reconciles_total{controller=\"platformoperator\"} 1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("# HELP pom_api_requests_total Requests"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn settled_per_platform_operator() {
+        let text = populated().encode().unwrap();
+        assert!(
+            text.contains("pom_platformoperator_settled{platformoperator=\"alpha\"} 1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("pom_platformoperator_settled{platformoperator=\"beta\"} 0\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("pom_platformoperators{state=\"failed\"} 1\n"),
+            "{text}"
+        );
+    }
+
+    fn refreshed_at(metrics: &Metrics, catalog: &str) -> Option<f64> {
+        let text = metrics.encode().unwrap();
+        let prefix =
+            format!("pom_catalog_last_refresh_timestamp_seconds{{catalog=\"{catalog}\"}} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(prefix.as_str()))
+            .map(|v| v.parse().unwrap())
+    }
+
+    #[test]
+    fn catalog_refresh_time_is_now_and_dropped_with_the_catalog_or_the_lease() {
+        let metrics = Metrics::new();
+        metrics.set_leader(true);
+        let before = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64();
+        metrics.catalog_refreshed("a");
+        metrics.catalog_refreshed("b");
+        let after = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64();
+        let at = refreshed_at(&metrics, "a").unwrap();
+        assert!(before <= at && at <= after, "{before} <= {at} <= {after}");
+        metrics.catalog_removed("a");
+        assert_eq!(refreshed_at(&metrics, "a"), None);
+        assert!(refreshed_at(&metrics, "b").is_some());
+        metrics.set_leader(false);
+        assert_eq!(
+            refreshed_at(&metrics, "b"),
+            None,
+            "a follower reports no refresh times"
+        );
+    }
+
+    #[test]
+    fn negotiates_the_exposition_format() {
+        use Format::{OpenMetrics, PrometheusText};
+        for (accept, want) in [
+            (None, OpenMetrics),
+            (Some(""), OpenMetrics),
+            (Some("*/*"), OpenMetrics),
+            (Some("application/json"), OpenMetrics),
+            (Some("text/plain"), PrometheusText),
+            (Some("text/plain; version=0.0.4"), PrometheusText),
+            (
+                Some("TEXT/PLAIN;version=0.0.4;charset=utf-8"),
+                PrometheusText,
+            ),
+            (
+                Some("application/openmetrics-text; version=1.0.0"),
+                OpenMetrics,
+            ),
+            // What Prometheus v3 sends by default: OpenMetrics ranks first.
+            (
+                Some(
+                    "application/openmetrics-text;version=1.0.0;q=0.6,application/openmetrics-text;version=0.0.1;q=0.5,text/plain;version=1.0.0;q=0.4,text/plain;version=0.0.4;q=0.3,*/*;q=0.2",
+                ),
+                OpenMetrics,
+            ),
+            (
+                Some("application/openmetrics-text;q=0.2, text/plain;q=0.9"),
+                PrometheusText,
+            ),
+            (Some("text/plain;q=0.5, */*;q=0.5"), OpenMetrics),
+            (Some("text/plain;q=0, */*;q=0.1"), OpenMetrics),
+            (Some("text/plain;q=0"), OpenMetrics),
+        ] {
+            assert_eq!(Format::negotiate(accept), want, "{accept:?}");
+        }
+        assert_eq!(
+            PrometheusText.content_type(),
+            "text/plain; version=0.0.4; charset=utf-8"
+        );
+        assert_eq!(OpenMetrics.content_type(), CONTENT_TYPE);
     }
 
     #[test]

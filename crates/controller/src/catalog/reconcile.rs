@@ -103,6 +103,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
                 Ok((catalog, _)) => debug!(catalog = %catalog.name, "reconciled"),
                 Err(controller::Error::ObjectNotFound(catalog)) => {
                     ctx.catalogs.remove(&catalog.name);
+                    ctx.metrics.catalog_removed(&catalog.name);
                 }
                 Err(err) => warn!(error = %err, "catalog controller"),
             }
@@ -159,6 +160,7 @@ async fn prune_deleted(ctx: Arc<Context>, store: Store<Catalog>, shutdown: Cance
             if !live.contains(&name) {
                 info!(catalog = %name, "catalog deleted; no longer served");
                 ctx.catalogs.remove(&name);
+                ctx.metrics.catalog_removed(&name);
             }
         }
     }
@@ -178,7 +180,10 @@ async fn reconcile(
         .and_then(|entry| entry.state.latest_good().cloned());
     let fetched = source::fetch(ctx, &catalog.spec.source, previous).await;
     match &fetched {
-        Ok(served) => ctx.catalogs.serve(&name, priority, served.clone()),
+        Ok(served) => {
+            ctx.catalogs.serve(&name, priority, served.clone());
+            ctx.metrics.catalog_refreshed(&name);
+        }
         Err(err) => ctx
             .catalogs
             .mark_unavailable(&name, priority, err.reason(), &err.to_string()),
@@ -186,6 +191,7 @@ async fn reconcile(
     if !reconciler.still_exists(&catalog) {
         // Deleted while its source was read: do not leave it behind.
         ctx.catalogs.remove(&name);
+        ctx.metrics.catalog_removed(&name);
         return Ok(Action::await_change());
     }
     let outcome = match &fetched {
