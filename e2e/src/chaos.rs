@@ -121,9 +121,18 @@ impl Chains {
     }
 }
 
+/// One version of a PO's status, for judging deletions: (revision, move settled, move's `to`,
+/// being deleted).
+type PoVersion = (u64, bool, Option<String>, bool);
+
+/// An object deletion seen: (revision, kind, namespace/name, owner label, bundle label).
+type Deletion = (u64, String, String, String, String);
+
 #[derive(Default)]
 struct MonitorState {
     violations: Vec<String>,
+    history: BTreeMap<String, Vec<PoVersion>>,
+    deletions: Vec<Deletion>,
     moves: BTreeSet<(String, Option<String>, String)>,
     installed: BTreeMap<String, usize>,
     versions_seen: u64,
@@ -145,7 +154,17 @@ pub struct MonitorReport {
     /// Versions with `Upgradeable=True`, the move settled and a bundle still owed
     /// (`desiredBundle`): not a violation of §8.3, counted for the record.
     pub upgradeable_with_pending_bundle: u64,
+    /// Deletions of owned objects of the watched kinds ([`DELETION_KINDS`]) judged.
+    pub deletions: usize,
 }
+
+/// The kinds whose deletions the monitor judges: a Deployment (one name across a package's
+/// bundles, so only cleanup may ever delete it) and a PriorityClass (one per bundle, so prune
+/// deletes the old one, which it may only do once the move away from it settled).
+pub const DELETION_KINDS: &[(&str, &str)] = &[
+    ("apps/v1", "Deployment"),
+    ("scheduling.k8s.io/v1", "PriorityClass"),
+];
 
 /// The invariant monitor: a watch on every PlatformOperator from start to [`Monitor::stop`]
 /// that lists again whenever the watch breaks (so it survives API server restarts).
@@ -164,9 +183,18 @@ impl Monitor {
         let task = {
             let (state, stop) = (state.clone(), stop.clone());
             tokio::spawn(async move {
+                let deletions = DELETION_KINDS.iter().filter_map(|(api_version, kind)| {
+                    let (resource, _) = resource(api_version, kind)?;
+                    Some(deletion_loop(
+                        Api::all_with(client.clone(), &resource),
+                        kind,
+                        &state,
+                    ))
+                });
                 tokio::select! {
                     () = stop.cancelled() => {}
-                    () = watch_loop(Api::all(client), &chains, &state) => {}
+                    () = watch_loop(Api::all(client.clone()), &chains, &state) => {}
+                    _ = futures::future::join_all(deletions) => {}
                 }
             })
         };
@@ -193,8 +221,11 @@ impl Monitor {
         if let Some(task) = self.task.take() {
             let _ = task.await;
         }
-        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let judged = judge_deletions(&state.history, &state.deletions);
+        state.violations.extend(judged);
         MonitorReport {
+            deletions: state.deletions.len(),
             violations: state.violations.clone(),
             moves: state.moves.clone(),
             versions_seen: state.versions_seen,
@@ -253,9 +284,108 @@ async fn watch_loop(api: Api<PlatformOperator>, chains: &Chains, state: &Mutex<M
     }
 }
 
+/// Records every deletion of an object of `kind` that carries an owner label.
+async fn deletion_loop(api: Api<DynamicObject>, kind: &str, state: &Mutex<MonitorState>) {
+    let lock = || state.lock().unwrap_or_else(PoisonError::into_inner);
+    let params = WatchParams::default().labels(OWNER_PO);
+    loop {
+        let Ok(list) = api
+            .list_metadata(&ListParams::default().labels(OWNER_PO))
+            .await
+        else {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            continue;
+        };
+        let Some(mut version) = list.metadata.resource_version.clone() else {
+            continue;
+        };
+        let Ok(stream) = api.watch(&params, &version).await else {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            continue;
+        };
+        let mut stream = stream.boxed();
+        loop {
+            match stream.next().await {
+                Some(Ok(WatchEvent::Deleted(object))) => {
+                    let labels = object.labels();
+                    let rev = object
+                        .resource_version()
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(0);
+                    let at = match object.namespace() {
+                        Some(ns) => format!("{ns}/{}", object.name_any()),
+                        None => object.name_any(),
+                    };
+                    lock().deletions.push((
+                        rev,
+                        kind.to_owned(),
+                        at,
+                        labels.get(OWNER_PO).cloned().unwrap_or_default(),
+                        labels.get(BUNDLE).cloned().unwrap_or_default(),
+                    ));
+                }
+                Some(Ok(WatchEvent::Added(o) | WatchEvent::Modified(o))) => {
+                    if let Some(v) = o.resource_version() {
+                        version = v;
+                    }
+                }
+                Some(Ok(WatchEvent::Bookmark(b))) => version = b.metadata.resource_version,
+                Some(Ok(WatchEvent::Error(_)) | Err(_)) => break,
+                None => match api.watch(&params, &version).await {
+                    Ok(resumed) => stream = resumed.boxed(),
+                    Err(_) => break,
+                },
+            }
+        }
+    }
+}
+
+/// Each deletion of an owned object must come from prune after settle or from cleanup: in the
+/// owning PO's last version before it (by etcd revision), the PO is being deleted, or its move
+/// settled on a bundle other than the one the object is labelled with.
+fn judge_deletions(
+    history: &BTreeMap<String, Vec<PoVersion>>,
+    deletions: &[Deletion],
+) -> Vec<String> {
+    let mut violations = Vec::new();
+    for (rev, kind, at, owner, bundle) in deletions {
+        let Some((po, versions)) = history.iter().find(|(po, _)| label_value(po) == *owner) else {
+            continue;
+        };
+        let before = versions.iter().filter(|v| v.0 < *rev).max_by_key(|v| v.0);
+        let allowed = before.is_some_and(|(_, settled, to, deleting)| {
+            *deleting || (*settled && to.as_deref().map(label_value).as_ref() != Some(bundle))
+        });
+        if !allowed {
+            violations.push(format!(
+                "{po}: {kind} {at} of bundle {bundle} was deleted at rv{rev} while the PO was \
+                 {before:?} (revision, settled, moving to, being deleted): only prune after \
+                 settle or cleanup may delete"
+            ));
+        }
+    }
+    violations
+}
+
 fn judge(po: &PlatformOperator, chains: &Chains, state: &mut MonitorState) {
     state.versions_seen += 1;
     let name = po.name_any();
+    let rev = po
+        .resource_version()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    state.history.entry(name.clone()).or_default().push((
+        rev,
+        po.status
+            .as_ref()
+            .and_then(|s| s.active_hop.as_ref())
+            .is_some_and(|h| h.settled),
+        po.status
+            .as_ref()
+            .and_then(|s| s.active_hop.as_ref())
+            .map(|h| h.to.clone()),
+        po.metadata.deletion_timestamp.is_some(),
+    ));
     let Some(status) = &po.status else {
         return;
     };
@@ -530,6 +660,11 @@ pub async fn check(
         }
         match owned_objects(client, po).await {
             Ok(found) => {
+                if !found.iter().any(|o| o.0 == "CustomResourceDefinition") {
+                    violations.push(format!(
+                        "{po}: deleted, and its CRD went too (custom resources would be lost)"
+                    ));
+                }
                 for (kind, namespace, name, _) in found {
                     if kind != "CustomResourceDefinition" {
                         violations.push(format!(

@@ -622,7 +622,7 @@ async fn chaos() {
     let violations: Vec<&String> = report.violations.iter().chain(&checked).collect();
     println!(
         "chaos summary: seed={} kills={} apiserver_restarts={} etcd_restarts={} \
-         registry_outages={} replica_self_exits={} pos={} deleted={} moves={} versions_judged={} rewatches={} \
+         registry_outages={} replica_self_exits={} pos={} deleted={} moves={} versions_judged={} deletions_judged={} rewatches={} \
          upgradeable_with_pending_bundle={} seconds_to_converge_after_last_fault={:.1} \
          violations={} total_seconds={:.0}",
         params.seed,
@@ -635,6 +635,7 @@ async fn chaos() {
         deleted.len(),
         report.moves.len(),
         report.versions_seen,
+        report.deletions,
         report.rewatches,
         report.upgradeable_with_pending_bundle,
         to_converge.as_secs_f64(),
