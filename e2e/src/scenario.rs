@@ -133,6 +133,43 @@ pub async fn create_po(client: &Client, name: &str, spec: Value) {
     }
 }
 
+/// Sets `spec.steadyStateVersionRange` of PO `po` (an admin moving it by hand).
+///
+/// # Panics
+/// When the API refuses it.
+pub async fn set_steady_state_range(client: &Client, po: &str, range: &str) {
+    if let Err(err) = Api::<PlatformOperator>::all(client.clone())
+        .patch(
+            po,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"steadyStateVersionRange": range}})),
+        )
+        .await
+    {
+        panic!("setting steadyStateVersionRange of {po}: {err}");
+    }
+}
+
+/// Waits until PlatformOperator `name` no longer exists (its finalizer ran).
+///
+/// # Panics
+/// After `timeout`.
+pub async fn wait_po_gone(client: &Client, name: &str, timeout: Duration) {
+    eventually(
+        timeout,
+        &format!("PlatformOperator {name} to be gone"),
+        || async {
+            Api::<PlatformOperator>::all(client.clone())
+                .get_opt(name)
+                .await
+                .ok()?
+                .is_none()
+                .then_some(())
+        },
+    )
+    .await;
+}
+
 /// Waits until condition `type_` of PO `po` (for its current generation) has `status` (and
 /// `reason`, when given); returns its message.
 pub async fn wait_po_condition(

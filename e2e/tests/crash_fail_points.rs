@@ -14,14 +14,17 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
-use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams};
 use pom_api::PlatformOperator;
 use pom_api::platform_operator::PlatformOperatorStatus;
 use pom_e2e::ControlPlane;
 use pom_e2e::fixtures::{TestBundle, catalog_json};
 use pom_e2e::manager::eventually;
 use pom_e2e::manager_process::{ManagerProcess, free_address, manager_binary};
-use pom_e2e::scenario::{configmap_catalog, create_po, set_cluster, simulated_plane};
+use pom_e2e::scenario::{
+    configmap_catalog, create_po, set_cluster, set_steady_state_range, simulated_plane,
+    wait_po_gone,
+};
 use serde_json::json;
 
 const PO: &str = "crashop";
@@ -144,14 +147,7 @@ async fn setup() -> Option<(ControlPlane, Client, TestBundle, TestBundle)> {
 }
 
 async fn move_down(client: &Client) {
-    Api::<PlatformOperator>::all(client.clone())
-        .patch(
-            PO,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"steadyStateVersionRange": "=1.0.0"}})),
-        )
-        .await
-        .unwrap();
+    set_steady_state_range(client, PO, "=1.0.0").await;
 }
 
 /// Killed in the middle of an install: the intent and the whole inventory were recorded
@@ -251,15 +247,7 @@ async fn killed_mid_cleanup_the_next_manager_finishes_the_cleanup() {
         "the finalizer must hold the PO while its objects remain"
     );
     let mut second = start(&plane, "second-mid-cleanup", None).await;
-    eventually(WAIT, "PlatformOperator crashop to be gone", || async {
-        Api::<PlatformOperator>::all(client.clone())
-            .get_opt(PO)
-            .await
-            .unwrap()
-            .is_none()
-            .then_some(())
-    })
-    .await;
+    wait_po_gone(&client, PO, WAIT).await;
     assert!(
         !exists(&client, "crashop-high").await,
         "cleanup left an object"

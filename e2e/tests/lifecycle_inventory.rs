@@ -12,12 +12,15 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
-use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams};
 use pom_api::PlatformOperator;
 use pom_api::platform_operator::InventoryObject;
 use pom_e2e::fixtures::{TestBundle, catalog_json};
 use pom_e2e::manager::{Manager, eventually};
-use pom_e2e::scenario::{configmap_catalog, create_po, set_cluster, simulated_plane};
+use pom_e2e::scenario::{
+    configmap_catalog, create_po, set_cluster, set_steady_state_range, simulated_plane,
+    wait_po_gone,
+};
 use serde_json::json;
 
 const PO: &str = "invop";
@@ -98,14 +101,7 @@ async fn prune_and_cleanup_cover_every_kind_the_bundle_shipped() {
     assert!(exists(&classes, "invop-high").await);
 
     // Moved down by hand: once the move settles, what only 1.1.0 had is pruned, by inventory.
-    Api::<PlatformOperator>::all(client.clone())
-        .patch(
-            PO,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"steadyStateVersionRange": "=1.0.0"}})),
-        )
-        .await
-        .unwrap();
+    set_steady_state_range(&client, PO, "=1.0.0").await;
     let inventory = settled_on(&client, "1.0.0").await;
     assert_eq!(inventory[0].0, v100.name());
     assert!(has(&inventory[0].1, "PriorityClass", "invop-low"));
@@ -125,15 +121,7 @@ async fn prune_and_cleanup_cover_every_kind_the_bundle_shipped() {
         .delete(PO, &DeleteParams::default())
         .await
         .unwrap();
-    eventually(WAIT, "PlatformOperator invop to be gone", || async {
-        Api::<PlatformOperator>::all(client.clone())
-            .get_opt(PO)
-            .await
-            .unwrap()
-            .is_none()
-            .then_some(())
-    })
-    .await;
+    wait_po_gone(&client, PO, WAIT).await;
     assert!(
         !exists(&classes, "invop-low").await,
         "cleanup left the PriorityClass"

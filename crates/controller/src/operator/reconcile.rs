@@ -173,6 +173,19 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     drop(phase_rx);
     let triggers = package_triggers(ctx.catalogs.subscribe_changes(), store.clone());
     let all_pos = store.clone();
+    // The other kinds bundles commonly ship: metadata only, owned objects only, so drift in
+    // them (an edit, a delete) is repaired at once and a settled PO needs no reads. Not
+    // Secrets: watching them needs `list` on every Secret; drift in a Secret a bundle ships is
+    // repaired by the hourly full check instead (`quiet.rs`).
+    let controller = watch_owned::<ServiceAccount>(controller, &client, &by_owner_label);
+    let controller = watch_owned::<Service>(controller, &client, &by_owner_label);
+    let controller = watch_owned::<ConfigMap>(controller, &client, &by_owner_label);
+    let controller = watch_owned::<Role>(controller, &client, &by_owner_label);
+    let controller = watch_owned::<RoleBinding>(controller, &client, &by_owner_label);
+    let controller = watch_owned::<ClusterRole>(controller, &client, &by_owner_label);
+    let controller = watch_owned::<ClusterRoleBinding>(controller, &client, &by_owner_label);
+    let controller = watch_owned::<NetworkPolicy>(controller, &client, &by_owner_label);
+    let controller = watch_owned::<PodDisruptionBudget>(controller, &client, &by_owner_label);
     controller
         .with_config(kube::runtime::controller::Config::default().concurrency(4))
         .watches(
@@ -193,46 +206,6 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
                 move |obj| f(obj.labels())
             },
         )
-        // The other kinds bundles commonly ship: metadata only, owned objects only, so drift
-        // in them (an edit, a delete) is repaired at once and a settled PO needs no reads.
-        // Not Secrets: watching them needs `list` on every Secret; drift in a Secret a bundle
-        // ships is repaired by the hourly full check instead (`quiet.rs`).
-        .watches(owned_meta::<ServiceAccount>(&client), owned(), {
-            let f = by_owner_label.clone();
-            move |obj| f(obj.labels())
-        })
-        .watches(owned_meta::<Service>(&client), owned(), {
-            let f = by_owner_label.clone();
-            move |obj| f(obj.labels())
-        })
-        .watches(owned_meta::<ConfigMap>(&client), owned(), {
-            let f = by_owner_label.clone();
-            move |obj| f(obj.labels())
-        })
-        .watches(owned_meta::<Role>(&client), owned(), {
-            let f = by_owner_label.clone();
-            move |obj| f(obj.labels())
-        })
-        .watches(owned_meta::<RoleBinding>(&client), owned(), {
-            let f = by_owner_label.clone();
-            move |obj| f(obj.labels())
-        })
-        .watches(owned_meta::<ClusterRole>(&client), owned(), {
-            let f = by_owner_label.clone();
-            move |obj| f(obj.labels())
-        })
-        .watches(owned_meta::<ClusterRoleBinding>(&client), owned(), {
-            let f = by_owner_label.clone();
-            move |obj| f(obj.labels())
-        })
-        .watches(owned_meta::<NetworkPolicy>(&client), owned(), {
-            let f = by_owner_label.clone();
-            move |obj| f(obj.labels())
-        })
-        .watches(owned_meta::<PodDisruptionBudget>(&client), owned(), {
-            let f = by_owner_label.clone();
-            move |obj| f(obj.labels())
-        })
         .watches(
             Api::<pom_api::openshift::ClusterVersion>::all(client.clone()),
             watcher::Config::default(),
@@ -255,17 +228,34 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
         .await;
 }
 
-/// The cluster-wide metadata API of `K`, for watching owned objects.
-fn owned_meta<K>(client: &kube::Client) -> Api<kube::api::PartialObjectMeta<K>>
+/// Adds a metadata watch of the objects of kind `K` that carry an owner label, each event
+/// mapped to its PlatformOperator by `by_owner_label`.
+fn watch_owned<K>(
+    controller: Controller<PlatformOperator>,
+    client: &kube::Client,
+    by_owner_label: &(
+         impl Fn(&std::collections::BTreeMap<String, String>) -> Option<ObjectRef<PlatformOperator>>
+         + Clone
+         + Send
+         + Sync
+         + 'static
+     ),
+) -> Controller<PlatformOperator>
 where
-    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
 {
-    Api::all(client.clone())
-}
-
-/// Objects carrying an owner label: what POM applied.
-fn owned() -> watcher::Config {
-    watcher::Config::default().labels(labels::OWNER_PO)
+    let map = by_owner_label.clone();
+    controller.watches(
+        Api::<kube::api::PartialObjectMeta<K>>::all(client.clone()),
+        watcher::Config::default().labels(labels::OWNER_PO),
+        move |obj| map(obj.labels()),
+    )
 }
 
 fn spawn_catalog_store(client: &kube::Client, shutdown: &CancellationToken) -> Store<Catalog> {
