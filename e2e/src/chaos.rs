@@ -133,6 +133,8 @@ struct MonitorState {
     violations: Vec<String>,
     history: BTreeMap<String, Vec<PoVersion>>,
     deletions: Vec<Deletion>,
+    /// Revision ranges (from, to] the PlatformOperator watch did not see (relists).
+    gaps: Vec<(u64, u64)>,
     moves: BTreeSet<(String, Option<String>, String)>,
     installed: BTreeMap<String, usize>,
     versions_seen: u64,
@@ -156,6 +158,9 @@ pub struct MonitorReport {
     pub upgradeable_with_pending_bundle: u64,
     /// Deletions of owned objects of the watched kinds ([`DELETION_KINDS`]) judged.
     pub deletions: usize,
+    /// Deletions that could not be judged: the owning PO's writes just before them fell in a
+    /// gap of the watch (a relist after an API server or etcd restart).
+    pub unjudged_deletions: usize,
 }
 
 /// The kinds whose deletions the monitor judges: a Deployment (one name across a package's
@@ -222,10 +227,11 @@ impl Monitor {
             let _ = task.await;
         }
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let judged = judge_deletions(&state.history, &state.deletions);
+        let (judged, unjudged) = judge_deletions(&state.history, &state.deletions, &state.gaps);
         state.violations.extend(judged);
         MonitorReport {
-            deletions: state.deletions.len(),
+            deletions: state.deletions.len() - unjudged,
+            unjudged_deletions: unjudged,
             violations: state.violations.clone(),
             moves: state.moves.clone(),
             versions_seen: state.versions_seen,
@@ -243,19 +249,27 @@ impl Drop for Monitor {
 
 async fn watch_loop(api: Api<PlatformOperator>, chains: &Chains, state: &Mutex<MonitorState>) {
     let lock = || state.lock().unwrap_or_else(PoisonError::into_inner);
-    let mut first = true;
+    // The revision up to which every write was seen (None before the first list).
+    let mut seen_until: Option<u64> = None;
     loop {
-        if !first {
+        if seen_until.is_some() {
             lock().rewatches += 1;
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        first = false;
         let Ok(list) = api.list(&ListParams::default()).await else {
             continue;
         };
         let Some(mut version) = list.metadata.resource_version.clone() else {
             continue;
         };
+        let listed = version.parse().unwrap_or(0);
+        if let Some(from) = seen_until
+            && from < listed
+        {
+            // Writes between the broken watch and this list were not seen.
+            lock().gaps.push((from, listed));
+        }
+        seen_until = Some(listed);
         for po in &list.items {
             judge(po, chains, &mut lock());
         }
@@ -269,11 +283,15 @@ async fn watch_loop(api: Api<PlatformOperator>, chains: &Chains, state: &Mutex<M
                     WatchEvent::Added(po) | WatchEvent::Modified(po) | WatchEvent::Deleted(po),
                 )) => {
                     if let Some(v) = po.resource_version() {
+                        seen_until = v.parse().ok().or(seen_until);
                         version = v;
                     }
                     judge(&po, chains, &mut lock());
                 }
-                Some(Ok(WatchEvent::Bookmark(b))) => version = b.metadata.resource_version,
+                Some(Ok(WatchEvent::Bookmark(b))) => {
+                    seen_until = b.metadata.resource_version.parse().ok().or(seen_until);
+                    version = b.metadata.resource_version;
+                }
                 Some(Ok(WatchEvent::Error(_)) | Err(_)) => break,
                 None => match api.watch(&WatchParams::default(), &version).await {
                     Ok(resumed) => stream = resumed.boxed(),
@@ -342,17 +360,26 @@ async fn deletion_loop(api: Api<DynamicObject>, kind: &str, state: &Mutex<Monito
 
 /// Each deletion of an owned object must come from prune after settle or from cleanup: in the
 /// owning PO's last version before it (by etcd revision), the PO is being deleted, or its move
-/// settled on a bundle other than the one the object is labelled with.
+/// settled on a bundle other than the one the object is labelled with. A deletion whose
+/// judgement would rest on writes the watch missed (a gap between the PO's last seen version
+/// and the deletion) is counted as unjudged instead. Returns the violations and that count.
 fn judge_deletions(
     history: &BTreeMap<String, Vec<PoVersion>>,
     deletions: &[Deletion],
-) -> Vec<String> {
+    gaps: &[(u64, u64)],
+) -> (Vec<String>, usize) {
     let mut violations = Vec::new();
+    let mut unjudged = 0;
     for (rev, kind, at, owner, bundle) in deletions {
         let Some((po, versions)) = history.iter().find(|(po, _)| label_value(po) == *owner) else {
             continue;
         };
         let before = versions.iter().filter(|v| v.0 < *rev).max_by_key(|v| v.0);
+        let since = before.map_or(0, |v| v.0);
+        if gaps.iter().any(|(from, to)| *from < *rev && *to > since) {
+            unjudged += 1;
+            continue;
+        }
         let allowed = before.is_some_and(|(_, settled, to, deleting)| {
             *deleting || (*settled && to.as_deref().map(label_value).as_ref() != Some(bundle))
         });
@@ -364,7 +391,7 @@ fn judge_deletions(
             ));
         }
     }
-    violations
+    (violations, unjudged)
 }
 
 fn judge(po: &PlatformOperator, chains: &Chains, state: &mut MonitorState) {
