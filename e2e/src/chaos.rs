@@ -4,7 +4,11 @@
 //!
 //! The monitor judges each PlatformOperator version it sees against the package's channel
 //! (a straight `replaces` chain the test built):
-//! - `Upgradeable=True` never while the recorded move (`status.activeHop`) is unsettled;
+//! - `Upgradeable=True` never while the recorded move (`status.activeHop`) is unsettled, on the
+//!   PO itself, nor on the aggregated ClusterOperator at a revision where some PO's last status
+//!   records an unsettled move;
+//! - an owned Deployment or PriorityClass is deleted only by prune after settle (the PO settled
+//!   on another bundle) or by cleanup (the PO is being deleted);
 //! - a hop's `to` is the direct successor of its `from` in the chain (no hop skipped, never
 //!   backwards);
 //! - the installed bundle never goes backwards;
@@ -135,6 +139,8 @@ struct MonitorState {
     deletions: Vec<Deletion>,
     /// Revision ranges (from, to] the PlatformOperator watch did not see (relists).
     gaps: Vec<(u64, u64)>,
+    /// Revisions of the aggregated ClusterOperator's versions that said Upgradeable=True.
+    co_upgradeable: Vec<u64>,
     moves: BTreeSet<(String, Option<String>, String)>,
     installed: BTreeMap<String, usize>,
     versions_seen: u64,
@@ -161,6 +167,9 @@ pub struct MonitorReport {
     /// Deletions that could not be judged: the owning PO's writes just before them fell in a
     /// gap of the watch (a relist after an API server or etcd restart).
     pub unjudged_deletions: usize,
+    /// Versions of the aggregated ClusterOperator with Upgradeable=True judged against every
+    /// PO's last status before them.
+    pub co_upgradeable_judged: usize,
 }
 
 /// The kinds whose deletions the monitor judges: a Deployment (one name across a package's
@@ -196,8 +205,10 @@ impl Monitor {
                         &state,
                     ))
                 });
+                let co = cluster_operator_loop(client.clone(), &state);
                 tokio::select! {
                     () = stop.cancelled() => {}
+                    () = co => {}
                     () = watch_loop(Api::all(client.clone()), &chains, &state) => {}
                     _ = futures::future::join_all(deletions) => {}
                 }
@@ -229,7 +240,10 @@ impl Monitor {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let (judged, unjudged) = judge_deletions(&state.history, &state.deletions, &state.gaps);
         state.violations.extend(judged);
+        let co = judge_cluster_operator(&state.history, &state.co_upgradeable, &state.gaps);
+        state.violations.extend(co);
         MonitorReport {
+            co_upgradeable_judged: state.co_upgradeable.len(),
             deletions: state.deletions.len() - unjudged,
             unjudged_deletions: unjudged,
             violations: state.violations.clone(),
@@ -300,6 +314,91 @@ async fn watch_loop(api: Api<PlatformOperator>, chains: &Chains, state: &Mutex<M
             }
         }
     }
+}
+
+/// Records the revision of every version of the aggregated ClusterOperator that says
+/// Upgradeable=True.
+async fn cluster_operator_loop(client: Client, state: &Mutex<MonitorState>) {
+    use pom_api::openshift::{AGGREGATED_CLUSTER_OPERATOR, ClusterOperator};
+    let api: Api<ClusterOperator> = Api::all(client);
+    let selector = format!("metadata.name={AGGREGATED_CLUSTER_OPERATOR}");
+    let params = WatchParams::default().fields(&selector);
+    let record = |co: &ClusterOperator| {
+        let upgradeable = co.status.as_ref().is_some_and(|s| {
+            s.conditions
+                .iter()
+                .any(|c| c.type_ == "Upgradeable" && c.status == "True")
+        });
+        if upgradeable && let Some(rev) = co.resource_version().and_then(|v| v.parse().ok()) {
+            state
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .co_upgradeable
+                .push(rev);
+        }
+    };
+    loop {
+        let Ok(list) = api.list(&ListParams::default().fields(&selector)).await else {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            continue;
+        };
+        let Some(mut version) = list.metadata.resource_version.clone() else {
+            continue;
+        };
+        list.items.iter().for_each(record);
+        let Ok(stream) = api.watch(&params, &version).await else {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            continue;
+        };
+        let mut stream = stream.boxed();
+        loop {
+            match stream.next().await {
+                Some(Ok(WatchEvent::Added(co) | WatchEvent::Modified(co))) => {
+                    if let Some(v) = co.resource_version() {
+                        version = v;
+                    }
+                    record(&co);
+                }
+                Some(Ok(WatchEvent::Deleted(_))) => {}
+                Some(Ok(WatchEvent::Bookmark(b))) => version = b.metadata.resource_version,
+                Some(Ok(WatchEvent::Error(_)) | Err(_)) => break,
+                None => match api.watch(&params, &version).await {
+                    Ok(resumed) => stream = resumed.boxed(),
+                    Err(_) => break,
+                },
+            }
+        }
+    }
+}
+
+/// §8.3 as the CVO sees it: the aggregated ClusterOperator must not say Upgradeable=True at a
+/// revision where some PO's last status before it (not being deleted) records an unsettled
+/// move. A PO whose last status before it may have been missed (a watch gap) is skipped.
+fn judge_cluster_operator(
+    history: &BTreeMap<String, Vec<PoVersion>>,
+    upgradeable_at: &[u64],
+    gaps: &[(u64, u64)],
+) -> Vec<String> {
+    let mut violations = Vec::new();
+    for rev in upgradeable_at {
+        for (po, versions) in history {
+            let Some(before) = versions.iter().filter(|v| v.0 < *rev).max_by_key(|v| v.0) else {
+                continue;
+            };
+            if gaps.iter().any(|(from, to)| from < rev && *to > before.0) {
+                continue;
+            }
+            let (at, settled, to, deleting) = before;
+            if !settled && to.is_some() && !deleting {
+                violations.push(format!(
+                    "the aggregated ClusterOperator said Upgradeable=True at rv{rev} while {po} \
+                     recorded the unsettled move to {} (rv{at})",
+                    to.as_deref().unwrap_or_default()
+                ));
+            }
+        }
+    }
+    violations
 }
 
 /// Records every deletion of an object of `kind` that carries an owner label.

@@ -622,7 +622,7 @@ async fn chaos() {
     let violations: Vec<&String> = report.violations.iter().chain(&checked).collect();
     println!(
         "chaos summary: seed={} kills={} apiserver_restarts={} etcd_restarts={} \
-         registry_outages={} replica_self_exits={} pos={} deleted={} moves={} versions_judged={} deletions_judged={} deletions_unjudged={} rewatches={} \
+         registry_outages={} replica_self_exits={} pos={} deleted={} moves={} versions_judged={} deletions_judged={} deletions_unjudged={} co_upgradeable_judged={} rewatches={} \
          upgradeable_with_pending_bundle={} seconds_to_converge_after_last_fault={:.1} \
          violations={} total_seconds={:.0}",
         params.seed,
@@ -637,6 +637,7 @@ async fn chaos() {
         report.versions_seen,
         report.deletions,
         report.unjudged_deletions,
+        report.co_upgradeable_judged,
         report.rewatches,
         report.upgradeable_with_pending_bundle,
         to_converge.as_secs_f64(),
