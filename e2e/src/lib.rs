@@ -14,8 +14,8 @@
 //! [`quiet::QuietWindow`].
 
 pub mod binaries;
-pub mod chaos;
 mod certs;
+pub mod chaos;
 mod control_plane;
 pub mod cvo;
 pub mod demo;

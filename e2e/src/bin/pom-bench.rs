@@ -287,8 +287,8 @@ async fn run() -> Result<u64> {
         print_breakdown("steady-state writes", &steady, "write");
     }
     // Every API request in the window (reads included: watches re-established, resync checks).
-    let steady_requests = (steady_end.reads() + steady_end.writes())
-        - (steady_start.reads() + steady_start.writes());
+    let steady_requests =
+        (steady_end.reads() + steady_end.writes()) - (steady_start.reads() + steady_start.writes());
     println!(
         "API requests in the steady window: {steady_requests} ({:.1}/min for {} POs)",
         steady_requests as f64 * 60.0 / options.steady.as_secs_f64().max(1.0),
