@@ -25,6 +25,7 @@ use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use pom_api::{Catalog, PlatformOperator};
 use pom_e2e::fixtures::{TestBundle, catalog_json};
 use pom_e2e::manager_process::{ManagerProcess, free_address, http_get};
+use pom_e2e::scenario::set_cluster;
 use pom_e2e::{ControlPlane, Workloads};
 use serde_json::json;
 
@@ -43,6 +44,9 @@ struct Options {
     resync_seconds: u64,
     crds: bool,
     install_timeout: Duration,
+    /// After settling, hold every PO's next hop by its operator's `Upgradeable=False` during a
+    /// minor cluster update, and measure that state instead of a settled one.
+    held: bool,
 }
 
 impl Options {
@@ -56,6 +60,7 @@ impl Options {
             resync_seconds: 30,
             crds: true,
             install_timeout: Duration::from_secs(20 * 60),
+            held: false,
         };
         let mut args = std::env::args().skip(1);
         while let Some(arg) = args.next() {
@@ -66,6 +71,7 @@ impl Options {
                     .with_context(|| format!("{name} {value:?} is not a number"))
             };
             match arg.as_str() {
+                "--held" => options.held = true,
                 "--pos" => options.pos = usize::try_from(number("--pos")?)?,
                 "--per-catalog" => {
                     options.per_catalog = usize::try_from(number("--per-catalog")?)?.max(1);
@@ -80,7 +86,7 @@ impl Options {
                 }
                 "--no-crds" => options.crds = false,
                 other => bail!(
-                    "unknown argument {other:?} (flags: --pos N --per-catalog N --steady-seconds S --resync-seconds S --install-timeout-seconds S --no-crds)"
+                    "unknown argument {other:?} (flags: --pos N --per-catalog N --steady-seconds S --resync-seconds S --install-timeout-seconds S --no-crds --held)"
                 ),
             }
         }
@@ -169,6 +175,9 @@ async fn run() -> Result<u64> {
         mib(memory.rss_kib())
     );
 
+    if options.held {
+        set_cluster(&client, &[("4.16.3", true)], "4.16.3").await;
+    }
     let bundles: Vec<TestBundle> = (0..options.pos)
         .map(|i| {
             let bundle = TestBundle::new(&format!("bench-{i:03}"), "1.0.0");
@@ -216,6 +225,10 @@ async fn run() -> Result<u64> {
     let install_times = install_durations(&client).await?;
 
     let (settled, at_settled) = settle(&manager, metrics, &memory).await?;
+    if options.held {
+        hold_every_po(&client, &bundles, &catalog_names, options.per_catalog).await?;
+        settle(&manager, metrics, &memory).await?;
+    }
     let steady_start = scrape(&manager, metrics).await?;
     let window = Instant::now();
     while window.elapsed() < options.steady {
@@ -464,6 +477,82 @@ async fn wait_catalogs_serving(client: &Client, names: &[String]) -> Result<()> 
 }
 
 /// Creates every PlatformOperator at once (20 requests in flight).
+/// Every operator says `Upgradeable=False` (it "migrates"), a 1.1.0 of every package is
+/// published and a minor cluster update starts: every PO's hop to 1.1.0 is then held by its
+/// operator. Returns once every PO says so.
+async fn hold_every_po(
+    client: &Client,
+    bundles: &[TestBundle],
+    catalogs: &[String],
+    per_catalog: usize,
+) -> Result<()> {
+    use pom_api::olm::OperatorCondition;
+    for bundle in bundles {
+        let conditions = json!({"spec": {"conditions": [{
+            "type": "Upgradeable", "status": "False", "reason": "Migrating",
+            "message": "migrating data", "lastTransitionTime": pom_e2e::scenario::now()
+        }]}});
+        Api::<OperatorCondition>::namespaced(client.clone(), &bundle.package)
+            .patch(
+                &bundle.csv(),
+                &PatchParams::default(),
+                &Patch::Merge(&conditions),
+            )
+            .await
+            .with_context(|| format!("writing the OperatorCondition of {}", bundle.package))?;
+    }
+    for (chunk, name) in bundles.chunks(per_catalog).zip(catalogs) {
+        let mut both = chunk.to_vec();
+        both.extend(chunk.iter().map(|b| {
+            let mut next = TestBundle::new(&b.package, "1.1.0").replaces("1.0.0");
+            next.with_crd = b.with_crd;
+            next
+        }));
+        configmap_catalog(client, name, &catalog_json(&both, &[])).await?;
+    }
+    set_cluster(client, &[("4.17.0", false), ("4.16.3", true)], "4.17.0").await;
+    let api = Api::<PlatformOperator>::all(client.clone());
+    let started = Instant::now();
+    loop {
+        let pos = api.list(&ListParams::default()).await?;
+        let held = pos
+            .items
+            .iter()
+            .filter(|po| {
+                po.status.as_ref().is_some_and(|s| {
+                    s.desired_bundle
+                        .as_ref()
+                        .is_some_and(|d| d.version == "1.1.0")
+                        && s.installed_bundle
+                            .as_ref()
+                            .is_some_and(|i| i.version == "1.0.0")
+                })
+            })
+            .count();
+        if held == bundles.len() {
+            let upgradeable = pos
+                .items
+                .first()
+                .and_then(|po| po.status.as_ref())
+                .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Upgradeable"))
+                .map(|c| format!("{} {}: {}", c.status, c.reason, c.message))
+                .unwrap_or_default();
+            println!(
+                "{held} PlatformOperators held at 1.0.0 in {:.1}s (first PO: Upgradeable={upgradeable})",
+                started.elapsed().as_secs_f64()
+            );
+            return Ok(());
+        }
+        if started.elapsed() > SETTLE_LIMIT {
+            bail!(
+                "only {held} of {} POs held their hop to 1.1.0",
+                bundles.len()
+            );
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
 async fn create_pos(client: &Client, bundles: &[TestBundle]) -> Result<()> {
     let api = Api::<PlatformOperator>::all(client.clone());
     futures::stream::iter(bundles)
