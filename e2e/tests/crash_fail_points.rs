@@ -358,3 +358,69 @@ async fn killed_mid_install_the_next_manager_applies_the_recorded_digest_not_the
     second.signal("TERM");
     let _ = second.wait_exit(Duration::from_secs(30)).await;
 }
+
+/// Killed mid-prune after a move up, then asked for the next move at once: the next manager
+/// finishes the interrupted prune before it records the new move, so no status ever lists three
+/// bundles and what only the first bundle had does not outlive the second move (found by the
+/// chaos suite).
+#[tokio::test]
+async fn an_interrupted_prune_is_finished_before_the_next_move() {
+    let Some(plane) = simulated_plane(false).await else {
+        return;
+    };
+    let client = plane.client().await.unwrap();
+    let chain = [
+        bundle("1.0.0", "crashop-v100"),
+        bundle("1.1.0", "crashop-v110").replaces("1.0.0"),
+        bundle("1.2.0", "crashop-v120").replaces("1.1.0"),
+    ];
+    set_cluster(&client, &[("4.16.3", true)], "4.16.3").await;
+    configmap_catalog(&client, "local", &catalog_json(&chain, &[]), 0).await;
+    create_po(
+        &client,
+        PO,
+        json!({"package": {"name": PO}, "steadyStateVersionRange": "=1.0.0"}),
+    )
+    .await;
+    let mut steady = start(&plane, "steady", None).await;
+    converged_on(&client, "1.0.0", "crashop-v100").await;
+    steady.signal("KILL");
+    let _ = steady.wait_exit(Duration::from_secs(30)).await;
+
+    let mut first = start(&plane, "first-prune-then-move", Some("mid-prune")).await;
+    set_steady_state_range(&client, PO, "=1.1.0").await;
+    wait_aborted(&mut first, "mid-prune").await;
+    let cut = status(&client).await;
+    assert_eq!(
+        cut.inventory.len(),
+        2,
+        "the prune was interrupted: {:#?}",
+        cut.inventory
+    );
+
+    let log =
+        pom_e2e::event_log::EventLog::start(Api::<PlatformOperator>::all(client.clone())).await;
+    set_steady_state_range(&client, PO, "=1.2.0").await;
+    let mut second = start(&plane, "second-prune-then-move", None).await;
+    converged_on(&client, "1.2.0", "crashop-v120").await;
+    for event in log.events() {
+        let inventory = event
+            .object
+            .status
+            .as_ref()
+            .map(|s| s.inventory.len())
+            .unwrap_or_default();
+        assert!(
+            inventory <= 2,
+            "at revision {} the inventory lists {inventory} bundles",
+            event.revision
+        );
+    }
+    assert!(
+        !exists(&client, "crashop-v100").await,
+        "1.0.0's object outlived two moves"
+    );
+    assert!(!exists(&client, "crashop-v110").await);
+    second.signal("TERM");
+    let _ = second.wait_exit(Duration::from_secs(30)).await;
+}
