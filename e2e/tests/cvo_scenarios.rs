@@ -957,12 +957,24 @@ async fn a_po_failing_mid_update_shows_on_the_cluster_version_as_the_cvo_reports
 
     // The publisher pushes the missing image (same files, same digest): the hop happens, POM
     // reports the version, the update completes and Failing clears.
+    // The settled 1.1.0 under the minor update's pin may last only until the CVO completes the
+    // update (then the pin is Steady): it is looked for in every PO version, not polled.
+    let log = pom_e2e::event_log::EventLog::start(pos(&client)).await;
     let pushed = push_files(&host, "bundles/stuck", "1.1.0", &v110.image_files())
         .await
         .unwrap();
     assert_eq!(pushed, image);
-    wait_at(&client, "stuck", "1.1.0", "MinorUpgrade").await;
     wait_completed(&client, TO).await;
+    let at_minor = log.events().iter().any(|e| {
+        standing(&e.object).is_some_and(|(v, _, reason, settled)| {
+            v == "1.1.0" && reason == "MinorUpgrade" && settled
+        })
+    });
+    assert!(
+        at_minor,
+        "the PO never stood settled at 1.1.0 under the MinorUpgrade pin"
+    );
+    wait_at(&client, "stuck", "1.1.0", "Steady").await;
     let cv = cvs(&client).get(CLUSTER_VERSION_NAME).await.unwrap();
     assert_eq!(
         cv_condition(&cv, "Failing").map(|c| c.0).as_deref(),
