@@ -271,11 +271,14 @@ async fn promtool_checks_metrics_with_every_family_populated_and_documented() {
         undocumented.is_empty(),
         "served, not in docs/metrics.md: {undocumented:?}"
     );
+    // Only the error counter may be missing: a labelled family has no series until a
+    // reconcile fails, which nothing here provokes (one may still fail, e.g. on a conflict).
     let unseen: Vec<&String> = documented.difference(&served).collect();
-    assert_eq!(
-        unseen,
-        ["pom_reconcile_errors_total"],
-        "in docs/metrics.md, not served"
+    assert!(
+        unseen
+            .iter()
+            .all(|name| *name == "pom_reconcile_errors_total"),
+        "in docs/metrics.md, not served: {unseen:?}"
     );
 
     // The reconcile families with a failure recorded, as the manager's registry encodes them.

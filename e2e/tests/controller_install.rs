@@ -118,13 +118,22 @@ async fn installs_from_a_configmap_catalog_and_reports_the_cluster_operator() {
     );
 
     // §8.2: every condition explicit, versions reached, related objects listed.
+    // The ClusterOperator follows the PO's status through its own watch: it reports the
+    // installed PO once its Progressing has caught up (it never stays Progressing, else this
+    // times out).
     let co = eventually(
         WAIT,
         "the ClusterOperator to report the installed PO",
         || async {
             let co = cluster_operator(&client).await;
             let versions = co.status.as_ref()?.versions.clone();
-            (!versions.is_empty()).then_some(co)
+            let progressing = co
+                .status
+                .as_ref()?
+                .conditions
+                .iter()
+                .find(|c| c.type_ == "Progressing")?;
+            (!versions.is_empty() && progressing.status == "False").then_some(co)
         },
     )
     .await;
