@@ -4,8 +4,9 @@
 //! separate folder), so [`Assembler`] collects them first and joins them in [`Assembler::finish`],
 //! which also runs the cross-blob checks (duplicates, unknown packages, channel graphs).
 
-use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -14,6 +15,7 @@ use super::blob::{
 };
 use super::error::{DuplicateDetail, FbcError, InvalidSkipRangeDetail};
 use super::fields::Str;
+use super::index::{BlobAt, ContentSource, PackageIndex, ScopedCatalog, SpanRecorder};
 use super::model::{Bundle, Catalog, Channel, ChannelEntry, Deprecations, Origin, Package};
 use super::properties;
 use super::validate;
@@ -40,6 +42,9 @@ struct DeprecationsSeed {
     origin: Origin,
 }
 
+/// The packages whose content a load keeps whole (see [`super::index`]).
+pub(crate) type Scope = Arc<BTreeSet<String>>;
+
 /// Collects decoded blobs, then joins them into a [`Catalog`].
 #[derive(Default)]
 pub(crate) struct Assembler {
@@ -48,6 +53,9 @@ pub(crate) struct Assembler {
     bundles: Vec<Bundle>,
     deprecations: Vec<DeprecationsSeed>,
     others: Vec<Value>,
+    /// With a scope, packages outside it keep only what validation needs (names, versions,
+    /// channels) and every blob's span is recorded for the index.
+    scoped: Option<(Scope, SpanRecorder)>,
 }
 
 /// Takes a required string field, refusing absence and the empty string.
@@ -75,16 +83,41 @@ fn optional(value: Option<Str<'_>>) -> Option<String> {
 }
 
 impl Assembler {
-    /// Adds a blob of a schema POM interprets (the caller checked `schema`).
-    pub(crate) fn add(&mut self, blob: BlobWire<'_>, origin: Origin) -> Result<(), FbcError> {
+    /// An assembler that keeps only the packages of `scope` whole and indexes every package.
+    pub(crate) fn scoped(scope: Scope) -> Self {
+        Self {
+            scoped: Some((scope, SpanRecorder::default())),
+            ..Self::default()
+        }
+    }
+
+    /// Whether `package`'s content is kept whole.
+    fn keeps(&self, package: &str) -> bool {
+        self.scoped
+            .as_ref()
+            .is_none_or(|(scope, _)| scope.contains(package))
+    }
+
+    /// Adds a blob of a schema POM interprets (the caller checked `schema`); `at` says where
+    /// its bytes are, for the index of a scoped load.
+    pub(crate) fn add(
+        &mut self,
+        blob: BlobWire<'_>,
+        origin: Origin,
+        at: &BlobAt<'_>,
+    ) -> Result<(), FbcError> {
         let schema = blob.schema.as_ref().map_or("", |s| s.as_str());
-        match schema {
+        let package = match schema {
             SCHEMA_PACKAGE => self.add_package(blob, origin),
             SCHEMA_CHANNEL => self.add_channel(blob, origin),
             SCHEMA_BUNDLE => self.add_bundle(blob, origin),
             SCHEMA_DEPRECATIONS => self.add_deprecations(blob, origin),
             _ => Err(FbcError::MissingSchema { origin }),
+        }?;
+        if let Some((_, recorder)) = &mut self.scoped {
+            recorder.record(&package, at);
         }
+        Ok(())
     }
 
     /// Appends what `later` collected from the blobs that follow this assembler's in file order
@@ -104,6 +137,9 @@ impl Assembler {
         self.bundles.extend(later.bundles);
         self.deprecations.extend(later.deprecations);
         self.others.extend(later.others);
+        if let (Some((_, mine)), Some((_, theirs))) = (&mut self.scoped, later.scoped) {
+            mine.absorb(theirs);
+        }
         true
     }
 
@@ -112,17 +148,22 @@ impl Assembler {
         self.others.push(value);
     }
 
-    fn add_package(&mut self, blob: BlobWire<'_>, origin: Origin) -> Result<(), FbcError> {
+    fn add_package(&mut self, blob: BlobWire<'_>, origin: Origin) -> Result<String, FbcError> {
         let name = required(blob.name, &origin, SCHEMA_PACKAGE, "name")?;
+        let description = if self.keeps(&name) {
+            optional(blob.description)
+        } else {
+            None
+        };
         let package = Package {
             name: name.clone(),
             default_channel: optional(blob.default_channel),
-            description: optional(blob.description),
+            description,
             channels: BTreeMap::new(),
             bundles: BTreeMap::new(),
             deprecations: Deprecations::default(),
         };
-        match self.packages.entry(name) {
+        match self.packages.entry(name.clone()) {
             Entry::Occupied(first) => Err(FbcError::DuplicatePackage {
                 package: first.key().clone(),
                 first: first.get().origin.clone(),
@@ -130,12 +171,12 @@ impl Assembler {
             }),
             Entry::Vacant(slot) => {
                 slot.insert(PackageSeed { package, origin });
-                Ok(())
+                Ok(name)
             }
         }
     }
 
-    fn add_channel(&mut self, blob: BlobWire<'_>, origin: Origin) -> Result<(), FbcError> {
+    fn add_channel(&mut self, blob: BlobWire<'_>, origin: Origin) -> Result<String, FbcError> {
         let package = required(blob.package, &origin, SCHEMA_CHANNEL, "package")?;
         let name = required(blob.name, &origin, SCHEMA_CHANNEL, "name")?;
         let mut entries = Vec::with_capacity(blob.entries.as_ref().map_or(0, Vec::len));
@@ -152,14 +193,14 @@ impl Assembler {
             });
         }
         self.channels.push(ChannelSeed {
-            package,
+            package: package.clone(),
             channel: Channel { name, entries },
             origin,
         });
-        Ok(())
+        Ok(package)
     }
 
-    fn add_bundle(&mut self, blob: BlobWire<'_>, origin: Origin) -> Result<(), FbcError> {
+    fn add_bundle(&mut self, blob: BlobWire<'_>, origin: Origin) -> Result<String, FbcError> {
         let package = required(blob.package, &origin, SCHEMA_BUNDLE, "package")?;
         let name = required(blob.name, &origin, SCHEMA_BUNDLE, "name")?;
         let decoded = properties::decode(blob.properties.unwrap_or_default(), &name, &origin)?;
@@ -187,18 +228,25 @@ impl Assembler {
                 reason: e.to_string(),
             }
         })?;
+        // Out of scope, a bundle was still decoded whole (its errors are the catalog's), but
+        // only what validation reads is kept.
+        let (image, properties) = if self.keeps(&package) {
+            (optional(blob.image), decoded.properties)
+        } else {
+            (None, super::model::BundleProperties::default())
+        };
         self.bundles.push(Bundle {
             name,
-            package,
-            image: optional(blob.image),
+            package: package.clone(),
+            image,
             version,
-            properties: decoded.properties,
+            properties,
             origin,
         });
-        Ok(())
+        Ok(package)
     }
 
-    fn add_deprecations(&mut self, blob: BlobWire<'_>, origin: Origin) -> Result<(), FbcError> {
+    fn add_deprecations(&mut self, blob: BlobWire<'_>, origin: Origin) -> Result<String, FbcError> {
         let package = required(blob.package, &origin, SCHEMA_DEPRECATIONS, "package")?;
         let mut deprecations = Deprecations::default();
         for wire in blob.entries.unwrap_or_default() {
@@ -234,17 +282,40 @@ impl Assembler {
             }
         }
         self.deprecations.push(DeprecationsSeed {
-            package,
+            package: package.clone(),
             deprecations,
             origin,
         });
-        Ok(())
+        Ok(package)
     }
 
     /// Joins everything by package and validates the result. An inconsistency inside one
     /// package (duplicates, a channel that is not one replaces chain, blobs of a package with
     /// no `olm.package`) leaves that package out with its error; the rest is served.
-    pub(crate) fn finish(self) -> Result<Catalog, FbcError> {
+    pub(crate) fn finish(mut self) -> Result<Catalog, FbcError> {
+        self.scoped = None;
+        self.join()
+    }
+
+    /// Finishes a scoped load (an assembler made by [`Self::scoped`]): the packages in scope
+    /// whole, and the index of every valid package, whose content can be read again from
+    /// `source`.
+    pub(crate) fn finish_scoped(
+        mut self,
+        source: ContentSource,
+    ) -> Result<ScopedCatalog, FbcError> {
+        let scoped = self.scoped.take();
+        let mut held = self.join()?;
+        let (scope, recorder) = scoped.unwrap_or_default();
+        let index = recorder.into_index(held.packages.keys());
+        held.packages.retain(|name, _| scope.contains(name));
+        Ok(ScopedCatalog {
+            held,
+            index: PackageIndex::new(index, source),
+        })
+    }
+
+    fn join(self) -> Result<Catalog, FbcError> {
         let mut packages = self.packages;
         let mut invalid: BTreeMap<String, FbcError> = BTreeMap::new();
         let mark = |invalid: &mut BTreeMap<String, FbcError>, package: &str, error| {

@@ -18,7 +18,17 @@ use super::assemble::Assembler;
 use super::blob::{BlobWire, is_known_schema};
 use super::error::FbcError;
 use super::fields::fold_eq;
+use super::index::{BlobAt, BlobSpan};
 use super::model::Origin;
+
+/// The two encodings of catalog files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BlobFormat {
+    /// A stream of JSON objects.
+    Json,
+    /// YAML documents.
+    Yaml,
+}
 
 /// YAML alias-replayed events one catalog may expand in total, across all its files and
 /// documents. The parser already bounds each document (1,000,000 replayed events); without a
@@ -94,9 +104,9 @@ pub(crate) fn decode_document(
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
         None => Ok(()),
-        Some(b'{') => decode_json_stream(label, bytes, 0, assembler),
+        Some(b'{') => decode_json_stream(label, bytes, 0, FileOffset::START, assembler),
         Some(_) => match std::str::from_utf8(bytes) {
-            Ok(text) => decode_yaml_stream(label, text, 0, assembler, aliases),
+            Ok(text) => decode_yaml_stream(label, text, FileOffset::START, assembler, aliases),
             Err(e) => Err(FbcError::MalformedYaml {
                 origin: Origin {
                     file: label.to_owned(),
@@ -107,6 +117,46 @@ pub(crate) fn decode_document(
             }),
         },
     }
+}
+
+/// Decodes the blobs of one index span again (see [`super::index`]): `bytes` are the span's
+/// bytes, read from its file at its offset.
+pub(crate) fn decode_blob_span(
+    span: &BlobSpan,
+    bytes: &[u8],
+    assembler: &mut Assembler,
+    aliases: &mut AliasBudget,
+) -> Result<(), FbcError> {
+    let at = FileOffset {
+        lines: span.first_line.saturating_sub(1),
+        bytes: span.offset,
+    };
+    match span.format {
+        BlobFormat::Json => decode_json_stream(&span.file, bytes, 0, at, assembler),
+        BlobFormat::Yaml => match std::str::from_utf8(bytes) {
+            Ok(text) => decode_yaml_stream(&span.file, text, at, assembler, aliases),
+            Err(e) => Err(FbcError::MalformedYaml {
+                origin: Origin {
+                    file: span.file.to_string(),
+                    line: Some(at.lines + line_of(bytes, e.valid_up_to())),
+                },
+                column: 1,
+                reason: "the file is not UTF-8 text".to_owned(),
+            }),
+        },
+    }
+}
+
+/// Where a slice being decoded starts in its file: lines before it and its byte offset.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FileOffset {
+    lines: usize,
+    bytes: u64,
+}
+
+impl FileOffset {
+    /// The start of a file.
+    pub(crate) const START: Self = Self { lines: 0, bytes: 0 };
 }
 
 /// 1-based line number of byte `offset`.
@@ -173,19 +223,22 @@ impl Cursor {
     }
 }
 
-/// Decodes the JSON stream `bytes[start..]`; origins count lines from the start of `bytes`.
+/// Decodes the JSON stream `bytes[start..]`; `bytes` starts at `at` in its file (origins count
+/// lines, and spans bytes, from the file's start).
 fn decode_json_stream(
     label: &str,
     bytes: &[u8],
     start: usize,
+    at: FileOffset,
     assembler: &mut Assembler,
 ) -> Result<(), FbcError> {
     let mut cursor = Cursor {
         pos: start,
-        line: 1 + count_newlines(bytes.get(..start).unwrap_or_default()),
+        line: 1 + at.lines + count_newlines(bytes.get(..start).unwrap_or_default()),
         line_start: start,
     };
     loop {
+        let gap_start = cursor.pos;
         let skip = bytes
             .iter()
             .skip(cursor.pos)
@@ -206,7 +259,17 @@ fn decode_json_stream(
                 let consumed = stream.byte_offset();
                 match blob.schema.as_ref().map(|s| s.as_str()) {
                     None | Some("") => return Err(FbcError::MissingSchema { origin }),
-                    Some(schema) if is_known_schema(schema) => assembler.add(blob, origin)?,
+                    Some(schema) if is_known_schema(schema) => {
+                        let blob_at = BlobAt {
+                            label,
+                            offset: at.bytes + cursor.pos as u64,
+                            gap_start: at.bytes + gap_start as u64,
+                            first_line: cursor.line,
+                            format: BlobFormat::Json,
+                            bytes: rest.get(..consumed).unwrap_or(rest),
+                        };
+                        assembler.add(blob, origin, &blob_at)?;
+                    }
                     Some(_) => {
                         let text = rest.get(..consumed).unwrap_or(rest);
                         let value: Value = serde_json::from_slice(text).map_err(|e| {
@@ -316,6 +379,8 @@ fn schema_of(value: &Value) -> SchemaOf {
 
 /// One YAML document of a multi-document file.
 struct YamlDocument<'a> {
+    /// Byte offset of `text` in the text that was split.
+    start: usize,
     /// Line of the document's first byte (a `---` marker, or line 1).
     first_line: usize,
     /// Line of the document's first content line (where the blob "is").
@@ -350,6 +415,7 @@ fn split_yaml_documents(text: &str) -> Vec<YamlDocument<'_>> {
         if is_marker(line, "---") {
             if let Some(content) = content_line {
                 documents.push(YamlDocument {
+                    start,
                     first_line,
                     content_line: content,
                     text: &text[start..offset],
@@ -364,6 +430,7 @@ fn split_yaml_documents(text: &str) -> Vec<YamlDocument<'_>> {
         } else if is_marker(line, "...") {
             if let Some(content) = content_line {
                 documents.push(YamlDocument {
+                    start,
                     first_line,
                     content_line: content,
                     text: &text[start..offset],
@@ -382,6 +449,7 @@ fn split_yaml_documents(text: &str) -> Vec<YamlDocument<'_>> {
     }
     if let Some(content) = content_line {
         documents.push(YamlDocument {
+            start,
             first_line,
             content_line: content,
             text: &text[start..],
@@ -420,17 +488,17 @@ fn yaml_reason(error: &serde_saphyr::Error) -> String {
     }
 }
 
-/// Decodes YAML documents; `text` starts `line_offset` lines into the file.
+/// Decodes YAML documents; `text` starts at `at` in its file.
 fn decode_yaml_stream(
     label: &str,
     text: &str,
-    line_offset: usize,
+    at: FileOffset,
     assembler: &mut Assembler,
     aliases: &mut AliasBudget,
 ) -> Result<(), FbcError> {
     for mut document in split_yaml_documents(text) {
-        document.first_line += line_offset;
-        document.content_line += line_offset;
+        document.first_line += at.lines;
+        document.content_line += at.lines;
         let aliases_seen = Rc::new(Cell::new(0usize));
         let cap = aliases.document_cap();
         let options = yaml_options(cap, &aliases_seen);
@@ -484,7 +552,16 @@ fn decode_yaml_stream(
                     what: schema,
                     reason: e.to_string(),
                 })?;
-                assembler.add(blob, origin)?;
+                let offset = at.bytes + document.start as u64;
+                let blob_at = BlobAt {
+                    label,
+                    offset,
+                    gap_start: offset,
+                    first_line: document.first_line,
+                    format: BlobFormat::Yaml,
+                    bytes: document.text.as_bytes(),
+                };
+                assembler.add(blob, origin, &blob_at)?;
             }
             SchemaOf::Schema(_) => assembler.add_other(value),
         }
@@ -558,12 +635,15 @@ pub(crate) fn decode_piece(
         return decode_document(label, upto, assembler, aliases);
     }
     if upto.get(range.start) == Some(&b'{') {
-        return decode_json_stream(label, upto, range.start, assembler);
+        return decode_json_stream(label, upto, range.start, FileOffset::START, assembler);
     }
     let piece = upto.get(range.start..).unwrap_or_default();
-    let line_offset = count_newlines(upto.get(..range.start).unwrap_or_default());
+    let at = FileOffset {
+        lines: count_newlines(upto.get(..range.start).unwrap_or_default()),
+        bytes: range.start as u64,
+    };
     match std::str::from_utf8(piece) {
-        Ok(text) => decode_yaml_stream(label, text, line_offset, assembler, aliases),
+        Ok(text) => decode_yaml_stream(label, text, at, assembler, aliases),
         // `cut` only cuts UTF-8 text.
         Err(e) => Err(FbcError::MalformedYaml {
             origin: Origin {

@@ -11,6 +11,7 @@ mod decode;
 mod error;
 mod fields;
 mod ignore;
+mod index;
 mod max_ocp;
 pub mod model;
 mod parallel;
@@ -20,5 +21,9 @@ mod source;
 mod validate;
 
 pub use decode::MAX_CATALOG_ALIAS_EVENTS;
+pub use index::{ContentSource, Fingerprint, PackageIndex, ScopedCatalog};
 pub use model::*;
-pub use parse::{DuplicateDetail, FbcError, InvalidSkipRangeDetail, load_path, parse_documents};
+pub use parse::{
+    DuplicateDetail, FbcError, InvalidSkipRangeDetail, load_path, load_path_scoped,
+    parse_documents, parse_documents_scoped,
+};

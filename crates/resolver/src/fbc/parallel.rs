@@ -15,7 +15,7 @@ use std::num::NonZeroUsize;
 use std::ops::Range;
 use std::thread;
 
-use super::assemble::Assembler;
+use super::assemble::{Assembler, Scope};
 use super::decode::{AliasBudget, decode_document, decode_piece};
 use super::source::{self, CatalogFile};
 
@@ -104,17 +104,21 @@ fn partition(units: &[Unit<'_>], workers: usize) -> Vec<Range<usize>> {
 /// Decodes `units` on up to `workers` threads into one assembler, in file order; `None` when
 /// the catalog must be decoded sequentially instead (see the module documentation), including
 /// when there is only one share.
-pub(crate) fn decode(units: &[Unit<'_>], workers: usize) -> Option<Assembler> {
+pub(crate) fn decode(
+    units: &[Unit<'_>],
+    workers: usize,
+    scope: Option<&Scope>,
+) -> Option<Assembler> {
     let shares = partition(units, workers);
     if shares.len() < 2 {
         return None;
     }
-    let parts: Vec<Option<Assembler>> = thread::scope(|scope| {
+    let parts: Vec<Option<Assembler>> = thread::scope(|threads| {
         let handles: Vec<_> = shares
             .iter()
             .map(|share| {
                 let share = units.get(share.clone()).unwrap_or_default();
-                scope.spawn(move || decode_share(share))
+                threads.spawn(move || decode_share(share, scope))
             })
             .collect();
         handles
@@ -133,8 +137,8 @@ pub(crate) fn decode(units: &[Unit<'_>], workers: usize) -> Option<Assembler> {
 }
 
 /// One worker's share, or `None` when it failed or charged the alias budget.
-fn decode_share(units: &[Unit<'_>]) -> Option<Assembler> {
-    let mut assembler = Assembler::default();
+fn decode_share(units: &[Unit<'_>], scope: Option<&Scope>) -> Option<Assembler> {
+    let mut assembler = scope.map_or_else(Assembler::default, |s| Assembler::scoped(s.clone()));
     let mut aliases = AliasBudget::default();
     for unit in units {
         let decoded = match unit {

@@ -7,11 +7,14 @@
 //! (files in sorted order, blobs in file order), which names the file, the line when known and
 //! the field, and says what to change.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use std::sync::Arc;
 
-use super::assemble::Assembler;
+use super::assemble::{Assembler, Scope};
 use super::decode::{AliasBudget, decode_document};
 pub use super::error::{DuplicateDetail, FbcError, InvalidSkipRangeDetail};
+use super::index::{ContentSource, ScopedCatalog};
 use super::model::Catalog;
 use super::parallel::{self, MIN_CUT_BYTES, MIN_PARALLEL_BYTES, Unit};
 use super::source::{self, CatalogFile};
@@ -46,11 +49,55 @@ impl Default for Threads {
     }
 }
 
+/// Loads a catalog as [`load_path`] does, but keeps whole only the packages named in `scope`;
+/// every other valid package is indexed, to be read again from the files when needed
+/// ([`super::PackageIndex::materialize`]). Blob origins are labelled `label_prefix` followed
+/// by the file's path under `path` (for example `/configs/` for an image's catalog folder).
+/// The files must not change while the result is used (a content-addressed folder).
+pub fn load_path_scoped(
+    path: &Path,
+    label_prefix: &str,
+    scope: BTreeSet<String>,
+) -> Result<ScopedCatalog, FbcError> {
+    let scope = Arc::new(scope);
+    let files = source::catalog_files_labelled(path, Some(label_prefix))?;
+    let assembler = load_files(&files, Threads::default(), Some(&scope))?;
+    assembler.finish_scoped(ContentSource::Files {
+        root: path.to_path_buf(),
+        label_prefix: label_prefix.to_owned(),
+    })
+}
+
+/// Parses in-memory documents as [`parse_documents`] does, keeping whole only the packages
+/// named in `scope` (see [`load_path_scoped`]); the documents are kept to read the others
+/// again (use it for small sources, such as a ConfigMap key).
+pub fn parse_documents_scoped(
+    docs: impl IntoIterator<Item = (String, Vec<u8>)>,
+    scope: BTreeSet<String>,
+) -> Result<ScopedCatalog, FbcError> {
+    let scope = Arc::new(scope);
+    let docs: BTreeMap<String, Vec<u8>> = docs.into_iter().collect();
+    let borrowed: Vec<(&str, &[u8])> = docs
+        .iter()
+        .map(|(label, bytes)| (label.as_str(), bytes.as_slice()))
+        .collect();
+    let assembler = parse_into(&borrowed, Threads::default(), Some(&scope))?;
+    assembler.finish_scoped(ContentSource::Memory(Arc::new(docs)))
+}
+
 fn load_path_on(path: &Path, threads: Threads) -> Result<Catalog, FbcError> {
     let files = source::catalog_files(path)?;
-    if let [file] = files.as_slice() {
+    load_files(&files, threads, None)?.finish()
+}
+
+fn load_files(
+    files: &[CatalogFile],
+    threads: Threads,
+    scope: Option<&Scope>,
+) -> Result<Assembler, FbcError> {
+    if let [file] = files {
         let bytes = source::read(file)?;
-        return parse_on(&[(&file.label, &bytes)], threads);
+        return parse_into(&[(&file.label, &bytes)], threads, scope);
     }
     let workers = threads.workers;
     if workers > 1 {
@@ -63,22 +110,22 @@ fn load_path_on(path: &Path, threads: Threads) -> Result<Catalog, FbcError> {
             .collect();
         let total: u64 = units.iter().map(Unit::len).sum();
         if total >= threads.min_parallel
-            && let Some(assembler) = parallel::decode(&units, workers)
+            && let Some(assembler) = parallel::decode(&units, workers, scope)
         {
-            return assembler.finish();
+            return Ok(assembler);
         }
     }
-    load_files_sequentially(&files)
-}
-
-fn load_files_sequentially(files: &[CatalogFile]) -> Result<Catalog, FbcError> {
-    let mut assembler = Assembler::default();
+    let mut assembler = new_assembler(scope);
     let mut aliases = AliasBudget::default();
     for file in files {
         let bytes = source::read(file)?;
         decode_document(&file.label, &bytes, &mut assembler, &mut aliases)?;
     }
-    assembler.finish()
+    Ok(assembler)
+}
+
+fn new_assembler(scope: Option<&Scope>) -> Assembler {
+    scope.map_or_else(Assembler::default, |scope| Assembler::scoped(scope.clone()))
 }
 
 /// Parses catalog content that is not on disk (a ConfigMap key, files pulled from an image):
@@ -97,19 +144,27 @@ pub fn parse_documents(
 }
 
 fn parse_on(docs: &[(&str, &[u8])], threads: Threads) -> Result<Catalog, FbcError> {
+    parse_into(docs, threads, None)?.finish()
+}
+
+fn parse_into(
+    docs: &[(&str, &[u8])],
+    threads: Threads,
+    scope: Option<&Scope>,
+) -> Result<Assembler, FbcError> {
     let total: u64 = docs.iter().map(|(_, bytes)| bytes.len() as u64).sum();
     if threads.workers > 1 && total >= threads.min_parallel {
         let units = parallel::pieces(docs, threads.workers, threads.min_cut);
-        if let Some(assembler) = parallel::decode(&units, threads.workers) {
-            return assembler.finish();
+        if let Some(assembler) = parallel::decode(&units, threads.workers, scope) {
+            return Ok(assembler);
         }
     }
-    let mut assembler = Assembler::default();
+    let mut assembler = new_assembler(scope);
     let mut aliases = AliasBudget::default();
     for (label, bytes) in docs {
         decode_document(label, bytes, &mut assembler, &mut aliases)?;
     }
-    assembler.finish()
+    Ok(assembler)
 }
 
 #[cfg(test)]
@@ -336,7 +391,7 @@ entries:
         for text in [&json, &yaml] {
             let units = parallel::pieces(&[("c", text.as_bytes())], 2, 0);
             assert_eq!(units.len(), 2);
-            assert!(parallel::decode(&units, 2).is_some());
+            assert!(parallel::decode(&units, 2, None).is_some());
         }
         assert_same(&json);
         assert_same(&format!("\u{feff}{json}"));
@@ -434,6 +489,121 @@ entries:
         assert_eq!(broken_one, broken_two);
     }
 
+    /// What a scoped load must equal: the full load's packages in scope, all its invalid
+    /// packages, an index of all its valid packages, each of which reads back as the full load
+    /// has it (origins included).
+    fn assert_scoped_matches(full: &Catalog, scoped: &ScopedCatalog, scope: &BTreeSet<String>) {
+        let expected: BTreeMap<&String, &crate::fbc::Package> = full
+            .packages
+            .iter()
+            .filter(|(name, _)| scope.contains(*name))
+            .collect();
+        let held: BTreeMap<&String, &crate::fbc::Package> = scoped.held.packages.iter().collect();
+        assert!(held == expected, "held packages differ");
+        assert_eq!(scoped.held.invalid_packages, full.invalid_packages);
+        assert_eq!(scoped.held.others, full.others);
+        let names: Vec<&str> = scoped.index.names().collect();
+        let full_names: Vec<&str> = full.packages.keys().map(String::as_str).collect();
+        assert_eq!(names, full_names);
+        for (name, package) in &full.packages {
+            let one = scoped.index.materialize(name).unwrap().unwrap();
+            assert_eq!(one.packages.len(), 1, "{name}");
+            assert!(
+                one.packages.get(name) == Some(package),
+                "{name} reads back differently"
+            );
+            assert!(one.invalid_packages.is_empty(), "{name}");
+        }
+        assert!(
+            scoped
+                .index
+                .materialize("no-such-package")
+                .unwrap()
+                .is_none()
+        );
+    }
+
+    fn scoped_on(threads: Threads, text: &str, scope: &BTreeSet<String>) -> ScopedCatalog {
+        let docs = [("c", text.as_bytes())];
+        let memory: BTreeMap<String, Vec<u8>> =
+            std::iter::once(("c".to_owned(), text.as_bytes().to_vec())).collect();
+        parse_into(&docs, threads, Some(&Arc::new(scope.clone())))
+            .unwrap()
+            .finish_scoped(ContentSource::Memory(Arc::new(memory)))
+            .unwrap()
+    }
+
+    fn names(list: &[&str]) -> BTreeSet<String> {
+        list.iter().map(|n| (*n).to_owned()).collect()
+    }
+
+    #[test]
+    fn a_scoped_load_holds_its_scope_and_reads_the_rest_back_as_a_full_load_has_it() {
+        // An invalid package (two heads) and a package spread over the stream, out of order.
+        let mut blobs = json_blobs(40);
+        blobs.push(r#"{"schema":"olm.channel","package":"p3","name":"other","entries":[{"name":"p3.v1"},{"name":"p3.v2"}]}"#.to_owned());
+        blobs.swap(5, 60);
+        for text in [blobs.join("\n") + "\n", yaml_text(40)] {
+            let full = on(ONE_CORE, &text).unwrap();
+            for scope in [names(&[]), names(&["p1", "p3", "p39", "absent"])] {
+                for threads in [ONE_CORE, TWO_CORES, FOUR_CORES] {
+                    let scoped = scoped_on(threads, &text, &scope);
+                    assert_scoped_matches(&full, &scoped, &scope);
+                }
+            }
+        }
+        let full = on(ONE_CORE, &(blobs.join("\n") + "\n")).unwrap();
+        assert!(
+            full.invalid_packages.contains_key("p3"),
+            "the fixture has an invalid package"
+        );
+    }
+
+    #[test]
+    fn fingerprints_move_only_for_the_package_that_changed() {
+        let text = json_text(20);
+        let before = scoped_on(ONE_CORE, &text, &names(&["p2"]));
+        let again = scoped_on(FOUR_CORES, &text, &names(&[]));
+        let changed = text.replace(
+            r#""name":"p7.v2","replaces":"p7.v1""#,
+            r#""name":"p7.v2","replaces":"p7.v1","skips":["x"]"#,
+        );
+        assert_ne!(changed, text);
+        let after = scoped_on(TWO_CORES, &changed, &names(&["p2"]));
+        for name in before.index.names() {
+            let same = before.index.fingerprint(name) == after.index.fingerprint(name);
+            assert_eq!(same, name != "p7", "{name}");
+            assert_eq!(
+                before.index.fingerprint(name),
+                again.index.fingerprint(name),
+                "{name}: cores or scope changed the fingerprint"
+            );
+        }
+    }
+
+    #[test]
+    fn a_package_reads_back_from_files_with_its_labels_and_lines() {
+        let root = std::env::temp_dir().join(format!("pom-fbc-scoped-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        let blobs = json_blobs(12);
+        std::fs::write(root.join("a.json"), blobs[..20].join("\n")).unwrap();
+        let yaml: String = blobs[20..].iter().map(|b| format!("---\n{b}\n")).collect();
+        std::fs::write(root.join("sub/b.yaml"), yaml).unwrap();
+        let scoped = load_path_scoped(&root, "/configs/", BTreeSet::new()).unwrap();
+        let p11 = scoped.index.materialize("p11").unwrap().unwrap();
+        let bundle = &p11.packages["p11"].bundles["p11.v2"];
+        assert_eq!(bundle.origin.file, "/configs/sub/b.yaml");
+        let full = load_path_on(&root, ONE_CORE).unwrap();
+        let full_bundle = &full.packages["p11"].bundles["p11.v2"];
+        assert_eq!(bundle.origin.line, full_bundle.origin.line);
+        // The content changed under the index: an error that says to reload, never a panic.
+        std::fs::write(root.join("sub/b.yaml"), "").unwrap();
+        let error = scoped.index.materialize("p11").unwrap_err().to_string();
+        let _ = std::fs::remove_dir_all(&root);
+        assert!(error.contains("reload the catalog"), "{error}");
+    }
+
     #[test]
     fn real_catalogs_parse_the_same_on_several_cores() {
         let real = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/testdata/real");
@@ -463,6 +633,21 @@ entries:
             let one = load_path_on(&path, ONE_CORE).map_err(|e| e.to_string());
             let two = load_path_on(&path, TWO_CORES).map_err(|e| e.to_string());
             assert!(one == two, "{folder}");
+            // Scoped: nothing held, everything read back as the full load has it.
+            if let Ok(full) = &one {
+                let files = source::catalog_files(&path).unwrap();
+                let keep: BTreeSet<String> = full.packages.keys().take(1).cloned().collect();
+                for threads in [ONE_CORE, TWO_CORES] {
+                    let scoped = load_files(&files, threads, Some(&Arc::new(keep.clone())))
+                        .unwrap()
+                        .finish_scoped(ContentSource::Files {
+                            root: path.clone(),
+                            label_prefix: String::new(),
+                        })
+                        .unwrap();
+                    assert_scoped_matches(full, &scoped, &keep);
+                }
+            }
             // Every file on its own, cut in two and in four.
             for file in source::catalog_files(&path).unwrap() {
                 let bytes = source::read(&file).unwrap();

@@ -35,15 +35,37 @@ fn is_catalog_file(name: &str) -> bool {
 
 /// The catalog files at `path`: the file itself, or the files found under the folder.
 pub(crate) fn catalog_files(path: &Path) -> Result<Vec<CatalogFile>, FbcError> {
+    catalog_files_labelled(path, None)
+}
+
+/// [`catalog_files`], each labelled `label_prefix` followed by its path under `path` (its
+/// name, for a file) when a prefix is given, by its path on disk otherwise.
+pub(crate) fn catalog_files_labelled(
+    path: &Path,
+    label_prefix: Option<&str>,
+) -> Result<Vec<CatalogFile>, FbcError> {
     let metadata = fs::metadata(path).map_err(|e| io_error(path, &e))?;
     if !metadata.is_dir() {
+        let label = match label_prefix {
+            Some(prefix) => format!(
+                "{prefix}{}",
+                path.file_name().unwrap_or_default().to_string_lossy()
+            ),
+            None => path.display().to_string(),
+        };
         return Ok(vec![CatalogFile {
             path: path.to_path_buf(),
-            label: path.display().to_string(),
+            label,
         }]);
     }
     let mut files = Vec::new();
     walk(path, "", &IgnoreRules::default(), &mut files)?;
+    if let Some(prefix) = label_prefix {
+        for file in &mut files {
+            let relative = file.path.strip_prefix(path).unwrap_or(&file.path);
+            file.label = format!("{prefix}{}", relative.display());
+        }
+    }
     Ok(files)
 }
 
