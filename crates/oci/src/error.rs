@@ -27,10 +27,10 @@ pub enum LayerError {
          `..` in paths)"
     )]
     UnsafePath { path: String },
-    /// The files POM would keep in memory exceed the limit.
+    /// The files POM would keep (in memory for bundles, on disk for catalogs) exceed the limit.
     #[error(
         "content would reach {size} bytes, above the {limit}-byte limit (DEFAULT_MAX_BYTES); \
-         POM keeps pulled files in memory and refuses larger content: split the catalog or bundle"
+         POM refuses larger content: split the catalog or bundle"
     )]
     TooLarge { size: u64, limit: u64 },
     /// More tar entries than POM reads from one image.
@@ -46,6 +46,19 @@ pub enum LayerError {
          with sane file names"
     )]
     HeaderTooLarge { size: u64, limit: u64 },
+    /// The place kept files go to failed: the disk is full or read-only, or a path is longer
+    /// than the file system takes. Kept apart from the image's own faults because the fix is
+    /// on the manager's side (its volume), not the image's.
+    #[error(
+        "could not {action} {path}: {reason}; POM unpacks catalog images to its scratch volume \
+         (the emptyDir mounted at /tmp in the manager's Deployment): check that it is writable \
+         and has room for the catalog, POM retries"
+    )]
+    Storage {
+        path: String,
+        action: &'static str,
+        reason: String,
+    },
 }
 
 /// Which pull secrets a refused pull consulted, and whose entry it sent.
@@ -118,6 +131,14 @@ pub enum OciError {
         #[source]
         source: LayerError,
     },
+    /// The scratch volume failed outside any one layer (creating the staging folder,
+    /// publishing the content folder): a problem of the manager's volume, not of the image.
+    #[error("image {reference}: {source}")]
+    Storage {
+        reference: String,
+        #[source]
+        source: LayerError,
+    },
     /// A manifest or blob is bigger than POM accepts before even downloading it.
     #[error(
         "image {reference}: {what} is {size} bytes, above the {limit}-byte limit; POM refuses \
@@ -169,7 +190,9 @@ impl OciError {
                 LayerError::TooLarge { .. }
                 | LayerError::TooManyEntries { .. }
                 | LayerError::HeaderTooLarge { .. } => Reason::ImageTooLarge,
+                LayerError::Storage { .. } => Reason::UnpackFailed,
             },
+            Self::Storage { .. } => Reason::UnpackFailed,
             Self::TooLarge { .. } => Reason::ImageTooLarge,
             Self::Registry { .. } => Reason::RegistryError,
             Self::NoCryptoProvider => Reason::TlsNotConfigured,
@@ -188,6 +211,11 @@ impl OciError {
                 | Self::Registry { .. }
                 | Self::Interrupted { .. }
                 | Self::DeadlineExceeded { .. }
+                | Self::Storage { .. }
+                | Self::Layer {
+                    source: LayerError::Storage { .. },
+                    ..
+                }
         )
     }
 }

@@ -8,7 +8,7 @@
 //! the file they name when it was kept.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Read;
+use std::io::{Read, Write};
 
 use flate2::read::MultiGzDecoder;
 
@@ -64,31 +64,112 @@ impl LayerFormat {
     }
 }
 
-/// Files under a prefix, built up layer by layer.
+/// Where a [`LayerStack`] keeps the files it decides to keep: the decisions (prefix, whiteouts,
+/// hard links, limits, path checks) are the stack's, the bytes are the storage's. Keys are clean
+/// relative paths (no `..`, no empty or `.` component, no leading `/`), with the prefix removed;
+/// the stack never keeps a key and one of its ancestors at once, so a storage may map keys to
+/// files in a real directory tree.
+pub trait Storage {
+    /// What a file's bytes are written into while an entry is read.
+    type Sink: Write;
+    /// Starts the file `key` of `size` bytes (already within the byte budget), replacing any
+    /// file of that key.
+    ///
+    /// # Errors
+    /// [`LayerError::Storage`] when the file cannot be created.
+    fn create(&mut self, key: &str, size: u64) -> Result<Self::Sink, LayerError>;
+    /// Ends the file `key` whose bytes were all written into `sink`.
+    ///
+    /// # Errors
+    /// [`LayerError::Storage`] when the file cannot be completed.
+    fn finish(&mut self, key: &str, sink: Self::Sink) -> Result<(), LayerError>;
+    /// The error for a failed write of `key` (reads failing are the archive's fault and are
+    /// reported as [`LayerError::Corrupt`] by the stack).
+    fn write_failed(&self, key: &str, err: &std::io::Error) -> LayerError;
+    /// Makes `to` a copy of the kept file `from` (a hard link in the image).
+    ///
+    /// # Errors
+    /// [`LayerError::Storage`] when the copy cannot be made.
+    fn copy(&mut self, from: &str, to: &str) -> Result<(), LayerError>;
+    /// Forgets the kept file `key`.
+    ///
+    /// # Errors
+    /// [`LayerError::Storage`] when the file cannot be removed.
+    fn remove(&mut self, key: &str) -> Result<(), LayerError>;
+}
+
+/// Files kept in memory, for bundles (small, read whole right away).
+#[derive(Debug, Default)]
+pub struct Memory {
+    files: BTreeMap<String, Vec<u8>>,
+}
+
+impl Storage for Memory {
+    type Sink = Vec<u8>;
+
+    fn create(&mut self, _key: &str, size: u64) -> Result<Vec<u8>, LayerError> {
+        // `size` was checked against the byte budget before this is called.
+        Ok(Vec::with_capacity(usize::try_from(size).unwrap_or(0)))
+    }
+
+    fn finish(&mut self, key: &str, sink: Vec<u8>) -> Result<(), LayerError> {
+        self.files.insert(key.to_owned(), sink);
+        Ok(())
+    }
+
+    fn write_failed(&self, key: &str, err: &std::io::Error) -> LayerError {
+        LayerError::Storage {
+            path: key.to_owned(),
+            action: "keep in memory",
+            reason: err.to_string(),
+        }
+    }
+
+    fn copy(&mut self, from: &str, to: &str) -> Result<(), LayerError> {
+        if let Some(data) = self.files.get(from).cloned() {
+            self.files.insert(to.to_owned(), data);
+        }
+        Ok(())
+    }
+
+    fn remove(&mut self, key: &str) -> Result<(), LayerError> {
+        self.files.remove(key);
+        Ok(())
+    }
+}
+
+/// Bytes read from an entry per step when a kept file is copied into its storage: the only
+/// buffer whose size depends on POM, not on the image.
+pub const COPY_BUFFER_BYTES: usize = 64 * 1024;
+
+/// Files under a prefix, built up layer by layer, kept in memory ([`Memory`], the default) or
+/// elsewhere (a [`Storage`], such as a directory on disk for catalogs).
 #[derive(Debug)]
-pub struct LayerStack {
+pub struct LayerStack<S: Storage = Memory> {
     prefix: String,
     max_bytes: u64,
-    files: BTreeMap<String, Vec<u8>>,
-    /// Bytes held in `files`, kept up to date on every insert and removal.
+    /// Size of every kept file by key: the decisions need sizes and key ranges, never bytes,
+    /// so they are the same whatever the storage.
+    index: BTreeMap<String, u64>,
+    /// Bytes of the kept files, kept up to date on every insert and removal.
     used: u64,
     /// Tar entries read so far, all layers.
     entries: u64,
+    storage: S,
 }
 
 impl LayerStack {
-    /// Starts an empty file tree that keeps files under `prefix` (for example `configs/`, or
-    /// `""` for everything) and refuses to hold more than `max_bytes`.
+    /// Starts an empty file tree in memory that keeps files under `prefix` (for example
+    /// `configs/`, or `""` for everything) and refuses to hold more than `max_bytes`.
     #[must_use]
     pub fn new(prefix: &str, max_bytes: u64) -> Self {
-        let prefix = prefix.trim_start_matches("./").trim_start_matches('/');
-        Self {
-            prefix: prefix.to_owned(),
-            max_bytes,
-            files: BTreeMap::new(),
-            used: 0,
-            entries: 0,
-        }
+        Self::with_storage(prefix, max_bytes, Memory::default())
+    }
+
+    /// The kept files, keyed by their path with the prefix removed.
+    #[must_use]
+    pub fn into_files(self) -> BTreeMap<String, Vec<u8>> {
+        self.storage.files
     }
 
     /// Applies one layer on top of the previous ones.
@@ -97,18 +178,62 @@ impl LayerStack {
     /// When the stream is not a valid archive of `format`, when an entry's path escapes the root
     /// (`..`), or when the kept files would exceed the size limit.
     pub fn apply(&mut self, format: LayerFormat, blob: &[u8]) -> Result<(), LayerError> {
-        match format {
-            LayerFormat::Tar => self.apply_tar(blob, format),
-            LayerFormat::TarGzip => self.apply_tar(MultiGzDecoder::new(blob), format),
+        self.apply_reader(format, blob)
+    }
+}
+
+impl<S: Storage> LayerStack<S> {
+    /// Starts an empty file tree kept in `storage`, with the same rules as [`LayerStack::new`].
+    #[must_use]
+    pub fn with_storage(prefix: &str, max_bytes: u64, storage: S) -> Self {
+        let prefix = prefix.trim_start_matches("./").trim_start_matches('/');
+        Self {
+            prefix: prefix.to_owned(),
+            max_bytes,
+            index: BTreeMap::new(),
+            used: 0,
+            entries: 0,
+            storage,
         }
     }
 
-    /// The kept files, keyed by their path with the prefix removed.
-    #[must_use]
-    pub fn into_files(self) -> BTreeMap<String, Vec<u8>> {
-        self.files
+    /// Applies one layer read from `reader` (a file, a socket...) on top of the previous ones.
+    /// Nothing is read whole: entries are read one by one, extended headers up to
+    /// [`MAX_EXTENDED_HEADER_BYTES`], file data in [`COPY_BUFFER_BYTES`] steps after the byte
+    /// budget was checked against the size the entry declares.
+    ///
+    /// # Errors
+    /// As [`LayerStack::apply`], and [`LayerError::Storage`] when the storage fails.
+    pub fn apply_reader(
+        &mut self,
+        format: LayerFormat,
+        reader: impl Read,
+    ) -> Result<(), LayerError> {
+        match format {
+            LayerFormat::Tar => self.apply_tar(reader, format),
+            LayerFormat::TarGzip => self.apply_tar(MultiGzDecoder::new(reader), format),
+        }
     }
 
+    /// The kept files by key with their sizes, in key order.
+    #[must_use]
+    pub fn index(&self) -> &BTreeMap<String, u64> {
+        &self.index
+    }
+
+    /// The storage, once every layer is applied.
+    #[must_use]
+    pub fn into_storage(self) -> S {
+        self.storage
+    }
+
+    /// The storage and the index of kept files.
+    #[must_use]
+    pub fn into_parts(self) -> (S, BTreeMap<String, u64>) {
+        (self.storage, self.index)
+    }
+
+    #[allow(clippy::too_many_lines)]
     fn apply_tar(&mut self, reader: impl Read, format: LayerFormat) -> Result<(), LayerError> {
         let corrupt = |err: std::io::Error| LayerError::Corrupt {
             format: format.name(),
@@ -124,6 +249,7 @@ impl LayerStack {
         let mut opaqued = BTreeSet::new();
         let mut long_path: Option<String> = None;
         let mut long_link: Option<String> = None;
+        let mut buffer = vec![0_u8; COPY_BUFFER_BYTES];
         for entry in entries {
             let mut entry = entry.map_err(corrupt)?;
             self.entries += 1;
@@ -175,30 +301,37 @@ impl LayerStack {
             let (dir, base) = split(&path);
             if base == OPAQUE_WHITEOUT {
                 if opaqued.insert(dir.to_owned()) {
-                    self.remove_under(dir, &written);
+                    self.remove_under(dir, &written)?;
                 }
                 continue;
             }
             if let Some(hidden) = base.strip_prefix(WHITEOUT_PREFIX) {
                 let target = join(dir, hidden);
-                self.remove_path(&target);
+                self.remove_path(&target)?;
                 continue;
             }
             let Some(key) = self.key_for(&path) else {
                 continue;
             };
-            // A file replaced in place frees its old bytes.
-            let replaced = self.files.get(&key).map_or(0, |data| data.len() as u64);
-            let available_from = self.used.saturating_sub(replaced);
-            let data = if kind.is_file() {
+            if kind.is_file() {
                 let size = entry.header().size().map_err(corrupt)?;
-                check_budget(available_from, size, self.max_bytes)?;
-                let mut data = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
-                (&mut entry)
-                    .take(size)
-                    .read_to_end(&mut data)
-                    .map_err(corrupt)?;
-                data
+                self.make_room(&key, size)?;
+                let mut sink = self.storage.create(&key, size)?;
+                let mut left = size;
+                while left > 0 {
+                    let step = usize::try_from(left.min(COPY_BUFFER_BYTES as u64))
+                        .unwrap_or(COPY_BUFFER_BYTES);
+                    let chunk = buffer.get_mut(..step).unwrap_or_default();
+                    let read = entry.read(chunk).map_err(corrupt)?;
+                    if read == 0 {
+                        return Err(corrupt(std::io::ErrorKind::UnexpectedEof.into()));
+                    }
+                    sink.write_all(chunk.get(..read).unwrap_or_default())
+                        .map_err(|err| self.storage.write_failed(&key, &err))?;
+                    left -= read as u64;
+                }
+                self.storage.finish(&key, sink)?;
+                self.record(key.clone(), size);
             } else if kind.is_hard_link() {
                 let target = link.unwrap_or_else(|| {
                     entry
@@ -209,33 +342,68 @@ impl LayerStack {
                 let Some(target) = normalize(&target)? else {
                     continue;
                 };
-                let Some(data) = self.key_for(&target).and_then(|k| self.files.get(&k)) else {
+                let Some((source, size)) = self
+                    .key_for(&target)
+                    .and_then(|k| self.index.get(&k).map(|size| (k, *size)))
+                else {
                     continue;
                 };
-                check_budget(available_from, data.len() as u64, self.max_bytes)?;
-                data.clone()
+                if source == key {
+                    // A link to itself changes nothing.
+                    written.insert(key);
+                    continue;
+                }
+                if source.starts_with(&format!("{key}/")) || key.starts_with(&format!("{source}/"))
+                {
+                    // A file linked from below itself or above itself: no file system holds
+                    // both, the entry is skipped.
+                    continue;
+                }
+                self.make_room(&key, size)?;
+                self.storage.copy(&source, &key)?;
+                self.record(key.clone(), size);
             } else {
                 // A folder, symlink or device replaces a file of the same path.
-                self.remove_key(&key);
+                self.remove_key(&key)?;
                 continue;
-            };
-            self.insert(key.clone(), data);
+            }
             written.insert(key);
         }
         Ok(())
     }
 
-    fn insert(&mut self, key: String, data: Vec<u8>) {
-        self.used += data.len() as u64;
-        if let Some(old) = self.files.insert(key, data) {
-            self.used = self.used.saturating_sub(old.len() as u64);
+    /// Checks that `size` more bytes at `key` fit the budget (a file replaced in place frees
+    /// its old bytes), then clears the way for a file at `key`: a kept file at an ancestor
+    /// path or kept files below `key` are replaced by it, as on a real file system.
+    fn make_room(&mut self, key: &str, size: u64) -> Result<(), LayerError> {
+        let replaced = self.index.get(key).copied().unwrap_or(0);
+        check_budget(self.used.saturating_sub(replaced), size, self.max_bytes)?;
+        let mut ancestor = key;
+        while let Some((parent, _)) = ancestor.rsplit_once('/') {
+            if self.index.contains_key(parent) {
+                self.remove_key(parent)?;
+            }
+            ancestor = parent;
+        }
+        for below in self.keys_below(key).into_iter().filter(|k| k != key) {
+            self.remove_key(&below)?;
+        }
+        Ok(())
+    }
+
+    fn record(&mut self, key: String, size: u64) {
+        self.used += size;
+        if let Some(old) = self.index.insert(key, size) {
+            self.used = self.used.saturating_sub(old);
         }
     }
 
-    fn remove_key(&mut self, key: &str) {
-        if let Some(old) = self.files.remove(key) {
-            self.used = self.used.saturating_sub(old.len() as u64);
+    fn remove_key(&mut self, key: &str) -> Result<(), LayerError> {
+        if let Some(old) = self.index.remove(key) {
+            self.used = self.used.saturating_sub(old);
+            self.storage.remove(key)?;
         }
+        Ok(())
     }
 
     /// The map key of an image path, when it lies under the prefix.
@@ -264,11 +432,11 @@ impl LayerStack {
     /// whiteout costs what it removes, not what the image holds).
     fn keys_below(&self, key: &str) -> Vec<String> {
         let below = format!("{key}/");
-        let exact = self.files.contains_key(key).then(|| key.to_owned());
+        let exact = self.index.contains_key(key).then(|| key.to_owned());
         exact
             .into_iter()
             .chain(
-                self.files
+                self.index
                     .range(below.clone()..)
                     .map(|(k, _)| k)
                     .take_while(|k| k.starts_with(&below))
@@ -278,9 +446,9 @@ impl LayerStack {
     }
 
     /// Removes `path` and everything below it (a whiteout).
-    fn remove_path(&mut self, path: &str) {
+    fn remove_path(&mut self, path: &str) -> Result<(), LayerError> {
         let doomed: Vec<String> = if self.covers_prefix(path) {
-            self.files.keys().cloned().collect()
+            self.index.keys().cloned().collect()
         } else {
             match self.key_for(path) {
                 Some(key) => self.keys_below(&key),
@@ -288,14 +456,15 @@ impl LayerStack {
             }
         };
         for key in doomed {
-            self.remove_key(&key);
+            self.remove_key(&key)?;
         }
+        Ok(())
     }
 
     /// Removes what lower layers put under `dir` (an opaque whiteout).
-    fn remove_under(&mut self, dir: &str, written: &BTreeSet<String>) {
+    fn remove_under(&mut self, dir: &str, written: &BTreeSet<String>) -> Result<(), LayerError> {
         let candidates: Vec<String> = if self.covers_prefix(dir) {
-            self.files.keys().cloned().collect()
+            self.index.keys().cloned().collect()
         } else {
             match self.key_for(dir) {
                 Some(key) => self
@@ -308,9 +477,10 @@ impl LayerStack {
         };
         for key in candidates {
             if !written.contains(&key) {
-                self.remove_key(&key);
+                self.remove_key(&key)?;
             }
         }
+        Ok(())
     }
 }
 

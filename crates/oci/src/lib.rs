@@ -6,16 +6,20 @@
 //! - [`auth`]: pull secrets (dockerconfigjson) matched to registries, CA bundles, redaction.
 //! - [`layers`]: applying layers in order (tar, tar+gzip, whiteouts), with path and size
 //!   checks; pure, so it is tested on in-memory tarballs.
+//! - [`disk`]: catalog content on disk (streamed layers, a content-addressed folder per
+//!   digest published by atomic rename, [`retain_pulled`] to remove what is no longer served).
 //! - [`OciError`] / [`LayerError`]: what went wrong, worded for status messages, with a
 //!   CamelCase condition reason.
 
 pub mod auth;
 mod cache;
+pub mod disk;
 mod error;
 pub mod layers;
 mod puller;
 
 pub use auth::RegistryAccess;
 pub use cache::Files;
+pub use disk::retain_pulled;
 pub use error::{CredentialsTried, LayerError, OciError};
 pub use puller::ImagePuller;

@@ -1,6 +1,7 @@
 //! [`ImagePuller`]: tag → digest resolution and by-digest pulls of the files under a folder.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -11,12 +12,13 @@ use oci_client::errors::{OciDistributionError, OciErrorCode};
 use oci_client::manifest::OciDescriptor;
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
-use sha2::{Digest, Sha256};
+use sha2::{Digest, Sha256, Sha512};
 
 use super::auth::{ChosenCredential, RegistryAccess};
 use super::cache::{FileCache, Files};
+use super::disk::{DiskStorage, Staging, content_dir_name, remove_leftovers};
 use super::error::{CredentialsTried, LayerError, OciError};
-use super::layers::{DEFAULT_MAX_BYTES, LayerFormat, LayerStack};
+use super::layers::{COPY_BUFFER_BYTES, DEFAULT_MAX_BYTES, LayerFormat, LayerStack};
 
 /// Bytes of pulled (image, prefix) content kept in memory (twice the per-image limit, so the
 /// catalog in use and the bundle being moved to always fit).
@@ -137,34 +139,12 @@ impl ImagePuller {
         let parsed = parse(&digest_ref)?;
         let (client, auth, chosen) = self.client_for(&parsed, access)?;
         let client = client.as_ref();
-        let manifest = (|| async {
-            client
-                .pull_image_manifest(&parsed, &auth)
-                .await
-                .map_err(|err| classify(&digest_ref, &parsed, access, chosen.as_ref(), err))
-        })
-        .retry(retry_policy())
-        .when(OciError::is_transient)
-        .await?
-        .0;
-        // Refuse unreadable layers before downloading anything.
-        let mut plan = Vec::with_capacity(manifest.layers.len());
-        for layer in &manifest.layers {
-            let format = LayerFormat::from_media_type(&layer.media_type)
-                .map_err(|source| layer_error(&digest_ref, layer, source))?;
-            let size = u64::try_from(layer.size).unwrap_or(0);
-            if size > self.max_bytes {
-                return Err(OciError::TooLarge {
-                    reference: digest_ref.clone(),
-                    what: format!("layer {}", layer.digest),
-                    size,
-                    limit: self.max_bytes,
-                });
-            }
-            plan.push((layer, format));
-        }
+        let plan = self
+            .layer_plan(client, &parsed, &digest_ref, &auth, access, chosen.as_ref())
+            .await?;
         let mut stack = LayerStack::new(prefix, self.max_bytes);
-        for (layer, format) in plan {
+        for (layer, format) in &plan {
+            let (layer, format) = (layer, *format);
             let blob =
                 (|| self.pull_blob(client, &parsed, &digest_ref, layer, access, chosen.as_ref()))
                     .retry(retry_policy())
@@ -187,6 +167,260 @@ impl ImagePuller {
         let files: Files = Arc::new(stack.into_files());
         self.cache.insert(&digest_ref, prefix, files.clone());
         Ok(files)
+    }
+
+    /// The layers of the by-digest image `parsed`, each with its format, from its manifest;
+    /// refuses unreadable or oversized layers before anything is downloaded.
+    async fn layer_plan(
+        &self,
+        client: &Client,
+        parsed: &Reference,
+        digest_ref: &str,
+        auth: &RegistryAuth,
+        access: &RegistryAccess,
+        chosen: Option<&Chosen>,
+    ) -> Result<Vec<(OciDescriptor, LayerFormat)>, OciError> {
+        let manifest = (|| async {
+            client
+                .pull_image_manifest(parsed, auth)
+                .await
+                .map_err(|err| classify(digest_ref, parsed, access, chosen, err))
+        })
+        .retry(retry_policy())
+        .when(OciError::is_transient)
+        .await?
+        .0;
+        let mut plan = Vec::with_capacity(manifest.layers.len());
+        for layer in manifest.layers {
+            let format = LayerFormat::from_media_type(&layer.media_type)
+                .map_err(|source| layer_error(digest_ref, &layer, source))?;
+            let size = u64::try_from(layer.size).unwrap_or(0);
+            if size > self.max_bytes {
+                return Err(OciError::TooLarge {
+                    reference: digest_ref.to_owned(),
+                    what: format!("layer {}", layer.digest),
+                    size,
+                    limit: self.max_bytes,
+                });
+            }
+            plan.push((layer, format));
+        }
+        Ok(plan)
+    }
+
+    /// Pulls `reference` by digest and writes its regular files under `prefix` (for example
+    /// `configs/`) into a content folder under `root`, returning that folder: `root/sha256-<hex>`
+    /// for the prefix `""`, `root/sha256-<hex>_<prefix>` otherwise (layout in [`crate::disk`]).
+    /// The files are those [`Self::pull_files`] returns for the same image and prefix, at their
+    /// path with the prefix removed.
+    ///
+    /// For catalogs, whose images are too big to hold in memory (issue 10): each layer blob is
+    /// streamed to a file (size and digest checked while it arrives), then applied from that
+    /// file with the same rules and limits as in memory, writing kept files straight to disk.
+    /// Memory use is a few fixed buffers whatever the image size (plus the path and size of
+    /// each kept file, at most [`crate::layers::MAX_LAYER_ENTRIES`] of them).
+    ///
+    /// Content addressed by digest never changes: when the folder exists it is returned at
+    /// once (after resolving a tag, without any request for a by-digest reference). It is built
+    /// in a staging folder under `root` and renamed into place only when complete and synced,
+    /// so it survives crashes and restarts; leftovers of crashed pulls are removed here.
+    /// `root` (created if missing) must be a folder POM owns, on one file system.
+    ///
+    /// # Errors
+    /// As [`Self::pull_files`], and [`OciError::Storage`] (or [`LayerError::Storage`] within
+    /// [`OciError::Layer`]) when `root` cannot be written; those are transient.
+    pub async fn pull_to_dir(
+        &self,
+        reference: &str,
+        prefix: &str,
+        access: &RegistryAccess,
+        root: &Path,
+    ) -> Result<PathBuf, OciError> {
+        with_deadline(
+            reference,
+            self.pull_to_dir_now(reference, prefix, access, root),
+        )
+        .await
+    }
+
+    /// The content folder [`Self::pull_to_dir`] made for `reference` and `prefix` under
+    /// `root`, when `reference` names a digest and the folder exists: what a pull would
+    /// return, without credentials or network (content on disk outlives a broken pull secret).
+    #[must_use]
+    pub fn pulled_dir(&self, reference: &str, prefix: &str, root: &Path) -> Option<PathBuf> {
+        let parsed = parse(reference).ok()?;
+        let name = content_dir_name(parsed.digest()?, prefix)?;
+        let dir = root.join(name);
+        dir.is_dir().then_some(dir)
+    }
+
+    async fn pull_to_dir_now(
+        &self,
+        reference: &str,
+        prefix: &str,
+        access: &RegistryAccess,
+        root: &Path,
+    ) -> Result<PathBuf, OciError> {
+        let digest_ref = self.resolve_digest_now(reference, access).await?;
+        let parsed = parse(&digest_ref)?;
+        let digest = parsed.digest().unwrap_or_default();
+        let name = content_dir_name(digest, prefix).ok_or_else(|| OciError::InvalidReference {
+            reference: digest_ref.clone(),
+            reason: format!(
+                "digest {digest:?} is not <algorithm>:<lowercase hex>, which POM needs to \
+                     name its content folder"
+            ),
+        })?;
+        let target = root.join(&name);
+        if target.is_dir() {
+            return Ok(target);
+        }
+        let storage_error = |source| OciError::Storage {
+            reference: digest_ref.clone(),
+            source,
+        };
+        let (root_dir, staging_name) = (root.to_owned(), name.clone());
+        let staging = blocking(&digest_ref, move || {
+            std::fs::create_dir_all(&root_dir).map_err(|err| LayerError::Storage {
+                path: root_dir.display().to_string(),
+                action: "create the folder",
+                reason: err.to_string(),
+            })?;
+            remove_leftovers(&root_dir);
+            let staging = Staging::create(&root_dir, &staging_name)?;
+            let storage = DiskStorage::new(&staging.tree())?;
+            Ok((staging, storage))
+        })
+        .await?
+        .map_err(storage_error)?;
+        let (staging, storage) = staging;
+        let (client, auth, chosen) = self.client_for(&parsed, access)?;
+        let client = client.as_ref();
+        let plan = self
+            .layer_plan(client, &parsed, &digest_ref, &auth, access, chosen.as_ref())
+            .await?;
+        let blob = staging.blob();
+        let mut pull = (
+            staging,
+            LayerStack::with_storage(prefix, self.max_bytes, storage),
+        );
+        for (layer, format) in &plan {
+            let format = *format;
+            (|| {
+                self.download_blob(
+                    client,
+                    &parsed,
+                    &digest_ref,
+                    layer,
+                    access,
+                    chosen.as_ref(),
+                    &blob,
+                )
+            })
+            .retry(retry_policy())
+            .when(OciError::is_transient)
+            .await?;
+            let (blob, descriptor) = (blob.clone(), layer.clone());
+            pull = blocking(&digest_ref, move || {
+                let (staging, mut stack) = pull;
+                let file = std::fs::File::open(&blob).map_err(|err| LayerError::Storage {
+                    path: blob.display().to_string(),
+                    action: "open",
+                    reason: err.to_string(),
+                })?;
+                let reader = std::io::BufReader::with_capacity(COPY_BUFFER_BYTES, file);
+                stack.apply_reader(format, reader)?;
+                Ok((staging, stack))
+            })
+            .await?
+            .map_err(|source| layer_error(&digest_ref, &descriptor, source))?;
+        }
+        let root_dir = root.to_owned();
+        blocking(&digest_ref, move || {
+            let (staging, stack) = pull;
+            let (storage, index) = stack.into_parts();
+            staging.publish(&storage, index.keys().map(String::as_str), &root_dir, &name)
+        })
+        .await?
+        .map_err(storage_error)
+    }
+
+    /// Streams one blob into the file `path` (replacing it), refusing more bytes than its
+    /// descriptor declares and checking its digest as the bytes arrive: only the chunk in
+    /// flight is in memory.
+    #[allow(clippy::too_many_arguments)]
+    async fn download_blob(
+        &self,
+        client: &Client,
+        image: &Reference,
+        digest_ref: &str,
+        layer: &OciDescriptor,
+        access: &RegistryAccess,
+        chosen: Option<&Chosen>,
+        path: &Path,
+    ) -> Result<(), OciError> {
+        use tokio::io::AsyncWriteExt;
+        let registry_error = |detail: String| OciError::Registry {
+            reference: digest_ref.to_owned(),
+            detail,
+        };
+        let declared = u64::try_from(layer.size).map_err(|_| {
+            registry_error(format!(
+                "the manifest gives layer {} the size {}",
+                layer.digest, layer.size
+            ))
+        })?;
+        let mut hasher = BlobHasher::for_digest(&layer.digest).ok_or_else(|| {
+            registry_error(format!(
+                "layer {} has a digest POM cannot verify (sha256 or sha512 only)",
+                layer.digest
+            ))
+        })?;
+        let write_error = |err: std::io::Error| {
+            layer_error(
+                digest_ref,
+                layer,
+                LayerError::Storage {
+                    path: path.display().to_string(),
+                    action: "write",
+                    reason: err.to_string(),
+                },
+            )
+        };
+        let mut stream = client
+            .pull_blob_stream(image, layer)
+            .await
+            .map_err(|err| classify(digest_ref, image, access, chosen, err))?;
+        let mut file = tokio::fs::File::create(path).await.map_err(write_error)?;
+        let mut received: u64 = 0;
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk
+                .map_err(|err| registry_error(format!("reading layer {}: {err}", layer.digest)))?;
+            received = received.saturating_add(chunk.len() as u64);
+            if received > declared {
+                return Err(registry_error(format!(
+                    "layer {} sent more than the {declared} bytes its descriptor declares",
+                    layer.digest
+                )));
+            }
+            hasher.update(&chunk);
+            file.write_all(&chunk).await.map_err(write_error)?;
+        }
+        file.flush().await.map_err(write_error)?;
+        if received != declared {
+            return Err(registry_error(format!(
+                "layer {} arrived with {received} bytes, its descriptor declares {declared}",
+                layer.digest
+            )));
+        }
+        let actual = hasher.finish();
+        if actual != layer.digest {
+            return Err(registry_error(format!(
+                "layer {} arrived with digest {actual}",
+                layer.digest
+            )));
+        }
+        Ok(())
     }
 
     /// The files of `reference` under `prefix` when `reference` names a digest and they are
@@ -366,6 +600,50 @@ fn by_digest(reference: &Reference, digest: &str) -> String {
         reference.registry(),
         reference.repository()
     )
+}
+
+/// Runs file-system work off the async threads; a panic or cancellation is reported as an
+/// interrupted pull.
+async fn blocking<T: Send + 'static>(
+    reference: &str,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, OciError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|err| OciError::Interrupted {
+            reference: reference.to_owned(),
+            detail: err.to_string(),
+        })
+}
+
+/// The digest of a blob computed as it streams, in the algorithm its descriptor names.
+enum BlobHasher {
+    Sha256(Sha256),
+    Sha512(Sha512),
+}
+
+impl BlobHasher {
+    fn for_digest(digest: &str) -> Option<Self> {
+        match digest.split_once(':')?.0 {
+            "sha256" => Some(Self::Sha256(Sha256::new())),
+            "sha512" => Some(Self::Sha512(Sha512::new())),
+            _ => None,
+        }
+    }
+
+    fn update(&mut self, data: &[u8]) {
+        match self {
+            Self::Sha256(hasher) => hasher.update(data),
+            Self::Sha512(hasher) => hasher.update(data),
+        }
+    }
+
+    fn finish(self) -> String {
+        match self {
+            Self::Sha256(hasher) => format!("sha256:{}", hex::encode(hasher.finalize())),
+            Self::Sha512(hasher) => format!("sha512:{}", hex::encode(hasher.finalize())),
+        }
+    }
 }
 
 fn layer_error(reference: &str, layer: &OciDescriptor, source: LayerError) -> OciError {
