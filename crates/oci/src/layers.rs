@@ -1,11 +1,17 @@
-//! Applying image layers in order to get the files under one folder, in memory.
+//! Applying image layers in order to get the files under one folder, in memory or on disk.
 //!
 //! Catalog and bundle images carry their content in a known folder (`/configs`, `/manifests`,
-//! `/metadata`), so POM never writes layers to disk: it reads each tar stream, keeps the regular
+//! `/metadata`), so POM never unpacks a whole image: it reads each tar stream, keeps the regular
 //! files under the wanted prefix and applies whiteouts the simple way (`.wh.<name>` deletes
 //! `<name>` and everything below it; `.wh..wh..opq` empties the folder of what lower layers put
 //! there). Symbolic links, devices and folders are not content and are skipped; hard links copy
-//! the file they name when it was kept.
+//! the file they name when it was kept; a file replaces a kept file at an ancestor path or the
+//! kept files below its own path, as on a file system.
+//!
+//! The decisions are [`LayerStack`]'s; where the kept bytes go is a [`Storage`]: [`Memory`] for
+//! bundles (small, read whole right away), [`crate::disk::DiskStorage`] for catalogs (issue 10:
+//! a big catalog must not cost its size in memory). Both see the same calls, so both give the
+//! same files.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
