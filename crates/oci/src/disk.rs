@@ -35,6 +35,7 @@ use crate::layers::Storage;
 const STAGING_PREFIX: &str = ".staging-";
 const TRASH_PREFIX: &str = ".trash-";
 const LOCK_FILE: &str = "lock";
+const NEW_LOCK_FILE: &str = "lock.new";
 const BLOB_FILE: &str = "blob";
 const TREE_DIR: &str = "tree";
 /// A staging folder without its lock file is one whose creator died between `mkdir` and
@@ -273,14 +274,19 @@ impl Staging {
                 Err(err) if err.kind() == ErrorKind::AlreadyExists => continue,
                 Err(err) => return Err(storage_error(&dir, "create the staging folder", &err)),
             }
-            let lock_path = dir.join(LOCK_FILE);
-            let lock = File::create(&lock_path)
-                .map_err(|err| storage_error(&lock_path, "create", &err))?;
+            // Locked under another name, then renamed: a cleaner only looks at `lock`, so it
+            // never sees the file between its creation and its locking (and takes a staging
+            // folder without one for a pull about to lock it, see UNLOCKED_STAGING_GRACE).
+            let fresh = dir.join(NEW_LOCK_FILE);
+            let lock = File::create(&fresh).map_err(|err| storage_error(&fresh, "create", &err))?;
             let staging = Self { dir, lock };
             staging
                 .lock
                 .try_lock()
-                .map_err(|err| storage_error(&lock_path, "lock", &io::Error::from(err)))?;
+                .map_err(|err| storage_error(&fresh, "lock", &io::Error::from(err)))?;
+            let lock_path = staging.dir.join(LOCK_FILE);
+            fs::rename(&fresh, &lock_path)
+                .map_err(|err| storage_error(&lock_path, "rename the lock file to", &err))?;
             return Ok(staging);
         }
     }
