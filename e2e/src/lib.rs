@@ -22,6 +22,7 @@ pub mod demo;
 mod error;
 pub mod event_log;
 pub mod fixtures;
+pub mod floor;
 pub mod manager;
 pub mod manager_process;
 pub mod oci_publish;

@@ -8,10 +8,18 @@
 //! manager's peak RSS (`VmHWM`). Exit code: 0 when the steady window had no write, 1 when it had
 //! some (the breakdown by verb and resource is printed), 2 when the benchmark could not run.
 //!
+//! With `--floor` (issue 10 items 1 and 4) it also measures the floor (`pom_e2e::floor`): the
+//! very objects POM applies for each PO (rendered by the same `pom_resolver` call), applied by
+//! a minimal server-side-apply client with `--floor-concurrency` bundles in flight, waited for
+//! like POM waits (CRDs Established, Deployments rolled out). Each floor run and each POM run
+//! gets a fresh control plane; with `--rounds R` they alternate (floor, POM, floor, POM, ...)
+//! so that load on the shared machine hits both, and the POM ÷ floor ratio is printed.
+//!
 //! Run it with `make bench-install` (release build). Flags: `--pos N`, `--per-catalog N`,
-//! `--steady-seconds S`, `--resync-seconds S`, `--no-crds`, `--install-timeout-seconds S`.
+//! `--steady-seconds S`, `--resync-seconds S`, `--no-crds`, `--install-timeout-seconds S`,
+//! `--held`, `--floor`, `--floor-only`, `--floor-concurrency N[,N...]`, `--rounds R`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -19,11 +27,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, anyhow, bail};
 use futures::{StreamExt as _, TryStreamExt as _};
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use kube::Client;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::{WatchStreamExt as _, watcher};
+use kube::{Client, ResourceExt as _};
 use pom_api::{Catalog, PlatformOperator};
 use pom_e2e::fixtures::{TestBundle, catalog_json};
+use pom_e2e::floor::{self, FloorBundle, FloorResult};
 use pom_e2e::manager_process::{ManagerProcess, free_address, http_get};
 use pom_e2e::scenario::set_cluster;
 use pom_e2e::{ControlPlane, Workloads};
@@ -34,7 +44,9 @@ const CATALOG_NAMESPACE: &str = "catalogs";
 /// After the last PO is Installed, writes may still trail (pins settle, the ClusterOperator
 /// catches up); the steady window starts once the manager has not written for this long.
 const QUIET: Duration = Duration::from_secs(10);
-const SETTLE_LIMIT: Duration = Duration::from_secs(180);
+/// A catalog ConfigMap must stay under the API server's 1 MiB object limit (etcd's request
+/// limit is 1.5 MiB; ConfigMap data is capped at 1 MiB).
+const CONFIGMAP_LIMIT: usize = 1024 * 1024;
 
 #[derive(Debug)]
 struct Options {
@@ -47,6 +59,15 @@ struct Options {
     /// After settling, hold every PO's next hop by its operator's `Upgradeable=False` during a
     /// minor cluster update, and measure that state instead of a settled one.
     held: bool,
+    /// Also measure the floor (`pom_e2e::floor`).
+    floor: bool,
+    /// Only the floor (no manager).
+    floor_only: bool,
+    /// Bundles in flight in the floor; several values are each measured (each on a fresh
+    /// control plane) and the fastest is the floor.
+    floor_concurrency: Vec<usize>,
+    /// Floor and POM alternate this many times.
+    rounds: usize,
 }
 
 impl Options {
@@ -61,36 +82,67 @@ impl Options {
             crds: true,
             install_timeout: Duration::from_secs(20 * 60),
             held: false,
+            floor: false,
+            floor_only: false,
+            floor_concurrency: vec![64],
+            rounds: 1,
         };
+        let mut timeout_given = false;
         let mut args = std::env::args().skip(1);
         while let Some(arg) = args.next() {
-            let mut number = |name: &str| -> Result<u64> {
-                let value = args.next().ok_or_else(|| anyhow!("{name} needs a value"))?;
+            let mut value = |name: &str| -> Result<String> {
+                args.next().ok_or_else(|| anyhow!("{name} needs a value"))
+            };
+            let number = |name: &str, value: String| -> Result<u64> {
                 value
                     .parse()
                     .with_context(|| format!("{name} {value:?} is not a number"))
             };
             match arg.as_str() {
                 "--held" => options.held = true,
-                "--pos" => options.pos = usize::try_from(number("--pos")?)?,
+                "--floor" => options.floor = true,
+                "--floor-only" => {
+                    options.floor = true;
+                    options.floor_only = true;
+                }
+                "--floor-concurrency" => {
+                    let list = value(&arg)?;
+                    options.floor_concurrency = list
+                        .split(',')
+                        .map(|n| Ok(usize::try_from(number(&arg, n.trim().to_owned())?)?.max(1)))
+                        .collect::<Result<_>>()?;
+                }
+                "--rounds" => options.rounds = usize::try_from(number(&arg, value(&arg)?)?)?.max(1),
+                "--pos" => options.pos = usize::try_from(number(&arg, value(&arg)?)?)?,
                 "--per-catalog" => {
-                    options.per_catalog = usize::try_from(number("--per-catalog")?)?.max(1);
+                    options.per_catalog = usize::try_from(number(&arg, value(&arg)?)?)?.max(1);
                 }
                 "--steady-seconds" => {
-                    options.steady = Duration::from_secs(number("--steady-seconds")?);
+                    options.steady = Duration::from_secs(number(&arg, value(&arg)?)?);
                 }
-                "--resync-seconds" => options.resync_seconds = number("--resync-seconds")?,
+                "--resync-seconds" => options.resync_seconds = number(&arg, value(&arg)?)?,
                 "--install-timeout-seconds" => {
-                    options.install_timeout =
-                        Duration::from_secs(number("--install-timeout-seconds")?);
+                    options.install_timeout = Duration::from_secs(number(&arg, value(&arg)?)?);
+                    timeout_given = true;
                 }
                 "--no-crds" => options.crds = false,
                 other => bail!(
-                    "unknown argument {other:?} (flags: --pos N --per-catalog N --steady-seconds S --resync-seconds S --install-timeout-seconds S --no-crds --held)"
+                    "unknown argument {other:?} (flags: --pos N --per-catalog N --steady-seconds S --resync-seconds S --install-timeout-seconds S --no-crds --held --floor --floor-only --floor-concurrency N[,N...] --rounds R)"
                 ),
             }
         }
+        if !timeout_given {
+            // 20 minutes covers 200 POs many times over; beyond that, about 1.2 s per PO.
+            options.install_timeout = options
+                .install_timeout
+                .max(Duration::from_millis(1200 * options.pos as u64));
+        }
         Ok(options)
+    }
+
+    /// How long settling may take: 3 minutes, plus a tenth of a second per PO.
+    fn settle_limit(&self) -> Duration {
+        Duration::from_secs(180) + Duration::from_millis(100 * self.pos as u64)
     }
 }
 
@@ -117,29 +169,213 @@ fn main() -> ExitCode {
     }
 }
 
-/// The whole benchmark; returns the number of writes in the steady window.
+/// The load average of the machine (1, 5, 15 minutes), as `/proc/loadavg` says.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .map(|text| {
+            text.split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_else(|| "?".to_owned())
+}
+
+/// What one POM run measured.
+struct PomResult {
+    installed_after: Duration,
+    steady_writes: u64,
+}
+
+/// The whole benchmark; returns the number of writes in the steady windows.
 async fn run() -> Result<u64> {
     let options = Options::parse()?;
-    let manager_bin = manager_binary()?;
+    let started = Instant::now();
     println!(
-        "pom-bench: {} PlatformOperators ({} per catalog, CRDs {}), upgradeGate Rollout, resync {}s, steady window {}s",
+        "pom-bench: {} PlatformOperators ({} per catalog, CRDs {}), upgradeGate Rollout, resync {}s, steady window {}s{}; load average {}",
         options.pos,
         options.per_catalog,
         if options.crds { "on" } else { "off" },
         options.resync_seconds,
-        options.steady.as_secs()
+        options.steady.as_secs(),
+        if options.floor {
+            format!(
+                ", floor with {:?} bundles in flight, {} round(s)",
+                options.floor_concurrency, options.rounds
+            )
+        } else {
+            String::new()
+        },
+        load_average()
     );
+    let bundles: Vec<TestBundle> = (0..options.pos)
+        .map(|i| {
+            let bundle = TestBundle::new(&format!("bench-{i:03}"), "1.0.0");
+            if options.crds {
+                bundle
+            } else {
+                bundle.without_crd()
+            }
+        })
+        .collect();
+    let manager_bin = if options.floor_only {
+        None
+    } else {
+        Some(manager_binary()?)
+    };
 
+    let mut floors: Vec<FloorResult> = Vec::new();
+    let mut poms: Vec<PomResult> = Vec::new();
+    // Per round: the best floor and the POM time, for a ratio of neighbours.
+    let mut pairs: Vec<(Option<Duration>, Option<Duration>, String)> = Vec::new();
+    for round in 1..=options.rounds {
+        let mut best: Option<Duration> = None;
+        if options.floor {
+            let rendered = bundles
+                .iter()
+                .map(|b| floor::render_bundle(b, MANAGER_NAMESPACE))
+                .collect::<Result<Vec<_>, _>>()?;
+            for &concurrency in &options.floor_concurrency {
+                println!(
+                    "\n== round {round}: floor, {concurrency} bundles in flight (load average {}) ==",
+                    load_average()
+                );
+                let result = run_floor(&options, &rendered, concurrency).await?;
+                best = Some(best.map_or(result.ready_after, |b| b.min(result.ready_after)));
+                floors.push(result);
+            }
+        }
+        let mut pom = None;
+        if let Some(manager_bin) = &manager_bin {
+            println!(
+                "\n== round {round}: POM (load average {}) ==",
+                load_average()
+            );
+            let result = run_pom(&options, &bundles, manager_bin).await?;
+            pom = Some(result.installed_after);
+            poms.push(result);
+        }
+        pairs.push((best, pom, load_average()));
+    }
+
+    if options.floor {
+        println!();
+        println!("== POM against the floor ({} POs) ==", options.pos);
+        for result in &floors {
+            println!(
+                "floor, {:>4} in flight: all ready {:>6.1}s (writes done {:.1}s, {} writes; per bundle p50 {:.1}s, p90 {:.1}s)",
+                result.concurrency,
+                result.ready_after.as_secs_f64(),
+                result.applied_after.as_secs_f64(),
+                result.writes,
+                duration_percentile(&result.per_bundle, 50).as_secs_f64(),
+                duration_percentile(&result.per_bundle, 90).as_secs_f64(),
+            );
+        }
+        let mut ratios = Vec::new();
+        for (round, (floor_time, pom_time, load)) in pairs.iter().enumerate() {
+            let ratio = match (floor_time, pom_time) {
+                (Some(f), Some(p)) if !f.is_zero() => {
+                    let ratio = p.as_secs_f64() / f.as_secs_f64();
+                    ratios.push(ratio);
+                    format!("{ratio:.2}x")
+                }
+                _ => "-".to_owned(),
+            };
+            println!(
+                "round {}: floor (best) {}, POM {}, POM / floor {ratio} (load average after: {load})",
+                round + 1,
+                floor_time.map_or_else(|| "-".to_owned(), |d| format!("{:.1}s", d.as_secs_f64())),
+                pom_time.map_or_else(|| "-".to_owned(), |d| format!("{:.1}s", d.as_secs_f64())),
+            );
+        }
+        if !ratios.is_empty() {
+            ratios.sort_by(f64::total_cmp);
+            println!(
+                "POM / floor: median {:.2}x over {} round(s) (min {:.2}x, max {:.2}x)",
+                ratios[ratios.len() / 2],
+                ratios.len(),
+                ratios[0],
+                ratios[ratios.len() - 1]
+            );
+        }
+    }
+    println!(
+        "total wall time:                   {:.0}s; load average at the end {}",
+        started.elapsed().as_secs_f64(),
+        load_average()
+    );
+    Ok(poms.iter().map(|p| p.steady_writes).sum())
+}
+
+/// A fresh control plane with simulated workloads, its node roomy enough for every PO's pod.
+async fn start_plane(options: &Options) -> Result<(ControlPlane, Client)> {
     let started = Instant::now();
     let plane = ControlPlane::start(Workloads::Simulated)
         .await
         .context("starting the control plane (build the binaries with `make e2e-binaries`)")?;
     let client = plane.client().await?;
+    // The simulated node takes 1,000 pods; every PO runs one (and a rollout briefly two).
+    let pods = (options.pos * 2).max(1000).to_string();
+    let status = json!({"status": {"capacity": {"pods": pods}, "allocatable": {"pods": pods}}});
+    Api::<Node>::all(client.clone())
+        .patch_status(
+            "kwok-node-0",
+            &PatchParams::default(),
+            &Patch::Merge(&status),
+        )
+        .await
+        .context("raising the simulated node's pod capacity")?;
     println!(
         "control plane up in {:.1}s ({})",
         started.elapsed().as_secs_f64(),
         plane.dir().display()
     );
+    Ok((plane, client))
+}
+
+/// The floor on a fresh control plane.
+async fn run_floor(
+    options: &Options,
+    bundles: &[FloorBundle],
+    concurrency: usize,
+) -> Result<FloorResult> {
+    let (plane, client) = start_plane(options).await?;
+    let result = floor::run(&client, bundles, concurrency, options.install_timeout)
+        .await
+        .context("the floor")?;
+    println!(
+        "floor: {} bundles ({} writes) applied in {:.1}s, all ready in {:.1}s ({} in flight; per bundle p50 {:.1}s, p90 {:.1}s)",
+        bundles.len(),
+        result.writes,
+        result.applied_after.as_secs_f64(),
+        result.ready_after.as_secs_f64(),
+        concurrency,
+        duration_percentile(&result.per_bundle, 50).as_secs_f64(),
+        duration_percentile(&result.per_bundle, 90).as_secs_f64(),
+    );
+    drop(plane);
+    Ok(result)
+}
+
+fn duration_percentile(sorted: &[Duration], p: usize) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let index = (sorted.len() * p).div_ceil(100).saturating_sub(1);
+    sorted[index.min(sorted.len() - 1)]
+}
+
+/// POM on a fresh control plane: catalogs, every PO created at once, the time to all
+/// Installed, settling, and the steady window.
+async fn run_pom(
+    options: &Options,
+    bundles: &[TestBundle],
+    manager_bin: &std::path::Path,
+) -> Result<PomResult> {
+    let started = Instant::now();
+    let (plane, client) = start_plane(options).await?;
 
     create_namespace(&client, MANAGER_NAMESPACE).await?;
     let health = free_address()?;
@@ -153,7 +389,7 @@ async fn run() -> Result<u64> {
         format!("--resync-seconds={}", options.resync_seconds),
     ];
     let mut manager = ManagerProcess::spawn(
-        &manager_bin,
+        manager_bin,
         "pom-bench-manager",
         plane.kubeconfig_path(),
         &args,
@@ -178,16 +414,6 @@ async fn run() -> Result<u64> {
     if options.held {
         set_cluster(&client, &[("4.16.3", true)], "4.16.3").await;
     }
-    let bundles: Vec<TestBundle> = (0..options.pos)
-        .map(|i| {
-            let bundle = TestBundle::new(&format!("bench-{i:03}"), "1.0.0");
-            if options.crds {
-                bundle
-            } else {
-                bundle.without_crd()
-            }
-        })
-        .collect();
     let catalogs_started = Instant::now();
     let mut catalog_names = Vec::new();
     for (i, chunk) in bundles.chunks(options.per_catalog).enumerate() {
@@ -204,7 +430,9 @@ async fn run() -> Result<u64> {
 
     let before = scrape(&manager, metrics).await?;
     let install_started = Instant::now();
-    create_pos(&client, &bundles).await?;
+    // Watch before the first create: the time to the last Installed is seen, not polled.
+    let installed = tokio::spawn(watch_installed(client.clone(), options.pos));
+    create_pos(&client, bundles).await?;
     let created = install_started.elapsed();
     println!(
         "{} PlatformOperators created in {:.1}s",
@@ -212,22 +440,29 @@ async fn run() -> Result<u64> {
         created.as_secs_f64()
     );
     let installed_after = wait_all_installed(
-        &client,
+        installed,
         &manager,
         metrics,
         &memory,
-        options.pos,
         install_started,
         options.install_timeout,
     )
     .await?;
     let at_installed = scrape(&manager, metrics).await?;
     let install_times = install_durations(&client).await?;
+    let peak_at_installed = memory.peak_kib();
 
-    let (settled, at_settled) = settle(&manager, metrics, &memory).await?;
+    let (settled, at_settled) = settle(&manager, metrics, &memory, options.settle_limit()).await?;
     if options.held {
-        hold_every_po(&client, &bundles, &catalog_names, options.per_catalog).await?;
-        settle(&manager, metrics, &memory).await?;
+        hold_every_po(
+            &client,
+            bundles,
+            &catalog_names,
+            options.per_catalog,
+            options.settle_limit(),
+        )
+        .await?;
+        settle(&manager, metrics, &memory, options.settle_limit()).await?;
     }
     let steady_start = scrape(&manager, metrics).await?;
     let window = Instant::now();
@@ -272,6 +507,18 @@ async fn run() -> Result<u64> {
         install_writes as f64 / pos
     );
     println!(
+        "manager reads until all Installed: {} ({:.1} per PO)",
+        at_installed.reads() - before.reads(),
+        (at_installed.reads() - before.reads()) as f64 / pos
+    );
+    println!(
+        "PO reconciles until all Installed: {} ({:.1} per PO)",
+        at_installed.reconciles("platformoperator") - before.reconciles("platformoperator"),
+        (at_installed.reconciles("platformoperator") - before.reconciles("platformoperator"))
+            as f64
+            / pos
+    );
+    println!(
         "manager writes while settling:     {settle_writes} (settled {:.1}s after all Installed)",
         settled.as_secs_f64()
     );
@@ -288,6 +535,7 @@ async fn run() -> Result<u64> {
         &at_settled.diff(&before),
         "write",
     );
+    print_breakdown("install + settle reads", &at_settled.diff(&before), "read");
     println!(
         "PO reconciles in the steady window: {}",
         steady_end.reconciles("platformoperator") - steady_start.reconciles("platformoperator")
@@ -309,18 +557,24 @@ async fn run() -> Result<u64> {
     );
     print_breakdown("steady-state reads", &steady, "read");
     println!(
-        "manager peak RSS (VmHWM):          {} MiB (VmRSS now {} MiB)",
+        "manager peak RSS (VmHWM):          {} MiB ({} MiB when all were Installed; VmRSS now {} MiB)",
         mib(memory.peak_kib()),
+        mib(peak_at_installed),
         mib(memory.rss_kib())
     );
     println!(
-        "total wall time:                   {:.0}s",
-        started.elapsed().as_secs_f64()
+        "POM run wall time:                 {:.0}s; load average {}",
+        started.elapsed().as_secs_f64(),
+        load_average()
     );
 
     manager.signal("TERM");
     let _ = manager.wait_exit(Duration::from_secs(30)).await;
-    Ok(steady_writes)
+    drop(plane);
+    Ok(PomResult {
+        installed_after,
+        steady_writes,
+    })
 }
 
 /// `POM_MANAGER_BIN`, else `pom-manager-e2e` next to this binary (cargo builds both into the
@@ -427,6 +681,12 @@ async fn create_namespace(client: &Client, name: &str) -> Result<()> {
 
 /// Puts an FBC stream in ConfigMap `catalogs/<name>` and a Catalog pointing at it.
 async fn configmap_catalog(client: &Client, name: &str, fbc: &str) -> Result<()> {
+    if fbc.len() >= CONFIGMAP_LIMIT {
+        bail!(
+            "catalog {name} is {} bytes, over a ConfigMap's 1 MiB: use a smaller --per-catalog",
+            fbc.len()
+        );
+    }
     create_namespace(client, CATALOG_NAMESPACE).await?;
     let apply = PatchParams::apply("pom-bench").force();
     let cm: ConfigMap =
@@ -476,7 +736,6 @@ async fn wait_catalogs_serving(client: &Client, names: &[String]) -> Result<()> 
     }
 }
 
-/// Creates every PlatformOperator at once (20 requests in flight).
 /// Every operator says `Upgradeable=False` (it "migrates"), a 1.1.0 of every package is
 /// published and a minor cluster update starts: every PO's hop to 1.1.0 is then held by its
 /// operator. Returns once every PO says so.
@@ -485,6 +744,7 @@ async fn hold_every_po(
     bundles: &[TestBundle],
     catalogs: &[String],
     per_catalog: usize,
+    limit: Duration,
 ) -> Result<()> {
     use pom_api::olm::OperatorCondition;
     for bundle in bundles {
@@ -543,7 +803,7 @@ async fn hold_every_po(
             );
             return Ok(());
         }
-        if started.elapsed() > SETTLE_LIMIT {
+        if started.elapsed() > limit {
             bail!(
                 "only {held} of {} POs held their hop to 1.1.0",
                 bundles.len()
@@ -553,6 +813,7 @@ async fn hold_every_po(
     }
 }
 
+/// Creates every PlatformOperator at once (20 requests in flight).
 async fn create_pos(client: &Client, bundles: &[TestBundle]) -> Result<()> {
     let api = Api::<PlatformOperator>::all(client.clone());
     futures::stream::iter(bundles)
@@ -584,44 +845,77 @@ fn installed(po: &PlatformOperator) -> bool {
     })
 }
 
-/// Polls (one LIST a second) until every PO is Installed=True; the time since `started`.
+/// Watches PlatformOperators until `total` are Installed=True; returns when the last one was
+/// seen. Progress goes to a channel (how many are Installed now).
+async fn watch_installed(client: Client, total: usize) -> Result<Instant> {
+    let mut done: HashSet<String> = HashSet::new();
+    let mut events = watcher(
+        Api::<PlatformOperator>::all(client),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .applied_objects()
+    .boxed();
+    while done.len() < total {
+        match events.next().await {
+            Some(Ok(po)) if installed(&po) => {
+                done.insert(po.name_any());
+                INSTALLED.store(done.len(), std::sync::atomic::Ordering::Relaxed);
+            }
+            Some(Ok(po)) => {
+                done.remove(&po.name_any());
+            }
+            // The watcher retries with backoff.
+            Some(Err(_)) => {}
+            None => bail!("the PlatformOperator watch ended"),
+        }
+    }
+    Ok(Instant::now())
+}
+
+/// How many POs the watch saw Installed (for progress lines).
+static INSTALLED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Waits for [`watch_installed`], printing progress every 15 s; the time since `started`.
 async fn wait_all_installed(
-    client: &Client,
+    mut installed: tokio::task::JoinHandle<Result<Instant>>,
     manager: &ManagerProcess,
     metrics: SocketAddr,
     memory: &Memory,
-    total: usize,
     started: Instant,
     timeout: Duration,
 ) -> Result<Duration> {
-    let api = Api::<PlatformOperator>::all(client.clone());
     let mut last_report = Instant::now();
     loop {
         memory.sample();
         ensure_running(manager)?;
-        let pos = api.list(&ListParams::default()).await?;
-        let done = pos.items.iter().filter(|po| installed(po)).count();
-        if done >= total {
-            return Ok(started.elapsed());
+        if let Ok(finished) = tokio::time::timeout(Duration::from_secs(1), &mut installed).await {
+            let at = finished.context("the PlatformOperator watch task")??;
+            return Ok(at.duration_since(started));
         }
+        let done = INSTALLED.load(std::sync::atomic::Ordering::Relaxed);
         if last_report.elapsed() >= Duration::from_secs(15) {
-            let writes = scrape(manager, metrics).await.map(|m| m.writes()).ok();
+            let now = scrape(manager, metrics).await.ok();
             println!(
-                "  {:>5.0}s: {done}/{total} Installed, manager writes {}, RSS {} MiB",
+                "  {:>5.0}s: {done} Installed, manager writes {}, reads {}, RSS {} MiB, load {}",
                 started.elapsed().as_secs_f64(),
-                writes.map_or_else(|| "?".to_owned(), |w| w.to_string()),
-                mib(memory.rss_kib())
+                now.as_ref()
+                    .map_or_else(|| "?".to_owned(), |m| m.writes().to_string()),
+                now.as_ref()
+                    .map_or_else(|| "?".to_owned(), |m| m.reads().to_string()),
+                mib(memory.rss_kib()),
+                load_average()
             );
             last_report = Instant::now();
         }
         if started.elapsed() > timeout {
+            installed.abort();
             bail!(
-                "only {done} of {total} PlatformOperators Installed after {}s; manager log tail:\n{}",
+                "only {done} PlatformOperators Installed after {}s; manager log tail:\n{}",
                 timeout.as_secs(),
                 manager.log_tail(40)
             );
         }
-        tokio::time::sleep(Duration::from_secs(1)).await;
     }
 }
 
@@ -656,18 +950,19 @@ fn percentile(sorted: &[i64], p: usize) -> i64 {
     sorted[index.min(sorted.len() - 1)]
 }
 
-/// Waits until the manager has not written for [`QUIET`] (at most [`SETTLE_LIMIT`]); how long
+/// Waits until the manager has not written for [`QUIET`] (at most `limit`); how long
 /// that took, and the counters at the last write.
 async fn settle(
     manager: &ManagerProcess,
     metrics: SocketAddr,
     memory: &Memory,
+    limit: Duration,
 ) -> Result<(Duration, Snapshot)> {
     let started = Instant::now();
     let mut last = scrape(manager, metrics).await?;
     let mut last_change = Instant::now();
     let mut settled_at = Duration::ZERO;
-    while last_change.elapsed() < QUIET && started.elapsed() < SETTLE_LIMIT {
+    while last_change.elapsed() < QUIET && started.elapsed() < limit {
         tokio::time::sleep(Duration::from_millis(500)).await;
         memory.sample();
         let now = scrape(manager, metrics).await?;
