@@ -190,7 +190,7 @@ async fn image_catalog_serves_and_follows_its_tag(env: &Env) {
     let CatalogState::Serving(content) = &entry.state else {
         panic!("{entry:?}")
     };
-    assert!(content.content.packages.contains_key("alpha"));
+    assert!(content.offers("alpha") && content.view("alpha").unwrap().packages.contains_key("alpha"));
 
     // A transition is announced as an Event on the Catalog.
     let events: Api<Event> = Api::namespaced(env.client.clone(), "default");
@@ -429,7 +429,7 @@ async fn registry_outage_keeps_the_last_good_content(env: &mut Env) {
         panic!("{entry:?}")
     };
     assert_eq!(last_good.resolved_source, served);
-    assert_eq!(last_good.content.packages.len(), 2);
+    assert_eq!(last_good.package_count(), 2);
 }
 
 /// The bundle path of the puller against the real registry: a bundle folder pushed by

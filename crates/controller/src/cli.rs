@@ -45,6 +45,10 @@ pub struct Flags {
     /// Periodic re-check of every PlatformOperator, in seconds.
     #[arg(long, env = "POM_RESYNC_SECONDS", default_value_t = 300)]
     pub resync_seconds: u64,
+    /// Folder where catalog images are unpacked (one sub-folder per digest; the manager removes
+    /// what no Catalog serves). Default: `pom-catalogs-<pid>` in the temporary folder.
+    #[arg(long, env = "POM_CATALOG_CONTENT_DIR")]
+    pub catalog_content_dir: Option<std::path::PathBuf>,
     /// Log format.
     #[arg(long, env = "POM_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -134,6 +138,9 @@ impl Flags {
             default_poll_interval: Duration::from_secs(self.catalog_poll_seconds),
             resync_interval: Duration::from_secs(self.resync_seconds),
             instance: self.pod_name.clone(),
+            catalog_content_dir: self.catalog_content_dir.clone().unwrap_or_else(|| {
+                std::env::temp_dir().join(format!("pom-catalogs-{}", std::process::id()))
+            }),
         }
     }
 

@@ -1,7 +1,9 @@
 //! What every reconciler shares: the client, the catalog cache, the image puller, the event
 //! recorder and the manager's settings. No other state lives outside the cluster.
 
+use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use kube::Client;
@@ -42,6 +44,18 @@ pub struct Settings {
     pub resync_interval: Duration,
     /// Name of this replica (Event reporter instance, lease holder).
     pub instance: String,
+    /// Where catalog images are unpacked, one folder per digest (on the Deployment's `/tmp`
+    /// emptyDir, so a restarted container reuses them). The manager owns the folder: content
+    /// no Catalog serves is removed from it.
+    pub catalog_content_dir: PathBuf,
+}
+
+/// A content folder of this process's own: in-process managers (tests) must not share one,
+/// since each removes what it does not serve.
+fn default_catalog_content_dir() -> PathBuf {
+    static MANAGERS: AtomicU64 = AtomicU64::new(0);
+    let n = MANAGERS.fetch_add(1, Ordering::Relaxed);
+    std::env::temp_dir().join(format!("pom-catalogs-{}-{n}", std::process::id()))
 }
 
 impl Default for Settings {
@@ -53,6 +67,7 @@ impl Default for Settings {
             default_poll_interval: Duration::from_secs(600),
             resync_interval: Duration::from_secs(300),
             instance: "pom".to_owned(),
+            catalog_content_dir: default_catalog_content_dir(),
         }
     }
 }

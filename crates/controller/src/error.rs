@@ -16,7 +16,7 @@ pub enum Error {
     BundlePull {
         image: String,
         #[source]
-        source: crate::oci::OciError,
+        source: Box<crate::oci::OciError>,
     },
     /// The pull secret or CA bundle of the bundle's catalog is unusable.
     #[error("pulling bundle image {image}: {source}")]

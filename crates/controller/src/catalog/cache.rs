@@ -6,9 +6,12 @@
 //! do with it, and must never remove a running operator because a catalog is down.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
+use kube::runtime::reflector::Store;
+use pom_api::PlatformOperator;
 use pom_api::conditions::Reason;
+use pom_resolver::fbc::{Catalog, FbcError, PackageIndex, ScopedCatalog};
 use tokio::sync::{broadcast, watch};
 
 /// How many package-change notices a slow subscriber may fall behind before it misses some
@@ -16,15 +19,124 @@ use tokio::sync::{broadcast, watch};
 const CHANGE_BACKLOG: usize = 256;
 
 /// Catalog content that was unpacked and parsed.
+///
+/// Memory follows use (issue 10): the parse keeps whole only the packages PlatformOperators
+/// named at the time; every other valid package is an index entry (where its blobs are, a
+/// fingerprint) and is read back from the unpacked content the first time a PlatformOperator
+/// names it. Packages no PlatformOperator names any more are let go ([`Self::retain`]).
 #[derive(Debug)]
 pub struct ServedCatalog {
     /// What exactly was read: a by-digest image reference, or the ConfigMap and a digest of the
     /// key's content.
     pub resolved_source: String,
-    /// The parsed file-based catalog.
-    pub content: Arc<pom_resolver::fbc::Catalog>,
+    /// Every valid package: its fingerprint, and where to read it back from.
+    index: PackageIndex,
+    /// Packages left out of the catalog because their blobs are inconsistent, with why.
+    invalid_packages: BTreeMap<String, FbcError>,
+    /// Packages held whole, each as a catalog of that package alone.
+    held: Mutex<BTreeMap<String, Arc<Catalog>>>,
     /// When this content was unpacked.
     pub unpacked_at: jiff::Timestamp,
+}
+
+impl ServedCatalog {
+    /// Content parsed with a scope: its packages in scope are held from the start.
+    #[must_use]
+    pub fn new(
+        resolved_source: String,
+        scoped: ScopedCatalog,
+        unpacked_at: jiff::Timestamp,
+    ) -> Self {
+        let ScopedCatalog { held, index } = scoped;
+        let Catalog {
+            packages,
+            invalid_packages,
+            ..
+        } = held;
+        let held = packages
+            .into_iter()
+            .map(|(name, package)| {
+                let alone = Catalog {
+                    packages: std::iter::once((name.clone(), package)).collect(),
+                    ..Catalog::default()
+                };
+                (name, Arc::new(alone))
+            })
+            .collect();
+        Self {
+            resolved_source,
+            index,
+            invalid_packages,
+            held: Mutex::new(held),
+            unpacked_at,
+        }
+    }
+
+    /// How many valid packages the catalog serves.
+    #[must_use]
+    pub fn package_count(&self) -> usize {
+        self.index.len()
+    }
+
+    /// The packages left out as inconsistent, with why.
+    #[must_use]
+    pub fn invalid_packages(&self) -> &BTreeMap<String, FbcError> {
+        &self.invalid_packages
+    }
+
+    /// Whether the catalog has `package`, valid or not.
+    #[must_use]
+    pub fn offers(&self, package: &str) -> bool {
+        self.index.contains(package) || self.invalid_packages.contains_key(package)
+    }
+
+    /// The catalog as resolving `package` sees it: `package` alone (read back from the unpacked
+    /// content if it is not held yet, then held), its invalidity, or nothing.
+    ///
+    /// # Errors
+    /// The content can no longer be read back (it changed or was removed under the index).
+    pub fn view(&self, package: &str) -> Result<Arc<Catalog>, FbcError> {
+        if let Some(error) = self.invalid_packages.get(package) {
+            return Ok(Arc::new(Catalog {
+                invalid_packages: std::iter::once((package.to_owned(), error.clone())).collect(),
+                ..Catalog::default()
+            }));
+        }
+        if let Some(held) = self.lock_held().get(package) {
+            return Ok(held.clone());
+        }
+        // Read outside the lock: other packages' views are not held up by this one's I/O.
+        let Some(read) = self.index.materialize(package)? else {
+            return Ok(Arc::new(Catalog::default()));
+        };
+        let read = Arc::new(read);
+        Ok(self
+            .lock_held()
+            .entry(package.to_owned())
+            .or_insert(read)
+            .clone())
+    }
+
+    /// Lets go of the held packages not in `wanted` (no PlatformOperator names them).
+    pub fn retain(&self, wanted: &BTreeSet<String>) {
+        self.lock_held().retain(|name, _| wanted.contains(name));
+    }
+
+    /// The names of the packages held whole.
+    #[must_use]
+    pub fn held_packages(&self) -> Vec<String> {
+        self.lock_held().keys().cloned().collect()
+    }
+
+    fn lock_held(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Arc<Catalog>>> {
+        self.held.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether `package` reads the same in `self` and `other`.
+    fn same_package(&self, other: &Self, package: &str) -> bool {
+        self.index.fingerprint(package) == other.index.fingerprint(package)
+            && self.invalid_packages.get(package) == other.invalid_packages.get(package)
+    }
 }
 
 /// Whether a catalog can be resolved against now.
@@ -105,24 +217,24 @@ struct Inner {
     /// Per package, the catalog generation at which its resolution last changed.
     package_generations: RwLock<HashMap<String, u64>>,
     changes: broadcast::Sender<Arc<BTreeSet<String>>>,
+    /// The PlatformOperators (the manager's watch cache): the packages they name are the ones
+    /// held whole. Unset until the PlatformOperator controller starts.
+    operators: RwLock<Option<Store<PlatformOperator>>>,
 }
 
 /// The content a catalog entry resolves against (served, or kept from before a failure).
-fn content_of(entry: &CatalogEntry) -> Option<&pom_resolver::fbc::Catalog> {
-    entry
-        .state
-        .latest_good()
-        .map(|served| served.content.as_ref())
+fn content_of(entry: &CatalogEntry) -> Option<&ServedCatalog> {
+    entry.state.latest_good().map(AsRef::as_ref)
 }
 
 /// Every package name a catalog entry knows (valid or not).
 fn package_names(entry: &CatalogEntry) -> BTreeSet<String> {
     content_of(entry)
         .map(|c| {
-            c.packages
-                .keys()
-                .chain(c.invalid_packages.keys())
-                .cloned()
+            c.index
+                .names()
+                .map(str::to_owned)
+                .chain(c.invalid_packages.keys().cloned())
                 .collect()
         })
         .unwrap_or_default()
@@ -156,10 +268,7 @@ pub fn changed_packages(
     names.extend(package_names(new));
     names
         .into_iter()
-        .filter(|name| {
-            before.packages.get(name) != after.packages.get(name)
-                || before.invalid_packages.get(name) != after.invalid_packages.get(name)
-        })
+        .filter(|name| !before.same_package(after, name))
         .collect()
 }
 
@@ -177,12 +286,41 @@ impl Default for CatalogCache {
                 generation: watch::Sender::new(0),
                 package_generations: RwLock::new(HashMap::new()),
                 changes: broadcast::Sender::new(CHANGE_BACKLOG),
+                operators: RwLock::new(None),
             }),
         }
     }
 }
 
 impl CatalogCache {
+    /// Tells the cache which PlatformOperators exist: the packages they name are held whole.
+    pub fn track_operators(&self, store: Store<PlatformOperator>) {
+        *self
+            .inner
+            .operators
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Some(store);
+    }
+
+    /// The packages some PlatformOperator names (none before the PlatformOperator controller
+    /// started: packages are then read back when first resolved).
+    #[must_use]
+    pub fn wanted_packages(&self) -> BTreeSet<String> {
+        self.inner
+            .operators
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .map(|store| {
+                store
+                    .state()
+                    .iter()
+                    .map(|po| po.spec.package.name.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// Every catalog, sorted by name (a deterministic input for resolution).
     #[must_use]
     pub fn snapshot(&self) -> Vec<CatalogEntry> {
@@ -326,11 +464,16 @@ mod tests {
     use super::*;
 
     fn served(source: &str) -> Arc<ServedCatalog> {
-        Arc::new(ServedCatalog {
-            resolved_source: source.to_owned(),
-            content: Arc::new(pom_resolver::fbc::Catalog::default()),
-            unpacked_at: jiff::Timestamp::UNIX_EPOCH,
-        })
+        let empty = pom_resolver::fbc::parse_documents_scoped(
+            Vec::<(String, Vec<u8>)>::new(),
+            BTreeSet::new(),
+        )
+        .unwrap();
+        Arc::new(ServedCatalog::new(
+            source.to_owned(),
+            empty,
+            jiff::Timestamp::UNIX_EPOCH,
+        ))
     }
 
     #[test]
@@ -354,18 +497,61 @@ mod tests {
         assert!(cache.get("b").is_none());
     }
 
+    fn scoped_catalog_of(json: &str, scope: &[&str]) -> Arc<ServedCatalog> {
+        let scoped = pom_resolver::fbc::parse_documents_scoped(
+            [("c.json".to_owned(), json.as_bytes().to_vec())],
+            scope.iter().map(|s| (*s).to_owned()).collect(),
+        )
+        .unwrap();
+        Arc::new(ServedCatalog::new(
+            format!("cm@{}", json.len()),
+            scoped,
+            jiff::Timestamp::UNIX_EPOCH,
+        ))
+    }
+
     fn catalog_of(json: &str) -> Arc<ServedCatalog> {
-        Arc::new(ServedCatalog {
-            resolved_source: format!("cm@{}", json.len()),
-            content: Arc::new(
-                pom_resolver::fbc::parse_documents([(
-                    "c.json".to_owned(),
-                    json.as_bytes().to_vec(),
-                )])
-                .unwrap(),
-            ),
-            unpacked_at: jiff::Timestamp::UNIX_EPOCH,
-        })
+        scoped_catalog_of(json, &[])
+    }
+
+    #[test]
+    fn packages_are_held_while_named_and_read_back_when_named_again() {
+        let broken = r#"{"schema":"olm.channel","package":"bad","name":"x","entries":[]}"#;
+        let text = package("one", &["1.0.0"]) + &package("two", &["1.0.0"]) + broken;
+        let full =
+            pom_resolver::fbc::parse_documents([("c.json".to_owned(), text.as_bytes().to_vec())])
+                .unwrap();
+        let served = scoped_catalog_of(&text, &["two"]);
+        assert_eq!(
+            served.held_packages(),
+            ["two"],
+            "the scope is held from the start"
+        );
+        assert_eq!(served.package_count(), 2);
+        assert!(served.offers("bad") && served.offers("one") && !served.offers("none"));
+        assert_eq!(served.invalid_packages().len(), 1);
+        // `one` is read back the first time it is asked for, exactly as a full parse has it.
+        let one = served.view("one").unwrap();
+        assert_eq!(one.packages.get("one"), full.packages.get("one"));
+        assert_eq!(one.packages.len(), 1);
+        assert_eq!(served.held_packages(), ["one", "two"]);
+        assert!(Arc::ptr_eq(&one, &served.view("one").unwrap()), "then held");
+        // Invalid and unknown packages: their verdict, nothing held.
+        assert!(
+            served
+                .view("bad")
+                .unwrap()
+                .invalid_packages
+                .contains_key("bad")
+        );
+        assert!(served.view("none").unwrap().packages.is_empty());
+        // No PO names `one` any more: let go, and read back again on demand.
+        served.retain(&["two".to_owned()].into_iter().collect());
+        assert_eq!(served.held_packages(), ["two"]);
+        assert_eq!(
+            served.view("one").unwrap().packages.get("one"),
+            full.packages.get("one")
+        );
     }
 
     fn package(name: &str, versions: &[&str]) -> String {

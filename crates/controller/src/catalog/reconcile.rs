@@ -178,15 +178,22 @@ async fn reconcile(
         .catalogs
         .get(&name)
         .and_then(|entry| entry.state.latest_good().cloned());
-    let fetched = source::fetch(ctx, &catalog.spec.source, previous).await;
+    let fetched = source::fetch(ctx, &catalog.spec.source, previous.clone()).await;
     match &fetched {
         Ok(served) => {
+            // Packages no PlatformOperator names any more are let go at each poll.
+            served.retain(&ctx.catalogs.wanted_packages());
             ctx.catalogs.serve(&name, priority, served.clone());
             ctx.metrics.catalog_refreshed(&name);
+            remove_unserved_content(ctx, &reconciler.store).await;
         }
-        Err(err) => ctx
-            .catalogs
-            .mark_unavailable(&name, priority, err.reason(), &err.to_string()),
+        Err(err) => {
+            if let Some(kept) = &previous {
+                kept.retain(&ctx.catalogs.wanted_packages());
+            }
+            ctx.catalogs
+                .mark_unavailable(&name, priority, err.reason(), &err.to_string());
+        }
     }
     if !reconciler.still_exists(&catalog) {
         // Deleted while its source was read: do not leave it behind.
@@ -236,6 +243,41 @@ fn backoff_delay(attempt: u32) -> Duration {
 
 /// How often the source is re-read: the image's `pollInterval`, else the manager's default
 /// (ConfigMaps are watched; the periodic re-read is only a safety net for them).
+/// Removes unpacked images no Catalog serves any more (a previous digest, a deleted Catalog),
+/// once every Catalog has been read at least once (so one not read yet keeps its folder).
+async fn remove_unserved_content(ctx: &Context, store: &Store<Catalog>) {
+    let all_read = store
+        .state()
+        .iter()
+        .all(|catalog| ctx.catalogs.get(&catalog.name_any()).is_some());
+    if !all_read {
+        return;
+    }
+    let keep: Vec<String> = ctx
+        .catalogs
+        .snapshot()
+        .iter()
+        .filter_map(|entry| entry.state.latest_good())
+        .map(|served| served.resolved_source.clone())
+        .collect();
+    let root = ctx.settings.catalog_content_dir.clone();
+    let removed = tokio::task::spawn_blocking(move || {
+        crate::oci::retain_pulled(&root, keep.iter().map(String::as_str))
+    })
+    .await;
+    match removed {
+        Ok(Ok(removed)) if !removed.is_empty() => {
+            debug!(
+                folders = removed.len(),
+                "removed unpacked catalog images no Catalog serves"
+            );
+        }
+        Ok(Ok(_)) => {}
+        Ok(Err(err)) => warn!(error = %err, "removing unpacked catalog images"),
+        Err(err) => warn!(error = %err, "removing unpacked catalog images"),
+    }
+}
+
 fn poll_interval(ctx: &Context, catalog: &Catalog) -> Duration {
     catalog
         .spec

@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use pom_api::catalog::{CatalogSource, ConfigMapSource, ImageSource};
 use pom_api::conditions::Reason;
-use pom_resolver::fbc::{FbcError, parse_documents};
+use pom_resolver::fbc::{FbcError, ScopedCatalog, load_path_scoped, parse_documents_scoped};
 use sha2::{Digest, Sha256};
 
 use super::access::{self, AccessError};
@@ -144,20 +144,28 @@ async fn fetch_image(
     if let Some(previous) = previous.filter(|p| p.resolved_source == resolved) {
         return Ok(previous);
     }
-    let files = ctx
+    // Unpacked to disk, never whole in memory: the parse reads the files, keeps the packages
+    // PlatformOperators name, and reads the others back from the folder when they are named.
+    let root = &ctx.settings.catalog_content_dir;
+    let dir = ctx
         .images
-        .pull_files(&resolved, IMAGE_PREFIX, &access)
+        .pull_to_dir(&resolved, IMAGE_PREFIX, &access, root)
         .await
         .map_err(image_error)?;
-    let documents: Vec<(String, Vec<u8>)> = files
-        .iter()
-        .filter(|(path, _)| is_catalog_file(path))
-        .map(|(path, data)| (format!("/{IMAGE_PREFIX}{path}"), data.clone()))
-        .collect();
-    if documents.is_empty() {
-        return Err(SourceError::EmptyImage { reference });
-    }
-    let content = parse(format!("image {resolved}"), documents).await?;
+    let scope = ctx.catalogs.wanted_packages();
+    let source_name = format!("image {resolved}");
+    let content = tokio::task::spawn_blocking(move || {
+        if !has_catalog_file(&dir, "") {
+            return Ok(None);
+        }
+        load_path_scoped(&dir, &format!("/{IMAGE_PREFIX}"), scope)
+            .map(Some)
+            .map_err(Box::new)
+    })
+    .await
+    .map_err(|err| SourceError::Interrupted(err.to_string()))?
+    .map_err(|error| SourceError::Invalid { source_name, error })?
+    .ok_or(SourceError::EmptyImage { reference })?;
     Ok(served(resolved, content))
 }
 
@@ -227,6 +235,7 @@ async fn fetch_config_map(
     }
     let label = format!("configmap/{namespace}/{name}:{key}");
     let content = parse(
+        ctx,
         format!("ConfigMap {namespace}/{name}"),
         vec![(label, bytes)],
     )
@@ -234,22 +243,45 @@ async fn fetch_config_map(
     Ok(served(resolved, content))
 }
 
-/// Parses off the async threads: real catalogs are tens of megabytes.
+/// Parses off the async threads (real catalogs are tens of megabytes), keeping whole only the
+/// packages PlatformOperators name now (the others are read back when named).
 async fn parse(
+    ctx: &Context,
     source_name: String,
     documents: Vec<(String, Vec<u8>)>,
-) -> Result<pom_resolver::fbc::Catalog, SourceError> {
-    tokio::task::spawn_blocking(move || parse_documents(documents).map_err(Box::new))
+) -> Result<ScopedCatalog, SourceError> {
+    let scope = ctx.catalogs.wanted_packages();
+    tokio::task::spawn_blocking(move || parse_documents_scoped(documents, scope).map_err(Box::new))
         .await
         .map_err(|err| SourceError::Interrupted(err.to_string()))?
         .map_err(|error| SourceError::Invalid { source_name, error })
 }
 
-fn served(resolved_source: String, content: pom_resolver::fbc::Catalog) -> Arc<ServedCatalog> {
-    Arc::new(ServedCatalog {
+fn served(resolved_source: String, content: ScopedCatalog) -> Arc<ServedCatalog> {
+    Arc::new(ServedCatalog::new(
         resolved_source,
-        content: Arc::new(content),
-        unpacked_at: jiff::Timestamp::now(),
+        content,
+        jiff::Timestamp::now(),
+    ))
+}
+
+/// Whether the folder holds a file [`is_catalog_file`] accepts (`relative` is its path so far).
+fn has_catalog_file(dir: &std::path::Path, relative: &str) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let path = if relative.is_empty() {
+            name
+        } else {
+            format!("{relative}/{name}")
+        };
+        match entry.file_type() {
+            Ok(kind) if kind.is_dir() => has_catalog_file(&entry.path(), &path),
+            Ok(_) => is_catalog_file(&path),
+            Err(_) => false,
+        }
     })
 }
 

@@ -31,7 +31,7 @@ pub(crate) fn desired(
     status.observed_generation = generation;
     let condition = match outcome {
         Ok(served) => {
-            let packages = served.content.packages.len();
+            let packages = served.package_count();
             let keep_time = old.resolved_source.as_deref() == Some(served.resolved_source.as_str())
                 && old.last_unpacked.is_some();
             if !keep_time {
@@ -39,7 +39,7 @@ pub(crate) fn desired(
             }
             status.resolved_source = Some(served.resolved_source.clone());
             status.packages = Some(i64::try_from(packages).unwrap_or(i64::MAX));
-            let invalid = &served.content.invalid_packages;
+            let invalid = served.invalid_packages();
             status.invalid_packages = invalid
                 .iter()
                 .take(MAX_REPORTED_INVALID_PACKAGES)
@@ -129,11 +129,16 @@ mod tests {
     use super::*;
 
     fn served(source: &str) -> Arc<ServedCatalog> {
-        Arc::new(ServedCatalog {
-            resolved_source: source.to_owned(),
-            content: Arc::new(pom_resolver::fbc::Catalog::default()),
-            unpacked_at: jiff::Timestamp::from_second(1_000).unwrap(),
-        })
+        let empty = pom_resolver::fbc::parse_documents_scoped(
+            Vec::<(String, Vec<u8>)>::new(),
+            std::collections::BTreeSet::new(),
+        )
+        .unwrap();
+        Arc::new(ServedCatalog::new(
+            source.to_owned(),
+            empty,
+            jiff::Timestamp::from_second(1_000).unwrap(),
+        ))
     }
 
     fn at(second: i64) -> jiff::Timestamp {

@@ -24,7 +24,7 @@ use pom_resolver::fbc::Catalog as FbcCatalog;
 use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 
-use crate::catalog::{CatalogCache, CatalogState};
+use crate::catalog::{CatalogCache, CatalogState, ServedCatalog};
 use crate::error::Error;
 use pom_policy::snapshot::gate_of;
 
@@ -231,21 +231,33 @@ pub fn catalogs(
     let mut usable = Vec::new();
     let mut unavailable = Vec::new();
     let mut empty = Vec::new();
+    // Each catalog as resolving `package` sees it (the package read back if it is not held).
+    let view = |name: &str, served: &ServedCatalog| {
+        served.view(package).map_err(|error| {
+            format!(
+                "Catalog {name}: package {package:?} could not be read back from its unpacked content ({error}); it is unpacked again at its next poll"
+            )
+        })
+    };
     for entry in entries {
         match &entry.state {
-            CatalogState::Serving(served) => {
-                usable.push((entry.name.clone(), entry.priority, served.content.clone()));
-            }
+            CatalogState::Serving(served) => match view(&entry.name, served) {
+                Ok(content) => usable.push((entry.name.clone(), entry.priority, content)),
+                Err(message) => empty.push(message),
+            },
             CatalogState::Unavailable {
                 last_good: Some(served),
                 message,
                 ..
             } => {
                 // Only a catalog that offers the package can change its judgement.
-                if served.content.packages.contains_key(package) {
+                if served.offers(package) {
                     unavailable.push(format!("Catalog {}: {message}", entry.name));
                 }
-                usable.push((entry.name.clone(), entry.priority, served.content.clone()));
+                match view(&entry.name, served) {
+                    Ok(content) => usable.push((entry.name.clone(), entry.priority, content)),
+                    Err(message) => empty.push(message),
+                }
             }
             CatalogState::Unavailable { message, .. } => {
                 empty.push(format!("Catalog {}: {message}", entry.name));

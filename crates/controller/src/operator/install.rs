@@ -194,7 +194,7 @@ pub async fn prepare(
         (Content::Image(image), None) => {
             let pull_error = |source| Error::BundlePull {
                 image: image.clone(),
-                source,
+                source: Box::new(source),
             };
             let access = access::for_catalog(ctx, target.catalog.as_deref())
                 .await

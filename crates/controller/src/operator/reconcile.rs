@@ -131,6 +131,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     let pos: Api<PlatformOperator> = Api::all(client.clone());
     let controller = Controller::new(pos, watcher::Config::default().any_semantic());
     let store = controller.store();
+    ctx.catalogs.track_operators(store.clone());
     let (phase_changes, phase_rx) = tokio::sync::watch::channel(0u64);
     let cluster = ClusterWatch::start(&client, &shutdown, phase_changes);
     let catalog_objects = spawn_catalog_store(&client, &shutdown);
