@@ -190,7 +190,34 @@ async fn image_catalog_serves_and_follows_its_tag(env: &Env) {
     let CatalogState::Serving(content) = &entry.state else {
         panic!("{entry:?}")
     };
-    assert!(content.offers("alpha") && content.view("alpha").unwrap().packages.contains_key("alpha"));
+    // Unpacked to disk, one folder per digest; no PlatformOperator names `alpha` (only the
+    // catalog controller runs here), so it is not held until asked for, then read back.
+    let content_dir = |digest_ref: &str| {
+        let hex = digest_ref.rsplit_once("@sha256:").unwrap().1.to_owned();
+        env.ctx
+            .settings
+            .catalog_content_dir
+            .join(format!("sha256-{hex}_configs"))
+    };
+    assert!(
+        content_dir(&first).is_dir(),
+        "{}",
+        content_dir(&first).display()
+    );
+    assert!(
+        content.held_packages().is_empty(),
+        "{:?}",
+        content.held_packages()
+    );
+    assert!(content.offers("alpha"));
+    let alpha = content.view("alpha").unwrap();
+    let bundle = &alpha.packages["alpha"].bundles["alpha.v1.0.0"];
+    assert!(
+        bundle.origin.file.starts_with("/configs/"),
+        "{:?}",
+        bundle.origin
+    );
+    assert_eq!(content.held_packages(), ["alpha"]);
 
     // A transition is announced as an Event on the Catalog.
     let events: Api<Event> = Api::namespaced(env.client.clone(), "default");
@@ -234,6 +261,14 @@ async fn image_catalog_serves_and_follows_its_tag(env: &Env) {
         env.ctx.catalogs.generation() > generation,
         "the cache generation moved for the PlatformOperator controller"
     );
+    // The previous digest's folder is removed once nothing serves it.
+    eventually("the first digest's unpacked folder is removed", || async {
+        match (content_dir(&first).exists(), content_dir(&second).is_dir()) {
+            (false, true) => Ok(()),
+            state => Err(format!("(first exists, second exists) = {state:?}")),
+        }
+    })
+    .await;
 }
 
 async fn status_is_not_rewritten_when_nothing_changes(env: &Env) {
