@@ -8,6 +8,7 @@
 //! `serde_json::Value`, which keeps unquoted timestamps as the strings they were written as.
 
 use std::cell::Cell;
+use std::io::Read as _;
 use std::ops::Range;
 use std::rc::Rc;
 
@@ -101,12 +102,16 @@ pub(crate) fn decode_document(
     assembler: &mut Assembler,
     aliases: &mut AliasBudget,
 ) -> Result<(), FbcError> {
-    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    let (bytes, at) = match bytes.strip_prefix(b"\xEF\xBB\xBF") {
+        // Spans count bytes from the file's start, the mark included.
+        Some(body) => (body, FileOffset { lines: 0, bytes: 3 }),
+        None => (bytes, FileOffset::START),
+    };
     match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
         None => Ok(()),
-        Some(b'{') => decode_json_stream(label, bytes, 0, FileOffset::START, assembler),
+        Some(b'{') => decode_json_stream(label, bytes, 0, at, assembler),
         Some(_) => match std::str::from_utf8(bytes) {
-            Ok(text) => decode_yaml_stream(label, text, FileOffset::START, assembler, aliases),
+            Ok(text) => decode_yaml_stream(label, text, at, assembler, aliases),
             Err(e) => Err(FbcError::MalformedYaml {
                 origin: Origin {
                     file: label.to_owned(),
@@ -654,6 +659,102 @@ pub(crate) fn decode_piece(
             reason: "the file is not UTF-8 text".to_owned(),
         }),
     }
+}
+
+/// Bytes read at a time when a large file is decoded in pieces.
+pub(crate) const STREAM_WINDOW_BYTES: usize = 4 << 20;
+
+/// Whether `rest` (the bytes after a newline) starts a blob of a `json` or YAML stream: a `{`
+/// at column 0, or a `---` document marker.
+fn starts_blob(rest: &[u8], json: bool) -> bool {
+    if json {
+        rest.first() == Some(&b'{')
+    } else {
+        rest.starts_with(b"---") && matches!(rest.get(3), None | Some(b'\n' | b'\r' | b' ' | b'\t'))
+    }
+}
+
+/// The last offset in `bytes` (after its first byte) where a blob starts at a line start.
+fn last_blob_start(bytes: &[u8], json: bool) -> Option<usize> {
+    let mut end = bytes.len();
+    while let Some(newline) = bytes
+        .get(..end)
+        .and_then(|b| b.iter().rposition(|&c| c == b'\n'))
+    {
+        let at = newline + 1;
+        if at < bytes.len() && starts_blob(bytes.get(at..).unwrap_or_default(), json) {
+            return Some(at);
+        }
+        end = newline;
+    }
+    None
+}
+
+/// Decodes one file read `window` bytes at a time, each piece cut before a blob that starts a
+/// line (as [`cut`] cuts), so the file is never in memory whole. Pieces go into `assembler`
+/// in order, charged to one alias budget: the result is what one pass over the file gives,
+/// unless a piece fails, or the file is YAML with directives, or not UTF-8 — then this
+/// returns `Ok(false)` and the caller decodes the whole file instead (a cut inside a
+/// pretty-printed JSON blob fails its piece; the one pass reports the file's true error).
+pub(crate) fn decode_file_in_pieces(
+    label: &str,
+    mut reader: impl std::io::Read,
+    window: usize,
+    assembler: &mut Assembler,
+    aliases: &mut AliasBudget,
+) -> std::io::Result<bool> {
+    let mut buffer: Vec<u8> = Vec::new();
+    let mut at = FileOffset::START;
+    let mut format: Option<bool> = None;
+    let mut eof = false;
+    while !eof || !buffer.is_empty() {
+        if !eof {
+            let before = buffer.len();
+            let read = (&mut reader).take(window as u64).read_to_end(&mut buffer)?;
+            eof = read == 0 || buffer.len() - before < window;
+        }
+        let json = match format {
+            Some(json) => json,
+            None => {
+                let body = buffer.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&buffer);
+                match body.iter().find(|b| !b.is_ascii_whitespace()) {
+                    Some(first) => *format.insert(*first == b'{'),
+                    None if eof => return Ok(true),
+                    None => continue,
+                }
+            }
+        };
+        let end = if eof {
+            buffer.len()
+        } else {
+            match last_blob_start(&buffer, json) {
+                Some(cut) => cut,
+                None => continue,
+            }
+        };
+        let piece = buffer.get(..end).unwrap_or_default();
+        let decoded = if at.bytes == 0 {
+            // The first piece, as a document: byte-order mark, format detection.
+            if !json && piece.first() == Some(&b'%') {
+                return Ok(false);
+            }
+            decode_document(label, piece, assembler, aliases)
+        } else if json {
+            decode_json_stream(label, piece, 0, at, assembler)
+        } else {
+            match std::str::from_utf8(piece) {
+                Ok(text) => decode_yaml_stream(label, text, at, assembler, aliases),
+                Err(_) => return Ok(false),
+            }
+        };
+        if decoded.is_err() || (!json && piece.windows(2).any(|w| w == b"\n%")) {
+            return Ok(false);
+        }
+        at.lines += count_newlines(piece);
+        at.bytes += end as u64;
+        buffer.drain(..end);
+    }
+    Ok(true)
 }
 
 #[cfg(test)]

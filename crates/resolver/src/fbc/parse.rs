@@ -12,7 +12,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::assemble::{Assembler, Scope};
-use super::decode::{AliasBudget, decode_document};
+use super::decode::{AliasBudget, STREAM_WINDOW_BYTES, decode_document, decode_file_in_pieces};
 pub use super::error::{DuplicateDetail, FbcError, InvalidSkipRangeDetail};
 use super::index::{ContentSource, ScopedCatalog};
 use super::model::Catalog;
@@ -96,6 +96,14 @@ fn load_files(
     scope: Option<&Scope>,
 ) -> Result<Assembler, FbcError> {
     if let [file] = files {
+        // The manager's loads (scoped) read one large file in pieces: it is never in memory
+        // whole. Other loads read it whole and decode it on every core.
+        if scope.is_some()
+            && std::fs::metadata(&file.path).is_ok_and(|m| m.len() >= MIN_STREAMED_BYTES)
+            && let Some(assembler) = load_file_in_pieces(file, scope)?
+        {
+            return Ok(assembler);
+        }
         let bytes = source::read(file)?;
         return parse_into(&[(&file.label, &bytes)], threads, scope);
     }
@@ -122,6 +130,33 @@ fn load_files(
         decode_document(&file.label, &bytes, &mut assembler, &mut aliases)?;
     }
     Ok(assembler)
+}
+
+/// Files at least this large are read in pieces by scoped loads.
+const MIN_STREAMED_BYTES: u64 = 2 * STREAM_WINDOW_BYTES as u64;
+
+/// One file decoded in pieces ([`decode_file_in_pieces`]); `None` when it must be decoded
+/// whole instead.
+fn load_file_in_pieces(
+    file: &CatalogFile,
+    scope: Option<&Scope>,
+) -> Result<Option<Assembler>, FbcError> {
+    let io = |e: std::io::Error| FbcError::Io {
+        path: file.path.display().to_string(),
+        reason: e.to_string(),
+    };
+    let reader = std::fs::File::open(&file.path).map_err(io)?;
+    let mut assembler = new_assembler(scope);
+    let mut aliases = AliasBudget::default();
+    let done = decode_file_in_pieces(
+        &file.label,
+        reader,
+        STREAM_WINDOW_BYTES,
+        &mut assembler,
+        &mut aliases,
+    )
+    .map_err(io)?;
+    Ok(done.then_some(assembler))
 }
 
 fn new_assembler(scope: Option<&Scope>) -> Assembler {
@@ -557,6 +592,56 @@ entries:
             full.invalid_packages.contains_key("p3"),
             "the fixture has an invalid package"
         );
+    }
+
+    /// A file decoded in pieces of `window` bytes, scoped; `None` when it falls back.
+    fn in_pieces(text: &str, window: usize, scope: &BTreeSet<String>) -> Option<ScopedCatalog> {
+        let mut assembler = Assembler::scoped(Arc::new(scope.clone()));
+        let mut aliases = AliasBudget::default();
+        let done = decode_file_in_pieces(
+            "c",
+            std::io::Cursor::new(text.as_bytes()),
+            window,
+            &mut assembler,
+            &mut aliases,
+        )
+        .unwrap();
+        let memory: BTreeMap<String, Vec<u8>> =
+            std::iter::once(("c".to_owned(), text.as_bytes().to_vec())).collect();
+        done.then(|| {
+            assembler
+                .finish_scoped(ContentSource::Memory(Arc::new(memory)))
+                .unwrap()
+        })
+    }
+
+    #[test]
+    fn a_large_file_read_in_pieces_loads_as_one_pass_does() {
+        let scope = names(&["p2", "p17"]);
+        let with_bom = format!("\u{feff}{}", json_text(25));
+        let yaml_with_bom = format!("\u{feff}{}", yaml_text(25));
+        let alias = yaml_text(25) + "---\nschema: example.com/alias\na: &x [1, 2]\nb: *x\n";
+        for text in [json_text(25), yaml_text(25), with_bom, yaml_with_bom, alias] {
+            let full = on(ONE_CORE, &text).unwrap();
+            for window in [1, 100, 1000, 4096, 1 << 20] {
+                let scoped = in_pieces(&text, window, &scope)
+                    .unwrap_or_else(|| panic!("window {window} fell back"));
+                assert_scoped_matches(&full, &scoped, &scope);
+            }
+        }
+        // A `{` at the start of a line inside a pretty-printed blob, and YAML directives:
+        // the pieces give up, and the whole file is decoded instead.
+        let pretty = json_blobs(10)
+            .iter()
+            .map(|b| b.replace(r#""value":{"#, "\"value\":\n{"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(in_pieces(&pretty, 300, &scope).is_none());
+        let directives = format!("{}%YAML 1.2\n---\nschema: x.other\n", yaml_text(5));
+        assert!(in_pieces(&directives, 100, &scope).is_none());
+        // A broken blob in a later piece gives up too (the one pass reports it).
+        let broken = json_text(10) + "{\"schema\":\n";
+        assert!(in_pieces(&broken, 200, &scope).is_none());
     }
 
     #[test]
