@@ -15,7 +15,9 @@ use super::blob::{
 };
 use super::error::{DuplicateDetail, FbcError, InvalidSkipRangeDetail};
 use super::fields::Str;
-use super::index::{BlobAt, ContentSource, PackageIndex, ScopedCatalog, SpanRecorder};
+use super::index::{
+    BlobAt, ContentSource, PackageIndex, ScopedCatalog, SpanRecorder, read_package,
+};
 use super::model::{Bundle, Catalog, Channel, ChannelEntry, Deprecations, Origin, Package};
 use super::properties;
 use super::validate;
@@ -53,9 +55,56 @@ pub(crate) struct Assembler {
     bundles: Vec<Bundle>,
     deprecations: Vec<DeprecationsSeed>,
     others: Vec<Value>,
-    /// With a scope, packages outside it keep only what validation needs (names, versions,
-    /// channels) and every blob's span is recorded for the index.
-    scoped: Option<(Scope, SpanRecorder)>,
+    /// With a scope: packages outside it are validated one at a time and kept only as index
+    /// entries; every blob's span is recorded for the index.
+    scoped: Option<Box<Scoping>>,
+}
+
+/// A scoped load's state for the packages out of scope.
+///
+/// Catalogs keep a package's blobs together (opm renders them so, and split folders hold a
+/// package per file), so an out-of-scope package is collected while its blobs arrive and
+/// validated ("sealed") as soon as a blob of another package comes: its model never
+/// accumulates with the others'. A package whose blobs turn out to be scattered is
+/// "reopened": it is validated at the end from its blobs read back, as a whole load would.
+#[derive(Default)]
+struct Scoping {
+    scope: Scope,
+    recorder: SpanRecorder,
+    /// The out-of-scope package whose blobs are arriving, collected on its own.
+    open: Option<(String, Box<Assembler>)>,
+    /// Validated out-of-scope packages: `None` when valid, or why they are not.
+    sealed: BTreeMap<String, Option<FbcError>>,
+    /// Out-of-scope packages whose blobs came apart: validated at the end.
+    reopened: BTreeSet<String>,
+    /// Where each out-of-scope package's `olm.package` blob was (duplicates are refused).
+    package_origins: BTreeMap<String, Origin>,
+}
+
+impl Scoping {
+    /// Validates the open package and forgets its model.
+    fn seal_open(&mut self) -> Result<(), FbcError> {
+        if let Some((name, open)) = self.open.take() {
+            let mut joined = open.join()?;
+            let verdict = if joined.packages.contains_key(&name) {
+                None
+            } else {
+                joined.invalid_packages.remove(&name)
+            };
+            self.sealed.insert(name, verdict);
+        }
+        Ok(())
+    }
+
+    /// Whether blobs of `name` were seen before the open package's.
+    fn seen(&self, name: &str) -> bool {
+        self.sealed.contains_key(name) || self.reopened.contains(name)
+    }
+
+    fn reopen(&mut self, name: String) {
+        self.sealed.remove(&name);
+        self.reopened.insert(name);
+    }
 }
 
 /// Takes a required string field, refusing absence and the empty string.
@@ -86,16 +135,12 @@ impl Assembler {
     /// An assembler that keeps only the packages of `scope` whole and indexes every package.
     pub(crate) fn scoped(scope: Scope) -> Self {
         Self {
-            scoped: Some((scope, SpanRecorder::default())),
+            scoped: Some(Box::new(Scoping {
+                scope,
+                ..Scoping::default()
+            })),
             ..Self::default()
         }
-    }
-
-    /// Whether `package`'s content is kept whole.
-    fn keeps(&self, package: &str) -> bool {
-        self.scoped
-            .as_ref()
-            .is_none_or(|(scope, _)| scope.contains(package))
     }
 
     /// Adds a blob of a schema POM interprets (the caller checked `schema`); `at` says where
@@ -106,18 +151,75 @@ impl Assembler {
         origin: Origin,
         at: &BlobAt<'_>,
     ) -> Result<(), FbcError> {
+        let out_of_scope = self.scoped.as_ref().and_then(|scoping| {
+            let schema = blob.schema.as_ref().map_or("", |s| s.as_str());
+            let owner = if schema == SCHEMA_PACKAGE {
+                blob.name.as_ref()
+            } else {
+                blob.package.as_ref()
+            };
+            owner
+                .map(|s| s.as_str())
+                .filter(|name| !name.is_empty() && !scoping.scope.contains(*name))
+                .map(str::to_owned)
+        });
+        let Some(owner) = out_of_scope else {
+            let package = self.add_unrecorded(blob, origin)?;
+            if let Some(scoping) = &mut self.scoped {
+                scoping.recorder.record(&package, at);
+            }
+            return Ok(());
+        };
+        let Some(scoping) = self.scoped.as_mut() else {
+            return Ok(());
+        };
+        let declares = blob
+            .schema
+            .as_ref()
+            .is_some_and(|s| s.as_str() == SCHEMA_PACKAGE);
+        if declares && let Some(first) = scoping.package_origins.get(&owner) {
+            return Err(FbcError::DuplicatePackage {
+                package: owner,
+                first: first.clone(),
+                second: origin,
+            });
+        }
+        let blob_origin = origin.clone();
+        if scoping.seen(&owner) {
+            // Decoded as any blob is (its errors are the catalog's), then left: the package is
+            // validated at the end from its blobs read back.
+            Assembler::default().add_unrecorded(blob, origin)?;
+            scoping.reopen(owner.clone());
+        } else {
+            if scoping
+                .open
+                .as_ref()
+                .is_some_and(|(name, _)| *name != owner)
+            {
+                scoping.seal_open()?;
+            }
+            let (_, open) = scoping
+                .open
+                .get_or_insert_with(|| (owner.clone(), Box::default()));
+            open.add_unrecorded(blob, origin)?;
+        }
+        if declares {
+            scoping.package_origins.insert(owner.clone(), blob_origin);
+        }
+        scoping.recorder.record(&owner, at);
+        Ok(())
+    }
+
+    /// Adds a blob to this assembler's own collections; returns its package.
+    fn add_unrecorded(&mut self, blob: BlobWire<'_>, origin: Origin) -> Result<String, FbcError> {
         let schema = blob.schema.as_ref().map_or("", |s| s.as_str());
-        let package = match schema {
+        match schema {
             SCHEMA_PACKAGE => self.add_package(blob, origin),
             SCHEMA_CHANNEL => self.add_channel(blob, origin),
             SCHEMA_BUNDLE => self.add_bundle(blob, origin),
             SCHEMA_DEPRECATIONS => self.add_deprecations(blob, origin),
             _ => Err(FbcError::MissingSchema { origin }),
-        }?;
-        if let Some((_, recorder)) = &mut self.scoped {
-            recorder.record(&package, at);
         }
-        Ok(())
     }
 
     /// Appends what `later` collected from the blobs that follow this assembler's in file order
@@ -137,8 +239,38 @@ impl Assembler {
         self.bundles.extend(later.bundles);
         self.deprecations.extend(later.deprecations);
         self.others.extend(later.others);
-        if let (Some((_, mine)), Some((_, theirs))) = (&mut self.scoped, later.scoped) {
-            mine.absorb(theirs);
+        if let (Some(mine), Some(theirs)) = (&mut self.scoped, later.scoped) {
+            let theirs = *theirs;
+            for (name, origin) in theirs.package_origins {
+                match mine.package_origins.entry(name) {
+                    Entry::Occupied(_) => return false,
+                    Entry::Vacant(slot) => {
+                        slot.insert(origin);
+                    }
+                }
+            }
+            // My open package ends here, unless their blobs continue it (then it is reopened).
+            if mine.seal_open().is_err() {
+                return false;
+            }
+            for (name, verdict) in theirs.sealed {
+                if mine.seen(&name) {
+                    mine.reopen(name);
+                } else {
+                    mine.sealed.insert(name, verdict);
+                }
+            }
+            for name in theirs.reopened {
+                mine.reopen(name);
+            }
+            if let Some((name, open)) = theirs.open {
+                if mine.seen(&name) {
+                    mine.reopen(name);
+                } else {
+                    mine.open = Some((name, open));
+                }
+            }
+            mine.recorder.absorb(theirs.recorder);
         }
         true
     }
@@ -150,15 +282,10 @@ impl Assembler {
 
     fn add_package(&mut self, blob: BlobWire<'_>, origin: Origin) -> Result<String, FbcError> {
         let name = required(blob.name, &origin, SCHEMA_PACKAGE, "name")?;
-        let description = if self.keeps(&name) {
-            optional(blob.description)
-        } else {
-            None
-        };
         let package = Package {
             name: name.clone(),
             default_channel: optional(blob.default_channel),
-            description,
+            description: optional(blob.description),
             channels: BTreeMap::new(),
             bundles: BTreeMap::new(),
             deprecations: Deprecations::default(),
@@ -228,19 +355,12 @@ impl Assembler {
                 reason: e.to_string(),
             }
         })?;
-        // Out of scope, a bundle was still decoded whole (its errors are the catalog's), but
-        // only what validation reads is kept.
-        let (image, properties) = if self.keeps(&package) {
-            (optional(blob.image), decoded.properties)
-        } else {
-            (None, super::model::BundleProperties::default())
-        };
         self.bundles.push(Bundle {
             name,
             package: package.clone(),
-            image,
+            image: optional(blob.image),
             version,
-            properties,
+            properties: decoded.properties,
             origin,
         });
         Ok(package)
@@ -304,11 +424,29 @@ impl Assembler {
         mut self,
         source: ContentSource,
     ) -> Result<ScopedCatalog, FbcError> {
-        let scoped = self.scoped.take();
+        let mut scoping = self.scoped.take().map(|s| *s).unwrap_or_default();
+        scoping.seal_open()?;
         let mut held = self.join()?;
-        let (scope, recorder) = scoped.unwrap_or_default();
-        let index = recorder.into_index(held.packages.keys());
-        held.packages.retain(|name, _| scope.contains(name));
+        let mut valid: Vec<String> = held.packages.keys().cloned().collect();
+        for (name, verdict) in scoping.sealed {
+            match verdict {
+                None => valid.push(name),
+                Some(error) => {
+                    held.invalid_packages.insert(name, error);
+                }
+            }
+        }
+        for name in scoping.reopened {
+            let spans = scoping.recorder.spans_of(&name);
+            let mut joined = read_package(&spans, &source)?;
+            if joined.packages.contains_key(&name) {
+                valid.push(name);
+            } else if let Some(error) = joined.invalid_packages.remove(&name) {
+                held.invalid_packages.insert(name, error);
+            }
+        }
+        let index = scoping.recorder.into_index(valid.iter());
+        held.packages.retain(|name, _| scoping.scope.contains(name));
         Ok(ScopedCatalog {
             held,
             index: PackageIndex::new(index, source),

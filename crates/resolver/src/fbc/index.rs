@@ -162,18 +162,28 @@ impl PackageIndex {
         let Some(indexed) = self.packages.get(package) else {
             return Ok(None);
         };
-        let mut assembler = Assembler::default();
-        let mut aliases = AliasBudget::default();
-        for span in &indexed.spans {
-            let bytes = self.source.read(span)?;
-            decode_blob_span(span, &bytes, &mut assembler, &mut aliases)?;
-        }
-        let mut catalog = assembler.finish()?;
-        catalog.others.clear();
+        let mut catalog = read_package(&indexed.spans, &self.source)?;
         catalog.packages.retain(|name, _| name == package);
         catalog.invalid_packages.retain(|name, _| name == package);
         Ok(Some(catalog))
     }
+}
+
+/// Reads a package's spans back and parses them (blobs of schemas POM does not interpret
+/// that share a span are dropped).
+pub(crate) fn read_package(
+    spans: &[BlobSpan],
+    source: &ContentSource,
+) -> Result<Catalog, FbcError> {
+    let mut assembler = Assembler::default();
+    let mut aliases = AliasBudget::default();
+    for span in spans {
+        let bytes = source.read(span)?;
+        decode_blob_span(span, &bytes, &mut assembler, &mut aliases)?;
+    }
+    let mut catalog = assembler.finish()?;
+    catalog.others.clear();
+    Ok(catalog)
 }
 
 /// A catalog loaded with a scope: see the module documentation.
@@ -251,6 +261,14 @@ impl SpanRecorder {
                 format: at.format,
             }),
         }
+    }
+
+    /// The spans recorded for `package` so far.
+    pub(crate) fn spans_of(&self, package: &str) -> Vec<BlobSpan> {
+        self.packages
+            .get(package)
+            .map(|recorded| recorded.spans.clone())
+            .unwrap_or_default()
     }
 
     /// Appends what a recorder of the blobs that follow in file order recorded.

@@ -645,6 +645,22 @@ entries:
     }
 
     #[test]
+    fn a_package_declared_twice_far_apart_fails_a_scoped_load_as_a_whole_load() {
+        let mut blobs = json_blobs(30);
+        blobs.push(r#"{"schema":"olm.package","name":"p4","defaultChannel":"stable"}"#.to_owned());
+        let text = blobs.join("\n") + "\n";
+        let whole = on(ONE_CORE, &text).unwrap_err().to_string();
+        for threads in [ONE_CORE, TWO_CORES, FOUR_CORES] {
+            let docs = [("c", text.as_bytes())];
+            let scoped = parse_into(&docs, threads, Some(&Arc::new(names(&["p9"]))))
+                .err()
+                .map(|e| e.to_string());
+            assert_eq!(scoped.as_deref(), Some(whole.as_str()), "{threads:?}");
+        }
+        assert!(whole.contains("p4"), "{whole}");
+    }
+
+    #[test]
     fn fingerprints_move_only_for_the_package_that_changed() {
         let text = json_text(20);
         let before = scoped_on(ONE_CORE, &text, &names(&["p2"]));
