@@ -33,6 +33,9 @@ use serde_json::{Value, json};
 use crate::HarnessError;
 use crate::fixtures::TestBundle;
 
+/// How often a floor run prints its progress.
+const PROGRESS: Duration = Duration::from_secs(15);
+
 /// The floor's field manager (its own, not the manager's).
 pub const FIELD_MANAGER: &str = "pom-bench-floor";
 
@@ -213,11 +216,13 @@ pub async fn run(
     }
 
     // Watch before the first write, so no transition is missed.
-    let ready = tokio::spawn(watch_ready(
+    let ready_count = Arc::new(AtomicU64::new(0));
+    let mut ready = tokio::spawn(watch_ready(
         client.clone(),
         expected_crds,
         expected_deployments,
         owner,
+        ready_count.clone(),
     ));
     let started = Instant::now();
     let first_write: Arc<std::sync::Mutex<Vec<Option<Instant>>>> =
@@ -256,19 +261,27 @@ pub async fn run(
         .try_collect::<Vec<()>>()
         .await?;
     let applied_after = started.elapsed();
-    let remaining = timeout.saturating_sub(applied_after);
-    let ready_at = match tokio::time::timeout(remaining, ready).await {
-        Ok(Ok(result)) => result?,
-        Ok(Err(join)) => {
-            return Err(HarnessError::Other(format!(
-                "the floor's readiness watch ended: {join}"
-            )));
-        }
-        Err(_) => {
-            return Err(HarnessError::Other(format!(
-                "the floor's objects were not all ready within {}s",
-                timeout.as_secs()
-            )));
+    let ready_at = loop {
+        match tokio::time::timeout(PROGRESS, &mut ready).await {
+            Ok(Ok(result)) => break result?,
+            Ok(Err(join)) => {
+                return Err(HarnessError::Other(format!(
+                    "the floor's readiness watch ended: {join}"
+                )));
+            }
+            Err(_) if started.elapsed() > timeout => {
+                ready.abort();
+                return Err(HarnessError::Other(format!(
+                    "the floor's objects were not all ready within {}s",
+                    timeout.as_secs()
+                )));
+            }
+            Err(_) => println!(
+                "  {:>5.0}s: floor: {} of {} bundles ready",
+                started.elapsed().as_secs_f64(),
+                ready_count.load(Ordering::Relaxed),
+                bundles.len()
+            ),
         }
     };
     let first = first_write
@@ -363,6 +376,7 @@ async fn watch_ready(
     mut crds: HashSet<String>,
     mut deployments: HashSet<String>,
     owner: HashMap<String, usize>,
+    ready_count: Arc<AtomicU64>,
 ) -> Result<HashMap<usize, Instant>, HarnessError> {
     let mut waiting: HashMap<usize, usize> = HashMap::new();
     for index in owner.values() {
@@ -411,6 +425,7 @@ async fn watch_ready(
             *left -= 1;
             if *left == 0 {
                 ready_at.insert(*index, Instant::now());
+                ready_count.fetch_add(1, Ordering::Relaxed);
             }
         }
     }

@@ -17,9 +17,10 @@
 //!
 //! Run it with `make bench-install` (release build). Flags: `--pos N`, `--per-catalog N`,
 //! `--steady-seconds S`, `--resync-seconds S`, `--no-crds`, `--install-timeout-seconds S`,
-//! `--held`, `--floor`, `--floor-only`, `--floor-concurrency N[,N...]`, `--rounds R`.
+//! `--held`, `--floor`, `--floor-only`, `--floor-concurrency N[,N...]`, `--rounds R`,
+//! `--compare-manager PATH` (a second manager binary, run after the first in every round).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -68,6 +69,8 @@ struct Options {
     floor_concurrency: Vec<usize>,
     /// Floor and POM alternate this many times.
     rounds: usize,
+    /// A second manager binary, run after the first in every round (an A/B of a change).
+    compare_manager: Option<PathBuf>,
 }
 
 impl Options {
@@ -86,6 +89,7 @@ impl Options {
             floor_only: false,
             floor_concurrency: vec![64],
             rounds: 1,
+            compare_manager: None,
         };
         let mut timeout_given = false;
         let mut args = std::env::args().skip(1);
@@ -126,8 +130,9 @@ impl Options {
                     timeout_given = true;
                 }
                 "--no-crds" => options.crds = false,
+                "--compare-manager" => options.compare_manager = Some(value(&arg)?.into()),
                 other => bail!(
-                    "unknown argument {other:?} (flags: --pos N --per-catalog N --steady-seconds S --resync-seconds S --install-timeout-seconds S --no-crds --held --floor --floor-only --floor-concurrency N[,N...] --rounds R)"
+                    "unknown argument {other:?} (flags: --pos N --per-catalog N --steady-seconds S --resync-seconds S --install-timeout-seconds S --no-crds --held --floor --floor-only --floor-concurrency N[,N...] --rounds R --compare-manager PATH)"
                 ),
             }
         }
@@ -227,8 +232,9 @@ async fn run() -> Result<u64> {
 
     let mut floors: Vec<FloorResult> = Vec::new();
     let mut poms: Vec<PomResult> = Vec::new();
-    // Per round: the best floor and the POM time, for a ratio of neighbours.
-    let mut pairs: Vec<(Option<Duration>, Option<Duration>, String)> = Vec::new();
+    // Per round: the best floor, the POM time and the compared manager's, for ratios of
+    // neighbours.
+    let mut pairs: Vec<(Option<Duration>, Option<Duration>, Option<Duration>, String)> = Vec::new();
     for round in 1..=options.rounds {
         let mut best: Option<Duration> = None;
         if options.floor {
@@ -256,7 +262,22 @@ async fn run() -> Result<u64> {
             pom = Some(result.installed_after);
             poms.push(result);
         }
-        pairs.push((best, pom, load_average()));
+        let mut compared = None;
+        if let Some(other) = options
+            .compare_manager
+            .as_deref()
+            .filter(|_| !options.floor_only)
+        {
+            println!(
+                "\n== round {round}: POM with {} (load average {}) ==",
+                other.display(),
+                load_average()
+            );
+            let result = run_pom(&options, &bundles, other).await?;
+            compared = Some(result.installed_after);
+            poms.push(result);
+        }
+        pairs.push((best, pom, compared, load_average()));
     }
 
     if options.floor {
@@ -273,27 +294,46 @@ async fn run() -> Result<u64> {
                 duration_percentile(&result.per_bundle, 90).as_secs_f64(),
             );
         }
+        let seconds = |d: &Option<Duration>| {
+            d.map_or_else(|| "-".to_owned(), |d| format!("{:.1}s", d.as_secs_f64()))
+        };
         let mut ratios = Vec::new();
-        for (round, (floor_time, pom_time, load)) in pairs.iter().enumerate() {
-            let ratio = match (floor_time, pom_time) {
+        let mut compared_ratios = Vec::new();
+        for (round, (floor_time, pom_time, compared, load)) in pairs.iter().enumerate() {
+            let ratio = |time: &Option<Duration>, into: &mut Vec<f64>| match (floor_time, time) {
                 (Some(f), Some(p)) if !f.is_zero() => {
                     let ratio = p.as_secs_f64() / f.as_secs_f64();
-                    ratios.push(ratio);
+                    into.push(ratio);
                     format!("{ratio:.2}x")
                 }
                 _ => "-".to_owned(),
             };
-            println!(
-                "round {}: floor (best) {}, POM {}, POM / floor {ratio} (load average after: {load})",
+            let pom_ratio = ratio(pom_time, &mut ratios);
+            let compared_ratio = ratio(compared, &mut compared_ratios);
+            print!(
+                "round {}: floor (best) {}, POM {}, POM / floor {pom_ratio}",
                 round + 1,
-                floor_time.map_or_else(|| "-".to_owned(), |d| format!("{:.1}s", d.as_secs_f64())),
-                pom_time.map_or_else(|| "-".to_owned(), |d| format!("{:.1}s", d.as_secs_f64())),
+                seconds(floor_time),
+                seconds(pom_time),
             );
+            if compared.is_some() {
+                print!(
+                    "; compared manager {}, its / floor {compared_ratio}",
+                    seconds(compared)
+                );
+            }
+            println!(" (load average after: {load})");
         }
-        if !ratios.is_empty() {
+        for (name, ratios) in [
+            ("POM", &mut ratios),
+            ("compared manager", &mut compared_ratios),
+        ] {
+            if ratios.is_empty() {
+                continue;
+            }
             ratios.sort_by(f64::total_cmp);
             println!(
-                "POM / floor: median {:.2}x over {} round(s) (min {:.2}x, max {:.2}x)",
+                "{name} / floor: median {:.2}x over {} round(s) (min {:.2}x, max {:.2}x)",
                 ratios[ratios.len() / 2],
                 ratios.len(),
                 ratios[0],
@@ -568,6 +608,8 @@ async fn run_pom(
         load_average()
     );
 
+    print_log_warnings(&manager.log_text());
+
     manager.signal("TERM");
     let _ = manager.wait_exit(Duration::from_secs(30)).await;
     drop(plane);
@@ -575,6 +617,31 @@ async fn run_pom(
         installed_after,
         steady_writes,
     })
+}
+
+/// The manager's warnings (failed reconciles, reconciles cut at their deadline), counted by
+/// message with the PO names and timestamps taken out.
+fn print_log_warnings(log: &str) {
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for line in log.lines().filter(|l| l.contains("WARN")) {
+        let message: String = line
+            .split_whitespace()
+            .skip(1)
+            .filter(|word| !word.starts_with("po=") && !word.starts_with("attempt="))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let message: String = message.chars().take(160).collect();
+        *counts.entry(message).or_default() += 1;
+    }
+    println!(
+        "manager warnings:                  {}",
+        counts.values().sum::<usize>()
+    );
+    let mut rows: Vec<(String, usize)> = counts.into_iter().collect();
+    rows.sort_by(|a, b| b.1.cmp(&a.1));
+    for (message, n) in rows.iter().take(8) {
+        println!("    {n:>7}  {message}");
+    }
 }
 
 /// `POM_MANAGER_BIN`, else `pom-manager-e2e` next to this binary (cargo builds both into the
@@ -846,9 +913,8 @@ fn installed(po: &PlatformOperator) -> bool {
 }
 
 /// Watches PlatformOperators until `total` are Installed=True; returns when the last one was
-/// seen. Progress goes to a channel (how many are Installed now).
+/// seen. Progress goes to [`PROGRESS`].
 async fn watch_installed(client: Client, total: usize) -> Result<Instant> {
-    let mut done: HashSet<String> = HashSet::new();
     let mut events = watcher(
         Api::<PlatformOperator>::all(client),
         watcher::Config::default(),
@@ -856,25 +922,75 @@ async fn watch_installed(client: Client, total: usize) -> Result<Instant> {
     .default_backoff()
     .applied_objects()
     .boxed();
-    while done.len() < total {
+    loop {
         match events.next().await {
-            Some(Ok(po)) if installed(&po) => {
-                done.insert(po.name_any());
-                INSTALLED.store(done.len(), std::sync::atomic::Ordering::Relaxed);
-            }
             Some(Ok(po)) => {
-                done.remove(&po.name_any());
+                let done = PROGRESS
+                    .lock()
+                    .map(|mut progress| {
+                        progress.insert(po.name_any(), waiting_on(&po));
+                        progress.values().filter(|w| w.is_none()).count()
+                    })
+                    .unwrap_or_default();
+                if done >= total {
+                    return Ok(Instant::now());
+                }
             }
             // The watcher retries with backoff.
             Some(Err(_)) => {}
             None => bail!("the PlatformOperator watch ended"),
         }
     }
-    Ok(Instant::now())
 }
 
-/// How many POs the watch saw Installed (for progress lines).
-static INSTALLED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+/// What a PO is waiting for: `None` once Installed=True, else its Installed condition's
+/// reason and message (or that it has none yet).
+fn waiting_on(po: &PlatformOperator) -> Option<String> {
+    if installed(po) {
+        return None;
+    }
+    let condition = po
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Installed"));
+    Some(condition.map_or_else(
+        || "no Installed condition yet".to_owned(),
+        |c| format!("{} {}: {}", c.status, c.reason, c.message),
+    ))
+}
+
+/// Every PO the watch saw, with what it waits for (`None`: Installed).
+static PROGRESS: std::sync::Mutex<BTreeMap<String, Option<String>>> =
+    std::sync::Mutex::new(BTreeMap::new());
+
+/// How many POs are Installed, and the reasons of those that are not, most common first
+/// (at most 10 POs named with their message when few are left).
+fn progress_report() -> (usize, String) {
+    let Ok(progress) = PROGRESS.lock() else {
+        return (0, String::new());
+    };
+    let done = progress.values().filter(|w| w.is_none()).count();
+    let waiting: Vec<(&String, &String)> = progress
+        .iter()
+        .filter_map(|(name, w)| w.as_ref().map(|w| (name, w)))
+        .collect();
+    if waiting.len() <= 10 {
+        let list: Vec<String> = waiting
+            .iter()
+            .map(|(name, why)| format!("{name}: {why}"))
+            .collect();
+        return (done, list.join("; "));
+    }
+    let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+    for (_, why) in waiting {
+        let reason = why.split(':').next().unwrap_or_default().to_owned();
+        *reasons.entry(reason).or_default() += 1;
+    }
+    let mut reasons: Vec<(String, usize)> = reasons.into_iter().collect();
+    reasons.sort_by(|a, b| b.1.cmp(&a.1));
+    let list: Vec<String> = reasons.iter().map(|(r, n)| format!("{n} {r}")).collect();
+    (done, list.join(", "))
+}
 
 /// Waits for [`watch_installed`], printing progress every 15 s; the time since `started`.
 async fn wait_all_installed(
@@ -893,16 +1009,20 @@ async fn wait_all_installed(
             let at = finished.context("the PlatformOperator watch task")??;
             return Ok(at.duration_since(started));
         }
-        let done = INSTALLED.load(std::sync::atomic::Ordering::Relaxed);
+        let (done, waiting) = progress_report();
         if last_report.elapsed() >= Duration::from_secs(15) {
             let now = scrape(manager, metrics).await.ok();
             println!(
-                "  {:>5.0}s: {done} Installed, manager writes {}, reads {}, RSS {} MiB, load {}",
+                "  {:>5.0}s: {done} Installed, manager writes {}, reads {}, reconciles {}, RSS {} MiB, load {}\n         waiting: {waiting}",
                 started.elapsed().as_secs_f64(),
                 now.as_ref()
                     .map_or_else(|| "?".to_owned(), |m| m.writes().to_string()),
                 now.as_ref()
                     .map_or_else(|| "?".to_owned(), |m| m.reads().to_string()),
+                now.as_ref().map_or_else(
+                    || "?".to_owned(),
+                    |m| m.reconciles("platformoperator").to_string()
+                ),
                 mib(memory.rss_kib()),
                 load_average()
             );
