@@ -60,13 +60,7 @@ impl ClusterWatch {
         shutdown: &CancellationToken,
         changes: tokio::sync::watch::Sender<u64>,
     ) -> Self {
-        let (reader, writer) = reflector::store();
-        let api: Api<ClusterVersion> = Api::all(client.clone());
-        let config =
-            watcher::Config::default().fields(&format!("metadata.name={CLUSTER_VERSION_NAME}"));
-        let stream = reflector::reflector(writer, watcher(api, config))
-            .default_backoff()
-            .touched_objects();
+        let (watch, stream) = Self::with_stream(client);
         let shutdown = shutdown.clone();
         tokio::spawn(async move {
             let mut last = None;
@@ -90,11 +84,31 @@ impl ClusterWatch {
                 () = drain => {}
             }
         });
-        Self {
+        watch
+    }
+
+    /// The ClusterVersion watch as a stream for a controller to drive: each object it yields
+    /// is already in this watch's store, so a reconcile it triggers reads what triggered it.
+    #[must_use]
+    pub fn with_stream(
+        client: &kube::Client,
+    ) -> (
+        Self,
+        impl futures::Stream<Item = Result<ClusterVersion, watcher::Error>> + Send + 'static,
+    ) {
+        let (reader, writer) = reflector::store();
+        let api: Api<ClusterVersion> = Api::all(client.clone());
+        let config =
+            watcher::Config::default().fields(&format!("metadata.name={CLUSTER_VERSION_NAME}"));
+        let stream = reflector::reflector(writer, watcher(api, config))
+            .default_backoff()
+            .touched_objects();
+        let watch = Self {
             cluster_versions: reader,
             discovery: Arc::new(OnceCell::new()),
             client: client.clone(),
-        }
+        };
+        (watch, stream)
     }
 
     /// Discovery, done once per manager run.

@@ -24,7 +24,8 @@ use kube::runtime::controller::{Action as RequeueAction, Controller};
 use kube::runtime::events::{Event, EventType};
 use kube::runtime::finalizer::{Event as Finalizer, finalizer};
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::watcher;
+use kube::runtime::utils::PredicateConfig;
+use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Resource, ResourceExt};
 use pom_api::conditions::{ConditionStatus, Reason, types};
 use pom_api::labels;
@@ -49,6 +50,8 @@ const CATALOG_WARMUP_RETRY: Duration = Duration::from_secs(2);
 /// The longest one PlatformOperator reconcile may take (a bundle pull has its own, longer,
 /// deadline and is cached by digest once done, so a retry resumes from the cache).
 const RECONCILE_DEADLINE: Duration = Duration::from_secs(60);
+/// PlatformOperators reconciled at once.
+const RECONCILE_CONCURRENCY: u16 = 16;
 /// How soon to look again when the watch cache has not caught up with our own status write.
 const OWN_WRITE_RETRY: Duration = Duration::from_millis(500);
 
@@ -132,8 +135,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     let controller = Controller::new(pos, watcher::Config::default().any_semantic());
     let store = controller.store();
     ctx.catalogs.track_operators(store.clone());
-    let (phase_changes, phase_rx) = tokio::sync::watch::channel(0u64);
-    let cluster = ClusterWatch::start(&client, &shutdown, phase_changes);
+    let (cluster, cluster_versions) = ClusterWatch::with_stream(&client);
     let catalog_objects = spawn_catalog_store(&client, &shutdown);
     let po_ctx = Arc::new(PoContext {
         ctx: ctx.clone(),
@@ -167,11 +169,10 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
         }
         found
     };
-    // A catalog change re-judges the POs of the packages it can affect, and only those; every
-    // ClusterVersion event re-judges every PO (below, through the controller's own watch
-    // machinery: a trigger stream read against the PO store was seen to miss a PO after a
-    // phase change).
-    drop(phase_rx);
+    // A catalog change re-judges the POs of the packages it can affect, and only those; a
+    // change of what POM reads of the ClusterVersion re-judges every PO (below, through the
+    // controller's own watch machinery: a trigger stream read against the PO store was seen to
+    // miss a PO after a phase change).
     let triggers = package_triggers(ctx.catalogs.subscribe_changes(), store.clone());
     let all_pos = store.clone();
     // The other kinds bundles commonly ship: metadata only, owned objects only, so drift in
@@ -188,7 +189,13 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     let controller = watch_owned::<NetworkPolicy>(controller, &client, &by_owner_label);
     let controller = watch_owned::<PodDisruptionBudget>(controller, &client, &by_owner_label);
     controller
-        .with_config(kube::runtime::controller::Config::default().concurrency(4))
+        // 16 POs at a time: a PO's reconcile is a chain of requests, each waiting on the API
+        // server, so with 4 (as before) 1,000 new POs queued behind each other and the manager,
+        // not the rollouts, set the pace (`docs/benchmarks.md`, issue 10 item 4). The same PO
+        // never runs twice at once.
+        .with_config(
+            kube::runtime::controller::Config::default().concurrency(RECONCILE_CONCURRENCY),
+        )
         .watches(
             Api::<kube::api::PartialObjectMeta<Deployment>>::all(client.clone()),
             watcher::Config::default().labels(labels::OWNER_PO),
@@ -207,9 +214,12 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
                 move |obj| f(obj.labels())
             },
         )
-        .watches(
-            Api::<pom_api::openshift::ClusterVersion>::all(client.clone()),
-            watcher::Config::default(),
+        // Every PO is re-judged when what POM reads of the ClusterVersion changes, not on the
+        // CVO's other status churn (condition messages, heartbeats): issue 10 item 3.
+        // The stream is the gather step's own ClusterVersion watch: what triggers a reconcile
+        // is in the store it reads.
+        .watches_stream(
+            cluster_versions.predicate_filter(judged_cluster_version, PredicateConfig::default()),
             move |_| {
                 all_pos
                     .state()
@@ -364,6 +374,16 @@ async fn reconcile(po: Arc<PlatformOperator>, ctx: Arc<PoContext>) -> Result<Req
         other => Error::Finalizer(other.to_string()),
     })?;
     Ok(action)
+}
+
+/// A hash of what POM judges the cluster phase from ([`cluster_version_snapshot`]): the
+/// ClusterVersion watch passes an event on only when it changes. `Some` always, so an object
+/// that appears (or a status that is first written) triggers.
+fn judged_cluster_version(cv: &pom_api::openshift::ClusterVersion) -> Option<u64> {
+    use std::hash::{DefaultHasher, Hash as _, Hasher as _};
+    let mut hasher = DefaultHasher::new();
+    format!("{:?}", pom_policy::snapshot::cluster_version_snapshot(cv)).hash(&mut hasher);
+    Some(hasher.finish())
 }
 
 /// The older PlatformOperator for the same package, if this one is not it.
@@ -907,6 +927,38 @@ mod tests {
             }))
             .unwrap(),
         )
+    }
+
+    fn cluster_version(history: &str, message: &str) -> pom_api::openshift::ClusterVersion {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion",
+            "metadata": {"name": "version", "resourceVersion": message},
+            "spec": {"clusterID": "c"},
+            "status": {
+                "desired": {"version": "4.17.0"},
+                "observedGeneration": 1, "versionHash": "h",
+                "history": [{"state": history, "startedTime": "2026-01-01T00:00:00Z", "completionTime": null, "version": "4.17.0", "verified": true}],
+                "conditions": [{"type": "Progressing", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z", "message": message}]
+            }
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn only_what_pom_reads_of_the_cluster_version_re_judges_every_po() {
+        let working = judged_cluster_version(&cluster_version(
+            "Partial",
+            "Working towards 4.17.0: 10 of 800 done",
+        ));
+        let later = judged_cluster_version(&cluster_version(
+            "Partial",
+            "Working towards 4.17.0: 700 of 800 done",
+        ));
+        let done =
+            judged_cluster_version(&cluster_version("Completed", "Cluster version is 4.17.0"));
+        assert_eq!(working, later, "a progress message is churn");
+        assert_ne!(working, done, "the update completed");
+        assert!(working.is_some());
     }
 
     #[test]
