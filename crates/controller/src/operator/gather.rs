@@ -89,7 +89,6 @@ impl ClusterWatch {
 
     /// The ClusterVersion watch as a stream for a controller to drive: each object it yields
     /// is already in this watch's store, so a reconcile it triggers reads what triggered it.
-    #[must_use]
     pub fn with_stream(
         client: &kube::Client,
     ) -> (
