@@ -37,9 +37,19 @@ pub struct ServedCatalog {
     held: Mutex<BTreeMap<String, Arc<Catalog>>>,
     /// When this content was unpacked.
     pub unpacked_at: jiff::Timestamp,
+    /// Keeps the unpacked folder this content reads packages back from for as long as this
+    /// content is used (served, or still read by a reconcile after it was replaced).
+    in_use: Option<LoadingGuard>,
 }
 
 impl ServedCatalog {
+    /// This content reads from an unpacked folder that `guard` keeps.
+    #[must_use]
+    pub fn keeping(mut self, guard: LoadingGuard) -> Self {
+        self.in_use = Some(guard);
+        self
+    }
+
     /// Content parsed with a scope: its packages in scope are held from the start.
     #[must_use]
     pub fn new(
@@ -69,6 +79,7 @@ impl ServedCatalog {
             invalid_packages,
             held: Mutex::new(held),
             unpacked_at,
+            in_use: None,
         }
     }
 
@@ -220,6 +231,32 @@ struct Inner {
     /// The PlatformOperators (the manager's watch cache): the packages they name are the ones
     /// held whole. Unset until the PlatformOperator controller starts.
     operators: RwLock<Option<Store<PlatformOperator>>>,
+    /// Catalog content being pulled or parsed now (by-digest references, with how many loads
+    /// use each): its unpacked folder is not removed under the load.
+    loading: Mutex<BTreeMap<String, usize>>,
+}
+
+/// Marks content as being loaded until dropped ([`CatalogCache::loading`]).
+#[derive(Debug)]
+pub struct LoadingGuard {
+    inner: Arc<Inner>,
+    reference: String,
+}
+
+impl Drop for LoadingGuard {
+    fn drop(&mut self) {
+        let mut loading = self
+            .inner
+            .loading
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(count) = loading.get_mut(&self.reference) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                loading.remove(&self.reference);
+            }
+        }
+    }
 }
 
 /// The content a catalog entry resolves against (served, or kept from before a failure).
@@ -287,6 +324,7 @@ impl Default for CatalogCache {
                 package_generations: RwLock::new(HashMap::new()),
                 changes: broadcast::Sender::new(CHANGE_BACKLOG),
                 operators: RwLock::new(None),
+                loading: Mutex::new(BTreeMap::new()),
             }),
         }
     }
@@ -300,6 +338,44 @@ impl CatalogCache {
             .operators
             .write()
             .unwrap_or_else(PoisonError::into_inner) = Some(store);
+    }
+
+    /// Marks `reference` (by digest) as in use while the guard lives: being loaded, or read by
+    /// a [`ServedCatalog`] that holds the guard.
+    #[must_use]
+    pub fn loading(&self, reference: &str) -> LoadingGuard {
+        *self
+            .inner
+            .loading
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(reference.to_owned())
+            .or_default() += 1;
+        LoadingGuard {
+            inner: self.inner.clone(),
+            reference: reference.to_owned(),
+        }
+    }
+
+    /// Content in use: what every catalog serves (or kept from before a failure) and what is
+    /// being loaded now.
+    #[must_use]
+    pub fn content_in_use(&self) -> Vec<String> {
+        let mut references: Vec<String> = self
+            .read()
+            .values()
+            .filter_map(|entry| entry.state.latest_good())
+            .map(|served| served.resolved_source.clone())
+            .collect();
+        references.extend(
+            self.inner
+                .loading
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .keys()
+                .cloned(),
+        );
+        references
     }
 
     /// The packages some PlatformOperator names (none before the PlatformOperator controller
@@ -512,6 +588,28 @@ mod tests {
 
     fn catalog_of(json: &str) -> Arc<ServedCatalog> {
         scoped_catalog_of(json, &[])
+    }
+
+    #[test]
+    fn content_being_loaded_or_still_read_stays_in_use() {
+        let cache = CatalogCache::default();
+        cache.serve("a", 0, served("r/a@sha256:1"));
+        let loading = cache.loading("r/b@sha256:2");
+        let twice = cache.loading("r/b@sha256:2");
+        let mut in_use = cache.content_in_use();
+        in_use.sort();
+        assert_eq!(in_use, ["r/a@sha256:1", "r/b@sha256:2"]);
+        drop(loading);
+        assert!(cache.content_in_use().contains(&"r/b@sha256:2".to_owned()));
+        // A replaced content still read by a reconcile keeps its folder until dropped.
+        let kept = Arc::new(
+            Arc::try_unwrap(served("r/b@sha256:2"))
+                .unwrap()
+                .keeping(twice),
+        );
+        assert!(cache.content_in_use().contains(&"r/b@sha256:2".to_owned()));
+        drop(kept);
+        assert_eq!(cache.content_in_use(), ["r/a@sha256:1"]);
     }
 
     #[test]

@@ -15,7 +15,7 @@ mod reconcile;
 mod source;
 mod status;
 
-pub use cache::{CatalogCache, CatalogEntry, CatalogState, ServedCatalog};
+pub use cache::{CatalogCache, CatalogEntry, CatalogState, LoadingGuard, ServedCatalog};
 pub use pom_policy::duration::parse_go_duration;
 pub use reconcile::{CatalogError, run};
 pub use source::SourceError;

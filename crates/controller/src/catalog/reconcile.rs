@@ -253,13 +253,7 @@ async fn remove_unserved_content(ctx: &Context, store: &Store<Catalog>) {
     if !all_read {
         return;
     }
-    let keep: Vec<String> = ctx
-        .catalogs
-        .snapshot()
-        .iter()
-        .filter_map(|entry| entry.state.latest_good())
-        .map(|served| served.resolved_source.clone())
-        .collect();
+    let keep = ctx.catalogs.content_in_use();
     let root = ctx.settings.catalog_content_dir.clone();
     let removed = tokio::task::spawn_blocking(move || {
         crate::oci::retain_pulled(&root, keep.iter().map(String::as_str))

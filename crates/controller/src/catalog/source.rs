@@ -141,12 +141,21 @@ async fn fetch_image(
         .resolve_digest(&image.reference, &access)
         .await
         .map_err(image_error)?;
-    if let Some(previous) = previous.filter(|p| p.resolved_source == resolved) {
+    // The same digest is served as it is, unless its folder went missing (then it is pulled
+    // again: packages not held are read back from there).
+    let root = &ctx.settings.catalog_content_dir;
+    if let Some(previous) = previous.filter(|p| {
+        p.resolved_source == resolved
+            && ctx
+                .images
+                .pulled_dir(&resolved, IMAGE_PREFIX, root)
+                .is_some()
+    }) {
         return Ok(previous);
     }
+    let in_use = ctx.catalogs.loading(&resolved);
     // Unpacked to disk, never whole in memory: the parse reads the files, keeps the packages
     // PlatformOperators name, and reads the others back from the folder when they are named.
-    let root = &ctx.settings.catalog_content_dir;
     let dir = ctx
         .images
         .pull_to_dir(&resolved, IMAGE_PREFIX, &access, root)
@@ -166,7 +175,9 @@ async fn fetch_image(
     .map_err(|err| SourceError::Interrupted(err.to_string()))?
     .map_err(|error| SourceError::Invalid { source_name, error })?
     .ok_or(SourceError::EmptyImage { reference })?;
-    Ok(served(resolved, content))
+    Ok(Arc::new(
+        ServedCatalog::new(resolved, content, jiff::Timestamp::now()).keeping(in_use),
+    ))
 }
 
 async fn fetch_config_map(

@@ -57,47 +57,40 @@ pub(crate) struct IndexedPackage {
 /// Where a catalog's bytes can be read again.
 #[derive(Debug, Clone)]
 pub enum ContentSource {
-    /// Files on disk: a blob's file label `L` is read from `root/<L without label_prefix>`, or
-    /// from `L` itself when the prefix is empty (labels are then the paths read). The content
-    /// must not change while the index is in use (content-addressed folders).
-    Files { root: PathBuf, label_prefix: String },
-    /// Documents kept in memory (small sources, such as a ConfigMap key), by label.
-    Memory(Arc<BTreeMap<String, Vec<u8>>>),
+    /// Files on disk, by the label blobs from them carry. The content must not change while
+    /// the index is in use (content-addressed folders).
+    Files(Arc<BTreeMap<String, PathBuf>>),
+    /// Documents kept in memory (small sources, such as a ConfigMap key), in order, by label
+    /// (labels are unique: the first document of a label is read).
+    Memory(Arc<Vec<(String, Vec<u8>)>>),
 }
 
 impl ContentSource {
     fn read(&self, span: &BlobSpan) -> Result<Vec<u8>, FbcError> {
         let len = usize::try_from(span.len).unwrap_or(usize::MAX);
+        let gone = |path: &str, reason: &str| FbcError::Io {
+            path: path.to_owned(),
+            reason: format!(
+                "{reason}; the catalog's unpacked content changed or was removed: reload the catalog"
+            ),
+        };
         match self {
             Self::Memory(documents) => {
                 let start = usize::try_from(span.offset).unwrap_or(usize::MAX);
                 documents
-                    .get(span.file.as_ref())
-                    .and_then(|bytes| bytes.get(start..start.saturating_add(len)))
+                    .iter()
+                    .find(|(label, _)| label.as_str() == span.file.as_ref())
+                    .and_then(|(_, bytes)| bytes.get(start..start.saturating_add(len)))
                     .map(<[u8]>::to_vec)
-                    .ok_or_else(|| FbcError::Io {
-                        path: span.file.to_string(),
-                        reason: "the indexed content is no longer held; reload the catalog"
-                            .to_owned(),
-                    })
+                    .ok_or_else(|| gone(&span.file, "the indexed content is no longer held"))
             }
-            Self::Files { root, label_prefix } => {
-                let path = if label_prefix.is_empty() {
-                    PathBuf::from(span.file.as_ref())
-                } else {
-                    let relative = span
-                        .file
-                        .strip_prefix(label_prefix.as_str())
-                        .unwrap_or(&span.file);
-                    root.join(relative.trim_start_matches('/'))
-                };
-                let io = |error: std::io::Error| FbcError::Io {
-                    path: path.display().to_string(),
-                    reason: format!(
-                        "{error}; the catalog's unpacked content changed or was removed: reload the catalog"
-                    ),
-                };
-                let mut file = File::open(&path).map_err(io)?;
+            Self::Files(paths) => {
+                let path = paths
+                    .get(span.file.as_ref())
+                    .ok_or_else(|| gone(&span.file, "no such file in the catalog"))?;
+                let io =
+                    |error: std::io::Error| gone(&path.display().to_string(), &error.to_string());
+                let mut file = File::open(path).map_err(io)?;
                 file.seek(SeekFrom::Start(span.offset)).map_err(io)?;
                 let mut bytes = Vec::with_capacity(len);
                 file.take(span.len).read_to_end(&mut bytes).map_err(io)?;

@@ -7,7 +7,7 @@
 //! (files in sorted order, blobs in file order), which names the file, the line when known and
 //! the field, and says what to change.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -62,10 +62,7 @@ pub fn load_path_scoped(
     let scope = Arc::new(scope);
     let files = source::catalog_files_labelled(path, Some(label_prefix))?;
     let assembler = load_files(&files, Threads::default(), Some(&scope))?;
-    assembler.finish_scoped(ContentSource::Files {
-        root: path.to_path_buf(),
-        label_prefix: label_prefix.to_owned(),
-    })
+    assembler.finish_scoped(files_source(&files))
 }
 
 /// Parses in-memory documents as [`parse_documents`] does, keeping whole only the packages
@@ -76,13 +73,23 @@ pub fn parse_documents_scoped(
     scope: BTreeSet<String>,
 ) -> Result<ScopedCatalog, FbcError> {
     let scope = Arc::new(scope);
-    let docs: BTreeMap<String, Vec<u8>> = docs.into_iter().collect();
+    let docs: Vec<(String, Vec<u8>)> = docs.into_iter().collect();
     let borrowed: Vec<(&str, &[u8])> = docs
         .iter()
         .map(|(label, bytes)| (label.as_str(), bytes.as_slice()))
         .collect();
     let assembler = parse_into(&borrowed, Threads::default(), Some(&scope))?;
     assembler.finish_scoped(ContentSource::Memory(Arc::new(docs)))
+}
+
+/// Where each file of a load is, by its label.
+fn files_source(files: &[CatalogFile]) -> ContentSource {
+    ContentSource::Files(Arc::new(
+        files
+            .iter()
+            .map(|file| (file.label.clone(), file.path.clone()))
+            .collect(),
+    ))
 }
 
 fn load_path_on(path: &Path, threads: Threads) -> Result<Catalog, FbcError> {
@@ -205,6 +212,8 @@ fn parse_into(
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
     use crate::fbc::model::MaxOpenShiftVersion;
 
@@ -560,8 +569,7 @@ entries:
 
     fn scoped_on(threads: Threads, text: &str, scope: &BTreeSet<String>) -> ScopedCatalog {
         let docs = [("c", text.as_bytes())];
-        let memory: BTreeMap<String, Vec<u8>> =
-            std::iter::once(("c".to_owned(), text.as_bytes().to_vec())).collect();
+        let memory = vec![("c".to_owned(), text.as_bytes().to_vec())];
         parse_into(&docs, threads, Some(&Arc::new(scope.clone())))
             .unwrap()
             .finish_scoped(ContentSource::Memory(Arc::new(memory)))
@@ -606,8 +614,7 @@ entries:
             &mut aliases,
         )
         .unwrap();
-        let memory: BTreeMap<String, Vec<u8>> =
-            std::iter::once(("c".to_owned(), text.as_bytes().to_vec())).collect();
+        let memory = vec![("c".to_owned(), text.as_bytes().to_vec())];
         done.then(|| {
             assembler
                 .finish_scoped(ContentSource::Memory(Arc::new(memory)))
@@ -658,6 +665,48 @@ entries:
             assert_eq!(scoped.as_deref(), Some(whole.as_str()), "{threads:?}");
         }
         assert!(whole.contains("p4"), "{whole}");
+    }
+
+    #[test]
+    fn scoped_loads_of_one_file_a_bare_folder_and_ordered_documents_read_back() {
+        // A scattered package (read back at the end of the load) in one file, loaded with a
+        // prefix and with none (labels are then relative to the folder, not to the process).
+        let blobs = json_blobs(3);
+        let mut text = blobs.join("\n");
+        text.push('\n');
+        text.push_str(&blobs[1]);
+        let text = text.replace(&blobs[1], "").replacen("\n\n", "\n", 1) + "\n" + &blobs[1];
+        let root = std::env::temp_dir().join(format!("pom-fbc-scoped-one-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        let file = root.join("sub/c.json");
+        std::fs::write(&file, &text).unwrap();
+        let whole = load_path(&file).unwrap();
+        for (path, prefix) in [(&file, "/configs/"), (&root, ""), (&root, "/configs/")] {
+            let scoped = load_path_scoped(path, prefix, BTreeSet::new()).unwrap();
+            for (name, package) in &whole.packages {
+                let one = scoped.index.materialize(name).unwrap().unwrap();
+                assert_eq!(
+                    one.packages[name].bundles.len(),
+                    package.bundles.len(),
+                    "{name} {prefix:?}"
+                );
+            }
+        }
+        let _ = std::fs::remove_dir_all(&root);
+        // Documents keep their order: the duplicate is reported as a whole parse reports it.
+        let a = json_blobs(1).join("\n");
+        let docs = || {
+            vec![
+                ("z.json".to_owned(), a.clone().into_bytes()),
+                ("a.json".to_owned(), a.clone().into_bytes()),
+            ]
+        };
+        let whole = parse_documents(docs()).unwrap_err().to_string();
+        let scoped = parse_documents_scoped(docs(), BTreeSet::new())
+            .unwrap_err()
+            .to_string();
+        assert_eq!(scoped, whole);
     }
 
     #[test]
@@ -741,10 +790,7 @@ entries:
                 for threads in [ONE_CORE, TWO_CORES] {
                     let scoped = load_files(&files, threads, Some(&Arc::new(keep.clone())))
                         .unwrap()
-                        .finish_scoped(ContentSource::Files {
-                            root: path.clone(),
-                            label_prefix: String::new(),
-                        })
+                        .finish_scoped(files_source(&files))
                         .unwrap();
                     assert_scoped_matches(full, &scoped, &keep);
                 }
