@@ -218,6 +218,8 @@ async fn image_catalog_serves_and_follows_its_tag(env: &Env) {
         bundle.origin
     );
     assert_eq!(content.held_packages(), ["alpha"]);
+    // Let go: a replaced content still read somewhere keeps its folder (checked below).
+    drop(entry);
 
     // A transition is announced as an Event on the Catalog.
     let events: Api<Event> = Api::namespaced(env.client.clone(), "default");
