@@ -249,7 +249,6 @@ pub async fn prepare(
         label(&mut object, &po_name, package, &target.name);
         desired.push((object_id(&object, &target.name)?, object));
     }
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     let mut live_objects = Vec::with_capacity(desired.len());
     let mut unsafe_changes = Vec::new();
     for (id, object) in &desired {
@@ -278,11 +277,8 @@ pub async fn prepare(
                 }
             }
             if id.gvk.kind == "CustomResourceDefinition" {
-                let old = crds
-                    .get(&id.name)
-                    .await
-                    .map_err(Error::kube(format!("reading CRD {}", id.name)))?;
-                let old = serde_json::to_value(old).unwrap_or(Value::Null);
+                // The CRD just read (not a second read of it).
+                let old = serde_json::to_value(live).unwrap_or(Value::Null);
                 if let Err(violations) = check_crd_upgrade(&old, object) {
                     unsafe_changes.extend(violations.iter().map(ToString::to_string));
                 }
@@ -373,24 +369,45 @@ pub async fn apply(
         None => None,
     };
 
-    // Apply what differs (drift repair included).
+    // Apply what differs (drift repair included). What the server holds now, per object: the
+    // apply's answer, or the object just read when nothing was written.
     let mut wrote = 0;
-    for ((id, object), (api, live)) in desired.iter().zip(&live_objects) {
-        if apply_if_changed(api, &id.name, object, live.as_ref()).await? {
-            wrote += 1;
-            if wrote == 1 {
-                fail_point::hit(FailPoint::AfterFirstApply);
+    let mut now: Vec<Option<kube::api::DynamicObject>> = Vec::with_capacity(desired.len());
+    for ((id, object), (api, live)) in desired.iter().zip(live_objects) {
+        match apply_if_changed(&api, &id.name, object, live.as_ref()).await? {
+            Some(applied) => {
+                wrote += 1;
+                if wrote == 1 {
+                    fail_point::hit(FailPoint::AfterFirstApply);
+                }
+                now.push(Some(applied));
             }
+            None => now.push(live),
         }
     }
+    // A CRD or Deployment of the bundle as the server holds it after the apply, from the
+    // answers above (no read); read only if the bundle did not carry it.
+    let held = |kind: &str, name: &str| {
+        desired
+            .iter()
+            .zip(&now)
+            .find(|((id, _), _)| id.gvk.kind == kind && id.name == name)
+            .and_then(|(_, object)| object.as_ref())
+            .and_then(|object| serde_json::to_value(object).ok())
+    };
 
     // Settle (rollout part of §7; never a readiness probe).
     let mut waits = Vec::new();
     for crd_name in &rendered.crds {
-        let established = crds
-            .get_opt(crd_name)
-            .await
-            .map_err(Error::kube(format!("reading CRD {crd_name}")))?
+        let crd: Option<CustomResourceDefinition> = match held("CustomResourceDefinition", crd_name)
+        {
+            Some(value) => serde_json::from_value(value).ok(),
+            None => crds
+                .get_opt(crd_name)
+                .await
+                .map_err(Error::kube(format!("reading CRD {crd_name}")))?,
+        };
+        let established = crd
             .and_then(|c| c.status)
             .and_then(|s| s.conditions)
             .is_some_and(|c| {
@@ -405,10 +422,13 @@ pub async fn apply(
     }
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), namespace);
     for name in &rendered.deployments {
-        let deployment = deployments
-            .get_opt(name)
-            .await
-            .map_err(Error::kube(format!("reading Deployment {name}")))?;
+        let deployment: Option<Deployment> = match held("Deployment", name) {
+            Some(value) => serde_json::from_value(value).ok(),
+            None => deployments
+                .get_opt(name)
+                .await
+                .map_err(Error::kube(format!("reading Deployment {name}")))?,
+        };
         if !deployment.as_ref().is_some_and(is_rolled_out) {
             waits.push(Wait::Rollout {
                 namespace: namespace.to_owned(),

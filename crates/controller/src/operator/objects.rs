@@ -153,27 +153,30 @@ pub fn is_subset(desired: &Value, live: &Value) -> bool {
     }
 }
 
-/// Applies `object` unless the live object already matches; returns whether it wrote.
+/// Applies `object` unless the live object already matches. Returns the object as the server
+/// answered the apply (`None` when it matched and nothing was written): what the waits after
+/// the apply read, instead of reading it again.
 pub async fn apply_if_changed(
     api: &Api<DynamicObject>,
     name: &str,
     object: &Value,
     live: Option<&DynamicObject>,
-) -> Result<bool, Error> {
+) -> Result<Option<DynamicObject>, Error> {
     if let Some(live) = live {
         let live_value = serde_json::to_value(live).unwrap_or(Value::Null);
         if is_subset(object, &live_value) {
-            return Ok(false);
+            return Ok(None);
         }
     }
-    api.patch(
-        name,
-        &PatchParams::apply(BUNDLE_FIELD_MANAGER).force(),
-        &Patch::Apply(object),
-    )
-    .await
-    .map_err(Error::kube(format!("applying {name}")))?;
-    Ok(true)
+    let applied = api
+        .patch(
+            name,
+            &PatchParams::apply(BUNDLE_FIELD_MANAGER).force(),
+            &Patch::Apply(object),
+        )
+        .await
+        .map_err(Error::kube(format!("applying {name}")))?;
+    Ok(Some(applied))
 }
 
 /// Reads an object, `None` when absent.
