@@ -49,6 +49,8 @@ struct Restart {
 }
 
 const READY_TIMEOUT: Duration = Duration::from_secs(90);
+/// Starts of a control plane tried when a port was taken between picking and binding it.
+const PORT_RACE_ATTEMPTS: u32 = 3;
 
 impl ControlPlane {
     /// Starts a control plane with POM's CRDs and the external CRDs installed.
@@ -56,6 +58,27 @@ impl ControlPlane {
     /// # Errors
     /// When a binary is missing, a process does not come up, or a CRD is refused.
     pub async fn start(workloads: Workloads) -> Result<Self, HarnessError> {
+        // Ports are picked free, then bound by the processes a moment later: another process
+        // (a parallel test, another suite on the machine) may take one in between. That is
+        // the harness's race, not a failure of what is tested: start again on new ports.
+        let mut attempt = 1;
+        loop {
+            match Self::start_once(workloads).await {
+                Err(HarnessError::NotReady { log_tail, .. })
+                    if attempt < PORT_RACE_ATTEMPTS
+                        && log_tail.contains("address already in use") =>
+                {
+                    eprintln!(
+                        "control plane: a port was taken before it was bound; starting again"
+                    );
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn start_once(workloads: Workloads) -> Result<Self, HarnessError> {
         let mut needed = crate::binaries::CONTROL_PLANE.to_vec();
         if workloads == Workloads::Simulated {
             needed.extend_from_slice(crate::binaries::WORKLOADS);
