@@ -187,6 +187,9 @@ fn load_average() -> String {
         .unwrap_or_else(|| "?".to_owned())
 }
 
+/// One round's times: the best floor, POM, the compared manager; the load average after it.
+type Round = (Option<Duration>, Option<Duration>, Option<Duration>, String);
+
 /// What one POM run measured.
 struct PomResult {
     installed_after: Duration,
@@ -234,7 +237,7 @@ async fn run() -> Result<u64> {
     let mut poms: Vec<PomResult> = Vec::new();
     // Per round: the best floor, the POM time and the compared manager's, for ratios of
     // neighbours.
-    let mut pairs: Vec<(Option<Duration>, Option<Duration>, Option<Duration>, String)> = Vec::new();
+    let mut pairs: Vec<Round> = Vec::new();
     for round in 1..=options.rounds {
         let mut best: Option<Duration> = None;
         if options.floor {
@@ -332,9 +335,14 @@ async fn run() -> Result<u64> {
                 continue;
             }
             ratios.sort_by(f64::total_cmp);
+            let middle = ratios.len() / 2;
+            let median = if ratios.len() % 2 == 0 {
+                f64::midpoint(ratios[middle - 1], ratios[middle])
+            } else {
+                ratios[middle]
+            };
             println!(
-                "{name} / floor: median {:.2}x over {} round(s) (min {:.2}x, max {:.2}x)",
-                ratios[ratios.len() / 2],
+                "{name} / floor: median {median:.2}x over {} round(s) (min {:.2}x, max {:.2}x)",
                 ratios.len(),
                 ratios[0],
                 ratios[ratios.len() - 1]
@@ -638,7 +646,7 @@ fn print_log_warnings(log: &str) {
         counts.values().sum::<usize>()
     );
     let mut rows: Vec<(String, usize)> = counts.into_iter().collect();
-    rows.sort_by(|a, b| b.1.cmp(&a.1));
+    rows.sort_by_key(|row| std::cmp::Reverse(row.1));
     for (message, n) in rows.iter().take(8) {
         println!("    {n:>7}  {message}");
     }
@@ -987,7 +995,7 @@ fn progress_report() -> (usize, String) {
         *reasons.entry(reason).or_default() += 1;
     }
     let mut reasons: Vec<(String, usize)> = reasons.into_iter().collect();
-    reasons.sort_by(|a, b| b.1.cmp(&a.1));
+    reasons.sort_by_key(|row| std::cmp::Reverse(row.1));
     let list: Vec<String> = reasons.iter().map(|(r, n)| format!("{n} {r}")).collect();
     (done, list.join(", "))
 }
