@@ -129,6 +129,8 @@ struct Row {
     what: String,
     memory: MemorySample,
     states: String,
+    /// [`smaps_breakdown`] at that point.
+    mappings: String,
 }
 
 async fn run() -> Result<()> {
@@ -199,6 +201,7 @@ async fn run() -> Result<()> {
     let mut rows = vec![Row {
         what: "manager ready, no Catalog".to_owned(),
         memory: MemorySample::read(manager.pid())?,
+        mappings: smaps_breakdown(manager.pid()),
         states: String::new(),
     }];
     print_row(&rows[rows.len() - 1]);
@@ -222,6 +225,7 @@ async fn run() -> Result<()> {
     rows.push(Row {
         what: "Catalog Serving, 0 POs".to_owned(),
         memory: MemorySample::read(manager.pid())?,
+        mappings: smaps_breakdown(manager.pid()),
         states: String::new(),
     });
     print_row(&rows[rows.len() - 1]);
@@ -239,6 +243,7 @@ async fn run() -> Result<()> {
         rows.push(Row {
             what: format!("{total} POs ({total} packages named)"),
             memory: MemorySample::read(manager.pid())?,
+            mappings: smaps_breakdown(manager.pid()),
             states,
         });
         print_row(&rows[rows.len() - 1]);
@@ -255,17 +260,18 @@ async fn run() -> Result<()> {
         options.packages
     );
     println!(
-        "| point | VmHWM MiB | VmRSS MiB | RssAnon MiB | RssFile MiB | PO states (Installed status/reason, resolved) |"
+        "| point | VmHWM MiB | VmRSS MiB | RssAnon MiB | RssFile MiB | threads | PO states (Installed status/reason, resolved) |"
     );
-    println!("|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|");
     for row in &rows {
         println!(
-            "| {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} |",
             row.what,
             mib(row.memory.hwm),
             mib(row.memory.rss),
             mib(row.memory.anon),
             mib(row.memory.file),
+            row.memory.threads,
             row.states
         );
     }
@@ -460,6 +466,7 @@ struct MemorySample {
     rss: u64,
     anon: u64,
     file: u64,
+    threads: u64,
 }
 
 impl MemorySample {
@@ -479,18 +486,20 @@ impl MemorySample {
             rss: field("VmRSS")?,
             anon: field("RssAnon")?,
             file: field("RssFile")?,
+            threads: field("Threads")?,
         })
     }
 }
 
 fn print_row(row: &Row) {
     println!(
-        "[{}] VmHWM {} MiB, VmRSS {} MiB (anon {}, file {}){}; load {}",
+        "[{}] VmHWM {} MiB, VmRSS {} MiB (anon {}, file {}; {} threads){}; load {}",
         row.what,
         mib(row.memory.hwm),
         mib(row.memory.rss),
         mib(row.memory.anon),
         mib(row.memory.file),
+        row.memory.threads,
         if row.states.is_empty() {
             String::new()
         } else {
@@ -498,6 +507,55 @@ fn print_row(row: &Row) {
         },
         load_average()
     );
+    println!("    where: {}", row.mappings);
+}
+
+/// Where the resident memory of `pid` is, from `/proc/<pid>/smaps`: the `[heap]` (glibc's main
+/// arena), anonymous mappings (other arenas, large allocations, thread stacks), files.
+fn smaps_breakdown(pid: u32) -> String {
+    let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/smaps")) else {
+        return "smaps unreadable".to_owned();
+    };
+    let (mut heap, mut anon, mut file, mut other) = (0u64, 0u64, 0u64, 0u64);
+    let (mut anon_maps, mut big_anon_maps) = (0usize, 0usize);
+    let mut kind = "";
+    for line in text.lines() {
+        let mut words = line.split_whitespace();
+        let first = words.next().unwrap_or_default();
+        if first.contains('-') && first.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+            let path = words.nth(4).unwrap_or_default();
+            kind = match path {
+                "[heap]" => "heap",
+                "" => "anon",
+                p if p.starts_with('/') => "file",
+                _ => "other",
+            };
+            continue;
+        }
+        if first == "Rss:" {
+            let kib: u64 = words
+                .next()
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_default();
+            match kind {
+                "heap" => heap += kib,
+                "anon" => {
+                    anon += kib;
+                    anon_maps += usize::from(kib > 0);
+                    big_anon_maps += usize::from(kib > 1024);
+                }
+                "file" => file += kib,
+                _ => other += kib,
+            }
+        }
+    }
+    format!(
+        "[heap] {} MiB, anonymous mappings {} MiB ({anon_maps} resident, {big_anon_maps} over 1 MiB), files {} MiB, other {} MiB",
+        mib(heap),
+        mib(anon),
+        mib(file),
+        mib(other)
+    )
 }
 
 fn mib(kib: u64) -> String {
