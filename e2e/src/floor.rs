@@ -11,7 +11,7 @@
 //! (`ensure_namespace`) and the OperatorCondition (`operator_condition::ensure`).
 //!
 //! Readiness is watched, not polled: every CRD `Established=True`, every Deployment rolled out
-//! by the manager's own rule ([`is_rolled_out`], a copy of `install::is_rolled_out`).
+//! by the manager's own rule (`pom_controller::operator::is_rolled_out`).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -27,6 +27,7 @@ use kube::discovery::ApiResource;
 use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Client, ResourceExt as _};
 use pom_api::labels;
+use pom_controller::operator::{is_rolled_out, label};
 use pom_resolver::render::{self, BundleFiles, RenderOptions};
 use serde_json::{Value, json};
 
@@ -125,43 +126,6 @@ pub fn render_bundle(
             .collect(),
         po,
     })
-}
-
-/// The manager's `objects::label`: POM's ownership labels added to a rendered object.
-fn label(object: &mut Value, po: &str, package: &str, bundle: &str) {
-    if !object["metadata"].is_object() {
-        object["metadata"] = Value::Object(serde_json::Map::new());
-    }
-    let metadata = &mut object["metadata"];
-    if !metadata["labels"].is_object() {
-        metadata["labels"] = Value::Object(serde_json::Map::new());
-    }
-    let labels_map = &mut metadata["labels"];
-    for (key, value) in labels::owner_labels(po, package, Some(bundle)) {
-        labels_map[key] = Value::String(value);
-    }
-}
-
-/// The manager's `install::is_rolled_out`: the controller observed the generation, every
-/// replica is updated and the Deployment says Available.
-#[must_use]
-pub fn is_rolled_out(deployment: &Deployment) -> bool {
-    let generation = deployment.metadata.generation.unwrap_or(0);
-    let desired = deployment
-        .spec
-        .as_ref()
-        .and_then(|s| s.replicas)
-        .unwrap_or(1);
-    let Some(status) = &deployment.status else {
-        return false;
-    };
-    status.observed_generation.unwrap_or(0) >= generation
-        && status.updated_replicas.unwrap_or(0) >= desired
-        && status.replicas.unwrap_or(0) == status.updated_replicas.unwrap_or(0)
-        && status.conditions.as_ref().is_some_and(|c| {
-            c.iter()
-                .any(|c| c.type_ == "Available" && c.status == "True")
-        })
 }
 
 fn is_established(crd: &CustomResourceDefinition) -> bool {

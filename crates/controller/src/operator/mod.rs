@@ -8,6 +8,7 @@ mod operator_condition;
 mod quiet;
 mod reconcile;
 
-pub use objects::{KindCache, PRUNABLE_KINDS, is_subset};
+pub use install::is_rolled_out;
+pub use objects::{KindCache, PRUNABLE_KINDS, is_subset, label};
 pub use pom_api::labels::label_value;
 pub use reconcile::run;
