@@ -6,6 +6,8 @@
 //! borrowed wire types in one pass; YAML documents are split on `---` lines first (so each blob
 //! knows its line and the YAML parser's per-document budgets apply per blob) and go through
 //! `serde_json::Value`, which keeps unquoted timestamps as the strings they were written as.
+//! A document is built straight from the parser's events ([`super::yaml_events`], twice as
+//! fast) unless it uses YAML that module leaves to serde-saphyr, which then decodes it.
 
 use std::cell::Cell;
 use std::io::Read as _;
@@ -21,6 +23,7 @@ use super::error::FbcError;
 use super::fields::fold_eq;
 use super::index::{BlobAt, BlobSpan};
 use super::model::Origin;
+use super::yaml_events::{self, Declined};
 
 /// The two encodings of catalog files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -493,6 +496,64 @@ fn yaml_reason(error: &serde_saphyr::Error) -> String {
     }
 }
 
+/// What [`yaml_fast_path_differential`] found in a YAML text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FastPathTally {
+    /// Documents the event front end built, each equal to serde-saphyr's value.
+    pub built: usize,
+    /// Documents it declined (serde-saphyr decodes those), by reason.
+    pub declined: std::collections::BTreeMap<Declined, usize>,
+}
+
+impl FastPathTally {
+    /// Documents declined, whatever the reason.
+    #[must_use]
+    pub fn declined(&self) -> usize {
+        self.declined.values().sum()
+    }
+
+    /// Adds `other`'s counts to these.
+    pub fn absorb(&mut self, other: Self) {
+        self.built += other.built;
+        for (reason, count) in other.declined {
+            *self.declined.entry(reason).or_default() += count;
+        }
+    }
+}
+
+/// Test and fuzz hook: every document of `text` through the event front end and through
+/// serde-saphyr. A document the front end builds must be one serde-saphyr accepts, with the
+/// same value.
+///
+/// # Errors
+/// The first document where the two differ, with both results.
+#[doc(hidden)]
+pub fn yaml_fast_path_differential(text: &str) -> Result<FastPathTally, String> {
+    let mut tally = FastPathTally::default();
+    for document in split_yaml_documents(text) {
+        let fast = match yaml_events::document_value(document.text) {
+            Ok(value) => value,
+            Err(reason) => {
+                *tally.declined.entry(reason).or_default() += 1;
+                continue;
+            }
+        };
+        let aliases_seen = Rc::new(Cell::new(0usize));
+        let options = yaml_options(MAX_DOCUMENT_ALIAS_EVENTS, &aliases_seen);
+        match serde_saphyr::from_str_with_options::<Value>(document.text, options) {
+            Ok(value) if value == fast => tally.built += 1,
+            other => {
+                return Err(format!(
+                    "the document at line {} differs: events built {fast:?}, serde-saphyr gave \
+                     {other:?}",
+                    document.first_line
+                ));
+            }
+        }
+    }
+    Ok(tally)
+}
+
 /// Decodes YAML documents; `text` starts at `at` in its file.
 fn decode_yaml_stream(
     label: &str,
@@ -507,33 +568,37 @@ fn decode_yaml_stream(
         let aliases_seen = Rc::new(Cell::new(0usize));
         let cap = aliases.document_cap();
         let options = yaml_options(cap, &aliases_seen);
-        let value: Value =
-            serde_saphyr::from_str_with_options(document.text, options).map_err(|e| {
-                if cap < MAX_DOCUMENT_ALIAS_EVENTS && is_alias_replay_limit(&e) {
-                    return FbcError::AliasBudgetExceeded {
-                        origin: Origin {
-                            file: label.to_owned(),
-                            line: Some(document.content_line),
-                        },
-                        limit: aliases.limit,
-                    };
-                }
-                let (line, column) = match e.location() {
-                    Some(l) => (
-                        document.first_line + usize::try_from(l.line()).unwrap_or(1).max(1) - 1,
-                        usize::try_from(l.column()).unwrap_or(1).max(1),
-                    ),
-                    None => (document.content_line, 1),
-                };
-                FbcError::MalformedYaml {
+        let fast = yaml_events::document_value(document.text);
+        let value: Value = match fast {
+            Ok(value) => Ok(value),
+            Err(_declined) => serde_saphyr::from_str_with_options(document.text, options),
+        }
+        .map_err(|e| {
+            if cap < MAX_DOCUMENT_ALIAS_EVENTS && is_alias_replay_limit(&e) {
+                return FbcError::AliasBudgetExceeded {
                     origin: Origin {
                         file: label.to_owned(),
-                        line: Some(line),
+                        line: Some(document.content_line),
                     },
-                    column,
-                    reason: yaml_reason(&e),
-                }
-            })?;
+                    limit: aliases.limit,
+                };
+            }
+            let (line, column) = match e.location() {
+                Some(l) => (
+                    document.first_line + usize::try_from(l.line()).unwrap_or(1).max(1) - 1,
+                    usize::try_from(l.column()).unwrap_or(1).max(1),
+                ),
+                None => (document.content_line, 1),
+            };
+            FbcError::MalformedYaml {
+                origin: Origin {
+                    file: label.to_owned(),
+                    line: Some(line),
+                },
+                column,
+                reason: yaml_reason(&e),
+            }
+        })?;
         if aliases_seen.get() > 0 {
             aliases.charge(&value);
         }

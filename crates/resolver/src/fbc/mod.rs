@@ -19,11 +19,16 @@ pub mod parse;
 mod properties;
 mod source;
 mod validate;
+pub(crate) mod yaml_events;
 
 pub use decode::MAX_CATALOG_ALIAS_EVENTS;
+#[doc(hidden)]
+pub use decode::{FastPathTally, yaml_fast_path_differential};
 pub use index::{ContentSource, Fingerprint, PackageIndex, ScopedCatalog};
 pub use model::*;
 pub use parse::{
     DuplicateDetail, FbcError, InvalidSkipRangeDetail, load_path, load_path_scoped,
     parse_documents, parse_documents_scoped,
 };
+#[doc(hidden)]
+pub use yaml_events::Declined;
