@@ -57,8 +57,8 @@ wire_struct! {
 }
 
 wire_struct! {
-    /// A `{type, value}` property; the value is captured as raw JSON text (the model keeps every
-    /// property raw, and only the few POM reads are decoded, from that text).
+    /// A `{type, value}` property; the value is captured as raw JSON text, and only the few
+    /// POM reads are decoded, from that text.
     pub(crate) struct PropertyWire<'de> ("property (an object with `type` and `value`)", check_all_keys = false) {
         kind: Str<'de> => "type",
         value: Box<RawValue> => "value",
@@ -91,7 +91,7 @@ wire_struct! {
 }
 
 wire_struct! {
-    /// The parts of `olm.csv.metadata` POM reads (the rest stays in the raw property).
+    /// The parts of `olm.csv.metadata` POM reads.
     pub(crate) struct CsvMetadataWire<'de> ("olm.csv.metadata value (an object)", check_all_keys = false) {
         min_kube_version: Str<'de> => "minKubeVersion",
         install_modes: Vec<InstallModeWire<'de>> => "installModes",

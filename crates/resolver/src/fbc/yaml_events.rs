@@ -335,6 +335,9 @@ mod tests {
                 "quay.io/org/image@sha256:abc",
                 Value::from("quay.io/org/image@sha256:abc"),
             ),
+            // Unquoted timestamps stay the text they were written as (rabbitmq-cluster-operator's
+            // real catalog has `createdAt: 2025-06-24T14:07:09`).
+            ("2025-06-24T14:07:09", Value::from("2025-06-24T14:07:09")),
         ] {
             let document = format!("k: {scalar}\n");
             let built = agrees(&document).unwrap();
