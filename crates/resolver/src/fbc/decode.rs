@@ -156,7 +156,7 @@ pub(crate) fn decode_blob_span(
 }
 
 /// Where a slice being decoded starts in its file: lines before it and its byte offset.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct FileOffset {
     lines: usize,
     bytes: u64,
@@ -755,19 +755,51 @@ fn last_blob_start(bytes: &[u8], json: bool) -> Option<usize> {
     None
 }
 
-/// Decodes one file read `window` bytes at a time, each piece cut before a blob that starts a
-/// line (as [`cut`] cuts), so the file is never in memory whole. Pieces go into `assembler`
-/// in order, charged to one alias budget: the result is what one pass over the file gives,
-/// unless a piece fails, or the file is YAML with directives, or not UTF-8 — then this
-/// returns `Ok(false)` and the caller decodes the whole file instead (a cut inside a
-/// pretty-printed JSON blob fails its piece; the one pass reports the file's true error).
-pub(crate) fn decode_file_in_pieces(
-    label: &str,
+/// One piece of a file being read in windows: its bytes (whole blobs), where it starts, and the
+/// file's format.
+pub(crate) struct Window {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) at: FileOffset,
+    pub(crate) json: bool,
+}
+
+impl Window {
+    /// Decodes this piece into `assembler`; `false` when it failed, or must not be decoded in
+    /// pieces (YAML with directives, text that is not UTF-8): the caller then decodes the
+    /// whole file in one pass, which reports the file's true error.
+    pub(crate) fn decode(
+        &self,
+        label: &str,
+        assembler: &mut Assembler,
+        aliases: &mut AliasBudget,
+    ) -> bool {
+        let piece = self.bytes.as_slice();
+        if !self.json && (piece.first() == Some(&b'%') || piece.windows(2).any(|w| w == b"\n%")) {
+            return false;
+        }
+        let decoded = if self.at.bytes == 0 {
+            // The first piece, as a document: byte-order mark, format detection.
+            decode_document(label, piece, assembler, aliases)
+        } else if self.json {
+            decode_json_stream(label, piece, 0, self.at, assembler)
+        } else {
+            match std::str::from_utf8(piece) {
+                Ok(text) => decode_yaml_stream(label, text, self.at, assembler, aliases),
+                Err(_) => return false,
+            }
+        };
+        decoded.is_ok()
+    }
+}
+
+/// Reads one file `window` bytes at a time and hands `emit` its pieces in order, each cut
+/// before a blob that starts a line (as [`cut`] cuts), so the file is never in memory whole.
+/// Stops early when `emit` returns `false`.
+pub(crate) fn read_in_windows(
     mut reader: impl std::io::Read,
     window: usize,
-    assembler: &mut Assembler,
-    aliases: &mut AliasBudget,
-) -> std::io::Result<bool> {
+    mut emit: impl FnMut(Window) -> bool,
+) -> std::io::Result<()> {
     let mut buffer: Vec<u8> = Vec::new();
     let mut at = FileOffset::START;
     let mut format: Option<bool> = None;
@@ -784,7 +816,7 @@ pub(crate) fn decode_file_in_pieces(
                 let body = buffer.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&buffer);
                 match body.iter().find(|b| !b.is_ascii_whitespace()) {
                     Some(first) => *format.insert(*first == b'{'),
-                    None if eof => return Ok(true),
+                    None if eof => return Ok(()),
                     None => continue,
                 }
             }
@@ -797,29 +829,18 @@ pub(crate) fn decode_file_in_pieces(
                 None => continue,
             }
         };
-        let piece = buffer.get(..end).unwrap_or_default();
-        let decoded = if at.bytes == 0 {
-            // The first piece, as a document: byte-order mark, format detection.
-            if !json && piece.first() == Some(&b'%') {
-                return Ok(false);
-            }
-            decode_document(label, piece, assembler, aliases)
-        } else if json {
-            decode_json_stream(label, piece, 0, at, assembler)
-        } else {
-            match std::str::from_utf8(piece) {
-                Ok(text) => decode_yaml_stream(label, text, at, assembler, aliases),
-                Err(_) => return Ok(false),
-            }
+        let rest = buffer.split_off(end);
+        let bytes = std::mem::replace(&mut buffer, rest);
+        let next = FileOffset {
+            lines: at.lines + count_newlines(&bytes),
+            bytes: at.bytes + end as u64,
         };
-        if decoded.is_err() || (!json && piece.windows(2).any(|w| w == b"\n%")) {
-            return Ok(false);
+        if !emit(Window { bytes, at, json }) {
+            return Ok(());
         }
-        at.lines += count_newlines(piece);
-        at.bytes += end as u64;
-        buffer.drain(..end);
+        at = next;
     }
-    Ok(true)
+    Ok(())
 }
 
 #[cfg(test)]

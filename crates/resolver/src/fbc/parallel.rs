@@ -10,13 +10,20 @@
 //! or when a YAML document used aliases (the catalog-wide alias budget must be charged in file
 //! order), [`decode`] returns `None` and the caller decodes the catalog again on one core, which
 //! reports exactly what it always reported. Errors cost a second pass; valid catalogs do not.
+//!
+//! One large file is not read whole: [`decode_file_in_windows`] reads it a window at a time on
+//! the calling thread while the workers decode the windows already read, so it is never in
+//! memory whole and still decodes on every core.
 
+use std::io::Read;
 use std::num::NonZeroUsize;
 use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, mpsc};
 use std::thread;
 
 use super::assemble::{Assembler, Scope};
-use super::decode::{AliasBudget, decode_document, decode_piece};
+use super::decode::{AliasBudget, Window, decode_document, decode_piece, read_in_windows};
 use super::source::{self, CatalogFile};
 
 /// Catalogs smaller than this are decoded on one core: the real catalogs in the test data are
@@ -136,9 +143,14 @@ pub(crate) fn decode(
     Some(joined)
 }
 
+/// An empty assembler, scoped when a scope is given.
+fn assembler_for(scope: Option<&Scope>) -> Assembler {
+    scope.map_or_else(Assembler::default, |s| Assembler::scoped(s.clone()))
+}
+
 /// One worker's share, or `None` when it failed or charged the alias budget.
 fn decode_share(units: &[Unit<'_>], scope: Option<&Scope>) -> Option<Assembler> {
-    let mut assembler = scope.map_or_else(Assembler::default, |s| Assembler::scoped(s.clone()));
+    let mut assembler = assembler_for(scope);
     let mut aliases = AliasBudget::default();
     for unit in units {
         let decoded = match unit {
@@ -156,4 +168,72 @@ fn decode_share(units: &[Unit<'_>], scope: Option<&Scope>) -> Option<Assembler> 
         }
     }
     (aliases == AliasBudget::default()).then_some(assembler)
+}
+
+/// Decodes one file read `window` bytes at a time ([`read_in_windows`]): the calling thread
+/// reads, `workers` threads decode each window into an assembler of its own, and the
+/// assemblers are joined in file order. At most about `2 × workers + 1` windows are in memory
+/// besides what has been decoded. `None` when a window failed or used YAML aliases (see the
+/// module documentation): the caller decodes the whole file instead.
+pub(crate) fn decode_file_in_windows(
+    label: &str,
+    reader: impl Read,
+    window: usize,
+    workers: usize,
+    scope: Option<&Scope>,
+) -> std::io::Result<Option<Assembler>> {
+    let (pieces, waiting) = mpsc::sync_channel::<(usize, Window)>(workers.max(1));
+    let waiting = Mutex::new(waiting);
+    let (decoded, parts) = mpsc::channel::<(usize, Option<Assembler>)>();
+    let failed = AtomicBool::new(false);
+    let read = thread::scope(|threads| {
+        for _ in 0..workers.max(1) {
+            let decoded = decoded.clone();
+            let (waiting, failed) = (&waiting, &failed);
+            threads.spawn(move || {
+                loop {
+                    let next = waiting.lock().ok().and_then(|queue| queue.recv().ok());
+                    let Some((seq, window)) = next else { break };
+                    let mut assembler = assembler_for(scope);
+                    let mut aliases = AliasBudget::default();
+                    let ok = window.decode(label, &mut assembler, &mut aliases)
+                        && aliases == AliasBudget::default();
+                    if !ok {
+                        failed.store(true, Ordering::Relaxed);
+                    }
+                    if decoded.send((seq, ok.then_some(assembler))).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(decoded);
+        let mut seq = 0usize;
+        let read = read_in_windows(reader, window, |piece| {
+            let sent = !failed.load(Ordering::Relaxed) && pieces.send((seq, piece)).is_ok();
+            seq += 1;
+            sent
+        });
+        drop(pieces);
+        read
+    });
+    read?;
+    if failed.load(Ordering::Relaxed) {
+        return Ok(None);
+    }
+    let mut parts: Vec<(usize, Option<Assembler>)> = parts.into_iter().collect();
+    parts.sort_unstable_by_key(|(seq, _)| *seq);
+    let mut joined: Option<Assembler> = None;
+    for (_, part) in parts {
+        let Some(part) = part else { return Ok(None) };
+        match joined.as_mut() {
+            None => joined = Some(part),
+            Some(joined) => {
+                if !joined.absorb(part) {
+                    return Ok(None);
+                }
+            }
+        }
+    }
+    Ok(Some(joined.unwrap_or_else(|| assembler_for(scope))))
 }

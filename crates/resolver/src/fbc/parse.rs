@@ -12,7 +12,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::assemble::{Assembler, Scope};
-use super::decode::{AliasBudget, STREAM_WINDOW_BYTES, decode_document, decode_file_in_pieces};
+use super::decode::{AliasBudget, STREAM_WINDOW_BYTES, decode_document};
 pub use super::error::{DuplicateDetail, FbcError, InvalidSkipRangeDetail};
 use super::index::{ContentSource, ScopedCatalog};
 use super::model::Catalog;
@@ -103,11 +103,10 @@ fn load_files(
     scope: Option<&Scope>,
 ) -> Result<Assembler, FbcError> {
     if let [file] = files {
-        // The manager's loads (scoped) read one large file in pieces: it is never in memory
-        // whole. Other loads read it whole and decode it on every core.
-        if scope.is_some()
-            && std::fs::metadata(&file.path).is_ok_and(|m| m.len() >= MIN_STREAMED_BYTES)
-            && let Some(assembler) = load_file_in_pieces(file, scope)?
+        // One large file is read in windows, decoded on every core as they arrive: it is never
+        // in memory whole. When that cannot give the one-pass result, it is read whole.
+        if std::fs::metadata(&file.path).is_ok_and(|m| m.len() >= MIN_STREAMED_BYTES)
+            && let Some(assembler) = load_file_in_pieces(file, threads.workers, scope)?
         {
             return Ok(assembler);
         }
@@ -139,13 +138,14 @@ fn load_files(
     Ok(assembler)
 }
 
-/// Files at least this large are read in pieces by scoped loads.
+/// Files at least this large are read in windows.
 const MIN_STREAMED_BYTES: u64 = 2 * STREAM_WINDOW_BYTES as u64;
 
-/// One file decoded in pieces ([`decode_file_in_pieces`]); `None` when it must be decoded
-/// whole instead.
+/// One file decoded in windows ([`parallel::decode_file_in_windows`]); `None` when it must be
+/// decoded whole instead.
 fn load_file_in_pieces(
     file: &CatalogFile,
+    workers: usize,
     scope: Option<&Scope>,
 ) -> Result<Option<Assembler>, FbcError> {
     let io = |e: std::io::Error| FbcError::Io {
@@ -153,17 +153,8 @@ fn load_file_in_pieces(
         reason: e.to_string(),
     };
     let reader = std::fs::File::open(&file.path).map_err(io)?;
-    let mut assembler = new_assembler(scope);
-    let mut aliases = AliasBudget::default();
-    let done = decode_file_in_pieces(
-        &file.label,
-        reader,
-        STREAM_WINDOW_BYTES,
-        &mut assembler,
-        &mut aliases,
-    )
-    .map_err(io)?;
-    Ok(done.then_some(assembler))
+    parallel::decode_file_in_windows(&file.label, reader, STREAM_WINDOW_BYTES, workers, scope)
+        .map_err(io)
 }
 
 fn new_assembler(scope: Option<&Scope>) -> Assembler {
@@ -598,23 +589,38 @@ entries:
         );
     }
 
-    /// A file decoded in pieces of `window` bytes, scoped; `None` when it falls back.
-    fn in_pieces(text: &str, window: usize, scope: &BTreeSet<String>) -> Option<ScopedCatalog> {
-        let mut assembler = Assembler::scoped(Arc::new(scope.clone()));
-        let mut aliases = AliasBudget::default();
-        let done = decode_file_in_pieces(
+    /// A file decoded in windows of `window` bytes on `workers` threads; `None` when it falls
+    /// back to a whole read.
+    fn in_windows(
+        text: &str,
+        window: usize,
+        workers: usize,
+        scope: Option<&Scope>,
+    ) -> Option<Assembler> {
+        parallel::decode_file_in_windows(
             "c",
             std::io::Cursor::new(text.as_bytes()),
             window,
-            &mut assembler,
-            &mut aliases,
+            workers,
+            scope,
         )
-        .unwrap();
-        let memory = vec![("c".to_owned(), text.as_bytes().to_vec())];
-        done.then(|| {
-            assembler
-                .finish_scoped(ContentSource::Memory(Arc::new(memory)))
-                .unwrap()
+        .unwrap()
+    }
+
+    /// [`in_windows`], scoped, finished with the text as its content, on 1, 2 and 4 workers.
+    fn in_pieces(
+        text: &str,
+        window: usize,
+        scope: &BTreeSet<String>,
+    ) -> [Option<ScopedCatalog>; 3] {
+        let memory = Arc::new(vec![("c".to_owned(), text.as_bytes().to_vec())]);
+        let scope = Arc::new(scope.clone());
+        [1, 2, 4].map(|workers| {
+            in_windows(text, window, workers, Some(&scope)).map(|assembler| {
+                assembler
+                    .finish_scoped(ContentSource::Memory(Arc::clone(&memory)))
+                    .unwrap()
+            })
         })
     }
 
@@ -623,28 +629,42 @@ entries:
         let scope = names(&["p2", "p17"]);
         let with_bom = format!("\u{feff}{}", json_text(25));
         let yaml_with_bom = format!("\u{feff}{}", yaml_text(25));
-        let alias = yaml_text(25) + "---\nschema: example.com/alias\na: &x [1, 2]\nb: *x\n";
-        for text in [json_text(25), yaml_text(25), with_bom, yaml_with_bom, alias] {
+        for text in [json_text(25), yaml_text(25), with_bom, yaml_with_bom] {
             let full = on(ONE_CORE, &text).unwrap();
             for window in [1, 100, 1000, 4096, 1 << 20] {
-                let scoped = in_pieces(&text, window, &scope)
-                    .unwrap_or_else(|| panic!("window {window} fell back"));
-                assert_scoped_matches(&full, &scoped, &scope);
+                for scoped in in_pieces(&text, window, &scope) {
+                    let scoped = scoped.unwrap_or_else(|| panic!("window {window} fell back"));
+                    assert_scoped_matches(&full, &scoped, &scope);
+                }
+                for workers in [1, 2, 4] {
+                    let whole = in_windows(&text, window, workers, None)
+                        .unwrap_or_else(|| panic!("window {window} fell back"))
+                        .finish()
+                        .unwrap();
+                    assert_eq!(whole, full, "window {window}, {workers} workers");
+                }
             }
         }
-        // A `{` at the start of a line inside a pretty-printed blob, and YAML directives:
-        // the pieces give up, and the whole file is decoded instead.
+        // A `{` at the start of a line inside a pretty-printed blob, YAML directives, and YAML
+        // aliases (the catalog's alias budget is charged in file order): the windows give up,
+        // and the whole file is decoded instead.
         let pretty = json_blobs(10)
             .iter()
             .map(|b| b.replace(r#""value":{"#, "\"value\":\n{"))
             .collect::<Vec<_>>()
             .join("\n");
-        assert!(in_pieces(&pretty, 300, &scope).is_none());
+        assert!(in_pieces(&pretty, 300, &scope).iter().all(Option::is_none));
         let directives = format!("{}%YAML 1.2\n---\nschema: x.other\n", yaml_text(5));
-        assert!(in_pieces(&directives, 100, &scope).is_none());
+        assert!(
+            in_pieces(&directives, 100, &scope)
+                .iter()
+                .all(Option::is_none)
+        );
+        let alias = yaml_text(25) + "---\nschema: example.com/alias\na: &x [1, 2]\nb: *x\n";
+        assert!(in_pieces(&alias, 1000, &scope).iter().all(Option::is_none));
         // A broken blob in a later piece gives up too (the one pass reports it).
         let broken = json_text(10) + "{\"schema\":\n";
-        assert!(in_pieces(&broken, 200, &scope).is_none());
+        assert!(in_pieces(&broken, 200, &scope).iter().all(Option::is_none));
     }
 
     #[test]
