@@ -496,3 +496,104 @@ fn a_package_without_bundles_is_let_through() {
     assert!(catalog.invalid_packages.is_empty());
     assert!(catalog.packages.contains_key("foo"));
 }
+
+/// `olm.csv.metadata` values are read in passing when their type comes first, from text when
+/// it comes after; a value of the wrong shape is the same property error either way, and in
+/// YAML (the blob is decoded again with values as text to report it).
+#[test]
+fn csv_metadata_of_the_wrong_shape_is_one_property_error_in_any_key_order_and_format() {
+    let metadata = r#"{"minKubeVersion":"1.27.0","installModes":"AllNamespaces"}"#;
+    let mut messages = Vec::new();
+    for property in [
+        format!(r#"{{"type":"olm.csv.metadata","value":{metadata}}}"#),
+        format!(r#"{{"value":{metadata},"type":"olm.csv.metadata"}}"#),
+        r#"{"type":"olm.csv.metadata","value":null}"#.to_owned(),
+    ] {
+        let mut lines = valid_lines();
+        lines[3] = lines[3].replace(
+            r#""properties":["#,
+            &format!(r#""properties":[{property},"#),
+        );
+        let error = error_of(parse_lines(&lines), &["catalog.json:4", "olm.csv.metadata"]);
+        assert!(matches!(error, FbcError::InvalidProperty { .. }), "{error}");
+        messages.push(error.to_string());
+    }
+    assert_eq!(messages[0], messages[1], "the key order changes nothing");
+    let yaml: String = valid_lines()
+        .iter()
+        .enumerate()
+        .map(|(i, line)| {
+            let mut blob: serde_json::Value = serde_json::from_str(line).unwrap();
+            if i == 3 {
+                let bad: serde_json::Value = serde_json::from_str(metadata).unwrap();
+                blob["properties"].as_array_mut().unwrap().insert(
+                    0,
+                    serde_json::json!({"type": "olm.csv.metadata", "value": bad}),
+                );
+            }
+            format!("---\n{}", serde_saphyr::to_string(&blob).unwrap())
+        })
+        .collect();
+    let error = error_of(
+        parse("catalog.yaml", &yaml),
+        &["catalog.yaml:", "olm.csv.metadata"],
+    );
+    assert!(matches!(error, FbcError::InvalidProperty { .. }), "{error}");
+    let reason = |message: &str| {
+        message
+            .split_once("olm.csv.metadata")
+            .map(|(_, r)| r.to_owned())
+    };
+    assert_eq!(
+        reason(&error.to_string()),
+        reason(&messages[0]),
+        "YAML says the same"
+    );
+}
+
+/// The same catalog with every property's keys in either order decodes to the same model.
+#[test]
+fn property_key_order_does_not_change_the_model() {
+    let mut lines = valid_lines();
+    lines[3] = lines[3].replace(
+        r#""properties":["#,
+        concat!(
+            r#""properties":[{"type":"olm.csv.metadata","value":{"minKubeVersion":"1.27.0","#,
+            r#""installModes":[{"type":"AllNamespaces","supported":true},"#,
+            r#"{"type":"OwnNamespace","supported":false}],"description":"long"}},"#,
+            r#"{"type":"olm.gvk","value":{"group":"g","version":"v1","kind":"K"}},"#,
+            r#"{"type":"example.com/custom","value":[1,{"a":"b"}]},"#,
+        ),
+    );
+    let swapped: Vec<String> = lines
+        .iter()
+        .map(|line| {
+            let blob: serde_json::Value = serde_json::from_str(line).unwrap();
+            let Some(properties) = blob.get("properties").and_then(|p| p.as_array()) else {
+                return line.clone();
+            };
+            let rewritten: Vec<String> = properties
+                .iter()
+                .map(|p| format!(r#"{{"value":{},"type":{}}}"#, p["value"], p["type"]))
+                .collect();
+            let mut head = blob.clone();
+            head.as_object_mut().unwrap().remove("properties");
+            let head = head.to_string();
+            format!(
+                "{},\"properties\":[{}]}}",
+                &head[..head.len() - 1],
+                rewritten.join(",")
+            )
+        })
+        .collect();
+    assert_ne!(lines, swapped);
+    let catalog = parse_lines(&lines).unwrap();
+    let bundle = &catalog.packages["foo"].bundles["foo.v1.1.0"];
+    assert_eq!(
+        bundle.properties.min_kube_version.as_deref(),
+        Some("1.27.0")
+    );
+    assert_eq!(bundle.properties.supported_install_modes, ["AllNamespaces"]);
+    assert_eq!(bundle.properties.provided_gvks.len(), 1);
+    assert_eq!(catalog, parse_lines(&swapped).unwrap());
+}

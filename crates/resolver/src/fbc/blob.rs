@@ -4,9 +4,14 @@
 //! blob is decoded in a single pass whatever order its keys come in (`schema` may well be the
 //! last key). Blobs of other schemas are re-read whole as `serde_json::Value` (rare).
 
+use std::cell::Cell;
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
-use super::fields::{Str, wire_struct};
+use super::fields::{FieldSeed, FieldValue, Key, KeySeed, Str, collision_message, wire_struct};
 
 /// Schema names POM interprets.
 pub(crate) const SCHEMA_PACKAGE: &str = "olm.package";
@@ -56,12 +61,129 @@ wire_struct! {
     }
 }
 
-wire_struct! {
-    /// A `{type, value}` property; the value is captured as raw JSON text, and only the few
-    /// POM reads are decoded, from that text.
-    pub(crate) struct PropertyWire<'de> ("property (an object with `type` and `value`)", check_all_keys = false) {
-        kind: Str<'de> => "type",
-        value: Box<RawValue> => "value",
+/// A `{type, value}` property. Its value is read according to its type when the type comes
+/// first (as `opm` writes it): an `olm.csv.metadata` value straight into the two fields POM
+/// reads, a type POM does not read skipped without a copy. Otherwise (the type after the
+/// value, the types POM decodes from text, or a blob decoded again in [`raw_properties`]
+/// mode) the value is captured as its JSON text and decoded after the blob.
+#[derive(Debug, Default)]
+pub(crate) struct PropertyWire<'de> {
+    pub(crate) kind: Option<Str<'de>>,
+    pub(crate) value: Option<PropertyValue<'de>>,
+}
+
+/// A property's value, as [`PropertyWire`] read it.
+#[derive(Debug)]
+pub(crate) enum PropertyValue<'de> {
+    /// The value's JSON text.
+    Raw(Box<RawValue>),
+    /// An `olm.csv.metadata` value, read in passing.
+    CsvMetadata(CsvMetadataWire<'de>),
+    /// A value of a type POM does not read: well-formed, and let go.
+    Skipped,
+}
+
+const PROPERTY_WHAT: &str = "property (an object with `type` and `value`)";
+const PROPERTY_FIELDS: &[&str] = &["type", "value"];
+
+thread_local! {
+    /// Whether property values are captured as text whatever their type (see [`raw_properties`]).
+    static RAW_PROPERTIES: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `decode` with every property value captured as its JSON text, as POM decoded blobs
+/// before values were read in passing. A blob that fails to decode is decoded again this way,
+/// so that its error (a property's own error names the property; a blob's names the blob) is
+/// exactly what it always was; valid blobs never pay for it.
+pub(crate) fn raw_properties<T>(decode: impl FnOnce() -> T) -> T {
+    let before = RAW_PROPERTIES.replace(true);
+    let out = decode();
+    RAW_PROPERTIES.set(before);
+    out
+}
+
+impl<'de> Deserialize<'de> for PropertyWire<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct PropertyVisitor;
+
+        impl<'de> Visitor<'de> for PropertyVisitor {
+            type Value = PropertyWire<'de>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(PROPERTY_WHAT)
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut out = PropertyWire::default();
+                let mut seen = [false; 2];
+                while let Some(key) = map.next_key_seed(KeySeed {
+                    fields: PROPERTY_FIELDS,
+                    keep_unknown: false,
+                })? {
+                    let index = match key {
+                        Key::Field(index) => index,
+                        Key::Unknown(_) => {
+                            map.next_value::<IgnoredAny>()?;
+                            continue;
+                        }
+                    };
+                    if seen.get(index).copied().unwrap_or(true) {
+                        let field = PROPERTY_FIELDS.get(index).copied().unwrap_or_default();
+                        return Err(de::Error::custom(collision_message(PROPERTY_WHAT, field)));
+                    }
+                    if let Some(seen) = seen.get_mut(index) {
+                        *seen = true;
+                    }
+                    if index == 0 {
+                        out.kind = map.next_value_seed(FieldSeed::<Str<'de>> {
+                            field: "type",
+                            marker: PhantomData,
+                        })?;
+                    } else {
+                        out.value = Some(property_value(&mut map, out.kind.as_ref())?);
+                    }
+                }
+                Ok(out)
+            }
+        }
+
+        deserializer.deserialize_map(PropertyVisitor)
+    }
+}
+
+/// The value of a property whose type is `kind` (`None`: not read yet).
+fn property_value<'de, A: MapAccess<'de>>(
+    map: &mut A,
+    kind: Option<&Str<'de>>,
+) -> Result<PropertyValue<'de>, A::Error> {
+    if !RAW_PROPERTIES.get()
+        && let Some(kind) = kind.map(Str::as_str)
+    {
+        if kind == super::properties::PROP_CSV_METADATA {
+            let wire = map.next_value_seed(FieldSeed::<CsvMetadataWire<'de>> {
+                field: "value",
+                marker: PhantomData,
+            })?;
+            // `null` is refused as its text is (the property decoder says why).
+            return Ok(wire.map_or_else(
+                || PropertyValue::Raw(RawValue::NULL.to_owned()),
+                PropertyValue::CsvMetadata,
+            ));
+        }
+        if !super::properties::is_decoded(kind) {
+            map.next_value::<IgnoredAny>()?;
+            return Ok(PropertyValue::Skipped);
+        }
+    }
+    map.next_value::<Box<RawValue>>().map(PropertyValue::Raw)
+}
+
+impl<'de> FieldValue<'de> for PropertyWire<'de> {
+    fn deserialize_field<D: Deserializer<'de>>(
+        deserializer: D,
+        _field: &'static str,
+    ) -> Result<Option<Self>, D::Error> {
+        <Option<Self> as Deserialize>::deserialize(deserializer)
     }
 }
 

@@ -18,7 +18,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::assemble::Assembler;
-use super::blob::{BlobWire, is_known_schema};
+use super::blob::{BlobWire, is_known_schema, raw_properties};
 use super::error::FbcError;
 use super::fields::fold_eq;
 use super::index::{BlobAt, BlobSpan};
@@ -261,10 +261,20 @@ fn decode_json_stream(
             line: Some(cursor.line),
         };
         let mut stream = serde_json::Deserializer::from_slice(rest).into_iter::<BlobWire<'_>>();
-        let consumed = match stream.next() {
+        let (next, consumed) = match stream.next() {
+            Some(Err(_)) => {
+                // Decoded again with property values as text, for the error (or the property
+                // error) it has always given; see `blob::raw_properties`.
+                let mut again =
+                    serde_json::Deserializer::from_slice(rest).into_iter::<BlobWire<'_>>();
+                let next = raw_properties(|| again.next());
+                (next, again.byte_offset())
+            }
+            next => (next, stream.byte_offset()),
+        };
+        let consumed = match next {
             None => return Ok(()),
             Some(Ok(blob)) => {
-                let consumed = stream.byte_offset();
                 match blob.schema.as_ref().map(|s| s.as_str()) {
                     None | Some("") => return Err(FbcError::MissingSchema { origin }),
                     Some(schema) if is_known_schema(schema) => {
@@ -617,11 +627,13 @@ fn decode_yaml_stream(
             }
             SchemaOf::Missing => return Err(FbcError::MissingSchema { origin }),
             SchemaOf::Schema(schema) if is_known_schema(&schema) => {
-                let blob = BlobWire::deserialize(value).map_err(|e| FbcError::InvalidBlob {
-                    origin: origin.clone(),
-                    what: schema,
-                    reason: e.to_string(),
-                })?;
+                let blob = BlobWire::deserialize(&value)
+                    .or_else(|_| raw_properties(|| BlobWire::deserialize(&value)))
+                    .map_err(|e| FbcError::InvalidBlob {
+                        origin: origin.clone(),
+                        what: schema,
+                        reason: e.to_string(),
+                    })?;
                 let offset = at.bytes + document.start as u64;
                 let blob_at = BlobAt {
                     label,

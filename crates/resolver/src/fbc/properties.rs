@@ -10,10 +10,12 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::blob::{
-    BundleObjectWire, CsvMetadataWire, GvkWire, PackagePropWire, PackageRequiredWire, PropertyWire,
+    BundleObjectWire, CsvMetadataWire, GvkWire, PackagePropWire, PackageRequiredWire,
+    PropertyValue, PropertyWire,
 };
 use super::decode::json_reason;
 use super::error::FbcError;
+use super::fields::Str;
 use super::max_ocp;
 use super::model::{BundleProperties, Dependency, Gvk, Origin};
 
@@ -23,7 +25,7 @@ const PROP_GVK_REQUIRED: &str = "olm.gvk.required";
 const PROP_PACKAGE_REQUIRED: &str = "olm.package.required";
 const PROP_CONSTRAINT: &str = "olm.constraint";
 const PROP_MAX_OCP: &str = "olm.maxOpenShiftVersion";
-const PROP_CSV_METADATA: &str = "olm.csv.metadata";
+pub(crate) const PROP_CSV_METADATA: &str = "olm.csv.metadata";
 const PROP_BUNDLE_OBJECT: &str = "olm.bundle.object";
 const PROP_MEDIA_TYPE: &str = "olm.bundle.mediatype";
 
@@ -55,16 +57,24 @@ pub(crate) fn decode(
     let mut out = DecodedProperties::default();
     let mut max_ocp_raws: Vec<String> = Vec::new();
     for wire in wires {
-        let kind = wire.kind.map(|k| k.into_string()).unwrap_or_default();
-        let value = wire.value.unwrap_or_else(|| RawValue::NULL.to_owned());
+        let kind = wire.kind.as_ref().map_or("", Str::as_str);
+        let props = &mut out.properties;
+        let value = match wire.value {
+            Some(PropertyValue::Skipped) => continue,
+            Some(PropertyValue::CsvMetadata(metadata)) => {
+                csv_metadata(props, metadata);
+                continue;
+            }
+            Some(PropertyValue::Raw(value)) => value,
+            None => RawValue::NULL.to_owned(),
+        };
         let invalid = |reason: String| FbcError::InvalidProperty {
             origin: origin.clone(),
             bundle: bundle.to_owned(),
-            property: kind.clone(),
+            property: kind.to_owned(),
             reason,
         };
-        let props = &mut out.properties;
-        match kind.as_str() {
+        match kind {
             PROP_PACKAGE => {
                 let wire: PackagePropWire<'_> = typed(&value).map_err(invalid)?;
                 out.packages.push(PackageProperty {
@@ -96,19 +106,7 @@ pub(crate) fn decode(
                 .dependencies
                 .push(Dependency::Constraint(typed(&value).map_err(invalid)?)),
             PROP_MAX_OCP => max_ocp_raws.push(max_ocp::raw_text(&value)),
-            PROP_CSV_METADATA => {
-                let wire: CsvMetadataWire<'_> = typed(&value).map_err(invalid)?;
-                if let Some(min_kube) = wire.min_kube_version.filter(|s| !s.as_str().is_empty()) {
-                    props.min_kube_version = Some(min_kube.into_string());
-                }
-                props.supported_install_modes.extend(
-                    wire.install_modes
-                        .unwrap_or_default()
-                        .into_iter()
-                        .filter(|mode| mode.supported == Some(true))
-                        .filter_map(|mode| mode.kind.map(|k| k.into_string())),
-                );
-            }
+            PROP_CSV_METADATA => csv_metadata(props, typed(&value).map_err(invalid)?),
             PROP_BUNDLE_OBJECT => props.objects.push(bundle_object(&value).map_err(invalid)?),
             PROP_MEDIA_TYPE => match serde_json::from_str::<String>(value.get()) {
                 Ok(media_type) => props.media_type = Some(media_type),
@@ -123,6 +121,36 @@ pub(crate) fn decode(
     }
     out.properties.max_openshift_version = max_ocp::decode(&max_ocp_raws);
     Ok(out)
+}
+
+/// Whether POM reads properties of type `kind` (the others are checked and let go).
+pub(crate) fn is_decoded(kind: &str) -> bool {
+    matches!(
+        kind,
+        PROP_PACKAGE
+            | PROP_GVK
+            | PROP_GVK_REQUIRED
+            | PROP_PACKAGE_REQUIRED
+            | PROP_CONSTRAINT
+            | PROP_MAX_OCP
+            | PROP_CSV_METADATA
+            | PROP_BUNDLE_OBJECT
+            | PROP_MEDIA_TYPE
+    )
+}
+
+/// What POM reads of `olm.csv.metadata`: `minKubeVersion` and the supported install modes.
+fn csv_metadata(props: &mut BundleProperties, wire: CsvMetadataWire<'_>) {
+    if let Some(min_kube) = wire.min_kube_version.filter(|s| !s.as_str().is_empty()) {
+        props.min_kube_version = Some(min_kube.into_string());
+    }
+    props.supported_install_modes.extend(
+        wire.install_modes
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|mode| mode.supported == Some(true))
+            .filter_map(|mode| mode.kind.map(|k| k.into_string())),
+    );
 }
 
 /// Decodes a property value from its raw text. The reason drops serde_json's position, which
