@@ -741,13 +741,14 @@ pub(crate) fn decode_piece(
 /// Bytes read at a time when a large file is decoded in pieces.
 pub(crate) const STREAM_WINDOW_BYTES: usize = 4 << 20;
 
-/// Whether `rest` (the bytes after a newline) starts a blob of a `json` or YAML stream: a `{`
-/// at column 0, or a `---` document marker.
+/// Whether `rest` (the bytes after a newline, not the file's end) starts a blob of a `json` or
+/// YAML stream: a `{` at column 0, or a `---` document marker. A `---` whose next byte has not
+/// been read yet is not one: `---x: 1` is a key.
 fn starts_blob(rest: &[u8], json: bool) -> bool {
     if json {
         rest.first() == Some(&b'{')
     } else {
-        rest.starts_with(b"---") && matches!(rest.get(3), None | Some(b'\n' | b'\r' | b' ' | b'\t'))
+        rest.starts_with(b"---") && matches!(rest.get(3), Some(b'\n' | b'\r' | b' ' | b'\t'))
     }
 }
 
@@ -804,15 +805,26 @@ impl Window {
     }
 }
 
+/// A file whose blobs do not start lines (no `{` at column 0, no `---`) for this many windows
+/// (and at least [`MIN_BYTES_WITHOUT_A_CUT`]) is left to the whole-file pass: the window would
+/// only grow and be searched again.
+const MAX_WINDOWS_WITHOUT_A_CUT: usize = 4;
+
+/// See [`MAX_WINDOWS_WITHOUT_A_CUT`]: large blobs in small windows are not a reason to give up.
+const MIN_BYTES_WITHOUT_A_CUT: usize = 1 << 20;
+
 /// Reads one file `window` bytes at a time and hands `emit` its pieces in order, each cut
 /// before a blob that starts a line (as [`cut`] cuts), so the file is never in memory whole.
-/// Stops early when `emit` returns `false`.
+/// Buffers come from `spare` when it has one (pieces already decoded), so a load allocates a
+/// few windows, not one per piece. `Ok(true)` when every piece was emitted; `Ok(false)` when
+/// `emit` stopped it, or the file has no cut for [`MAX_WINDOWS_WITHOUT_A_CUT`] windows.
 pub(crate) fn read_in_windows(
     mut reader: impl std::io::Read,
     window: usize,
+    mut spare: impl FnMut() -> Option<Vec<u8>>,
     mut emit: impl FnMut(Window) -> bool,
-) -> std::io::Result<()> {
-    let mut buffer: Vec<u8> = Vec::new();
+) -> std::io::Result<bool> {
+    let mut buffer: Vec<u8> = Vec::with_capacity(window);
     let mut at = FileOffset::START;
     let mut format: Option<bool> = None;
     let mut eof = false;
@@ -825,10 +837,14 @@ pub(crate) fn read_in_windows(
         let json = match format {
             Some(json) => json,
             None => {
-                let body = buffer.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&buffer);
+                const BOM: &[u8] = b"\xEF\xBB\xBF";
+                if !eof && buffer.len() < BOM.len() && BOM.starts_with(&buffer) {
+                    continue;
+                }
+                let body = buffer.strip_prefix(BOM).unwrap_or(&buffer);
                 match body.iter().find(|b| !b.is_ascii_whitespace()) {
                     Some(first) => *format.insert(*first == b'{'),
-                    None if eof => return Ok(()),
+                    None if eof => return Ok(true),
                     None => continue,
                 }
             }
@@ -838,21 +854,32 @@ pub(crate) fn read_in_windows(
         } else {
             match last_blob_start(&buffer, json) {
                 Some(cut) => cut,
+                None if buffer.len()
+                    >= window
+                        .saturating_mul(MAX_WINDOWS_WITHOUT_A_CUT)
+                        .max(MIN_BYTES_WITHOUT_A_CUT) =>
+                {
+                    return Ok(false);
+                }
                 None => continue,
             }
         };
-        let rest = buffer.split_off(end);
-        let bytes = std::mem::replace(&mut buffer, rest);
+        let mut next_buffer = spare().unwrap_or_default();
+        next_buffer.clear();
+        next_buffer.reserve_exact(window.saturating_add(buffer.len().saturating_sub(end)));
+        next_buffer.extend_from_slice(buffer.get(end..).unwrap_or_default());
+        buffer.truncate(end);
+        let bytes = std::mem::replace(&mut buffer, next_buffer);
         let next = FileOffset {
             lines: at.lines + count_newlines(&bytes),
             bytes: at.bytes + end as u64,
         };
         if !emit(Window { bytes, at, json }) {
-            return Ok(());
+            return Ok(false);
         }
         at = next;
     }
-    Ok(())
+    Ok(true)
 }
 
 #[cfg(test)]

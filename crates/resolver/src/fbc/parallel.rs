@@ -15,11 +15,13 @@
 //! the calling thread while the workers decode the windows already read, so it is never in
 //! memory whole and still decodes on every core.
 
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
 use std::io::Read;
 use std::num::NonZeroUsize;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, mpsc};
+use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
 
 use super::assemble::{Assembler, Scope};
@@ -171,10 +173,11 @@ fn decode_share(units: &[Unit<'_>], scope: Option<&Scope>) -> Option<Assembler> 
 }
 
 /// Decodes one file read `window` bytes at a time ([`read_in_windows`]): the calling thread
-/// reads, `workers` threads decode each window into an assembler of its own, and the
-/// assemblers are joined in file order. At most about `2 × workers + 1` windows are in memory
-/// besides what has been decoded. `None` when a window failed or used YAML aliases (see the
-/// module documentation): the caller decodes the whole file instead.
+/// reads, `workers` threads decode each window into an assembler of its own, and the calling
+/// thread joins the assemblers in file order as they come back (so what a window left open
+/// is sealed early, not held to the end). At most `workers + 1` windows are in memory besides
+/// what has been decoded. `None` when a window failed or, on several workers, used YAML
+/// aliases (see the module documentation): the caller decodes the whole file instead.
 pub(crate) fn decode_file_in_windows(
     label: &str,
     reader: impl Read,
@@ -182,14 +185,40 @@ pub(crate) fn decode_file_in_windows(
     workers: usize,
     scope: Option<&Scope>,
 ) -> std::io::Result<Option<Assembler>> {
-    let (pieces, waiting) = mpsc::sync_channel::<(usize, Window)>(workers.max(1));
-    let waiting = Mutex::new(waiting);
-    let (decoded, parts) = mpsc::channel::<(usize, Option<Assembler>)>();
+    if workers <= 1 {
+        // One core: the windows are decoded as they are read, into one assembler, with one
+        // alias budget (so aliases need no whole-file pass), in one buffer used again.
+        let mut assembler = assembler_for(scope);
+        let mut aliases = AliasBudget::default();
+        let spent: Cell<Option<Vec<u8>>> = Cell::new(None);
+        let mut ok = true;
+        let covered = read_in_windows(
+            reader,
+            window,
+            || spent.take(),
+            |piece| {
+                ok = piece.decode(label, &mut assembler, &mut aliases);
+                spent.set(Some(piece.bytes));
+                ok
+            },
+        )?;
+        return Ok((ok && covered).then_some(assembler));
+    }
+    // A window is read while every worker decodes one: at most `workers + 1` windows are in
+    // use, and their buffers come back with the workers' results to be read into again.
+    let (pieces, waiting) = mpsc::sync_channel::<(usize, Window)>(0);
+    // Each worker holds the queue; when the last one ends (even by a panic), `send` fails
+    // instead of waiting forever.
+    let waiting = Arc::new(Mutex::new(waiting));
+    let (decoded, parts) = mpsc::channel::<(usize, Option<Assembler>, Vec<u8>)>();
     let failed = AtomicBool::new(false);
-    let read = thread::scope(|threads| {
-        for _ in 0..workers.max(1) {
+    let mut joiner = Joiner::default();
+    let spare: RefCell<Vec<Vec<u8>>> = RefCell::new(Vec::new());
+    let covered = thread::scope(|threads| {
+        for _ in 0..workers {
             let decoded = decoded.clone();
-            let (waiting, failed) = (&waiting, &failed);
+            let waiting = Arc::clone(&waiting);
+            let failed = &failed;
             threads.spawn(move || {
                 loop {
                     let next = waiting.lock().ok().and_then(|queue| queue.recv().ok());
@@ -201,39 +230,81 @@ pub(crate) fn decode_file_in_windows(
                     if !ok {
                         failed.store(true, Ordering::Relaxed);
                     }
-                    if decoded.send((seq, ok.then_some(assembler))).is_err() {
+                    if decoded
+                        .send((seq, ok.then_some(assembler), window.bytes))
+                        .is_err()
+                    {
                         break;
                     }
                 }
             });
         }
         drop(decoded);
+        drop(waiting);
         let mut seq = 0usize;
-        let read = read_in_windows(reader, window, |piece| {
-            let sent = !failed.load(Ordering::Relaxed) && pieces.send((seq, piece)).is_ok();
-            seq += 1;
-            sent
-        });
+        let covered = read_in_windows(
+            reader,
+            window,
+            || spare.borrow_mut().pop(),
+            |piece| {
+                for (done, part, bytes) in parts.try_iter() {
+                    joiner.accept(done, part);
+                    spare.borrow_mut().push(bytes);
+                }
+                if joiner.broken {
+                    failed.store(true, Ordering::Relaxed);
+                }
+                let sent = !failed.load(Ordering::Relaxed) && pieces.send((seq, piece)).is_ok();
+                seq += 1;
+                sent
+            },
+        );
         drop(pieces);
-        read
-    });
-    read?;
-    if failed.load(Ordering::Relaxed) {
+        covered
+    })?;
+    // Every worker has ended, so every part is in the channel.
+    for (done, part, _) in parts.try_iter() {
+        joiner.accept(done, part);
+    }
+    if !covered || failed.load(Ordering::Relaxed) || joiner.broken || !joiner.pending.is_empty() {
         return Ok(None);
     }
-    let mut parts: Vec<(usize, Option<Assembler>)> = parts.into_iter().collect();
-    parts.sort_unstable_by_key(|(seq, _)| *seq);
-    let mut joined: Option<Assembler> = None;
-    for (_, part) in parts {
-        let Some(part) = part else { return Ok(None) };
-        match joined.as_mut() {
-            None => joined = Some(part),
-            Some(joined) => {
-                if !joined.absorb(part) {
-                    return Ok(None);
+    Ok(Some(joiner.joined.unwrap_or_else(|| assembler_for(scope))))
+}
+
+/// Joins the windows' assemblers in file order as they arrive in any order.
+#[derive(Default)]
+struct Joiner {
+    joined: Option<Assembler>,
+    /// The window to join next.
+    next: usize,
+    /// Windows decoded ahead of `next`.
+    pending: BTreeMap<usize, Option<Assembler>>,
+    /// A window failed, or two declared the same package: the file is decoded whole instead.
+    broken: bool,
+}
+
+impl Joiner {
+    fn accept(&mut self, seq: usize, part: Option<Assembler>) {
+        if self.broken {
+            return;
+        }
+        self.pending.insert(seq, part);
+        while let Some(part) = self.pending.remove(&self.next) {
+            self.next += 1;
+            let Some(part) = part else {
+                self.broken = true;
+                return;
+            };
+            match self.joined.as_mut() {
+                None => self.joined = Some(part),
+                Some(joined) => {
+                    if !joined.absorb(part) {
+                        self.broken = true;
+                        return;
+                    }
                 }
             }
         }
     }
-    Ok(Some(joined.unwrap_or_else(|| assembler_for(scope))))
 }

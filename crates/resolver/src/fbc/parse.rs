@@ -106,7 +106,8 @@ fn load_files(
         // One large file is read in windows, decoded on every core as they arrive: it is never
         // in memory whole. When that cannot give the one-pass result, it is read whole.
         if std::fs::metadata(&file.path).is_ok_and(|m| m.len() >= MIN_STREAMED_BYTES)
-            && let Some(assembler) = load_file_in_pieces(file, threads.workers, scope)?
+            && let Some(assembler) =
+                load_file_in_pieces(file, window_workers(threads, scope), scope)?
         {
             return Ok(assembler);
         }
@@ -140,6 +141,12 @@ fn load_files(
 
 /// Files at least this large are read in windows.
 const MIN_STREAMED_BYTES: u64 = 2 * STREAM_WINDOW_BYTES as u64;
+
+/// Workers for a file read in windows: every core for a whole load; one for a scoped load (the
+/// manager's), whose memory matters more than its speed (each worker holds a window).
+fn window_workers(threads: Threads, scope: Option<&Scope>) -> usize {
+    if scope.is_some() { 1 } else { threads.workers }
+}
 
 /// One file decoded in windows ([`parallel::decode_file_in_windows`]); `None` when it must be
 /// decoded whole instead.
@@ -660,11 +667,50 @@ entries:
                 .iter()
                 .all(Option::is_none)
         );
+        // YAML aliases: one worker charges them in order; several give up.
         let alias = yaml_text(25) + "---\nschema: example.com/alias\na: &x [1, 2]\nb: *x\n";
-        assert!(in_pieces(&alias, 1000, &scope).iter().all(Option::is_none));
+        let [one, two, four] = in_pieces(&alias, 1000, &scope);
+        assert_scoped_matches(&on(ONE_CORE, &alias).unwrap(), &one.unwrap(), &scope);
+        assert!(two.is_none() && four.is_none());
         // A broken blob in a later piece gives up too (the one pass reports it).
         let broken = json_text(10) + "{\"schema\":\n";
         assert!(in_pieces(&broken, 200, &scope).iter().all(Option::is_none));
+    }
+
+    /// Whatever the window and the workers, a windowed load that does not fall back is the
+    /// one-pass load, errors included (found by review: a `---` at a window's end whose next
+    /// byte makes it a key, `---x: 1`; a byte-order mark cut by the first window).
+    #[test]
+    fn windows_never_change_what_a_file_means() {
+        let yaml_key = "---\nschema: olm.package\nname: a\n---x: 1\nschema: olm.package\nname: b\n";
+        let bom_json = format!("\u{feff}{}", json_text(3));
+        let bom_mixed = format!(
+            "\u{feff}{}---\nschema: olm.bundle\n",
+            json_blobs(2).join("\n")
+        );
+        for text in [yaml_key.to_owned(), bom_json, bom_mixed, yaml_text(3)] {
+            let one_pass = on(ONE_CORE, &text).map_err(|e| e.to_string());
+            for window in 1..80 {
+                for workers in [1, 2] {
+                    if let Some(assembler) = in_windows(&text, window, workers, None) {
+                        let windowed = assembler.finish().map_err(|e| e.to_string());
+                        assert_eq!(
+                            windowed, one_pass,
+                            "window {window}, {workers} workers: {text:?}"
+                        );
+                    }
+                }
+            }
+        }
+        // A file whose blobs never start a line is left to the whole-file pass after a few
+        // windows, instead of growing one window and searching it again and again.
+        let mut one_line = json_blobs(30).join(" ");
+        while one_line.len() <= 1 << 20 {
+            one_line = format!("{one_line} {one_line}");
+        }
+        for workers in [1, 2] {
+            assert!(in_windows(&one_line, 4096, workers, None).is_none());
+        }
     }
 
     #[test]
