@@ -10,7 +10,7 @@
 //! anything whose meaning it does not reproduce bit for bit, and the caller then decodes that
 //! document with serde-saphyr as before, errors included. It declines on parse errors, tags,
 //! anchors and aliases (the alias budget stays with serde-saphyr), merge keys (`<<`), keys
-//! that are not plain strings, duplicate keys, `%` directives, plain scalars whose resolution
+//! that are not plain strings, duplicate keys, `%YAML` directives, plain scalars whose resolution
 //! is not one of the simple forms below, and documents that come within half of any of
 //! serde-saphyr's default budgets (events, nodes, depth, scalar and comment bytes).
 //!
