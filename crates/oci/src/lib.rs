@@ -18,6 +18,7 @@ pub mod disk;
 mod error;
 pub mod layers;
 mod puller;
+mod reference;
 
 pub use auth::RegistryAccess;
 pub use cache::Files;

@@ -19,6 +19,7 @@ use super::cache::{FileCache, Files};
 use super::disk::{DiskStorage, Staging, content_dir_name, remove_leftovers};
 use super::error::{CredentialsTried, LayerError, OciError};
 use super::layers::{COPY_BUFFER_BYTES, DEFAULT_MAX_BYTES, LayerFormat, LayerStack};
+use super::reference::parse_reference;
 
 /// Bytes of pulled (image, prefix) content kept in memory (twice the per-image limit, so the
 /// catalog in use and the bundle being moved to always fit).
@@ -585,13 +586,10 @@ fn retry_policy() -> ExponentialBuilder {
 }
 
 fn parse(reference: &str) -> Result<Reference, OciError> {
-    reference
-        .trim()
-        .parse::<Reference>()
-        .map_err(|err| OciError::InvalidReference {
-            reference: reference.to_owned(),
-            reason: err.to_string(),
-        })
+    parse_reference(reference.trim()).map_err(|err| OciError::InvalidReference {
+        reference: reference.to_owned(),
+        reason: err.to_string(),
+    })
 }
 
 fn by_digest(reference: &Reference, digest: &str) -> String {
