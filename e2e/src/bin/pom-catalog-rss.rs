@@ -193,6 +193,12 @@ async fn run() -> Result<()> {
             ("POD_NAMESPACE", MANAGER_NAMESPACE),
             ("RELEASE_VERSION", "4.99.0-pom-catalog-rss"),
             ("RUST_LOG", "info,kube=warn,hyper=warn,tower=warn"),
+            // As the shipped Deployment runs it (`manifests.rs`); an `MALLOC_ARENA_MAX` already
+            // in this process's environment (to measure another value) wins.
+            (
+                "MALLOC_ARENA_MAX",
+                &std::env::var("MALLOC_ARENA_MAX").unwrap_or_else(|_| "2".to_owned()),
+            ),
         ],
         plane.dir(),
     )
