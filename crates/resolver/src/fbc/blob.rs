@@ -12,6 +12,7 @@ use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor}
 use serde_json::value::RawValue;
 
 use super::fields::{FieldSeed, FieldValue, Key, KeySeed, Str, collision_message, wire_struct};
+use super::properties::PropertyKind;
 
 /// Schema names POM interprets.
 pub(crate) const SCHEMA_PACKAGE: &str = "olm.package";
@@ -159,7 +160,8 @@ fn property_value<'de, A: MapAccess<'de>>(
     if !RAW_PROPERTIES.get()
         && let Some(kind) = kind.map(Str::as_str)
     {
-        if kind == super::properties::PROP_CSV_METADATA {
+        let read = PropertyKind::of(kind);
+        if read == Some(PropertyKind::CsvMetadata) {
             let wire = map.next_value_seed(FieldSeed::<CsvMetadataWire<'de>> {
                 field: "value",
                 marker: PhantomData,
@@ -170,7 +172,7 @@ fn property_value<'de, A: MapAccess<'de>>(
                 PropertyValue::CsvMetadata,
             ));
         }
-        if !super::properties::is_decoded(kind) {
+        if read.is_none() {
             map.next_value::<IgnoredAny>()?;
             return Ok(PropertyValue::Skipped);
         }

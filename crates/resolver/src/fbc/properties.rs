@@ -19,15 +19,37 @@ use super::fields::Str;
 use super::max_ocp;
 use super::model::{BundleProperties, Dependency, Gvk, Origin};
 
-pub(crate) const PROP_PACKAGE: &str = "olm.package";
-const PROP_GVK: &str = "olm.gvk";
-const PROP_GVK_REQUIRED: &str = "olm.gvk.required";
-const PROP_PACKAGE_REQUIRED: &str = "olm.package.required";
-const PROP_CONSTRAINT: &str = "olm.constraint";
-const PROP_MAX_OCP: &str = "olm.maxOpenShiftVersion";
-pub(crate) const PROP_CSV_METADATA: &str = "olm.csv.metadata";
-const PROP_BUNDLE_OBJECT: &str = "olm.bundle.object";
-const PROP_MEDIA_TYPE: &str = "olm.bundle.mediatype";
+/// The property types POM reads; every other type is checked to be a value and let go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PropertyKind {
+    Package,
+    Gvk,
+    GvkRequired,
+    PackageRequired,
+    Constraint,
+    MaxOpenShiftVersion,
+    CsvMetadata,
+    BundleObject,
+    MediaType,
+}
+
+impl PropertyKind {
+    /// The one table of property type names POM reads (`None`: a type it lets go).
+    pub(crate) fn of(kind: &str) -> Option<Self> {
+        Some(match kind {
+            "olm.package" => Self::Package,
+            "olm.gvk" => Self::Gvk,
+            "olm.gvk.required" => Self::GvkRequired,
+            "olm.package.required" => Self::PackageRequired,
+            "olm.constraint" => Self::Constraint,
+            "olm.maxOpenShiftVersion" => Self::MaxOpenShiftVersion,
+            "olm.csv.metadata" => Self::CsvMetadata,
+            "olm.bundle.object" => Self::BundleObject,
+            "olm.bundle.mediatype" => Self::MediaType,
+            _ => return None,
+        })
+    }
+}
 
 /// The `olm.package` property: which package the bundle claims and its version text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,8 +96,11 @@ pub(crate) fn decode(
             property: kind.to_owned(),
             reason,
         };
-        match kind {
-            PROP_PACKAGE => {
+        let Some(read) = PropertyKind::of(kind) else {
+            continue;
+        };
+        match read {
+            PropertyKind::Package => {
                 let wire: PackagePropWire<'_> = typed(&value).map_err(invalid)?;
                 out.packages.push(PackageProperty {
                     package_name: wire
@@ -85,11 +110,11 @@ pub(crate) fn decode(
                     version: wire.version.map(|s| s.into_string()).unwrap_or_default(),
                 });
             }
-            PROP_GVK => props.provided_gvks.push(gvk(&value).map_err(invalid)?),
-            PROP_GVK_REQUIRED => props
+            PropertyKind::Gvk => props.provided_gvks.push(gvk(&value).map_err(invalid)?),
+            PropertyKind::GvkRequired => props
                 .dependencies
                 .push(Dependency::Gvk(gvk(&value).map_err(invalid)?)),
-            PROP_PACKAGE_REQUIRED => {
+            PropertyKind::PackageRequired => {
                 let wire: PackageRequiredWire<'_> = typed(&value).map_err(invalid)?;
                 props.dependencies.push(Dependency::Package {
                     package_name: wire
@@ -102,13 +127,15 @@ pub(crate) fn decode(
                         .unwrap_or_default(),
                 });
             }
-            PROP_CONSTRAINT => props
+            PropertyKind::Constraint => props
                 .dependencies
                 .push(Dependency::Constraint(typed(&value).map_err(invalid)?)),
-            PROP_MAX_OCP => max_ocp_raws.push(max_ocp::raw_text(&value)),
-            PROP_CSV_METADATA => csv_metadata(props, typed(&value).map_err(invalid)?),
-            PROP_BUNDLE_OBJECT => props.objects.push(bundle_object(&value).map_err(invalid)?),
-            PROP_MEDIA_TYPE => match serde_json::from_str::<String>(value.get()) {
+            PropertyKind::MaxOpenShiftVersion => max_ocp_raws.push(max_ocp::raw_text(&value)),
+            PropertyKind::CsvMetadata => csv_metadata(props, typed(&value).map_err(invalid)?),
+            PropertyKind::BundleObject => {
+                props.objects.push(bundle_object(&value).map_err(invalid)?)
+            }
+            PropertyKind::MediaType => match serde_json::from_str::<String>(value.get()) {
                 Ok(media_type) => props.media_type = Some(media_type),
                 Err(_) => {
                     return Err(invalid(format!(
@@ -116,27 +143,10 @@ pub(crate) fn decode(
                     )));
                 }
             },
-            _ => {}
         }
     }
     out.properties.max_openshift_version = max_ocp::decode(&max_ocp_raws);
     Ok(out)
-}
-
-/// Whether POM reads properties of type `kind` (the others are checked and let go).
-pub(crate) fn is_decoded(kind: &str) -> bool {
-    matches!(
-        kind,
-        PROP_PACKAGE
-            | PROP_GVK
-            | PROP_GVK_REQUIRED
-            | PROP_PACKAGE_REQUIRED
-            | PROP_CONSTRAINT
-            | PROP_MAX_OCP
-            | PROP_CSV_METADATA
-            | PROP_BUNDLE_OBJECT
-            | PROP_MEDIA_TYPE
-    )
 }
 
 /// What POM reads of `olm.csv.metadata`: `minKubeVersion` and the supported install modes.
