@@ -497,58 +497,77 @@ fn a_package_without_bundles_is_let_through() {
     assert!(catalog.packages.contains_key("foo"));
 }
 
-/// `olm.csv.metadata` values are read in passing when their type comes first, from text when
-/// it comes after; a value of the wrong shape is the same property error either way, and in
-/// YAML (the blob is decoded again with values as text to report it).
+/// The property values POM reads in passing when their type comes first (`olm.csv.metadata`,
+/// `olm.package`, `olm.gvk`, `olm.gvk.required`, `olm.package.required`) are read from text
+/// when it comes after; a value of the wrong shape is the same property error either way, and
+/// in YAML (the blob is decoded again with values as text to report it).
 #[test]
-fn csv_metadata_of_the_wrong_shape_is_one_property_error_in_any_key_order_and_format() {
-    let metadata = r#"{"minKubeVersion":"1.27.0","installModes":"AllNamespaces"}"#;
-    let mut messages = Vec::new();
-    for property in [
-        format!(r#"{{"type":"olm.csv.metadata","value":{metadata}}}"#),
-        format!(r#"{{"value":{metadata},"type":"olm.csv.metadata"}}"#),
-        r#"{"type":"olm.csv.metadata","value":null}"#.to_owned(),
-    ] {
-        let mut lines = valid_lines();
-        lines[3] = lines[3].replace(
-            r#""properties":["#,
-            &format!(r#""properties":[{property},"#),
+fn property_values_of_the_wrong_shape_are_one_property_error_in_any_key_order_and_format() {
+    let cases = [
+        (
+            "olm.csv.metadata",
+            r#"{"minKubeVersion":"1.27.0","installModes":"AllNamespaces"}"#,
+        ),
+        ("olm.package", r#"{"packageName":5,"version":"1.1.0"}"#),
+        ("olm.gvk", r#"{"group":[],"version":"v1","kind":"K"}"#),
+        (
+            "olm.gvk.required",
+            r#"{"group":"g","version":"v1","kind":{}}"#,
+        ),
+        (
+            "olm.package.required",
+            r#"{"packageName":"bar","versionRange":true}"#,
+        ),
+    ];
+    for (kind, bad) in cases {
+        let mut messages = Vec::new();
+        for property in [
+            format!(r#"{{"type":"{kind}","value":{bad}}}"#),
+            format!(r#"{{"value":{bad},"type":"{kind}"}}"#),
+            format!(r#"{{"type":"{kind}","value":null}}"#),
+        ] {
+            let mut lines = valid_lines();
+            lines[3] = lines[3].replace(
+                r#""properties":["#,
+                &format!(r#""properties":[{property},"#),
+            );
+            let error = error_of(parse_lines(&lines), &["catalog.json:4", kind]);
+            assert!(matches!(error, FbcError::InvalidProperty { .. }), "{error}");
+            messages.push(error.to_string());
+        }
+        assert_eq!(
+            messages[0], messages[1],
+            "{kind}: the key order changes nothing"
         );
-        let error = error_of(parse_lines(&lines), &["catalog.json:4", "olm.csv.metadata"]);
+        let yaml: String = valid_lines()
+            .iter()
+            .enumerate()
+            .map(|(i, line)| {
+                let mut blob: serde_json::Value = serde_json::from_str(line).unwrap();
+                if i == 3 {
+                    let bad: serde_json::Value = serde_json::from_str(bad).unwrap();
+                    blob["properties"]
+                        .as_array_mut()
+                        .unwrap()
+                        .insert(0, serde_json::json!({"type": kind, "value": bad}));
+                }
+                format!("---\n{}", serde_saphyr::to_string(&blob).unwrap())
+            })
+            .collect();
+        let error = error_of(parse("catalog.yaml", &yaml), &["catalog.yaml:", kind]);
         assert!(matches!(error, FbcError::InvalidProperty { .. }), "{error}");
-        messages.push(error.to_string());
+        let reason = |message: &str| {
+            message
+                .split_once(&format!("invalid {kind} property: "))
+                .map(|(_, r)| r.to_owned())
+        };
+        assert!(reason(&messages[0]).is_some(), "{}", messages[0]);
+        assert_eq!(
+            reason(&error.to_string()),
+            reason(&messages[0]),
+            "{kind}: YAML says the same"
+        );
     }
-    assert_eq!(messages[0], messages[1], "the key order changes nothing");
-    let yaml: String = valid_lines()
-        .iter()
-        .enumerate()
-        .map(|(i, line)| {
-            let mut blob: serde_json::Value = serde_json::from_str(line).unwrap();
-            if i == 3 {
-                let bad: serde_json::Value = serde_json::from_str(metadata).unwrap();
-                blob["properties"].as_array_mut().unwrap().insert(
-                    0,
-                    serde_json::json!({"type": "olm.csv.metadata", "value": bad}),
-                );
-            }
-            format!("---\n{}", serde_saphyr::to_string(&blob).unwrap())
-        })
-        .collect();
-    let error = error_of(
-        parse("catalog.yaml", &yaml),
-        &["catalog.yaml:", "olm.csv.metadata"],
-    );
-    assert!(matches!(error, FbcError::InvalidProperty { .. }), "{error}");
-    let reason = |message: &str| {
-        message
-            .split_once("olm.csv.metadata")
-            .map(|(_, r)| r.to_owned())
-    };
-    assert_eq!(
-        reason(&error.to_string()),
-        reason(&messages[0]),
-        "YAML says the same"
-    );
 }
 
 /// The same catalog with every property's keys in either order decodes to the same model.
@@ -562,6 +581,9 @@ fn property_key_order_does_not_change_the_model() {
             r#""installModes":[{"type":"AllNamespaces","supported":true},"#,
             r#"{"type":"OwnNamespace","supported":false}],"description":"long"}},"#,
             r#"{"type":"olm.gvk","value":{"group":"g","version":"v1","kind":"K"}},"#,
+            r#"{"type":"olm.gvk.required","value":{"group":"h","version":"v2","kind":"R"}},"#,
+            r#"{"type":"olm.package.required","value":{"packageName":"bar","#,
+            r#""versionRange":">=1.0.0"}},"#,
             r#"{"type":"example.com/custom","value":[1,{"a":"b"}]},"#,
         ),
     );
@@ -595,5 +617,6 @@ fn property_key_order_does_not_change_the_model() {
     );
     assert_eq!(bundle.properties.supported_install_modes, ["AllNamespaces"]);
     assert_eq!(bundle.properties.provided_gvks.len(), 1);
+    assert_eq!(bundle.properties.dependencies.len(), 2);
     assert_eq!(catalog, parse_lines(&swapped).unwrap());
 }

@@ -63,8 +63,9 @@ wire_struct! {
 }
 
 /// A `{type, value}` property. Its value is read according to its type when the type comes
-/// first (as `opm` writes it): an `olm.csv.metadata` value straight into the two fields POM
-/// reads, a type POM does not read skipped without a copy. Otherwise (the type after the
+/// first (as `opm` writes it): the small objects POM reads (`olm.package`, `olm.gvk`,
+/// `olm.gvk.required`, `olm.package.required`) and `olm.csv.metadata` straight into their wire
+/// types, a type POM does not read skipped without a copy. Otherwise (the type after the
 /// value, the types POM decodes from text, or a blob decoded again in [`raw_properties`]
 /// mode) the value is captured as its JSON text and decoded after the blob.
 #[derive(Debug, Default)]
@@ -80,6 +81,12 @@ pub(crate) enum PropertyValue<'de> {
     Raw(Box<RawValue>),
     /// An `olm.csv.metadata` value, read in passing.
     CsvMetadata(CsvMetadataWire<'de>),
+    /// An `olm.package` value, read in passing.
+    Package(PackagePropWire<'de>),
+    /// An `olm.gvk` or `olm.gvk.required` value, read in passing.
+    Gvk(GvkWire<'de>),
+    /// An `olm.package.required` value, read in passing.
+    PackageRequired(PackageRequiredWire<'de>),
     /// A value of a type POM does not read: well-formed, and let go.
     Skipped,
 }
@@ -160,24 +167,42 @@ fn property_value<'de, A: MapAccess<'de>>(
     if !RAW_PROPERTIES.get()
         && let Some(kind) = kind.map(Str::as_str)
     {
-        let read = PropertyKind::of(kind);
-        if read == Some(PropertyKind::CsvMetadata) {
-            let wire = map.next_value_seed(FieldSeed::<CsvMetadataWire<'de>> {
-                field: "value",
-                marker: PhantomData,
-            })?;
-            // `null` is refused as its text is (the property decoder says why).
-            return Ok(wire.map_or_else(
-                || PropertyValue::Raw(RawValue::NULL.to_owned()),
-                PropertyValue::CsvMetadata,
-            ));
-        }
-        if read.is_none() {
+        let Some(read) = PropertyKind::of(kind) else {
             map.next_value::<IgnoredAny>()?;
             return Ok(PropertyValue::Skipped);
+        };
+        match read {
+            PropertyKind::CsvMetadata => return in_passing(map, PropertyValue::CsvMetadata),
+            PropertyKind::Package => return in_passing(map, PropertyValue::Package),
+            PropertyKind::Gvk | PropertyKind::GvkRequired => {
+                return in_passing(map, PropertyValue::Gvk);
+            }
+            PropertyKind::PackageRequired => {
+                return in_passing(map, PropertyValue::PackageRequired);
+            }
+            // Decoded from their text: their values are rare (constraints, bundle objects) or
+            // read as text (max OpenShift version, media type).
+            PropertyKind::Constraint
+            | PropertyKind::MaxOpenShiftVersion
+            | PropertyKind::BundleObject
+            | PropertyKind::MediaType => {}
         }
     }
     map.next_value::<Box<RawValue>>().map(PropertyValue::Raw)
+}
+
+/// Reads a property value straight into its wire type `W`. `null` is kept as its text, which
+/// the property decoder refuses with the message it always gave; any other value `W` cannot
+/// read fails the blob, which is then decoded again in [`raw_properties`] mode.
+fn in_passing<'de, A: MapAccess<'de>, W: FieldValue<'de>>(
+    map: &mut A,
+    wrap: fn(W) -> PropertyValue<'de>,
+) -> Result<PropertyValue<'de>, A::Error> {
+    let wire = map.next_value_seed(FieldSeed::<W> {
+        field: "value",
+        marker: PhantomData,
+    })?;
+    Ok(wire.map_or_else(|| PropertyValue::Raw(RawValue::NULL.to_owned()), wrap))
 }
 
 impl<'de> FieldValue<'de> for PropertyWire<'de> {

@@ -87,6 +87,23 @@ pub(crate) fn decode(
                 csv_metadata(props, metadata);
                 continue;
             }
+            Some(PropertyValue::Package(wire)) => {
+                out.packages.push(package_property(wire));
+                continue;
+            }
+            Some(PropertyValue::Gvk(wire)) => {
+                let gvk = gvk_of(wire);
+                if PropertyKind::of(kind) == Some(PropertyKind::GvkRequired) {
+                    props.dependencies.push(Dependency::Gvk(gvk));
+                } else {
+                    props.provided_gvks.push(gvk);
+                }
+                continue;
+            }
+            Some(PropertyValue::PackageRequired(wire)) => {
+                props.dependencies.push(package_required(wire));
+                continue;
+            }
             Some(PropertyValue::Raw(value)) => value,
             None => RawValue::NULL.to_owned(),
         };
@@ -100,33 +117,16 @@ pub(crate) fn decode(
             continue;
         };
         match read {
-            PropertyKind::Package => {
-                let wire: PackagePropWire<'_> = typed(&value).map_err(invalid)?;
-                out.packages.push(PackageProperty {
-                    package_name: wire
-                        .package_name
-                        .map(|s| s.into_string())
-                        .unwrap_or_default(),
-                    version: wire.version.map(|s| s.into_string()).unwrap_or_default(),
-                });
-            }
+            PropertyKind::Package => out.packages.push(package_property(
+                typed::<PackagePropWire<'_>>(&value).map_err(invalid)?,
+            )),
             PropertyKind::Gvk => props.provided_gvks.push(gvk(&value).map_err(invalid)?),
             PropertyKind::GvkRequired => props
                 .dependencies
                 .push(Dependency::Gvk(gvk(&value).map_err(invalid)?)),
-            PropertyKind::PackageRequired => {
-                let wire: PackageRequiredWire<'_> = typed(&value).map_err(invalid)?;
-                props.dependencies.push(Dependency::Package {
-                    package_name: wire
-                        .package_name
-                        .map(|s| s.into_string())
-                        .unwrap_or_default(),
-                    version_range: wire
-                        .version_range
-                        .map(|s| s.into_string())
-                        .unwrap_or_default(),
-                });
-            }
+            PropertyKind::PackageRequired => props.dependencies.push(package_required(
+                typed::<PackageRequiredWire<'_>>(&value).map_err(invalid)?,
+            )),
             PropertyKind::Constraint => props
                 .dependencies
                 .push(Dependency::Constraint(typed(&value).map_err(invalid)?)),
@@ -170,12 +170,38 @@ fn typed<'a, T: Deserialize<'a>>(value: &'a RawValue) -> Result<T, String> {
 }
 
 fn gvk(value: &RawValue) -> Result<Gvk, String> {
-    let wire: GvkWire<'_> = typed(value)?;
-    Ok(Gvk {
+    typed::<GvkWire<'_>>(value).map(gvk_of)
+}
+
+fn gvk_of(wire: GvkWire<'_>) -> Gvk {
+    Gvk {
         group: wire.group.map(|s| s.into_string()).unwrap_or_default(),
         version: wire.version.map(|s| s.into_string()).unwrap_or_default(),
         kind: wire.kind.map(|s| s.into_string()).unwrap_or_default(),
-    })
+    }
+}
+
+fn package_property(wire: PackagePropWire<'_>) -> PackageProperty {
+    PackageProperty {
+        package_name: wire
+            .package_name
+            .map(|s| s.into_string())
+            .unwrap_or_default(),
+        version: wire.version.map(|s| s.into_string()).unwrap_or_default(),
+    }
+}
+
+fn package_required(wire: PackageRequiredWire<'_>) -> Dependency {
+    Dependency::Package {
+        package_name: wire
+            .package_name
+            .map(|s| s.into_string())
+            .unwrap_or_default(),
+        version_range: wire
+            .version_range
+            .map(|s| s.into_string())
+            .unwrap_or_default(),
+    }
 }
 
 /// `olm.bundle.object`: `data` is a base64 manifest (Go's `[]byte` JSON form, which tolerates
