@@ -19,6 +19,7 @@ use super::index::{
     BlobAt, ContentSource, PackageIndex, ScopedCatalog, SpanRecorder, read_package,
 };
 use super::model::{Bundle, Catalog, Channel, ChannelEntry, Deprecations, Origin, Package};
+use super::parallel;
 use super::properties;
 use super::validate;
 use crate::range::SkipRange;
@@ -50,10 +51,9 @@ pub(crate) type Scope = Arc<BTreeSet<String>>;
 /// Collects decoded blobs, then joins them into a [`Catalog`].
 #[derive(Default)]
 pub(crate) struct Assembler {
-    packages: BTreeMap<String, PackageSeed>,
-    channels: Vec<ChannelSeed>,
-    bundles: Vec<Bundle>,
-    deprecations: Vec<DeprecationsSeed>,
+    /// Each package's blobs, in file order, by the package they name: gathered as they come,
+    /// so the join moves no bundle from one list to another.
+    packages: BTreeMap<String, PackageBlobs>,
     others: Vec<Value>,
     /// With a scope: packages outside it are validated one at a time and kept only as index
     /// entries; every blob's span is recorded for the index.
@@ -85,7 +85,7 @@ impl Scoping {
     /// Validates the open package and forgets its model.
     fn seal_open(&mut self) -> Result<(), FbcError> {
         if let Some((name, open)) = self.open.take() {
-            let mut joined = open.join()?;
+            let mut joined = open.join(JoinThreads::ONE)?;
             let verdict = if joined.packages.contains_key(&name) {
                 None
             } else {
@@ -227,17 +227,18 @@ impl Assembler {
     /// partly merged, when a package is declared in both: the caller then decodes the catalog
     /// again in one piece, so the duplicate is reported as a sequential pass reports it.
     pub(crate) fn absorb(&mut self, later: Assembler) -> bool {
-        for (name, seed) in later.packages {
+        for (name, theirs) in later.packages {
             match self.packages.entry(name) {
-                Entry::Occupied(_) => return false,
                 Entry::Vacant(slot) => {
-                    slot.insert(seed);
+                    slot.insert(theirs);
+                }
+                Entry::Occupied(mut slot) => {
+                    if !slot.get_mut().append(theirs) {
+                        return false;
+                    }
                 }
             }
         }
-        self.channels.extend(later.channels);
-        self.bundles.extend(later.bundles);
-        self.deprecations.extend(later.deprecations);
         self.others.extend(later.others);
         if let (Some(mine), Some(theirs)) = (&mut self.scoped, later.scoped) {
             let theirs = *theirs;
@@ -290,17 +291,18 @@ impl Assembler {
             bundles: BTreeMap::new(),
             deprecations: Deprecations::default(),
         };
-        match self.packages.entry(name.clone()) {
-            Entry::Occupied(first) => Err(FbcError::DuplicatePackage {
-                package: first.key().clone(),
-                first: first.get().origin.clone(),
+        with_blobs(&mut self.packages, &name, |blobs| match &blobs.declared {
+            Some(first) => Err(FbcError::DuplicatePackage {
+                package: name.clone(),
+                first: first.origin.clone(),
                 second: origin,
             }),
-            Entry::Vacant(slot) => {
-                slot.insert(PackageSeed { package, origin });
-                Ok(name)
+            None => {
+                blobs.declared = Some(PackageSeed { package, origin });
+                Ok(())
             }
-        }
+        })?;
+        Ok(name)
     }
 
     fn add_channel(&mut self, blob: BlobWire<'_>, origin: Origin) -> Result<String, FbcError> {
@@ -319,10 +321,13 @@ impl Assembler {
                 entry: pair[0].name.clone(),
             });
         }
-        self.channels.push(ChannelSeed {
+        let seed = ChannelSeed {
             package: package.clone(),
             channel: Channel { name, entries },
             origin,
+        };
+        with_blobs(&mut self.packages, &package, |blobs| {
+            blobs.channels.push(seed)
         });
         Ok(package)
     }
@@ -355,13 +360,16 @@ impl Assembler {
                 reason: e.to_string(),
             }
         })?;
-        self.bundles.push(Bundle {
+        let bundle = Bundle {
             name,
             package: package.clone(),
             image: optional(blob.image),
             version,
             properties: decoded.properties,
             origin,
+        };
+        with_blobs(&mut self.packages, &package, |blobs| {
+            blobs.bundles.push(bundle)
         });
         Ok(package)
     }
@@ -401,10 +409,13 @@ impl Assembler {
                 }
             }
         }
-        self.deprecations.push(DeprecationsSeed {
+        let seed = DeprecationsSeed {
             package: package.clone(),
             deprecations,
             origin,
+        };
+        with_blobs(&mut self.packages, &package, |blobs| {
+            blobs.deprecations.push(seed);
         });
         Ok(package)
     }
@@ -412,9 +423,14 @@ impl Assembler {
     /// Joins everything by package and validates the result. An inconsistency inside one
     /// package (duplicates, a channel that is not one replaces chain, blobs of a package with
     /// no `olm.package`) leaves that package out with its error; the rest is served.
-    pub(crate) fn finish(mut self) -> Result<Catalog, FbcError> {
+    pub(crate) fn finish(self) -> Result<Catalog, FbcError> {
+        self.finish_on(JoinThreads::default())
+    }
+
+    /// [`Self::finish`], with the join shared out as `threads` says.
+    pub(crate) fn finish_on(mut self, threads: JoinThreads) -> Result<Catalog, FbcError> {
         self.scoped = None;
-        self.join()
+        self.join(threads)
     }
 
     /// Finishes a scoped load (an assembler made by [`Self::scoped`]): the packages in scope
@@ -426,7 +442,7 @@ impl Assembler {
     ) -> Result<ScopedCatalog, FbcError> {
         let mut scoping = self.scoped.take().map(|s| *s).unwrap_or_default();
         scoping.seal_open()?;
-        let mut held = self.join()?;
+        let mut held = self.join(JoinThreads::default())?;
         let mut valid: Vec<String> = held.packages.keys().cloned().collect();
         for (name, verdict) in scoping.sealed {
             match verdict {
@@ -453,121 +469,248 @@ impl Assembler {
         })
     }
 
-    fn join(self) -> Result<Catalog, FbcError> {
-        let mut packages = self.packages;
-        let mut invalid: BTreeMap<String, FbcError> = BTreeMap::new();
-        let mark = |invalid: &mut BTreeMap<String, FbcError>, package: &str, error| {
-            invalid.entry(package.to_owned()).or_insert(error);
+    /// Joins and validates each package from its blobs, on every core when there are enough
+    /// bundles to pay for threads: packages are independent, and each one's result is the one
+    /// a pass over the whole catalog gives.
+    fn join(self, threads: JoinThreads) -> Result<Catalog, FbcError> {
+        let bundles: usize = self.packages.values().map(|b| b.bundles.len()).sum();
+        let workers = if bundles >= threads.min_bundles {
+            threads.workers
+        } else {
+            1
         };
-        let mut channel_origins: BTreeMap<(String, String), Origin> = BTreeMap::new();
-        for seed in self.channels {
-            let Some(target) = packages.get_mut(&seed.package) else {
-                let package = seed.package.clone();
-                mark(
-                    &mut invalid,
-                    &package,
-                    unknown_package(SCHEMA_CHANNEL, seed.channel.name, seed.package, seed.origin),
-                );
-                continue;
-            };
-            let key = (seed.package, seed.channel.name.clone());
-            if let Some(first) = channel_origins.get(&key) {
-                let error = FbcError::DuplicateChannel(Box::new(DuplicateDetail {
-                    package: key.0.clone(),
-                    name: key.1,
-                    first: first.clone(),
-                    second: seed.origin,
-                }));
-                mark(&mut invalid, &key.0, error);
-                continue;
-            }
-            target
-                .package
-                .channels
-                .insert(seed.channel.name.clone(), seed.channel);
-            channel_origins.insert(key, seed.origin);
-        }
-        for bundle in self.bundles {
-            let Some(target) = packages.get_mut(&bundle.package) else {
-                let package = bundle.package.clone();
-                mark(
-                    &mut invalid,
-                    &package,
-                    unknown_package(SCHEMA_BUNDLE, bundle.name, bundle.package, bundle.origin),
-                );
-                continue;
-            };
-            match target.package.bundles.entry(bundle.name.clone()) {
-                Entry::Occupied(first) => {
-                    let error = FbcError::DuplicateBundle(Box::new(DuplicateDetail {
-                        package: bundle.package.clone(),
-                        name: bundle.name,
-                        first: first.get().origin.clone(),
-                        second: bundle.origin,
-                    }));
-                    mark(&mut invalid, &bundle.package, error);
-                }
-                Entry::Vacant(slot) => {
-                    slot.insert(bundle);
+        let joined = parallel::map_in_order(
+            self.packages.into_iter().collect(),
+            workers,
+            |(_, blobs)| blobs.bundles.len() + 1,
+            |(name, blobs)| {
+                let result = blobs.join(&name);
+                (name, result)
+            },
+        );
+        let mut packages = Vec::with_capacity(joined.len());
+        let mut invalid = BTreeMap::new();
+        for (name, result) in joined {
+            match result {
+                Ok(package) => packages.push((name, package)),
+                Err(error) => {
+                    invalid.insert(name, error);
                 }
             }
-        }
-        let mut deprecation_origins: BTreeMap<String, Origin> = BTreeMap::new();
-        for seed in self.deprecations {
-            let Some(target) = packages.get_mut(&seed.package) else {
-                let package = seed.package.clone();
-                mark(
-                    &mut invalid,
-                    &package,
-                    unknown_package(
-                        SCHEMA_DEPRECATIONS,
-                        seed.package.clone(),
-                        seed.package,
-                        seed.origin,
-                    ),
-                );
-                continue;
-            };
-            if let Some(first) = deprecation_origins.get(&seed.package) {
-                let error = FbcError::DuplicateDeprecations {
-                    package: seed.package.clone(),
-                    first: first.clone(),
-                    second: seed.origin,
-                };
-                mark(&mut invalid, &seed.package, error);
-                continue;
-            }
-            target.package.deprecations = seed.deprecations;
-            deprecation_origins.insert(seed.package, seed.origin);
-        }
-        for ((package, channel), origin) in &channel_origins {
-            if let Some(seed) = packages.get(package)
-                && let Some(channel) = seed.package.channels.get(channel)
-                && let Err(error) = validate::channel(&seed.package, channel, origin)
-            {
-                mark(&mut invalid, package, error);
-            }
-        }
-        for (name, seed) in &packages {
-            if !invalid.contains_key(name)
-                && let Err(error) =
-                    validate::package(&seed.package, &seed.origin, deprecation_origins.get(name))
-            {
-                mark(&mut invalid, name, error);
-            }
-        }
-        for package in invalid.keys() {
-            packages.remove(package);
         }
         Ok(Catalog {
-            packages: packages
-                .into_iter()
-                .map(|(name, seed)| (name, seed.package))
-                .collect(),
+            // In name order already: the map is built from the sorted run without a sort.
+            packages: packages.into_iter().collect(),
             others: self.others,
             invalid_packages: invalid,
         })
     }
+}
+
+/// Catalogs with fewer bundles than this are joined on one core: threads cost more than the
+/// join of a catalog this small (about 1 ms).
+const MIN_PARALLEL_JOIN_BUNDLES: usize = 2_000;
+
+/// How the join of a catalog is shared out between cores (tests lower the threshold).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct JoinThreads {
+    pub(crate) workers: usize,
+    /// Catalogs with fewer bundles are joined on one core.
+    pub(crate) min_bundles: usize,
+}
+
+impl JoinThreads {
+    /// On the calling thread only (one package, or a caller that wants no threads).
+    pub(crate) const ONE: Self = Self {
+        workers: 1,
+        min_bundles: usize::MAX,
+    };
+}
+
+impl Default for JoinThreads {
+    fn default() -> Self {
+        Self {
+            workers: parallel::workers(),
+            min_bundles: MIN_PARALLEL_JOIN_BUNDLES,
+        }
+    }
+}
+
+/// The blobs of one package, in file order, waiting to be joined.
+#[derive(Default)]
+struct PackageBlobs {
+    /// Its `olm.package` blob, when there is one.
+    declared: Option<PackageSeed>,
+    channels: Vec<ChannelSeed>,
+    bundles: Vec<Bundle>,
+    deprecations: Vec<DeprecationsSeed>,
+}
+
+/// Runs `add` on the blobs gathered for `package`, a new entry when it has none yet.
+fn with_blobs<R>(
+    packages: &mut BTreeMap<String, PackageBlobs>,
+    package: &str,
+    add: impl FnOnce(&mut PackageBlobs) -> R,
+) -> R {
+    // Looked up first: most blobs find their package and need no copy of its name.
+    match packages.get_mut(package) {
+        Some(blobs) => add(blobs),
+        None => add(packages.entry(package.to_owned()).or_default()),
+    }
+}
+
+impl PackageBlobs {
+    /// Appends the blobs that follow these in file order; `false` (leaving `self` as it was)
+    /// when both declare the package.
+    fn append(&mut self, later: PackageBlobs) -> bool {
+        if self.declared.is_some() && later.declared.is_some() {
+            return false;
+        }
+        if later.declared.is_some() {
+            self.declared = later.declared;
+        }
+        self.channels.extend(later.channels);
+        self.bundles.extend(later.bundles);
+        self.deprecations.extend(later.deprecations);
+        true
+    }
+
+    /// Joins one package's blobs and validates it. The first inconsistency found is its error,
+    /// in this order: channels, bundles, deprecations (each in file order), then the channel
+    /// graphs (by channel name), then the package as a whole.
+    fn join(self, name: &str) -> Result<Package, FbcError> {
+        let Some(PackageSeed {
+            mut package,
+            origin,
+        }) = self.declared
+        else {
+            return Err(self.undeclared(name));
+        };
+        let mut first_error: Option<FbcError> = None;
+        let mut channel_origins: BTreeMap<String, Origin> = BTreeMap::new();
+        for seed in self.channels {
+            match channel_origins.entry(seed.channel.name.clone()) {
+                Entry::Occupied(first) => {
+                    first_error.get_or_insert_with(|| {
+                        FbcError::DuplicateChannel(Box::new(DuplicateDetail {
+                            package: name.to_owned(),
+                            name: seed.channel.name,
+                            first: first.get().clone(),
+                            second: seed.origin,
+                        }))
+                    });
+                }
+                Entry::Vacant(slot) => {
+                    slot.insert(seed.origin);
+                    package
+                        .channels
+                        .insert(seed.channel.name.clone(), seed.channel);
+                }
+            }
+        }
+        let (bundles, duplicate) = bundles_by_name(self.bundles);
+        package.bundles = bundles;
+        if let Some((first, second)) = duplicate {
+            first_error.get_or_insert_with(|| {
+                FbcError::DuplicateBundle(Box::new(DuplicateDetail {
+                    package: name.to_owned(),
+                    name: second.name,
+                    first,
+                    second: second.origin,
+                }))
+            });
+        }
+        let mut deprecations_origin: Option<Origin> = None;
+        for seed in self.deprecations {
+            if let Some(first) = &deprecations_origin {
+                first_error.get_or_insert_with(|| FbcError::DuplicateDeprecations {
+                    package: name.to_owned(),
+                    first: first.clone(),
+                    second: seed.origin,
+                });
+                continue;
+            }
+            package.deprecations = seed.deprecations;
+            deprecations_origin = Some(seed.origin);
+        }
+        for (channel, channel_origin) in &channel_origins {
+            if first_error.is_some() {
+                break;
+            }
+            if let Some(channel) = package.channels.get(channel)
+                && let Err(error) = validate::channel(&package, channel, channel_origin)
+            {
+                first_error = Some(error);
+            }
+        }
+        if first_error.is_none()
+            && let Err(error) = validate::package(&package, &origin, deprecations_origin.as_ref())
+        {
+            first_error = Some(error);
+        }
+        first_error.map_or(Ok(package), Err)
+    }
+
+    /// Blobs that name a package no `olm.package` blob declares: the first of them (channels,
+    /// then bundles, then deprecations, in file order) is the error.
+    fn undeclared(self, name: &str) -> FbcError {
+        if let Some(seed) = self.channels.into_iter().next() {
+            return unknown_package(SCHEMA_CHANNEL, seed.channel.name, seed.package, seed.origin);
+        }
+        if let Some(bundle) = self.bundles.into_iter().next() {
+            return unknown_package(SCHEMA_BUNDLE, bundle.name, bundle.package, bundle.origin);
+        }
+        match self.deprecations.into_iter().next() {
+            Some(seed) => unknown_package(
+                SCHEMA_DEPRECATIONS,
+                seed.package.clone(),
+                seed.package,
+                seed.origin,
+            ),
+            // Not reached: a package is gathered only for a blob that names it.
+            None => unknown_package(
+                SCHEMA_PACKAGE,
+                name.to_owned(),
+                name.to_owned(),
+                Origin::default(),
+            ),
+        }
+    }
+}
+
+/// A package's bundles by name, the first of each name in file order kept, built in one pass
+/// over them sorted (inserting one at a time shifts whole bundles within the tree's nodes). With
+/// the duplicate a pass in file order meets first: the kept bundle's origin and the copy.
+fn bundles_by_name(bundles: Vec<Bundle>) -> (BTreeMap<String, Bundle>, Option<(Origin, Bundle)>) {
+    // Positions sorted by name; the sort is stable, so each name's run starts with its first.
+    let mut order: Vec<usize> = (0..bundles.len()).collect();
+    order.sort_by(|&a, &b| bundles[a].name.cmp(&bundles[b].name));
+    let mut run_first = vec![true; bundles.len()];
+    // The copy that comes earliest in the file, and the position of its name's first.
+    let mut duplicate: Option<(usize, usize)> = None;
+    let mut run_start = 0;
+    for (k, &at) in order.iter().enumerate() {
+        if k > 0 && bundles[order[k - 1]].name == bundles[at].name {
+            run_first[at] = false;
+            if duplicate.is_none_or(|(_, copy)| at < copy) {
+                duplicate = Some((order[run_start], at));
+            }
+        } else {
+            run_start = k;
+        }
+    }
+    let mut slots: Vec<Option<Bundle>> = bundles.into_iter().map(Some).collect();
+    let duplicate = duplicate.and_then(|(first, copy)| {
+        let first_origin = slots[first].as_ref().map(|b| b.origin.clone())?;
+        Some((first_origin, slots[copy].take()?))
+    });
+    let by_name = order
+        .into_iter()
+        .filter(|&at| run_first[at])
+        .filter_map(|at| slots[at].take())
+        .map(|bundle| (bundle.name.clone(), bundle))
+        .collect();
+    (by_name, duplicate)
 }
 
 fn unknown_package(schema: &str, name: String, package: String, origin: Origin) -> FbcError {
@@ -610,4 +753,57 @@ fn channel_entry(
             .collect(),
         skip_range,
     })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn bundle(name: &str, line: usize) -> Bundle {
+        Bundle {
+            name: name.to_owned(),
+            package: "p".to_owned(),
+            image: None,
+            version: parse_bundle_version("1.0.0").unwrap(),
+            properties: Default::default(),
+            origin: Origin {
+                file: "c".to_owned(),
+                line: Some(line),
+            },
+        }
+    }
+
+    /// What a pass in file order does: insert each bundle, keep the first of a name, and
+    /// report the first copy met, with the kept bundle's origin.
+    fn one_at_a_time(bundles: Vec<Bundle>) -> (BTreeMap<String, Bundle>, Option<(Origin, Bundle)>) {
+        let mut map = BTreeMap::new();
+        let mut duplicate = None;
+        for bundle in bundles {
+            match map.entry(bundle.name.clone()) {
+                Entry::Occupied(first) => {
+                    let first: &Bundle = first.get();
+                    duplicate.get_or_insert((first.origin.clone(), bundle));
+                }
+                Entry::Vacant(slot) => {
+                    slot.insert(bundle);
+                }
+            }
+        }
+        (map, duplicate)
+    }
+
+    proptest! {
+        #[test]
+        fn bundles_by_name_is_a_pass_in_file_order(names in prop::collection::vec(0u8..12, 0..40)) {
+            let bundles: Vec<Bundle> = names
+                .iter()
+                .enumerate()
+                .map(|(line, n)| bundle(&format!("b{n}"), line))
+                .collect();
+            prop_assert_eq!(bundles_by_name(bundles.clone()), one_at_a_time(bundles));
+        }
+    }
 }

@@ -308,3 +308,49 @@ impl Joiner {
         }
     }
 }
+
+/// `map` over `items` on up to `workers` threads, each taking a contiguous run of about equal
+/// `weight`; the results come back in the items' order. One worker (or one item) maps inline.
+pub(crate) fn map_in_order<T: Send, R: Send>(
+    items: Vec<T>,
+    workers: usize,
+    weight: impl Fn(&T) -> usize,
+    map: impl Fn(T) -> R + Sync,
+) -> Vec<R> {
+    if workers <= 1 || items.len() < 2 {
+        return items.into_iter().map(map).collect();
+    }
+    let total: usize = items.iter().map(&weight).sum();
+    let per_worker = total.div_ceil(workers).max(1);
+    let mut runs: Vec<Vec<T>> = Vec::with_capacity(workers);
+    let mut run = Vec::new();
+    let mut run_weight = 0;
+    for item in items {
+        run_weight += weight(&item);
+        run.push(item);
+        if run_weight >= per_worker && runs.len() + 1 < workers {
+            runs.push(std::mem::take(&mut run));
+            run_weight = 0;
+        }
+    }
+    let last = run;
+    let map = &map;
+    thread::scope(|threads| {
+        let handles: Vec<_> = runs
+            .into_iter()
+            .map(|run| threads.spawn(move || run.into_iter().map(map).collect::<Vec<R>>()))
+            .collect();
+        // The calling thread maps the last run rather than wait idle.
+        let last: Vec<R> = last.into_iter().map(map).collect();
+        let mut out = Vec::new();
+        for handle in handles {
+            match handle.join() {
+                Ok(mapped) => out.extend(mapped),
+                // A panic in `map` is the caller's, as it would be on one thread.
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        out.extend(last);
+        out
+    })
+}

@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::assemble::{Assembler, Scope};
+use super::assemble::{Assembler, JoinThreads, Scope};
 use super::decode::{AliasBudget, STREAM_WINDOW_BYTES, decode_document};
 pub use super::error::{DuplicateDetail, FbcError, InvalidSkipRangeDetail};
 use super::index::{ContentSource, ScopedCatalog};
@@ -37,6 +37,8 @@ struct Threads {
     min_parallel: u64,
     /// Documents smaller than this are not cut.
     min_cut: usize,
+    /// How the packages are joined and validated.
+    join: JoinThreads,
 }
 
 impl Default for Threads {
@@ -45,6 +47,7 @@ impl Default for Threads {
             workers: parallel::workers(),
             min_parallel: MIN_PARALLEL_BYTES,
             min_cut: MIN_CUT_BYTES,
+            join: JoinThreads::default(),
         }
     }
 }
@@ -94,7 +97,7 @@ fn files_source(files: &[CatalogFile]) -> ContentSource {
 
 fn load_path_on(path: &Path, threads: Threads) -> Result<Catalog, FbcError> {
     let files = source::catalog_files(path)?;
-    load_files(&files, threads, None)?.finish()
+    load_files(&files, threads, None)?.finish_on(threads.join)
 }
 
 fn load_files(
@@ -184,7 +187,7 @@ pub fn parse_documents(
 }
 
 fn parse_on(docs: &[(&str, &[u8])], threads: Threads) -> Result<Catalog, FbcError> {
-    parse_into(docs, threads, None)?.finish()
+    parse_into(docs, threads, None)?.finish_on(threads.join)
 }
 
 fn parse_into(
@@ -350,6 +353,7 @@ entries:
         workers: 1,
         min_parallel: u64::MAX,
         min_cut: usize::MAX,
+        join: JoinThreads::ONE,
     };
 
     /// Two workers, every document cut, however small.
@@ -357,12 +361,20 @@ entries:
         workers: 2,
         min_parallel: 0,
         min_cut: 0,
+        join: JoinThreads {
+            workers: 2,
+            min_bundles: 0,
+        },
     };
 
     const FOUR_CORES: Threads = Threads {
         workers: 4,
         min_parallel: 0,
         min_cut: 0,
+        join: JoinThreads {
+            workers: 4,
+            min_bundles: 0,
+        },
     };
 
     /// Blobs of `packages` packages with two bundles each, one JSON object per line.
@@ -473,6 +485,50 @@ entries:
         let yaml: String = dup.iter().map(|b| format!("---\n{b}\n")).collect();
         assert_same(&yaml);
         assert_same(&yaml.replace("p20.v1\"}", "p20.v1\"}]"));
+    }
+
+    /// Packages joined on several cores are refused for the reasons, and with the errors, one
+    /// core gives: a duplicate bundle, a duplicate channel, a second deprecations blob, a
+    /// channel that is not one chain, blobs of an undeclared package; the rest are served.
+    #[test]
+    fn packages_joined_on_several_cores_are_refused_as_on_one() {
+        let mut blobs = json_blobs(40);
+        let at =
+            |blobs: &[String], needle: &str| blobs.iter().position(|b| b.contains(needle)).unwrap();
+        let bundle = at(&blobs, r#""name":"p3.v1""#);
+        blobs.push(blobs[bundle].clone());
+        let channel = at(&blobs, r#""package":"p11","name":"stable""#);
+        blobs.push(blobs[channel].clone());
+        for _ in 0..2 {
+            blobs.push(
+                r#"{"schema":"olm.deprecations","package":"p19","entries":[{"reference":{"schema":"olm.package"},"message":"gone"}]}"#
+                    .to_owned(),
+            );
+        }
+        let broken = at(&blobs, r#""package":"p27","name":"stable""#);
+        blobs[broken] = blobs[broken].replace(r#","replaces":"p27.v1""#, "");
+        blobs.push(
+            r#"{"schema":"olm.bundle","name":"ghost.v1","package":"ghost","image":"i","properties":[{"type":"olm.package","value":{"packageName":"ghost","version":"1.0.0"}}]}"#
+                .to_owned(),
+        );
+        let text = blobs.join("\n") + "\n";
+        assert_same(&text);
+        let catalog = on(FOUR_CORES, &text).unwrap();
+        let refused: Vec<&str> = catalog
+            .invalid_packages
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(refused, ["ghost", "p11", "p19", "p27", "p3"]);
+        assert_eq!(catalog.packages.len(), 36);
+        assert!(matches!(
+            catalog.invalid_packages["p3"],
+            FbcError::DuplicateBundle(_)
+        ));
+        assert!(matches!(
+            catalog.invalid_packages["ghost"],
+            FbcError::UnknownPackage { .. }
+        ));
     }
 
     #[test]
