@@ -105,12 +105,12 @@ pub(crate) fn decode_document(
     assembler: &mut Assembler,
     aliases: &mut AliasBudget,
 ) -> Result<(), FbcError> {
-    let (bytes, at) = match bytes.strip_prefix(b"\xEF\xBB\xBF") {
+    let (bytes, at) = match bytes.strip_prefix(BYTE_ORDER_MARK) {
         // Spans count bytes from the file's start, the mark included.
         Some(body) => (body, FileOffset { lines: 0, bytes: 3 }),
         None => (bytes, FileOffset::START),
     };
-    match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
+    match first_significant(bytes) {
         None => Ok(()),
         Some(b'{') => decode_json_stream(label, bytes, 0, at, assembler),
         Some(_) => match std::str::from_utf8(bytes) {
@@ -125,6 +125,20 @@ pub(crate) fn decode_document(
             }),
         },
     }
+}
+
+const BYTE_ORDER_MARK: &[u8] = b"\xEF\xBB\xBF";
+
+/// The first byte that is not white space.
+fn first_significant(bytes: &[u8]) -> Option<u8> {
+    bytes.iter().copied().find(|b| !b.is_ascii_whitespace())
+}
+
+/// Whether [`decode_document`] reads `bytes` as a JSON stream (its first significant byte,
+/// after any byte-order mark, is `{`) rather than as YAML.
+pub(crate) fn is_json(bytes: &[u8]) -> bool {
+    let body = bytes.strip_prefix(BYTE_ORDER_MARK).unwrap_or(bytes);
+    first_significant(body) == Some(b'{')
 }
 
 /// Decodes the blobs of one index span again (see [`super::index`]): `bytes` are the span's

@@ -25,15 +25,31 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
 
 use super::assemble::{Assembler, Scope};
-use super::decode::{AliasBudget, Window, decode_document, decode_piece, read_in_windows};
+use super::decode::{AliasBudget, Window, decode_document, decode_piece, is_json, read_in_windows};
 use super::source::{self, CatalogFile};
 
-/// Catalogs smaller than this are decoded on one core: the real catalogs in the test data are
-/// all under 1 MiB and take a few milliseconds.
-pub(crate) const MIN_PARALLEL_BYTES: u64 = 4 << 20;
+/// Catalogs that cost less than this (in [`cost`] units: bytes of YAML) are decoded on one
+/// core. Measured on the real catalogs in the test data: 64 KiB of YAML takes about 1 ms on a
+/// core and a second thread about 0.1 ms, so from there on two cores pay (the real YAML
+/// catalogs of 0.1-0.85 MiB went from 44-83 to 64-112 MiB/s); a 100 KiB JSON catalog, which
+/// takes 0.25 ms, got slower on two, hence JSON's lower [`cost`].
+pub(crate) const MIN_PARALLEL_COST: u64 = 64 << 10;
 
-/// Documents at least this large are cut into one piece per worker.
-pub(crate) const MIN_CUT_BYTES: usize = 1 << 20;
+/// Documents that cost at least this are cut into one piece per worker.
+pub(crate) const MIN_CUT_COST: u64 = 64 << 10;
+
+/// A byte of JSON costs about an eighth of a byte of YAML to decode (measured per core: about
+/// 450 against 50 MiB/s).
+const JSON_BYTES_PER_COST: u64 = 8;
+
+/// What decoding `bytes` bytes costs, in bytes of YAML: what shares and thresholds weigh.
+pub(crate) fn cost(bytes: u64, json: bool) -> u64 {
+    if json {
+        bytes / JSON_BYTES_PER_COST
+    } else {
+        bytes
+    }
+}
 
 /// At most this many workers, whatever the machine has.
 const MAX_WORKERS: usize = 8;
@@ -48,34 +64,57 @@ pub(crate) fn workers() -> usize {
 /// One piece of a catalog, in file order.
 pub(crate) enum Unit<'a> {
     /// A file not read yet: its worker reads it, so a split folder is never in memory whole.
-    File { file: &'a CatalogFile, len: u64 },
+    /// Its cost is judged from its size and name (`.json` or not) before it is read.
+    File { file: &'a CatalogFile, cost: u64 },
     /// A range of a document already in memory.
     Piece {
         label: &'a str,
         bytes: &'a [u8],
         range: Range<usize>,
+        json: bool,
     },
 }
 
 impl Unit<'_> {
-    pub(crate) fn len(&self) -> u64 {
+    /// A file of the catalog, to be read by its worker.
+    pub(crate) fn file(file: &CatalogFile) -> Unit<'_> {
+        let len = std::fs::metadata(&file.path).map_or(0, |m| m.len());
+        let json = file
+            .path
+            .extension()
+            .is_some_and(|ext| ext.eq_ignore_ascii_case("json"));
+        Unit::File {
+            file,
+            cost: cost(len, json),
+        }
+    }
+
+    pub(crate) fn cost(&self) -> u64 {
         match self {
-            Unit::File { len, .. } => *len,
-            Unit::Piece { range, .. } => range.len() as u64,
+            Unit::File { cost, .. } => *cost,
+            Unit::Piece { range, json, .. } => cost(range.len() as u64, *json),
         }
     }
 }
 
-/// The pieces of in-memory documents: each one of at least `min_cut` bytes (normally
-/// [`MIN_CUT_BYTES`]) cut in `workers`.
+/// What decoding in-memory documents costs (see [`cost`]).
+pub(crate) fn documents_cost(docs: &[(&str, &[u8])]) -> u64 {
+    docs.iter()
+        .map(|(_, bytes)| cost(bytes.len() as u64, is_json(bytes)))
+        .sum()
+}
+
+/// The pieces of in-memory documents: each one that costs at least `min_cut` (normally
+/// [`MIN_CUT_COST`]) cut in `workers`.
 pub(crate) fn pieces<'a>(
     docs: &[(&'a str, &'a [u8])],
     workers: usize,
-    min_cut: usize,
+    min_cut: u64,
 ) -> Vec<Unit<'a>> {
     let mut units = Vec::new();
     for &(label, bytes) in docs {
-        let ranges = if bytes.len() >= min_cut {
+        let json = is_json(bytes);
+        let ranges = if cost(bytes.len() as u64, json) >= min_cut {
             super::decode::cut(bytes, workers)
         } else {
             std::iter::once(0..bytes.len()).collect()
@@ -84,20 +123,21 @@ pub(crate) fn pieces<'a>(
             label,
             bytes,
             range,
+            json,
         }));
     }
     units
 }
 
-/// Contiguous shares of `units` of about equal bytes, at most `workers` of them.
+/// Contiguous shares of `units` of about equal cost, at most `workers` of them.
 fn partition(units: &[Unit<'_>], workers: usize) -> Vec<Range<usize>> {
-    let total: u64 = units.iter().map(Unit::len).sum();
+    let total: u64 = units.iter().map(Unit::cost).sum();
     let workers = workers.max(1) as u64;
     let mut shares = Vec::new();
     let mut start = 0;
     let mut done = 0u64;
     for (i, unit) in units.iter().enumerate() {
-        done += unit.len();
+        done += unit.cost();
         let next = shares.len() as u64 + 1;
         if next < workers && done >= total / workers * next {
             shares.push(start..i + 1);
@@ -163,6 +203,7 @@ fn decode_share(units: &[Unit<'_>], scope: Option<&Scope>) -> Option<Assembler> 
                 label,
                 bytes,
                 range,
+                ..
             } => decode_piece(label, bytes, range.clone(), &mut assembler, &mut aliases),
         };
         if decoded.is_err() {

@@ -16,7 +16,7 @@ use super::decode::{AliasBudget, STREAM_WINDOW_BYTES, decode_document};
 pub use super::error::{DuplicateDetail, FbcError, InvalidSkipRangeDetail};
 use super::index::{ContentSource, ScopedCatalog};
 use super::model::Catalog;
-use super::parallel::{self, MIN_CUT_BYTES, MIN_PARALLEL_BYTES, Unit};
+use super::parallel::{self, MIN_CUT_COST, MIN_PARALLEL_COST, Unit};
 use super::source::{self, CatalogFile};
 
 /// Loads a catalog from a file or a folder (walked recursively, sorted, `.json`/`.yaml`/`.yml`
@@ -33,10 +33,10 @@ pub fn load_path(path: &Path) -> Result<Catalog, FbcError> {
 #[derive(Debug, Clone, Copy)]
 struct Threads {
     workers: usize,
-    /// Catalogs smaller than this are decoded on one core.
+    /// Catalogs that cost less than this ([`parallel::cost`]) are decoded on one core.
     min_parallel: u64,
-    /// Documents smaller than this are not cut.
-    min_cut: usize,
+    /// Documents that cost less than this are not cut.
+    min_cut: u64,
     /// How the packages are joined and validated.
     join: JoinThreads,
 }
@@ -45,8 +45,8 @@ impl Default for Threads {
     fn default() -> Self {
         Self {
             workers: parallel::workers(),
-            min_parallel: MIN_PARALLEL_BYTES,
-            min_cut: MIN_CUT_BYTES,
+            min_parallel: MIN_PARALLEL_COST,
+            min_cut: MIN_CUT_COST,
             join: JoinThreads::default(),
         }
     }
@@ -119,14 +119,8 @@ fn load_files(
     }
     let workers = threads.workers;
     if workers > 1 {
-        let units: Vec<Unit<'_>> = files
-            .iter()
-            .map(|file| Unit::File {
-                file,
-                len: std::fs::metadata(&file.path).map_or(0, |m| m.len()),
-            })
-            .collect();
-        let total: u64 = units.iter().map(Unit::len).sum();
+        let units: Vec<Unit<'_>> = files.iter().map(Unit::file).collect();
+        let total: u64 = units.iter().map(Unit::cost).sum();
         if total >= threads.min_parallel
             && let Some(assembler) = parallel::decode(&units, workers, scope)
         {
@@ -195,8 +189,7 @@ fn parse_into(
     threads: Threads,
     scope: Option<&Scope>,
 ) -> Result<Assembler, FbcError> {
-    let total: u64 = docs.iter().map(|(_, bytes)| bytes.len() as u64).sum();
-    if threads.workers > 1 && total >= threads.min_parallel {
+    if threads.workers > 1 && parallel::documents_cost(docs) >= threads.min_parallel {
         let units = parallel::pieces(docs, threads.workers, threads.min_cut);
         if let Some(assembler) = parallel::decode(&units, threads.workers, scope) {
             return Ok(assembler);
@@ -352,7 +345,7 @@ entries:
     const ONE_CORE: Threads = Threads {
         workers: 1,
         min_parallel: u64::MAX,
-        min_cut: usize::MAX,
+        min_cut: u64::MAX,
         join: JoinThreads::ONE,
     };
 
