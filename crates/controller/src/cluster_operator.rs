@@ -21,6 +21,7 @@ use crate::conditions;
 use crate::context::{CLUSTER_OPERATOR_FIELD_MANAGER, Context};
 use crate::error::Error;
 use crate::operator::gather::ClusterWatch;
+use crate::watch_cache::cached_watcher;
 
 /// Keeps the aggregated ClusterOperator up to date until `shutdown`.
 pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
@@ -30,7 +31,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     let pos: Api<PlatformOperator> = Api::all(ctx.client.clone());
     let notify = Arc::new(tokio::sync::Notify::new());
     let notifier = notify.clone();
-    let watch = reflector(writer, watcher(pos, watcher::Config::default()))
+    let watch = reflector(writer, cached_watcher(pos, watcher::Config::default()))
         .default_backoff()
         .touched_objects()
         .for_each(move |_| {

@@ -13,6 +13,8 @@ use kube::Client;
 use kube::api::Api;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
+
+use crate::watch_cache::cached_watcher;
 use pom_api::openshift::{AGGREGATED_CLUSTER_OPERATOR, ClusterOperator};
 use pom_api::{Catalog, PlatformOperator};
 use tokio_util::sync::CancellationToken;
@@ -127,7 +129,7 @@ where
         + 'static,
 {
     let (reader, writer) = reflector::store();
-    let stream = reflector::reflector(writer, watcher(api, config))
+    let stream = reflector::reflector(writer, cached_watcher(api, config))
         .default_backoff()
         .touched_objects();
     tokio::spawn(async move {

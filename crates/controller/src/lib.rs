@@ -12,7 +12,8 @@
 //! - [`cli`], [`run`], [`leader`], [`health`], [`metrics`], [`cluster_state`]: the process around
 //!   the controllers (flags, leader election, probes, metrics, graceful shutdown);
 //!   [`api_metrics`] counts the manager's own API requests; [`metrics_auth`] and
-//!   [`serving_cert`] make `/metrics` HTTPS for authorised scrapers only.
+//!   [`serving_cert`] make `/metrics` HTTPS for authorised scrapers only; [`watch_cache`] is
+//!   what every watch cache keeps of an object.
 
 pub mod admission_guard;
 pub mod api_metrics;
@@ -34,6 +35,7 @@ pub use pom_oci as oci;
 pub mod operator;
 pub mod run;
 pub mod serving_cert;
+pub mod watch_cache;
 
 pub use context::Context;
 pub use error::Error;

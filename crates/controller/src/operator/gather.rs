@@ -26,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::catalog::{CatalogCache, CatalogState, ServedCatalog};
 use crate::error::Error;
+use crate::watch_cache::cached_watcher;
 use pom_policy::snapshot::gate_of;
 
 /// The API group whose presence makes a cluster OpenShift.
@@ -99,7 +100,7 @@ impl ClusterWatch {
         let api: Api<ClusterVersion> = Api::all(client.clone());
         let config =
             watcher::Config::default().fields(&format!("metadata.name={CLUSTER_VERSION_NAME}"));
-        let stream = reflector::reflector(writer, watcher(api, config))
+        let stream = reflector::reflector(writer, cached_watcher(api, config))
             .default_backoff()
             .touched_objects();
         let watch = Self {
