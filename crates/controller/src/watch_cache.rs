@@ -8,9 +8,9 @@
 //! (`docs/benchmarks.md`). Every reflector of the manager is fed through [`cached_watcher`].
 
 use futures::Stream;
+use kube::Resource;
 use kube::api::Api;
 use kube::runtime::{WatchStreamExt as _, watcher};
-use kube::{Resource, ResourceExt as _};
 
 /// A watch of `api` whose objects come without `managedFields`, for a reflector to cache.
 pub fn cached_watcher<K>(
@@ -23,9 +23,10 @@ where
     watcher(api, config).modify(forget_managed_fields::<K>)
 }
 
-/// Drops what the caches need not keep (see the module documentation).
+/// Drops what the caches need not keep (see the module documentation): `None`, not an empty
+/// list, so that its buffer goes too.
 fn forget_managed_fields<K: Resource>(object: &mut K) {
-    object.managed_fields_mut().clear();
+    object.meta_mut().managed_fields = None;
 }
 
 #[cfg(test)]
@@ -50,7 +51,11 @@ mod tests {
         });
         let mut po: PlatformOperator = serde_json::from_value(seen.clone()).unwrap();
         super::forget_managed_fields(&mut po);
-        seen["metadata"]["managedFields"] = json!([]);
+        seen["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("managedFields");
+        assert!(po.metadata.managed_fields.is_none());
         let kept = serde_json::to_value(&po).unwrap();
         assert_eq!(kept["metadata"], seen["metadata"]);
         assert_eq!(kept["spec"]["package"], seen["spec"]["package"]);
