@@ -31,16 +31,14 @@ struct PackageSeed {
     origin: Origin,
 }
 
-/// A channel waiting for its package.
+/// A channel waiting for its package (the one it is gathered under).
 struct ChannelSeed {
-    package: String,
     channel: Channel,
     origin: Origin,
 }
 
-/// Deprecations waiting for their package.
+/// Deprecations waiting for their package (the one they are gathered under).
 struct DeprecationsSeed {
-    package: String,
     deprecations: Deprecations,
     origin: Origin,
 }
@@ -322,7 +320,6 @@ impl Assembler {
             });
         }
         let seed = ChannelSeed {
-            package: package.clone(),
             channel: Channel { name, entries },
             origin,
         };
@@ -410,7 +407,6 @@ impl Assembler {
             }
         }
         let seed = DeprecationsSeed {
-            package: package.clone(),
             deprecations,
             origin,
         };
@@ -499,7 +495,7 @@ impl Assembler {
             }
         }
         Ok(Catalog {
-            // In name order already: the map is built from the sorted run without a sort.
+            // Already in name order, so collecting the map is one linear pass.
             packages: packages.into_iter().collect(),
             others: self.others,
             invalid_packages: invalid,
@@ -655,25 +651,15 @@ impl PackageBlobs {
     /// then bundles, then deprecations, in file order) is the error.
     fn undeclared(self, name: &str) -> FbcError {
         if let Some(seed) = self.channels.into_iter().next() {
-            return unknown_package(SCHEMA_CHANNEL, seed.channel.name, seed.package, seed.origin);
+            return unknown_package(SCHEMA_CHANNEL, seed.channel.name, name, seed.origin);
         }
         if let Some(bundle) = self.bundles.into_iter().next() {
-            return unknown_package(SCHEMA_BUNDLE, bundle.name, bundle.package, bundle.origin);
+            return unknown_package(SCHEMA_BUNDLE, bundle.name, name, bundle.origin);
         }
         match self.deprecations.into_iter().next() {
-            Some(seed) => unknown_package(
-                SCHEMA_DEPRECATIONS,
-                seed.package.clone(),
-                seed.package,
-                seed.origin,
-            ),
+            Some(seed) => unknown_package(SCHEMA_DEPRECATIONS, name.to_owned(), name, seed.origin),
             // Not reached: a package is gathered only for a blob that names it.
-            None => unknown_package(
-                SCHEMA_PACKAGE,
-                name.to_owned(),
-                name.to_owned(),
-                Origin::default(),
-            ),
+            None => unknown_package(SCHEMA_PACKAGE, name.to_owned(), name, Origin::default()),
         }
     }
 }
@@ -685,40 +671,33 @@ fn bundles_by_name(bundles: Vec<Bundle>) -> (BTreeMap<String, Bundle>, Option<(O
     // Positions sorted by name; the sort is stable, so each name's run starts with its first.
     let mut order: Vec<usize> = (0..bundles.len()).collect();
     order.sort_by(|&a, &b| bundles[a].name.cmp(&bundles[b].name));
-    let mut run_first = vec![true; bundles.len()];
-    // The copy that comes earliest in the file, and the position of its name's first.
-    let mut duplicate: Option<(usize, usize)> = None;
-    let mut run_start = 0;
-    for (k, &at) in order.iter().enumerate() {
-        if k > 0 && bundles[order[k - 1]].name == bundles[at].name {
-            run_first[at] = false;
-            if duplicate.is_none_or(|(_, copy)| at < copy) {
-                duplicate = Some((order[run_start], at));
+    let mut slots: Vec<Option<Bundle>> = bundles.into_iter().map(Some).collect();
+    let mut kept: Vec<(String, Bundle)> = Vec::with_capacity(slots.len());
+    // The copy that comes earliest in the file: its position, its name's first's origin, it.
+    let mut duplicate: Option<(usize, Origin, Bundle)> = None;
+    for at in order {
+        let Some(bundle) = slots[at].take() else {
+            continue;
+        };
+        match kept.last() {
+            Some((name, first)) if *name == bundle.name => {
+                if duplicate.as_ref().is_none_or(|(copy, ..)| at < *copy) {
+                    duplicate = Some((at, first.origin.clone(), bundle));
+                }
             }
-        } else {
-            run_start = k;
+            _ => kept.push((bundle.name.clone(), bundle)),
         }
     }
-    let mut slots: Vec<Option<Bundle>> = bundles.into_iter().map(Some).collect();
-    let duplicate = duplicate.and_then(|(first, copy)| {
-        let first_origin = slots[first].as_ref().map(|b| b.origin.clone())?;
-        Some((first_origin, slots[copy].take()?))
-    });
-    let by_name = order
-        .into_iter()
-        .filter(|&at| run_first[at])
-        .filter_map(|at| slots[at].take())
-        .map(|bundle| (bundle.name.clone(), bundle))
-        .collect();
-    (by_name, duplicate)
+    let duplicate = duplicate.map(|(_, first, copy)| (first, copy));
+    (kept.into_iter().collect(), duplicate)
 }
 
-fn unknown_package(schema: &str, name: String, package: String, origin: Origin) -> FbcError {
+fn unknown_package(schema: &str, name: String, package: &str, origin: Origin) -> FbcError {
     FbcError::UnknownPackage {
         origin,
         schema: schema.to_owned(),
         name,
-        package,
+        package: package.to_owned(),
     }
 }
 

@@ -83,8 +83,10 @@ pub(crate) enum PropertyValue<'de> {
     CsvMetadata(CsvMetadataWire<'de>),
     /// An `olm.package` value, read in passing.
     Package(PackagePropWire<'de>),
-    /// An `olm.gvk` or `olm.gvk.required` value, read in passing.
+    /// An `olm.gvk` value, read in passing.
     Gvk(GvkWire<'de>),
+    /// An `olm.gvk.required` value, read in passing.
+    GvkRequired(GvkWire<'de>),
     /// An `olm.package.required` value, read in passing.
     PackageRequired(PackageRequiredWire<'de>),
     /// A value of a type POM does not read: well-formed, and let go.
@@ -174,9 +176,8 @@ fn property_value<'de, A: MapAccess<'de>>(
         match read {
             PropertyKind::CsvMetadata => return in_passing(map, PropertyValue::CsvMetadata),
             PropertyKind::Package => return in_passing(map, PropertyValue::Package),
-            PropertyKind::Gvk | PropertyKind::GvkRequired => {
-                return in_passing(map, PropertyValue::Gvk);
-            }
+            PropertyKind::Gvk => return in_passing(map, PropertyValue::Gvk),
+            PropertyKind::GvkRequired => return in_passing(map, PropertyValue::GvkRequired),
             PropertyKind::PackageRequired => {
                 return in_passing(map, PropertyValue::PackageRequired);
             }

@@ -92,12 +92,11 @@ pub(crate) fn decode(
                 continue;
             }
             Some(PropertyValue::Gvk(wire)) => {
-                let gvk = gvk_of(wire);
-                if PropertyKind::of(kind) == Some(PropertyKind::GvkRequired) {
-                    props.dependencies.push(Dependency::Gvk(gvk));
-                } else {
-                    props.provided_gvks.push(gvk);
-                }
+                props.provided_gvks.push(gvk_of(wire));
+                continue;
+            }
+            Some(PropertyValue::GvkRequired(wire)) => {
+                props.dependencies.push(Dependency::Gvk(gvk_of(wire)));
                 continue;
             }
             Some(PropertyValue::PackageRequired(wire)) => {
