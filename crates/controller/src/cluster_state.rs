@@ -13,11 +13,11 @@ use kube::Client;
 use kube::api::Api;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
-
-use crate::watch_cache::cached_watcher;
 use pom_api::openshift::{AGGREGATED_CLUSTER_OPERATOR, ClusterOperator};
 use pom_api::{Catalog, PlatformOperator};
 use tokio_util::sync::CancellationToken;
+
+use crate::watch_cache::cached_watcher;
 
 /// Read handles on the caches.
 #[derive(Clone)]

@@ -13,10 +13,10 @@ use backon::{BackoffBuilder, ExponentialBuilder};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Patch, PatchParams};
-use kube::runtime::controller::{self, Action, Controller};
+use kube::runtime::controller::{self, Action};
 use kube::runtime::events::{Event, EventType};
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::{WatchStreamExt as _, watcher};
+use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
 use pom_api::{Catalog, CatalogStatus};
 use tokio_util::sync::CancellationToken;
@@ -26,7 +26,7 @@ use super::source::{self, SourceError};
 use super::status;
 use crate::Context;
 use crate::context::CATALOG_STATUS_FIELD_MANAGER;
-use crate::watch_cache::cached_watcher;
+use crate::watch_cache::cached_controller;
 use pom_policy::duration::parse_go_duration;
 
 /// Shortest poll interval honoured, whatever the spec says.
@@ -84,13 +84,7 @@ impl Reconciler {
 pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     let catalogs: Api<Catalog> = Api::all(ctx.client.clone());
     let config_maps: Api<ConfigMap> = Api::all(ctx.client.clone());
-    // As `Controller::new` builds it, but fed through the cache's watch (no `managedFields`).
-    let (store, writer) = kube::runtime::reflector::store();
-    let controller = Controller::for_stream(
-        kube::runtime::reflector(writer, cached_watcher(catalogs, watcher::Config::default()))
-            .applied_objects(),
-        store.clone(),
-    );
+    let (controller, store) = cached_controller(catalogs, watcher::Config::default());
     let reconciler = Arc::new(Reconciler {
         ctx: ctx.clone(),
         store: store.clone(),

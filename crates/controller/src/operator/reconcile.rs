@@ -44,7 +44,7 @@ use crate::conditions;
 use crate::context::{Context, PO_ANNOTATIONS_FIELD_MANAGER, PO_STATUS_FIELD_MANAGER};
 use crate::error::Error;
 use crate::fail_point::{self, FailPoint};
-use crate::watch_cache::cached_watcher;
+use crate::watch_cache::{cached_controller, cached_watcher};
 
 /// How soon to look again while a Catalog the PO uses has not been read since the start.
 const CATALOG_WARMUP_RETRY: Duration = Duration::from_secs(2);
@@ -133,16 +133,7 @@ pub struct PoContext {
 pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     let client = ctx.client.clone();
     let pos: Api<PlatformOperator> = Api::all(client.clone());
-    // As `Controller::new` builds it, but fed through the cache's watch (no `managedFields`).
-    let (store, writer) = kube::runtime::reflector::store();
-    let controller = Controller::for_stream(
-        kube::runtime::reflector(
-            writer,
-            cached_watcher(pos, watcher::Config::default().any_semantic()),
-        )
-        .applied_objects(),
-        store.clone(),
-    );
+    let (controller, store) = cached_controller(pos, watcher::Config::default().any_semantic());
     ctx.catalogs.track_operators(store.clone());
     let (cluster, cluster_versions) = ClusterWatch::with_stream(&client);
     let catalog_objects = spawn_catalog_store(&client, &shutdown);
