@@ -314,7 +314,7 @@ impl ControlPlane {
                     .display()
             ),
         ];
-        let kwok = Process::spawn("kwok", &bin.join("kwok"), &kwok_args, &root)?;
+        let kwok = Process::spawn_restarting("kwok", &bin.join("kwok"), &kwok_args, &root)?;
         self.workload_processes.push(kwok);
         self.create_simulated_node().await
     }
