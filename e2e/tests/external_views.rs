@@ -183,3 +183,98 @@ async fn operator_condition_round_trips() {
     assert_eq!(created.spec.conditions[0].reason, "Migrating");
     assert!(created.metadata.generation.is_some());
 }
+
+/// POM's Events (`pom_controller::events`): a repeat is a `series` patch on the Event already
+/// sent, which the API server's validation of `events.k8s.io/v1` accepts; another reason is
+/// another Event; an Event deleted meanwhile is created again rather than lost.
+#[tokio::test]
+async fn events_count_repeats_as_a_series_the_api_server_accepts() {
+    use k8s_openapi::api::core::v1::ObjectReference as CoreReference;
+    use k8s_openapi::api::events::v1::Event as K8sEvent;
+    use kube::api::{DeleteParams, ListParams};
+    use pom_controller::events::{Event, EventPublisher, EventType, Reporter};
+
+    let Some(plane) = shared_control_plane().await else {
+        return;
+    };
+    let client = plane.client().await.unwrap();
+    let publisher = EventPublisher::new(
+        client.clone(),
+        Reporter {
+            controller: "platform-operators-manager".into(),
+            instance: "views-test".into(),
+        },
+    );
+    let regarding = CoreReference {
+        api_version: Some("platform.openshift.io/v1alpha1".into()),
+        kind: Some("PlatformOperator".into()),
+        name: Some("views-events".into()),
+        uid: Some("6f1c5a8e-0000-4000-8000-000000000001".into()),
+        ..Default::default()
+    };
+    let event = |reason: &str, note: &str| Event {
+        type_: EventType::Warning,
+        reason: reason.into(),
+        note: Some(note.into()),
+        action: "Installed".into(),
+        secondary: None,
+    };
+    let events: Api<K8sEvent> = Api::namespaced(client, "default");
+    let ours = || async {
+        let mut list = events
+            .list(&ListParams::default().fields("regarding.name=views-events"))
+            .await
+            .unwrap()
+            .items;
+        list.sort_by_key(|e| e.metadata.creation_timestamp.clone().map(|t| t.0));
+        list
+    };
+    for attempt in 1..=3 {
+        publisher
+            .publish(
+                &event("UnpackFailed", &format!("attempt {attempt}")),
+                &regarding,
+            )
+            .await
+            .unwrap();
+    }
+    let list = ours().await;
+    assert_eq!(list.len(), 1, "{list:#?}");
+    let series = list[0].series.as_ref().expect("a series after repeats");
+    assert_eq!(series.count, 3);
+    assert_eq!(list[0].reason.as_deref(), Some("UnpackFailed"));
+    assert_eq!(list[0].note.as_deref(), Some("attempt 1"));
+    assert_eq!(
+        list[0].reporting_controller.as_deref(),
+        Some("platform-operators-manager")
+    );
+    assert_eq!(list[0].reporting_instance.as_deref(), Some("views-test"));
+    assert_eq!(list[0].type_.as_deref(), Some("Warning"));
+
+    publisher
+        .publish(&event("ResolutionFailed", "no bundle"), &regarding)
+        .await
+        .unwrap();
+    assert_eq!(ours().await.len(), 2);
+
+    // The series' Event is deleted (as the API server's event TTL does): the next repeat
+    // creates a new one.
+    let first = list[0].metadata.name.clone().unwrap();
+    events
+        .delete(&first, &DeleteParams::default())
+        .await
+        .unwrap();
+    publisher
+        .publish(&event("UnpackFailed", "attempt 4"), &regarding)
+        .await
+        .unwrap();
+    let list = ours().await;
+    assert_eq!(list.len(), 2, "{list:#?}");
+    let recreated = list
+        .iter()
+        .find(|e| e.reason.as_deref() == Some("UnpackFailed"))
+        .unwrap();
+    assert_ne!(recreated.metadata.name.as_deref(), Some(first.as_str()));
+    assert_eq!(recreated.note.as_deref(), Some("attempt 4"));
+    assert!(recreated.series.is_none());
+}

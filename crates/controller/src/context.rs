@@ -1,5 +1,5 @@
 //! What every reconciler shares: the client, the catalog cache, the image puller, the event
-//! recorder and the manager's settings. No other state lives outside the cluster.
+//! publisher and the manager's settings. No other state lives outside the cluster.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use kube::Client;
-use kube::runtime::events::{Recorder, Reporter};
 
 use crate::catalog::CatalogCache;
+use crate::events::{EventPublisher, Reporter};
 use crate::liveness::Liveness;
 use crate::metrics::Metrics;
 use crate::oci::ImagePuller;
@@ -77,7 +77,8 @@ pub struct Context {
     pub client: Client,
     pub catalogs: CatalogCache,
     pub images: ImagePuller,
-    pub recorder: Recorder,
+    /// Events about POs and Catalogs (`events`: repeats counted as series, bounded).
+    pub events: EventPublisher,
     pub settings: Settings,
     /// Prometheus metrics (`/metrics`); reconcilers report runs and failures here.
     pub metrics: Arc<Metrics>,
@@ -91,10 +92,10 @@ impl Context {
     pub fn new(client: Client, settings: Settings) -> Arc<Self> {
         let reporter = Reporter {
             controller: "platform-operators-manager".into(),
-            instance: Some(settings.instance.clone()),
+            instance: settings.instance.clone(),
         };
         Arc::new(Self {
-            recorder: Recorder::new(client.clone(), reporter),
+            events: EventPublisher::new(client.clone(), reporter),
             images: ImagePuller::new(settings.insecure_registries.clone()),
             catalogs: CatalogCache::default(),
             client,

@@ -13,7 +13,7 @@
 //!   the controllers (flags, leader election, probes, metrics, graceful shutdown);
 //!   [`api_metrics`] counts the manager's own API requests; [`metrics_auth`] and
 //!   [`serving_cert`] make `/metrics` HTTPS for authorised scrapers only; [`watch_cache`] is
-//!   what every watch cache keeps of an object.
+//!   what every watch cache keeps of an object; [`events`] publishes Kubernetes Events.
 
 pub mod admission_guard;
 pub mod api_metrics;
@@ -24,6 +24,7 @@ pub mod cluster_state;
 pub mod conditions;
 pub mod context;
 pub mod error;
+pub mod events;
 pub mod fail_point;
 pub mod health;
 pub mod leader;

@@ -9,12 +9,12 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use crate::events::{Event, EventType};
 use backon::{BackoffBuilder, ExponentialBuilder};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::{self, Action};
-use kube::runtime::events::{Event, EventType};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
@@ -350,7 +350,7 @@ async fn publish_transition(
         action: "Unpack".to_owned(),
         secondary: None,
     };
-    if let Err(err) = ctx.recorder.publish(&event, &catalog.object_ref(&())).await {
+    if let Err(err) = ctx.events.publish(&event, &catalog.object_ref(&())).await {
         warn!(catalog = %catalog.name_any(), error = %err, "publishing an event");
     }
 }

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::events::{Event, EventType};
 use backon::BackoffBuilder;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -21,7 +22,6 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBind
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::{Action as RequeueAction, Controller};
-use kube::runtime::events::{Event, EventType};
 use kube::runtime::finalizer::{Event as Finalizer, finalizer};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::utils::PredicateConfig;
@@ -839,7 +839,7 @@ async fn report_exceptions(
         action: "Install".to_owned(),
         secondary: None,
     };
-    if let Err(err) = pctx.ctx.recorder.publish(&event, &po.object_ref(&())).await {
+    if let Err(err) = pctx.ctx.events.publish(&event, &po.object_ref(&())).await {
         tracing::debug!(%err, "publishing an event");
     }
 }
@@ -880,7 +880,7 @@ async fn publish_transitions(
             action: condition.type_.clone(),
             secondary: None,
         };
-        if let Err(err) = pctx.ctx.recorder.publish(&event, &po.object_ref(&())).await {
+        if let Err(err) = pctx.ctx.events.publish(&event, &po.object_ref(&())).await {
             tracing::debug!(%err, "publishing an event");
         }
     }
