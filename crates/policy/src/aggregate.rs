@@ -15,6 +15,56 @@ use pom_resolver::cluster::PhaseKind;
 use crate::conditions::{self, Desired, merge_cluster_operator};
 use crate::decide::Upgradeability;
 
+/// At most this many POs are listed in one ClusterOperator message (§8.2: one line per PO,
+/// `<po>: <msg>`, in name order); the others are counted on a last line. The aggregated status
+/// is one object, stored in etcd (1.5 MiB per request by default) and printed by `oc get
+/// clusteroperators` and `oc adm upgrade`: at 1,000 POs failing their pulls the unbounded
+/// messages made a status of several MiB, whose write failed, and which the manager held
+/// several copies of.
+pub const MAX_LISTED_POS: usize = 20;
+
+/// A listed PO's message is cut to this many bytes (at a character boundary), so that one
+/// PO's long error cannot crowd out the others.
+pub const MAX_LINE_BYTES: usize = 512;
+
+/// The lines of a per-PO message, bounded by [`MAX_LISTED_POS`] and [`MAX_LINE_BYTES`]; the
+/// count of POs not listed closes it with where to see them all.
+#[must_use]
+pub fn per_po_message<I>(lines: I) -> String
+where
+    I: IntoIterator<Item = String>,
+    I::IntoIter: ExactSizeIterator,
+{
+    let lines = lines.into_iter();
+    let total = lines.len();
+    let mut message: Vec<String> = lines
+        .take(MAX_LISTED_POS)
+        .map(|line| cut(line, MAX_LINE_BYTES))
+        .collect();
+    if total > MAX_LISTED_POS {
+        message.push(format!(
+            "... and {} more platform operators: `oc get platformoperators` shows each one's conditions",
+            total - MAX_LISTED_POS
+        ));
+    }
+    message.join("\n")
+}
+
+/// `text` cut to at most `max` bytes at a character boundary, marked with `...` when cut.
+fn cut(mut text: String, max: usize) -> String {
+    const MARK: &str = "...";
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max.saturating_sub(MARK.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    text.push_str(MARK);
+    text
+}
+
 /// A PlatformOperator's name (cluster-scoped: never absent on a stored object).
 fn name_of(po: &&PlatformOperator) -> String {
     po.metadata.name.clone().unwrap_or_default()
@@ -157,7 +207,7 @@ pub fn compute(
             types::AVAILABLE,
             ConditionStatus::False,
             Reason::PlatformOperatorFailed,
-            not_available.join("\n"),
+            per_po_message(not_available),
         ));
     }
     if progressing.is_empty() {
@@ -172,7 +222,7 @@ pub fn compute(
             types::PROGRESSING,
             ConditionStatus::True,
             Reason::PlatformOperatorsProgressing,
-            progressing.join("\n"),
+            per_po_message(progressing),
         ));
     }
     if degraded.is_empty() {
@@ -187,7 +237,7 @@ pub fn compute(
             types::DEGRADED,
             ConditionStatus::True,
             Reason::PlatformOperatorFailed,
-            degraded.join("\n"),
+            per_po_message(degraded),
         ));
     }
     let upgradeable = if verdicts.is_empty() {
@@ -260,16 +310,16 @@ pub fn compute(
 /// Folds per-PO verdicts into the aggregated `Upgradeable`: all True gives True/AsExpected;
 /// otherwise False (Unknown counts as not upgradeable: the CVO only blocks on False, so it is
 /// written as False), with the blockers' common reason or `MultipleReasons`, and one line per
-/// blocking PO, `<po>: <msg>`, sorted by PO name.
+/// blocking PO, `<po>: <msg>`, sorted by PO name ([`per_po_message`]).
 #[must_use]
 pub fn fold_upgradeable(items: &[(String, Upgradeability)]) -> Upgradeability {
     let mut sorted: Vec<&(String, Upgradeability)> = items.iter().collect();
     sorted.sort_by(|a, b| a.0.cmp(&b.0));
     let lines = |list: &[&(String, Upgradeability)]| {
-        list.iter()
-            .map(|(name, verdict)| format!("{name}: {}", verdict.message))
-            .collect::<Vec<_>>()
-            .join("\n")
+        per_po_message(
+            list.iter()
+                .map(|(name, verdict)| format!("{name}: {}", verdict.message)),
+        )
     };
     if sorted.is_empty() {
         return Upgradeability::yes("No platform operators are present");

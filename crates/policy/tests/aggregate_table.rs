@@ -808,3 +808,98 @@ fn fold_upgradeable_rows() {
         );
     }
 }
+
+/// 1,000 POs failing their pulls with long messages (as in `pom-catalog-rss`): every message of
+/// the aggregated status lists the first POs by name, each line bounded, and counts the rest,
+/// so the status stays a small object (unbounded, it was several MiB and its write failed).
+#[test]
+fn messages_list_a_bounded_number_of_pos_and_count_the_rest() {
+    const POS: usize = 1_000;
+    let long =
+        "pulling bundle image registry.example/op@sha256:0123: manifest unknown; ".repeat(20);
+    let long: &'static str = Box::leak(long.into_boxed_str());
+    let pos: Vec<Arc<PlatformOperator>> = (0..POS)
+        .rev()
+        .map(|i| {
+            let mut po = po("x")
+                .nothing_installed("UnpackFailed", long)
+                .set(types::DEGRADED, "True", "UnpackFailed", long)
+                .upgradeable("False", "UpgradeabilityUnknown", long)
+                .build();
+            let name = format!("po-{i:04}");
+            Arc::make_mut(&mut po).metadata.name = Some(name);
+            po
+        })
+        .collect();
+    let status = aggregate::compute(
+        &pos,
+        &previous(),
+        RELEASE,
+        MANAGER_NAMESPACE,
+        ClusterPhaseView::Known(PhaseKind::Steady),
+        &now(),
+    );
+    for (type_, want) in [
+        (types::AVAILABLE, "False"),
+        (types::DEGRADED, "True"),
+        (types::UPGRADEABLE, "False"),
+    ] {
+        let condition = status.conditions.iter().find(|c| c.type_ == type_).unwrap();
+        assert_eq!(condition.status, want, "{type_}");
+        let message = condition.message.clone().unwrap_or_default();
+        let lines: Vec<&str> = message.lines().collect();
+        assert_eq!(
+            lines.len(),
+            aggregate::MAX_LISTED_POS + 1,
+            "{type_}: {message}"
+        );
+        for (i, line) in lines[..aggregate::MAX_LISTED_POS].iter().enumerate() {
+            assert!(line.starts_with(&format!("po-{i:04}: ")), "{type_}: {line}");
+            assert!(
+                line.len() <= aggregate::MAX_LINE_BYTES,
+                "{type_}: {}",
+                line.len()
+            );
+            assert!(line.ends_with("..."), "{type_}: a cut line says so: {line}");
+        }
+        let rest = POS - aggregate::MAX_LISTED_POS;
+        assert!(
+            lines[aggregate::MAX_LISTED_POS].contains(&format!("{rest} more platform operators")),
+            "{type_}: {}",
+            lines[aggregate::MAX_LISTED_POS]
+        );
+    }
+    let messages: usize = status
+        .conditions
+        .iter()
+        .map(|c| c.message.as_deref().unwrap_or_default().len())
+        .sum();
+    assert!(
+        messages < 48 * 1024,
+        "the messages of 1,000 failing POs take {messages} bytes"
+    );
+}
+
+#[test]
+fn per_po_messages_are_whole_up_to_the_limits_and_cut_at_character_boundaries() {
+    let listed: Vec<String> = (0..aggregate::MAX_LISTED_POS)
+        .map(|i| format!("po-{i}: fine"))
+        .collect();
+    assert_eq!(aggregate::per_po_message(listed.clone()), listed.join("\n"));
+    let exact = "a".repeat(aggregate::MAX_LINE_BYTES);
+    assert_eq!(aggregate::per_po_message([exact.clone()]), exact);
+    // Multi-byte characters around the cut: the line stays valid UTF-8 and within the limit.
+    for pad in 0..4 {
+        let line = format!("{}{}", "a".repeat(pad), "é€😀".repeat(300));
+        let cut = aggregate::per_po_message([line.clone()]);
+        assert!(cut.len() <= aggregate::MAX_LINE_BYTES, "{}", cut.len());
+        assert!(cut.len() >= aggregate::MAX_LINE_BYTES - 6, "{}", cut.len());
+        assert!(cut.ends_with("..."));
+        assert!(line.starts_with(cut.trim_end_matches("...")));
+    }
+    let one_more: Vec<String> = (0..=aggregate::MAX_LISTED_POS)
+        .map(|i| format!("po-{i}: fine"))
+        .collect();
+    let message = aggregate::per_po_message(one_more);
+    assert!(message.ends_with("... and 1 more platform operators: `oc get platformoperators` shows each one's conditions"), "{message}");
+}
