@@ -30,7 +30,8 @@ impl Manager {
             .try_init();
         let token = CancellationToken::new();
         let ctx = pom_controller::Context::new(client, settings);
-        let handle = tokio::spawn(pom_controller::run::run_all(ctx, token.clone()));
+        let state = pom_controller::cluster_state::ClusterState::start(&ctx.client, &token);
+        let handle = tokio::spawn(pom_controller::run::run_all(ctx, state, token.clone()));
         Self {
             token,
             handle: Some(handle),

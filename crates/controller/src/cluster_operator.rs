@@ -3,51 +3,40 @@
 //! [`pom_policy::aggregate::compute`] is pure (all PlatformOperators → the ClusterOperator
 //! status); [`run`] recomputes it whenever a PlatformOperator or the cluster phase changes (and
 //! every 30 s), creates the ClusterOperator if the payload did not, and writes only when the
-//! status changed.
+//! status changed. It reads the PlatformOperators from the every-replica cache
+//! ([`ClusterState`]), not a watch of its own.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use kube::runtime::{WatchStreamExt, reflector, watcher};
 use pom_api::PlatformOperator;
 use pom_api::openshift::{AGGREGATED_CLUSTER_OPERATOR, ClusterOperator, ClusterOperatorSpec};
 use pom_policy::aggregate::{ClusterPhaseView, compute};
 use pom_policy::snapshot::ClusterView;
 use tokio_util::sync::CancellationToken;
 
+use crate::cluster_state::ClusterState;
 use crate::conditions;
 use crate::context::{CLUSTER_OPERATOR_FIELD_MANAGER, Context};
 use crate::error::Error;
 use crate::operator::gather::ClusterWatch;
-use crate::watch_cache::cached_watcher;
 
 /// Keeps the aggregated ClusterOperator up to date until `shutdown`.
-pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
+pub async fn run(ctx: Arc<Context>, state: ClusterState, shutdown: CancellationToken) {
     let (phase_changes, mut phase_rx) = tokio::sync::watch::channel(0u64);
     let cluster = ClusterWatch::start(&ctx.client, &shutdown, phase_changes);
-    let (reader, writer) = reflector::store();
-    let pos: Api<PlatformOperator> = Api::all(ctx.client.clone());
-    let notify = Arc::new(tokio::sync::Notify::new());
-    let notifier = notify.clone();
-    let watch = reflector(writer, cached_watcher(pos, watcher::Config::default()))
-        .default_backoff()
-        .touched_objects()
-        .for_each(move |_| {
-            notifier.notify_one();
-            async {}
-        });
     let sync_loop = async {
-        if reader.wait_until_ready().await.is_err() {
-            return;
-        }
+        // Never resolves when the cache's watches stopped first.
+        state.wait_until_ready().await;
         loop {
-            if let Err(err) = sync(&ctx, &cluster, &reader.state()).await {
+            if let Err(err) = sync(&ctx, &cluster, &state.platform_operators()).await {
                 tracing::warn!(%err, "updating the aggregated ClusterOperator");
             }
             tokio::select! {
-                () = notify.notified() => tokio::time::sleep(Duration::from_millis(200)).await,
+                () = state.platform_operators_changed() => {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
                 Ok(()) = phase_rx.changed() => {}
                 () = tokio::time::sleep(Duration::from_secs(30)) => {}
             }
@@ -55,7 +44,6 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     };
     tokio::select! {
         () = shutdown.cancelled() => {}
-        () = watch => {}
         () = sync_loop => {}
     }
 }

@@ -4,9 +4,14 @@
 //! They answer `/readyz` (a replica is ready once it has listed POM's resources, which proves the
 //! API server is reachable, the CRDs are installed and RBAC allows the reads, whether or not it
 //! leads: readiness is never tied to leadership nor to an upgrade) and feed the scrape-time
-//! metrics. The reconcilers keep their own caches; these are small (cluster-scoped CRs only).
+//! metrics. The PlatformOperator cache is also the aggregated ClusterOperator writer's
+//! ([`crate::cluster_operator::run`] waits on [`ClusterState::platform_operators_changed`]), so
+//! the leader does not keep a third copy of every PO; the PO controller keeps its own, tied to
+//! its lifetime.
 
 use std::sync::Arc;
+
+use tokio::sync::Notify;
 
 use futures::StreamExt;
 use kube::Client;
@@ -17,7 +22,7 @@ use pom_api::openshift::{AGGREGATED_CLUSTER_OPERATOR, ClusterOperator};
 use pom_api::{Catalog, PlatformOperator};
 use tokio_util::sync::CancellationToken;
 
-use crate::watch_cache::cached_watcher;
+use crate::watch_cache::{Readiness, cached_watcher};
 
 /// Read handles on the caches.
 #[derive(Clone)]
@@ -25,39 +30,58 @@ pub struct ClusterState {
     platform_operators: Store<PlatformOperator>,
     catalogs: Store<Catalog>,
     cluster_operator: Store<ClusterOperator>,
+    /// Notified after each PlatformOperator event (one stored permit when nobody waits).
+    platform_operator_changes: Arc<Notify>,
+    /// PlatformOperators and Catalogs listed (`/readyz` and the ClusterOperator writer both
+    /// wait: see [`Readiness`]).
+    platform_operators_ready: Readiness,
+    catalogs_ready: Readiness,
 }
 
 impl ClusterState {
     /// Starts the watches; they stop when `shutdown` is cancelled.
     #[must_use]
     pub fn start(client: &Client, shutdown: &CancellationToken) -> Self {
+        let platform_operator_changes = Arc::new(Notify::new());
+        let notify = platform_operator_changes.clone();
         let platform_operators = spawn_reflector(
             Api::all(client.clone()),
             watcher::Config::default().any_semantic(),
             shutdown.clone(),
+            move || notify.notify_one(),
         );
         let catalogs = spawn_reflector(
             Api::all(client.clone()),
             watcher::Config::default().any_semantic(),
             shutdown.clone(),
+            || {},
         );
         // Only the one ClusterOperator POM owns; on plain Kubernetes the kind does not exist and
         // this watch just retries with backoff (readiness does not wait for it).
         let by_name = watcher::Config::default()
             .fields(&format!("metadata.name={AGGREGATED_CLUSTER_OPERATOR}"));
-        let cluster_operator = spawn_reflector(Api::all(client.clone()), by_name, shutdown.clone());
+        let cluster_operator =
+            spawn_reflector(Api::all(client.clone()), by_name, shutdown.clone(), || {});
         Self {
+            platform_operators_ready: Readiness::of(&platform_operators),
+            catalogs_ready: Readiness::of(&catalogs),
             platform_operators,
             catalogs,
             cluster_operator,
+            platform_operator_changes,
         }
+    }
+
+    /// Resolves at the next PlatformOperator event (at once if one came since the last call).
+    pub async fn platform_operators_changed(&self) {
+        self.platform_operator_changes.notified().await;
     }
 
     /// Resolves once PlatformOperators and Catalogs have been listed; never resolves when the
     /// watches stopped first.
     pub async fn wait_until_ready(&self) {
-        let pos = self.platform_operators.wait_until_ready().await;
-        let catalogs = self.catalogs.wait_until_ready().await;
+        let pos = self.platform_operators_ready.wait().await;
+        let catalogs = self.catalogs_ready.wait().await;
         if pos.is_err() || catalogs.is_err() {
             std::future::pending::<()>().await;
         }
@@ -114,11 +138,21 @@ impl ClusterState {
             platform_operators: store_of(platform_operators),
             catalogs: store_of(catalogs),
             cluster_operator: store_of(cluster_operators),
+            platform_operator_changes: Arc::new(Notify::new()),
+            platform_operators_ready: Readiness::ready(),
+            catalogs_ready: Readiness::ready(),
         }
     }
 }
 
-fn spawn_reflector<K>(api: Api<K>, config: watcher::Config, shutdown: CancellationToken) -> Store<K>
+/// A cache of `api`'s objects, kept until `shutdown`; `on_event` runs after each watch event
+/// is applied to it.
+fn spawn_reflector<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    shutdown: CancellationToken,
+    on_event: impl Fn() + Send + Sync + 'static,
+) -> Store<K>
 where
     K: kube::Resource<DynamicType = ()>
         + Clone
@@ -134,8 +168,11 @@ where
         .touched_objects();
     tokio::spawn(async move {
         let drain = stream.for_each(|event| {
-            if let Err(err) = event {
-                tracing::debug!(%err, kind = %K::kind(&()), "watch for readiness and metrics");
+            match event {
+                Ok(_) => on_event(),
+                Err(err) => {
+                    tracing::debug!(%err, kind = %K::kind(&()), "watch for readiness and metrics");
+                }
             }
             futures::future::ready(())
         });

@@ -26,13 +26,14 @@ use crate::leader::{self, LeaderError, LeaseSettings};
 use crate::metrics_auth::{MetricsAuth, require_metrics_reader};
 use crate::serving_cert::{self, CertError, ServingCert};
 
-/// Runs the Catalog and PlatformOperator reconcilers and the ClusterOperator writer; returns
-/// when `shutdown` is cancelled and in-flight reconciles have finished.
-pub async fn run_all(ctx: Arc<Context>, shutdown: CancellationToken) {
+/// Runs the Catalog and PlatformOperator reconcilers and the ClusterOperator writer (which
+/// reads `state`'s PlatformOperator cache); returns when `shutdown` is cancelled and in-flight
+/// reconciles have finished.
+pub async fn run_all(ctx: Arc<Context>, state: ClusterState, shutdown: CancellationToken) {
     tokio::join!(
         crate::catalog::run(ctx.clone(), shutdown.clone()),
         crate::operator::run(ctx.clone(), shutdown.clone()),
-        crate::cluster_operator::run(ctx, shutdown),
+        crate::cluster_operator::run(ctx, state, shutdown),
     );
 }
 
@@ -144,7 +145,9 @@ pub async fn run_manager(
     ctx.metrics.observe(state.clone());
     let ready = endpoints.ready.clone();
     let ready_shutdown = shutdown.clone();
+    let readiness = state.clone();
     tokio::spawn(async move {
+        let state = readiness;
         tokio::select! {
             () = state.wait_until_ready() => {
                 ready.store(true, Ordering::Release);
@@ -154,7 +157,7 @@ pub async fn run_manager(
         }
     });
 
-    let result = lead_and_run(&ctx, &options, &shutdown).await;
+    let result = lead_and_run(&ctx, &state, &options, &shutdown).await;
     endpoints.ready.store(false, Ordering::Release);
     http_stop.cancel();
     for task in http_tasks {
@@ -165,6 +168,7 @@ pub async fn run_manager(
 
 async fn lead_and_run(
     ctx: &Arc<Context>,
+    state: &ClusterState,
     options: &RunOptions,
     shutdown: &CancellationToken,
 ) -> Result<(), RunError> {
@@ -185,7 +189,7 @@ async fn lead_and_run(
         .unwrap_or_default();
     ctx.metrics.set_leader(true);
     let controllers = CancellationToken::new();
-    let mut running = tokio::spawn(run_all(ctx.clone(), controllers.clone()));
+    let mut running = tokio::spawn(run_all(ctx.clone(), state.clone(), controllers.clone()));
 
     let stop_now = |running: &tokio::task::JoinHandle<()>| {
         controllers.cancel();

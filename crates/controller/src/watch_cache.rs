@@ -42,6 +42,70 @@ where
     (Controller::for_stream(objects, store.clone()), store)
 }
 
+/// Whether a store has been listed, for any number of tasks to wait on at once.
+///
+/// kube-runtime's `Store::wait_until_ready` wakes only the last task that polled it before the
+/// list arrived (a one-shot channel with one waker slot): the others wait forever. The manager
+/// has several waiters per store (every PO reconcile on the Catalog and ClusterVersion stores;
+/// `/readyz` and the ClusterOperator writer on the PO store, where a second waiter left the
+/// manager unready for good). One task waits on the store and publishes the answer here.
+#[derive(Clone, Debug)]
+pub struct Readiness(tokio::sync::watch::Receiver<bool>);
+
+/// The store's writer (its watch) stopped before the first list: it never becomes ready.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the watch stopped before its first list")]
+pub struct WatchStopped;
+
+impl Readiness {
+    /// Starts the one task that waits for `stores` (all of them) to be listed.
+    #[must_use]
+    pub fn of_all<K>(stores: Vec<Store<K>>) -> Self
+    where
+        K: Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
+    {
+        let (ready_tx, ready) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            for store in &stores {
+                if store.wait_until_ready().await.is_err() {
+                    // The sender is dropped unsent: every waiter gets `WatchStopped`.
+                    return;
+                }
+            }
+            let _ = ready_tx.send(true);
+        });
+        Self(ready)
+    }
+
+    /// Readiness of one store.
+    #[must_use]
+    pub fn of<K>(store: &Store<K>) -> Self
+    where
+        K: Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
+    {
+        Self::of_all(vec![store.clone()])
+    }
+
+    /// Already ready (caches built from objects in tests).
+    #[must_use]
+    pub fn ready() -> Self {
+        Self(tokio::sync::watch::channel(true).1)
+    }
+
+    /// Resolves once listed.
+    ///
+    /// # Errors
+    /// [`WatchStopped`] when the watch stopped first.
+    pub async fn wait(&self) -> Result<(), WatchStopped> {
+        let mut ready = self.0.clone();
+        ready
+            .wait_for(|ready| *ready)
+            .await
+            .map(|_| ())
+            .map_err(|_| WatchStopped)
+    }
+}
+
 /// Drops what the caches need not keep (see the module documentation): `None`, not an empty
 /// list, so that its buffer goes too.
 fn forget_managed_fields<K: Resource>(object: &mut K) {
@@ -51,8 +115,77 @@ fn forget_managed_fields<K: Resource>(object: &mut K) {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
+    use std::time::Duration;
+
+    use kube::runtime::reflector;
+    use kube::runtime::watcher;
     use pom_api::PlatformOperator;
     use serde_json::json;
+
+    use super::{Readiness, WatchStopped};
+
+    /// Every one of many concurrent waiters is woken once the store is listed.
+    #[tokio::test]
+    async fn every_concurrent_waiter_sees_the_store_ready() {
+        let (store, mut writer) = reflector::store::<PlatformOperator>();
+        let readiness = Readiness::of(&store);
+        let waiters: Vec<_> = (0..8)
+            .map(|_| {
+                let readiness = readiness.clone();
+                tokio::spawn(async move { readiness.wait().await })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        writer.apply_watcher_event(&watcher::Event::Init);
+        writer.apply_watcher_event(&watcher::Event::InitDone);
+        for waiter in waiters {
+            let woken = tokio::time::timeout(Duration::from_secs(5), waiter).await;
+            assert_eq!(woken.expect("a waiter was never woken").unwrap(), Ok(()));
+        }
+        // And a waiter that comes after the list.
+        assert_eq!(readiness.wait().await, Ok(()));
+    }
+
+    /// Why [`Readiness`] exists: kube-runtime's own `wait_until_ready` leaves all but the last
+    /// concurrent waiter waiting. When this fails, kube-runtime wakes every waiter and
+    /// `Readiness` can go.
+    #[tokio::test]
+    async fn kube_runtime_wakes_only_one_of_several_concurrent_waiters() {
+        let (store, mut writer) = reflector::store::<PlatformOperator>();
+        let raw: Vec<_> = (0..8)
+            .map(|_| {
+                let store = store.clone();
+                tokio::spawn(async move { store.wait_until_ready().await.is_ok() })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        writer.apply_watcher_event(&watcher::Event::Init);
+        writer.apply_watcher_event(&watcher::Event::InitDone);
+        let mut woken = 0;
+        for waiter in raw {
+            if tokio::time::timeout(Duration::from_millis(500), waiter)
+                .await
+                .is_ok()
+            {
+                woken += 1;
+            }
+        }
+        assert!(woken < 8, "kube-runtime woke {woken} of 8 waiters");
+    }
+
+    #[tokio::test]
+    async fn a_watch_that_stops_before_its_list_is_an_error_for_every_waiter() {
+        let (store, writer) = reflector::store::<PlatformOperator>();
+        let readiness = Readiness::of(&store);
+        let waiter = {
+            let readiness = readiness.clone();
+            tokio::spawn(async move { readiness.wait().await })
+        };
+        drop(writer);
+        let result = tokio::time::timeout(Duration::from_secs(5), waiter).await;
+        assert_eq!(result.unwrap().unwrap(), Err(WatchStopped));
+        assert_eq!(readiness.wait().await, Err(WatchStopped));
+    }
 
     #[test]
     fn cached_objects_lose_managed_fields_and_nothing_else() {

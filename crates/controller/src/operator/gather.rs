@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::catalog::{CatalogCache, CatalogState, ServedCatalog};
 use crate::error::Error;
-use crate::watch_cache::cached_watcher;
+use crate::watch_cache::{Readiness, cached_watcher};
 use pom_policy::snapshot::gate_of;
 
 /// The API group whose presence makes a cluster OpenShift.
@@ -48,6 +48,8 @@ pub const READ_DEADLINE: std::time::Duration = std::time::Duration::from_secs(15
 #[derive(Clone)]
 pub struct ClusterWatch {
     cluster_versions: Store<ClusterVersion>,
+    /// Every PO reconcile waits for the first list at once: see [`Readiness`].
+    cluster_versions_ready: Readiness,
     discovery: Arc<OnceCell<Discovery>>,
     client: kube::Client,
 }
@@ -104,6 +106,7 @@ impl ClusterWatch {
             .default_backoff()
             .touched_objects();
         let watch = Self {
+            cluster_versions_ready: Readiness::of(&reader),
             cluster_versions: reader,
             discovery: Arc::new(OnceCell::new()),
             client: client.clone(),
@@ -143,7 +146,7 @@ impl ClusterWatch {
         if !discovery.openshift {
             return Ok((ClusterView::Kubernetes, discovery.kube_version.clone()));
         }
-        let phase = if self.cluster_versions.wait_until_ready().await.is_err() {
+        let phase = if self.cluster_versions_ready.wait().await.is_err() {
             Err("the ClusterVersion watch stopped".to_owned())
         } else {
             match self.cluster_versions.state().first() {

@@ -44,7 +44,7 @@ use crate::conditions;
 use crate::context::{Context, PO_ANNOTATIONS_FIELD_MANAGER, PO_STATUS_FIELD_MANAGER};
 use crate::error::Error;
 use crate::fail_point::{self, FailPoint};
-use crate::watch_cache::{cached_controller, cached_watcher};
+use crate::watch_cache::{Readiness, cached_controller, cached_watcher};
 
 /// How soon to look again while a Catalog the PO uses has not been read since the start.
 const CATALOG_WARMUP_RETRY: Duration = Duration::from_secs(2);
@@ -112,6 +112,8 @@ pub struct PoContext {
     pub ctx: Arc<Context>,
     pub store: Store<PlatformOperator>,
     pub catalog_objects: Store<Catalog>,
+    /// Every PO reconcile waits for the Catalogs' first list at once: see [`Readiness`].
+    pub catalog_objects_ready: Readiness,
     pub cluster: ClusterWatch,
     pub kinds: KindCache,
     /// The manifests of catalog-carried (`olm.bundle.object`) bundles as last applied, by
@@ -140,6 +142,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     let po_ctx = Arc::new(PoContext {
         ctx: ctx.clone(),
         store: store.clone(),
+        catalog_objects_ready: Readiness::of(&catalog_objects),
         catalog_objects,
         cluster,
         kinds: KindCache::default(),
@@ -430,7 +433,7 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
     // Gather. The Catalog objects must have been listed once: an empty store right after a
     // start would read as "no Catalog" and judge a running operator on nothing.
     pctx.stage(&name, "gather: catalog store");
-    if pctx.catalog_objects.wait_until_ready().await.is_err() {
+    if pctx.catalog_objects_ready.wait().await.is_err() {
         return Ok(RequeueAction::requeue(CATALOG_WARMUP_RETRY));
     }
     pctx.stage(&name, "gather: cluster view");
