@@ -24,8 +24,9 @@ use crate::decide::Upgradeability;
 pub const MAX_LISTED_POS: usize = 20;
 
 /// A listed PO's message is cut to this many bytes (at a character boundary), so that one
-/// PO's long error cannot crowd out the others.
-pub const MAX_LINE_BYTES: usize = 512;
+/// PO's long error cannot crowd out the others; above the few hundred bytes of a registry
+/// error with its image reference and what to do, which the CVO shows whole.
+pub const MAX_LINE_BYTES: usize = 2048;
 
 /// The lines of a per-PO message, bounded by [`MAX_LISTED_POS`] and [`MAX_LINE_BYTES`]; the
 /// count of POs not listed closes it with where to see them all.

@@ -816,7 +816,7 @@ fn fold_upgradeable_rows() {
 fn messages_list_a_bounded_number_of_pos_and_count_the_rest() {
     const POS: usize = 1_000;
     let long =
-        "pulling bundle image registry.example/op@sha256:0123: manifest unknown; ".repeat(20);
+        "pulling bundle image registry.example/op@sha256:0123: manifest unknown; ".repeat(40);
     let long: &'static str = Box::leak(long.into_boxed_str());
     let pos: Vec<Arc<PlatformOperator>> = (0..POS)
         .rev()
@@ -875,7 +875,7 @@ fn messages_list_a_bounded_number_of_pos_and_count_the_rest() {
         .map(|c| c.message.as_deref().unwrap_or_default().len())
         .sum();
     assert!(
-        messages < 48 * 1024,
+        messages < 3 * (aggregate::MAX_LISTED_POS + 1) * aggregate::MAX_LINE_BYTES,
         "the messages of 1,000 failing POs take {messages} bytes"
     );
 }
