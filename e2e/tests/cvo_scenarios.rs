@@ -41,6 +41,7 @@ use pom_e2e::scenario::{
     WAIT, co_condition, configmap_catalog, create_po, now, simulated_plane, wait_catalog_serves,
     wait_po_condition,
 };
+use pom_e2e::watch_log::WatchLog;
 use serde_json::json;
 
 const FROM: &str = "4.16.3";
@@ -577,11 +578,27 @@ async fn minor_update_admitted_while_pom_says_not_upgradeable(admitted: Admitted
     );
 
     // The migration ends: the hop to 1.1.0 happens, 1.1.0 says it is ready, POM reports the
-    // version and the update completes.
+    // version and the update completes. The PO settles at 1.1.0 under the minor update's pin,
+    // and then, once the update completes, under a Steady pin: that can all happen within one
+    // poll (the CVO syncs every 500 ms), so every version of the PO is recorded and searched.
+    let po_log = WatchLog::start(pos(&client), Some("gated")).await;
     report(&client, "gated", &v100.csv(), true, "migration done").await;
     report(&client, "gated", &v110.csv(), true, "ready").await;
-    wait_at(&client, "gated", "1.1.0", "MinorUpgrade").await;
     wait_completed(&client, TO).await;
+    let states: Vec<_> = po_log
+        .versions("gated")
+        .iter()
+        .filter_map(standing)
+        .collect();
+    assert!(
+        states
+            .iter()
+            .any(|(version, _, reason, settled)| version == "1.1.0"
+                && reason == "MinorUpgrade"
+                && *settled),
+        "gated never settled at 1.1.0 under the minor update's pin: {states:?}"
+    );
+    po_log.stop().await;
     assert_eq!(co_version(&client).await.as_deref(), Some(TO));
     stop(sync_loop).await;
     manager.stop().await;
