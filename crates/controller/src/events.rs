@@ -114,8 +114,7 @@ impl SeriesCache {
                 count: series.count.saturating_add(1),
             },
             _ => Publication::Create {
-                // client-go's and kube-runtime's naming: unique per object and instant.
-                name: format!("{regarding_name}.{:x}", now.as_nanosecond()),
+                name: event_name(regarding_name, now),
             },
         }
     }
@@ -140,11 +139,6 @@ impl SeriesCache {
         );
     }
 
-    /// Forgets a series whose Event is gone (deleted, or expired by the API server's TTL).
-    pub fn forget(&mut self, key: &SeriesKey) {
-        self.series.remove(key);
-    }
-
     /// How many series are remembered.
     #[must_use]
     pub fn len(&self) -> usize {
@@ -167,6 +161,11 @@ impl SeriesCache {
             self.last_sweep = Some(now);
         }
     }
+}
+
+/// client-go's and kube-runtime's naming: unique per object and instant.
+fn event_name(regarding_name: &str, now: Timestamp) -> String {
+    format!("{regarding_name}.{:x}", now.as_nanosecond())
 }
 
 fn signed(duration: Duration) -> SignedDuration {
@@ -230,9 +229,9 @@ impl EventPublisher {
                 {
                     Ok(_) => Publication::Repeat { name, count },
                     Err(kube::Error::Api(status)) if status.is_not_found() => {
-                        // The Event expired or was deleted: start a new series.
-                        self.with_cache(|cache| cache.forget(&key));
-                        let name = format!("{regarding_name}.{:x}", now.as_nanosecond());
+                        // The Event expired or was deleted: start a new series (recorded
+                        // below in place of the old one).
+                        let name = event_name(regarding_name, now);
                         let body = self.new_event(event, regarding, &name, now);
                         events.create(&PostParams::default(), &body).await?;
                         Publication::Create { name }
@@ -428,18 +427,5 @@ mod tests {
             2,
             "expired series are dropped at the next sweep"
         );
-    }
-
-    #[test]
-    fn a_forgotten_series_starts_again_with_a_new_event() {
-        let mut cache = SeriesCache::default();
-        let key = SeriesKey::new(&event("UnpackFailed"), &po("cert-manager", Some("u1")));
-        occur(&mut cache, &key, 0);
-        cache.forget(&key);
-        assert!(cache.is_empty());
-        assert!(matches!(
-            occur(&mut cache, &key, 1),
-            Publication::Create { .. }
-        ));
     }
 }

@@ -58,32 +58,21 @@ pub struct Readiness(tokio::sync::watch::Receiver<bool>);
 pub struct WatchStopped;
 
 impl Readiness {
-    /// Starts the one task that waits for `stores` (all of them) to be listed.
-    #[must_use]
-    pub fn of_all<K>(stores: Vec<Store<K>>) -> Self
-    where
-        K: Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
-    {
-        let (ready_tx, ready) = tokio::sync::watch::channel(false);
-        tokio::spawn(async move {
-            for store in &stores {
-                if store.wait_until_ready().await.is_err() {
-                    // The sender is dropped unsent: every waiter gets `WatchStopped`.
-                    return;
-                }
-            }
-            let _ = ready_tx.send(true);
-        });
-        Self(ready)
-    }
-
-    /// Readiness of one store.
+    /// Starts the one task that waits for `store` to be listed.
     #[must_use]
     pub fn of<K>(store: &Store<K>) -> Self
     where
         K: Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
     {
-        Self::of_all(vec![store.clone()])
+        let (ready_tx, ready) = tokio::sync::watch::channel(false);
+        let store = store.clone();
+        tokio::spawn(async move {
+            // A watch stopped first drops the sender unsent: every waiter gets `WatchStopped`.
+            if store.wait_until_ready().await.is_ok() {
+                let _ = ready_tx.send(true);
+            }
+        });
+        Self(ready)
     }
 
     /// Already ready (caches built from objects in tests).
