@@ -32,7 +32,7 @@ use crate::serving_cert::{self, CertError, ServingCert};
 pub async fn run_all(ctx: Arc<Context>, state: ClusterState, shutdown: CancellationToken) {
     tokio::join!(
         crate::catalog::run(ctx.clone(), shutdown.clone()),
-        crate::operator::run(ctx.clone(), shutdown.clone()),
+        crate::operator::run(ctx.clone(), state.clone(), shutdown.clone()),
         crate::cluster_operator::run(ctx, state, shutdown),
     );
 }

@@ -5,14 +5,16 @@
 //! managers and lets the server resolve ownership). It is most of a cached PlatformOperator:
 //! POM's status writes are recorded there field by field, and a heap profile of the manager at
 //! 1,000 POs found 28 of its 82 MiB of heap in the `managedFields` of cached POs
-//! (`docs/benchmarks.md`). Every reflector of the manager is fed through [`cached_watcher`].
+//! (`docs/benchmarks.md`). Every reflector of the manager is fed through [`cached_watcher`], and
+//! says when it is listed through a [`Readiness`].
 
-use futures::Stream;
+use futures::{Stream, StreamExt as _};
 use kube::Resource;
 use kube::api::Api;
 use kube::runtime::controller::Controller;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt as _, watcher};
+use tokio_util::sync::CancellationToken;
 
 /// A watch of `api` whose objects come without `managedFields`, for a reflector to cache.
 pub fn cached_watcher<K>(
@@ -26,8 +28,12 @@ where
 }
 
 /// A controller for `api`, built as `Controller::new` builds it (a reflector whose applied
-/// objects trigger reconciles), with its cache fed through [`cached_watcher`]; and its store.
-pub fn cached_controller<K>(api: Api<K>, config: watcher::Config) -> (Controller<K>, Store<K>)
+/// objects trigger reconciles), with its cache fed through [`cached_watcher`]; its store, and
+/// whether that store is listed.
+pub fn cached_controller<K>(
+    api: Api<K>,
+    config: watcher::Config,
+) -> (Controller<K>, Store<K>, Readiness)
 where
     K: Resource<DynamicType = ()>
         + Clone
@@ -38,17 +44,71 @@ where
         + 'static,
 {
     let (store, writer) = reflector::store();
-    let objects = reflector::reflector(writer, cached_watcher(api, config)).applied_objects();
-    (Controller::for_stream(objects, store.clone()), store)
+    let (listed, readiness) = Readiness::new();
+    let objects = reflector::reflector(writer, cached_watcher(api, config))
+        .inspect(move |event| {
+            if let Ok(event) = event {
+                listed.observe(event);
+            }
+        })
+        .applied_objects();
+    (
+        Controller::for_stream(objects, store.clone()),
+        store,
+        readiness,
+    )
 }
 
-/// Whether a store has been listed, for any number of tasks to wait on at once.
+/// A cache of `api`'s objects kept by its own task until `shutdown`, and whether it is listed;
+/// `on_event` runs after each watch event is applied to the cache.
+pub fn spawn_cache<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    shutdown: CancellationToken,
+    on_event: impl Fn(&watcher::Event<K>) + Send + Sync + 'static,
+) -> (Store<K>, Readiness)
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    let (store, writer) = reflector::store();
+    let (listed, readiness) = Readiness::new();
+    let stream = reflector::reflector(writer, cached_watcher(api, config)).default_backoff();
+    tokio::spawn(async move {
+        let drain = stream.for_each(|event| {
+            match event {
+                Ok(event) => {
+                    listed.observe(&event);
+                    on_event(&event);
+                }
+                Err(err) => {
+                    tracing::debug!(%err, kind = %K::kind(&()), "watch cache");
+                }
+            }
+            futures::future::ready(())
+        });
+        tokio::select! {
+            () = shutdown.cancelled() => {}
+            () = drain => {}
+        }
+    });
+    (store, readiness)
+}
+
+/// Whether a watch cache has been listed, for any number of tasks to wait on at once.
 ///
-/// kube-runtime's `Store::wait_until_ready` wakes only the last task that polled it before the
-/// list arrived (a one-shot channel with one waker slot): the others wait forever. The manager
-/// has several waiters per store (every PO reconcile on the Catalog and ClusterVersion stores;
-/// `/readyz` and the ClusterOperator writer on the PO store, where a second waiter left the
-/// manager unready for good). One task waits on the store and publishes the answer here.
+/// It is set from the watch's own `InitDone` event, which the reflector yields after the list
+/// is in its store. kube-runtime's `Store::wait_until_ready` cannot serve several waiters: it
+/// wakes only the last task that polled it before the list arrived (a one-shot channel with one
+/// waker slot), and the others wait forever. The controller runtime itself waits on it (its
+/// runner starts once its store is listed), so nothing else in POM does: every other wait is
+/// on a `Readiness`. (A second waiter once left `/readyz` unready for good, and the Catalog
+/// pruner never started.)
 #[derive(Clone, Debug)]
 pub struct Readiness(tokio::sync::watch::Receiver<bool>);
 
@@ -57,22 +117,27 @@ pub struct Readiness(tokio::sync::watch::Receiver<bool>);
 #[error("the watch stopped before its first list")]
 pub struct WatchStopped;
 
+/// Marks a [`Readiness`] as its watch's events pass; dropped with the watch, which tells every
+/// waiter of a watch that never listed that it never will.
+#[derive(Debug)]
+pub struct Listed(tokio::sync::watch::Sender<bool>);
+
+impl Listed {
+    /// Called with each event after the reflector applied it.
+    pub fn observe<K>(&self, event: &watcher::Event<K>) {
+        if matches!(event, watcher::Event::InitDone) {
+            self.0
+                .send_if_modified(|ready| !std::mem::replace(ready, true));
+        }
+    }
+}
+
 impl Readiness {
-    /// Starts the one task that waits for `store` to be listed.
+    /// A readiness not yet set, and what sets it.
     #[must_use]
-    pub fn of<K>(store: &Store<K>) -> Self
-    where
-        K: Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
-    {
-        let (ready_tx, ready) = tokio::sync::watch::channel(false);
-        let store = store.clone();
-        tokio::spawn(async move {
-            // A watch stopped first drops the sender unsent: every waiter gets `WatchStopped`.
-            if store.wait_until_ready().await.is_ok() {
-                let _ = ready_tx.send(true);
-            }
-        });
-        Self(ready)
+    pub fn new() -> (Listed, Self) {
+        let (listed, ready) = tokio::sync::watch::channel(false);
+        (Listed(listed), Self(ready))
     }
 
     /// Already ready (caches built from objects in tests).
@@ -106,6 +171,7 @@ fn forget_managed_fields<K: Resource>(object: &mut K) {
 mod tests {
     use std::time::Duration;
 
+    use futures::FutureExt as _;
     use kube::runtime::reflector;
     use kube::runtime::watcher;
     use pom_api::PlatformOperator;
@@ -113,11 +179,11 @@ mod tests {
 
     use super::{Readiness, WatchStopped};
 
-    /// Every one of many concurrent waiters is woken once the store is listed.
+    /// Every one of many concurrent waiters is woken once the watch has listed, and not before:
+    /// the objects of a list are in the store only at its `InitDone`.
     #[tokio::test]
-    async fn every_concurrent_waiter_sees_the_store_ready() {
-        let (store, mut writer) = reflector::store::<PlatformOperator>();
-        let readiness = Readiness::of(&store);
+    async fn every_concurrent_waiter_sees_the_cache_listed_at_init_done() {
+        let (listed, readiness) = Readiness::new();
         let waiters: Vec<_> = (0..8)
             .map(|_| {
                 let readiness = readiness.clone();
@@ -125,8 +191,23 @@ mod tests {
             })
             .collect();
         tokio::time::sleep(Duration::from_millis(50)).await;
-        writer.apply_watcher_event(&watcher::Event::Init);
-        writer.apply_watcher_event(&watcher::Event::InitDone);
+        let po: PlatformOperator = serde_json::from_value(json!({
+            "metadata": {"name": "a"}, "spec": {"package": {"name": "a"}}
+        }))
+        .unwrap();
+        for event in [
+            watcher::Event::Init,
+            watcher::Event::InitApply(po.clone()),
+            watcher::Event::Apply(po.clone()),
+            watcher::Event::Delete(po),
+        ] {
+            listed.observe(&event);
+            assert!(
+                readiness.wait().now_or_never().is_none(),
+                "ready before InitDone, at {event:?}"
+            );
+        }
+        listed.observe(&watcher::Event::<PlatformOperator>::InitDone);
         for waiter in waiters {
             let woken = tokio::time::timeout(Duration::from_secs(5), waiter).await;
             assert_eq!(woken.expect("a waiter was never woken").unwrap(), Ok(()));
@@ -135,9 +216,10 @@ mod tests {
         assert_eq!(readiness.wait().await, Ok(()));
     }
 
-    /// Why [`Readiness`] exists: kube-runtime's own `wait_until_ready` leaves all but the last
-    /// concurrent waiter waiting. When this fails, kube-runtime wakes every waiter and
-    /// `Readiness` can go.
+    /// Why [`Readiness`] is fed from the watch's events and nothing in POM waits on a store:
+    /// kube-runtime's own `wait_until_ready` leaves all but the last concurrent waiter waiting,
+    /// and the controller runtime is already one waiter on each controller's store. When this
+    /// fails, kube-runtime wakes every waiter, and stores may be waited on again.
     #[tokio::test]
     async fn kube_runtime_wakes_only_one_of_several_concurrent_waiters() {
         let (store, mut writer) = reflector::store::<PlatformOperator>();
@@ -164,13 +246,12 @@ mod tests {
 
     #[tokio::test]
     async fn a_watch_that_stops_before_its_list_is_an_error_for_every_waiter() {
-        let (store, writer) = reflector::store::<PlatformOperator>();
-        let readiness = Readiness::of(&store);
+        let (listed, readiness) = Readiness::new();
         let waiter = {
             let readiness = readiness.clone();
             tokio::spawn(async move { readiness.wait().await })
         };
-        drop(writer);
+        drop(listed);
         let result = tokio::time::timeout(Duration::from_secs(5), waiter).await;
         assert_eq!(result.unwrap().unwrap(), Err(WatchStopped));
         assert_eq!(readiness.wait().await, Err(WatchStopped));

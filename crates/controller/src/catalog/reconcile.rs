@@ -26,7 +26,7 @@ use super::source::{self, SourceError};
 use super::status;
 use crate::Context;
 use crate::context::CATALOG_STATUS_FIELD_MANAGER;
-use crate::watch_cache::cached_controller;
+use crate::watch_cache::{Readiness, cached_controller};
 use pom_policy::duration::parse_go_duration;
 
 /// Shortest poll interval honoured, whatever the spec says.
@@ -84,13 +84,18 @@ impl Reconciler {
 pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     let catalogs: Api<Catalog> = Api::all(ctx.client.clone());
     let config_maps: Api<ConfigMap> = Api::all(ctx.client.clone());
-    let (controller, store) = cached_controller(catalogs, watcher::Config::default());
+    let (controller, store, listed) = cached_controller(catalogs, watcher::Config::default());
     let reconciler = Arc::new(Reconciler {
         ctx: ctx.clone(),
         store: store.clone(),
         attempts: Mutex::new(HashMap::new()),
     });
-    let prune = tokio::spawn(prune_deleted(ctx.clone(), store.clone(), shutdown.clone()));
+    let prune = tokio::spawn(prune_deleted(
+        ctx.clone(),
+        store.clone(),
+        listed,
+        shutdown.clone(),
+    ));
     let mapper_store = store;
     controller
         .watches(config_maps, watcher::Config::default(), move |config_map| {
@@ -144,11 +149,18 @@ fn catalogs_reading(store: &Store<Catalog>, config_map: &ConfigMap) -> Vec<Objec
 }
 
 /// Drops cache entries of Catalogs that are gone. The controller never reconciles a deleted
-/// object, so this is how the cache learns about deletions.
-async fn prune_deleted(ctx: Arc<Context>, store: Store<Catalog>, shutdown: CancellationToken) {
+/// object, so this is how the cache learns about deletions. It waits on `listed`, never on the
+/// store itself: the controller's runner already does, and a store wakes only one waiter
+/// ([`Readiness`]).
+async fn prune_deleted(
+    ctx: Arc<Context>,
+    store: Store<Catalog>,
+    listed: Readiness,
+    shutdown: CancellationToken,
+) {
     tokio::select! {
         () = shutdown.cancelled() => return,
-        ready = store.wait_until_ready() => if ready.is_err() { return },
+        ready = listed.wait() => if ready.is_err() { return },
     }
     loop {
         tokio::select! {

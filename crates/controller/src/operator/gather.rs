@@ -99,14 +99,20 @@ impl ClusterWatch {
         impl futures::Stream<Item = Result<ClusterVersion, watcher::Error>> + Send + 'static,
     ) {
         let (reader, writer) = reflector::store();
+        let (listed, cluster_versions_ready) = Readiness::new();
         let api: Api<ClusterVersion> = Api::all(client.clone());
         let config =
             watcher::Config::default().fields(&format!("metadata.name={CLUSTER_VERSION_NAME}"));
         let stream = reflector::reflector(writer, cached_watcher(api, config))
             .default_backoff()
+            .inspect(move |event| {
+                if let Ok(event) = event {
+                    listed.observe(event);
+                }
+            })
             .touched_objects();
         let watch = Self {
-            cluster_versions_ready: Readiness::of(&reader),
+            cluster_versions_ready,
             cluster_versions: reader,
             discovery: Arc::new(OnceCell::new()),
             client: client.clone(),

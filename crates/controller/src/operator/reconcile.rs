@@ -40,11 +40,12 @@ use super::gather::{self, ClusterWatch};
 use super::install::{self, Content, Target};
 use super::objects::KindCache;
 use super::quiet::{self, CleanChecks};
+use crate::cluster_state::ClusterState;
 use crate::conditions;
 use crate::context::{Context, PO_ANNOTATIONS_FIELD_MANAGER, PO_STATUS_FIELD_MANAGER};
 use crate::error::Error;
 use crate::fail_point::{self, FailPoint};
-use crate::watch_cache::{Readiness, cached_controller, cached_watcher};
+use crate::watch_cache::{Readiness, spawn_cache};
 
 /// How soon to look again while a Catalog the PO uses has not been read since the start.
 const CATALOG_WARMUP_RETRY: Duration = Duration::from_secs(2);
@@ -131,18 +132,25 @@ pub struct PoContext {
     checks: CleanChecks,
 }
 
-/// Runs the PlatformOperator controller until `shutdown`.
-pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
+/// Runs the PlatformOperator controller until `shutdown`, on `state`'s PlatformOperator cache
+/// (the replica's only one: a leader keeps no second copy of every PO).
+pub async fn run(ctx: Arc<Context>, state: ClusterState, shutdown: CancellationToken) {
     let client = ctx.client.clone();
-    let pos: Api<PlatformOperator> = Api::all(client.clone());
-    let (controller, store) = cached_controller(pos, watcher::Config::default().any_semantic());
+    let store = state.platform_operator_store();
+    let controller =
+        Controller::for_shared_stream(state.platform_operator_triggers(), store.clone());
     ctx.catalogs.track_operators(store.clone());
     let (cluster, cluster_versions) = ClusterWatch::with_stream(&client);
-    let catalog_objects = spawn_catalog_store(&client, &shutdown);
+    let (catalog_objects, catalog_objects_ready) = spawn_cache(
+        Api::<Catalog>::all(client.clone()),
+        watcher::Config::default(),
+        shutdown.clone(),
+        |_| {},
+    );
     let po_ctx = Arc::new(PoContext {
         ctx: ctx.clone(),
         store: store.clone(),
-        catalog_objects_ready: Readiness::of(&catalog_objects),
+        catalog_objects_ready,
         catalog_objects,
         cluster,
         kinds: KindCache::default(),
@@ -270,29 +278,6 @@ where
         watcher::Config::default().labels(labels::OWNER_PO),
         move |obj| map(obj.labels()),
     )
-}
-
-fn spawn_catalog_store(client: &kube::Client, shutdown: &CancellationToken) -> Store<Catalog> {
-    use kube::runtime::{WatchStreamExt, reflector};
-    let (reader, writer) = reflector::store();
-    let stream = reflector::reflector(
-        writer,
-        cached_watcher(
-            Api::<Catalog>::all(client.clone()),
-            watcher::Config::default(),
-        ),
-    )
-    .default_backoff()
-    .touched_objects();
-    let shutdown = shutdown.clone();
-    tokio::spawn(async move {
-        let drain = stream.for_each(|_| futures::future::ready(()));
-        tokio::select! {
-            () = shutdown.cancelled() => {}
-            () = drain => {}
-        }
-    });
-    reader
 }
 
 /// The POs to re-judge after each catalog change: those of the packages it can affect, or all
