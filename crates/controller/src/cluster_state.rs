@@ -17,13 +17,13 @@ use tokio::sync::{Notify, broadcast};
 use futures::{Stream, StreamExt};
 use kube::Client;
 use kube::api::Api;
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
 use pom_api::openshift::{AGGREGATED_CLUSTER_OPERATOR, ClusterOperator};
 use pom_api::{Catalog, PlatformOperator};
 use tokio_util::sync::CancellationToken;
 
-use crate::watch_cache::{Readiness, spawn_cache};
+use crate::watch_cache::{Readiness, Trigger, resolve_triggers, spawn_cache};
 
 /// Read handles on the caches.
 #[derive(Clone)]
@@ -35,7 +35,7 @@ pub struct ClusterState {
     platform_operator_changes: Arc<Notify>,
     /// What changed in the PlatformOperator cache, for the PO controller (sent after the
     /// change is in the cache; nothing is kept while nobody listens).
-    platform_operator_triggers: broadcast::Sender<PoTrigger>,
+    platform_operator_triggers: broadcast::Sender<Trigger<PlatformOperator>>,
     /// PlatformOperators and Catalogs listed (`/readyz` and the ClusterOperator writer both
     /// wait: see [`Readiness`]).
     platform_operators_ready: Readiness,
@@ -56,7 +56,7 @@ impl ClusterState {
             shutdown.clone(),
             move |event| {
                 notify.notify_one();
-                if let Some(trigger) = PoTrigger::after(event) {
+                if let Some(trigger) = Trigger::after(event) {
                     // An error only means that no controller listens (not the leader yet).
                     let _ = triggers.send(trigger);
                 }
@@ -94,28 +94,17 @@ impl ClusterState {
     /// The PlatformOperators to reconcile, for a controller that starts now (at each leadership
     /// start): every PO once the cache is listed, then each PO changed since, and every PO
     /// again after a relist or when this stream fell behind (a controller deduplicates
-    /// what is already queued). Each PO is yielded as the cache holds it when it is yielded.
-    /// Ends when the watch stopped.
+    /// what is already queued). Each PO is read from the cache when it is yielded. Never ends
+    /// while the cache is kept.
     pub fn platform_operator_triggers(
         &self,
     ) -> impl Stream<Item = Arc<PlatformOperator>> + Send + 'static {
         // Subscribed before the first snapshot is read: no change falls between the two.
-        let changes = self.platform_operator_triggers.subscribe();
-        let ready = self.platform_operators_ready.clone();
-        let store = self.platform_operators.clone();
-        let everything_once_listed =
-            futures::stream::once(async move { ready.wait().await.ok().map(|()| PoTrigger::All) })
-                .filter_map(futures::future::ready);
-        let each_change = futures::stream::unfold(changes, |mut changes| async move {
-            match changes.recv().await {
-                Ok(trigger) => Some((trigger, changes)),
-                Err(broadcast::error::RecvError::Lagged(_)) => Some((PoTrigger::All, changes)),
-                Err(broadcast::error::RecvError::Closed) => None,
-            }
-        });
-        everything_once_listed
-            .chain(each_change)
-            .flat_map(move |trigger| futures::stream::iter(trigger.resolve(&store)))
+        po_triggers(
+            self.platform_operator_triggers.subscribe(),
+            self.platform_operators_ready.clone(),
+            self.platform_operators.clone(),
+        )
     }
 
     /// Resolves at the next PlatformOperator event (at once if one came since the last call).
@@ -196,34 +185,23 @@ impl ClusterState {
 /// instead (a change is a name; a burst of creations is read in microseconds).
 const TRIGGER_BUFFER: usize = 256;
 
-/// What the PO controller must look at after a PlatformOperator watch event.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum PoTrigger {
-    /// This PO changed (created, updated).
-    One(ObjectRef<PlatformOperator>),
-    /// The cache was (re)listed, or changes were missed: every PO.
-    All,
-}
-
-impl PoTrigger {
-    /// The trigger for `event`, once it is in the cache. Objects of a list (`InitApply`) are
-    /// in the cache only at `InitDone`; a deleted PO has nothing left to reconcile (its
-    /// finalizer made the deletion an update first).
-    fn after(event: &watcher::Event<PlatformOperator>) -> Option<Self> {
-        match event {
-            watcher::Event::Apply(po) => Some(Self::One(ObjectRef::from_obj(po))),
-            watcher::Event::InitDone => Some(Self::All),
-            watcher::Event::Init | watcher::Event::InitApply(_) | watcher::Event::Delete(_) => None,
+/// See [`ClusterState::platform_operator_triggers`]: every PO once `ready`, then `changes`.
+fn po_triggers(
+    changes: broadcast::Receiver<Trigger<PlatformOperator>>,
+    ready: Readiness,
+    store: Store<PlatformOperator>,
+) -> impl Stream<Item = Arc<PlatformOperator>> + Send + 'static {
+    let everything_once_listed =
+        futures::stream::once(async move { ready.wait().await.ok().map(|()| Trigger::All) })
+            .filter_map(futures::future::ready);
+    let each_change = futures::stream::unfold(changes, |mut changes| async move {
+        match changes.recv().await {
+            Ok(trigger) => Some((trigger, changes)),
+            Err(broadcast::error::RecvError::Lagged(_)) => Some((Trigger::All, changes)),
+            Err(broadcast::error::RecvError::Closed) => None,
         }
-    }
-
-    /// The POs this trigger names, as `store` holds them now.
-    fn resolve(&self, store: &Store<PlatformOperator>) -> Vec<Arc<PlatformOperator>> {
-        match self {
-            Self::One(po) => store.get(po).into_iter().collect(),
-            Self::All => store.state(),
-        }
-    }
+    });
+    resolve_triggers(everything_once_listed.chain(each_change), store)
 }
 
 #[cfg(test)]
@@ -231,14 +209,16 @@ impl PoTrigger {
 mod tests {
     use std::time::Duration;
 
-    use futures::StreamExt as _;
+    use futures::{FutureExt as _, StreamExt as _};
     use kube::ResourceExt as _;
     use kube::runtime::reflector::ObjectRef;
     use kube::runtime::watcher;
     use pom_api::PlatformOperator;
     use serde_json::json;
+    use tokio::sync::broadcast;
 
-    use super::{ClusterState, PoTrigger, TRIGGER_BUFFER};
+    use super::{ClusterState, TRIGGER_BUFFER, Trigger, po_triggers};
+    use crate::watch_cache::Readiness;
 
     fn po(name: &str) -> PlatformOperator {
         serde_json::from_value(json!({
@@ -265,23 +245,23 @@ mod tests {
         names
     }
 
-    #[test]
-    fn a_po_is_triggered_once_it_is_in_the_cache() {
-        let a = po("a");
-        let cases = [
-            (
-                watcher::Event::Apply(a.clone()),
-                Some(PoTrigger::One(ObjectRef::new("a"))),
-            ),
-            // Listed objects are in the cache at InitDone, all at once.
-            (watcher::Event::Init, None),
-            (watcher::Event::InitApply(a.clone()), None),
-            (watcher::Event::InitDone, Some(PoTrigger::All)),
-            (watcher::Event::Delete(a), None),
-        ];
-        for (event, expected) in cases {
-            assert_eq!(PoTrigger::after(&event), expected, "{event:?}");
-        }
+    /// Nothing is yielded before the cache is listed (a controller would judge POs from a
+    /// partial cache), then every PO.
+    #[tokio::test]
+    async fn nothing_is_triggered_before_the_cache_is_listed() {
+        let state = ClusterState::from_objects(vec![po("a"), po("b")], vec![], vec![]);
+        let (listed, ready) = Readiness::new();
+        let (changes, _) = broadcast::channel(TRIGGER_BUFFER);
+        let mut triggers = Box::pin(po_triggers(
+            changes.subscribe(),
+            ready,
+            state.platform_operator_store(),
+        ));
+        changes.send(Trigger::One(ObjectRef::new("a"))).unwrap();
+        assert!(triggers.next().now_or_never().is_none());
+        listed.observe(&watcher::Event::<PlatformOperator>::InitDone);
+        assert_eq!(next_names(&mut triggers, 2).await, ["a", "b"]);
+        assert_eq!(next_names(&mut triggers, 1).await, ["a"]);
     }
 
     /// A controller that starts late still sees every PO: the whole cache first, then each
@@ -294,16 +274,13 @@ mod tests {
         let send = |name: &str| {
             state
                 .platform_operator_triggers
-                .send(PoTrigger::One(ObjectRef::new(name)))
+                .send(Trigger::One(ObjectRef::new(name)))
                 .unwrap();
         };
         send("gone");
         send("b");
         assert_eq!(next_names(&mut triggers, 1).await, ["b"]);
-        state
-            .platform_operator_triggers
-            .send(PoTrigger::All)
-            .unwrap();
+        state.platform_operator_triggers.send(Trigger::All).unwrap();
         assert_eq!(next_names(&mut triggers, 2).await, ["a", "b"]);
     }
 
@@ -312,10 +289,11 @@ mod tests {
     async fn a_controller_that_fell_behind_gets_every_po() {
         let state = ClusterState::from_objects(vec![po("a"), po("b")], vec![], vec![]);
         let mut triggers = Box::pin(state.platform_operator_triggers());
-        for _ in 0..TRIGGER_BUFFER + 5 {
+        // The channel holds the next power of two of what was asked for.
+        for _ in 0..TRIGGER_BUFFER.next_power_of_two() + 5 {
             state
                 .platform_operator_triggers
-                .send(PoTrigger::One(ObjectRef::new("a")))
+                .send(Trigger::One(ObjectRef::new("a")))
                 .unwrap();
         }
         // The first listing, then the missed changes as one whole-cache trigger.

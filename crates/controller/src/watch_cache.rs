@@ -8,11 +8,13 @@
 //! (`docs/benchmarks.md`). Every reflector of the manager is fed through [`cached_watcher`], and
 //! says when it is listed through a [`Readiness`].
 
+use std::sync::Arc;
+
 use futures::{Stream, StreamExt as _};
 use kube::Resource;
 use kube::api::Api;
 use kube::runtime::controller::Controller;
-use kube::runtime::reflector::{self, Store};
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use tokio_util::sync::CancellationToken;
 
@@ -27,9 +29,12 @@ where
     watcher(api, config).modify(forget_managed_fields::<K>)
 }
 
-/// A controller for `api`, built as `Controller::new` builds it (a reflector whose applied
-/// objects trigger reconciles), with its cache fed through [`cached_watcher`]; its store, and
-/// whether that store is listed.
+/// A controller for `api` on its own cache, fed through [`cached_watcher`]; its store, and
+/// whether that store is listed. Like `Controller::new`, except for what triggers a reconcile:
+/// each object once its change is in the store, and every object at the end of each (re)list
+/// ([`Trigger`]). `Controller::new` triggers on a relist's objects as they arrive, before the
+/// reflector moves them into the store at the list's end, so an object created while the watch
+/// was down was looked up, not found, and not looked at again.
 pub fn cached_controller<K>(
     api: Api<K>,
     config: watcher::Config,
@@ -45,18 +50,71 @@ where
 {
     let (store, writer) = reflector::store();
     let (listed, readiness) = Readiness::new();
-    let objects = reflector::reflector(writer, cached_watcher(api, config))
-        .inspect(move |event| {
-            if let Ok(event) = event {
-                listed.observe(event);
-            }
-        })
-        .applied_objects();
+    let triggers = reflector::reflector(writer, cached_watcher(api, config))
+        .default_backoff()
+        .filter_map(move |event| {
+            futures::future::ready(match event {
+                Ok(event) => {
+                    listed.observe(&event);
+                    Trigger::after(&event)
+                }
+                Err(err) => {
+                    tracing::debug!(%err, kind = %K::kind(&()), "controller watch");
+                    None
+                }
+            })
+        });
     (
-        Controller::for_stream(objects, store.clone()),
+        Controller::for_shared_stream(resolve_triggers(triggers, store.clone()), store.clone()),
         store,
         readiness,
     )
+}
+
+/// What a controller must look at after a watch event, once the event is in the cache.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Trigger<K: Resource<DynamicType = ()>> {
+    /// This object changed (created, updated).
+    One(ObjectRef<K>),
+    /// The cache was (re)listed, or changes were missed: every object.
+    All,
+}
+
+impl<K: Resource<DynamicType = ()>> Trigger<K> {
+    /// The trigger for `event`. A list's objects (`InitApply`) are in the store only at its
+    /// `InitDone`, all at once; a deleted object has nothing left to reconcile (a finalizer
+    /// makes a deletion an update first).
+    pub fn after(event: &watcher::Event<K>) -> Option<Self> {
+        match event {
+            watcher::Event::Apply(object) => Some(Self::One(ObjectRef::from_obj(object))),
+            watcher::Event::InitDone => Some(Self::All),
+            watcher::Event::Init | watcher::Event::InitApply(_) | watcher::Event::Delete(_) => None,
+        }
+    }
+}
+
+/// The objects `triggers` name, each read from `store` when it is yielded (so a stream held
+/// back by a controller's backoff keeps names, not old copies), those gone skipped.
+pub fn resolve_triggers<K>(
+    triggers: impl Stream<Item = Trigger<K>> + Send + 'static,
+    store: Store<K>,
+) -> impl Stream<Item = Arc<K>> + Send + 'static
+where
+    K: Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
+{
+    let names = store.clone();
+    triggers
+        .flat_map(move |trigger| {
+            futures::stream::iter(match trigger {
+                Trigger::One(object) => vec![object],
+                Trigger::All => names
+                    .state()
+                    .iter()
+                    .map(|object| ObjectRef::from_obj(object.as_ref()))
+                    .collect(),
+            })
+        })
+        .filter_map(move |object| futures::future::ready(store.get(&object)))
 }
 
 /// A cache of `api`'s objects kept by its own task until `shutdown`, and whether it is listed;
@@ -78,9 +136,27 @@ where
 {
     let (store, writer) = reflector::store();
     let (listed, readiness) = Readiness::new();
-    let stream = reflector::reflector(writer, cached_watcher(api, config)).default_backoff();
+    let events = reflector::reflector(writer, cached_watcher(api, config)).default_backoff();
     tokio::spawn(async move {
-        let drain = stream.for_each(|event| {
+        tokio::select! {
+            () = shutdown.cancelled() => {}
+            () = keep_cache(events, &listed, &on_event) => {
+                tracing::error!(kind = %K::kind(&()), "a watch cache stopped: it is no longer updated");
+            }
+        }
+    });
+    (store, readiness)
+}
+
+/// Drives a reflector's `events` (each already applied to its store), marking `listed` and
+/// calling `on_event` for each; returns only if the watch ends.
+async fn keep_cache<K: Resource<DynamicType = ()>>(
+    events: impl Stream<Item = watcher::Result<watcher::Event<K>>>,
+    listed: &Listed,
+    on_event: &impl Fn(&watcher::Event<K>),
+) {
+    events
+        .for_each(|event| {
             match event {
                 Ok(event) => {
                     listed.observe(&event);
@@ -91,13 +167,8 @@ where
                 }
             }
             futures::future::ready(())
-        });
-        tokio::select! {
-            () = shutdown.cancelled() => {}
-            () = drain => {}
-        }
-    });
-    (store, readiness)
+        })
+        .await;
 }
 
 /// Whether a watch cache has been listed, for any number of tasks to wait on at once.
@@ -107,8 +178,7 @@ where
 /// wakes only the last task that polled it before the list arrived (a one-shot channel with one
 /// waker slot), and the others wait forever. The controller runtime itself waits on it (its
 /// runner starts once its store is listed), so nothing else in POM does: every other wait is
-/// on a `Readiness`. (A second waiter once left `/readyz` unready for good, and the Catalog
-/// pruner never started.)
+/// on a `Readiness`. (A second waiter once left `/readyz` unready for good.)
 #[derive(Clone, Debug)]
 pub struct Readiness(tokio::sync::watch::Receiver<bool>);
 
@@ -171,13 +241,16 @@ fn forget_managed_fields<K: Resource>(object: &mut K) {
 mod tests {
     use std::time::Duration;
 
-    use futures::FutureExt as _;
+    use futures::{FutureExt as _, StreamExt as _};
     use kube::runtime::reflector;
     use kube::runtime::watcher;
     use pom_api::PlatformOperator;
     use serde_json::json;
 
-    use super::{Readiness, WatchStopped};
+    use kube::ResourceExt as _;
+    use kube::runtime::reflector::ObjectRef;
+
+    use super::{Readiness, Trigger, WatchStopped};
 
     /// Every one of many concurrent waiters is woken once the watch has listed, and not before:
     /// the objects of a list are in the store only at its `InitDone`.
@@ -255,6 +328,96 @@ mod tests {
         let result = tokio::time::timeout(Duration::from_secs(5), waiter).await;
         assert_eq!(result.unwrap().unwrap(), Err(WatchStopped));
         assert_eq!(readiness.wait().await, Err(WatchStopped));
+    }
+
+    fn po(name: &str, generation: i64) -> PlatformOperator {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "generation": generation},
+            "spec": {"package": {"name": name}}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn an_object_is_triggered_once_it_is_in_the_cache() {
+        let a = po("a", 1);
+        let cases = [
+            (
+                watcher::Event::Apply(a.clone()),
+                Some(Trigger::One(ObjectRef::new("a"))),
+            ),
+            // A list's objects reach the store at InitDone, all at once.
+            (watcher::Event::Init, None),
+            (watcher::Event::InitApply(a.clone()), None),
+            (watcher::Event::InitDone, Some(Trigger::All)),
+            (watcher::Event::Delete(a), None),
+        ];
+        for (event, expected) in cases {
+            assert_eq!(Trigger::after(&event), expected, "{event:?}");
+        }
+    }
+
+    /// What the triggers rely on: the reflector applies each event to the store before
+    /// `keep_cache` sees it, a list's objects at its InitDone, and readiness is set there.
+    #[tokio::test]
+    async fn each_event_is_seen_after_it_is_in_the_store() {
+        let (store, writer) = reflector::store::<PlatformOperator>();
+        let (listed, readiness) = Readiness::new();
+        let events = futures::stream::iter([
+            watcher::Event::Init,
+            watcher::Event::InitApply(po("a", 1)),
+            watcher::Event::InitDone,
+            watcher::Event::Apply(po("b", 1)),
+            watcher::Event::Delete(po("a", 1)),
+        ])
+        .map(Ok);
+        let seen = std::sync::Mutex::new(Vec::new());
+        let record = |event: &watcher::Event<PlatformOperator>| {
+            let mut names: Vec<_> = store.state().iter().map(|po| po.name_any()).collect();
+            names.sort();
+            let ready = readiness.wait().now_or_never().is_some();
+            seen.lock()
+                .unwrap()
+                .push((Trigger::after(event), names.join(","), ready));
+        };
+        super::keep_cache(reflector::reflector(writer, events), &listed, &record).await;
+        let one = |name: &str| Some(Trigger::One(ObjectRef::new(name)));
+        assert_eq!(
+            seen.into_inner().unwrap(),
+            [
+                (None, String::new(), false),
+                (None, String::new(), false),
+                (Some(Trigger::All), "a".to_owned(), true),
+                (one("b"), "a,b".to_owned(), true),
+                (None, "b".to_owned(), true),
+            ]
+        );
+    }
+
+    /// A whole-cache trigger held back (by a controller's backoff) yields each object as the
+    /// store holds it when yielded, and skips one deleted meanwhile.
+    #[tokio::test]
+    async fn triggers_read_the_store_when_they_are_yielded() {
+        let (store, mut writer) = reflector::store::<PlatformOperator>();
+        writer.apply_watcher_event(&watcher::Event::Apply(po("a", 1)));
+        writer.apply_watcher_event(&watcher::Event::Apply(po("b", 1)));
+        let mut objects = Box::pin(super::resolve_triggers(
+            futures::stream::iter([Trigger::All, Trigger::One(ObjectRef::new("a"))]),
+            store,
+        ));
+        let first = objects.next().await.unwrap();
+        let other = if first.name_any() == "a" { "b" } else { "a" };
+        writer.apply_watcher_event(&watcher::Event::Apply(po(other, 2)));
+        let second = objects.next().await.unwrap();
+        assert_eq!(
+            (second.name_any().as_str(), second.metadata.generation),
+            (other, Some(2))
+        );
+        writer.apply_watcher_event(&watcher::Event::Delete(po("a", 1)));
+        assert!(
+            objects.next().await.is_none(),
+            "a deleted object was yielded"
+        );
     }
 
     #[test]
