@@ -35,40 +35,68 @@ where
 /// ([`Trigger`]). `Controller::new` triggers on a relist's objects as they arrive, before the
 /// reflector moves them into the store at the list's end, so an object created while the watch
 /// was down was looked up, not found, and not looked at again.
-pub fn cached_controller<K>(
+pub fn cached_controller<K: CachedKind>(
     api: Api<K>,
     config: watcher::Config,
-) -> (Controller<K>, Store<K>, Readiness)
-where
+) -> (Controller<K>, Store<K>, Readiness) {
+    let (store, listed, readiness, events) = listed_reflector(api, config);
+    let triggers = events.filter_map(move |event| {
+        futures::future::ready(match event {
+            Ok(event) => {
+                listed.observe(&event);
+                Trigger::after(&event)
+            }
+            Err(err) => {
+                tracing::debug!(%err, kind = %K::kind(&()), "controller watch");
+                None
+            }
+        })
+    });
+    (
+        Controller::for_shared_stream(resolve_triggers(triggers, store.clone()), store.clone()),
+        store,
+        readiness,
+    )
+}
+
+/// What a watch cache needs of a kind: a static kind, read from JSON, shared across tasks.
+pub trait CachedKind:
+    Resource<DynamicType = ()>
+    + Clone
+    + std::fmt::Debug
+    + serde::de::DeserializeOwned
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<K> CachedKind for K where
     K: Resource<DynamicType = ()>
         + Clone
         + std::fmt::Debug
         + serde::de::DeserializeOwned
         + Send
         + Sync
-        + 'static,
+        + 'static
 {
+}
+
+/// A store, its reflector's events (each yielded once applied to the store, with the default
+/// backoff on errors), and the readiness those events set through `Listed`.
+fn listed_reflector<K: CachedKind>(
+    api: Api<K>,
+    config: watcher::Config,
+) -> (
+    Store<K>,
+    Listed,
+    Readiness,
+    impl Stream<Item = watcher::Result<watcher::Event<K>>> + Send + 'static,
+) {
     let (store, writer) = reflector::store();
     let (listed, readiness) = Readiness::new();
-    let triggers = reflector::reflector(writer, cached_watcher(api, config))
-        .default_backoff()
-        .filter_map(move |event| {
-            futures::future::ready(match event {
-                Ok(event) => {
-                    listed.observe(&event);
-                    Trigger::after(&event)
-                }
-                Err(err) => {
-                    tracing::debug!(%err, kind = %K::kind(&()), "controller watch");
-                    None
-                }
-            })
-        });
-    (
-        Controller::for_shared_stream(resolve_triggers(triggers, store.clone()), store.clone()),
-        store,
-        readiness,
-    )
+    let events = reflector::reflector(writer, cached_watcher(api, config)).default_backoff();
+    (store, listed, readiness, events)
 }
 
 /// What a controller must look at after a watch event, once the event is in the cache.
@@ -119,24 +147,13 @@ where
 
 /// A cache of `api`'s objects kept by its own task until `shutdown`, and whether it is listed;
 /// `on_event` runs after each watch event is applied to the cache.
-pub fn spawn_cache<K>(
+pub fn spawn_cache<K: CachedKind>(
     api: Api<K>,
     config: watcher::Config,
     shutdown: CancellationToken,
     on_event: impl Fn(&watcher::Event<K>) + Send + Sync + 'static,
-) -> (Store<K>, Readiness)
-where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + std::fmt::Debug
-        + serde::de::DeserializeOwned
-        + Send
-        + Sync
-        + 'static,
-{
-    let (store, writer) = reflector::store();
-    let (listed, readiness) = Readiness::new();
-    let events = reflector::reflector(writer, cached_watcher(api, config)).default_backoff();
+) -> (Store<K>, Readiness) {
+    let (store, listed, readiness, events) = listed_reflector(api, config);
     tokio::spawn(async move {
         tokio::select! {
             () = shutdown.cancelled() => {}

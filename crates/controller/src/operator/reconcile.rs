@@ -45,7 +45,7 @@ use crate::conditions;
 use crate::context::{Context, PO_ANNOTATIONS_FIELD_MANAGER, PO_STATUS_FIELD_MANAGER};
 use crate::error::Error;
 use crate::fail_point::{self, FailPoint};
-use crate::watch_cache::{Readiness, spawn_cache};
+use crate::watch_cache::{CachedKind, Readiness, spawn_cache};
 
 /// How soon to look again while a Catalog the PO uses has not been read since the start.
 const CATALOG_WARMUP_RETRY: Duration = Duration::from_secs(2);
@@ -252,7 +252,7 @@ pub async fn run(ctx: Arc<Context>, state: ClusterState, shutdown: CancellationT
 
 /// Adds a metadata watch of the objects of kind `K` that carry an owner label, each event
 /// mapped to its PlatformOperator by `by_owner_label`.
-fn watch_owned<K>(
+fn watch_owned<K: CachedKind>(
     controller: Controller<PlatformOperator>,
     client: &kube::Client,
     by_owner_label: &(
@@ -262,16 +262,7 @@ fn watch_owned<K>(
          + Sync
          + 'static
      ),
-) -> Controller<PlatformOperator>
-where
-    K: kube::Resource<DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
-{
+) -> Controller<PlatformOperator> {
     let map = by_owner_label.clone();
     controller.watches(
         Api::<kube::api::PartialObjectMeta<K>>::all(client.clone()),
