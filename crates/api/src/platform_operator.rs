@@ -58,6 +58,42 @@ pub struct PlatformOperatorSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 32))]
     pub content_exceptions: Vec<ContentExceptionSpec>,
+    /// The dangerous power classes the admin trusts this operator's bundles with
+    /// (docs/content-policy.md): a bundle whose ServiceAccounts would hold a class not consented
+    /// to is refused, and an upgrade that adds one is held with the running bundle kept.
+    #[serde(default, skip_serializing_if = "Consent::is_empty")]
+    pub consent: Consent,
+    /// The namespace the operator watches: the install namespace for OwnNamespace, another
+    /// namespace for SingleNamespace. Default: AllNamespaces when the bundle supports it, else
+    /// OwnNamespace. The namespace must exist; POM creates Roles there for the operator.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 63), regex(pattern = DNS1123_LABEL))]
+    #[x_kube(validation = kube::core::Rule::new("self == oldSelf").message("spec.watchNamespace is immutable: delete and recreate the PlatformOperator to change what it watches"))]
+    pub watch_namespace: Option<String>,
+}
+
+/// The admin's consent to the power classes that let an operator reach past its namespace.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Consent {
+    /// Roles that let the operator give itself anything: escalate, bind, impersonate, tokens of
+    /// other accounts, admission and CRD control, nodes/proxy, exec in every pod.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cluster_admin_equivalent: bool,
+    /// Pods beyond the baseline Pod Security level (privileged, host namespaces, hostPath), or
+    /// privileged SCCs; the install namespace is then labelled to enforce `privileged`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub privileged_workloads: bool,
+    /// Writes to the platform's configuration (config, machine-config, operator groups).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub platform_config: bool,
+}
+
+impl Consent {
+    /// No class consented to.
+    pub fn is_empty(&self) -> bool {
+        !(self.cluster_admin_equivalent || self.privileged_workloads || self.platform_config)
+    }
 }
 
 /// One content-policy exception: `rule` does not apply to the object of `kind` named `name`.
@@ -78,13 +114,16 @@ pub struct ContentExceptionSpec {
 pub enum ExceptableContentRule {
     /// A kind outside the bundle format's allowlist.
     KindNotAllowed,
-    /// A binding to `cluster-admin`, `admin`, `edit` or a role granting everything.
+    /// A Service of type LoadBalancer.
+    LoadBalancerService,
+    /// Deprecated, lifts nothing: bindings to roles a bundle does not ship are always refused;
+    /// a role that grants everything needs `spec.consent.clusterAdminEquivalent`.
     PrivilegedRoleBinding,
-    /// A role granting `escalate`, `bind` or `impersonate`.
+    /// Deprecated, lifts nothing: use `spec.consent.clusterAdminEquivalent`.
     EscalatingRole,
-    /// A role granting every verb on every resource.
+    /// Deprecated, lifts nothing: use `spec.consent.clusterAdminEquivalent`.
     WildcardRole,
-    /// A ClusterRole with an `aggregationRule`.
+    /// Deprecated, lifts nothing: use `spec.consent.clusterAdminEquivalent`.
     AggregatingRole,
 }
 

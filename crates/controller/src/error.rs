@@ -93,7 +93,8 @@ impl Error {
             | Self::RegistryAccess { .. }
             | Self::NoBundleContent { .. } => Reason::UnpackFailed,
             Self::Render { source, .. } => match **source {
-                RenderError::AllNamespacesNotSupported { .. } => Reason::InstallModeUnsupported,
+                RenderError::InstallModeNotSupported { .. }
+                | RenderError::InvalidWatchNamespace { .. } => Reason::InstallModeUnsupported,
                 RenderError::ContentPolicy(_) | RenderError::InstallNamespaceReserved { .. } => {
                     Reason::ContentPolicyViolation
                 }

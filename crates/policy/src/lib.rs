@@ -16,6 +16,7 @@ pub mod decide;
 pub mod duration;
 pub mod inventory;
 pub mod plan;
+pub mod render_request;
 pub mod request;
 pub mod snapshot;
 pub mod status;

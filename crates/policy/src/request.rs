@@ -104,6 +104,8 @@ mod tests {
             upgrade_gate: UpgradeGate::Auto,
             progress_deadline: "10m".into(),
             content_exceptions: Vec::new(),
+            consent: Default::default(),
+            watch_namespace: None,
         }
     }
 

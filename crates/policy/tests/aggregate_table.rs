@@ -159,6 +159,8 @@ impl Po {
                 upgrade_gate: UpgradeGate::Auto,
                 progress_deadline: "10m".to_owned(),
                 content_exceptions: Vec::new(),
+                consent: Default::default(),
+                watch_namespace: None,
             },
         );
         po.metadata.generation = Some(self.generation);

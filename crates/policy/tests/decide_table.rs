@@ -227,6 +227,8 @@ mod fixture {
                 upgrade_gate: UpgradeGate::Auto,
                 progress_deadline: "10m".to_owned(),
                 content_exceptions: Vec::new(),
+                consent: Default::default(),
+                watch_namespace: None,
             },
             duplicate_of: None,
         }

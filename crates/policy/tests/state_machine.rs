@@ -179,6 +179,8 @@ impl World {
                         upgrade_gate: gates[i],
                         progress_deadline: "10m".to_owned(),
                         content_exceptions: Vec::new(),
+                        consent: Default::default(),
+                        watch_namespace: None,
                     },
                 );
                 po.metadata.generation = Some(1);

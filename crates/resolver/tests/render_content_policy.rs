@@ -1,12 +1,14 @@
-//! The content policy (issue 14, §6, §10): one small in-memory bundle per refusal class, the
-//! rule and object it names, what an admin's exception can and cannot lift, and that the
-//! exceptions used are reported.
+//! The content policy (issues 14 and 24, §6, §10): one small in-memory bundle per refusal class
+//! of the threat model, the rule and object it names, what an admin's exception or consent can
+//! and cannot lift, that what was lifted is reported, and that every violation of a bundle is
+//! reported at once.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use pom_resolver::render::{
-    BundleFiles, ContentException, ContentRule, RenderError, RenderOptions, RenderedBundle, render,
+    BundleFiles, ContentException, ContentRule, Lift, PowerClass, RenderError, RenderOptions,
+    RenderedBundle, render,
 };
 
 const PLAIN: &str =
@@ -51,11 +53,20 @@ fn files(list: &[(&str, &str)]) -> BundleFiles {
     )
 }
 
+/// The first violation of a refused bundle: its rule, object, and the whole message.
 fn refusal(result: Result<RenderedBundle, RenderError>) -> (ContentRule, String, String) {
+    let (rule, object, message, _) = refusal_and_lift(result);
+    (rule, object, message)
+}
+
+fn refusal_and_lift(
+    result: Result<RenderedBundle, RenderError>,
+) -> (ContentRule, String, String, Option<Lift>) {
     match result {
-        Err(RenderError::ContentPolicy(violation)) => {
-            let message = RenderError::ContentPolicy(violation.clone()).to_string();
-            (violation.rule, violation.object.clone(), message)
+        Err(RenderError::ContentPolicy(violations)) => {
+            let message = RenderError::ContentPolicy(violations.clone()).to_string();
+            let first = violations.0[0].clone();
+            (first.rule, first.object, message, first.lift)
         }
         Err(other) => panic!("expected a content-policy refusal, got: {other}"),
         Ok(bundle) => panic!("expected a refusal, rendered {:?}", bundle.objects),
@@ -65,7 +76,13 @@ fn refusal(result: Result<RenderedBundle, RenderError>) -> (ContentRule, String,
 const CLUSTER_ROLE_BINDING: &str =
     "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: grab}\n";
 
-/// Every refusal class: (manifest, rule, object named, words the message must have).
+fn crd_with_conversion(client_config: &str) -> String {
+    format!(
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {{name: gadgets.example.com}}\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {{kind: Gadget, plural: gadgets}}\n  conversion:\n    strategy: Webhook\n    webhook:\n      conversionReviewVersions: [v1]\n      clientConfig: {client_config}\n  versions: [{{name: v1, served: true, storage: true, schema: {{openAPIV3Schema: {{type: object}}}}}}]\n"
+    )
+}
+
+/// Every refusal class: (what, manifest, rule, object named, words the message must have).
 fn cases() -> Vec<(
     &'static str,
     String,
@@ -73,6 +90,21 @@ fn cases() -> Vec<(
     &'static str,
     &'static str,
 )> {
+    let view_binding = |subject: &str| {
+        format!(
+            "{CLUSTER_ROLE_BINDING}roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: view}}\nsubjects: [{subject}]\n"
+        )
+    };
+    let role_binding = |role: &str| {
+        format!(
+            "{CLUSTER_ROLE_BINDING}roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: '{role}'}}\nsubjects: [{{kind: ServiceAccount, name: default, namespace: {INSTALL_NS}}}]\n"
+        )
+    };
+    let cluster_role = |name: &str, rules: &str| {
+        format!(
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {{name: {name}}}\nrules:\n{rules}"
+        )
+    };
     vec![
         (
             "a Namespace",
@@ -118,80 +150,193 @@ fn cases() -> Vec<(
         ),
         (
             "a binding of cluster-admin",
-            format!("{CLUSTER_ROLE_BINDING}roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}}\nsubjects: [{{kind: ServiceAccount, name: default, namespace: {INSTALL_NS}}}]\n"),
-            ContentRule::PrivilegedRoleBinding,
+            role_binding("cluster-admin"),
+            ContentRule::ForeignRoleBinding,
             "ClusterRoleBinding.rbac.authorization.k8s.io \"grab\"",
-            "built-in ClusterRole \"cluster-admin\"",
+            "ClusterRole \"cluster-admin\", which the bundle does not ship",
         ),
         (
             "a binding of edit",
             format!("apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {{name: grab}}\nroleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: edit}}\nsubjects: [{{kind: ServiceAccount, name: default, namespace: {INSTALL_NS}}}]\n"),
-            ContentRule::PrivilegedRoleBinding,
+            ContentRule::ForeignRoleBinding,
             "RoleBinding.rbac.authorization.k8s.io \"grab\" in namespace \"widgets\"",
             "\"edit\"",
         ),
         (
+            "a binding of the aggregation controller's role",
+            role_binding("system:controller:clusterrole-aggregation-controller"),
+            ContentRule::ForeignRoleBinding,
+            "\"grab\"",
+            "system:controller:clusterrole-aggregation-controller",
+        ),
+        (
+            "a binding of the privileged SCC's role",
+            role_binding("system:openshift:scc:privileged"),
+            ContentRule::ForeignRoleBinding,
+            "\"grab\"",
+            "system:openshift:scc:privileged",
+        ),
+        (
             "a binding of system:authenticated",
-            format!("{CLUSTER_ROLE_BINDING}roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: view}}\nsubjects: [{{kind: Group, name: 'system:authenticated', apiGroup: rbac.authorization.k8s.io}}]\n"),
+            view_binding("{kind: Group, name: 'system:authenticated', apiGroup: rbac.authorization.k8s.io}"),
             ContentRule::SystemSubjectBinding,
             "\"grab\"",
             "group \"system:authenticated\"",
         ),
         (
             "a binding of a system: user",
-            format!("{CLUSTER_ROLE_BINDING}roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: view}}\nsubjects: [{{kind: User, name: 'system:serviceaccount:kube-system:default', apiGroup: rbac.authorization.k8s.io}}]\n"),
+            view_binding("{kind: User, name: 'system:serviceaccount:kube-system:default', apiGroup: rbac.authorization.k8s.io}"),
             ContentRule::SystemSubjectBinding,
             "\"grab\"",
             "user \"system:serviceaccount:kube-system:default\"",
         ),
         (
+            "a binding of a user",
+            view_binding("{kind: User, name: alice, apiGroup: rbac.authorization.k8s.io}"),
+            ContentRule::UserOrGroupBinding,
+            "\"grab\"",
+            "user \"alice\"",
+        ),
+        (
+            "a binding of a group",
+            view_binding("{kind: Group, name: developers, apiGroup: rbac.authorization.k8s.io}"),
+            ContentRule::UserOrGroupBinding,
+            "\"grab\"",
+            "group \"developers\"",
+        ),
+        (
             "a binding of POM's own ServiceAccount",
-            format!("{CLUSTER_ROLE_BINDING}roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: view}}\nsubjects: [{{kind: ServiceAccount, name: pom-manager, namespace: pom-system}}]\n"),
+            view_binding("{kind: ServiceAccount, name: pom-manager, namespace: pom-system}"),
             ContentRule::ForeignServiceAccountBinding,
             "\"grab\"",
             "POM's own ServiceAccount",
         ),
         (
             "a binding of another namespace's ServiceAccount",
-            format!("{CLUSTER_ROLE_BINDING}roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: view}}\nsubjects: [{{kind: ServiceAccount, name: builder, namespace: ci}}]\n"),
+            view_binding("{kind: ServiceAccount, name: builder, namespace: ci}"),
             ContentRule::ForeignServiceAccountBinding,
             "\"grab\"",
             "ServiceAccount \"builder\" in namespace \"ci\"",
         ),
         (
+            "a cluster-wide binding of OpenShift's Prometheus",
+            format!("{}---\n{CLUSTER_ROLE_BINDING}roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: scrape}}\nsubjects: [{{kind: ServiceAccount, name: prometheus-k8s, namespace: openshift-monitoring}}]\n",
+                cluster_role("scrape", "- {apiGroups: [''], resources: [pods, services, endpoints], verbs: [get, list, watch]}\n")),
+            ContentRule::ForeignServiceAccountBinding,
+            "\"grab\"",
+            "OpenShift's Prometheus may be bound only by a RoleBinding in the install namespace",
+        ),
+        (
+            "a role aggregated into view",
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: leak, labels: {rbac.authorization.k8s.io/aggregate-to-view: 'true'}}\nrules:\n- {apiGroups: [''], resources: [secrets], verbs: [get]}\n".into(),
+            ContentRule::AggregationLabel,
+            "\"leak\"",
+            "rbac.authorization.k8s.io/aggregate-to-view",
+        ),
+        (
+            "a CRD converted by an arbitrary URL",
+            crd_with_conversion("{url: 'https://evil.example.com/convert'}"),
+            ContentRule::ForeignWebhookEndpoint,
+            "\"gadgets.example.com\"",
+            "calls the URL \"https://evil.example.com/convert\"",
+        ),
+        (
+            "a CRD converted by a Service in kube-system",
+            crd_with_conversion("{service: {name: sniffer, namespace: kube-system, path: /convert}}"),
+            ContentRule::ForeignWebhookEndpoint,
+            "\"gadgets.example.com\"",
+            "Service \"sniffer\" in namespace \"kube-system\"",
+        ),
+        (
+            "a second MachineConfig definition",
+            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: machineconfigs2.machineconfiguration.openshift.io}\nspec:\n  group: machineconfiguration.openshift.io\n  scope: Cluster\n  names: {kind: MachineConfig, plural: machineconfigs2}\n  versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}]\n".into(),
+            ContentRule::BuiltInApiGroup,
+            "\"machineconfigs2.machineconfiguration.openshift.io\"",
+            "machineconfiguration.openshift.io",
+        ),
+        (
+            "a ConfigMap redefined cluster-scoped",
+            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: configmaps.core}\nspec:\n  group: ''\n  scope: Cluster\n  names: {kind: ConfigMap, plural: configmaps}\n  versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}]\n".into(),
+            ContentRule::BuiltInApiGroup,
+            "\"configmaps.core\"",
+            "Kubernetes or the platform serves",
+        ),
+        (
+            "a Service with externalIPs",
+            "apiVersion: v1\nkind: Service\nmetadata: {name: mitm}\nspec: {ports: [{port: 443}], externalIPs: [10.0.0.1]}\n".into(),
+            ContentRule::ServiceExternalIps,
+            "Service \"mitm\"",
+            "CVE-2020-8554",
+        ),
+        (
+            "a LoadBalancer Service",
+            "apiVersion: v1\nkind: Service\nmetadata: {name: public}\nspec: {type: LoadBalancer, ports: [{port: 443}]}\n".into(),
+            ContentRule::LoadBalancerService,
+            "Service \"public\"",
+            "reachable from outside the cluster",
+        ),
+        (
             "a role that can escalate",
-            "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: rbac-admin}\nrules:\n- {apiGroups: [rbac.authorization.k8s.io], resources: [clusterroles], verbs: [get, escalate]}\n".into(),
-            ContentRule::EscalatingRole,
-            "ClusterRole.rbac.authorization.k8s.io \"rbac-admin\"",
-            "escalate clusterroles.rbac.authorization.k8s.io",
+            cluster_role("rbac-admin", "- {apiGroups: [rbac.authorization.k8s.io], resources: [clusterroles], verbs: [get, escalate]}\n"),
+            ContentRule::PowerNotConsented,
+            "ClusterRole \"rbac-admin\"",
+            "ClusterAdminEquivalent: rules[0] grants: escalate on roles",
         ),
         (
             "a role that can bind",
-            "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: binder}\nrules:\n- {apiGroups: ['*'], resources: [roles], verbs: [bind]}\n".into(),
-            ContentRule::EscalatingRole,
-            "Role.rbac.authorization.k8s.io \"binder\"",
-            "bind roles",
+            cluster_role("binder", "- {apiGroups: ['*'], resources: [roles], verbs: [bind]}\n"),
+            ContentRule::PowerNotConsented,
+            "ClusterRole \"binder\"",
+            "bind on roles",
         ),
         (
             "a role that can impersonate",
-            "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: actor}\nrules:\n- {apiGroups: [''], resources: [users, groups], verbs: [impersonate]}\n".into(),
-            ContentRule::EscalatingRole,
+            cluster_role("actor", "- {apiGroups: [''], resources: [users, groups], verbs: [impersonate]}\n"),
+            ContentRule::PowerNotConsented,
             "\"actor\"",
-            "impersonate users, impersonate groups",
+            "impersonate users",
         ),
         (
             "a role granting everything",
-            "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: god}\nrules:\n- {apiGroups: ['*'], resources: ['*'], verbs: ['*']}\n".into(),
-            ContentRule::WildcardRole,
+            cluster_role("god", "- {apiGroups: ['*'], resources: ['*'], verbs: ['*']}\n"),
+            ContentRule::PowerNotConsented,
             "\"god\"",
-            "every verb on every resource",
+            "ClusterAdminEquivalent",
+        ),
+        (
+            "a role minting tokens",
+            cluster_role("minter", "- {apiGroups: [''], resources: [serviceaccounts/token], verbs: [create]}\n"),
+            ContentRule::PowerNotConsented,
+            "\"minter\"",
+            "create tokens for any ServiceAccount",
+        ),
+        (
+            "a role reaching the kubelet",
+            cluster_role("kubelet", "- {apiGroups: [''], resources: [nodes/proxy], verbs: [get]}\n"),
+            ContentRule::PowerNotConsented,
+            "\"kubelet\"",
+            "nodes/proxy",
+        ),
+        (
+            "a role writing machine configs",
+            cluster_role("mco", "- {apiGroups: [machineconfiguration.openshift.io], resources: [machineconfigs], verbs: [create]}\n"),
+            ContentRule::PowerNotConsented,
+            "\"mco\"",
+            "PlatformConfig",
         ),
         (
             "an aggregating role",
             "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: collector}\naggregationRule:\n  clusterRoleSelectors: [{matchLabels: {x: y}}]\nrules: []\n".into(),
-            ContentRule::AggregatingRole,
+            ContentRule::PowerNotConsented,
             "\"collector\"",
             "aggregationRule",
+        ),
+        (
+            "a privileged host-root DaemonSet",
+            "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: agent}\nspec:\n  selector: {matchLabels: {a: b}}\n  template:\n    metadata: {labels: {a: b}}\n    spec:\n      hostPID: true\n      volumes: [{name: root, hostPath: {path: /}}]\n      containers: [{name: c, image: i, securityContext: {privileged: true}}]\n".into(),
+            ContentRule::PowerNotConsented,
+            "DaemonSet \"agent\"",
+            "PrivilegedWorkloads",
         ),
     ]
 }
@@ -199,7 +344,8 @@ fn cases() -> Vec<(
 #[test]
 fn every_refusal_class_names_the_object_and_the_rule() {
     for (what, manifest, rule, object, words) in cases() {
-        let (got_rule, got_object, message) = refusal(render(&plain(&manifest), &options(&[])));
+        let (got_rule, got_object, message, lift) =
+            refusal_and_lift(render(&plain(&manifest), &options(&[])));
         assert_eq!(got_rule, rule, "{what}: {message}");
         assert!(
             got_object.contains(object),
@@ -210,71 +356,162 @@ fn every_refusal_class_names_the_object_and_the_rule() {
             message.contains("manifests/extra.yaml"),
             "{what}: {message}"
         );
-        if rule.exceptable() {
-            assert!(
-                message.contains(&format!("spec.contentExceptions: [{{rule: {rule}")),
-                "{what}: {message}"
-            );
-        } else {
-            assert!(
-                message.contains("no exception can allow this"),
-                "{what}: {message}"
-            );
+        match lift {
+            Some(Lift::Exception(_)) => {
+                assert!(rule.exceptable(), "{what}");
+                assert!(
+                    message.contains(&format!("spec.contentExceptions: [{{rule: {rule}")),
+                    "{what}: {message}"
+                );
+            }
+            Some(Lift::Consent(class)) => {
+                assert_eq!(rule, ContentRule::PowerNotConsented, "{what}");
+                assert!(
+                    message.contains(&format!("spec.consent.{}: true", class.consent_field())),
+                    "{what}: {message}"
+                );
+            }
+            None => {
+                assert!(!rule.exceptable(), "{what}");
+                assert!(
+                    message.contains("no exception can allow this"),
+                    "{what}: {message}"
+                );
+            }
         }
     }
 }
 
 #[test]
-fn an_exception_lifts_only_its_rule_for_only_its_object_and_is_reported() {
+fn a_lift_lifts_only_its_finding_and_is_reported() {
     for (what, manifest, rule, _, _) in cases() {
         let files = plain(&manifest);
-        let (_, object, _) = refusal(render(&files, &options(&[])));
+        let (_, object, _, lift) = refusal_and_lift(render(&files, &options(&[])));
         let kind = object.split(['.', ' ']).next().unwrap().to_owned();
         let name = object.split('"').nth(1).unwrap().to_owned();
-        let exception = [(rule, kind.as_str(), name.as_str())];
-        let result = render(&files, &options(&exception));
-        if rule.exceptable() {
-            let bundle = result.unwrap_or_else(|e| panic!("{what}: {e}"));
-            assert_eq!(
-                bundle.exceptions_used,
-                vec![ContentException {
+        match lift {
+            Some(Lift::Exception(exception)) => {
+                let bundle = render(&files, &options(&[(rule, &kind, &name)]))
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                assert_eq!(bundle.exceptions_used, vec![exception], "{what}");
+                // The same rule for another name, or another rule for this object, lifts nothing.
+                let other_name = [(rule, kind.as_str(), "someone-else")];
+                assert_eq!(
+                    refusal(render(&files, &options(&other_name))).0,
                     rule,
-                    kind: kind.clone(),
-                    name: name.clone()
-                }],
-                "{what}"
-            );
-            // The same rule for another name, or another rule for this object, lifts nothing.
-            let other_name = [(rule, kind.as_str(), "someone-else")];
-            assert_eq!(
-                refusal(render(&files, &options(&other_name))).0,
-                rule,
-                "{what}"
-            );
-            let other_rule = ContentRule::ALL
-                .into_iter()
-                .find(|r| *r != rule && r.exceptable())
-                .unwrap();
-            let wrong = [(other_rule, kind.as_str(), name.as_str())];
-            assert_eq!(refusal(render(&files, &options(&wrong))).0, rule, "{what}");
-        } else {
-            assert_eq!(
-                refusal(result).0,
-                rule,
-                "{what}: an exception must not lift it"
-            );
+                    "{what}"
+                );
+                let other_rule = ContentRule::ALL
+                    .into_iter()
+                    .find(|r| *r != rule && r.exceptable())
+                    .unwrap();
+                let wrong = [(other_rule, kind.as_str(), name.as_str())];
+                assert_eq!(refusal(render(&files, &options(&wrong))).0, rule, "{what}");
+                // Consent to every class lifts no exceptable finding.
+                let mut all = options(&[]);
+                all.consent = PowerClass::ALL.into_iter().collect();
+                assert_eq!(refusal(render(&files, &all)).0, rule, "{what}");
+            }
+            Some(Lift::Consent(class)) => {
+                let mut consented = options(&[]);
+                consented.consent.insert(class);
+                let bundle = render(&files, &consented).unwrap_or_else(|e| panic!("{what}: {e}"));
+                assert_eq!(bundle.consents_used, BTreeSet::from([class]), "{what}");
+                assert!(bundle.powers.classes().contains(&class), "{what}");
+                // Consent to the other classes lifts nothing.
+                let mut others = options(&[]);
+                others.consent = PowerClass::ALL
+                    .into_iter()
+                    .filter(|c| *c != class)
+                    .collect();
+                assert_eq!(refusal(render(&files, &others)).0, rule, "{what}");
+            }
+            None => {
+                // Neither an exception naming it nor consent to everything lifts it.
+                let mut everything = options(&[(rule, &kind, &name)]);
+                everything.consent = PowerClass::ALL.into_iter().collect();
+                assert_eq!(
+                    refusal(render(&files, &everything)).0,
+                    rule,
+                    "{what}: nothing may lift it"
+                );
+            }
         }
     }
 }
 
 #[test]
-fn a_bundle_without_findings_uses_no_exception() {
+fn every_violation_is_reported_at_once_with_the_spec_that_lifts_them() {
+    let manifest = "apiVersion: v1\nkind: Pod\nmetadata: {name: loose}\nspec: {containers: [{name: c, image: i}]}\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: god}\nrules:\n- {apiGroups: ['*'], resources: ['*'], verbs: ['*']}\n---\napiVersion: v1\nkind: Service\nmetadata: {name: mitm}\nspec: {ports: [{port: 443}], externalIPs: [10.0.0.1]}\n";
+    let err = render(&plain(manifest), &options(&[])).unwrap_err();
+    let RenderError::ContentPolicy(violations) = &err else {
+        panic!("{err}");
+    };
+    let rules: BTreeSet<ContentRule> = violations.0.iter().map(|v| v.rule).collect();
+    assert_eq!(
+        rules,
+        BTreeSet::from([
+            ContentRule::KindNotAllowed,
+            ContentRule::ServiceExternalIps,
+            ContentRule::PowerNotConsented
+        ])
+    );
+    assert_eq!(violations.unliftable(), 1);
+    let message = err.to_string();
+    assert!(
+        message.contains("findings break POM's content policy"),
+        "{message}"
+    );
+    assert!(
+        message.contains("1 of them nothing can allow; the others would need: consent: {clusterAdminEquivalent: true}, contentExceptions: [{rule: KindNotAllowed, kind: Pod, name: loose}]"),
+        "{message}"
+    );
+}
+
+#[test]
+fn the_narrow_monitoring_binding_and_benign_built_ins_are_allowed() {
+    let manifest = format!(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {{name: scrape}}\nrules:\n- {{apiGroups: [''], resources: [pods, services, endpoints], verbs: [get, list, watch]}}\n- {{apiGroups: [discovery.k8s.io], resources: [endpointslices], verbs: [list]}}\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {{name: scrape}}\nroleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: scrape}}\nsubjects: [{{kind: ServiceAccount, name: prometheus-k8s, namespace: openshift-monitoring}}]\n---\n{CLUSTER_ROLE_BINDING}roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: 'system:auth-delegator'}}\nsubjects: [{{kind: ServiceAccount, name: op, namespace: {INSTALL_NS}}}]\n"
+    );
+    render(&plain(&manifest), &options(&[])).unwrap();
+    // One verb more on the same role, and the allowance is gone.
+    let wider = manifest.replace(
+        "verbs: [get, list, watch]",
+        "verbs: [get, list, watch, delete]",
+    );
+    assert_eq!(
+        refusal(render(&plain(&wider), &options(&[]))).0,
+        ContentRule::ForeignServiceAccountBinding
+    );
+    let secrets = manifest.replace(
+        "resources: [pods, services, endpoints]",
+        "resources: [pods, secrets]",
+    );
+    assert_eq!(
+        refusal(render(&plain(&secrets), &options(&[]))).0,
+        ContentRule::ForeignServiceAccountBinding
+    );
+}
+
+#[test]
+fn an_aggregated_role_over_the_bundles_own_groups_is_allowed() {
+    let crd = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: gadgets.example.com}\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {kind: Gadget, plural: gadgets}\n  versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}]\n";
+    let role = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: gadget-editor, labels: {rbac.authorization.k8s.io/aggregate-to-edit: 'true'}}\nrules:\n- {apiGroups: [example.com], resources: [gadgets, gadgets/status], verbs: ['*']}\n";
+    render(&plain(&format!("{crd}---\n{role}")), &options(&[])).unwrap();
+}
+
+#[test]
+fn a_bundle_without_findings_uses_no_exception_or_consent() {
+    let mut opts = options(&[(ContentRule::KindNotAllowed, "ClusterRole", "god")]);
+    opts.consent = PowerClass::ALL.into_iter().collect();
     let bundle = render(
         &plain("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n"),
-        &options(&[(ContentRule::WildcardRole, "ClusterRole", "god")]),
+        &opts,
     )
     .unwrap();
     assert!(bundle.exceptions_used.is_empty());
+    assert!(bundle.consents_used.is_empty());
+    assert!(bundle.powers.found.is_empty());
 }
 
 #[test]
@@ -301,12 +538,14 @@ fn csv_permissions_go_through_the_same_policy() {
         ("manifests/csv.yaml", csv),
     ]);
     let (rule, object, message) = refusal(render(&bundle, &options(&[])));
-    assert_eq!(rule, ContentRule::WildcardRole, "{message}");
-    assert!(object.starts_with("ClusterRole."), "{object}");
+    assert_eq!(rule, ContentRule::PowerNotConsented, "{message}");
+    assert!(object.starts_with("ClusterRole "), "{object}");
+    // The origin names the CSV entry, so rules[0] is the CSV's own rule index.
     assert!(
-        message.contains("generated from ClusterServiceVersion op.v1"),
+        message.contains("generated from ClusterServiceVersion op.v1 (manifests/csv.yaml), spec.install.spec.clusterPermissions[0]"),
         "{message}"
     );
+    assert!(message.contains("rules[0] grants"), "{message}");
 }
 
 #[test]

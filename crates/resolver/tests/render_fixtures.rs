@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use pom_resolver::render::{
-    BundleFiles, BundleFormat, RenderError, RenderOptions, RenderedBundle, render,
+    BundleFiles, BundleFormat, InstallMode, RenderError, RenderOptions, RenderedBundle, render,
 };
 use serde_json::{Value, json};
 
@@ -295,17 +295,19 @@ fn plain_v0_applies_manifests_as_they_are() {
 }
 
 #[test]
-fn own_namespace_only_is_refused() {
-    let err = render_fixture("own-namespace-only", false).unwrap_err();
-    assert!(
-        matches!(&err, RenderError::AllNamespacesNotSupported { supported, .. } if supported == &["OwnNamespace"])
+fn own_namespace_only_installs_own_namespace_by_default() {
+    let bundle = render_fixture("own-namespace-only", false).unwrap();
+    assert_eq!(bundle.install_mode, Some(InstallMode::OwnNamespace));
+    assert_eq!(bundle.watch_namespace, "widgets");
+    let deployment = bundle
+        .objects
+        .iter()
+        .find(|o| o["kind"] == "Deployment")
+        .unwrap();
+    assert_eq!(
+        deployment["spec"]["template"]["metadata"]["annotations"]["olm.targetNamespaces"],
+        "widgets"
     );
-    let message = err.to_string();
-    assert!(
-        message.contains("AllNamespaces install mode must be enabled"),
-        "{message}"
-    );
-    assert!(message.contains("own-namespace-only.v0.1.0"), "{message}");
 }
 
 #[test]

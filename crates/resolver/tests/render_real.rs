@@ -5,7 +5,7 @@
 mod shared_support;
 
 use pom_resolver::render::{
-    BundleFiles, BundleFormat, ContentRule, RenderError, RenderOptions, render,
+    BundleFiles, BundleFormat, ContentRule, PowerClass, RenderError, RenderOptions, render,
 };
 use serde_json::json;
 
@@ -29,8 +29,16 @@ fn opts() -> RenderOptions {
     }
 }
 
+/// What nfs-provisioner-operator needs: its ClusterRole writes SecurityContextConstraints, a
+/// power equivalent to cluster-admin (§6), so it renders only with the admin's consent.
+fn nfs_opts() -> RenderOptions {
+    let mut options = opts();
+    options.consent.insert(PowerClass::ClusterAdminEquivalent);
+    options
+}
+
 /// nfs-provisioner-operator 0.0.3 supports AllNamespaces, has no webhooks or APIServices and
-/// only v1 APIs: it renders. Its permissions name the `default` ServiceAccount, which is never
+/// only v1 APIs: it renders once the admin consents to the SCC writes its ClusterRole declares. Its permissions name the `default` ServiceAccount, which is never
 /// generated (the namespace has it), and it ships the same ClusterRole twice (one file is
 /// misnamed v1beta1 but holds v1): identical duplicates collapse into one object.
 #[test]
@@ -38,7 +46,34 @@ fn nfs_provisioner_renders() {
     let Some(files) = community("nfs-provisioner-operator/0.0.3") else {
         return;
     };
-    let bundle = render(&files, &opts()).unwrap();
+    let refused = render(&files, &opts()).unwrap_err();
+    let RenderError::ContentPolicy(violations) = &refused else {
+        panic!("expected a content-policy refusal, got {refused}");
+    };
+    assert!(
+        violations
+            .0
+            .iter()
+            .all(|v| v.rule == ContentRule::PowerNotConsented),
+        "{refused}"
+    );
+    assert!(
+        refused
+            .to_string()
+            .contains("spec.consent.clusterAdminEquivalent"),
+        "{refused}"
+    );
+    let bundle = render(&files, &nfs_opts()).unwrap();
+    assert!(
+        bundle
+            .powers
+            .classes()
+            .contains(&PowerClass::ClusterAdminEquivalent)
+    );
+    assert_eq!(
+        bundle.consents_used,
+        std::collections::BTreeSet::from([PowerClass::ClusterAdminEquivalent])
+    );
     assert_eq!(bundle.format, BundleFormat::RegistryV1);
     assert_eq!(
         bundle.csv_name.as_deref(),
@@ -110,17 +145,26 @@ fn dbaas_is_refused_for_webhooks() {
     );
 }
 
-/// gitlab-operator-kubernetes 1.6.0 supports only OwnNamespace (and has webhooks too): the
-/// install-mode refusal comes first.
+/// gitlab-operator-kubernetes 1.6.0 supports only OwnNamespace, which POM now renders by
+/// default; its webhooks are what refuses it.
 #[test]
-fn gitlab_is_refused_for_install_modes() {
+fn gitlab_is_refused_for_webhooks_not_install_modes() {
     let Some(files) = community("gitlab-operator-kubernetes/1.6.0") else {
         return;
     };
     let err = render(&files, &opts()).unwrap_err();
     assert!(
-        matches!(&err, RenderError::AllNamespacesNotSupported { csv, supported }
-            if csv == "gitlab-operator-kubernetes.v1.6.0" && supported == &["OwnNamespace"]),
+        matches!(&err, RenderError::WebhooksNotSupported { csv, .. } if csv == "gitlab-operator-kubernetes.v1.6.0"),
+        "{err}"
+    );
+    // Asked for AllNamespaces' opposite explicitly, the mode is judged before the webhooks.
+    let single = RenderOptions {
+        watch_namespace: Some("elsewhere".into()),
+        ..opts()
+    };
+    let err = render(&files, &single).unwrap_err();
+    assert!(
+        matches!(&err, RenderError::InstallModeNotSupported { supported, .. } if supported == &["OwnNamespace"]),
         "{err}"
     );
 }
@@ -151,12 +195,13 @@ fn rukpak_invalid_registry_bundle_is_refused() {
     };
     let err = render(&files, &opts()).unwrap_err();
     assert!(
-        matches!(&err, RenderError::AllNamespacesNotSupported { supported, .. } if supported == &["MultiNamespace"]),
+        matches!(&err, RenderError::InstallModeNotSupported { supported, .. } if supported == &["MultiNamespace"]),
         "{err}"
     );
 }
 
-/// rukpak plain+v0 bundles (no annotations). The "provides" one is a CRD and renders;
+/// rukpak plain+v0 bundles (no annotations). The "provides" one is a CRD of OLM's own API group
+/// (`operatorgroups.operators.coreos.com`), refused: a bundle may not claim a platform group;
 /// "subdir" has a folder inside manifests/, refused as rukpak does; "invalid-crds-and-crs" and
 /// "dependent" were built to fail at apply time on a cluster (missing CRDs), but each creates
 /// a Namespace, which the content policy refuses first. "invalid-missing-crds" is OLM's own install manifest and contains
@@ -168,9 +213,12 @@ fn rukpak_plain_bundles() {
     else {
         return;
     };
-    let bundle = render(&provides, &opts()).unwrap();
-    assert_eq!(bundle.format, BundleFormat::PlainV0);
-    assert_eq!(bundle.crds, vec!["operatorgroups.operators.coreos.com"]);
+    let err = render(&provides, &opts()).unwrap_err();
+    assert!(
+        matches!(&err, RenderError::ContentPolicy(v) if v.0.len() == 1 && v.0[0].rule == ContentRule::BuiltInApiGroup
+            && v.0[0].object.contains("operatorgroups.operators.coreos.com")),
+        "{err}"
+    );
 
     let subdir = load("operator-framework__rukpak/testdata/bundles/plain-v0/subdir").unwrap();
     let err = render(&subdir, &opts()).unwrap_err();
@@ -195,7 +243,7 @@ fn rukpak_plain_bundles() {
         .unwrap();
         let err = render(&files, &opts()).unwrap_err();
         assert!(
-            matches!(&err, RenderError::ContentPolicy(v) if v.rule == ContentRule::KindNeverAllowed && v.object.starts_with("Namespace ")),
+            matches!(&err, RenderError::ContentPolicy(v) if v.0.iter().any(|v| v.rule == ContentRule::KindNeverAllowed && v.object.starts_with("Namespace "))),
             "{name}: {err}"
         );
     }
@@ -233,8 +281,8 @@ fn objects_from_a_catalog_render_like_the_folder() {
         manifests.push(std::fs::read_to_string(entry.unwrap().path()).unwrap());
     }
     manifests.sort();
-    let from_objects = render(&BundleFiles::from_objects(manifests), &opts()).unwrap();
-    let from_dir = render(&BundleFiles::load_dir(&dir).unwrap(), &opts()).unwrap();
+    let from_objects = render(&BundleFiles::from_objects(manifests), &nfs_opts()).unwrap();
+    let from_dir = render(&BundleFiles::load_dir(&dir).unwrap(), &nfs_opts()).unwrap();
     assert_eq!(from_objects.format, BundleFormat::RegistryV1);
     assert_eq!(from_objects.objects, from_dir.objects);
     assert_eq!(from_objects.package_name, None);

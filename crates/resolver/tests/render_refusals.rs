@@ -184,7 +184,7 @@ fn unsupported_kind_in_registry_bundle() {
     ])
     .unwrap_err();
     assert!(
-        matches!(&err, RenderError::ContentPolicy(v) if v.rule == ContentRule::KindNotAllowed && v.object.starts_with("Job.batch")),
+        matches!(&err, RenderError::ContentPolicy(v) if v.0[0].rule == ContentRule::KindNotAllowed && v.0[0].object.starts_with("Job.batch")),
         "{err}"
     );
     assert!(

@@ -9,7 +9,12 @@ use std::path::{Path, PathBuf};
 
 use pom_resolver::fbc::{FastPathTally, yaml_fast_path_differential};
 
-fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {
+/// Bundles exactly as their authors published them (long block-scalar descriptions, icons):
+/// the differential covers them (`every_yaml_file_of_the_test_data_decodes_alike`), but they are
+/// not catalog documents, so they do not count against the fast path's build ratio.
+const PUBLISHED_BUNDLES: &str = "community-operators-heads";
+
+fn yaml_files(dir: &Path, skip: Option<&str>, out: &mut Vec<PathBuf>) {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -17,7 +22,10 @@ fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {
     entries.sort();
     for path in entries {
         if path.is_dir() {
-            yaml_files(&path, out);
+            if skip.is_some_and(|skip| path.file_name().is_some_and(|n| n == skip)) {
+                continue;
+            }
+            yaml_files(&path, skip, out);
         } else if path.extension().is_some_and(|e| e == "yaml" || e == "yml") {
             out.push(path);
         }
@@ -25,10 +33,10 @@ fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// Every YAML file under `relative`, through both decoders; the tally over all of them.
-fn differential(relative: &str) -> Option<(usize, FastPathTally)> {
+fn differential(relative: &str, skip: Option<&str>) -> Option<(usize, FastPathTally)> {
     let root = shared_support::shared_dir(relative)?;
     let mut files = Vec::new();
-    yaml_files(&root, &mut files);
+    yaml_files(&root, skip, &mut files);
     let mut total = FastPathTally::default();
     for file in &files {
         let bytes = std::fs::read(file).unwrap();
@@ -46,7 +54,7 @@ fn differential(relative: &str) -> Option<(usize, FastPathTally)> {
 
 #[test]
 fn real_catalogs_decode_alike_and_the_front_end_builds_them() {
-    let Some((files, tally)) = differential("real") else {
+    let Some((files, tally)) = differential("real", Some(PUBLISHED_BUNDLES)) else {
         return;
     };
     eprintln!("real: {files} YAML files, {tally:?}");
@@ -61,7 +69,7 @@ fn real_catalogs_decode_alike_and_the_front_end_builds_them() {
 
 #[test]
 fn every_yaml_file_of_the_test_data_decodes_alike() {
-    let Some((files, tally)) = differential("") else {
+    let Some((files, tally)) = differential("", None) else {
         return;
     };
     eprintln!("all testdata: {files} YAML files, {tally:?}");

@@ -3,14 +3,22 @@
 //! see what a PlatformOperator will create, without a cluster.
 //!
 //! Output: a multi-document YAML stream in apply order (or a JSON list with `-o json`) on
-//! stdout. A bundle POM refuses, or cannot read, is reported on stderr with exit code 2.
+//! stdout, or with `--permissions` what the bundle's ServiceAccounts could do, by power class.
+//! A bundle POM refuses, or cannot read, is reported on stderr with exit code 2, every
+//! violation at once and the spec lines that would lift them. `--po FILE` renders for a
+//! PlatformOperator's spec (its exceptions, consent and watch namespace) exactly as the
+//! controller would; `--exception`, `--consent` and `--watch-namespace` give them by hand.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use pom_resolver::render::{BundleFiles, RenderOptions, RenderedBundle, render};
+use pom_api::PlatformOperator;
+use pom_policy::render_request;
+use pom_resolver::render::{
+    BundleFiles, ContentException, ContentRule, PowerClass, RenderOptions, RenderedBundle, render,
+};
 
 /// Flags of `pomctl render`.
 #[derive(clap::Args)]
@@ -23,9 +31,69 @@ pub struct Args {
     /// Wire the OperatorCondition gate: inject OPERATOR_CONDITION_NAME and its RBAC.
     #[arg(long)]
     pub operator_condition: bool,
+    /// Render for this PlatformOperator (YAML or JSON file): its installNamespace, watchNamespace,
+    /// consent and contentExceptions, as the controller would.
+    #[arg(long, value_name = "FILE")]
+    pub po: Option<PathBuf>,
+    /// The namespace the operator watches (OwnNamespace when equal to the install namespace,
+    /// SingleNamespace otherwise) [default: AllNamespaces if supported, else OwnNamespace].
+    #[arg(long, value_name = "NS")]
+    pub watch_namespace: Option<String>,
+    /// Consent to a power class (repeatable), as `spec.consent` gives it.
+    #[arg(long, value_enum, value_name = "CLASS")]
+    pub consent: Vec<Consent>,
+    /// A content-policy exception RULE:KIND:NAME (repeatable), as in `spec.contentExceptions`.
+    #[arg(long, value_name = "RULE:KIND:NAME", value_parser = parse_exception)]
+    pub exception: Vec<ContentException>,
+    /// Print what the bundle's ServiceAccounts could do, by power class, instead of the objects.
+    #[arg(long)]
+    pub permissions: bool,
     /// Output format.
     #[arg(long, short = 'o', value_enum, default_value_t = Output::Yaml)]
     pub output: Output,
+}
+
+/// A power class an admin can consent to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Consent {
+    ClusterAdminEquivalent,
+    PrivilegedWorkloads,
+    PlatformConfig,
+}
+
+impl Consent {
+    fn class(self) -> PowerClass {
+        match self {
+            Self::ClusterAdminEquivalent => PowerClass::ClusterAdminEquivalent,
+            Self::PrivilegedWorkloads => PowerClass::PrivilegedWorkloads,
+            Self::PlatformConfig => PowerClass::PlatformConfig,
+        }
+    }
+}
+
+fn parse_exception(text: &str) -> Result<ContentException, String> {
+    let mut parts = text.splitn(3, ':');
+    let (Some(rule), Some(kind), Some(name)) = (parts.next(), parts.next(), parts.next()) else {
+        return Err(format!("{text:?} is not RULE:KIND:NAME"));
+    };
+    let rule = ContentRule::parse(rule)
+        .filter(|r| r.exceptable())
+        .ok_or_else(|| {
+            let exceptable: Vec<&str> = ContentRule::ALL
+                .into_iter()
+                .filter(|r| r.exceptable())
+                .map(ContentRule::as_str)
+                .collect();
+            format!(
+                "{rule:?} is not a rule an exception lifts ({})",
+                exceptable.join(", ")
+            )
+        })?;
+    Ok(ContentException {
+        rule,
+        kind: kind.to_owned(),
+        name: name.to_owned(),
+    })
 }
 
 /// How `pomctl render` prints the objects.
@@ -41,19 +109,36 @@ pub enum Output {
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let files = BundleFiles::load_dir(&args.bundle_dir)
         .with_context(|| format!("cannot load bundle {}", args.bundle_dir.display()))?;
-    let namespace = match &args.namespace {
-        Some(namespace) => namespace.clone(),
-        None => package_name(&files, &args.bundle_dir)?,
+    let po = args.po.as_deref().map(read_po).transpose()?;
+    let namespace = match (&args.namespace, &po) {
+        (Some(namespace), _) => namespace.clone(),
+        (None, Some(po)) => po
+            .spec
+            .install_namespace
+            .clone()
+            .unwrap_or_else(|| kube::ResourceExt::name_any(po)),
+        (None, None) => package_name(&files, &args.bundle_dir)?,
     };
-    let opts = RenderOptions {
-        operator_condition: args.operator_condition,
-        ..RenderOptions::new(namespace)
+    let mut opts = match &po {
+        Some(po) => render_request::render_options(po, &namespace),
+        None => RenderOptions::new(namespace),
     };
+    opts.operator_condition = args.operator_condition;
+    opts.consent.extend(args.consent.iter().map(|c| c.class()));
+    opts.exceptions.extend(args.exception.iter().cloned());
+    if args.watch_namespace.is_some() {
+        opts.watch_namespace.clone_from(&args.watch_namespace);
+    }
     let bundle = render(&files, &opts)
         .with_context(|| format!("POM would refuse bundle {}", args.bundle_dir.display()))?;
-    let text = match args.output {
-        Output::Yaml => to_yaml_stream(&bundle)?,
-        Output::Json => format!("{}\n", serde_json::to_string_pretty(&bundle.objects)?),
+    let text = match (args.permissions, args.output) {
+        (true, Output::Yaml) => permissions_text(&bundle),
+        (true, Output::Json) => format!(
+            "{}\n",
+            serde_json::to_string_pretty(&permissions_json(&bundle))?
+        ),
+        (false, Output::Yaml) => to_yaml_stream(&bundle)?,
+        (false, Output::Json) => format!("{}\n", serde_json::to_string_pretty(&bundle.objects)?),
     };
     std::io::stdout()
         .lock()
@@ -62,12 +147,69 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+fn read_po(path: &std::path::Path) -> anyhow::Result<PlatformOperator> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read PlatformOperator {}", path.display()))?;
+    serde_saphyr::from_str(&text)
+        .with_context(|| format!("{} is not a PlatformOperator", path.display()))
+}
+
+/// The power classes, each with its evidence, and what is ordinary.
+fn permissions_text(bundle: &RenderedBundle) -> String {
+    let mut out = String::new();
+    let mode = bundle
+        .install_mode
+        .map_or_else(|| "plain+v0".to_owned(), |m| m.to_string());
+    out.push_str(&format!("install mode: {mode}\n"));
+    if bundle.powers.found.is_empty() {
+        out.push_str("powers: none beyond ordinary operator permissions\n");
+    }
+    for class in PowerClass::ALL {
+        let evidence: Vec<_> = bundle.powers.of(class).collect();
+        if evidence.is_empty() {
+            continue;
+        }
+        let consent = if class.needs_consent() {
+            format!(" (consented: spec.consent.{}: true)", class.consent_field())
+        } else {
+            " (shown; no consent needed)".to_owned()
+        };
+        out.push_str(&format!("{class}{consent}\n"));
+        for power in evidence {
+            out.push_str(&format!(
+                "  {} {:?}: {}\n",
+                power.kind, power.name, power.detail
+            ));
+        }
+    }
+    out
+}
+
+fn permissions_json(bundle: &RenderedBundle) -> serde_json::Value {
+    let classes: serde_json::Map<String, serde_json::Value> = PowerClass::ALL
+        .into_iter()
+        .filter_map(|class| {
+            let evidence: Vec<serde_json::Value> = bundle
+                .powers
+                .of(class)
+                .map(|p| serde_json::json!({"kind": p.kind, "name": p.name, "detail": p.detail}))
+                .collect();
+            (!evidence.is_empty()).then(|| (class.as_str().to_owned(), evidence.into()))
+        })
+        .collect();
+    serde_json::json!({
+        "installMode": bundle.install_mode.map(|m| m.as_str()),
+        "watchNamespace": bundle.watch_namespace,
+        "powers": classes,
+    })
+}
+
 /// The default install namespace: the package name, as POM defaults it to the PO's name, which
-/// is usually the package's. Rendering once without a namespace finds it.
+/// is usually the package's.
 fn package_name(files: &BundleFiles, dir: &std::path::Path) -> anyhow::Result<String> {
-    let probe = render(files, &RenderOptions::new("pomctl-probe"))
+    let package = pom_resolver::render::package_name(files)
         .with_context(|| format!("POM would refuse bundle {}", dir.display()))?;
-    probe.package_name.ok_or_else(|| {
+    package.ok_or_else(|| {
         anyhow::anyhow!(
             "bundle {} names no package (metadata/annotations.yaml); pass --namespace NS",
             dir.display()

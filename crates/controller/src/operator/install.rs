@@ -11,13 +11,12 @@ use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use pom_api::PlatformOperator;
 use pom_api::labels;
-use pom_api::platform_operator::ExceptableContentRule;
 use pom_api::platform_operator::{InstalledBundle, InventoryObject};
-use pom_policy::MoveTarget;
 use pom_policy::status::{InstallReport, OperatorConditionReport, Wait};
+use pom_policy::{MoveTarget, render_request};
 use pom_resolver::fbc::{Bundle, Catalog as FbcCatalog, MaxOpenShiftVersion};
 use pom_resolver::render::{
-    self, BundleFiles, ContentException, ContentRule, RenderOptions, check_crd_upgrade,
+    self, BundleFiles, PowerClass, RenderOptions, check_crd_upgrade, pod_security,
 };
 use serde_json::Value;
 
@@ -130,10 +129,24 @@ pub struct Prepared {
 }
 
 impl Prepared {
-    /// The content-policy exceptions the bundle needed (reported when it is applied).
+    /// What the bundle needed lifted, one line each (reported when it is applied): the
+    /// exceptions, and each consented power with its evidence.
     #[must_use]
-    pub fn exceptions_used(&self) -> &[ContentException] {
-        &self.rendered.exceptions_used
+    pub fn lifted(&self) -> Vec<String> {
+        let exceptions = self
+            .rendered
+            .exceptions_used
+            .iter()
+            .map(ToString::to_string);
+        let consents = self.rendered.consents_used.iter().flat_map(|class| {
+            self.rendered.powers.of(*class).map(move |power| {
+                format!(
+                    "{power} (consented: spec.consent.{})",
+                    class.consent_field()
+                )
+            })
+        });
+        exceptions.chain(consents).collect()
     }
 
     /// The bundle image by digest (`None` for catalog-carried objects), recorded with the
@@ -221,8 +234,7 @@ pub async fn prepare(
     let options = RenderOptions {
         operator_condition: true,
         manager_namespace: Some(ctx.settings.manager_namespace.clone()),
-        exceptions: content_exceptions(po),
-        ..RenderOptions::new(namespace)
+        ..render_request::render_options(po, namespace)
     };
     let rendered = render::render(&files, &options).map_err(|e| Error::Render {
         bundle: target.name.clone(),
@@ -301,25 +313,6 @@ pub async fn prepare(
     })
 }
 
-/// The admin's content-policy exceptions from the PlatformOperator's spec.
-fn content_exceptions(po: &PlatformOperator) -> Vec<ContentException> {
-    po.spec
-        .content_exceptions
-        .iter()
-        .map(|e| ContentException {
-            rule: match e.rule {
-                ExceptableContentRule::KindNotAllowed => ContentRule::KindNotAllowed,
-                ExceptableContentRule::PrivilegedRoleBinding => ContentRule::PrivilegedRoleBinding,
-                ExceptableContentRule::EscalatingRole => ContentRule::EscalatingRole,
-                ExceptableContentRule::WildcardRole => ContentRule::WildcardRole,
-                ExceptableContentRule::AggregatingRole => ContentRule::AggregatingRole,
-            },
-            kind: e.kind.clone(),
-            name: e.name.clone(),
-        })
-        .collect()
-}
-
 /// Writes a prepared bundle: its namespace, its OperatorCondition, then every object that
 /// differs from the cluster (drift repair included); reports what the move still waits for.
 pub async fn apply(
@@ -341,7 +334,10 @@ pub async fn apply(
         image,
     } = prepared;
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    ensure_namespace(client, namespace, &po_name, package).await?;
+    let privileged = rendered
+        .consents_used
+        .contains(&PowerClass::PrivilegedWorkloads);
+    ensure_namespace(client, namespace, &po_name, package, privileged).await?;
 
     // The OperatorCondition (§7) exists before the operator's Deployment is written, as OLM v0
     // does: an operator built on operator-lib writes its condition at start-up.
@@ -473,25 +469,39 @@ pub fn is_rolled_out(deployment: &Deployment) -> bool {
         })
 }
 
+/// Creates the install namespace, labelled as this PO's and with the Pod Security level its
+/// consent allows; keeps those labels on a namespace POM owns for this PO (consent can change),
+/// and leaves a namespace it does not own as it is.
 async fn ensure_namespace(
     client: &kube::Client,
     namespace: &str,
     po: &str,
     package: &str,
+    privileged: bool,
 ) -> Result<(), Error> {
     let api: Api<Namespace> = Api::all(client.clone());
-    if api
+    let live = api
         .get_opt(namespace)
         .await
-        .map_err(Error::kube(format!("reading namespace {namespace}")))?
-        .is_some()
-    {
-        return Ok(());
+        .map_err(Error::kube(format!("reading namespace {namespace}")))?;
+    let mut wanted = labels::owner_labels(po, package, None);
+    for (key, value) in pod_security::namespace_labels(privileged) {
+        wanted.insert(key.to_owned(), value.to_owned());
+    }
+    if let Some(live) = &live {
+        let live_labels = live.labels();
+        let ours = live_labels.get(labels::OWNER_PO) == Some(&labels::label_value(po));
+        let current = wanted
+            .iter()
+            .all(|(key, value)| live_labels.get(key) == Some(value));
+        if !ours || current {
+            return Ok(());
+        }
     }
     let ns = serde_json::json!({
         "apiVersion": "v1",
         "kind": "Namespace",
-        "metadata": {"name": namespace, "labels": labels::owner_labels(po, package, None)},
+        "metadata": {"name": namespace, "labels": wanted},
     });
     api.patch(
         namespace,
@@ -499,7 +509,7 @@ async fn ensure_namespace(
         &Patch::Apply(&ns),
     )
     .await
-    .map_err(Error::kube(format!("creating namespace {namespace}")))?;
+    .map_err(Error::kube(format!("writing namespace {namespace}")))?;
     Ok(())
 }
 

@@ -512,7 +512,7 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
                     previous = intent;
                 }
                 if matches!(decision.action, Action::Move(_)) {
-                    report_exceptions(po, pctx, &target.name, prepared.exceptions_used()).await;
+                    report_exceptions(po, pctx, &target.name, &prepared.lifted()).await;
                 }
                 pctx.stage(&name, "apply");
                 match install::apply(&pctx.ctx, po, &namespace, &target, prepared).await {
@@ -796,18 +796,12 @@ async fn write_status(
 
 /// A move applied with the admin's content-policy exceptions says so, once per move (a
 /// Warning Event on the PlatformOperator and a log line): an exception is never silent.
-async fn report_exceptions(
-    po: &PlatformOperator,
-    pctx: &PoContext,
-    bundle: &str,
-    used: &[pom_resolver::render::ContentException],
-) {
-    if used.is_empty() {
+async fn report_exceptions(po: &PlatformOperator, pctx: &PoContext, bundle: &str, list: &[String]) {
+    if list.is_empty() {
         return;
     }
-    let list: Vec<String> = used.iter().map(ToString::to_string).collect();
     let note = format!(
-        "bundle {bundle} is applied with content-policy exceptions from spec.contentExceptions: {}",
+        "bundle {bundle} is applied with what spec.contentExceptions and spec.consent allow: {}",
         list.join("; ")
     );
     tracing::warn!(po = %po.name_any(), %bundle, exceptions = %list.join("; "), "applying a bundle with content-policy exceptions");

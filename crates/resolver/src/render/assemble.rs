@@ -71,7 +71,15 @@ pub fn assemble(
             .get(&(group.clone(), kind.clone()))
             .copied()
             .unwrap_or_else(|| is_cluster_scoped(&group, &kind));
-        tidy(&mut object.value, cluster_scoped, install_namespace, policy);
+        // What rendering generated keeps the namespace it was given (an Own/SingleNamespace
+        // operator's Roles where it watches); shipped objects follow the policy.
+        let keep_named = object.generated || policy == NamespacePolicy::DefaultOnly;
+        tidy(
+            &mut object.value,
+            cluster_scoped,
+            install_namespace,
+            keep_named,
+        );
         let key = ObjectKey::of(&object.value);
         let rank = apply_rank(&group, &kind);
         match ordered.entry((rank, key)) {
@@ -142,7 +150,7 @@ pub fn bundle_crd_scopes<'a>(
 }
 
 /// Drops `status` and server-owned metadata, and sets or removes the namespace.
-fn tidy(value: &mut Value, cluster_scoped: bool, install_namespace: &str, policy: NamespacePolicy) {
+fn tidy(value: &mut Value, cluster_scoped: bool, install_namespace: &str, keep_named: bool) {
     let Some(object) = value.as_object_mut() else {
         return;
     };
@@ -161,7 +169,7 @@ fn tidy(value: &mut Value, cluster_scoped: bool, install_namespace: &str, policy
         .get("namespace")
         .and_then(Value::as_str)
         .is_some_and(|ns| !ns.is_empty());
-    if policy == NamespacePolicy::Force || !named {
+    if !keep_named || !named {
         metadata.insert(
             "namespace".to_owned(),
             Value::String(install_namespace.to_owned()),

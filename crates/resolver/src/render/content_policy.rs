@@ -1,25 +1,24 @@
 //! The content policy (§6, §10): what a bundle may ask POM to apply.
 //!
-//! POM applies bundles with cluster-wide rights, so a catalog is trusted only as far as this
-//! policy lets it be. It runs on the rendered objects, before anything is applied, and refuses
-//! with a [`PolicyViolation`] that names the object, the rule and what to do:
+//! POM applies bundles with cluster-wide rights. The threat model (PRODUCT §6): an admin who adds
+//! a Catalog trusts its publisher to run the operators it ships with the powers their bundles
+//! declare for their own ServiceAccounts, visibly; nobody reaches past that through POM. This
+//! module applies it on the rendered objects, before anything is applied, and reports every
+//! [`PolicyViolation`] of a bundle at once, each naming the object, the rule and what to do:
 //!
-//! - per bundle format, an allowlist of (API group, kind); a plain+v0 bundle may also carry
-//!   custom resources of the CRDs it ships. Namespaces, webhooks, APIServices and the other
-//!   kinds in [`NEVER_ALLOWED`] are refused whatever the admin says;
-//! - every namespaced object lands in the install namespace;
-//! - the install namespace is not a system namespace (`kube-*`, `openshift-*`, `default`) or
-//!   the manager's own;
-//! - bindings may not grant `cluster-admin`, `admin`, `edit` or a role of the bundle that is
-//!   itself refused, and may not name `system:` users or groups or a ServiceAccount outside
-//!   the install namespace (the manager's own among them);
-//! - roles may not grant `escalate`, `bind` or `impersonate`, every verb on every resource, or
-//!   aggregate other roles' rules.
+//! - refusals no admin can lift: the kinds in [`NEVER_ALLOWED`]; namespaced objects outside the
+//!   install namespace (but the Roles an Own/SingleNamespace operator needs where it watches);
+//!   bindings of users, groups, `system:` principals or foreign ServiceAccounts (but the narrow
+//!   monitoring binding, [`MONITORING_SUBJECT`]); bindings to roles the bundle does not ship
+//!   (but [`BENIGN_BUILT_IN_ROLES`]); `aggregate-to-*` labels beyond the bundle's own API
+//!   groups; CRD conversion webhooks that are not the bundle's own; CRDs in built-in API groups;
+//!   Services with `externalIPs`;
+//! - refusals an admin lifts for one named object ([`ContentException`],
+//!   `spec.contentExceptions`): kinds outside the format's allowlist, LoadBalancer Services;
+//! - powers ([`super::powers`]): the classes that need consent (`spec.consent`) refuse the
+//!   bundle until the admin gives it.
 //!
-//! Some operators legitimately manage RBAC or ship a kind outside the allowlist: the rules
-//! marked [`ContentRule::exceptable`] can be lifted for one named object by the admin
-//! ([`ContentException`], `spec.contentExceptions` of the PlatformOperator), never silently: the
-//! exceptions used are returned with the rendered bundle.
+//! What was lifted is returned with the rendered bundle ([`Judgement`]), never silent.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -30,6 +29,7 @@ use super::BundleFormat;
 use super::assemble::bundle_crd_scopes;
 use super::kinds::{PLAIN_V0_KINDS, REGISTRY_V1_KINDS};
 use super::objects::{ObjectKey, str_at};
+use super::powers::{self, PowerClass, Powers};
 
 /// Kinds no bundle may carry, exception or not: they would let a bundle take over the cluster
 /// or other tenants (namespaces, admission, aggregated APIs, node and certificate objects).
@@ -66,8 +66,81 @@ pub const NEVER_ALLOWED: &[(&str, &str)] = &[
     ("platform.openshift.io", "Catalog"),
 ];
 
-/// Built-in ClusterRoles a bundle may not bind: they grant broad write access to everything.
-pub const PRIVILEGED_CLUSTER_ROLES: &[&str] = &["cluster-admin", "admin", "edit"];
+/// Built-in roles a bundle may bind although it does not ship them: each grants nothing a
+/// bundle's own ServiceAccount could abuse (docs/content-policy.md lists them and why).
+pub const BENIGN_BUILT_IN_ROLES: &[(&str, &str)] = &[
+    // tokenreviews and subjectaccessreviews: what kube-rbac-proxy and metrics auth need.
+    ("ClusterRole", "system:auth-delegator"),
+    // Read access to what namespaces hold, Secrets excepted.
+    ("ClusterRole", "view"),
+    // The SCCs that add nothing to the restricted Pod Security level.
+    ("ClusterRole", "system:openshift:scc:restricted"),
+    ("ClusterRole", "system:openshift:scc:restricted-v2"),
+    ("ClusterRole", "system:openshift:scc:nonroot"),
+    ("ClusterRole", "system:openshift:scc:nonroot-v2"),
+];
+
+/// The one foreign subject a bundle may bind: OpenShift's Prometheus, so it can scrape the
+/// operator's metrics (the console and OLM bundles do this), to a read-only role in the install
+/// namespace ([`MONITORING_RESOURCES`]).
+pub const MONITORING_SUBJECT: (&str, &str) = ("openshift-monitoring", "prometheus-k8s");
+
+/// What the monitoring binding's role may grant: get/list/watch on these (group, resource).
+pub const MONITORING_RESOURCES: &[(&str, &str)] = &[
+    ("", "services"),
+    ("", "endpoints"),
+    ("", "pods"),
+    ("discovery.k8s.io", "endpointslices"),
+];
+
+/// Label prefixes whose `aggregate-to-*` labels feed the cluster's built-in roles (admin, edit,
+/// view, cluster-reader...): a role carrying one gives every holder of those roles its rules.
+const AGGREGATION_LABEL_PREFIXES: &[&str] = &[
+    "rbac.authorization.k8s.io/aggregate-to-",
+    "authorization.openshift.io/aggregate-to-",
+];
+
+/// API groups a bundle's CRD may not claim: Kubernetes' and the platform's built-in groups.
+const BUILT_IN_API_GROUPS: &[&str] = &[
+    "",
+    "admissionregistration.k8s.io",
+    "apiextensions.k8s.io",
+    "apiregistration.k8s.io",
+    "apps",
+    "authentication.k8s.io",
+    "authorization.k8s.io",
+    "autoscaling",
+    "batch",
+    "certificates.k8s.io",
+    "coordination.k8s.io",
+    "discovery.k8s.io",
+    "events.k8s.io",
+    "flowcontrol.apiserver.k8s.io",
+    "networking.k8s.io",
+    "node.k8s.io",
+    "policy",
+    "rbac.authorization.k8s.io",
+    "resource.k8s.io",
+    "scheduling.k8s.io",
+    "storage.k8s.io",
+    "apps.openshift.io",
+    "authorization.openshift.io",
+    "build.openshift.io",
+    "config.openshift.io",
+    "image.openshift.io",
+    "machine.openshift.io",
+    "machineconfiguration.openshift.io",
+    "oauth.openshift.io",
+    "operator.openshift.io",
+    "operators.coreos.com",
+    "platform.openshift.io",
+    "project.openshift.io",
+    "quota.openshift.io",
+    "route.openshift.io",
+    "security.openshift.io",
+    "template.openshift.io",
+    "user.openshift.io",
+];
 
 /// Namespace prefixes (and names) reserved for the platform.
 const SYSTEM_NAMESPACE_PREFIXES: &[&str] = &["kube-", "openshift-"];
@@ -82,33 +155,44 @@ pub enum ContentRule {
     KindNeverAllowed,
     /// A namespaced object in a namespace other than the install namespace.
     ObjectOutsideInstallNamespace,
-    /// A binding to `cluster-admin`, `admin`, `edit`, or to a role of the bundle that grants
-    /// everything.
-    PrivilegedRoleBinding,
     /// A binding naming a `system:` user or group.
     SystemSubjectBinding,
-    /// A binding naming a ServiceAccount outside the install namespace.
+    /// A binding naming any other user or group.
+    UserOrGroupBinding,
+    /// A binding naming a ServiceAccount outside the install namespace (but the monitoring one).
     ForeignServiceAccountBinding,
-    /// A role granting `escalate`, `bind` or `impersonate`.
-    EscalatingRole,
-    /// A role granting every verb on every resource.
-    WildcardRole,
-    /// A ClusterRole with an `aggregationRule` (it collects other roles' rules).
-    AggregatingRole,
+    /// A binding to a role the bundle does not ship (but [`BENIGN_BUILT_IN_ROLES`]).
+    ForeignRoleBinding,
+    /// A ClusterRole labelled to aggregate into the cluster's built-in roles.
+    AggregationLabel,
+    /// A CRD whose conversion webhook is not the bundle's own Service.
+    ForeignWebhookEndpoint,
+    /// A CRD in a Kubernetes or platform API group.
+    BuiltInApiGroup,
+    /// A Service with `externalIPs` (CVE-2020-8554).
+    ServiceExternalIps,
+    /// A Service of type LoadBalancer (reachable from outside the cluster).
+    LoadBalancerService,
+    /// The bundle's ServiceAccounts would hold a power class the admin has not consented to.
+    PowerNotConsented,
 }
 
 impl ContentRule {
     /// Every rule, in the order they are documented.
-    pub const ALL: [ContentRule; 9] = [
+    pub const ALL: [ContentRule; 13] = [
         Self::KindNotAllowed,
         Self::KindNeverAllowed,
         Self::ObjectOutsideInstallNamespace,
-        Self::PrivilegedRoleBinding,
         Self::SystemSubjectBinding,
+        Self::UserOrGroupBinding,
         Self::ForeignServiceAccountBinding,
-        Self::EscalatingRole,
-        Self::WildcardRole,
-        Self::AggregatingRole,
+        Self::ForeignRoleBinding,
+        Self::AggregationLabel,
+        Self::ForeignWebhookEndpoint,
+        Self::BuiltInApiGroup,
+        Self::ServiceExternalIps,
+        Self::LoadBalancerService,
+        Self::PowerNotConsented,
     ];
 
     /// The CamelCase name (as written in `spec.contentExceptions[].rule`).
@@ -117,26 +201,29 @@ impl ContentRule {
             Self::KindNotAllowed => "KindNotAllowed",
             Self::KindNeverAllowed => "KindNeverAllowed",
             Self::ObjectOutsideInstallNamespace => "ObjectOutsideInstallNamespace",
-            Self::PrivilegedRoleBinding => "PrivilegedRoleBinding",
             Self::SystemSubjectBinding => "SystemSubjectBinding",
+            Self::UserOrGroupBinding => "UserOrGroupBinding",
             Self::ForeignServiceAccountBinding => "ForeignServiceAccountBinding",
-            Self::EscalatingRole => "EscalatingRole",
-            Self::WildcardRole => "WildcardRole",
-            Self::AggregatingRole => "AggregatingRole",
+            Self::ForeignRoleBinding => "ForeignRoleBinding",
+            Self::AggregationLabel => "AggregationLabel",
+            Self::ForeignWebhookEndpoint => "ForeignWebhookEndpoint",
+            Self::BuiltInApiGroup => "BuiltInApiGroup",
+            Self::ServiceExternalIps => "ServiceExternalIps",
+            Self::LoadBalancerService => "LoadBalancerService",
+            Self::PowerNotConsented => "PowerNotConsented",
         }
     }
 
-    /// Whether an admin may lift the rule for one named object. Rules that would let a bundle
-    /// reach outside its namespace, impersonate the platform or bind the manager never are.
+    /// Parses [`ContentRule::as_str`].
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|r| r.as_str() == name)
+    }
+
+    /// Whether an admin may lift the rule for one named object (`spec.contentExceptions`).
+    /// The rules that keep a bundle inside its namespace and its own principals (the threat
+    /// model's "nobody reaches past that through POM") never are; powers are lifted by consent.
     pub fn exceptable(self) -> bool {
-        matches!(
-            self,
-            Self::KindNotAllowed
-                | Self::PrivilegedRoleBinding
-                | Self::EscalatingRole
-                | Self::WildcardRole
-                | Self::AggregatingRole
-        )
+        matches!(self, Self::KindNotAllowed | Self::LoadBalancerService)
     }
 }
 
@@ -160,6 +247,15 @@ impl fmt::Display for ContentException {
     }
 }
 
+/// What would lift a violation, when something can.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Lift {
+    /// An entry of `spec.contentExceptions`.
+    Exception(ContentException),
+    /// A field of `spec.consent`.
+    Consent(PowerClass),
+}
+
 /// Why the policy refuses an object.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicyViolation {
@@ -170,9 +266,8 @@ pub struct PolicyViolation {
     pub origin: String,
     /// What is wrong with it, in a sentence.
     pub detail: String,
-    /// The kind and name an exception would have to give, when the rule is exceptable.
-    pub exception_kind: String,
-    pub exception_name: String,
+    /// What the admin could give to lift it (`None`: nothing can).
+    pub lift: Option<Lift>,
 }
 
 impl fmt::Display for PolicyViolation {
@@ -182,29 +277,118 @@ impl fmt::Display for PolicyViolation {
             "{} ({}) breaks POM's content policy, rule {}: {}",
             self.object, self.origin, self.rule, self.detail
         )?;
-        if self.rule.exceptable() {
-            write!(
+        match &self.lift {
+            Some(Lift::Exception(e)) => write!(
                 f,
                 "; if you trust this bundle, allow it on the PlatformOperator with spec.contentExceptions: [{{rule: {}, kind: {}, name: {}}}]",
-                self.rule, self.exception_kind, self.exception_name
-            )
-        } else {
-            f.write_str(
+                e.rule, e.kind, e.name
+            ),
+            Some(Lift::Consent(class)) => write!(
+                f,
+                "; if you trust this bundle with {class}, consent on the PlatformOperator with spec.consent.{}: true",
+                class.consent_field()
+            ),
+            None => f.write_str(
                 "; no exception can allow this, ask the bundle's publisher for a bundle without it",
-            )
+            ),
+        }
+    }
+}
+
+/// Every violation of a bundle, reported at once (an admin fixes them in one pass).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyViolations(pub Vec<PolicyViolation>);
+
+impl PolicyViolations {
+    /// The exceptions and consents that would lift every liftable violation.
+    pub fn lifts(&self) -> BTreeSet<&Lift> {
+        self.0.iter().filter_map(|v| v.lift.as_ref()).collect()
+    }
+
+    /// How many violations nothing can lift.
+    pub fn unliftable(&self) -> usize {
+        self.0.iter().filter(|v| v.lift.is_none()).count()
+    }
+
+    /// The spec fields that would lift every liftable violation, ready to paste
+    /// (`consent: {...}, contentExceptions: [...]`), or `None` when nothing can be lifted.
+    pub fn spec_to_add(&self) -> Option<String> {
+        let lifts = self.lifts();
+        let consents: Vec<String> = lifts
+            .iter()
+            .filter_map(|l| match l {
+                Lift::Consent(class) => Some(format!("{}: true", class.consent_field())),
+                Lift::Exception(_) => None,
+            })
+            .collect();
+        let exceptions: Vec<String> = lifts
+            .iter()
+            .filter_map(|l| match l {
+                Lift::Exception(e) => Some(format!(
+                    "{{rule: {}, kind: {}, name: {}}}",
+                    e.rule, e.kind, e.name
+                )),
+                Lift::Consent(_) => None,
+            })
+            .collect();
+        let mut parts = Vec::new();
+        if !consents.is_empty() {
+            parts.push(format!("consent: {{{}}}", consents.join(", ")));
+        }
+        if !exceptions.is_empty() {
+            parts.push(format!("contentExceptions: [{}]", exceptions.join(", ")));
+        }
+        (!parts.is_empty()).then(|| parts.join(", "))
+    }
+}
+
+impl fmt::Display for PolicyViolations {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let [one] = self.0.as_slice() {
+            return write!(f, "{one}");
+        }
+        write!(f, "{} findings break POM's content policy:", self.0.len())?;
+        for (index, violation) in self.0.iter().enumerate() {
+            write!(f, " ({}) {violation};", index + 1)?;
+        }
+        match (self.spec_to_add(), self.unliftable()) {
+            (Some(spec), 0) => write!(
+                f,
+                " to allow them all, add to the PlatformOperator's spec: {spec}"
+            ),
+            (Some(spec), n) => write!(
+                f,
+                " {n} of them nothing can allow; the others would need: {spec}"
+            ),
+            (None, _) => f.write_str(" nothing can allow them"),
         }
     }
 }
 
 /// What the policy needs besides the objects.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicyContext<'a> {
     pub format: Option<BundleFormat>,
     pub install_namespace: &'a str,
+    /// The namespace an OwnNamespace/SingleNamespace operator watches: its generated Roles and
+    /// RoleBindings live there too.
+    pub watch_namespace: Option<&'a str>,
     /// The manager's own namespace and ServiceAccount, when known.
     pub manager_namespace: Option<&'a str>,
     pub manager_service_account: Option<&'a str>,
     pub exceptions: &'a [ContentException],
+    /// The power classes the admin consented to.
+    pub consent: &'a BTreeSet<PowerClass>,
+}
+
+/// What a bundle that passes the policy holds and needed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Judgement {
+    pub powers: Powers,
+    /// The admin's exceptions this bundle needed (reported, never silent).
+    pub exceptions_used: Vec<ContentException>,
+    /// The consented classes this bundle's powers fall in (reported, never silent).
+    pub consents_used: BTreeSet<PowerClass>,
 }
 
 /// Why an install namespace is refused, if it is.
@@ -224,21 +408,20 @@ pub fn reserved_namespace(namespace: &str, manager_namespace: Option<&str>) -> O
     None
 }
 
-/// Checks `objects` (rendered, with their origins) against the policy. Returns the exceptions
-/// that were needed (and so used), or the first violation in apply order.
+/// Checks `objects` (rendered, with their origins) against the policy. Returns the bundle's
+/// powers and the exceptions and consents it needed, or every violation, in apply order.
 pub fn check(
     objects: &[Value],
     origins: &[String],
     ctx: &PolicyContext<'_>,
-) -> Result<Vec<ContentException>, Box<PolicyViolation>> {
-    let own_kinds = bundle_crd_scopes(objects);
-    let refused_roles = refused_role_names(objects);
+) -> Result<Judgement, PolicyViolations> {
+    let own = OwnObjects::of(objects);
+    let origin_of = |index: usize| origins.get(index).map_or("the bundle", String::as_str);
     let mut used = BTreeSet::new();
+    let mut violations = Vec::new();
     for (index, object) in objects.iter().enumerate() {
-        let origin = origins.get(index).map_or("the bundle", String::as_str);
         let key = ObjectKey::of(object);
-        let findings = findings(object, &key, ctx, &own_kinds, &refused_roles);
-        for (rule, detail) in findings {
+        for (rule, detail) in findings(object, &key, ctx, &own) {
             let exception = ContentException {
                 rule,
                 kind: key.kind.clone(),
@@ -248,17 +431,91 @@ pub fn check(
                 used.insert(exception);
                 continue;
             }
-            return Err(Box::new(PolicyViolation {
+            violations.push(PolicyViolation {
                 rule,
                 object: key.to_string(),
-                origin: origin.to_owned(),
+                origin: origin_of(index).to_owned(),
                 detail,
-                exception_kind: key.kind.clone(),
-                exception_name: key.name.clone(),
-            }));
+                lift: rule.exceptable().then_some(Lift::Exception(exception)),
+            });
         }
     }
-    Ok(used.into_iter().collect())
+    let powers = powers::compute(objects);
+    let mut consents_used = BTreeSet::new();
+    for class in powers.classes().into_iter().filter(|c| c.needs_consent()) {
+        if ctx.consent.contains(&class) {
+            consents_used.insert(class);
+            continue;
+        }
+        for power in powers.of(class) {
+            let index = objects.iter().position(|o| {
+                let key = ObjectKey::of(o);
+                key.kind == power.kind && key.name == power.name
+            });
+            violations.push(PolicyViolation {
+                rule: ContentRule::PowerNotConsented,
+                object: format!("{} {:?}", power.kind, power.name),
+                origin: index.map_or("the bundle", origin_of).to_owned(),
+                detail: format!("it makes the operator {class}: {}", power.detail),
+                lift: Some(Lift::Consent(class)),
+            });
+        }
+    }
+    if violations.is_empty() {
+        Ok(Judgement {
+            powers,
+            exceptions_used: used.into_iter().collect(),
+            consents_used,
+        })
+    } else {
+        Err(PolicyViolations(violations))
+    }
+}
+
+const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
+
+/// What the bundle itself ships, that its other objects may refer to.
+struct OwnObjects {
+    /// (group, kind) → cluster-scoped, of the bundle's CRDs.
+    kinds: BTreeMap<(String, String), bool>,
+    /// (kind, name) → rules, of its Roles and ClusterRoles.
+    roles: BTreeMap<(String, String), Vec<Value>>,
+    /// (namespace, name) of its Services.
+    services: BTreeSet<(String, String)>,
+}
+
+impl OwnObjects {
+    fn of(objects: &[Value]) -> Self {
+        let mut roles = BTreeMap::new();
+        let mut services = BTreeSet::new();
+        for object in objects {
+            let key = ObjectKey::of(object);
+            match (key.group.as_str(), key.kind.as_str()) {
+                (RBAC_GROUP, "Role" | "ClusterRole") => {
+                    let rules = object
+                        .get("rules")
+                        .and_then(Value::as_array)
+                        .cloned()
+                        .unwrap_or_default();
+                    roles.insert((key.kind, key.name), rules);
+                }
+                ("", "Service") => {
+                    services.insert((key.namespace, key.name));
+                }
+                _ => {}
+            }
+        }
+        Self {
+            kinds: bundle_crd_scopes(objects),
+            roles,
+            services,
+        }
+    }
+
+    /// API groups the bundle's CRDs serve.
+    fn groups(&self) -> BTreeSet<&str> {
+        self.kinds.keys().map(|(group, _)| group.as_str()).collect()
+    }
 }
 
 /// Every rule `object` breaks, with a sentence each.
@@ -266,8 +523,7 @@ fn findings(
     object: &Value,
     key: &ObjectKey,
     ctx: &PolicyContext<'_>,
-    own_kinds: &BTreeMap<(String, String), bool>,
-    refused_roles: &BTreeSet<(String, String)>,
+    own: &OwnObjects,
 ) -> Vec<(ContentRule, String)> {
     let group_kind = (key.group.as_str(), key.kind.as_str());
     if NEVER_ALLOWED.contains(&group_kind) {
@@ -280,7 +536,9 @@ fn findings(
         )];
     }
     let mut found = Vec::new();
-    let own_kind = own_kinds.contains_key(&(key.group.clone(), key.kind.clone()));
+    let own_kind = own
+        .kinds
+        .contains_key(&(key.group.clone(), key.kind.clone()));
     let allowed = allowed_kind(ctx.format, group_kind)
         || (ctx.format == Some(BundleFormat::PlainV0) && own_kind);
     if !allowed {
@@ -294,7 +552,10 @@ fn findings(
             ),
         ));
     }
-    if !key.namespace.is_empty() && key.namespace != ctx.install_namespace {
+    let watched_rbac = ctx.watch_namespace == Some(key.namespace.as_str())
+        && key.group == RBAC_GROUP
+        && matches!(key.kind.as_str(), "Role" | "RoleBinding");
+    if !key.namespace.is_empty() && key.namespace != ctx.install_namespace && !watched_rbac {
         found.push((
             ContentRule::ObjectOutsideInstallNamespace,
             format!(
@@ -303,14 +564,16 @@ fn findings(
             ),
         ));
     }
-    if key.group == "rbac.authorization.k8s.io" {
-        match key.kind.as_str() {
-            "RoleBinding" | "ClusterRoleBinding" => {
-                found.extend(binding_findings(object, key, ctx, refused_roles));
-            }
-            "Role" | "ClusterRole" => found.extend(role_findings(object)),
-            _ => {}
+    match group_kind {
+        (RBAC_GROUP, "RoleBinding" | "ClusterRoleBinding") => {
+            found.extend(binding_findings(object, key, ctx, own));
         }
+        (RBAC_GROUP, "ClusterRole") => found.extend(aggregation_label_findings(object, own)),
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
+            found.extend(crd_findings(object, ctx, own));
+        }
+        ("", "Service") => found.extend(service_findings(object)),
+        _ => {}
     }
     found
 }
@@ -351,43 +614,28 @@ fn allowed_list(format: Option<BundleFormat>) -> String {
     names.join(", ")
 }
 
-/// (kind, name) of the bundle's roles that grant everything: binding them is privileged.
-fn refused_role_names(objects: &[Value]) -> BTreeSet<(String, String)> {
-    objects
-        .iter()
-        .filter(|o| {
-            let key = ObjectKey::of(o);
-            key.group == "rbac.authorization.k8s.io"
-                && matches!(key.kind.as_str(), "Role" | "ClusterRole")
-                && role_findings(o)
-                    .iter()
-                    .any(|(rule, _)| *rule == ContentRule::WildcardRole)
-        })
-        .map(|o| {
-            let key = ObjectKey::of(o);
-            (key.kind, key.name)
-        })
-        .collect()
-}
-
 fn binding_findings(
     object: &Value,
     key: &ObjectKey,
     ctx: &PolicyContext<'_>,
-    refused_roles: &BTreeSet<(String, String)>,
+    own: &OwnObjects,
 ) -> Vec<(ContentRule, String)> {
     let mut found = Vec::new();
     let role_kind = str_at(object, &["roleRef", "kind"]).unwrap_or_default();
     let role_name = str_at(object, &["roleRef", "name"]).unwrap_or_default();
-    if role_kind == "ClusterRole" && PRIVILEGED_CLUSTER_ROLES.contains(&role_name) {
+    let role = (role_kind.to_owned(), role_name.to_owned());
+    let ships_role = own.roles.contains_key(&role);
+    if !ships_role && !BENIGN_BUILT_IN_ROLES.contains(&(role_kind, role_name)) {
         found.push((
-            ContentRule::PrivilegedRoleBinding,
-            format!("it binds the built-in ClusterRole {role_name:?}, which grants write access to almost everything; ship a role with the permissions the operator needs"),
-        ));
-    } else if refused_roles.contains(&(role_kind.to_owned(), role_name.to_owned())) {
-        found.push((
-            ContentRule::PrivilegedRoleBinding,
-            format!("it binds {role_kind} {role_name:?} of the same bundle, which grants every verb on every resource"),
+            ContentRule::ForeignRoleBinding,
+            format!(
+                "it binds {role_kind} {role_name:?}, which the bundle does not ship; a bundle may bind only its own roles and {}, so what its ServiceAccounts can do is visible in the bundle",
+                BENIGN_BUILT_IN_ROLES
+                    .iter()
+                    .map(|(_, name)| *name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
         ));
     }
     let subjects = object
@@ -403,28 +651,40 @@ fn binding_findings(
                 ContentRule::SystemSubjectBinding,
                 format!("it binds the {} {name:?}: system: users and groups are the platform's own (all authenticated users, nodes, service accounts of every namespace)", kind.to_lowercase()),
             )),
+            "User" | "Group" => found.push((
+                ContentRule::UserOrGroupBinding,
+                format!("it binds the {} {name:?}: a bundle may grant only its own ServiceAccounts; granting people is the admin's job, with RBAC of their own", kind.to_lowercase()),
+            )),
             "ServiceAccount" => {
                 // A subject without a namespace means the binding's own (none for a
                 // ClusterRoleBinding, which the API server then refuses).
                 let namespace = str_at(subject, &["namespace"])
                     .filter(|n| !n.is_empty())
                     .unwrap_or(key.namespace.as_str());
-                if namespace != ctx.install_namespace {
-                    let whose = if Some(namespace) == ctx.manager_namespace
-                        && ctx.manager_service_account.is_none_or(|sa| sa == name)
-                    {
-                        " (POM's own ServiceAccount: a bundle may never grant the manager anything)"
-                    } else {
-                        ""
-                    };
-                    found.push((
-                        ContentRule::ForeignServiceAccountBinding,
-                        format!(
-                            "it binds ServiceAccount {name:?} in namespace {namespace:?}{whose}; a bundle may bind only ServiceAccounts of its install namespace {:?}",
-                            ctx.install_namespace
-                        ),
-                    ));
+                if namespace == ctx.install_namespace {
+                    continue;
                 }
+                if (namespace, name) == MONITORING_SUBJECT
+                    && monitoring_binding_is_narrow(key, ctx, own.roles.get(&role))
+                {
+                    continue;
+                }
+                let whose = if Some(namespace) == ctx.manager_namespace
+                    && ctx.manager_service_account.is_none_or(|sa| sa == name)
+                {
+                    " (POM's own ServiceAccount: a bundle may never grant the manager anything)"
+                } else if (namespace, name) == MONITORING_SUBJECT {
+                    " (OpenShift's Prometheus may be bound only by a RoleBinding in the install namespace to a role of the bundle granting get, list and watch on services, endpoints, endpointslices and pods)"
+                } else {
+                    ""
+                };
+                found.push((
+                    ContentRule::ForeignServiceAccountBinding,
+                    format!(
+                        "it binds ServiceAccount {name:?} in namespace {namespace:?}{whose}; a bundle may bind only ServiceAccounts of its install namespace {:?}",
+                        ctx.install_namespace
+                    ),
+                ));
             }
             _ => {}
         }
@@ -432,71 +692,164 @@ fn binding_findings(
     found
 }
 
-/// The (verb, group, resource) grants that let a holder raise its own rights.
-const ESCALATING_GRANTS: &[(&str, &str, &str)] = &[
-    ("escalate", "rbac.authorization.k8s.io", "roles"),
-    ("escalate", "rbac.authorization.k8s.io", "clusterroles"),
-    ("bind", "rbac.authorization.k8s.io", "roles"),
-    ("bind", "rbac.authorization.k8s.io", "clusterroles"),
-    ("impersonate", "", "users"),
-    ("impersonate", "", "groups"),
-    ("impersonate", "", "serviceaccounts"),
-    ("impersonate", "authentication.k8s.io", "userextras"),
-    ("impersonate", "authentication.k8s.io", "uids"),
-];
+/// Whether a binding of OpenShift's Prometheus is the narrow one monitoring needs: a
+/// RoleBinding in the install namespace, to a role of the bundle that only reads
+/// [`MONITORING_RESOURCES`].
+fn monitoring_binding_is_narrow(
+    binding: &ObjectKey,
+    ctx: &PolicyContext<'_>,
+    rules: Option<&Vec<Value>>,
+) -> bool {
+    let Some(rules) = rules else {
+        return false;
+    };
+    let strings = |rule: &Value, field: &str| -> Option<Vec<String>> {
+        rule.get(field)?
+            .as_array()?
+            .iter()
+            .map(|v| v.as_str().map(str::to_owned))
+            .collect()
+    };
+    binding.kind == "RoleBinding"
+        && binding.namespace == ctx.install_namespace
+        && !rules.is_empty()
+        && rules.iter().all(|rule| {
+            let verbs = strings(rule, "verbs").unwrap_or_default();
+            let groups = strings(rule, "apiGroups").unwrap_or_default();
+            let resources = strings(rule, "resources").unwrap_or_default();
+            rule.get("nonResourceURLs").is_none()
+                && !verbs.is_empty()
+                && verbs
+                    .iter()
+                    .all(|v| matches!(v.as_str(), "get" | "list" | "watch"))
+                && groups.iter().all(|group| {
+                    resources.iter().all(|resource| {
+                        MONITORING_RESOURCES.contains(&(group.as_str(), resource.as_str()))
+                    })
+                })
+        })
+}
 
-fn role_findings(object: &Value) -> Vec<(ContentRule, String)> {
-    let mut found = Vec::new();
-    if object.get("aggregationRule").is_some_and(|r| !r.is_null()) {
-        found.push((
-            ContentRule::AggregatingRole,
-            "it has an aggregationRule, so it grants whatever any ClusterRole matching its selector grants, now or later".to_owned(),
-        ));
+/// A ClusterRole labelled to aggregate into built-in roles may grant only the bundle's own API
+/// groups (the usual "let admins and editors use our custom resources" role).
+fn aggregation_label_findings(object: &Value, own: &OwnObjects) -> Vec<(ContentRule, String)> {
+    let labels: Vec<&str> = object
+        .get("metadata")
+        .and_then(|m| m.get("labels"))
+        .and_then(Value::as_object)
+        .map(|labels| {
+            labels
+                .keys()
+                .map(String::as_str)
+                .filter(|key| {
+                    AGGREGATION_LABEL_PREFIXES
+                        .iter()
+                        .any(|prefix| key.starts_with(prefix))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    if labels.is_empty() {
+        return Vec::new();
     }
+    let own_groups = own.groups();
     let rules = object
         .get("rules")
         .and_then(Value::as_array)
         .map(Vec::as_slice)
         .unwrap_or_default();
-    for (index, rule) in rules.iter().enumerate() {
-        let list = |field: &str| -> Vec<&str> {
-            rule.get(field)
-                .and_then(Value::as_array)
-                .map(|items| items.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default()
-        };
-        let (verbs, groups, resources) = (list("verbs"), list("apiGroups"), list("resources"));
-        let has =
-            |items: &[&str], wanted: &str| items.iter().any(|item| *item == "*" || *item == wanted);
-        if verbs.contains(&"*") && groups.contains(&"*") && resources.contains(&"*") {
-            found.push((
-                ContentRule::WildcardRole,
-                format!("rules[{index}] grants every verb on every resource of every API group (cluster-admin)"),
-            ));
-            continue;
-        }
-        let escalating: Vec<String> = ESCALATING_GRANTS
-            .iter()
-            .filter(|(verb, group, resource)| {
-                has(&verbs, verb) && has(&groups, group) && has(&resources, resource)
-            })
-            .map(|(verb, group, resource)| {
-                if group.is_empty() {
-                    format!("{verb} {resource}")
-                } else {
-                    format!("{verb} {resource}.{group}")
-                }
-            })
-            .collect();
-        if !escalating.is_empty() {
-            found.push((
-                ContentRule::EscalatingRole,
+    let outside: Vec<String> = rules
+        .iter()
+        .enumerate()
+        .filter(|(_, rule)| {
+            let groups = rule.get("apiGroups").and_then(Value::as_array);
+            rule.get("nonResourceURLs").is_some()
+                || groups.is_none_or(|groups| {
+                    groups.is_empty()
+                        || groups
+                            .iter()
+                            .any(|g| g.as_str().is_none_or(|g| !own_groups.contains(g)))
+                })
+        })
+        .map(|(index, _)| format!("rules[{index}]"))
+        .collect();
+    if outside.is_empty() {
+        return Vec::new();
+    }
+    vec![(
+        ContentRule::AggregationLabel,
+        format!(
+            "it is labelled {} (so every holder of those built-in roles gains its rules) and {} grants outside the bundle's own API groups; such a role may grant only the groups of the bundle's CRDs",
+            labels.join(", "),
+            outside.join(", ")
+        ),
+    )]
+}
+
+fn crd_findings(
+    object: &Value,
+    ctx: &PolicyContext<'_>,
+    own: &OwnObjects,
+) -> Vec<(ContentRule, String)> {
+    let mut found = Vec::new();
+    let group = str_at(object, &["spec", "group"]).unwrap_or_default();
+    if BUILT_IN_API_GROUPS.contains(&group) || group.is_empty() {
+        found.push((
+            ContentRule::BuiltInApiGroup,
+            format!(
+                "it defines kinds in the API group {group:?}, which Kubernetes or the platform serves; a bundle's CRDs must use groups of its own"
+            ),
+        ));
+    }
+    if str_at(object, &["spec", "conversion", "strategy"]) == Some("Webhook") {
+        let config = ["spec", "conversion", "webhook", "clientConfig"];
+        let mut path = config.to_vec();
+        let url = str_at(object, &[path.as_slice(), &["url"]].concat()).map(str::to_owned);
+        path.push("service");
+        let namespace = str_at(object, &[path.as_slice(), &["namespace"]].concat());
+        let name = str_at(object, &[path.as_slice(), &["name"]].concat());
+        let detail = match (url, namespace, name) {
+            (Some(url), _, _) => format!("its conversion webhook calls the URL {url:?}"),
+            (None, Some(ns), Some(name))
+                if ns == ctx.install_namespace
+                    && own.services.contains(&(ns.to_owned(), name.to_owned())) =>
+            {
                 format!(
-                    "rules[{index}] grants {}, which lets its holder give itself any permission",
-                    escalating.join(", ")
-                ),
-            ));
-        }
+                    "its conversion webhook calls the bundle's Service {name:?}, but POM provisions serving certificates only for webhooks the ClusterServiceVersion declares in spec.webhookdefinitions"
+                )
+            }
+            (None, ns, name) => format!(
+                "its conversion webhook calls Service {:?} in namespace {:?}, not a Service of the bundle in its install namespace",
+                name.unwrap_or_default(),
+                ns.unwrap_or_default()
+            ),
+        };
+        found.push((
+            ContentRule::ForeignWebhookEndpoint,
+            format!("{detail} (the API server would send it every object of the CRD)"),
+        ));
+    }
+    found
+}
+
+fn service_findings(object: &Value) -> Vec<(ContentRule, String)> {
+    let mut found = Vec::new();
+    if object
+        .get("spec")
+        .and_then(|s| s.get("externalIPs"))
+        .and_then(Value::as_array)
+        .is_some_and(|ips| !ips.is_empty())
+    {
+        found.push((
+            ContentRule::ServiceExternalIps,
+            "it sets spec.externalIPs, which lets it take over traffic to any address (CVE-2020-8554)".to_owned(),
+        ));
+    }
+    if str_at(object, &["spec", "type"]) == Some("LoadBalancer") {
+        found.push((
+            ContentRule::LoadBalancerService,
+            "it is of type LoadBalancer, reachable from outside the cluster".to_owned(),
+        ));
     }
     found
 }

@@ -11,8 +11,8 @@ pub const CSV_GROUP: &str = "operators.coreos.com";
 /// The ClusterServiceVersion kind.
 pub const CSV_KIND: &str = "ClusterServiceVersion";
 
-/// The only install mode POM offers (§6).
-pub const ALL_NAMESPACES: &str = "AllNamespaces";
+/// The CSV annotation naming the namespace its publisher suggests installing into.
+pub const SUGGESTED_NAMESPACE: &str = "operatorframework.io/suggested-namespace";
 
 /// A ClusterServiceVersion manifest.
 #[derive(Debug, Clone, Copy)]
@@ -96,6 +96,17 @@ impl<'a> Csv<'a> {
                 format!("{version}.{group}")
             })
             .collect()
+    }
+
+    /// `operatorframework.io/suggested-namespace`, when it names a namespace.
+    pub fn suggested_namespace(&self) -> Option<String> {
+        str_at(
+            self.value,
+            &["metadata", "annotations", SUGGESTED_NAMESPACE],
+        )
+        .map(str::trim)
+        .filter(|ns| !ns.is_empty())
+        .map(str::to_owned)
     }
 
     /// Names of the owned CRDs.

@@ -88,12 +88,23 @@ pub enum RenderError {
     #[error("the registry+v1 bundle has {} ClusterServiceVersions ({}); a bundle carries exactly one", files.len(), files.join(", "))]
     SeveralCsvs { files: Vec<String> },
 
-    /// The CSV does not support the only install mode POM offers.
+    /// The CSV does not support the install mode the PlatformOperator asks for.
     #[error(
-        "ClusterServiceVersion {csv} does not support the AllNamespaces install mode (supported: {}); AllNamespaces install mode must be enabled for POM to install it, ask the operator's publisher for a bundle that supports it",
+        "ClusterServiceVersion {csv} does not support the {wanted} install mode (supported: {}); {hint}",
         if supported.is_empty() { "none".to_owned() } else { supported.join(", ") }
     )]
-    AllNamespacesNotSupported { csv: String, supported: Vec<String> },
+    InstallModeNotSupported {
+        csv: String,
+        wanted: String,
+        supported: Vec<String>,
+        hint: String,
+    },
+
+    /// The watch namespace is not a namespace name, or is one the platform reserves.
+    #[error(
+        "watch namespace {namespace:?} is refused: {why}; set spec.watchNamespace to the namespace the operator should watch"
+    )]
+    InvalidWatchNamespace { namespace: String, why: String },
 
     /// The CSV defines admission or conversion webhooks.
     #[error(
@@ -152,7 +163,7 @@ pub enum RenderError {
     /// An object breaks the content policy (`content_policy`): it names the object, the rule
     /// and the exception an admin could give when one is allowed.
     #[error("{0}")]
-    ContentPolicy(Box<super::content_policy::PolicyViolation>),
+    ContentPolicy(super::content_policy::PolicyViolations),
 
     /// The install namespace is one the platform reserves.
     #[error(

@@ -25,17 +25,23 @@ mod layout;
 mod names;
 mod objects;
 mod plain_v0;
+pub mod pod_security;
+pub mod powers;
 mod properties;
 mod registry_v1;
 
+use std::collections::BTreeSet;
 use std::fmt;
 
 use serde_json::Value;
 
 pub use bundle::BundleFiles;
-pub use content_policy::{ContentException, ContentRule, PolicyViolation};
+pub use content_policy::{
+    ContentException, ContentRule, Judgement, Lift, PolicyViolation, PolicyViolations,
+};
 pub use crd_safety::{CrdViolation, CrdViolationKind, check_crd_upgrade};
 pub use error::RenderError;
+pub use powers::{Power, PowerClass, Powers};
 
 use layout::Layout;
 use objects::Manifest;
@@ -56,6 +62,12 @@ pub struct RenderOptions {
     pub manager_service_account: Option<String>,
     /// The content-policy exceptions the admin gave on the PlatformOperator.
     pub exceptions: Vec<ContentException>,
+    /// The power classes the admin consented to (`spec.consent`).
+    pub consent: BTreeSet<PowerClass>,
+    /// The namespace the operator watches (`spec.watchNamespace`): `None` picks AllNamespaces
+    /// when the bundle supports it, else OwnNamespace; the install namespace is OwnNamespace,
+    /// any other SingleNamespace.
+    pub watch_namespace: Option<String>,
 }
 
 impl RenderOptions {
@@ -67,6 +79,8 @@ impl RenderOptions {
             manager_namespace: None,
             manager_service_account: None,
             exceptions: Vec::new(),
+            consent: BTreeSet::new(),
+            watch_namespace: None,
         }
     }
 }
@@ -117,8 +131,18 @@ pub struct RenderedBundle {
     pub service_accounts: Vec<String>,
     /// `(type, value)` from the CSV's `olm.properties` annotation, then `metadata/properties.yaml`.
     pub properties: Vec<(String, Value)>,
+    /// What the bundle's ServiceAccounts can do, by class (shown, and consented where needed).
+    pub powers: Powers,
     /// The admin's content-policy exceptions this bundle needed (reported, never silent).
     pub exceptions_used: Vec<ContentException>,
+    /// The consented power classes this bundle needed (reported, never silent).
+    pub consents_used: BTreeSet<PowerClass>,
+    /// The install mode it was rendered for (`None` for plain+v0), and the namespace it
+    /// watches ("" = all).
+    pub install_mode: Option<InstallMode>,
+    pub watch_namespace: String,
+    /// The CSV's `operatorframework.io/suggested-namespace`, if any.
+    pub suggested_namespace: Option<String>,
 }
 
 impl RenderedBundle {
@@ -172,7 +196,7 @@ pub fn render(files: &BundleFiles, opts: &RenderOptions) -> Result<RenderedBundl
         BundleFormat::PlainV0 => assemble::NamespacePolicy::DefaultOnly,
     };
     let assembled = assemble::assemble(parts.objects, &opts.install_namespace, namespace_policy)?;
-    let exceptions_used = content_policy::check(
+    let judgement = content_policy::check(
         &assembled.objects,
         &assembled.origins,
         &content_policy::PolicyContext {
@@ -181,6 +205,8 @@ pub fn render(files: &BundleFiles, opts: &RenderOptions) -> Result<RenderedBundl
             manager_namespace: opts.manager_namespace.as_deref(),
             manager_service_account: opts.manager_service_account.as_deref(),
             exceptions: &opts.exceptions,
+            consent: &opts.consent,
+            watch_namespace: parts.watch_namespace.as_deref().filter(|ns| !ns.is_empty()),
         },
     )
     .map_err(RenderError::ContentPolicy)?;
@@ -193,8 +219,34 @@ pub fn render(files: &BundleFiles, opts: &RenderOptions) -> Result<RenderedBundl
         deployments: assembled.deployments,
         service_accounts: assembled.service_accounts,
         properties,
-        exceptions_used,
+        powers: judgement.powers,
+        exceptions_used: judgement.exceptions_used,
+        consents_used: judgement.consents_used,
+        install_mode: parts.install_mode,
+        watch_namespace: parts.watch_namespace.unwrap_or_default(),
+        suggested_namespace: parts.suggested_namespace,
     })
+}
+
+/// The namespace POM installs a bundle into when the PlatformOperator names none: the CSV's
+/// `operatorframework.io/suggested-namespace`, else `fallback` (the PlatformOperator's name).
+/// Reads the bundle without rendering it, so a bundle the policy refuses still gets the
+/// namespace its refusal is judged in.
+pub fn default_install_namespace(
+    files: &BundleFiles,
+    fallback: &str,
+) -> Result<String, RenderError> {
+    let layout = Layout::detect(files)?;
+    let suggested = read_manifests(files, &layout)?
+        .iter()
+        .filter(|m| m.is(csv::CSV_GROUP, csv::CSV_KIND))
+        .find_map(|m| csv::Csv::new(m).suggested_namespace());
+    Ok(suggested.unwrap_or_else(|| fallback.to_owned()))
+}
+
+/// The package a bundle names in `metadata/annotations.yaml`, if any.
+pub fn package_name(files: &BundleFiles) -> Result<Option<String>, RenderError> {
+    Ok(Layout::detect(files)?.package.clone())
 }
 
 /// Parses every manifest file of the bundle into checked objects, in file order.
@@ -231,4 +283,36 @@ pub(crate) struct Parts {
     pub csv: Option<(String, Value)>,
     pub csv_name: Option<String>,
     pub objects: Vec<assemble::Sourced>,
+    /// The install mode and watched namespace ("" = all; `None` for plain+v0).
+    pub install_mode: Option<InstallMode>,
+    pub watch_namespace: Option<String>,
+    pub suggested_namespace: Option<String>,
+}
+
+/// OLM's install modes: which namespaces an operator watches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum InstallMode {
+    /// Every namespace (`olm.targetNamespaces: ""`).
+    AllNamespaces,
+    /// Its own install namespace.
+    OwnNamespace,
+    /// One other namespace.
+    SingleNamespace,
+}
+
+impl InstallMode {
+    /// The name OLM uses in `spec.installModes[].type`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::AllNamespaces => "AllNamespaces",
+            Self::OwnNamespace => "OwnNamespace",
+            Self::SingleNamespace => "SingleNamespace",
+        }
+    }
+}
+
+impl fmt::Display for InstallMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }

@@ -23,5 +23,8 @@ pub fn render(manifests: &[Manifest]) -> Result<Parts, RenderError> {
         csv: None,
         csv_name: None,
         objects,
+        install_mode: None,
+        watch_namespace: None,
+        suggested_namespace: None,
     })
 }

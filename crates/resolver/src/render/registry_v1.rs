@@ -1,15 +1,16 @@
 //! registry+v1: from a ClusterServiceVersion and its manifests to plain objects, the way OLM
-//! installs an operator in the AllNamespaces mode.
+//! installs an operator in the AllNamespaces, OwnNamespace or SingleNamespace mode.
 //!
 //! Generated from the CSV:
 //! - a ServiceAccount for every account named by `permissions`, `clusterPermissions` or a
 //!   Deployment's pod template (not `default`, which every namespace already has);
-//! - per `permissions` entry, a Role and RoleBinding in the install namespace, and, because the
-//!   operator watches all namespaces, the same rules plus read access to namespaces as a
-//!   ClusterRole and ClusterRoleBinding (OLM v0 and v1 both grant this in AllNamespaces mode);
+//! - per `permissions` entry, a Role and RoleBinding in the install namespace, and where the
+//!   operator watches: in AllNamespaces mode the same rules plus read access to namespaces as a
+//!   ClusterRole and ClusterRoleBinding (OLM v0 and v1 both grant this), in SingleNamespace
+//!   mode a Role and RoleBinding in the watched namespace;
 //! - per `clusterPermissions` entry, a ClusterRole and ClusterRoleBinding;
 //! - the Deployments of the install strategy, with the CSV's annotations and
-//!   `olm.targetNamespaces: ""` on the pod template and `revisionHistoryLimit: 1` (OLM parity;
+//!   `olm.targetNamespaces` (the watched namespace, "" for all) on the pod template and `revisionHistoryLimit: 1` (OLM parity;
 //!   operator-sdk operators read their watch namespace from that annotation);
 //! - with `operator_condition`, `OPERATOR_CONDITION_NAME` in every container and a Role and
 //!   RoleBinding (named after the CSV) letting the Deployments' ServiceAccounts get, update and
@@ -22,12 +23,14 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value, json};
 
 use super::assemble::Sourced;
-use super::csv::{ALL_NAMESPACES, CSV_GROUP, CSV_KIND, Csv, Permission, StrategyDeployment};
+use super::content_policy::reserved_namespace;
+use super::csv::{CSV_GROUP, CSV_KIND, Csv, Permission, StrategyDeployment};
 use super::error::RenderError;
 use super::layout::Layout;
+use super::names::is_dns1123_label;
 use super::names::{canonical_json, hashed_name};
 use super::objects::{Manifest, object_at_mut, scalar_to_string, str_at};
-use super::{Parts, RenderOptions, check_removed_apis};
+use super::{InstallMode, Parts, RenderOptions, check_removed_apis};
 
 /// The env var operator-lib reads to find its OperatorCondition.
 pub const OPERATOR_CONDITION_ENV: &str = "OPERATOR_CONDITION_NAME";
@@ -48,13 +51,7 @@ pub fn render(
     let csv = Csv::new(csv_manifest);
     let ns = opts.install_namespace.as_str();
 
-    let supported = csv.supported_install_modes();
-    if !supported.iter().any(|mode| mode == ALL_NAMESPACES) {
-        return Err(RenderError::AllNamespacesNotSupported {
-            csv: csv.name.to_owned(),
-            supported,
-        });
-    }
+    let (install_mode, watch_namespace) = install_mode(&csv, opts)?;
     let apiservices = csv.owned_apiservices();
     if !apiservices.is_empty() {
         return Err(RenderError::ApiServicesNotSupported {
@@ -85,6 +82,12 @@ pub fn render(
     let generated = |value: Value| Sourced {
         value,
         origin: generated_origin.clone(),
+        generated: true,
+    };
+    // Roles name the CSV entry they come from, so `rules[i]` in a message is the CSV's.
+    let generated_from = |value: Value, entry: String| Sourced {
+        value,
+        origin: format!("{generated_origin}, {entry}"),
         generated: true,
     };
     let mut objects: Vec<Sourced> = others
@@ -118,22 +121,41 @@ pub fn render(
         })));
     }
 
-    for permission in &strategy.permissions {
+    // `permissions` are namespaced: a Role and RoleBinding in the install namespace, plus, as
+    // OLM v0 and v1 render them, a copy where the operator watches: in every namespace (a
+    // ClusterRole, with read access to namespaces) for AllNamespaces, in the watched namespace
+    // for SingleNamespace.
+    for (index, permission) in strategy.permissions.iter().enumerate() {
+        let entry = format!("spec.install.spec.permissions[{index}]");
         let name = rbac_name(csv.name, "permissions", permission, &permission.rules);
-        objects.push(generated(role("Role", &name, Some(ns), &permission.rules)));
-        objects.push(generated(binding(
-            "RoleBinding",
-            "Role",
-            &name,
-            Some(ns),
-            &[&permission.service_account],
-            ns,
-        )));
-
+        let mut namespaces = vec![ns];
+        if install_mode == InstallMode::SingleNamespace {
+            namespaces.push(watch_namespace.as_str());
+        }
+        for namespace in namespaces {
+            objects.push(generated_from(
+                role("Role", &name, Some(namespace), &permission.rules),
+                entry.clone(),
+            ));
+            objects.push(generated(binding(
+                "RoleBinding",
+                "Role",
+                &name,
+                Some(namespace),
+                &[&permission.service_account],
+                ns,
+            )));
+        }
+        if install_mode != InstallMode::AllNamespaces {
+            continue;
+        }
         let mut rules = permission.rules.clone();
         rules.push(json!({"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]}));
         let name = rbac_name(csv.name, "promotedPermissions", permission, &rules);
-        objects.push(generated(role("ClusterRole", &name, None, &rules)));
+        objects.push(generated_from(
+            role("ClusterRole", &name, None, &rules),
+            entry,
+        ));
         objects.push(generated(binding(
             "ClusterRoleBinding",
             "ClusterRole",
@@ -143,19 +165,17 @@ pub fn render(
             ns,
         )));
     }
-    for permission in &strategy.cluster_permissions {
+    for (index, permission) in strategy.cluster_permissions.iter().enumerate() {
         let name = rbac_name(
             csv.name,
             "clusterPermissions",
             permission,
             &permission.rules,
         );
-        objects.push(generated(role(
-            "ClusterRole",
-            &name,
-            None,
-            &permission.rules,
-        )));
+        objects.push(generated_from(
+            role("ClusterRole", &name, None, &permission.rules),
+            format!("spec.install.spec.clusterPermissions[{index}]"),
+        ));
         objects.push(generated(binding(
             "ClusterRoleBinding",
             "ClusterRole",
@@ -166,7 +186,7 @@ pub fn render(
         )));
     }
 
-    let pod_annotations = pod_annotations(&csv);
+    let pod_annotations = pod_annotations(&csv, &watch_namespace);
     for deployment in &strategy.deployments {
         objects.push(generated(render_deployment(
             deployment,
@@ -200,7 +220,61 @@ pub fn render(
         csv: Some((csv_manifest.file.clone(), csv_manifest.value.clone())),
         csv_name: Some(csv.name.to_owned()),
         objects,
+        install_mode: Some(install_mode),
+        watch_namespace: Some(watch_namespace),
+        suggested_namespace: csv.suggested_namespace(),
     })
+}
+
+/// The install mode the PlatformOperator asks for, checked against the CSV's, and the
+/// namespace the operator then watches ("" = all). Without `watch_namespace`: AllNamespaces
+/// when the bundle supports it, else OwnNamespace.
+fn install_mode(csv: &Csv<'_>, opts: &RenderOptions) -> Result<(InstallMode, String), RenderError> {
+    let supported = csv.supported_install_modes();
+    let supports = |mode: InstallMode| supported.iter().any(|m| m == mode.as_str());
+    let ns = opts.install_namespace.as_str();
+    let (mode, watch) = match opts.watch_namespace.as_deref() {
+        None if supports(InstallMode::AllNamespaces) => (InstallMode::AllNamespaces, ""),
+        None if supports(InstallMode::OwnNamespace) => (InstallMode::OwnNamespace, ns),
+        None => {
+            let hint = if supports(InstallMode::SingleNamespace) {
+                "it watches one namespace: set spec.watchNamespace on the PlatformOperator to the namespace it should watch".to_owned()
+            } else {
+                "POM installs AllNamespaces, OwnNamespace and SingleNamespace operators; ask the operator's publisher for a bundle that supports one of them".to_owned()
+            };
+            return Err(RenderError::InstallModeNotSupported {
+                csv: csv.name.to_owned(),
+                wanted: "AllNamespaces or OwnNamespace (the default without spec.watchNamespace)"
+                    .to_owned(),
+                supported,
+                hint,
+            });
+        }
+        Some(watch) if watch == ns => (InstallMode::OwnNamespace, ns),
+        Some(watch) => (InstallMode::SingleNamespace, watch),
+    };
+    if !supports(mode) {
+        return Err(RenderError::InstallModeNotSupported {
+            csv: csv.name.to_owned(),
+            wanted: format!("{mode} (spec.watchNamespace {watch:?})"),
+            supported,
+            hint: "change or remove spec.watchNamespace on the PlatformOperator".to_owned(),
+        });
+    }
+    if mode == InstallMode::SingleNamespace {
+        let why = if is_dns1123_label(watch) {
+            reserved_namespace(watch, opts.manager_namespace.as_deref())
+        } else {
+            Some("it is not a DNS-1123 label".to_owned())
+        };
+        if let Some(why) = why {
+            return Err(RenderError::InvalidWatchNamespace {
+                namespace: watch.to_owned(),
+                why,
+            });
+        }
+    }
+    Ok((mode, watch.to_owned()))
 }
 
 fn single_csv<'m>(manifests: &'m [Manifest], layout: &Layout) -> Result<&'m Manifest, RenderError> {
@@ -300,8 +374,8 @@ fn deployment_service_accounts(deployments: &[StrategyDeployment]) -> Vec<String
         .collect()
 }
 
-/// The CSV's string annotations plus `olm.targetNamespaces: ""` (AllNamespaces).
-fn pod_annotations(csv: &Csv<'_>) -> Map<String, Value> {
+/// The CSV's string annotations plus `olm.targetNamespaces` (the watched namespace, "" = all).
+fn pod_annotations(csv: &Csv<'_>, watch_namespace: &str) -> Map<String, Value> {
     let mut annotations: Map<String, Value> = csv
         .annotations()
         .into_iter()
@@ -309,7 +383,7 @@ fn pod_annotations(csv: &Csv<'_>) -> Map<String, Value> {
         .collect();
     annotations.insert(
         TARGET_NAMESPACES_ANNOTATION.to_owned(),
-        Value::String(String::new()),
+        Value::String(watch_namespace.to_owned()),
     );
     annotations
 }

@@ -1,0 +1,692 @@
+//! What a bundle's ServiceAccounts can do, computed from the objects POM would apply and sorted
+//! into the few classes an admin must see (PRODUCT §6, threat model).
+//!
+//! A catalog's publisher is trusted to run its operators with the powers their bundles declare,
+//! *visibly*: this module makes them visible. It reads the rendered objects only (no cluster):
+//! every Role and ClusterRole the bundle ships, at the scope its bindings give it (a ClusterRole
+//! bound by a ClusterRoleBinding, or bound by nothing and so there for the operator to bind, is
+//! cluster-wide; one bound only by RoleBindings grants in those namespaces), with RBAC's own
+//! wildcard matching (`*` verbs, groups and resources; `pods/*`, `*/exec`), plus the pod
+//! templates of its workloads judged against the `baseline` Pod Security level.
+//!
+//! The classes ([`PowerClass`]):
+//! - `ClusterAdminEquivalent`: grants that let the holder give itself anything: `escalate`,
+//!   `bind`, `impersonate`, tokens for other accounts, admission and CRD conversion control,
+//!   aggregated APIs, the kubelet API (`nodes/proxy`), `exec`/`attach` in every pod, signing
+//!   certificates, SCC definitions, and roles whose rules are collected by an aggregationRule;
+//! - `PrivilegedWorkloads`: pod templates beyond `baseline`, or `use` of an SCC other than the
+//!   restricted and nonroot ones;
+//! - `PlatformConfig`: writes to the platform's configuration (`config.openshift.io`,
+//!   `machineconfiguration.openshift.io`, `operator.openshift.io`);
+//! - `SecretsClusterWide`: reading Secrets in every namespace (shown, no consent needed: 86% of
+//!   the community bundles POM renders do).
+//!
+//! The first three need the admin's consent on the PlatformOperator (`spec.consent`); the
+//! content policy asks for it ([`super::content_policy`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use serde_json::Value;
+
+use super::objects::{ObjectKey, str_at};
+use super::pod_security;
+
+const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
+
+/// A class of power that a bundle's ServiceAccounts hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum PowerClass {
+    /// Can grant itself anything (escalate, bind, impersonate, admission control, ...).
+    ClusterAdminEquivalent,
+    /// Runs pods beyond the `baseline` Pod Security level, or uses a privileged SCC.
+    PrivilegedWorkloads,
+    /// Writes the platform's configuration (config, machine-config, operator groups).
+    PlatformConfig,
+    /// Reads Secrets in every namespace.
+    SecretsClusterWide,
+}
+
+impl PowerClass {
+    /// Every class, most dangerous first.
+    pub const ALL: [PowerClass; 4] = [
+        Self::ClusterAdminEquivalent,
+        Self::PrivilegedWorkloads,
+        Self::PlatformConfig,
+        Self::SecretsClusterWide,
+    ];
+
+    /// The CamelCase name, as shown in status and by `pomctl render --permissions`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ClusterAdminEquivalent => "ClusterAdminEquivalent",
+            Self::PrivilegedWorkloads => "PrivilegedWorkloads",
+            Self::PlatformConfig => "PlatformConfig",
+            Self::SecretsClusterWide => "SecretsClusterWide",
+        }
+    }
+
+    /// Parses [`PowerClass::as_str`].
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.as_str() == name)
+    }
+
+    /// Whether the admin must consent before POM applies a bundle with this power.
+    pub fn needs_consent(self) -> bool {
+        !matches!(self, Self::SecretsClusterWide)
+    }
+
+    /// The field of the PlatformOperator's `spec.consent` that gives it.
+    pub fn consent_field(self) -> &'static str {
+        match self {
+            Self::ClusterAdminEquivalent => "clusterAdminEquivalent",
+            Self::PrivilegedWorkloads => "privilegedWorkloads",
+            Self::PlatformConfig => "platformConfig",
+            Self::SecretsClusterWide => "secretsClusterWide",
+        }
+    }
+}
+
+impl fmt::Display for PowerClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One piece of evidence: an object of the bundle that gives its ServiceAccounts a power.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Power {
+    pub class: PowerClass,
+    /// The object's kind and name (what the admin looks up).
+    pub kind: String,
+    pub name: String,
+    /// What it grants, in a sentence (`rules[2] grants bind clusterroles.rbac.authorization.k8s.io`).
+    pub detail: String,
+}
+
+impl fmt::Display for Power {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: {} {:?} {}",
+            self.class, self.kind, self.name, self.detail
+        )
+    }
+}
+
+/// Every power of a bundle, sorted by class, then object.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Powers {
+    pub found: Vec<Power>,
+}
+
+impl Powers {
+    /// The classes present.
+    pub fn classes(&self) -> BTreeSet<PowerClass> {
+        self.found.iter().map(|p| p.class).collect()
+    }
+
+    /// The evidence of one class.
+    pub fn of(&self, class: PowerClass) -> impl Iterator<Item = &Power> {
+        self.found.iter().filter(move |p| p.class == class)
+    }
+
+    /// What `self` grants that `installed` did not (by class, object and grant): what an
+    /// upgrade would add.
+    pub fn added_since(&self, installed: &Powers) -> Vec<&Power> {
+        let before: BTreeSet<&Power> = installed.found.iter().collect();
+        self.found.iter().filter(|p| !before.contains(p)).collect()
+    }
+}
+
+/// Where a role's rules apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    Cluster,
+    Namespace,
+}
+
+/// Computes the powers of the bundle's ServiceAccounts from its rendered objects.
+pub fn compute(objects: &[Value]) -> Powers {
+    let scopes = role_scopes(objects);
+    let mut found = BTreeSet::new();
+    for object in objects {
+        let key = ObjectKey::of(object);
+        let mut add = |class: PowerClass, detail: String| {
+            found.insert(Power {
+                class,
+                kind: key.kind.clone(),
+                name: key.name.clone(),
+                detail,
+            });
+        };
+        if key.group == RBAC_GROUP && matches!(key.kind.as_str(), "Role" | "ClusterRole") {
+            let scope = scopes
+                .get(&(key.kind.clone(), key.name.clone()))
+                .copied()
+                .unwrap_or(if key.kind == "ClusterRole" {
+                    Scope::Cluster
+                } else {
+                    Scope::Namespace
+                });
+            for (class, detail) in role_powers(object, scope) {
+                add(class, detail);
+            }
+        }
+        for violation in pod_security::baseline_violations(object) {
+            add(
+                PowerClass::PrivilegedWorkloads,
+                format!("{violation} (beyond the baseline Pod Security level)"),
+            );
+        }
+    }
+    Powers {
+        found: found.into_iter().collect(),
+    }
+}
+
+/// (role kind, name) → scope, from the bundle's bindings. A ClusterRole bound only by
+/// RoleBindings applies in their namespaces; anything else keeps its own scope.
+fn role_scopes(objects: &[Value]) -> BTreeMap<(String, String), Scope> {
+    let mut scopes: BTreeMap<(String, String), Scope> = BTreeMap::new();
+    for object in objects {
+        let key = ObjectKey::of(object);
+        if key.group != RBAC_GROUP {
+            continue;
+        }
+        let scope = match key.kind.as_str() {
+            "ClusterRoleBinding" => Scope::Cluster,
+            "RoleBinding" => Scope::Namespace,
+            _ => continue,
+        };
+        let role_kind = str_at(object, &["roleRef", "kind"]).unwrap_or_default();
+        let role_name = str_at(object, &["roleRef", "name"]).unwrap_or_default();
+        let slot = scopes
+            .entry((role_kind.to_owned(), role_name.to_owned()))
+            .or_insert(scope);
+        if scope == Scope::Cluster {
+            *slot = Scope::Cluster;
+        }
+    }
+    scopes
+}
+
+/// One RBAC policy rule, with RBAC's matching.
+struct Rule<'a> {
+    verbs: Vec<&'a str>,
+    groups: Vec<&'a str>,
+    resources: Vec<&'a str>,
+    names: Vec<&'a str>,
+}
+
+impl<'a> Rule<'a> {
+    fn of(rule: &'a Value) -> Self {
+        let list = |field: &str| -> Vec<&'a str> {
+            rule.get(field)
+                .and_then(Value::as_array)
+                .map(|items| items.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default()
+        };
+        Self {
+            verbs: list("verbs"),
+            groups: list("apiGroups"),
+            resources: list("resources"),
+            names: list("resourceNames"),
+        }
+    }
+
+    fn has_verb(&self, verb: &str) -> bool {
+        self.verbs.iter().any(|v| *v == "*" || *v == verb)
+    }
+
+    fn has_group(&self, group: &str) -> bool {
+        self.groups.iter().any(|g| *g == "*" || *g == group)
+    }
+
+    /// RBAC's resource matching: `*`, the exact `resource[/subresource]`, `resource/*` for any
+    /// subresource of it, `*/subresource` for that subresource of anything.
+    fn has_resource(&self, wanted: &str) -> bool {
+        let (base, sub) = match wanted.split_once('/') {
+            Some((base, sub)) => (base, Some(sub)),
+            None => (wanted, None),
+        };
+        self.resources.iter().any(|r| {
+            *r == "*"
+                || *r == wanted
+                || sub.is_some() && r.strip_suffix("/*") == Some(base)
+                || sub.is_some_and(|sub| r.strip_prefix("*/") == Some(sub))
+        })
+    }
+
+    fn grants_everything(&self) -> bool {
+        [&self.verbs, &self.groups, &self.resources]
+            .iter()
+            .all(|items| items.contains(&"*"))
+    }
+
+    fn allows(&self, verbs: &[&str], group: &str, resources: &[&str]) -> bool {
+        verbs.iter().any(|v| self.has_verb(v))
+            && self.has_group(group)
+            && resources.iter().any(|r| self.has_resource(r))
+    }
+}
+
+/// The verbs that change objects.
+const WRITE_VERBS: &[&str] = &["create", "update", "patch", "delete", "deletecollection"];
+
+/// A grant and the class it puts its holder in (cluster scope).
+struct Check {
+    class: PowerClass,
+    verbs: &'static [&'static str],
+    group: &'static str,
+    resources: &'static [&'static str],
+    what: &'static str,
+}
+
+/// Cluster-wide grants that make their holder cluster-admin-equivalent.
+const CLUSTER_CHECKS: &[Check] = &[
+    Check {
+        class: PowerClass::ClusterAdminEquivalent,
+        verbs: &["escalate"],
+        group: RBAC_GROUP,
+        resources: &["roles", "clusterroles"],
+        what: "escalate on roles (grant permissions it does not hold)",
+    },
+    Check {
+        class: PowerClass::ClusterAdminEquivalent,
+        verbs: &["bind"],
+        group: RBAC_GROUP,
+        resources: &["roles", "clusterroles"],
+        what: "bind on roles (bind any role, cluster-admin included)",
+    },
+    Check {
+        class: PowerClass::ClusterAdminEquivalent,
+        verbs: &["impersonate"],
+        group: "",
+        resources: &["users", "groups", "serviceaccounts"],
+        what: "impersonate users, groups or service accounts",
+    },
+    Check {
+        class: PowerClass::ClusterAdminEquivalent,
+        verbs: &["impersonate"],
+        group: "authentication.k8s.io",
+        resources: &["userextras/scopes", "uids"],
+        what: "impersonate user extras or uids",
+    },
+    Check {
+        class: PowerClass::ClusterAdminEquivalent,
+        verbs: &["create"],
+        group: "",
+        resources: &["serviceaccounts/token"],
+        what: "create tokens for any ServiceAccount",
+    },
+    Check {
+        class: PowerClass::ClusterAdminEquivalent,
+        verbs: WRITE_VERBS,
+        group: "admissionregistration.k8s.io",
+        resources: &[
+            "mutatingwebhookconfigurations",
+            "validatingwebhookconfigurations",
+            "validatingadmissionpolicies",
+            "validatingadmissionpolicybindings",
+            "mutatingadmissionpolicies",
+            "mutatingadmissionpolicybindings",
+        ],
+        what: "writes admission webhooks or policies (sees or changes every request)",
+    },
+    Check {
+        class: PowerClass::ClusterAdminEquivalent,
+        verbs: WRITE_VERBS,
+        group: "apiextensions.k8s.io",
+        resources: &["customresourcedefinitions"],
+        what: "writes CustomResourceDefinitions (a conversion webhook on any CRD sees all its objects)",
+    },
+    Check {
+        class: PowerClass::ClusterAdminEquivalent,
+        verbs: WRITE_VERBS,
+        group: "apiregistration.k8s.io",
+        resources: &["apiservices"],
+        what: "writes APIServices (serves any API group)",
+    },
+    Check {
+        class: PowerClass::ClusterAdminEquivalent,
+        verbs: &["get", "create"],
+        group: "",
+        resources: &["nodes/proxy"],
+        what: "nodes/proxy (the kubelet API: exec in any pod on any node)",
+    },
+    Check {
+        class: PowerClass::ClusterAdminEquivalent,
+        verbs: &["create", "get"],
+        group: "",
+        resources: &["pods/exec", "pods/attach"],
+        what: "exec or attach in pods of every namespace",
+    },
+    Check {
+        class: PowerClass::ClusterAdminEquivalent,
+        verbs: &["update", "patch"],
+        group: "certificates.k8s.io",
+        resources: &["certificatesigningrequests/approval"],
+        what: "approves certificate signing requests",
+    },
+    Check {
+        class: PowerClass::ClusterAdminEquivalent,
+        verbs: &["approve", "sign"],
+        group: "certificates.k8s.io",
+        resources: &["signers"],
+        what: "approves or signs for certificate signers",
+    },
+    Check {
+        class: PowerClass::ClusterAdminEquivalent,
+        verbs: WRITE_VERBS,
+        group: "security.openshift.io",
+        resources: &["securitycontextconstraints"],
+        what: "writes SecurityContextConstraints",
+    },
+    Check {
+        class: PowerClass::SecretsClusterWide,
+        verbs: &["get", "list", "watch"],
+        group: "",
+        resources: &["secrets"],
+        what: "reads Secrets in every namespace",
+    },
+];
+
+/// API groups that hold the platform's own configuration.
+const PLATFORM_CONFIG_GROUPS: &[&str] = &[
+    "config.openshift.io",
+    "machineconfiguration.openshift.io",
+    "operator.openshift.io",
+];
+
+/// SCCs that add nothing to what the restricted level allows.
+const UNPRIVILEGED_SCCS: &[&str] = &[
+    "restricted",
+    "restricted-v2",
+    "restricted-v3",
+    "nonroot",
+    "nonroot-v2",
+];
+
+/// The classes one role puts its holders in, with a sentence each.
+fn role_powers(role: &Value, scope: Scope) -> Vec<(PowerClass, String)> {
+    let mut found = Vec::new();
+    if role.get("aggregationRule").is_some_and(|r| !r.is_null()) {
+        found.push((
+            PowerClass::ClusterAdminEquivalent,
+            "has an aggregationRule: it grants whatever any ClusterRole matching its selector grants, now or later".to_owned(),
+        ));
+    }
+    let rules = role
+        .get("rules")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    for (index, value) in rules.iter().enumerate() {
+        let rule = Rule::of(value);
+        if rule.grants_everything() {
+            // cluster-admin itself (or its namespaced form): one finding, not every grant it implies.
+            found.push(match scope {
+                Scope::Cluster => (
+                    PowerClass::ClusterAdminEquivalent,
+                    format!("rules[{index}] grants every verb on every resource of every API group (cluster-admin)"),
+                ),
+                Scope::Namespace => (
+                    PowerClass::PrivilegedWorkloads,
+                    format!("rules[{index}] grants every verb on every resource in its namespace, the use of every SCC included"),
+                ),
+            });
+            continue;
+        }
+        let mut by_class: BTreeMap<PowerClass, Vec<&str>> = BTreeMap::new();
+        if scope == Scope::Cluster {
+            for check in CLUSTER_CHECKS {
+                if rule.allows(check.verbs, check.group, check.resources) {
+                    by_class.entry(check.class).or_default().push(check.what);
+                }
+            }
+            let writes_platform = PLATFORM_CONFIG_GROUPS
+                .iter()
+                .any(|group| writes_any_in(&rule, group));
+            if writes_platform {
+                by_class
+                    .entry(PowerClass::PlatformConfig)
+                    .or_default()
+                    .push("writes the platform's configuration (config, machine-config or operator groups)");
+            }
+        }
+        let uses_scc = rule.allows(
+            &["use"],
+            "security.openshift.io",
+            &["securitycontextconstraints"],
+        );
+        let only_unprivileged = !rule.names.is_empty()
+            && rule
+                .names
+                .iter()
+                .all(|name| UNPRIVILEGED_SCCS.contains(name));
+        if uses_scc && !only_unprivileged {
+            by_class
+                .entry(PowerClass::PrivilegedWorkloads)
+                .or_default()
+                .push("uses SecurityContextConstraints other than restricted or nonroot");
+        }
+        for (class, what) in by_class {
+            found.push((class, format!("rules[{index}] grants: {}", what.join("; "))));
+        }
+    }
+    found
+}
+
+/// Whether the rule writes some resource of `group` (the group named, any resource).
+fn writes_any_in(rule: &Rule<'_>, group: &str) -> bool {
+    rule.has_group(group)
+        && !rule.resources.is_empty()
+        && WRITE_VERBS.iter().any(|v| rule.has_verb(v))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use serde_json::json;
+
+    use super::*;
+
+    fn cluster_role(name: &str, rules: Value) -> Value {
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+               "metadata": {"name": name}, "rules": rules})
+    }
+
+    fn classes_of(rules: Value) -> BTreeSet<PowerClass> {
+        compute(&[cluster_role("r", rules)]).classes()
+    }
+
+    fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> Value {
+        json!([{"apiGroups": groups, "resources": resources, "verbs": verbs}])
+    }
+
+    #[test]
+    fn each_cluster_admin_grant_is_classified() {
+        let cases = [
+            rule(
+                &["rbac.authorization.k8s.io"],
+                &["clusterroles"],
+                &["escalate"],
+            ),
+            rule(&["rbac.authorization.k8s.io"], &["roles"], &["bind"]),
+            rule(&["rbac.authorization.k8s.io"], &["*"], &["*"]),
+            rule(&[""], &["users"], &["impersonate"]),
+            rule(&[""], &["serviceaccounts/token"], &["create"]),
+            rule(&[""], &["serviceaccounts/*"], &["create"]),
+            rule(&["admissionregistration.k8s.io"], &["*"], &["*"]),
+            rule(
+                &["apiextensions.k8s.io"],
+                &["customresourcedefinitions"],
+                &["patch"],
+            ),
+            rule(&["apiregistration.k8s.io"], &["apiservices"], &["create"]),
+            rule(&[""], &["nodes/proxy"], &["get"]),
+            rule(&[""], &["*/exec"], &["create"]),
+            rule(&[""], &["pods/exec"], &["create"]),
+            rule(&["certificates.k8s.io"], &["signers"], &["sign"]),
+            rule(
+                &["security.openshift.io"],
+                &["securitycontextconstraints"],
+                &["update"],
+            ),
+            rule(&["*"], &["*"], &["*"]),
+            rule(&[""], &["*"], &["*"]),
+        ];
+        for rules in cases {
+            assert!(
+                classes_of(rules.clone()).contains(&PowerClass::ClusterAdminEquivalent),
+                "{rules}"
+            );
+        }
+    }
+
+    #[test]
+    fn ordinary_operator_rules_are_in_no_class() {
+        let cases = [
+            rule(&["apps"], &["deployments"], &["*"]),
+            rule(&[""], &["configmaps", "services", "pods"], &["*"]),
+            rule(
+                &["rbac.authorization.k8s.io"],
+                &["roles", "rolebindings"],
+                &["create", "get", "list"],
+            ),
+            rule(
+                &["apiextensions.k8s.io"],
+                &["customresourcedefinitions"],
+                &["get", "list", "watch"],
+            ),
+            rule(
+                &["config.openshift.io"],
+                &["infrastructures", "clusterversions"],
+                &["get", "list"],
+            ),
+            rule(&[""], &["pods/log"], &["get"]),
+            rule(&["example.com"], &["*"], &["*"]),
+        ];
+        for rules in cases {
+            assert_eq!(classes_of(rules.clone()), BTreeSet::new(), "{rules}");
+        }
+    }
+
+    #[test]
+    fn secrets_platform_config_and_sccs_have_their_classes() {
+        assert_eq!(
+            classes_of(rule(&[""], &["secrets"], &["get", "list"])),
+            BTreeSet::from([PowerClass::SecretsClusterWide])
+        );
+        assert_eq!(
+            classes_of(rule(
+                &["machineconfiguration.openshift.io"],
+                &["machineconfigs"],
+                &["create"]
+            )),
+            BTreeSet::from([PowerClass::PlatformConfig])
+        );
+        assert_eq!(
+            classes_of(rule(
+                &["security.openshift.io"],
+                &["securitycontextconstraints"],
+                &["use"]
+            )),
+            BTreeSet::from([PowerClass::PrivilegedWorkloads])
+        );
+        let restricted = json!([{"apiGroups": ["security.openshift.io"], "resources": ["securitycontextconstraints"],
+                                 "resourceNames": ["restricted-v2", "nonroot-v2"], "verbs": ["use"]}]);
+        assert_eq!(classes_of(restricted), BTreeSet::new());
+    }
+
+    #[test]
+    fn a_cluster_role_bound_only_in_a_namespace_grants_only_there() {
+        let role = cluster_role("secrets", rule(&[""], &["secrets"], &["*"]));
+        let binding = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "b", "namespace": "ns"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "secrets"},
+            "subjects": [{"kind": "ServiceAccount", "name": "op", "namespace": "ns"}]});
+        assert_eq!(
+            compute(&[role.clone(), binding.clone()]).classes(),
+            BTreeSet::new()
+        );
+        // Bound cluster-wide as well: cluster scope wins.
+        let mut cluster_binding = binding;
+        cluster_binding["kind"] = json!("ClusterRoleBinding");
+        assert_eq!(
+            compute(&[role, cluster_binding]).classes(),
+            BTreeSet::from([PowerClass::SecretsClusterWide])
+        );
+    }
+
+    #[test]
+    fn namespaced_escalation_is_not_cluster_admin_but_a_namespaced_scc_use_is_privileged() {
+        // Everything in its own namespace: escalate and secrets there are no class, but `*`
+        // includes `use` of every SCC, which a RoleBinding grants for pods of that namespace.
+        let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "r", "namespace": "ns"}, "rules": rule(&["*"], &["*"], &["*"])});
+        assert_eq!(
+            compute(&[role]).classes(),
+            BTreeSet::from([PowerClass::PrivilegedWorkloads])
+        );
+        let rbac = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "r", "namespace": "ns"},
+            "rules": rule(&["rbac.authorization.k8s.io"], &["*"], &["*"])});
+        assert_eq!(compute(&[rbac]).classes(), BTreeSet::new());
+    }
+
+    #[test]
+    fn aggregation_and_privileged_pods_are_classified_with_their_evidence() {
+        let aggregating = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": "collects"}, "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"a": "b"}}]}});
+        let daemonset = json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent", "namespace": "ns"},
+            "spec": {"template": {"spec": {"hostNetwork": true, "containers": [{"name": "a", "securityContext": {"privileged": true}}]}}}});
+        let powers = compute(&[aggregating, daemonset]);
+        assert_eq!(
+            powers.classes(),
+            BTreeSet::from([
+                PowerClass::ClusterAdminEquivalent,
+                PowerClass::PrivilegedWorkloads
+            ])
+        );
+        let privileged: Vec<String> = powers
+            .of(PowerClass::PrivilegedWorkloads)
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(privileged.len(), 2, "{privileged:?}");
+        assert!(
+            privileged.iter().all(|p| p.contains("DaemonSet \"agent\"")),
+            "{privileged:?}"
+        );
+    }
+
+    #[test]
+    fn the_rule_index_names_the_rule() {
+        let rules = json!([
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]},
+            {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"], "verbs": ["bind"]},
+        ]);
+        let powers = compute(&[cluster_role("r", rules)]);
+        assert_eq!(powers.found.len(), 1);
+        assert!(
+            powers.found[0].detail.starts_with("rules[1] grants: bind"),
+            "{}",
+            powers.found[0]
+        );
+    }
+
+    #[test]
+    fn added_since_lists_what_an_upgrade_adds() {
+        let old = compute(&[cluster_role("r", rule(&[""], &["secrets"], &["get"]))]);
+        let new = compute(&[cluster_role(
+            "r",
+            json!([{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]},
+                   {"apiGroups": [""], "resources": ["serviceaccounts/token"], "verbs": ["create"]}]),
+        )]);
+        let added = new.added_since(&old);
+        assert_eq!(added.len(), 1);
+        assert_eq!(added[0].class, PowerClass::ClusterAdminEquivalent);
+        assert!(new.added_since(&new).is_empty());
+    }
+}
