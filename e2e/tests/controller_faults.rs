@@ -123,13 +123,13 @@ async fn refusals_say_why_and_keep_what_runs() {
     };
     let client = plane.client().await.unwrap();
     let good = TestBundle::new("delta", "1.0.0");
-    let mut own_namespace_only = TestBundle::new("epsilon", "1.0.0");
-    own_namespace_only.install_modes = vec!["OwnNamespace"];
+    let mut multi_namespace_only = TestBundle::new("epsilon", "1.0.0");
+    multi_namespace_only.install_modes = vec!["MultiNamespace"];
     let mut squatter = TestBundle::new("zeta", "1.0.0");
     squatter.crd_group = Some("delta.example.com".into());
     let mut unsafe_next = TestBundle::new("delta", "1.1.0").replaces("1.0.0");
     unsafe_next.crd_size_type = "string";
-    let others = [own_namespace_only, squatter];
+    let others = [multi_namespace_only, squatter];
     let mut first = vec![good.clone()];
     first.extend(others.iter().cloned());
     configmap_catalog(&client, "local", &catalog_json(&first, &[]), 0).await;
@@ -167,7 +167,8 @@ async fn refusals_say_why_and_keep_what_runs() {
     .await;
     assert!(message.contains("no-such-package"), "{message}");
 
-    // Not AllNamespaces.
+    // Neither AllNamespaces nor OwnNamespace (the default without spec.watchNamespace) nor
+    // SingleNamespace: MultiNamespace only, which POM does not install.
     create_po(&client, "epsilon", json!({"package": {"name": "epsilon"}})).await;
     let message = wait_po_condition(
         &client,
@@ -177,7 +178,11 @@ async fn refusals_say_why_and_keep_what_runs() {
         Some("InstallModeUnsupported"),
     )
     .await;
-    assert!(message.contains("AllNamespaces"), "{message}");
+    assert!(
+        message.contains("AllNamespaces or OwnNamespace")
+            && message.contains("supported: MultiNamespace"),
+        "{message}"
+    );
 
     // A bundle whose CRD is already installed by another PO.
     create_po(&client, "zeta", json!({"package": {"name": "zeta"}})).await;

@@ -1,9 +1,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-//! Hostile bundles against a real API server (issue 14, items 1 and 3): one PlatformOperator
-//! per refusal class of the content policy, each refused with a reason that names the object
-//! and the rule, and nothing of it on the cluster (not even its install namespace); an upgrade
-//! to a hostile bundle leaves the running operator as it was until the admin names an
-//! exception, which is then reported; a system install namespace is refused at admission.
+//! Hostile bundles against a real API server (issues 14 and 24, PRODUCT §6): one
+//! PlatformOperator per refusal class of the content policy, each refused with a reason that
+//! names the object and the rule, and nothing of it on the cluster (not even its install
+//! namespace); an upgrade to a bundle with a power the admin has not consented to leaves the
+//! running operator as it was until the admin consents, which is then reported; a system
+//! install namespace is refused at admission.
 
 use std::time::Duration;
 
@@ -100,7 +101,7 @@ fn hostile_bundles() -> Vec<(&'static str, TestBundle, &'static str, &'static st
                 "cluster-admin",
                 sa("admin", "admin"),
             )),
-            "PrivilegedRoleBinding",
+            "ForeignRoleBinding",
             "\"admin-is-god\"",
         ),
         (
@@ -114,8 +115,7 @@ fn hostile_bundles() -> Vec<(&'static str, TestBundle, &'static str, &'static st
             "\"everyone-reads\"",
         ),
         (
-            // A binding of POM's own ServiceAccount, then a webhook: refused at the binding,
-            // so the webhook is never reached either.
+            // A binding of POM's own ServiceAccount and a webhook: both reported at once.
             "selfhook",
             TestBundle::new("selfhook", "1.0.0")
                 .plain()
@@ -137,8 +137,8 @@ fn hostile_bundles() -> Vec<(&'static str, TestBundle, &'static str, &'static st
                 "escalator-rbac",
                 json!({"rules": [{"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"], "verbs": ["escalate", "bind"]}]}),
             )),
-            "EscalatingRole",
-            "\"escalator-rbac\"",
+            "PowerNotConsented",
+            "ClusterRole \"escalator-rbac\"",
         ),
         (
             "wildcard",
@@ -146,8 +146,8 @@ fn hostile_bundles() -> Vec<(&'static str, TestBundle, &'static str, &'static st
                 "wildcard-all",
                 json!({"rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]}),
             )),
-            "WildcardRole",
-            "\"wildcard-all\"",
+            "PowerNotConsented",
+            "ClusterRole \"wildcard-all\"",
         ),
         (
             "aggregator",
@@ -155,8 +155,87 @@ fn hostile_bundles() -> Vec<(&'static str, TestBundle, &'static str, &'static st
                 "aggregator-collects",
                 json!({"aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"rbac.example.com/aggregate": "true"}}]}}),
             )),
-            "AggregatingRole",
-            "\"aggregator-collects\"",
+            "PowerNotConsented",
+            "ClusterRole \"aggregator-collects\"",
+        ),
+        (
+            // The cluster's built-in roles must not gain what a bundle's role grants.
+            "viewgrow",
+            TestBundle::new("viewgrow", "1.0.0").with_object(cluster_role(
+                "viewgrow-secrets",
+                json!({
+                    "metadata": {"name": "viewgrow-secrets", "labels": {"rbac.authorization.k8s.io/aggregate-to-view": "true"}},
+                    "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list"]}]
+                }),
+            )),
+            "AggregationLabel",
+            "\"viewgrow-secrets\"",
+        ),
+        (
+            // A role the bundle ships, bound to a person: another principal's permissions.
+            "userbind",
+            TestBundle::new("userbind", "1.0.0")
+                .with_object(cluster_role(
+                    "userbind-reader",
+                    json!({"rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]}),
+                ))
+                .with_object(binding(
+                    "userbind-alice",
+                    "userbind-reader",
+                    json!({"kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io"}),
+                )),
+            "UserOrGroupBinding",
+            "\"userbind-alice\"",
+        ),
+        (
+            // The API server would send every custom resource of the group to this URL.
+            "convurl",
+            TestBundle::new("convurl", "1.0.0").plain().with_object(json!({
+                "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                "metadata": {"name": "gadgets.convurl.example.com"},
+                "spec": {
+                    "group": "convurl.example.com",
+                    "names": {"kind": "Gadget", "listKind": "GadgetList", "plural": "gadgets", "singular": "gadget"},
+                    "scope": "Namespaced",
+                    "versions": [{"name": "v1", "served": true, "storage": true,
+                        "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}],
+                    "conversion": {"strategy": "Webhook", "webhook": {
+                        "conversionReviewVersions": ["v1"],
+                        "clientConfig": {"url": "https://collector.example.invalid/convert"}
+                    }}
+                }
+            })),
+            "ForeignWebhookEndpoint",
+            "\"gadgets.convurl.example.com\"",
+        ),
+        (
+            // CVE-2020-8554: traffic for any IP, intercepted.
+            "extip",
+            TestBundle::new("extip", "1.0.0").plain().with_object(json!({
+                "apiVersion": "v1", "kind": "Service", "metadata": {"name": "extip-intercept"},
+                "spec": {"ports": [{"port": 443}], "externalIPs": ["10.0.0.1"]}
+            })),
+            "ServiceExternalIps",
+            "\"extip-intercept\"",
+        ),
+        (
+            // A privileged, host-namespace DaemonSet mounting the node's root.
+            "rooter",
+            TestBundle::new("rooter", "1.0.0").plain().with_object(json!({
+                "apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "rooter-node"},
+                "spec": {
+                    "selector": {"matchLabels": {"app": "rooter-node"}},
+                    "template": {"metadata": {"labels": {"app": "rooter-node"}}, "spec": {
+                        "hostPID": true,
+                        "volumes": [{"name": "root", "hostPath": {"path": "/"}}],
+                        "containers": [{"name": "c", "image": "example.invalid/x",
+                            "securityContext": {"privileged": true},
+                            "volumeMounts": [{"name": "root", "mountPath": "/host"}]}]
+                    }}
+                }
+            })),
+            "PowerNotConsented",
+            "DaemonSet \"rooter-node\"",
         ),
     ]
 }
@@ -235,11 +314,20 @@ async fn every_refusal_class_is_refused_and_leaves_the_cluster_unchanged() {
         .await
         .unwrap();
     assert_eq!(webhooks["items"], json!([]), "no webhook may appear");
+    let crds = client
+        .request::<Value>(http_get(
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.convurl.example.com",
+        ))
+        .await;
+    assert!(
+        crds.is_err(),
+        "the CRD with a foreign conversion webhook was applied"
+    );
     manager.stop().await;
 }
 
 #[tokio::test]
-async fn a_hostile_upgrade_keeps_the_running_operator_until_the_admin_names_an_exception() {
+async fn an_upgrade_that_adds_a_power_keeps_the_running_operator_until_the_admin_consents() {
     let Some(plane) = simulated_plane(false).await else {
         return;
     };
@@ -292,9 +380,9 @@ async fn a_hostile_upgrade_keeps_the_running_operator_until_the_admin_names_an_e
     )
     .await;
     assert!(
-        message.contains("\"rbacop-tenant-admin\"")
-            && message.contains("rule EscalatingRole")
-            && message.contains("spec.contentExceptions"),
+        message.contains("ClusterRole \"rbacop-tenant-admin\"")
+            && message.contains("rule PowerNotConsented")
+            && message.contains("spec.consent.clusterAdminEquivalent: true"),
         "{message}"
     );
     let po = pos.get("rbacop").await.unwrap();
@@ -321,13 +409,11 @@ async fn a_hostile_upgrade_keeps_the_running_operator_until_the_admin_names_an_e
             .is_none()
     );
 
-    // The admin trusts it, by name: 1.0.1 goes in, and the exception is reported.
+    // The admin trusts it with that class of power: 1.0.1 goes in, and the consent is reported.
     pos.patch(
         "rbacop",
         &PatchParams::default(),
-        &patch(json!({"contentExceptions": [
-            {"rule": "EscalatingRole", "kind": "ClusterRole", "name": "rbacop-tenant-admin"}
-        ]})),
+        &patch(json!({"consent": {"clusterAdminEquivalent": true}})),
     )
     .await
     .unwrap();
@@ -365,7 +451,10 @@ async fn a_hostile_upgrade_keeps_the_running_operator_until_the_admin_names_an_e
     assert_eq!(note.0, "Warning");
     assert!(
         note.1
-            .contains("EscalatingRole for ClusterRole \"rbacop-tenant-admin\""),
+            .contains("ClusterAdminEquivalent: ClusterRole \"rbacop-tenant-admin\"")
+            && note
+                .1
+                .contains("(consented: spec.consent.clusterAdminEquivalent)"),
         "{}",
         note.1
     );
@@ -390,35 +479,36 @@ async fn a_system_install_namespace_is_refused() {
         .await
         .unwrap_err();
     assert!(
-        err.to_string().contains("may not be a system namespace"),
+        err.to_string()
+            .contains("may not be one of the platform's own namespaces"),
         "{err}"
     );
     // By the renderer, when the PlatformOperator's own name makes it one.
-    let bundle = TestBundle::new("openshift-tools", "1.0.0");
+    let bundle = TestBundle::new("kube-tools", "1.0.0");
     configmap_catalog(&client, "local", &catalog_json(&[bundle], &[]), 0).await;
     create_po(
         &client,
-        "openshift-tools",
-        json!({"package": {"name": "openshift-tools"}}),
+        "kube-tools",
+        json!({"package": {"name": "kube-tools"}}),
     )
     .await;
     let manager = Manager::start(client.clone(), Manager::test_settings(vec![]));
     let message = wait_po_condition(
         &client,
-        "openshift-tools",
+        "kube-tools",
         "Installed",
         "False",
         Some("ContentPolicyViolation"),
     )
     .await;
     assert!(
-        message.contains("install namespace \"openshift-tools\" is refused")
+        message.contains("install namespace \"kube-tools\" is refused")
             && message.contains("spec.installNamespace"),
         "{message}"
     );
     assert!(
         Api::<Namespace>::all(client.clone())
-            .get_opt("openshift-tools")
+            .get_opt("kube-tools")
             .await
             .unwrap()
             .is_none()

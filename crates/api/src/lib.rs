@@ -15,6 +15,7 @@ use kube::CustomResourceExt;
 pub mod catalog;
 pub mod conditions;
 pub mod labels;
+pub mod namespaces;
 pub mod olm;
 pub mod openshift;
 pub mod platform_operator;

@@ -37,12 +37,14 @@ pub struct PlatformOperatorSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 64), regex(pattern = VERSION_RANGE))]
     pub steady_state_version_range: Option<String>,
-    /// Namespace the operator is installed into; created by POM. Default: the
-    /// PlatformOperator's name.
+    /// Namespace the operator is installed into; created and owned by POM. Default: the
+    /// bundle's `operatorframework.io/suggested-namespace`, else the PlatformOperator's name.
+    /// An `openshift-*` name is allowed when POM creates it for this PlatformOperator, never
+    /// one of the platform's own namespaces.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 63), regex(pattern = DNS1123_LABEL))]
     #[x_kube(validation = kube::core::Rule::new("self == oldSelf").message("spec.installNamespace is immutable: delete and recreate the PlatformOperator to move it"))]
-    #[x_kube(validation = kube::core::Rule::new("!self.startsWith('kube-') && !self.startsWith('openshift-') && !(self in ['default', 'openshift'])").message("spec.installNamespace may not be a system namespace (kube-*, openshift-*, default): choose a namespace of the operator's own"))]
+    #[x_kube(validation = crate::namespaces::not_platform_namespace_rule("installNamespace"))]
     pub install_namespace: Option<String>,
     /// What must hold before the next upgrade hop starts (§7).
     #[serde(default)]
@@ -69,6 +71,7 @@ pub struct PlatformOperatorSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 63), regex(pattern = DNS1123_LABEL))]
     #[x_kube(validation = kube::core::Rule::new("self == oldSelf").message("spec.watchNamespace is immutable: delete and recreate the PlatformOperator to change what it watches"))]
+    #[x_kube(validation = crate::namespaces::not_platform_namespace_rule("watchNamespace"))]
     pub watch_namespace: Option<String>,
 }
 
@@ -116,6 +119,10 @@ pub enum ExceptableContentRule {
     KindNotAllowed,
     /// A Service of type LoadBalancer.
     LoadBalancerService,
+    /// An admission webhook (`kind` ValidatingWebhookConfiguration or
+    /// MutatingWebhookConfiguration, named after its `generateName`) whose rules match objects
+    /// outside the bundle's own API groups (pods, namespaces, other operators' kinds).
+    WebhookRuleOutsideBundle,
     /// Deprecated, lifts nothing: bindings to roles a bundle does not ship are always refused;
     /// a role that grants everything needs `spec.consent.clusterAdminEquivalent`.
     PrivilegedRoleBinding,

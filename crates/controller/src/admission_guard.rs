@@ -8,9 +8,12 @@
 //! this policy makes the API server refuse the same writes from the manager's identity, so a bug
 //! in POM, or a compromised manager, cannot use the grant to take over the cluster:
 //! - no write to its own RBAC objects (`platform-operators-manager*`), nor a binding to them;
-//! - no write in a system namespace (`kube-*`, `openshift-*`, `default`, `openshift`), its own
-//!   included;
-//! - no binding of `system:` users or groups, nor of ServiceAccounts of system namespaces;
+//! - no write in one of the platform's namespaces (`pom_api::namespaces`: `kube-*`,
+//!   `default`, `openshift-config*`, `openshift-monitoring`, its own...), nor in any other
+//!   `openshift-*` namespace unless POM owns it (its owner label, read from
+//!   `namespaceObject`): Red Hat's operators install into `openshift-*` namespaces POM creates;
+//! - no binding of `system:` users or groups, nor of ServiceAccounts of platform namespaces
+//!   but OpenShift's Prometheus in a RoleBinding (the monitoring binding, §6);
 //! - no update or delete of an object POM does not own (no owner label) unless the admin
 //!   annotated it for adoption.
 //!
@@ -25,8 +28,10 @@ use k8s_openapi::api::admissionregistration::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use pom_api::labels::{ADOPT, OWNER_PO};
+use pom_api::namespaces::{OWNED_ONLY_PREFIX, platform_namespace_cel};
 
 use crate::manifests::{NAME, NAMESPACE, cluster_role_rules};
+use pom_resolver::render::content_policy::MONITORING_SUBJECT;
 
 /// Name of the policy and of its binding.
 pub const GUARD: &str = "platform-operators-manager-guard";
@@ -108,10 +113,14 @@ fn guarded_resources() -> Vec<NamedRuleWithOperations> {
         .collect()
 }
 
-/// A CEL test of whether namespace expression `ns` names a system namespace.
-fn system_namespace(ns: &str) -> String {
+/// A CEL test of whether the request's namespace is one the manager may write in: not the
+/// platform's, and an `openshift-*` one only when POM owns it.
+fn writable_request_namespace() -> String {
     format!(
-        "({ns}.startsWith('kube-') || {ns}.startsWith('openshift-') || {ns} in ['default', 'openshift'])"
+        "!{} && (!request.namespace.startsWith('{OWNED_ONLY_PREFIX}') || \
+         (namespaceObject != null && has(namespaceObject.metadata.labels) && \
+         '{OWNER_PO}' in namespaceObject.metadata.labels))",
+        platform_namespace_cel("request.namespace")
     )
 }
 
@@ -139,14 +148,22 @@ fn validations() -> Vec<Validation> {
         rule(
             // `request.namespace` is absent, not empty, for cluster-scoped objects.
             format!(
-                "!has(request.namespace) || request.namespace == '' || !{}",
-                system_namespace("request.namespace")
+                "!has(request.namespace) || request.namespace == '' || ({})",
+                writable_request_namespace()
             ),
             format!(
-                "{GUARD}: the manager may not write objects in a system namespace (kube-*, \
-                 openshift-*, default, openshift); bundles install into their PlatformOperator's \
+                "{GUARD}: the manager may not write objects in a platform namespace (kube-*, \
+                 default, openshift-config*, openshift-monitoring, ...) nor in an openshift-* \
+                 namespace it does not own; bundles install into their PlatformOperator's \
                  installNamespace"
             ),
+        ),
+        rule(
+            format!(
+                "request.resource.resource != 'namespaces' || !{}",
+                platform_namespace_cel("variables.target.metadata.name")
+            ),
+            format!("{GUARD}: the manager may not create or change a platform namespace"),
         ),
         rule(
             format!(
@@ -167,12 +184,17 @@ fn validations() -> Vec<Validation> {
             format!(
                 "!variables.binding || !has(object.subjects) || object.subjects.all(s, \
                  !((s.kind == 'User' || s.kind == 'Group') && s.name.startsWith('system:')) && \
-                 !(s.kind == 'ServiceAccount' && has(s.namespace) && {}))",
-                system_namespace("s.namespace")
+                 !(s.kind == 'ServiceAccount' && has(s.namespace) && {} && \
+                 !(request.resource.resource == 'rolebindings' && \
+                 s.namespace == '{monitoring_ns}' && s.name == '{monitoring_sa}')))",
+                platform_namespace_cel("s.namespace"),
+                monitoring_ns = MONITORING_SUBJECT.0,
+                monitoring_sa = MONITORING_SUBJECT.1,
             ),
             format!(
                 "{GUARD}: the manager may not bind system: users or groups, nor ServiceAccounts \
-                 of system namespaces (its own included)"
+                 of platform namespaces (its own included) but OpenShift's Prometheus in a \
+                 RoleBinding"
             ),
         ),
     ]

@@ -28,6 +28,9 @@ pub fn content_exceptions(po: &PlatformOperator) -> Vec<ContentException> {
             let rule = match e.rule {
                 ExceptableContentRule::KindNotAllowed => ContentRule::KindNotAllowed,
                 ExceptableContentRule::LoadBalancerService => ContentRule::LoadBalancerService,
+                ExceptableContentRule::WebhookRuleOutsideBundle => {
+                    ContentRule::WebhookRuleOutsideBundle
+                }
                 ExceptableContentRule::PrivilegedRoleBinding
                 | ExceptableContentRule::EscalatingRole
                 | ExceptableContentRule::WildcardRole
@@ -118,5 +121,27 @@ mod tests {
                 .collect()
         );
         assert!(consented_classes(&Consent::default()).is_empty());
+    }
+}
+
+#[cfg(test)]
+mod shared_lists {
+    /// The renderer (pure, no kube types) and the API (CRD CEL, admission guard) each keep the
+    /// platform's namespaces and POM's managed-object label; they must agree.
+    #[test]
+    fn the_renderer_and_the_api_agree_on_platform_namespaces_and_labels() {
+        use pom_resolver::render::content_policy as renderer;
+        assert_eq!(
+            renderer::PLATFORM_NAMESPACES,
+            pom_api::namespaces::PLATFORM_NAMESPACES
+        );
+        assert_eq!(
+            renderer::PLATFORM_NAMESPACE_PREFIXES,
+            pom_api::namespaces::PLATFORM_NAMESPACE_PREFIXES
+        );
+        assert_eq!(
+            pom_resolver::render::webhooks::MANAGED_OBJECT_LABEL,
+            pom_api::labels::OWNER_PO
+        );
     }
 }

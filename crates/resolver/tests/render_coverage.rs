@@ -12,7 +12,8 @@ mod shared_support;
 use std::collections::{BTreeMap, BTreeSet};
 
 use pom_resolver::render::{
-    BundleFiles, Lift, PowerClass, RenderError, RenderOptions, RenderedBundle, render,
+    BundleFiles, Lift, PowerClass, RenderError, RenderOptions, RenderedBundle,
+    default_install_namespace, render,
 };
 
 /// Why a bundle does not render as it is.
@@ -27,7 +28,6 @@ enum Outcome {
 
 fn classify(error: &RenderError) -> String {
     match error {
-        RenderError::WebhooksNotSupported { .. } => "webhooks (not installed yet)".into(),
         RenderError::InstallModeNotSupported { .. } => "install mode".into(),
         RenderError::NoCsv { .. } | RenderError::SeveralCsvs { .. } => {
             "broken as published (no CSV)".into()
@@ -91,7 +91,9 @@ fn community_heads_render_or_name_what_lifts_their_refusal() {
             let dir = version.unwrap().path();
             let name = package.file_name().unwrap().to_string_lossy().into_owned();
             let files = BundleFiles::load_dir(&dir).unwrap();
-            let (outcome, bundle) = judge(&files, &name);
+            // Where POM installs it by default: the CSV's suggested namespace, else the name.
+            let namespace = default_install_namespace(&files, &name).unwrap_or(name.clone());
+            let (outcome, bundle) = judge(&files, &namespace);
             if let Some(bundle) = bundle {
                 for class in bundle.powers.classes() {
                     *classes.entry(class).or_default() += 1;

@@ -1,20 +1,36 @@
 //! Rendering our own fixture bundles (tests/fixtures/bundles): what POM applies for a
 //! registry+v1 bundle with permissions and clusterPermissions, for a plain+v0 bundle, and the
-//! refusals for bundles POM cannot install (OwnNamespace only, webhooks, APIServices).
+//! refusals for bundles POM cannot install (APIServices), and webhooks as OLM renders them.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
 
+use pom_resolver::render::webhooks::inject_ca_bundle;
 use pom_resolver::render::{
-    BundleFiles, BundleFormat, InstallMode, RenderError, RenderOptions, RenderedBundle, render,
+    BundleFiles, BundleFormat, CertificateSource, ContentException, ContentRule, InstallMode,
+    RenderError, RenderOptions, RenderedBundle, WebhookService, render,
 };
 use serde_json::{Value, json};
 
 fn fixture(name: &str) -> BundleFiles {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    BundleFiles::load_dir(&fixture_dir(name)).unwrap()
+}
+
+fn fixture_dir(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/bundles")
-        .join(name);
-    BundleFiles::load_dir(&dir).unwrap()
+        .join(name)
+}
+
+/// `files` with `path` replaced or added.
+fn with_file(files: &BundleFiles, path: &str, bytes: Vec<u8>) -> BundleFiles {
+    let mut map = (*files.files).clone();
+    map.insert(path.to_owned(), bytes);
+    BundleFiles::new(map)
+}
+
+fn csv_text(files: &BundleFiles) -> String {
+    String::from_utf8(files.get("manifests/csv.yaml").unwrap().to_vec()).unwrap()
 }
 
 fn render_fixture(name: &str, operator_condition: bool) -> Result<RenderedBundle, RenderError> {
@@ -310,14 +326,336 @@ fn own_namespace_only_installs_own_namespace_by_default() {
     );
 }
 
+fn object<'a>(bundle: &'a RenderedBundle, kind: &str, name: &str) -> &'a Value {
+    bundle
+        .objects
+        .iter()
+        .find(|o| o["kind"] == kind && o["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("no {kind} {name} in {:?}", identities(bundle)))
+}
+
+/// OLM's rendering of `spec.webhookdefinitions`: one Service per serving Deployment, one
+/// configuration per admission webhook calling it, the conversion set on the CRD (whatever the
+/// author's CRD said), the serving certificate mounted where controller-runtime and OLM v0's
+/// apiserver path read it, in every container, replacing the author's own mount.
 #[test]
-fn webhooks_are_refused() {
-    let err = render_fixture("webhooks", false).unwrap_err();
-    assert!(
-        matches!(&err, RenderError::WebhooksNotSupported { webhooks, .. }
-        if webhooks == &["ValidatingAdmissionWebhook vwidget.example.com"])
+fn webhooks_render_as_olm_renders_them() {
+    let bundle = render_fixture("webhooks", false).unwrap();
+    let service = object(&bundle, "Service", "webhooks-controller-service");
+    assert_eq!(service["metadata"]["namespace"], "widgets");
+    assert_eq!(service["spec"]["selector"], json!({"app": "x"}));
+    assert_eq!(
+        service["spec"]["ports"],
+        json!([{"name": "443", "port": 443, "targetPort": 9443, "protocol": "TCP"}])
     );
-    assert!(err.to_string().contains("spec.webhookdefinitions"));
+    assert_eq!(
+        bundle.webhook_services,
+        vec![WebhookService {
+            namespace: "widgets".into(),
+            name: "webhooks-controller-service".into(),
+            secret: "webhooks-controller-service-cert".into(),
+            deployment: "webhooks-controller".into(),
+        }]
+    );
+
+    let validating = object(
+        &bundle,
+        "ValidatingWebhookConfiguration",
+        "vwidget.example.com",
+    );
+    let hook = &validating["webhooks"][0];
+    assert_eq!(hook["name"], "vwidget.example.com");
+    assert_eq!(
+        hook["clientConfig"],
+        json!({"service": {"namespace": "widgets", "name": "webhooks-controller-service", "port": 443, "path": "/validate"}})
+    );
+    assert_eq!(hook["failurePolicy"], "Fail");
+    assert_eq!(hook["sideEffects"], "None");
+    // The author's selector, plus: never an object POM manages.
+    assert_eq!(
+        hook["objectSelector"],
+        json!({"matchLabels": {"tier": "gold"}, "matchExpressions": [
+            {"key": "platform.openshift.io/owner", "operator": "DoesNotExist"}
+        ]})
+    );
+    // AllNamespaces: every namespace but the platform's.
+    let excluded = &hook["namespaceSelector"]["matchExpressions"][0];
+    assert_eq!(excluded["operator"], "NotIn");
+    for ns in ["kube-system", "openshift-monitoring", "default"] {
+        assert!(
+            excluded["values"].as_array().unwrap().contains(&json!(ns)),
+            "{ns} not excluded: {excluded}"
+        );
+    }
+    assert_eq!(
+        hook["namespaceSelector"]["matchExpressions"][1],
+        json!({"key": "openshift.io/run-level", "operator": "DoesNotExist"})
+    );
+    assert!(hook.get("caBundle").is_none() && hook["clientConfig"].get("caBundle").is_none());
+
+    let mutating = object(
+        &bundle,
+        "MutatingWebhookConfiguration",
+        "mwidget.example.com",
+    );
+    assert_eq!(mutating["webhooks"][0]["reinvocationPolicy"], "IfNeeded");
+
+    let crd = object(&bundle, "CustomResourceDefinition", "widgets.example.com");
+    assert_eq!(
+        crd["spec"]["conversion"],
+        json!({"strategy": "Webhook", "webhook": {
+            "clientConfig": {"service": {"namespace": "widgets", "name": "webhooks-controller-service", "port": 443, "path": "/convert"}},
+            "conversionReviewVersions": ["v1"],
+        }})
+    );
+
+    let deployment = object(&bundle, "Deployment", "webhooks-controller");
+    let pod = &deployment["spec"]["template"]["spec"];
+    let volumes = pod["volumes"].as_array().unwrap();
+    assert!(
+        volumes.iter().any(|v| v["name"] == "cert"),
+        "the author's volume stays"
+    );
+    for (name, items) in [
+        (
+            "webhook-cert",
+            json!([{"key": "tls.crt", "path": "tls.crt"}, {"key": "tls.key", "path": "tls.key"}]),
+        ),
+        (
+            "apiservice-cert",
+            json!([{"key": "tls.crt", "path": "apiserver.crt"}, {"key": "tls.key", "path": "apiserver.key"}]),
+        ),
+    ] {
+        let volume = volumes.iter().find(|v| v["name"] == name).unwrap();
+        assert_eq!(
+            volume["secret"]["secretName"],
+            "webhooks-controller-service-cert"
+        );
+        assert_eq!(volume["secret"]["items"], items);
+    }
+    for container in pod["containers"].as_array().unwrap() {
+        let mounts = container["volumeMounts"].as_array().unwrap();
+        let at = |path: &str| {
+            mounts
+                .iter()
+                .filter(|m| m["mountPath"].as_str().unwrap().trim_end_matches('/') == path)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            at("/tmp/k8s-webhook-server/serving-certs").len(),
+            1,
+            "{mounts:?}"
+        );
+        assert_eq!(
+            at("/tmp/k8s-webhook-server/serving-certs")[0]["name"],
+            "webhook-cert"
+        );
+        assert_eq!(
+            at("/apiserver.local.config/certificates")[0]["name"],
+            "apiservice-cert"
+        );
+    }
+    // Webhook configurations are applied after the Deployment that serves them.
+    let position = |kind: &str| {
+        bundle
+            .objects
+            .iter()
+            .position(|o| o["kind"] == kind)
+            .unwrap()
+    };
+    assert!(position("Deployment") < position("ValidatingWebhookConfiguration"));
+    assert!(position("Deployment") < position("MutatingWebhookConfiguration"));
+}
+
+/// On OpenShift the service-ca signs: the Service asks it for the Secret, the configurations
+/// and the CRD ask it for their caBundle; POM's own bundle injection finds nothing to do there
+/// that it would not do elsewhere.
+#[test]
+fn on_openshift_the_service_ca_provides_the_certificates() {
+    let opts = RenderOptions {
+        certificates: CertificateSource::ServiceCa,
+        ..RenderOptions::new("widgets")
+    };
+    let bundle = render(&fixture("webhooks"), &opts).unwrap();
+    let service = object(&bundle, "Service", "webhooks-controller-service");
+    assert_eq!(
+        service["metadata"]["annotations"]["service.beta.openshift.io/serving-cert-secret-name"],
+        "webhooks-controller-service-cert"
+    );
+    for (kind, name) in [
+        ("ValidatingWebhookConfiguration", "vwidget.example.com"),
+        ("MutatingWebhookConfiguration", "mwidget.example.com"),
+        ("CustomResourceDefinition", "widgets.example.com"),
+    ] {
+        assert_eq!(
+            object(&bundle, kind, name)["metadata"]["annotations"]["service.beta.openshift.io/inject-cabundle"],
+            "true",
+            "{kind} {name}"
+        );
+    }
+}
+
+/// POM's own CA: the controller sets the caBundle on every webhook of the bundle's Service.
+#[test]
+fn pom_ca_bundle_is_injected_where_the_bundle_calls_its_service() {
+    let bundle = render_fixture("webhooks", false).unwrap();
+    let mut objects = bundle.objects.clone();
+    inject_ca_bundle(
+        &mut objects,
+        &bundle.webhook_services,
+        "-----BEGIN CERTIFICATE-----\n",
+    );
+    let encoded = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg==";
+    let as_bundle = RenderedBundle { objects, ..bundle };
+    assert_eq!(
+        object(
+            &as_bundle,
+            "ValidatingWebhookConfiguration",
+            "vwidget.example.com"
+        )["webhooks"][0]["clientConfig"]["caBundle"],
+        encoded
+    );
+    assert_eq!(
+        object(
+            &as_bundle,
+            "CustomResourceDefinition",
+            "widgets.example.com"
+        )["spec"]["conversion"]["webhook"]["clientConfig"]["caBundle"],
+        encoded
+    );
+}
+
+/// Own/SingleNamespace: the webhook sees only the watched namespace; a conversion webhook
+/// (cluster-wide by nature) then refuses the mode, naming what to change.
+#[test]
+fn webhooks_follow_the_install_mode() {
+    let own = RenderOptions {
+        watch_namespace: Some("widgets".into()),
+        ..RenderOptions::new("widgets")
+    };
+    let err = render(&fixture("webhooks"), &own).unwrap_err();
+    assert!(
+        err.to_string().contains("ConversionWebhook") && err.to_string().contains("AllNamespaces"),
+        "{err}"
+    );
+    let files = fixture_without_conversion();
+    let bundle = render(&files, &own).unwrap();
+    let hook = &object(
+        &bundle,
+        "ValidatingWebhookConfiguration",
+        "vwidget.example.com",
+    )["webhooks"][0];
+    assert_eq!(
+        hook["namespaceSelector"],
+        json!({"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["widgets"]}]})
+    );
+}
+
+fn fixture_without_conversion() -> BundleFiles {
+    let files = fixture("webhooks");
+    let csv = csv_text(&files);
+    let cut = csv.find("    - type: ConversionWebhook").unwrap();
+    let files = with_file(&files, "manifests/csv.yaml", csv.as_bytes()[..cut].to_vec());
+    // The author's conversion is POM's to replace only when the CSV declares one.
+    let crd = String::from_utf8(files.get("manifests/widgets.crd.yaml").unwrap().to_vec()).unwrap();
+    let (head, tail) = crd.split_at(crd.find("  conversion:").unwrap());
+    let tail = &tail[tail.find("  versions:").unwrap()..];
+    with_file(
+        &files,
+        "manifests/widgets.crd.yaml",
+        format!("{head}{tail}").into_bytes(),
+    )
+}
+
+/// The webhook policy: the bundle's own groups freely; another group only with an exception
+/// naming the configuration; POM's kinds never; a webhook of a Deployment the CSV does not
+/// have, or a conversion of a CRD the bundle does not ship, is refused naming the field.
+#[test]
+fn webhook_rules_outside_the_bundle_need_an_exception_and_pom_kinds_are_never_matched() {
+    let base = fixture_without_conversion();
+    let with_rule = |group: &str, resource: &str| {
+        let csv = csv_text(&base).replacen(
+            "        - apiGroups: [example.com]\n          apiVersions: [v1]\n          operations: [CREATE, UPDATE]\n          resources: [widgets]",
+            &format!("        - apiGroups: [\"{group}\"]\n          apiVersions: [v1]\n          operations: [CREATE, UPDATE]\n          resources: [{resource}]"),
+            1,
+        );
+        with_file(&base, "manifests/csv.yaml", csv.into_bytes())
+    };
+    let pods = with_rule("", "pods");
+    let err = render(&pods, &RenderOptions::new("widgets")).unwrap_err();
+    let RenderError::ContentPolicy(violations) = &err else {
+        panic!("{err}")
+    };
+    assert_eq!(violations.0.len(), 1, "{err}");
+    assert_eq!(violations.0[0].rule, ContentRule::WebhookRuleOutsideBundle);
+    assert!(err.to_string().contains("core (pods)"), "{err}");
+    assert!(
+        err.to_string().contains("{rule: WebhookRuleOutsideBundle, kind: ValidatingWebhookConfiguration, name: vwidget.example.com}"),
+        "{err}"
+    );
+    let excepted = RenderOptions {
+        exceptions: vec![ContentException {
+            rule: ContentRule::WebhookRuleOutsideBundle,
+            kind: "ValidatingWebhookConfiguration".into(),
+            name: "vwidget.example.com".into(),
+        }],
+        ..RenderOptions::new("widgets")
+    };
+    let bundle = render(&pods, &excepted).unwrap();
+    assert_eq!(bundle.exceptions_used.len(), 1);
+
+    for group in ["*", "platform.openshift.io"] {
+        let err = render(&with_rule(group, "\"*\""), &excepted).unwrap_err();
+        let RenderError::ContentPolicy(violations) = &err else {
+            panic!("{err}")
+        };
+        assert!(
+            violations.0.iter().any(|v| v.rule == ContentRule::WebhookMatchesPlatformOperators && v.lift.is_none()),
+            "{group}: {err}"
+        );
+    }
+
+    let elsewhere = with_file(
+        &base,
+        "manifests/csv.yaml",
+        csv_text(&base)
+            .replacen(
+                "deploymentName: webhooks-controller",
+                "deploymentName: someone-else",
+                1,
+            )
+            .into_bytes(),
+    );
+    let err = render(&elsewhere, &RenderOptions::new("widgets")).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("spec.webhookdefinitions[0].deploymentName"),
+        "{err}"
+    );
+}
+
+/// A webhook configuration shipped in the bundle's manifests is never applied: only what POM
+/// renders from spec.webhookdefinitions calls the bundle's own Service.
+#[test]
+fn a_shipped_webhook_configuration_is_still_refused() {
+    let files = with_file(
+        &fixture_without_conversion(),
+        "manifests/hook.yaml",
+        br#"{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": "shipped"}, "webhooks": []}"#
+            .to_vec(),
+    );
+    let err = render(&files, &RenderOptions::new("widgets")).unwrap_err();
+    let RenderError::ContentPolicy(violations) = &err else {
+        panic!("{err}")
+    };
+    assert!(
+        violations
+            .0
+            .iter()
+            .any(|v| v.rule == ContentRule::KindNeverAllowed && v.object.contains("\"shipped\"")),
+        "{err}"
+    );
 }
 
 #[test]
@@ -328,4 +666,27 @@ fn owned_apiservices_are_refused() {
         if apiservices == &["v1beta1.metrics.example.com"])
     );
     assert!(err.to_string().contains("apiservicedefinitions.owned"));
+}
+
+/// A CRD whose own conversion webhook the CSV does not declare is refused, never applied
+/// pointing wherever its author's kustomize left it.
+#[test]
+fn an_undeclared_crd_conversion_webhook_is_refused() {
+    let files = fixture("webhooks");
+    let csv = csv_text(&files);
+    let cut = csv.find("    - type: ConversionWebhook").unwrap();
+    let files = with_file(&files, "manifests/csv.yaml", csv.as_bytes()[..cut].to_vec());
+    let err = render(&files, &RenderOptions::new("widgets")).unwrap_err();
+    let RenderError::ContentPolicy(violations) = &err else {
+        panic!("{err}")
+    };
+    assert!(
+        violations
+            .0
+            .iter()
+            .any(|v| v.rule == ContentRule::ForeignWebhookEndpoint
+                && v.object.contains("\"widgets.example.com\"")
+                && v.lift.is_none()),
+        "{err}"
+    );
 }

@@ -5,7 +5,8 @@
 mod shared_support;
 
 use pom_resolver::render::{
-    BundleFiles, BundleFormat, ContentRule, PowerClass, RenderError, RenderOptions, render,
+    BundleFiles, BundleFormat, ContentRule, InstallMode, Lift, PowerClass, RenderError,
+    RenderOptions, render,
 };
 use serde_json::json;
 
@@ -131,33 +132,80 @@ fn nfs_provisioner_renders() {
     }
 }
 
-/// dbaas-operator 0.5.0 supports AllNamespaces but defines conversion webhooks: refused.
+/// dbaas-operator 0.5.0 (AllNamespaces) defines conversion webhooks: its CRDs convert through
+/// the bundle's own Service, whose certificate is mounted into the serving Deployment.
 #[test]
-fn dbaas_is_refused_for_webhooks() {
+fn dbaas_renders_its_conversion_webhooks() {
     let Some(files) = community("dbaas-operator/0.5.0") else {
         return;
     };
-    let err = render(&files, &opts()).unwrap_err();
-    assert!(
-        matches!(&err, RenderError::WebhooksNotSupported { csv, webhooks }
-            if csv == "dbaas-operator.v0.5.0" && webhooks.iter().any(|w| w == "ConversionWebhook cdbaasconnections.kb.io")),
-        "{err}"
+    // Its bindings of users, groups and foreign accounts are refused whatever the admin says
+    // (tested elsewhere); without them, the rest renders with the consent it names.
+    let kept: std::collections::BTreeMap<String, Vec<u8>> = files
+        .files
+        .iter()
+        .filter(|(path, _)| !path.contains("rolebinding"))
+        .map(|(path, bytes)| (path.clone(), bytes.clone()))
+        .collect();
+    let files = BundleFiles::new(kept);
+    let bundle = match render(&files, &opts()) {
+        Ok(bundle) => bundle,
+        Err(RenderError::ContentPolicy(violations)) if violations.unliftable() == 0 => {
+            let mut lifted = opts();
+            for lift in violations.lifts() {
+                match lift {
+                    Lift::Consent(class) => {
+                        lifted.consent.insert(*class);
+                    }
+                    Lift::Exception(e) => lifted.exceptions.push(e.clone()),
+                }
+            }
+            render(&files, &lifted).unwrap()
+        }
+        Err(err) => panic!("{err}"),
+    };
+    assert_eq!(
+        bundle.webhook_services.len(),
+        1,
+        "{:?}",
+        bundle.webhook_services
+    );
+    let service = &bundle.webhook_services[0];
+    let crd = bundle
+        .objects
+        .iter()
+        .find(|o| {
+            o["kind"] == "CustomResourceDefinition"
+                && o["metadata"]["name"] == "dbaasconnections.dbaas.redhat.com"
+        })
+        .unwrap();
+    assert_eq!(
+        crd["spec"]["conversion"]["webhook"]["clientConfig"]["service"]["name"],
+        service.name.as_str()
+    );
+    assert_eq!(
+        crd["spec"]["conversion"]["webhook"]["clientConfig"]["service"]["namespace"],
+        "pom-test"
     );
 }
 
-/// gitlab-operator-kubernetes 1.6.0 supports only OwnNamespace, which POM now renders by
-/// default; its webhooks are what refuses it.
+/// gitlab-operator-kubernetes 1.6.0 supports only OwnNamespace, which POM renders by default,
+/// with its admission webhooks limited to that namespace.
 #[test]
-fn gitlab_is_refused_for_webhooks_not_install_modes() {
+fn gitlab_renders_own_namespace_with_its_webhooks() {
     let Some(files) = community("gitlab-operator-kubernetes/1.6.0") else {
         return;
     };
-    let err = render(&files, &opts()).unwrap_err();
-    assert!(
-        matches!(&err, RenderError::WebhooksNotSupported { csv, .. } if csv == "gitlab-operator-kubernetes.v1.6.0"),
-        "{err}"
-    );
-    // Asked for AllNamespaces' opposite explicitly, the mode is judged before the webhooks.
+    match render(&files, &opts()) {
+        Ok(bundle) => {
+            assert_eq!(bundle.install_mode, Some(InstallMode::OwnNamespace));
+            assert!(!bundle.webhook_services.is_empty());
+        }
+        // Whatever else its refusal names, it is neither the webhooks nor the mode.
+        Err(RenderError::ContentPolicy(_)) => {}
+        Err(err) => panic!("{err}"),
+    }
+    // Asked for AllNamespaces' opposite explicitly, the mode is judged first.
     let single = RenderOptions {
         watch_namespace: Some("elsewhere".into()),
         ..opts()

@@ -142,9 +142,56 @@ const BUILT_IN_API_GROUPS: &[&str] = &[
     "user.openshift.io",
 ];
 
-/// Namespace prefixes (and names) reserved for the platform.
-const SYSTEM_NAMESPACE_PREFIXES: &[&str] = &["kube-", "openshift-"];
-const SYSTEM_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "openshift"];
+// The platform's own namespaces: the same lists as `pom_api::namespaces` (the CRD's CEL and
+// the admission guard are generated from those; a test in pom-policy holds them equal).
+/// Names the platform owns.
+pub const PLATFORM_NAMESPACES: &[&str] = &[
+    "default",
+    "openshift",
+    // OLM v0's global operator namespace: OLM owns it, and every operator there sees the others.
+    "openshift-operators",
+];
+
+/// Prefixes the platform owns: Kubernetes' own, and OpenShift's control plane and core
+/// operators (the namespaces the release payload creates).
+pub const PLATFORM_NAMESPACE_PREFIXES: &[&str] = &[
+    "kube-",
+    "openshift-apiserver",
+    "openshift-authentication",
+    "openshift-cloud-",
+    "openshift-cluster-csi-drivers",
+    "openshift-cluster-machine-approver",
+    "openshift-cluster-node-tuning-operator",
+    "openshift-cluster-samples-operator",
+    "openshift-cluster-storage-operator",
+    "openshift-cluster-version",
+    "openshift-config",
+    "openshift-console",
+    "openshift-controller-manager",
+    "openshift-dns",
+    "openshift-etcd",
+    "openshift-host-network",
+    "openshift-image-registry",
+    "openshift-infra",
+    "openshift-ingress",
+    "openshift-insights",
+    "openshift-kni-infra",
+    "openshift-kube-",
+    "openshift-machine-",
+    "openshift-marketplace",
+    "openshift-monitoring",
+    "openshift-multus",
+    "openshift-network-",
+    "openshift-node",
+    "openshift-oauth-apiserver",
+    "openshift-operator-lifecycle-manager",
+    "openshift-ovn-kubernetes",
+    "openshift-platform-operators",
+    "openshift-route-controller-manager",
+    "openshift-sdn",
+    "openshift-service-ca",
+    "openshift-user-workload-monitoring",
+];
 
 /// One rule of the policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -175,11 +222,16 @@ pub enum ContentRule {
     LoadBalancerService,
     /// The bundle's ServiceAccounts would hold a power class the admin has not consented to.
     PowerNotConsented,
+    /// An admission webhook whose rules match objects outside the bundle's own API groups.
+    WebhookRuleOutsideBundle,
+    /// An admission webhook whose rules could match POM's own kinds (`platform.openshift.io`,
+    /// or every group).
+    WebhookMatchesPlatformOperators,
 }
 
 impl ContentRule {
     /// Every rule, in the order they are documented.
-    pub const ALL: [ContentRule; 13] = [
+    pub const ALL: [ContentRule; 15] = [
         Self::KindNotAllowed,
         Self::KindNeverAllowed,
         Self::ObjectOutsideInstallNamespace,
@@ -193,6 +245,8 @@ impl ContentRule {
         Self::ServiceExternalIps,
         Self::LoadBalancerService,
         Self::PowerNotConsented,
+        Self::WebhookRuleOutsideBundle,
+        Self::WebhookMatchesPlatformOperators,
     ];
 
     /// The CamelCase name (as written in `spec.contentExceptions[].rule`).
@@ -211,6 +265,8 @@ impl ContentRule {
             Self::ServiceExternalIps => "ServiceExternalIps",
             Self::LoadBalancerService => "LoadBalancerService",
             Self::PowerNotConsented => "PowerNotConsented",
+            Self::WebhookRuleOutsideBundle => "WebhookRuleOutsideBundle",
+            Self::WebhookMatchesPlatformOperators => "WebhookMatchesPlatformOperators",
         }
     }
 
@@ -223,7 +279,10 @@ impl ContentRule {
     /// The rules that keep a bundle inside its namespace and its own principals (the threat
     /// model's "nobody reaches past that through POM") never are; powers are lifted by consent.
     pub fn exceptable(self) -> bool {
-        matches!(self, Self::KindNotAllowed | Self::LoadBalancerService)
+        matches!(
+            self,
+            Self::KindNotAllowed | Self::LoadBalancerService | Self::WebhookRuleOutsideBundle
+        )
     }
 }
 
@@ -379,6 +438,9 @@ pub struct PolicyContext<'a> {
     pub exceptions: &'a [ContentException],
     /// The power classes the admin consented to.
     pub consent: &'a BTreeSet<PowerClass>,
+    /// What POM rendered from `spec.webhookdefinitions`, as (kind, name): the webhook
+    /// configurations, and the CRDs whose conversion it set. Only these may carry webhooks.
+    pub rendered_webhooks: &'a BTreeSet<(String, String)>,
 }
 
 /// What a bundle that passes the policy holds and needed.
@@ -396,13 +458,13 @@ pub fn reserved_namespace(namespace: &str, manager_namespace: Option<&str>) -> O
     if Some(namespace) == manager_namespace {
         return Some("it is the namespace POM itself runs in".to_owned());
     }
-    if SYSTEM_NAMESPACES.contains(&namespace)
-        || SYSTEM_NAMESPACE_PREFIXES
+    if PLATFORM_NAMESPACES.contains(&namespace)
+        || PLATFORM_NAMESPACE_PREFIXES
             .iter()
             .any(|prefix| namespace.starts_with(prefix))
     {
         return Some(
-            "kube-*, openshift-* and default are the platform's own namespaces".to_owned(),
+            "it is one of the platform's own namespaces (kube-*, default, openshift, openshift-operators, openshift-config*, openshift-kube-*, openshift-monitoring, ...); other openshift-* namespaces are allowed when POM creates them for the PlatformOperator".to_owned(),
         );
     }
     None
@@ -526,6 +588,12 @@ fn findings(
     own: &OwnObjects,
 ) -> Vec<(ContentRule, String)> {
     let group_kind = (key.group.as_str(), key.kind.as_str());
+    let rendered_webhook = ctx
+        .rendered_webhooks
+        .contains(&(key.kind.clone(), key.name.clone()));
+    if rendered_webhook && key.group == "admissionregistration.k8s.io" {
+        return webhook_rule_findings(object, own);
+    }
     if NEVER_ALLOWED.contains(&group_kind) {
         return vec![(
             ContentRule::KindNeverAllowed,
@@ -570,7 +638,7 @@ fn findings(
         }
         (RBAC_GROUP, "ClusterRole") => found.extend(aggregation_label_findings(object, own)),
         ("apiextensions.k8s.io", "CustomResourceDefinition") => {
-            found.extend(crd_findings(object, ctx, own));
+            found.extend(crd_findings(object, ctx, own, rendered_webhook));
         }
         ("", "Service") => found.extend(service_findings(object)),
         _ => {}
@@ -790,6 +858,7 @@ fn crd_findings(
     object: &Value,
     ctx: &PolicyContext<'_>,
     own: &OwnObjects,
+    conversion_rendered: bool,
 ) -> Vec<(ContentRule, String)> {
     let mut found = Vec::new();
     let group = str_at(object, &["spec", "group"]).unwrap_or_default();
@@ -801,7 +870,10 @@ fn crd_findings(
             ),
         ));
     }
-    if str_at(object, &["spec", "conversion", "strategy"]) == Some("Webhook") {
+    // A conversion POM rendered from spec.webhookdefinitions calls the bundle's own Service.
+    if str_at(object, &["spec", "conversion", "strategy"]) == Some("Webhook")
+        && !conversion_rendered
+    {
         let config = ["spec", "conversion", "webhook", "clientConfig"];
         let mut path = config.to_vec();
         let url = str_at(object, &[path.as_slice(), &["url"]].concat()).map(str::to_owned);
@@ -851,5 +923,65 @@ fn service_findings(object: &Value) -> Vec<(ContentRule, String)> {
             "it is of type LoadBalancer, reachable from outside the cluster".to_owned(),
         ));
     }
+    found
+}
+
+/// POM's kinds: no webhook may ever see them.
+const POM_API_GROUP: &str = "platform.openshift.io";
+
+/// What an admission webhook POM rendered may match: the bundle's own API groups freely; any
+/// other group only with an exception naming the configuration; POM's kinds (or every group)
+/// never.
+fn webhook_rule_findings(object: &Value, own: &OwnObjects) -> Vec<(ContentRule, String)> {
+    let own_groups = own.groups();
+    let mut found = Vec::new();
+    let mut outside = BTreeSet::new();
+    let webhooks = object
+        .get("webhooks")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    for webhook in webhooks {
+        let rules = webhook
+            .get("rules")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        for rule in rules {
+            let groups: Vec<&str> = rule
+                .get("apiGroups")
+                .and_then(Value::as_array)
+                .map(|groups| groups.iter().map(|g| g.as_str().unwrap_or("*")).collect())
+                .unwrap_or_default();
+            let resources: Vec<&str> = rule
+                .get("resources")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            for group in groups {
+                if group == "*" || group == POM_API_GROUP {
+                    found.push((
+                        ContentRule::WebhookMatchesPlatformOperators,
+                        format!(
+                            "its rules match the API group {group:?}, which holds POM's own PlatformOperators and Catalogs; a webhook may never see them"
+                        ),
+                    ));
+                } else if !own_groups.contains(group) {
+                    let shown = if group.is_empty() { "core" } else { group };
+                    outside.insert(format!("{shown} ({})", resources.join(", ")));
+                }
+            }
+        }
+    }
+    if !outside.is_empty() {
+        found.push((
+            ContentRule::WebhookRuleOutsideBundle,
+            format!(
+                "its rules match objects outside the bundle's own API groups: {}; such a webhook sees (and may block or change) other workloads' objects",
+                outside.into_iter().collect::<Vec<_>>().join("; ")
+            ),
+        ));
+    }
+    found.dedup();
     found
 }

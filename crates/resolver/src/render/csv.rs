@@ -38,6 +38,56 @@ pub struct Permission {
     pub rules: Vec<Value>,
 }
 
+/// The port a webhook's Service serves on when `containerPort` is not given (OLM's default).
+pub const DEFAULT_WEBHOOK_PORT: i64 = 443;
+
+/// The three kinds of webhook a CSV may define.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum WebhookType {
+    Validating,
+    Mutating,
+    Conversion,
+}
+
+impl WebhookType {
+    /// The name OLM uses in `spec.webhookdefinitions[].type`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Validating => "ValidatingAdmissionWebhook",
+            Self::Mutating => "MutatingAdmissionWebhook",
+            Self::Conversion => "ConversionWebhook",
+        }
+    }
+
+    fn parse(name: &str) -> Option<Self> {
+        [Self::Validating, Self::Mutating, Self::Conversion]
+            .into_iter()
+            .find(|t| t.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for WebhookType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One entry of `spec.webhookdefinitions`, checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WebhookDefinition {
+    pub kind: WebhookType,
+    pub generate_name: String,
+    /// The strategy Deployment that serves it.
+    pub deployment: String,
+    /// The Service port the API server calls.
+    pub container_port: i64,
+    /// The pod port behind it (a number or a port name).
+    pub target_port: Value,
+    pub conversion_crds: Vec<String>,
+    /// The entry as written (rules, policies and selectors are copied from it).
+    pub raw: Value,
+}
+
 /// The `deployment` install strategy.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Strategy {
@@ -56,7 +106,12 @@ impl<'a> Csv<'a> {
         }
     }
 
-    fn invalid(&self, field: impl Into<String>, problem: impl Into<String>) -> RenderError {
+    /// An error naming `field` of this CSV.
+    pub(crate) fn invalid(
+        &self,
+        field: impl Into<String>,
+        problem: impl Into<String>,
+    ) -> RenderError {
         RenderError::InvalidCsvField {
             csv: self.name.to_owned(),
             file: self.file.to_owned(),
@@ -74,16 +129,131 @@ impl<'a> Csv<'a> {
             .collect()
     }
 
-    /// Webhook definitions as `<type> <generateName>`.
-    pub fn webhooks(&self) -> Vec<String> {
-        list(self.value, &["spec", "webhookdefinitions"])
-            .iter()
-            .map(|hook| {
-                let kind = str_at(hook, &["type"]).unwrap_or("webhook");
-                let name = str_at(hook, &["generateName"]).unwrap_or("(unnamed)");
-                format!("{kind} {name}")
-            })
-            .collect()
+    /// `spec.webhookdefinitions`, checked as OLM does before it installs them: a known type, a
+    /// DNS-1123 `generateName` unique per type, a `deploymentName` of the install strategy, a
+    /// port in range, and `conversionCRDs` only on conversion webhooks, each CRD named once.
+    pub fn webhook_definitions(
+        &self,
+        deployments: &[StrategyDeployment],
+    ) -> Result<Vec<WebhookDefinition>, RenderError> {
+        let entries = match at(self.value, &["spec", "webhookdefinitions"]) {
+            None | Some(Value::Null) => return Ok(Vec::new()),
+            Some(Value::Array(entries)) => entries,
+            Some(_) => return Err(self.invalid("spec.webhookdefinitions", "is not a list")),
+        };
+        let mut definitions: Vec<WebhookDefinition> = Vec::with_capacity(entries.len());
+        for (index, entry) in entries.iter().enumerate() {
+            let field = |name: &str| format!("spec.webhookdefinitions[{index}].{name}");
+            if !entry.is_object() {
+                return Err(self.invalid(
+                    format!("spec.webhookdefinitions[{index}]"),
+                    "is not a mapping",
+                ));
+            }
+            let kind = match str_at(entry, &["type"]) {
+                Some(t) => WebhookType::parse(t).ok_or_else(|| {
+                    self.invalid(
+                        field("type"),
+                        format!("{t:?} is not ValidatingAdmissionWebhook, MutatingAdmissionWebhook or ConversionWebhook"),
+                    )
+                })?,
+                None => return Err(self.invalid(field("type"), "is missing or not a string")),
+            };
+            let generate_name = str_at(entry, &["generateName"])
+                .filter(|n| super::names::is_dns1123_subdomain(n))
+                .ok_or_else(|| {
+                    self.invalid(field("generateName"), "is missing or not a DNS-1123 subdomain (it names the webhook and its configuration)")
+                })?;
+            if definitions
+                .iter()
+                .any(|d| d.kind == kind && d.generate_name == generate_name)
+            {
+                return Err(self.invalid(
+                    field("generateName"),
+                    format!("{generate_name:?} names two {kind} definitions"),
+                ));
+            }
+            let deployment = str_at(entry, &["deploymentName"]).unwrap_or_default();
+            if !deployments.iter().any(|d| d.name == deployment) {
+                return Err(self.invalid(
+                    field("deploymentName"),
+                    format!("{deployment:?} is not a Deployment of spec.install.spec.deployments (the webhook must be served by the operator's own Deployment)"),
+                ));
+            }
+            let container_port = match entry.get("containerPort") {
+                None | Some(Value::Null) => DEFAULT_WEBHOOK_PORT,
+                Some(port) => port
+                    .as_i64()
+                    .filter(|p| (1..=65535).contains(p))
+                    .ok_or_else(|| {
+                        self.invalid(field("containerPort"), "is not a port number (1-65535)")
+                    })?,
+            };
+            // 0 and "" are Go's zero IntOrString, which the API server defaults to the port.
+            let target_port = match entry.get("targetPort") {
+                None | Some(Value::Null) => Value::from(container_port),
+                Some(Value::Number(n)) if n.as_i64() == Some(0) => Value::from(container_port),
+                Some(Value::String(s)) if s.is_empty() => Value::from(container_port),
+                Some(Value::Number(n)) if n.as_i64().is_some_and(|p| (1..=65535).contains(&p)) => {
+                    Value::Number(n.clone())
+                }
+                Some(Value::String(name))
+                    if super::names::is_dns1123_label(name) && name.len() <= 15 =>
+                {
+                    Value::String(name.clone())
+                }
+                Some(_) => {
+                    return Err(self.invalid(
+                        field("targetPort"),
+                        "is not a port number (1-65535) or a port name",
+                    ));
+                }
+            };
+            let conversion_crds: Vec<String> = match entry.get("conversionCRDs") {
+                None | Some(Value::Null) => Vec::new(),
+                Some(Value::Array(names)) => names
+                    .iter()
+                    .map(|n| n.as_str().map(str::to_owned))
+                    .collect::<Option<_>>()
+                    .ok_or_else(|| {
+                        self.invalid(field("conversionCRDs"), "is not a list of CRD names")
+                    })?,
+                Some(_) => {
+                    return Err(self.invalid(field("conversionCRDs"), "is not a list of CRD names"));
+                }
+            };
+            if kind == WebhookType::Conversion && conversion_crds.is_empty() {
+                return Err(self.invalid(
+                    field("conversionCRDs"),
+                    "is empty: a ConversionWebhook must name the CRDs it converts",
+                ));
+            }
+            if kind != WebhookType::Conversion && !conversion_crds.is_empty() {
+                return Err(self.invalid(
+                    field("conversionCRDs"),
+                    format!("is set on a {kind}; only a ConversionWebhook converts CRDs"),
+                ));
+            }
+            if let Some(crd) = conversion_crds
+                .iter()
+                .find(|crd| definitions.iter().any(|d| d.conversion_crds.contains(crd)))
+            {
+                return Err(self.invalid(
+                    field("conversionCRDs"),
+                    format!("CRD {crd:?} is converted by two webhooks"),
+                ));
+            }
+            definitions.push(WebhookDefinition {
+                kind,
+                generate_name: generate_name.to_owned(),
+                deployment: deployment.to_owned(),
+                container_port,
+                target_port,
+                conversion_crds,
+                raw: entry.clone(),
+            });
+        }
+        Ok(definitions)
     }
 
     /// Owned API services as `<version>.<group>` (the APIService object name).

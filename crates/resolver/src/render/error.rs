@@ -106,13 +106,6 @@ pub enum RenderError {
     )]
     InvalidWatchNamespace { namespace: String, why: String },
 
-    /// The CSV defines admission or conversion webhooks.
-    #[error(
-        "ClusterServiceVersion {csv} defines webhooks ({}, spec.webhookdefinitions); POM does not install webhooks yet because it cannot provision their serving certificates; use a bundle without webhooks",
-        webhooks.join(", ")
-    )]
-    WebhooksNotSupported { csv: String, webhooks: Vec<String> },
-
     /// The CSV owns aggregated API services.
     #[error(
         "ClusterServiceVersion {csv} owns API services ({}, spec.apiservicedefinitions.owned); POM does not install APIServices yet; use a bundle without owned APIServices",

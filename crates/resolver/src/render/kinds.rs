@@ -333,6 +333,11 @@ pub fn apply_rank(group: &str, kind: &str) -> u8 {
         ("rbac.authorization.k8s.io", "ClusterRole" | "Role") => 3,
         ("rbac.authorization.k8s.io", "ClusterRoleBinding" | "RoleBinding") => 4,
         ("apps", "Deployment") => 6,
+        // After the Deployment that serves them (the controller also waits for its rollout).
+        (
+            "admissionregistration.k8s.io",
+            "ValidatingWebhookConfiguration" | "MutatingWebhookConfiguration",
+        ) => 7,
         _ => 5,
     }
 }

@@ -4,7 +4,7 @@
 //! Pure: [`render`] takes the bundle's files already in memory ([`BundleFiles`]) and returns
 //! plain JSON objects in apply order. The controller adds its ownership labels and applies them
 //! with server-side apply; `pomctl render` prints them. Anything POM cannot install faithfully
-//! (no AllNamespaces mode, webhooks, APIServices, kinds or API versions a cluster would refuse)
+//! (an install mode the bundle lacks, APIServices, kinds or API versions a cluster would refuse)
 //! is refused here with a [`RenderError`] that says why and what to do, before anything is
 //! applied.
 //!
@@ -29,6 +29,7 @@ pub mod pod_security;
 pub mod powers;
 mod properties;
 mod registry_v1;
+pub mod webhooks;
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -42,6 +43,7 @@ pub use content_policy::{
 pub use crd_safety::{CrdViolation, CrdViolationKind, check_crd_upgrade};
 pub use error::RenderError;
 pub use powers::{Power, PowerClass, Powers};
+pub use webhooks::{CertificateSource, WebhookService};
 
 use layout::Layout;
 use objects::Manifest;
@@ -68,6 +70,8 @@ pub struct RenderOptions {
     /// when the bundle supports it, else OwnNamespace; the install namespace is OwnNamespace,
     /// any other SingleNamespace.
     pub watch_namespace: Option<String>,
+    /// Who signs webhook serving certificates (OpenShift's service-ca, or POM).
+    pub certificates: CertificateSource,
 }
 
 impl RenderOptions {
@@ -81,6 +85,7 @@ impl RenderOptions {
             exceptions: Vec::new(),
             consent: BTreeSet::new(),
             watch_namespace: None,
+            certificates: CertificateSource::default(),
         }
     }
 }
@@ -143,6 +148,9 @@ pub struct RenderedBundle {
     pub watch_namespace: String,
     /// The CSV's `operatorframework.io/suggested-namespace`, if any.
     pub suggested_namespace: Option<String>,
+    /// The Services POM rendered for the CSV's webhooks, with the Secret of each one's serving
+    /// certificate (provisioned by POM or by the service-ca, [`RenderOptions::certificates`]).
+    pub webhook_services: Vec<WebhookService>,
 }
 
 impl RenderedBundle {
@@ -207,6 +215,7 @@ pub fn render(files: &BundleFiles, opts: &RenderOptions) -> Result<RenderedBundl
             exceptions: &opts.exceptions,
             consent: &opts.consent,
             watch_namespace: parts.watch_namespace.as_deref().filter(|ns| !ns.is_empty()),
+            rendered_webhooks: &parts.rendered_webhooks,
         },
     )
     .map_err(RenderError::ContentPolicy)?;
@@ -225,6 +234,7 @@ pub fn render(files: &BundleFiles, opts: &RenderOptions) -> Result<RenderedBundl
         install_mode: parts.install_mode,
         watch_namespace: parts.watch_namespace.unwrap_or_default(),
         suggested_namespace: parts.suggested_namespace,
+        webhook_services: parts.webhook_services,
     })
 }
 
@@ -287,6 +297,10 @@ pub(crate) struct Parts {
     pub install_mode: Option<InstallMode>,
     pub watch_namespace: Option<String>,
     pub suggested_namespace: Option<String>,
+    /// The Services rendered for webhooks, and (kind, name) of every object whose webhook POM
+    /// rendered (configurations, CRDs with a conversion webhook).
+    pub webhook_services: Vec<WebhookService>,
+    pub rendered_webhooks: BTreeSet<(String, String)>,
 }
 
 /// OLM's install modes: which namespaces an operator watches.

@@ -26,5 +26,7 @@ pub fn render(manifests: &[Manifest]) -> Result<Parts, RenderError> {
         install_mode: None,
         watch_namespace: None,
         suggested_namespace: None,
+        webhook_services: Vec::new(),
+        rendered_webhooks: Default::default(),
     })
 }

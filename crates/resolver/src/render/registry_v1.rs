@@ -29,7 +29,8 @@ use super::error::RenderError;
 use super::layout::Layout;
 use super::names::is_dns1123_label;
 use super::names::{canonical_json, hashed_name};
-use super::objects::{Manifest, object_at_mut, scalar_to_string, str_at};
+use super::objects::{Manifest, ObjectKey, object_at_mut, scalar_to_string, str_at};
+use super::webhooks::{self, CertificateSource, WebhookContext, WebhookParts};
 use super::{InstallMode, Parts, RenderOptions, check_removed_apis};
 
 /// The env var operator-lib reads to find its OperatorCondition.
@@ -59,14 +60,20 @@ pub fn render(
             apiservices,
         });
     }
-    let webhooks = csv.webhooks();
-    if !webhooks.is_empty() {
-        return Err(RenderError::WebhooksNotSupported {
-            csv: csv.name.to_owned(),
-            webhooks,
-        });
-    }
     let strategy = csv.strategy()?;
+    let webhook_definitions = csv.webhook_definitions(&strategy.deployments)?;
+    let webhooks = webhooks::render(
+        &csv,
+        &webhook_definitions,
+        &strategy.deployments,
+        &WebhookContext {
+            install_namespace: ns,
+            install_mode,
+            watch_namespace: &watch_namespace,
+            manager_namespace: opts.manager_namespace.as_deref(),
+            certificates: opts.certificates,
+        },
+    )?;
 
     let others: Vec<&Manifest> = manifests
         .iter()
@@ -98,6 +105,14 @@ pub fn render(
             generated: false,
         })
         .collect();
+    let mut rendered_webhooks = set_conversions(&csv, &mut objects, &webhooks)?;
+    for object in &webhooks.objects {
+        let key = ObjectKey::of(object);
+        if key.group == "admissionregistration.k8s.io" {
+            rendered_webhooks.insert((key.kind, key.name));
+        }
+        objects.push(generated(object.clone()));
+    }
 
     let deployment_accounts = deployment_service_accounts(&strategy.deployments);
     let mut accounts: BTreeSet<&str> = deployment_accounts.iter().map(String::as_str).collect();
@@ -194,6 +209,7 @@ pub fn render(
             &pod_annotations,
             opts,
             csv.name,
+            webhooks.secret_of(&deployment.name),
         )));
     }
 
@@ -223,7 +239,47 @@ pub fn render(
         install_mode: Some(install_mode),
         watch_namespace: Some(watch_namespace),
         suggested_namespace: csv.suggested_namespace(),
+        webhook_services: webhooks.services,
+        rendered_webhooks,
     })
+}
+
+/// Sets `spec.conversion` on each CRD a conversion webhook names (whatever the CRD said: the
+/// endpoint is the bundle's own Service), refusing a name that is not a CRD of the bundle.
+/// Returns ("CustomResourceDefinition", name) of each.
+fn set_conversions(
+    csv: &Csv<'_>,
+    objects: &mut [Sourced],
+    webhooks: &WebhookParts,
+) -> Result<BTreeSet<(String, String)>, RenderError> {
+    let mut rendered = BTreeSet::new();
+    for (crd, conversion) in &webhooks.conversions {
+        let Some(object) = objects.iter_mut().find(|o| {
+            let key = ObjectKey::of(&o.value);
+            key.group == "apiextensions.k8s.io"
+                && key.kind == "CustomResourceDefinition"
+                && key.name == *crd
+        }) else {
+            return Err(csv.invalid(
+                "spec.webhookdefinitions[].conversionCRDs",
+                format!("{crd:?} is not a CustomResourceDefinition of the bundle; a conversion webhook converts only the bundle's own CRDs"),
+            ));
+        };
+        if let Some(spec) = object_at_mut(&mut object.value, &["spec"]) {
+            spec.insert("conversion".to_owned(), conversion.clone());
+        }
+        if webhooks.certificates == CertificateSource::ServiceCa
+            && let Some(annotations) =
+                object_at_mut(&mut object.value, &["metadata", "annotations"])
+        {
+            annotations.insert(
+                webhooks::INJECT_CA_BUNDLE_ANNOTATION.to_owned(),
+                Value::String("true".to_owned()),
+            );
+        }
+        rendered.insert(("CustomResourceDefinition".to_owned(), crd.clone()));
+    }
+    Ok(rendered)
 }
 
 /// The install mode the PlatformOperator asks for, checked against the CSV's, and the
@@ -394,6 +450,7 @@ fn render_deployment(
     csv_annotations: &Map<String, Value>,
     opts: &RenderOptions,
     csv_name: &str,
+    serving_cert_secret: Option<&str>,
 ) -> Value {
     let mut spec = deployment.spec.clone();
     if let Some(spec_map) = spec.as_object_mut() {
@@ -409,6 +466,9 @@ fn render_deployment(
     }
     if opts.operator_condition {
         inject_env(&mut spec, OPERATOR_CONDITION_ENV, csv_name);
+    }
+    if let Some(secret) = serving_cert_secret {
+        webhooks::mount_serving_certificate(&mut spec, secret);
     }
     let mut metadata = json!({"name": deployment.name, "namespace": ns});
     if !deployment.labels.is_empty()

@@ -1,0 +1,200 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! Install modes and pod security against a real API server (issues 21 and 24, PRODUCT §3,
+//! §6): an OwnNamespace-only bundle installs with its permissions as Roles of its namespace; a
+//! SingleNamespace PlatformOperator gets its Roles where it watches and nowhere else; the
+//! watched namespace reaches the operator as `olm.targetNamespaces`; the install namespace POM
+//! creates enforces the `baseline` Pod Security level, `privileged` only for an operator whose
+//! admin consented to privileged workloads; a namespace POM did not create keeps its labels.
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use kube::api::{Api, ListParams, PostParams};
+use pom_e2e::fixtures::{TestBundle, catalog_json};
+use pom_e2e::manager::Manager;
+use pom_e2e::scenario::{
+    configmap_catalog, create_po, simulated_plane, wait_catalog_serves, wait_po_condition,
+};
+use serde_json::json;
+
+const ENFORCE: &str = "pod-security.kubernetes.io/enforce";
+
+async fn target_namespaces(client: &kube::Client, namespace: &str, name: &str) -> String {
+    let deployment = Api::<Deployment>::namespaced(client.clone(), namespace)
+        .get(name)
+        .await
+        .unwrap();
+    deployment
+        .spec
+        .and_then(|s| s.template.metadata)
+        .and_then(|m| m.annotations)
+        .and_then(|a| a.get("olm.targetNamespaces").cloned())
+        .unwrap_or_else(|| panic!("{namespace}/{name} has no olm.targetNamespaces"))
+}
+
+async fn enforce_label(client: &kube::Client, namespace: &str) -> Option<String> {
+    Api::<Namespace>::all(client.clone())
+        .get(namespace)
+        .await
+        .unwrap()
+        .metadata
+        .labels
+        .and_then(|l| l.get(ENFORCE).cloned())
+}
+
+#[tokio::test]
+async fn own_and_single_namespace_operators_install_with_roles_where_they_watch() {
+    let Some(plane) = simulated_plane(false).await else {
+        return;
+    };
+    let client = plane.client().await.unwrap();
+    let mut own = TestBundle::new("ownop", "1.0.0");
+    own.install_modes = vec!["OwnNamespace"];
+    let mut single = TestBundle::new("singleop", "1.0.0");
+    single.install_modes = vec!["SingleNamespace"];
+    // Another SingleNamespace package (two POs of one package are a DuplicatePackage).
+    let mut unwatched = TestBundle::new("lonelyop", "1.0.0");
+    unwatched.install_modes = vec!["SingleNamespace"];
+    let rooter = TestBundle::new("rooter", "1.0.0")
+        .plain()
+        .with_object(json!({
+            "apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "rooter-node"},
+            "spec": {
+                "selector": {"matchLabels": {"app": "rooter-node"}},
+                "template": {"metadata": {"labels": {"app": "rooter-node"}}, "spec": {
+                    "hostPID": true,
+                    "containers": [{"name": "c", "image": "example.invalid/x",
+                        "securityContext": {"privileged": true}}]
+                }}
+            }
+        }));
+    let fbc = catalog_json(
+        &[own.clone(), single.clone(), unwatched, rooter.clone()],
+        &[],
+    );
+    configmap_catalog(&client, "local", &fbc, 0).await;
+    let tenant: Namespace =
+        serde_json::from_value(json!({"metadata": {"name": "tenant-a"}})).unwrap();
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &tenant)
+        .await
+        .unwrap();
+    create_po(&client, "ownop", json!({"package": {"name": "ownop"}})).await;
+    // SingleNamespace without a watch namespace is refused with what to set.
+    create_po(
+        &client,
+        "lonelyop",
+        json!({"package": {"name": "lonelyop"}}),
+    )
+    .await;
+    create_po(
+        &client,
+        "singleop-tenant",
+        json!({"package": {"name": "singleop"}, "watchNamespace": "tenant-a"}),
+    )
+    .await;
+    create_po(
+        &client,
+        "rooter",
+        json!({"package": {"name": "rooter"}, "consent": {"privilegedWorkloads": true}}),
+    )
+    .await;
+    let manager = Manager::start(client.clone(), Manager::test_settings(vec![]));
+    wait_catalog_serves(&client, "local", &fbc).await;
+
+    let message = wait_po_condition(
+        &client,
+        "lonelyop",
+        "Installed",
+        "False",
+        Some("InstallModeUnsupported"),
+    )
+    .await;
+    assert!(message.contains("set spec.watchNamespace"), "{message}");
+    for po in ["ownop", "singleop-tenant", "rooter"] {
+        wait_po_condition(&client, po, "Installed", "True", Some("InstallSucceeded")).await;
+    }
+
+    // OwnNamespace: the operator watches its own namespace; its permissions are a Role there,
+    // and nothing of it is cluster-wide but its CRD's ClusterRole binding.
+    assert_eq!(
+        target_namespaces(&client, "ownop", &own.deployment_name()).await,
+        "ownop"
+    );
+    let own_roles = Api::<Role>::namespaced(client.clone(), "ownop")
+        .list(&ListParams::default())
+        .await
+        .unwrap();
+    assert!(!own_roles.items.is_empty(), "ownop has no Role");
+    // SingleNamespace: Roles in the watched namespace and bound to the operator's account.
+    assert_eq!(
+        target_namespaces(&client, "singleop-tenant", &single.deployment_name()).await,
+        "tenant-a"
+    );
+    let bindings = Api::<RoleBinding>::namespaced(client.clone(), "tenant-a")
+        .list(&ListParams::default())
+        .await
+        .unwrap();
+    assert!(
+        bindings.items.iter().any(|b| b
+            .subjects
+            .iter()
+            .flatten()
+            .any(|s| s.kind == "ServiceAccount"
+                && s.name == "singleop"
+                && s.namespace.as_deref() == Some("singleop-tenant"))),
+        "no RoleBinding in tenant-a for singleop-tenant/singleop: {:?}",
+        bindings
+            .items
+            .iter()
+            .map(|b| &b.metadata.name)
+            .collect::<Vec<_>>()
+    );
+    // The namespaced permissions (configmaps) never become cluster-wide for Own/SingleNamespace:
+    // only the CSV's clusterPermissions are bound by ClusterRoleBindings.
+    let crbs = Api::<ClusterRoleBinding>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .unwrap();
+    let cluster_roles = Api::<ClusterRole>::all(client.clone());
+    let mut cluster_bound = 0;
+    for crb in &crbs.items {
+        let ours = crb.subjects.iter().flatten().any(|s| {
+            s.kind == "ServiceAccount"
+                && ["ownop", "singleop-tenant"].contains(&s.namespace.as_deref().unwrap_or(""))
+        });
+        if !ours {
+            continue;
+        }
+        cluster_bound += 1;
+        let role = cluster_roles.get(&crb.role_ref.name).await.unwrap();
+        for rule in role.rules.iter().flatten() {
+            assert!(
+                !rule.resources.iter().flatten().any(|r| r == "configmaps"),
+                "ClusterRole {} grants the namespaced permissions cluster-wide",
+                crb.role_ref.name
+            );
+        }
+    }
+    assert_eq!(
+        cluster_bound, 2,
+        "one clusterPermissions binding per operator"
+    );
+
+    // Pod security: baseline where POM created the namespace, privileged only with consent.
+    assert_eq!(
+        enforce_label(&client, "ownop").await.as_deref(),
+        Some("baseline")
+    );
+    assert_eq!(
+        enforce_label(&client, "singleop-tenant").await.as_deref(),
+        Some("baseline")
+    );
+    assert_eq!(
+        enforce_label(&client, "rooter").await.as_deref(),
+        Some("privileged")
+    );
+    // The namespace POM did not create is left as the admin made it.
+    assert_eq!(enforce_label(&client, "tenant-a").await, None);
+    manager.stop().await;
+}
