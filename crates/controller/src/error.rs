@@ -77,6 +77,12 @@ pub enum Error {
     NoBundleContent { bundle: String },
     #[error("finalizer: {0}")]
     Finalizer(String),
+    #[error("providing webhook serving certificates in namespace {namespace}: {source}")]
+    WebhookCertificates {
+        namespace: String,
+        #[source]
+        source: Box<crate::operator::CertError>,
+    },
 }
 
 impl Error {
@@ -88,7 +94,8 @@ impl Error {
             | Self::ReadDeadline { .. }
             | Self::InvalidObject { .. }
             | Self::Finalizer(_)
-            | Self::StillDeleting { .. } => Reason::InstallFailed,
+            | Self::StillDeleting { .. }
+            | Self::WebhookCertificates { .. } => Reason::InstallFailed,
             Self::BundlePull { .. }
             | Self::RegistryAccess { .. }
             | Self::NoBundleContent { .. } => Reason::UnpackFailed,

@@ -376,6 +376,16 @@ pub fn cluster_role_rules() -> Vec<PolicyRule> {
         // Bundle workloads; Deployments are also watched (rollout settling, drift).
         rule(&["apps"], &["deployments"], OBJECT_VERBS),
         rule(&["networking.k8s.io"], &["networkpolicies"], OBJECT_VERBS),
+        // Webhook configurations POM renders from a CSV's spec.webhookdefinitions (§6); the
+        // admission guard holds them to objects POM owns.
+        rule(
+            &["admissionregistration.k8s.io"],
+            &[
+                "validatingwebhookconfigurations",
+                "mutatingwebhookconfigurations",
+            ],
+            OBJECT_VERBS,
+        ),
         rule(&["policy"], &["poddisruptionbudgets"], OBJECT_VERBS),
         // Bundle RBAC: `escalate`/`bind` because its permissions are not known in advance.
         rule(

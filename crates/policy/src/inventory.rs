@@ -88,17 +88,32 @@ pub fn has_other_bundles(inventory: &[BundleInventory], keep: &str) -> bool {
     inventory.iter().any(|e| e.bundle != keep)
 }
 
-/// What cleanup deletes when the PlatformOperator goes: everything recorded, CRDs excepted.
+/// What cleanup deletes when the PlatformOperator goes: everything recorded, CRDs excepted;
+/// webhook configurations first, so no request reaches a webhook whose Deployment is gone.
 #[must_use]
 pub fn to_clean_up(inventory: &[BundleInventory]) -> Vec<InventoryObject> {
-    inventory
+    let mut objects: Vec<InventoryObject> = inventory
         .iter()
         .flat_map(|e| &e.objects)
         .filter(|o| !never_deleted(o))
         .cloned()
         .collect::<BTreeSet<_>>()
         .into_iter()
-        .collect()
+        .collect();
+    objects.sort_by_key(|o| !is_webhook_configuration(o));
+    objects
+}
+
+/// A Validating- or MutatingWebhookConfiguration.
+#[must_use]
+pub fn is_webhook_configuration(object: &InventoryObject) -> bool {
+    object
+        .api_version
+        .starts_with("admissionregistration.k8s.io/")
+        && matches!(
+            object.kind.as_str(),
+            "ValidatingWebhookConfiguration" | "MutatingWebhookConfiguration"
+        )
 }
 
 #[cfg(test)]
@@ -198,5 +213,29 @@ mod tests {
             None,
             "x"
         )));
+    }
+
+    #[test]
+    fn cleanup_removes_webhooks_before_the_deployments_that_serve_them() {
+        // "apps/v1" sorts before "admissionregistration.k8s.io/v1" in no order POM relies on:
+        // a kind that sorts first is put there on purpose.
+        let hook = obj(
+            "admissionregistration.k8s.io/v1",
+            "ValidatingWebhookConfiguration",
+            None,
+            "z-hook",
+        );
+        let inventory = vec![BundleInventory {
+            bundle: "op.v1".into(),
+            objects: vec![
+                obj("v1", "Service", Some("ns"), "a-service"),
+                deployment("a-op"),
+                hook.clone(),
+                crd("widgets.example.com"),
+            ],
+        }];
+        let order = to_clean_up(&inventory);
+        assert_eq!(order.first(), Some(&hook), "{order:?}");
+        assert_eq!(order.len(), 3, "CRDs are never deleted: {order:?}");
     }
 }

@@ -11,6 +11,7 @@
 //! function here is a function of its arguments, table- and property-tested.
 
 pub mod aggregate;
+pub mod certificates;
 pub mod conditions;
 pub mod decide;
 pub mod duration;

@@ -68,6 +68,11 @@ pub enum Wait {
         name: String,
         detail: String,
     },
+    /// A webhook configuration, applied only once the Deployment serving it has rolled out.
+    WebhookServed {
+        kind: String,
+        name: String,
+    },
 }
 
 impl std::fmt::Display for Wait {
@@ -84,6 +89,10 @@ impl std::fmt::Display for Wait {
             } => write!(
                 f,
                 "OperatorCondition {namespace}/{name} to report Upgradeable=True for its current generation ({detail})"
+            ),
+            Wait::WebhookServed { kind, name } => write!(
+                f,
+                "the Deployment serving {kind} {name} to roll out before the webhook is registered"
             ),
         }
     }

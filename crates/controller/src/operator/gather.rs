@@ -21,6 +21,7 @@ use pom_policy::snapshot::{
 };
 use pom_resolver::cluster::cluster_phase;
 use pom_resolver::fbc::Catalog as FbcCatalog;
+use pom_resolver::render::CertificateSource;
 use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 
@@ -31,6 +32,9 @@ use pom_policy::snapshot::gate_of;
 
 /// The API group whose presence makes a cluster OpenShift.
 pub const OPENSHIFT_CONFIG_GROUP: &str = "config.openshift.io";
+/// The API group of OpenShift's operator configurations, the service-ca's among them: where
+/// it is served, the service-ca signs webhook serving certificates.
+pub const OPENSHIFT_OPERATOR_GROUP: &str = "operator.openshift.io";
 
 /// What one discovery at start tells about the cluster.
 #[derive(Debug, Clone)]
@@ -39,6 +43,9 @@ pub struct Discovery {
     pub openshift: bool,
     /// The API server's version (`None` when it cannot be parsed: `minKubeVersion` unchecked).
     pub kube_version: Option<semver::Version>,
+    /// Who signs webhook serving certificates: OpenShift's service-ca where its operator's
+    /// API group is served, else POM's own CA.
+    pub certificates: CertificateSource,
 }
 
 /// The longest one API read of a gather may take before the reconcile gives up and retries.
@@ -130,6 +137,11 @@ impl ClusterWatch {
                     .await
                     .map_err(Error::kube("discovering API groups"))?;
                 let openshift = groups.groups.iter().any(|g| g.name == OPENSHIFT_CONFIG_GROUP);
+                let certificates = if groups.groups.iter().any(|g| g.name == OPENSHIFT_OPERATOR_GROUP) {
+                    CertificateSource::ServiceCa
+                } else {
+                    CertificateSource::Pom
+                };
                 let kube_version = match self.client.apiserver_version().await {
                     Ok(info) => pom_resolver::version::parse_tolerant(&info.git_version).ok(),
                     Err(err) => {
@@ -137,10 +149,11 @@ impl ClusterWatch {
                         None
                     }
                 };
-                tracing::info!(openshift, ?kube_version, "cluster discovered");
+                tracing::info!(openshift, ?kube_version, ?certificates, "cluster discovered");
                 Ok(Discovery {
                     openshift,
                     kube_version,
+                    certificates,
                 })
             })
             .await

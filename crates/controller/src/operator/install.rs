@@ -7,21 +7,26 @@
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use pom_api::PlatformOperator;
 use pom_api::labels;
 use pom_api::platform_operator::{InstalledBundle, InventoryObject};
+use pom_policy::inventory::is_webhook_configuration;
 use pom_policy::status::{InstallReport, OperatorConditionReport, Wait};
 use pom_policy::{MoveTarget, render_request};
 use pom_resolver::fbc::{Bundle, Catalog as FbcCatalog, MaxOpenShiftVersion};
+use pom_resolver::render::webhooks::inject_ca_bundle;
 use pom_resolver::render::{
-    self, BundleFiles, PowerClass, RenderOptions, check_crd_upgrade, pod_security,
+    self, BundleFiles, CertificateSource, PowerClass, RenderOptions, check_crd_upgrade,
+    pod_security,
 };
 use serde_json::Value;
 
 use super::objects::{self, KindCache, apply_if_changed, get_opt, label, object_id};
 use super::operator_condition::{self, OperatorConditionFor};
+use super::webhook_certs;
 use crate::catalog::access;
 use crate::context::BUNDLE_FIELD_MANAGER;
 use crate::context::Context;
@@ -186,6 +191,8 @@ pub async fn prepare(
     po: &PlatformOperator,
     namespace: &str,
     target: &Target,
+    certificates: CertificateSource,
+    now: Timestamp,
 ) -> Result<Prepared, Error> {
     let client = &ctx.client;
     let po_name = po.name_any();
@@ -234,6 +241,7 @@ pub async fn prepare(
     let options = RenderOptions {
         operator_condition: true,
         manager_namespace: Some(ctx.settings.manager_namespace.clone()),
+        certificates,
         ..render_request::render_options(po, namespace)
     };
     let rendered = render::render(&files, &options).map_err(|e| Error::Render {
@@ -254,10 +262,28 @@ pub async fn prepare(
             })
     });
 
+    // Webhook serving certificates from POM's CA (the service-ca's, by annotation, on
+    // OpenShift): their Secrets join the bundle's objects, and its webhooks trust the CA.
+    let mut bundle_objects = rendered.objects.clone();
+    if certificates == CertificateSource::Pom && !rendered.webhook_services.is_empty() {
+        let provided =
+            webhook_certs::provide(client, namespace, &rendered.webhook_services, now).await?;
+        inject_ca_bundle(
+            &mut bundle_objects,
+            &rendered.webhook_services,
+            &provided.ca_bundle,
+        );
+        // Before the Deployments that mount them.
+        let at = bundle_objects
+            .iter()
+            .position(|o| o["kind"] == "Deployment" && o["apiVersion"] == "apps/v1")
+            .unwrap_or(bundle_objects.len());
+        bundle_objects.splice(at..at, provided.secrets);
+    }
+
     // Refuse what would break running things, before writing anything.
     let mut desired: Vec<(objects::ObjectId, Value)> = Vec::new();
-    for object in &rendered.objects {
-        let mut object = object.clone();
+    for mut object in bundle_objects {
         label(&mut object, &po_name, package, &target.name);
         desired.push((object_id(&object, &target.name)?, object));
     }
@@ -365,21 +391,20 @@ pub async fn apply(
         None => None,
     };
 
-    // Apply what differs (drift repair included). What the server holds now, per object: the
-    // apply's answer, or the object just read when nothing was written.
+    // Apply what differs (drift repair included), webhook configurations aside. What the
+    // server holds now, per object: the apply's answer, or the object just read when nothing
+    // was written.
     let mut wrote = 0;
     let mut now: Vec<Option<kube::api::DynamicObject>> = Vec::with_capacity(desired.len());
+    let mut webhooks = Vec::new();
     for ((id, object), (api, live)) in desired.iter().zip(live_objects) {
-        match apply_if_changed(&api, &id.name, object, live.as_ref()).await? {
-            Some(applied) => {
-                wrote += 1;
-                if wrote == 1 {
-                    fail_point::hit(FailPoint::AfterFirstApply);
-                }
-                now.push(Some(applied));
-            }
-            None => now.push(live),
+        if is_webhook_configuration(&id.to_inventory()) {
+            webhooks.push((id, object, api, live.clone()));
+            now.push(live);
+            continue;
         }
+        let applied = apply_if_changed(&api, &id.name, object, live.as_ref()).await?;
+        now.push(wrote_one(&mut wrote, applied, live));
     }
     // A CRD or Deployment of the bundle as the server holds it after the apply, from the
     // answers above (no read); read only if the bundle did not carry it.
@@ -433,6 +458,22 @@ pub async fn apply(
         }
     }
 
+    // Webhook configurations call the bundle's Deployments: they are registered (or changed
+    // to the new bundle's) only once those have rolled out, so no request reaches a webhook
+    // with nothing behind it (§6); until then the bundle moved from keeps serving its own.
+    let rolled_out = !waits.iter().any(|w| matches!(w, Wait::Rollout { .. }));
+    for (id, object, api, live) in webhooks {
+        if rolled_out {
+            let applied = apply_if_changed(&api, &id.name, object, live.as_ref()).await?;
+            wrote_one(&mut wrote, applied, live);
+        } else {
+            waits.push(Wait::WebhookServed {
+                kind: id.gvk.kind.clone(),
+                name: id.name.clone(),
+            });
+        }
+    }
+
     Ok(InstallReport {
         bundle: InstalledBundle {
             name: target.name.clone(),
@@ -445,6 +486,24 @@ pub async fn apply(
         wrote,
         objects: inventory,
     })
+}
+
+/// What the server holds after one apply (`applied` when it wrote), counting the write.
+fn wrote_one(
+    wrote: &mut usize,
+    applied: Option<kube::api::DynamicObject>,
+    live: Option<kube::api::DynamicObject>,
+) -> Option<kube::api::DynamicObject> {
+    match applied {
+        Some(applied) => {
+            *wrote += 1;
+            if *wrote == 1 {
+                fail_point::hit(FailPoint::AfterFirstApply);
+            }
+            Some(applied)
+        }
+        None => live,
+    }
 }
 
 /// A Deployment has rolled out when the controller observed its generation, every replica is

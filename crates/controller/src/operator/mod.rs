@@ -7,8 +7,10 @@ mod objects;
 mod operator_condition;
 mod quiet;
 mod reconcile;
+mod webhook_certs;
 
 pub use install::is_rolled_out;
 pub use objects::{KindCache, PRUNABLE_KINDS, is_subset, label};
 pub use pom_api::labels::label_value;
 pub use reconcile::run;
+pub use webhook_certs::CertError;

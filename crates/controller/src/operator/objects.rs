@@ -26,6 +26,17 @@ use pom_api::platform_operator::InventoryObject;
 /// purpose: listing them would need `list` on every Secret of the cluster, and the inventory
 /// already names every Secret POM applied, which it deletes by name.
 pub const PRUNABLE_KINDS: &[(&str, &str, &str)] = &[
+    // Webhooks first: nothing may call a webhook whose Deployment is gone.
+    (
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingWebhookConfiguration",
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "v1",
+        "MutatingWebhookConfiguration",
+    ),
     ("apps", "v1", "Deployment"),
     ("", "v1", "ServiceAccount"),
     ("", "v1", "Service"),

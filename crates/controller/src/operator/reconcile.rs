@@ -722,9 +722,23 @@ async fn prepare(
             }
         }
     };
-    let prepared = install::prepare(&pctx.ctx, &pctx.kinds, po, namespace, &target)
+    let certificates = pctx
+        .cluster
+        .discovery()
         .await
-        .map_err(|err| problem_of(&err, true))?;
+        .map_err(|err| problem_of(&err, true))?
+        .certificates;
+    let prepared = install::prepare(
+        &pctx.ctx,
+        &pctx.kinds,
+        po,
+        namespace,
+        &target,
+        certificates,
+        snapshot.now,
+    )
+    .await
+    .map_err(|err| problem_of(&err, true))?;
     Ok(Some((target, prepared)))
 }
 

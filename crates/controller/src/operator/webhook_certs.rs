@@ -1,0 +1,495 @@
+//! Webhook serving certificates from POM's own CA (§6), where OpenShift's service-ca does not
+//! provide them: gather what the Secrets record, [`pom_policy::certificates::plan`], issue
+//! what it says, and hand back the Secrets as bundle objects (applied, inventoried, repaired
+//! and removed like every other object of the bundle) with the caBundle to set.
+//!
+//! One CA per install namespace, in the Secret [`CA_SECRET`] (`ca.crt`, `ca.key`, and
+//! `ca-bundle.crt`: the current CA, plus the previous one while it is valid); one
+//! `kubernetes.io/tls` Secret per webhook Service, named by the renderer (`<service>-cert`).
+//! Each Secret records, in annotations, what the plan reads: validity end, the CA that signed
+//! it, the names it covers. Key material is generated here and never leaves the cluster.
+
+use base64::Engine as _;
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::Api;
+use pom_policy::certificates::{
+    self, CA_VALIDITY_SECONDS, CaAction, CaFacts, SERVING_VALIDITY_SECONDS, ServingFacts,
+};
+use pom_resolver::render::WebhookService;
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose,
+};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::error::Error;
+
+/// The Secret of POM's webhook CA in an install namespace.
+pub const CA_SECRET: &str = "pom-webhook-ca";
+const CA_CERT_KEY: &str = "ca.crt";
+const CA_KEY_KEY: &str = "ca.key";
+const CA_BUNDLE_KEY: &str = "ca-bundle.crt";
+const PREVIOUS_CA_KEY: &str = "previous-ca.crt";
+const NOT_AFTER: &str = "platform.openshift.io/not-after";
+const PREVIOUS_NOT_AFTER: &str = "platform.openshift.io/previous-not-after";
+const FINGERPRINT: &str = "platform.openshift.io/fingerprint";
+const SIGNED_BY: &str = "platform.openshift.io/signed-by";
+const DNS_NAMES: &str = "platform.openshift.io/dns-names";
+
+/// The Secrets to apply and the caBundle (PEM) the webhooks are to trust.
+pub struct Provided {
+    pub secrets: Vec<Value>,
+    pub ca_bundle: String,
+}
+
+/// Why a certificate could not be issued.
+#[derive(Debug, thiserror::Error)]
+pub enum CertError {
+    #[error("generating a key or certificate: {0}")]
+    Generate(#[from] rcgen::Error),
+    #[error(
+        "Secret {namespace}/{name} holds no usable {key}; delete the Secret and POM issues a new one"
+    )]
+    Unusable {
+        namespace: String,
+        name: String,
+        key: &'static str,
+    },
+}
+
+/// The CA and serving-certificate Secrets of `namespace` for `services`, issued or renewed
+/// as the plan says, as of `now`.
+pub async fn provide(
+    client: &kube::Client,
+    namespace: &str,
+    services: &[WebhookService],
+    now: Timestamp,
+) -> Result<Provided, Error> {
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    let read = |name: String| {
+        let secrets = secrets.clone();
+        async move {
+            secrets
+                .get_opt(&name)
+                .await
+                .map_err(Error::kube(format!("reading Secret {namespace}/{name}")))
+        }
+    };
+    let ca = read(CA_SECRET.to_owned()).await?;
+    let mut serving = Vec::with_capacity(services.len());
+    for service in services {
+        serving.push(read(service.secret.clone()).await?);
+    }
+    issue(namespace, services, ca.as_ref(), &serving, now.as_second()).map_err(|source| {
+        Error::WebhookCertificates {
+            namespace: namespace.to_owned(),
+            source: Box::new(source),
+        }
+    })
+}
+
+/// The issuing itself, given what was read (no I/O; randomness only).
+fn issue(
+    namespace: &str,
+    services: &[WebhookService],
+    ca_secret: Option<&Secret>,
+    serving_secrets: &[Option<Secret>],
+    now: i64,
+) -> Result<Provided, CertError> {
+    let wanted: Vec<(Vec<String>, Option<ServingFacts>)> = services
+        .iter()
+        .zip(serving_secrets)
+        .map(|(service, secret)| {
+            (
+                sorted(service.dns_names()),
+                secret.as_ref().and_then(serving_facts),
+            )
+        })
+        .collect();
+    let ca_facts = ca_secret.and_then(ca_facts);
+    let plan = certificates::plan(ca_facts.as_ref(), &wanted, now);
+
+    // The CA to sign with, and the bundle to trust.
+    let (ca_cert, ca_key, previous) = match (plan.ca, ca_secret) {
+        (CaAction::Keep, Some(secret)) => {
+            let cert = text(secret, CA_CERT_KEY, namespace, CA_SECRET)?;
+            let key = text(secret, CA_KEY_KEY, namespace, CA_SECRET)?;
+            let previous = text(secret, PREVIOUS_CA_KEY, namespace, CA_SECRET)
+                .ok()
+                .zip(annotation(secret, PREVIOUS_NOT_AFTER).and_then(|v| v.parse().ok()))
+                .filter(|_| !plan.drop_previous);
+            (cert, key, previous)
+        }
+        (action, current) => {
+            let previous = (action == CaAction::Renew)
+                .then(|| {
+                    let secret = current?;
+                    let cert = text(secret, CA_CERT_KEY, namespace, CA_SECRET).ok()?;
+                    let end = annotation(secret, NOT_AFTER)?.parse::<i64>().ok()?;
+                    Some((cert, end))
+                })
+                .flatten();
+            let (cert, key) = new_ca(namespace, now)?;
+            (cert, key, previous)
+        }
+    };
+    let ca_not_after = match plan.ca {
+        CaAction::Keep => ca_facts.as_ref().map_or(now, |f| f.not_after),
+        CaAction::Issue | CaAction::Renew => now + CA_VALIDITY_SECONDS,
+    };
+    let fingerprint = fingerprint(&ca_cert);
+    let mut ca_bundle = ca_cert.clone();
+    if let Some((previous_cert, _)) = &previous {
+        ca_bundle.push_str(previous_cert);
+    }
+
+    let mut ca_annotations = json!({
+        NOT_AFTER: ca_not_after.to_string(),
+        FINGERPRINT: fingerprint,
+    });
+    let mut ca_data = json!({
+        CA_CERT_KEY: b64(&ca_cert),
+        CA_KEY_KEY: b64(&ca_key),
+        CA_BUNDLE_KEY: b64(&ca_bundle),
+    });
+    if let Some((previous_cert, end)) = &previous {
+        ca_annotations[PREVIOUS_NOT_AFTER] = json!(end.to_string());
+        ca_data[PREVIOUS_CA_KEY] = json!(b64(previous_cert));
+    }
+    let mut secrets = vec![secret_object(
+        namespace,
+        CA_SECRET,
+        "Opaque",
+        ca_annotations,
+        ca_data,
+    )];
+
+    let issuer_key = KeyPair::from_pem(&ca_key).map_err(|_| CertError::Unusable {
+        namespace: namespace.to_owned(),
+        name: CA_SECRET.to_owned(),
+        key: CA_KEY_KEY,
+    })?;
+    let issuer =
+        Issuer::from_ca_cert_pem(&ca_cert, issuer_key).map_err(|_| CertError::Unusable {
+            namespace: namespace.to_owned(),
+            name: CA_SECRET.to_owned(),
+            key: CA_CERT_KEY,
+        })?;
+    for (index, (service, (names, _))) in services.iter().zip(&wanted).enumerate() {
+        let existing = serving_secrets.get(index).and_then(Option::as_ref);
+        let (cert, key, not_after) = match existing {
+            Some(secret) if !plan.issue_serving.contains(&index) => (
+                text(secret, "tls.crt", namespace, &service.secret)?,
+                text(secret, "tls.key", namespace, &service.secret)?,
+                annotation(secret, NOT_AFTER).unwrap_or_default().to_owned(),
+            ),
+            _ => {
+                let (cert, key) = new_serving(names, &issuer, now)?;
+                (cert, key, (now + SERVING_VALIDITY_SECONDS).to_string())
+            }
+        };
+        secrets.push(secret_object(
+            namespace,
+            &service.secret,
+            "kubernetes.io/tls",
+            json!({
+                NOT_AFTER: not_after,
+                SIGNED_BY: fingerprint,
+                DNS_NAMES: names.join(","),
+            }),
+            json!({"tls.crt": b64(&cert), "tls.key": b64(&key), "ca.crt": b64(&ca_bundle)}),
+        ));
+    }
+    Ok(Provided { secrets, ca_bundle })
+}
+
+fn new_ca(namespace: &str, now: i64) -> Result<(String, String), CertError> {
+    let mut params = CertificateParams::new(Vec::<String>::new())?;
+    params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+    params.distinguished_name.push(
+        DnType::CommonName,
+        format!("pom-webhook-ca@{namespace}@{now}"),
+    );
+    params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    params.not_before = at(now - 60);
+    params.not_after = at(now + CA_VALIDITY_SECONDS);
+    let key = KeyPair::generate()?;
+    let cert = params.self_signed(&key)?;
+    Ok((cert.pem(), key.serialize_pem()))
+}
+
+fn new_serving(
+    names: &[String],
+    issuer: &Issuer<'_, KeyPair>,
+    now: i64,
+) -> Result<(String, String), CertError> {
+    let mut params = CertificateParams::new(names.to_vec())?;
+    if let Some(first) = names.first() {
+        params
+            .distinguished_name
+            .push(DnType::CommonName, first.as_str());
+    }
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    params.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
+    params.not_before = at(now - 60);
+    params.not_after = at(now + SERVING_VALIDITY_SECONDS);
+    let key = KeyPair::generate()?;
+    let cert = params.signed_by(&key, issuer)?;
+    Ok((cert.pem(), key.serialize_pem()))
+}
+
+fn at(unix: i64) -> time::OffsetDateTime {
+    time::OffsetDateTime::from_unix_timestamp(unix).unwrap_or(time::OffsetDateTime::UNIX_EPOCH)
+}
+
+fn secret_object(
+    namespace: &str,
+    name: &str,
+    type_: &str,
+    annotations: Value,
+    data: Value,
+) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": namespace, "annotations": annotations},
+        "type": type_,
+        "data": data,
+    })
+}
+
+fn ca_facts(secret: &Secret) -> Option<CaFacts> {
+    Some(CaFacts {
+        not_after: annotation(secret, NOT_AFTER)?.parse().ok()?,
+        fingerprint: annotation(secret, FINGERPRINT)?.to_owned(),
+        previous_not_after: annotation(secret, PREVIOUS_NOT_AFTER).and_then(|v| v.parse().ok()),
+    })
+    // A CA whose key or certificate is gone is no CA.
+    .filter(|_| {
+        let data = secret.data.as_ref();
+        data.is_some_and(|d| d.contains_key(CA_CERT_KEY) && d.contains_key(CA_KEY_KEY))
+    })
+}
+
+fn serving_facts(secret: &Secret) -> Option<ServingFacts> {
+    let data = secret.data.as_ref()?;
+    if !data.contains_key("tls.crt") || !data.contains_key("tls.key") {
+        return None;
+    }
+    Some(ServingFacts {
+        not_after: annotation(secret, NOT_AFTER)?.parse().ok()?,
+        signed_by: annotation(secret, SIGNED_BY)?.to_owned(),
+        dns_names: sorted(
+            annotation(secret, DNS_NAMES)?
+                .split(',')
+                .map(str::to_owned)
+                .collect(),
+        ),
+    })
+}
+
+fn annotation<'a>(secret: &'a Secret, key: &str) -> Option<&'a str> {
+    secret
+        .metadata
+        .annotations
+        .as_ref()?
+        .get(key)
+        .map(String::as_str)
+}
+
+fn text(
+    secret: &Secret,
+    key: &'static str,
+    namespace: &str,
+    name: &str,
+) -> Result<String, CertError> {
+    secret
+        .data
+        .as_ref()
+        .and_then(|d| d.get(key))
+        .and_then(|bytes| String::from_utf8(bytes.0.clone()).ok())
+        .ok_or_else(|| CertError::Unusable {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            key,
+        })
+}
+
+fn fingerprint(pem: &str) -> String {
+    hex::encode(Sha256::digest(pem.as_bytes()))
+}
+
+fn b64(text: &str) -> String {
+    base64::engine::general_purpose::STANDARD.encode(text.as_bytes())
+}
+
+fn sorted(mut names: Vec<String>) -> Vec<String> {
+    names.sort();
+    names
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use k8s_openapi::ByteString;
+
+    const NOW: i64 = 1_800_000_000;
+
+    fn service() -> WebhookService {
+        WebhookService {
+            namespace: "ns".into(),
+            name: "op-service".into(),
+            secret: "op-service-cert".into(),
+            deployment: "op".into(),
+        }
+    }
+
+    /// What the API server would hold after applying `object`.
+    fn as_secret(object: &Value) -> Secret {
+        let mut object = object.clone();
+        let data: std::collections::BTreeMap<String, ByteString> = object["data"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| {
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(v.as_str().unwrap())
+                    .unwrap();
+                (k.clone(), ByteString(bytes))
+            })
+            .collect();
+        object["data"] = serde_json::to_value(data).unwrap();
+        serde_json::from_value(object).unwrap()
+    }
+
+    fn verify(serving: &Secret, ca_bundle: &str, name: &str, at: i64) {
+        use rustls::client::danger::ServerCertVerifier as _;
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+        let mut roots = rustls::RootCertStore::empty();
+        for ca in CertificateDer::pem_slice_iter(ca_bundle.as_bytes()) {
+            roots.add(ca.unwrap()).unwrap();
+        }
+        let verifier = rustls::client::WebPkiServerVerifier::builder_with_provider(
+            std::sync::Arc::new(roots),
+            provider,
+        )
+        .build()
+        .unwrap();
+        let cert =
+            CertificateDer::from_pem_slice(&serving.data.as_ref().unwrap()["tls.crt"].0).unwrap();
+        verifier
+            .verify_server_cert(
+                &cert,
+                &[],
+                &ServerName::try_from(name.to_owned()).unwrap(),
+                &[],
+                UnixTime::since_unix_epoch(std::time::Duration::from_secs(
+                    u64::try_from(at).unwrap(),
+                )),
+            )
+            .unwrap();
+    }
+
+    #[test]
+    fn a_first_issue_gives_a_serving_certificate_the_bundle_verifies() {
+        let provided = issue("ns", &[service()], None, &[None], NOW).unwrap();
+        assert_eq!(provided.secrets.len(), 2);
+        let serving = as_secret(&provided.secrets[1]);
+        assert_eq!(serving.type_.as_deref(), Some("kubernetes.io/tls"));
+        verify(
+            &serving,
+            &provided.ca_bundle,
+            "op-service.ns.svc",
+            NOW + 3600,
+        );
+    }
+
+    #[test]
+    fn a_steady_namespace_reissues_nothing() {
+        let first = issue("ns", &[service()], None, &[None], NOW).unwrap();
+        let ca = as_secret(&first.secrets[0]);
+        let serving = as_secret(&first.secrets[1]);
+        let again = issue("ns", &[service()], Some(&ca), &[Some(serving)], NOW + 60).unwrap();
+        assert_eq!(
+            again.secrets, first.secrets,
+            "nothing changes, nothing is written"
+        );
+        assert_eq!(again.ca_bundle, first.ca_bundle);
+    }
+
+    /// Renewal without downtime: the new bundle trusts both the certificate pods still serve
+    /// and the new one; once the previous CA expires it leaves the bundle.
+    #[test]
+    fn a_renewed_ca_keeps_the_previous_one_in_the_bundle_until_it_expires() {
+        let day = 24 * 3600;
+        let issued = issue("ns", &[service()], None, &[None], NOW).unwrap();
+        // The serving certificate is renewed (by the same CA) before its own end.
+        let at = NOW + SERVING_VALIDITY_SECONDS - certificates::SERVING_RENEW_BEFORE_SECONDS + day;
+        let first = issue(
+            "ns",
+            &[service()],
+            Some(&as_secret(&issued.secrets[0])),
+            &[Some(as_secret(&issued.secrets[1]))],
+            at,
+        )
+        .unwrap();
+        assert_eq!(first.ca_bundle, issued.ca_bundle, "same CA");
+        assert_ne!(first.secrets[1], issued.secrets[1], "serving renewed");
+        let old_serving = as_secret(&first.secrets[1]);
+        let later = NOW + CA_VALIDITY_SECONDS - certificates::CA_RENEW_BEFORE_SECONDS + 1;
+        let renewed = issue(
+            "ns",
+            &[service()],
+            Some(&as_secret(&first.secrets[0])),
+            &[Some(old_serving.clone())],
+            later,
+        )
+        .unwrap();
+        assert!(
+            renewed.ca_bundle.contains(&first.ca_bundle),
+            "the old CA stays trusted"
+        );
+        let new_serving = as_secret(&renewed.secrets[1]);
+        assert_ne!(
+            new_serving.data, old_serving.data,
+            "re-issued by the new CA"
+        );
+        // Both verify against the renewed bundle: the pods may serve either while the kubelet
+        // swaps the mounted Secret.
+        verify(
+            &old_serving,
+            &renewed.ca_bundle,
+            "op-service.ns.svc.cluster.local",
+            later + 3600,
+        );
+        verify(
+            &new_serving,
+            &renewed.ca_bundle,
+            "op-service.ns.svc",
+            later + 3600,
+        );
+        // After the previous CA's end, it leaves the bundle.
+        let after = NOW + CA_VALIDITY_SECONDS + 1;
+        let dropped = issue(
+            "ns",
+            &[service()],
+            Some(&as_secret(&renewed.secrets[0])),
+            &[Some(new_serving)],
+            after,
+        )
+        .unwrap();
+        assert!(!dropped.ca_bundle.contains(&first.ca_bundle));
+    }
+}
