@@ -35,6 +35,8 @@ pub struct TestBundle {
     pub extra: Vec<Value>,
     /// A plain+v0 bundle (a Deployment plus `extra`, no CSV) instead of registry+v1.
     pub plain: bool,
+    /// `spec.webhookdefinitions` of the CSV; see [`TestBundle::with_webhooks`].
+    pub webhooks: Vec<Value>,
 }
 
 impl TestBundle {
@@ -55,7 +57,41 @@ impl TestBundle {
             deployment: None,
             extra: Vec::new(),
             plain: false,
+            webhooks: Vec::new(),
         }
+    }
+
+    /// Declares webhooks served by the operator Deployment on port 9443, as operator-sdk
+    /// scaffolds them: a validating webhook on its Widgets at `<path_prefix>/validate` (failure
+    /// policy `Ignore`: simulated pods serve nothing) and a conversion webhook for its CRD.
+    #[must_use]
+    pub fn with_webhooks(mut self, path_prefix: &str) -> Self {
+        let deployment = self.deployment_name();
+        self.webhooks = vec![
+            json!({
+                "type": "ValidatingAdmissionWebhook",
+                "generateName": format!("v{}", self.crd_name()),
+                "deploymentName": deployment,
+                "containerPort": 443,
+                "targetPort": 9443,
+                "admissionReviewVersions": ["v1"],
+                "sideEffects": "None",
+                "failurePolicy": "Ignore",
+                "webhookPath": format!("{path_prefix}/validate"),
+                "rules": [{"apiGroups": [self.crd_group()], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["widgets"]}],
+            }),
+            json!({
+                "type": "ConversionWebhook",
+                "generateName": format!("c{}", self.crd_name()),
+                "deploymentName": deployment,
+                "containerPort": 443,
+                "targetPort": 9443,
+                "admissionReviewVersions": ["v1"],
+                "webhookPath": format!("{path_prefix}/convert"),
+                "conversionCRDs": [self.crd_name()],
+            }),
+        ];
+        self
     }
 
     /// Ships `object` as one more manifest of the bundle (what a hostile catalog would add).
@@ -233,6 +269,7 @@ impl TestBundle {
                 "replaces": self.replaces,
                 "installModes": modes,
                 "customresourcedefinitions": {"owned": owned},
+                "webhookdefinitions": self.webhooks,
                 "install": {"strategy": "deployment", "spec": {
                     "permissions": [{"serviceAccountName": pkg, "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}]}],
                     "clusterPermissions": [{"serviceAccountName": pkg, "rules": [{"apiGroups": [self.crd_group()], "resources": ["widgets"], "verbs": ["get", "list", "watch"]}]}],

@@ -1,0 +1,250 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! Webhook operators against a real API server (issue 21 item 1, PRODUCT §6): a bundle whose
+//! CSV declares a validating and a conversion webhook installs with a Service for its
+//! Deployment, a serving certificate POM's CA signed (verified here for the Service's DNS
+//! name against the caBundle the API server was given), the caBundle on the configuration and
+//! on the CRD's conversion, the certificate mounted where controller-runtime reads it, and
+//! POM's selectors; a hop re-points the webhook at the new bundle's paths with the same CA;
+//! deleting the PlatformOperator leaves no webhook, Service or Secret behind (the CRD stays).
+//!
+//! Simulated pods serve nothing, so the API server's calls to the webhook itself are not
+//! exercised here (the webhook's failure policy is `Ignore`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Secret, Service};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use pom_api::PlatformOperator;
+use pom_e2e::fixtures::{TestBundle, catalog_json};
+use pom_e2e::manager::{Manager, eventually};
+use pom_e2e::scenario::{
+    configmap_catalog, create_po, set_cluster, simulated_plane, wait_catalog_serves,
+    wait_po_condition,
+};
+use rustls::client::danger::ServerCertVerifier as _;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use serde_json::json;
+
+const WAIT: Duration = Duration::from_secs(120);
+const PACKAGE: &str = "hooked";
+
+/// Verifies `serving_pem` for `name` against the PEM bundle, as the API server would.
+fn verify(serving_pem: &[u8], ca_bundle: &[u8], name: &str) {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = rustls::RootCertStore::empty();
+    for ca in CertificateDer::pem_slice_iter(ca_bundle) {
+        roots.add(ca.unwrap()).unwrap();
+    }
+    let verifier =
+        rustls::client::WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
+            .build()
+            .unwrap();
+    let cert = CertificateDer::from_pem_slice(serving_pem).unwrap();
+    verifier
+        .verify_server_cert(
+            &cert,
+            &[],
+            &ServerName::try_from(name.to_owned()).unwrap(),
+            &[],
+            UnixTime::now(),
+        )
+        .unwrap_or_else(|e| panic!("the serving certificate does not verify for {name}: {e}"));
+}
+
+#[tokio::test]
+async fn a_webhook_operator_installs_with_certificates_pom_provisions_and_leaves_nothing_behind() {
+    let Some(plane) = simulated_plane(false).await else {
+        return;
+    };
+    let client = plane.client().await.unwrap();
+    let v1 = TestBundle::new(PACKAGE, "1.0.0").with_webhooks("/v1");
+    let v2 = TestBundle::new(PACKAGE, "1.1.0")
+        .replaces("1.0.0")
+        .with_webhooks("/v2");
+    // A steady cluster: the installed bundle is pinned until the admin widens the range.
+    set_cluster(&client, &[("4.16.3", true)], "4.16.3").await;
+    let fbc = catalog_json(std::slice::from_ref(&v1), &[]);
+    configmap_catalog(&client, "local", &fbc, 0).await;
+    create_po(&client, PACKAGE, json!({"package": {"name": PACKAGE}})).await;
+    let manager = Manager::start(client.clone(), Manager::test_settings(vec![]));
+    wait_catalog_serves(&client, "local", &fbc).await;
+    wait_po_condition(
+        &client,
+        PACKAGE,
+        "Installed",
+        "True",
+        Some("InstallSucceeded"),
+    )
+    .await;
+
+    let service_name = format!("{}-service", v1.deployment_name());
+    let secret_name = format!("{service_name}-cert");
+    let hook_name = format!("v{}", v1.crd_name());
+    let hooks: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+    let hook = hooks.get(&hook_name).await.unwrap();
+    let webhook = &hook.webhooks.as_ref().unwrap()[0];
+    let service_ref = webhook.client_config.service.as_ref().unwrap();
+    assert_eq!(
+        (
+            service_ref.namespace.as_str(),
+            service_ref.name.as_str(),
+            service_ref.path.as_deref(),
+            service_ref.port
+        ),
+        (
+            PACKAGE,
+            service_name.as_str(),
+            Some("/v1/validate"),
+            Some(443)
+        )
+    );
+    let ca_bundle = webhook.client_config.ca_bundle.clone().unwrap().0;
+    // POM's selectors: never the platform's namespaces, never an object POM manages.
+    let namespaces = serde_json::to_value(&webhook.namespace_selector).unwrap();
+    assert!(
+        namespaces.to_string().contains("\"kube-system\""),
+        "{namespaces}"
+    );
+    let objects = serde_json::to_value(&webhook.object_selector).unwrap();
+    assert!(
+        objects.to_string().contains(pom_api::labels::OWNER_PO),
+        "{objects}"
+    );
+
+    // The serving certificate in the Secret verifies against what the API server trusts, for
+    // the name it calls the Service by.
+    let secret = Api::<Secret>::namespaced(client.clone(), PACKAGE)
+        .get(&secret_name)
+        .await
+        .unwrap();
+    assert_eq!(secret.type_.as_deref(), Some("kubernetes.io/tls"));
+    let serving = secret.data.as_ref().unwrap()["tls.crt"].0.clone();
+    verify(
+        &serving,
+        &ca_bundle,
+        &format!("{service_name}.{PACKAGE}.svc"),
+    );
+    let service = Api::<Service>::namespaced(client.clone(), PACKAGE)
+        .get(&service_name)
+        .await
+        .unwrap();
+    let port = &service.spec.as_ref().unwrap().ports.as_ref().unwrap()[0];
+    assert_eq!(
+        (port.port, serde_json::to_value(&port.target_port).unwrap()),
+        (443, json!(9443))
+    );
+
+    // The conversion webhook on the CRD calls the same Service with the same trust.
+    let crd = Api::<CustomResourceDefinition>::all(client.clone())
+        .get(&v1.crd_name())
+        .await
+        .unwrap();
+    let conversion = crd.spec.conversion.as_ref().unwrap();
+    assert_eq!(conversion.strategy, "Webhook");
+    let config = conversion
+        .webhook
+        .as_ref()
+        .unwrap()
+        .client_config
+        .as_ref()
+        .unwrap();
+    assert_eq!(config.ca_bundle.as_ref().unwrap().0, ca_bundle);
+    assert_eq!(
+        config.service.as_ref().unwrap().path.as_deref(),
+        Some("/v1/convert")
+    );
+
+    // Mounted where operator-sdk/kubebuilder operators read it.
+    let deployment = Api::<Deployment>::namespaced(client.clone(), PACKAGE)
+        .get(&v1.deployment_name())
+        .await
+        .unwrap();
+    let pod = deployment.spec.unwrap().template.spec.unwrap();
+    let mounts = pod.containers[0].volume_mounts.clone().unwrap_or_default();
+    let mount = mounts
+        .iter()
+        .find(|m| m.mount_path == "/tmp/k8s-webhook-server/serving-certs")
+        .unwrap();
+    let volume = pod
+        .volumes
+        .unwrap()
+        .into_iter()
+        .find(|v| v.name == mount.name)
+        .unwrap();
+    assert_eq!(
+        volume.secret.unwrap().secret_name.as_deref(),
+        Some(secret_name.as_str())
+    );
+
+    // A hop: the webhook follows the new bundle's paths, trusted by the same CA.
+    let fbc = catalog_json(&[v1.clone(), v2], &[]);
+    configmap_catalog(&client, "local", &fbc, 0).await;
+    wait_catalog_serves(&client, "local", &fbc).await;
+    let pos: Api<PlatformOperator> = Api::all(client.clone());
+    pos.patch(
+        PACKAGE,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"steadyStateVersionRange": ">=1.0.0"}})),
+    )
+    .await
+    .unwrap();
+    eventually(WAIT, "the hop to 1.1.0 to settle", || async {
+        let po = pos.get(PACKAGE).await.ok()?;
+        let status = po.status.as_ref()?;
+        (status.installed_bundle.as_ref()?.version == "1.1.0"
+            && status.active_hop.as_ref().is_some_and(|h| h.settled))
+        .then_some(())
+    })
+    .await;
+    let hook = hooks.get(&hook_name).await.unwrap();
+    let webhook = &hook.webhooks.as_ref().unwrap()[0];
+    assert_eq!(
+        webhook
+            .client_config
+            .service
+            .as_ref()
+            .unwrap()
+            .path
+            .as_deref(),
+        Some("/v2/validate")
+    );
+    assert_eq!(
+        webhook.client_config.ca_bundle.clone().unwrap().0,
+        ca_bundle
+    );
+
+    // Uninstall: no webhook, Service or certificate is left behind; the CRD stays.
+    pos.delete(PACKAGE, &DeleteParams::default()).await.unwrap();
+    eventually(WAIT, "the PlatformOperator to be gone", || async {
+        pos.get_opt(PACKAGE).await.ok()?.is_none().then_some(())
+    })
+    .await;
+    assert!(hooks.get_opt(&hook_name).await.unwrap().is_none());
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), PACKAGE);
+    for name in [secret_name.as_str(), "pom-webhook-ca"] {
+        assert!(
+            secrets.get_opt(name).await.unwrap().is_none(),
+            "Secret {name} left behind"
+        );
+    }
+    assert!(
+        Api::<Service>::namespaced(client.clone(), PACKAGE)
+            .get_opt(&service_name)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        Api::<CustomResourceDefinition>::all(client.clone())
+            .get_opt(&v1.crd_name())
+            .await
+            .unwrap()
+            .is_some()
+    );
+    manager.stop().await;
+}
