@@ -37,6 +37,8 @@ pub struct TestBundle {
     pub plain: bool,
     /// `spec.webhookdefinitions` of the CSV; see [`TestBundle::with_webhooks`].
     pub webhooks: Vec<Value>,
+    /// More annotations of the CSV; see [`TestBundle::annotate`].
+    pub csv_annotations: Vec<(String, String)>,
 }
 
 impl TestBundle {
@@ -58,7 +60,16 @@ impl TestBundle {
             extra: Vec::new(),
             plain: false,
             webhooks: Vec::new(),
+            csv_annotations: Vec::new(),
         }
+    }
+
+    /// Adds an annotation to the CSV (`operatorframework.io/suggested-namespace`, ...).
+    #[must_use]
+    pub fn annotate(mut self, key: &str, value: &str) -> Self {
+        self.csv_annotations
+            .push((key.to_owned(), value.to_owned()));
+        self
     }
 
     /// Declares webhooks served by the operator Deployment on port 9443, as operator-sdk
@@ -253,6 +264,9 @@ impl TestBundle {
                     json!([{"type": "olm.maxOpenShiftVersion", "value": max}]).to_string(),
                 ),
             );
+        }
+        for (key, value) in &self.csv_annotations {
+            annotations.insert(key.clone(), Value::String(value.clone()));
         }
         let owned: Vec<Value> = if self.with_crd {
             vec![json!({"name": self.crd_name(), "version": "v1", "kind": "Widget"})]

@@ -198,3 +198,86 @@ async fn own_and_single_namespace_operators_install_with_roles_where_they_watch(
     assert_eq!(enforce_label(&client, "tenant-a").await, None);
     manager.stop().await;
 }
+
+/// The default install namespace (PRODUCT §3): the bundle's suggestion, recorded at the first
+/// install, labelled for platform monitoring when the CSV asks; a suggestion another PO
+/// already owns (every ACK controller suggests `ack-system`) or one of the platform's own
+/// (`openshift-operators`) gives way to the PO's name.
+#[tokio::test]
+async fn suggested_namespaces_are_used_once_and_never_the_platforms() {
+    let Some(plane) = simulated_plane(false).await else {
+        return;
+    };
+    let client = plane.client().await.unwrap();
+    let first = TestBundle::new("acka", "1.0.0")
+        .annotate("operatorframework.io/suggested-namespace", "ack-system")
+        .annotate("operatorframework.io/cluster-monitoring", "true");
+    let second = TestBundle::new("ackb", "1.0.0")
+        .annotate("operatorframework.io/suggested-namespace", "ack-system");
+    let global = TestBundle::new("globalop", "1.0.0").annotate(
+        "operatorframework.io/suggested-namespace",
+        "openshift-operators",
+    );
+    let fbc = catalog_json(&[first, second, global], &[]);
+    configmap_catalog(&client, "local", &fbc, 0).await;
+    create_po(&client, "acka", json!({"package": {"name": "acka"}})).await;
+    let manager = Manager::start(client.clone(), Manager::test_settings(vec![]));
+    wait_catalog_serves(&client, "local", &fbc).await;
+    wait_po_condition(
+        &client,
+        "acka",
+        "Installed",
+        "True",
+        Some("InstallSucceeded"),
+    )
+    .await;
+    create_po(&client, "ackb", json!({"package": {"name": "ackb"}})).await;
+    create_po(
+        &client,
+        "globalop",
+        json!({"package": {"name": "globalop"}}),
+    )
+    .await;
+    for po in ["ackb", "globalop"] {
+        wait_po_condition(&client, po, "Installed", "True", Some("InstallSucceeded")).await;
+    }
+    let pos = Api::<pom_api::PlatformOperator>::all(client.clone());
+    for (po, namespace) in [
+        ("acka", "ack-system"),
+        ("ackb", "ackb"),
+        ("globalop", "globalop"),
+    ] {
+        let status = pos.get(po).await.unwrap().status.unwrap();
+        assert_eq!(status.install_namespace.as_deref(), Some(namespace), "{po}");
+        assert!(
+            Api::<Deployment>::namespaced(client.clone(), namespace)
+                .get_opt(&format!("{po}-controller"))
+                .await
+                .unwrap()
+                .is_some(),
+            "{po} runs in {namespace}"
+        );
+    }
+    let labels = Api::<Namespace>::all(client.clone())
+        .get("ack-system")
+        .await
+        .unwrap()
+        .metadata
+        .labels
+        .unwrap();
+    assert_eq!(
+        labels
+            .get("openshift.io/cluster-monitoring")
+            .map(String::as_str),
+        Some("true")
+    );
+    assert!(
+        Api::<Namespace>::all(client.clone())
+            .get_opt("openshift-operators")
+            .await
+            .unwrap()
+            .is_none(),
+        "POM never creates a platform namespace"
+    );
+    manager.stop().await;
+}

@@ -205,6 +205,11 @@ pub struct PlatformOperatorStatus {
     /// cleanup delete exactly these objects (CRDs never).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub inventory: Vec<BundleInventory>,
+    /// The namespace the operator was installed into, fixed at its first install (with the
+    /// intent of that move): `spec.installNamespace`, else the bundle's suggested namespace,
+    /// else the PlatformOperator's name. Later changes of the spec do not move the operator.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub install_namespace: Option<String>,
 }
 
 /// The objects POM applied for one bundle.

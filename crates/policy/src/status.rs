@@ -161,6 +161,18 @@ pub struct StatusInput<'a> {
     pub applying: &'a [InventoryObject],
     /// The image (by digest) of the bundle about to be applied, recorded by [`intent`].
     pub applying_image: Option<&'a str>,
+    /// The namespace the bundle is applied into: recorded at the first install, then kept.
+    pub applying_namespace: Option<&'a str>,
+}
+
+impl StatusInput<'_> {
+    /// The install namespace to record: the one recorded, else the one applied into.
+    fn install_namespace(&self) -> Option<String> {
+        self.previous
+            .install_namespace
+            .clone()
+            .or_else(|| self.applying_namespace.map(str::to_owned))
+    }
 }
 
 /// The status that records a move before its first object is written (§7: intent before
@@ -190,9 +202,13 @@ pub fn intent(input: &StatusInput<'_>) -> Option<PlatformOperatorStatus> {
             .image
             .clone()
             .or_else(|| input.applying_image.map(str::to_owned));
-        let unchanged = inventory == previous.inventory && image == hop.image;
+        let install_namespace = input.install_namespace();
+        let unchanged = inventory == previous.inventory
+            && image == hop.image
+            && install_namespace == previous.install_namespace;
         return (!unchanged).then(|| PlatformOperatorStatus {
             inventory,
+            install_namespace,
             active_hop: Some(ActiveHop {
                 image,
                 ..hop.clone()
@@ -265,6 +281,7 @@ pub fn intent(input: &StatusInput<'_>) -> Option<PlatformOperatorStatus> {
         active_hop: Some(hop),
         max_open_shift_version: previous.max_open_shift_version.clone(),
         inventory: crate::inventory::with_bundle(&previous.inventory, &target.name, input.applying),
+        install_namespace: input.install_namespace(),
     })
 }
 
@@ -392,6 +409,10 @@ pub fn compute(input: &StatusInput<'_>) -> PlatformOperatorStatus {
                 &report.objects,
             ),
             ActOutcome::Skipped | ActOutcome::Failed(_) => previous.inventory.clone(),
+        },
+        install_namespace: match input.outcome {
+            ActOutcome::Applied(_) => input.install_namespace(),
+            ActOutcome::Skipped | ActOutcome::Failed(_) => previous.install_namespace.clone(),
         },
     }
 }

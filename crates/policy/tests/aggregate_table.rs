@@ -203,6 +203,7 @@ impl Po {
                 }),
                 max_open_shift_version: None,
                 inventory: Vec::new(),
+                install_namespace: None,
             });
         }
         Arc::new(po)

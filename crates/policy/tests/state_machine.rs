@@ -426,6 +426,7 @@ impl World {
                 Action::Move(target) => target.image.as_deref(),
                 _ => None,
             },
+            applying_namespace: Some("ns"),
         }) {
             Some(intent) => {
                 check_status(&previous, &intent, &gate)?;
@@ -523,6 +524,7 @@ impl World {
             reported_before: gate.reported,
             applying: &[],
             applying_image: None,
+            applying_namespace: None,
         });
         check_status(&previous, &new_status, &gate)?;
         // Prune after settle, as the manager does: what only older bundles own goes, never

@@ -208,6 +208,7 @@ impl Step {
             reported_before: self.reported_before,
             applying: &[],
             applying_image: None,
+            applying_namespace: None,
         })
     }
 }
@@ -1286,6 +1287,7 @@ fn the_intent_records_the_image_digest_once() {
             reported_before: false,
             applying: &[],
             applying_image: Some(digest),
+            applying_namespace: None,
         })
     };
     let first = intent_with(&settled_at_1_1_0(), "quay.example/demo-bundle@sha256:aaa").unwrap();

@@ -17,7 +17,8 @@ use anyhow::Context;
 use pom_api::PlatformOperator;
 use pom_policy::render_request;
 use pom_resolver::render::{
-    BundleFiles, ContentException, ContentRule, PowerClass, RenderOptions, RenderedBundle, render,
+    BundleFiles, ContentException, ContentRule, PowerClass, RenderOptions, RenderedBundle,
+    default_install_namespace, render,
 };
 
 /// Flags of `pomctl render`.
@@ -112,12 +113,15 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let po = args.po.as_deref().map(read_po).transpose()?;
     let namespace = match (&args.namespace, &po) {
         (Some(namespace), _) => namespace.clone(),
-        (None, Some(po)) => po
-            .spec
-            .install_namespace
-            .clone()
-            .unwrap_or_else(|| kube::ResourceExt::name_any(po)),
-        (None, None) => package_name(&files, &args.bundle_dir)?,
+        // As the controller chooses at a first install: the spec's, else the bundle's
+        // suggestion (when POM may create it), else the PO's (or the package's) name.
+        (None, Some(po)) => match &po.spec.install_namespace {
+            Some(namespace) => namespace.clone(),
+            None => default_install_namespace(&files, &kube::ResourceExt::name_any(po))?,
+        },
+        (None, None) => {
+            default_install_namespace(&files, &package_name(&files, &args.bundle_dir)?)?
+        }
     };
     let mut opts = match &po {
         Some(po) => render_request::render_options(po, &namespace),

@@ -131,6 +131,8 @@ pub struct Prepared {
     max_openshift_version: Option<MaxOpenShiftVersion>,
     /// The bundle image by digest (`None` for catalog-carried objects).
     image: Option<String>,
+    /// The namespace it is applied into.
+    namespace: String,
 }
 
 impl Prepared {
@@ -161,6 +163,12 @@ impl Prepared {
         self.image.as_deref()
     }
 
+    /// The namespace the bundle is applied into (recorded at the first install).
+    #[must_use]
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
     /// Every object applying this bundle into `namespace` creates or owns, its
     /// OperatorCondition included: what the inventory records before the first is written.
     #[must_use]
@@ -182,14 +190,16 @@ impl Prepared {
     }
 }
 
-/// Fetches and renders `target` for `po` into `namespace` and refuses what would break running
-/// things (unsafe CRD changes, objects owned by another PO). Reads only: a refusal here has
-/// written nothing, so nothing needs to be resumed or undone.
+/// Fetches and renders `target` for `po` into `namespace` (when not yet fixed: the bundle's
+/// suggested namespace if POM may use it, else the PO's name) and refuses what would break
+/// running things (unsafe CRD changes, objects owned by another PO). Reads only: a refusal
+/// here has written nothing, so nothing needs to be resumed or undone.
+#[allow(clippy::too_many_arguments)]
 pub async fn prepare(
     ctx: &Context,
     kinds: &KindCache,
     po: &PlatformOperator,
-    namespace: &str,
+    namespace: Option<&str>,
     target: &Target,
     certificates: CertificateSource,
     now: Timestamp,
@@ -236,6 +246,12 @@ pub async fn prepare(
         }
         (Content::Objects(objects), _) => (BundleFiles::from_objects(objects.clone()), None),
     };
+
+    let namespace = match namespace {
+        Some(fixed) => fixed.to_owned(),
+        None => first_install_namespace(client, &files, &po_name, &target.name).await?,
+    };
+    let namespace = namespace.as_str();
 
     // Render (pure).
     let options = RenderOptions {
@@ -336,7 +352,37 @@ pub async fn prepare(
         live_objects,
         max_openshift_version: max_ocp,
         image,
+        namespace: namespace.to_owned(),
     })
+}
+
+/// Where a first install goes when the PO names no namespace: the bundle's suggested one
+/// (`render::default_install_namespace`), unless another PlatformOperator already owns it
+/// (the 24 ACK controllers all suggest `ack-system`; two POs never share a namespace), then
+/// the PO's name.
+async fn first_install_namespace(
+    client: &kube::Client,
+    files: &BundleFiles,
+    po: &str,
+    bundle: &str,
+) -> Result<String, Error> {
+    let suggested = render::default_install_namespace(files, po).map_err(|e| Error::Render {
+        bundle: bundle.to_owned(),
+        source: Box::new(e),
+    })?;
+    if suggested == po {
+        return Ok(suggested);
+    }
+    let live = Api::<Namespace>::all(client.clone())
+        .get_opt(&suggested)
+        .await
+        .map_err(Error::kube(format!("reading namespace {suggested}")))?;
+    // Free: absent, already this PO's, or handed to it by the admin.
+    let taken = live.is_some_and(|ns| {
+        ns.labels().get(labels::OWNER_PO) != Some(&labels::label_value(po))
+            && ns.annotations().get(labels::ADOPT).map(String::as_str) != Some(po)
+    });
+    Ok(if taken { po.to_owned() } else { suggested })
 }
 
 /// Writes a prepared bundle: its namespace, its OperatorCondition, then every object that
@@ -358,12 +404,21 @@ pub async fn apply(
         live_objects,
         max_openshift_version: max_ocp,
         image,
+        namespace: _,
     } = prepared;
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     let privileged = rendered
         .consents_used
         .contains(&PowerClass::PrivilegedWorkloads);
-    ensure_namespace(client, namespace, &po_name, package, privileged).await?;
+    ensure_namespace(
+        client,
+        namespace,
+        &po_name,
+        package,
+        privileged,
+        &rendered.namespace_labels,
+    )
+    .await?;
 
     // The OperatorCondition (§7) exists before the operator's Deployment is written, as OLM v0
     // does: an operator built on operator-lib writes its condition at start-up.
@@ -537,6 +592,7 @@ async fn ensure_namespace(
     po: &str,
     package: &str,
     privileged: bool,
+    bundle_labels: &std::collections::BTreeMap<String, String>,
 ) -> Result<(), Error> {
     let api: Api<Namespace> = Api::all(client.clone());
     let live = api
@@ -547,6 +603,7 @@ async fn ensure_namespace(
     for (key, value) in pod_security::namespace_labels(privileged) {
         wanted.insert(key.to_owned(), value.to_owned());
     }
+    wanted.extend(bundle_labels.clone());
     if let Some(live) = &live {
         let live_labels = live.labels();
         let ours = live_labels.get(labels::OWNER_PO) == Some(&labels::label_value(po));

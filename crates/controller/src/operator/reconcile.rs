@@ -389,11 +389,18 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
     let ctx = &pctx.ctx;
     let name = po.name_any();
     let previous = po.status.clone().unwrap_or_default();
-    let namespace = po
-        .spec
+    // The install namespace: as recorded at the first install; else as the spec names it; else,
+    // for a PO installed before POM recorded it, its name; else the bundle's suggestion,
+    // chosen when the bundle is read (`None` here).
+    let fixed_namespace = previous
         .install_namespace
         .clone()
-        .unwrap_or_else(|| name.clone());
+        .or_else(|| po.spec.install_namespace.clone())
+        .or_else(|| {
+            (previous.installed_bundle.is_some() || !previous.inventory.is_empty())
+                .then(|| name.clone())
+        });
+    let namespace = fixed_namespace.clone().unwrap_or_else(|| name.clone());
 
     if pctx.behind_own_write(po) {
         return Ok(RequeueAction::requeue(OWN_WRITE_RETRY));
@@ -486,17 +493,30 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
         _ => None,
     };
     let full_check = quiet_keep.is_none();
+    let mut applied_namespace: Option<String> = None;
     let outcome = match quiet_keep {
         // Nothing the last full check read has changed: what it found still holds.
         Some(report) => ActOutcome::Applied(Box::new(report)),
-        None => match prepare(pctx, po, &namespace, &snapshot, &decision, &catalogs).await {
+        None => match prepare(
+            pctx,
+            po,
+            fixed_namespace.as_deref(),
+            &snapshot,
+            &decision,
+            &catalogs,
+        )
+        .await
+        {
             Err(problem) => ActOutcome::Failed(problem),
             Ok(None) => ActOutcome::Skipped,
             Ok(Some((target, prepared))) => {
+                let namespace = prepared.namespace().to_owned();
+                applied_namespace = Some(namespace.clone());
                 let applying = prepared.inventory(&namespace);
                 let intent = status::intent(&StatusInput {
                     applying: &applying,
                     applying_image: prepared.image(),
+                    applying_namespace: Some(&namespace),
                     ..status_input(
                         po,
                         &snapshot,
@@ -555,14 +575,17 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
     }
 
     // Report.
-    let new_status = status::compute(&status_input(
-        po,
-        &snapshot,
-        &decision,
-        reported_before,
-        &previous,
-        &outcome,
-    ));
+    let new_status = status::compute(&StatusInput {
+        applying_namespace: applied_namespace.as_deref(),
+        ..status_input(
+            po,
+            &snapshot,
+            &decision,
+            reported_before,
+            &previous,
+            &outcome,
+        )
+    });
     let requeue = status::requeue(
         &new_status,
         &outcome,
@@ -657,6 +680,7 @@ fn status_input<'a>(
     StatusInput {
         applying: &[],
         applying_image: None,
+        applying_namespace: None,
         previous,
         generation: po.metadata.generation,
         now: snapshot.now,
@@ -673,7 +697,7 @@ fn status_input<'a>(
 async fn prepare(
     pctx: &PoContext,
     po: &PlatformOperator,
-    namespace: &str,
+    namespace: Option<&str>,
     snapshot: &PoSnapshot<'_>,
     decision: &PoDecision,
     catalogs: &gather::GatheredCatalogs,

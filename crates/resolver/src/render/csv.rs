@@ -14,6 +14,11 @@ pub const CSV_KIND: &str = "ClusterServiceVersion";
 /// The CSV annotation naming the namespace its publisher suggests installing into.
 pub const SUGGESTED_NAMESPACE: &str = "operatorframework.io/suggested-namespace";
 
+/// The CSV annotation asking for platform monitoring of the install namespace.
+pub const CLUSTER_MONITORING_ANNOTATION: &str = "operatorframework.io/cluster-monitoring";
+/// The namespace label that opts a namespace into OpenShift's platform monitoring.
+pub const CLUSTER_MONITORING_LABEL: &str = "openshift.io/cluster-monitoring";
+
 /// A ClusterServiceVersion manifest.
 #[derive(Debug, Clone, Copy)]
 pub struct Csv<'a> {
@@ -277,6 +282,17 @@ impl<'a> Csv<'a> {
         .map(str::trim)
         .filter(|ns| !ns.is_empty())
         .map(str::to_owned)
+    }
+
+    /// `operatorframework.io/cluster-monitoring: "true"`: the publisher asks that OpenShift's
+    /// platform Prometheus scrape the operator's namespace (the console then labels it).
+    pub fn wants_cluster_monitoring(&self) -> bool {
+        at(
+            self.value,
+            &["metadata", "annotations", CLUSTER_MONITORING_ANNOTATION],
+        )
+        .and_then(super::objects::scalar_to_string)
+        .is_some_and(|v| v.trim() == "true")
     }
 
     /// Names of the owned CRDs.

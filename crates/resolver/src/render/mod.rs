@@ -151,6 +151,9 @@ pub struct RenderedBundle {
     /// The Services POM rendered for the CSV's webhooks, with the Secret of each one's serving
     /// certificate (provisioned by POM or by the service-ca, [`RenderOptions::certificates`]).
     pub webhook_services: Vec<WebhookService>,
+    /// Labels for the install namespace POM creates, from the CSV
+    /// (`operatorframework.io/cluster-monitoring: "true"` → `openshift.io/cluster-monitoring`).
+    pub namespace_labels: std::collections::BTreeMap<String, String>,
 }
 
 impl RenderedBundle {
@@ -235,23 +238,33 @@ pub fn render(files: &BundleFiles, opts: &RenderOptions) -> Result<RenderedBundl
         watch_namespace: parts.watch_namespace.unwrap_or_default(),
         suggested_namespace: parts.suggested_namespace,
         webhook_services: parts.webhook_services,
+        namespace_labels: parts.namespace_labels,
     })
 }
 
 /// The namespace POM installs a bundle into when the PlatformOperator names none: the CSV's
-/// `operatorframework.io/suggested-namespace`, else `fallback` (the PlatformOperator's name).
-/// Reads the bundle without rendering it, so a bundle the policy refuses still gets the
-/// namespace its refusal is judged in.
+/// `operatorframework.io/suggested-namespace` when it is a namespace POM may create (not one
+/// of the platform's, such as OLM's global `openshift-operators`), else `fallback` (the
+/// PlatformOperator's name). Reads the bundle without rendering it, so a bundle the policy
+/// refuses still gets the namespace its refusal is judged in.
 pub fn default_install_namespace(
     files: &BundleFiles,
     fallback: &str,
 ) -> Result<String, RenderError> {
+    Ok(suggested_namespace(files)?
+        .filter(|ns| {
+            names::is_dns1123_label(ns) && content_policy::reserved_namespace(ns, None).is_none()
+        })
+        .unwrap_or_else(|| fallback.to_owned()))
+}
+
+/// The CSV's `operatorframework.io/suggested-namespace`, as written.
+pub fn suggested_namespace(files: &BundleFiles) -> Result<Option<String>, RenderError> {
     let layout = Layout::detect(files)?;
-    let suggested = read_manifests(files, &layout)?
+    Ok(read_manifests(files, &layout)?
         .iter()
         .filter(|m| m.is(csv::CSV_GROUP, csv::CSV_KIND))
-        .find_map(|m| csv::Csv::new(m).suggested_namespace());
-    Ok(suggested.unwrap_or_else(|| fallback.to_owned()))
+        .find_map(|m| csv::Csv::new(m).suggested_namespace()))
 }
 
 /// The package a bundle names in `metadata/annotations.yaml`, if any.
@@ -301,6 +314,7 @@ pub(crate) struct Parts {
     /// rendered (configurations, CRDs with a conversion webhook).
     pub webhook_services: Vec<WebhookService>,
     pub rendered_webhooks: BTreeSet<(String, String)>,
+    pub namespace_labels: std::collections::BTreeMap<String, String>,
 }
 
 /// OLM's install modes: which namespaces an operator watches.

@@ -24,7 +24,9 @@ use serde_json::{Map, Value, json};
 
 use super::assemble::Sourced;
 use super::content_policy::reserved_namespace;
-use super::csv::{CSV_GROUP, CSV_KIND, Csv, Permission, StrategyDeployment};
+use super::csv::{
+    CLUSTER_MONITORING_LABEL, CSV_GROUP, CSV_KIND, Csv, Permission, StrategyDeployment,
+};
 use super::error::RenderError;
 use super::layout::Layout;
 use super::names::is_dns1123_label;
@@ -241,6 +243,11 @@ pub fn render(
         suggested_namespace: csv.suggested_namespace(),
         webhook_services: webhooks.services,
         rendered_webhooks,
+        namespace_labels: csv
+            .wants_cluster_monitoring()
+            .then(|| (CLUSTER_MONITORING_LABEL.to_owned(), "true".to_owned()))
+            .into_iter()
+            .collect(),
     })
 }
 
