@@ -4,7 +4,7 @@
 //! `platform-operators-manager-guard`), the manager's own ServiceAccount, calling the API
 //! directly as a compromised or buggy manager would, cannot change its own RBAC, bind `system:`
 //! subjects or itself, write in a system namespace, touch objects it does not own, or create a
-//! webhook; while everything a bundle legitimately needs (owned roles, bindings of the
+//! webhook other than a bundle's own; while everything a bundle legitimately needs (owned roles, bindings of the
 //! operator's ServiceAccount, objects in an install namespace) still works.
 
 use std::time::Duration;
@@ -173,7 +173,7 @@ async fn the_api_server_holds_the_manager_to_the_rules_no_exception_lifts() {
     assert_guarded(
         bindings.create(&PostParams::default(), &itself).await,
         "binding its own ServiceAccount",
-        "ServiceAccounts of system namespaces",
+        "ServiceAccounts of platform namespaces",
     );
     // Granting its own role to someone else.
     let lend: ClusterRoleBinding = object(json!({
@@ -186,7 +186,8 @@ async fn the_api_server_holds_the_manager_to_the_rules_no_exception_lifts() {
         "binding its own role",
         "may not bind its own roles",
     );
-    // A webhook is not even in its RBAC.
+    // A webhook only in the shape the renderer gives a bundle's (issue 21): not one that
+    // calls a URL, sees every group or the objects POM manages.
     let webhooks = ApiResource {
         group: "admissionregistration.k8s.io".into(),
         version: "v1".into(),
@@ -194,18 +195,62 @@ async fn the_api_server_holds_the_manager_to_the_rules_no_exception_lifts() {
         kind: "ValidatingWebhookConfiguration".into(),
         plural: "validatingwebhookconfigurations".into(),
     };
-    let webhook: DynamicObject = object(json!({
-        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-        "metadata": {"name": "web-hook"}, "webhooks": []
-    }));
-    let (code, message) = refusal(
-        Api::<DynamicObject>::all_with(manager.clone(), &webhooks)
-            .create(&PostParams::default(), &webhook)
-            .await,
-        "creating a webhook",
-    );
-    assert_eq!(code, 403, "{message}");
-    assert!(message.contains("cannot create resource"), "{message}");
+    let hook = |name: &str, client_config: Value, rules: Value, object_selector: Value| {
+        object::<DynamicObject>(json!({
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": name, "labels": owned_labels()},
+            "webhooks": [{
+                "name": format!("{name}.example.com"), "clientConfig": client_config,
+                "rules": rules, "objectSelector": object_selector,
+                "sideEffects": "None", "admissionReviewVersions": ["v1"], "failurePolicy": "Ignore"
+            }]
+        }))
+    };
+    let service = json!({"service": {"namespace": "web", "name": "op-service", "port": 443}});
+    let own_rules = json!([{"apiGroups": ["web.example.com"], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["widgets"]}]);
+    let excluded = json!({"matchExpressions": [{"key": OWNER, "operator": "DoesNotExist"}]});
+    let webhook_api = Api::<DynamicObject>::all_with(manager.clone(), &webhooks);
+    for (name, config, rules, selector) in [
+        (
+            "web-url",
+            json!({"url": "https://collector.example.invalid/hook"}),
+            own_rules.clone(),
+            excluded.clone(),
+        ),
+        (
+            "web-everything",
+            service.clone(),
+            json!([{"apiGroups": ["*"], "apiVersions": ["*"], "operations": ["*"], "resources": ["*"]}]),
+            excluded.clone(),
+        ),
+        (
+            "web-sees-pom",
+            service.clone(),
+            own_rules.clone(),
+            json!({}),
+        ),
+        (
+            "web-platform",
+            json!({"service": {"namespace": "kube-system", "name": "x", "port": 443}}),
+            own_rules.clone(),
+            excluded.clone(),
+        ),
+    ] {
+        assert_guarded(
+            webhook_api
+                .create(&PostParams::default(), &hook(name, config, rules, selector))
+                .await,
+            &format!("creating webhook {name}"),
+            "a webhook the manager registers",
+        );
+    }
+    webhook_api
+        .create(
+            &PostParams::default(),
+            &hook("web-bundle", service, own_rules, excluded),
+        )
+        .await
+        .expect("a bundle's webhook, as the renderer shapes it, is allowed");
 
     // A system namespace, its own included.
     for namespace in ["kube-system", NAMESPACE, "default"] {
@@ -216,7 +261,7 @@ async fn the_api_server_holds_the_manager_to_the_rules_no_exception_lifts() {
                 .create(&PostParams::default(), &cm)
                 .await,
             &format!("a ConfigMap in {namespace}"),
-            "system namespace",
+            "platform namespace",
         );
     }
 

@@ -15,7 +15,10 @@
 //! - no binding of `system:` users or groups, nor of ServiceAccounts of platform namespaces
 //!   but OpenShift's Prometheus in a RoleBinding (the monitoring binding, §6);
 //! - no update or delete of an object POM does not own (no owner label) unless the admin
-//!   annotated it for adoption.
+//!   annotated it for adoption;
+//! - no webhook configuration but one shaped as the renderer shapes a bundle's: calling a
+//!   Service outside the platform's namespaces, excluding POM-managed objects, never matching
+//!   POM's API group or every group.
 //!
 //! It matches only the kinds the manager may delete (the kinds bundles ship, from
 //! [`crate::manifests::cluster_role_rules`]) and only requests of the manager's ServiceAccount,
@@ -174,6 +177,31 @@ fn validations() -> Vec<Validation> {
             format!(
                 "{GUARD}: the manager may not change or delete an object it does not own (no \
                  {OWNER_PO} label); to let a PlatformOperator adopt it, annotate it {ADOPT}=<name>"
+            ),
+        ),
+        rule(
+            // A webhook the manager registers is a bundle's, shaped as the renderer shapes it:
+            // it calls a Service outside the platform's namespaces, never sees objects POM
+            // manages, and never matches POM's API group or every group.
+            format!(
+                "object == null || !(request.resource.resource in \
+                 ['validatingwebhookconfigurations', 'mutatingwebhookconfigurations']) || \
+                 !has(object.webhooks) || object.webhooks.all(w, \
+                 has(w.clientConfig.service) && !has(w.clientConfig.url) && \
+                 !{platform} && \
+                 has(w.objectSelector) && has(w.objectSelector.matchExpressions) && \
+                 w.objectSelector.matchExpressions.exists(e, e.key == '{OWNER_PO}' && \
+                 e.operator == 'DoesNotExist') && \
+                 (!has(w.rules) || w.rules.all(r, !has(r.apiGroups) || \
+                 !r.apiGroups.exists(g, g == '*' || g == '{POM_GROUP}'))))",
+                platform = platform_namespace_cel("w.clientConfig.service.namespace"),
+                POM_GROUP = pom_api::GROUP,
+            ),
+            format!(
+                "{GUARD}: a webhook the manager registers must call a Service outside the \
+                 platform's namespaces, exclude objects labelled {OWNER_PO} and never match \
+                 the {} group or every group",
+                pom_api::GROUP
             ),
         ),
         rule(
