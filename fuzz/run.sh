@@ -18,7 +18,7 @@ tools="$cache/tools"
 corpora="$cache/fuzz/corpus"
 runs="${FUZZ_RUNS:-10000000}"
 seconds="${FUZZ_SECONDS:-0}"
-targets="${FUZZ_TARGETS:-fbc_parse masterminds_range blang_range render_bundle layer_extract}"
+targets="${FUZZ_TARGETS:-fbc_parse masterminds_range blang_range render_bundle powers layer_extract}"
 
 if ! rustup toolchain list | grep -q '^nightly'; then
   echo "fuzz: the nightly toolchain is missing (rustup toolchain install nightly)" >&2
@@ -60,6 +60,27 @@ PY
         { printf '%b' "\\x$(printf '%02x' $((n % 2)))"; cat "$file"; } > "$corpora/$target/seed-$n"
       done < <(find "$shared/testdata/real" "$repo/crates/resolver/tests/fixtures/bundles" -type f \
         -path '*manifests*' -name '*.yaml' -size -128k -print0 2>/dev/null)
+      ;;
+    powers)
+      # Each fixture bundle's manifests as one JSON list of objects.
+      python3 - "$repo/crates/resolver/tests/fixtures/bundles" "$corpora/$target" <<'PY'
+import json, pathlib, sys
+src, out = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+try:
+    import yaml
+except ImportError:
+    yaml = None
+for bundle in sorted(p for p in src.iterdir() if p.is_dir()):
+    objects = []
+    for path in sorted((bundle / "manifests").glob("*")):
+        text = path.read_text(errors="replace")
+        if path.suffix == ".json":
+            objects.append(json.loads(text))
+        elif yaml is not None:
+            objects.extend(d for d in yaml.safe_load_all(text) if isinstance(d, dict))
+    if objects:
+        (out / f"{bundle.name}.json").write_text(json.dumps(objects))
+PY
       ;;
     layer_extract)
       local dir

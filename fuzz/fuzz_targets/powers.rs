@@ -1,0 +1,41 @@
+//! The powers computation and the content policy over arbitrary objects (issue 24): the input
+//! is a JSON list of Kubernetes objects as rendering would hand them over; computing what the
+//! bundle's ServiceAccounts can do, and judging the objects, gives an answer, never a panic,
+//! and the same answer twice.
+#![no_main]
+
+use std::collections::BTreeSet;
+
+use libfuzzer_sys::fuzz_target;
+use pom_resolver::render::content_policy::{PolicyContext, check};
+use pom_resolver::render::powers;
+use serde_json::Value;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(objects) = serde_json::from_slice::<Vec<Value>>(data) else {
+        return;
+    };
+    let computed = powers::compute(&objects);
+    assert_eq!(computed, powers::compute(&objects), "deterministic");
+    let origins: Vec<String> = (0..objects.len()).map(|i| format!("object {i}")).collect();
+    let consent = BTreeSet::new();
+    let rendered_webhooks = BTreeSet::new();
+    let ctx = PolicyContext {
+        format: None,
+        install_namespace: "fuzz-ns",
+        watch_namespace: None,
+        manager_namespace: Some("openshift-platform-operators"),
+        manager_service_account: None,
+        exceptions: &[],
+        consent: &consent,
+        rendered_webhooks: &rendered_webhooks,
+    };
+    if let Ok(judgement) = check(&objects, &origins, &ctx) {
+        // Nothing consented: whatever passed holds no class that needs consent.
+        assert!(
+            judgement.powers.classes().iter().all(|c| !c.needs_consent()),
+            "{:?}",
+            judgement.powers
+        );
+    }
+});
