@@ -210,6 +210,24 @@ pub struct PlatformOperatorStatus {
     /// else the PlatformOperator's name. Later changes of the spec do not move the operator.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub install_namespace: Option<String>,
+    /// What the installed bundle's ServiceAccounts can do, by power class (§6): how many
+    /// grants fall in each class and a few of them (`pomctl render --permissions` lists all).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub powers: Vec<PowerSummary>,
+}
+
+/// One power class the installed bundle holds.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PowerSummary {
+    /// `ClusterAdminEquivalent`, `PrivilegedWorkloads`, `PlatformConfig` or
+    /// `SecretsClusterWide`.
+    pub class: String,
+    /// How many grants or pod templates put the bundle in it.
+    pub count: u32,
+    /// The first few, as `Kind "name" what it grants` (at most 3, each cut at 256 bytes).
+    #[serde(default)]
+    pub examples: Vec<String>,
 }
 
 /// The objects POM applied for one bundle.

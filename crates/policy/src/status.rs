@@ -6,7 +6,8 @@ use std::time::Duration;
 use k8s_openapi::jiff::Timestamp;
 use pom_api::conditions::{ConditionStatus, Reason, types};
 use pom_api::platform_operator::{
-    ActiveHop, InstalledBundle, InventoryObject, PinStatus, PlatformOperatorStatus, UpgradeGate,
+    ActiveHop, InstalledBundle, InventoryObject, PinStatus, PlatformOperatorStatus, PowerSummary,
+    UpgradeGate,
 };
 use pom_resolver::fbc::MaxOpenShiftVersion;
 
@@ -42,6 +43,52 @@ pub struct InstallReport {
     pub wrote: usize,
     /// Every object of the bundle (written or already as wanted), for the inventory.
     pub objects: Vec<InventoryObject>,
+    /// What the bundle's ServiceAccounts can do ([`power_summaries`]).
+    pub powers: Vec<PowerSummary>,
+}
+
+/// Examples listed per power class in status.
+pub const MAX_POWER_EXAMPLES: usize = 3;
+/// Bytes an example may take in status.
+pub const MAX_POWER_EXAMPLE_BYTES: usize = 256;
+
+/// The powers of a bundle as status shows them: per class, a count and the first examples,
+/// bounded (a bundle can declare thousands of rules; status must stay small).
+#[must_use]
+pub fn power_summaries(powers: &pom_resolver::render::Powers) -> Vec<PowerSummary> {
+    powers
+        .classes()
+        .into_iter()
+        .map(|class| {
+            let all: Vec<_> = powers.of(class).collect();
+            PowerSummary {
+                class: class.to_string(),
+                count: u32::try_from(all.len()).unwrap_or(u32::MAX),
+                examples: all
+                    .iter()
+                    .take(MAX_POWER_EXAMPLES)
+                    .map(|p| {
+                        cut(
+                            &format!("{} {:?} {}", p.kind, p.name, p.detail),
+                            MAX_POWER_EXAMPLE_BYTES,
+                        )
+                    })
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
+/// `text` cut to at most `max` bytes at a character boundary.
+fn cut(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_owned()
 }
 
 /// A bundle's OperatorCondition after the install step.
@@ -282,6 +329,7 @@ pub fn intent(input: &StatusInput<'_>) -> Option<PlatformOperatorStatus> {
         max_open_shift_version: previous.max_open_shift_version.clone(),
         inventory: crate::inventory::with_bundle(&previous.inventory, &target.name, input.applying),
         install_namespace: input.install_namespace(),
+        powers: previous.powers.clone(),
     })
 }
 
@@ -413,6 +461,10 @@ pub fn compute(input: &StatusInput<'_>) -> PlatformOperatorStatus {
         install_namespace: match input.outcome {
             ActOutcome::Applied(_) => input.install_namespace(),
             ActOutcome::Skipped | ActOutcome::Failed(_) => previous.install_namespace.clone(),
+        },
+        powers: match input.outcome {
+            ActOutcome::Applied(report) => report.powers.clone(),
+            ActOutcome::Skipped | ActOutcome::Failed(_) => previous.powers.clone(),
         },
     }
 }

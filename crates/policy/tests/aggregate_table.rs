@@ -204,6 +204,7 @@ impl Po {
                 max_open_shift_version: None,
                 inventory: Vec::new(),
                 install_namespace: None,
+                powers: Vec::new(),
             });
         }
         Arc::new(po)

@@ -510,6 +510,7 @@ impl World {
                     }),
                     wrote: 0,
                     objects: objects_of(PACKAGES[i], &bundle.name),
+                    powers: Vec::new(),
                 }))
             }
         };

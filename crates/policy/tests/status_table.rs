@@ -133,6 +133,7 @@ fn report(version: &str, max: Option<&str>, waits: Vec<Wait>) -> InstallReport {
         operator_condition: None,
         wrote: 3,
         objects: Vec::new(),
+        powers: Vec::new(),
     }
 }
 
@@ -1317,5 +1318,57 @@ fn the_intent_records_the_image_digest_once() {
     assert_eq!(
         completed.conditions, older.conditions,
         "only the digest is added"
+    );
+}
+
+/// Status shows the installed bundle's powers by class, bounded: a count, and at most
+/// `MAX_POWER_EXAMPLES` examples of at most `MAX_POWER_EXAMPLE_BYTES` each.
+#[test]
+fn powers_in_status_are_counted_by_class_and_bounded() {
+    use pom_policy::status::{MAX_POWER_EXAMPLE_BYTES, MAX_POWER_EXAMPLES, power_summaries};
+    let long = "x".repeat(400);
+    let mut objects = Vec::new();
+    for i in 0..10 {
+        objects.push(serde_json::json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": format!("escalator-{i}-{long}")},
+            "rules": [{"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"], "verbs": ["escalate"]}]
+        }));
+    }
+    let powers = pom_resolver::render::powers::compute(&objects);
+    let summaries = power_summaries(&powers);
+    let admin = summaries
+        .iter()
+        .find(|s| s.class == "ClusterAdminEquivalent")
+        .unwrap();
+    assert_eq!(admin.count, 10);
+    assert_eq!(admin.examples.len(), MAX_POWER_EXAMPLES);
+    assert!(
+        admin
+            .examples
+            .iter()
+            .all(|e| e.len() <= MAX_POWER_EXAMPLE_BYTES && e.starts_with("ClusterRole "))
+    );
+    // Applied, the status carries them; a failure keeps what the status had.
+    let settled = settled_at_1_1_0();
+    let keep_it = || keep(pin(PinReason::Steady, "=1.1.0"));
+    let mut with_powers = report("1.1.0", Some("4.17"), vec![]);
+    with_powers.powers = summaries.clone();
+    let status = step(&settled, 3600, keep_it(), applied(with_powers)).run();
+    assert_eq!(status.powers, summaries);
+    let failed = step(
+        &status,
+        3700,
+        keep_it(),
+        ActOutcome::Failed(Problem {
+            reason: Reason::UnpackFailed,
+            message: "registry down".into(),
+            degrades: false,
+        }),
+    )
+    .run();
+    assert_eq!(
+        failed.powers, summaries,
+        "a failed repair keeps what status showed"
     );
 }

@@ -14,7 +14,7 @@ use pom_api::PlatformOperator;
 use pom_api::labels;
 use pom_api::platform_operator::{InstalledBundle, InventoryObject};
 use pom_policy::inventory::is_webhook_configuration;
-use pom_policy::status::{InstallReport, OperatorConditionReport, Wait};
+use pom_policy::status::{self, InstallReport, OperatorConditionReport, Wait};
 use pom_policy::{MoveTarget, render_request};
 use pom_resolver::fbc::{Bundle, Catalog as FbcCatalog, MaxOpenShiftVersion};
 use pom_resolver::render::webhooks::inject_ca_bundle;
@@ -540,6 +540,7 @@ pub async fn apply(
         operator_condition,
         wrote,
         objects: inventory,
+        powers: status::power_summaries(&rendered.powers),
     })
 }
 

@@ -127,6 +127,7 @@ mod tests {
                 operator_condition: None,
                 wrote: 0,
                 objects: Vec::new(),
+                powers: Vec::new(),
             },
             checked_at: Instant::now(),
         }
