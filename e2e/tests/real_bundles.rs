@@ -329,6 +329,31 @@ async fn real_community_bundles_install_from_the_loopback_registry() {
         tokio::time::sleep(Duration::from_secs(2)).await;
     }
 
+    // Each PO shows its bundle's powers by class, as `pomctl render --permissions` computes.
+    let list = pos.list(&Default::default()).await.unwrap().items;
+    for c in &chosen {
+        let po = list
+            .iter()
+            .find(|p| p.metadata.name.as_deref() == Some(c.package.as_str()))
+            .unwrap();
+        let shown: BTreeSet<String> = po
+            .status
+            .as_ref()
+            .unwrap()
+            .powers
+            .iter()
+            .map(|p| p.class.clone())
+            .collect();
+        let computed: BTreeSet<String> = c
+            .bundle
+            .powers
+            .classes()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(shown, computed, "{}", c.package);
+    }
+
     // What the set covered, and the webhooks really registered with POM's CA.
     let webhooks = chosen
         .iter()
