@@ -52,20 +52,33 @@ pub fn with_bundle(
     out
 }
 
+/// An object's identity on the cluster: group, kind, namespace and name. The API version is
+/// not part of it: `autoscaling.k8s.io/v1beta2` and `/v1` name the same VerticalPodAutoscaler.
+fn identity(object: &InventoryObject) -> (&str, &str, Option<&str>, &str) {
+    (
+        object.group(),
+        object.kind.as_str(),
+        object.namespace.as_deref(),
+        object.name.as_str(),
+    )
+}
+
 /// What prune deletes once the move to `keep` settled: the objects of every other bundle that
-/// `keep` does not also own, CRDs excepted.
+/// `keep` does not also own (by identity, whatever API version each bundle named it by), CRDs
+/// excepted.
 #[must_use]
 pub fn to_prune(inventory: &[BundleInventory], keep: &str) -> Vec<InventoryObject> {
-    let kept: BTreeSet<&InventoryObject> = inventory
+    let kept: BTreeSet<_> = inventory
         .iter()
         .filter(|e| e.bundle == keep)
         .flat_map(|e| &e.objects)
+        .map(identity)
         .collect();
     inventory
         .iter()
         .filter(|e| e.bundle != keep)
         .flat_map(|e| &e.objects)
-        .filter(|o| !kept.contains(o) && !never_deleted(o))
+        .filter(|o| !kept.contains(&identity(o)) && !never_deleted(o))
         .cloned()
         .collect::<BTreeSet<_>>()
         .into_iter()
@@ -237,5 +250,31 @@ mod tests {
         let order = to_clean_up(&inventory);
         assert_eq!(order.first(), Some(&hook), "{order:?}");
         assert_eq!(order.len(), 3, "CRDs are never deleted: {order:?}");
+    }
+
+    /// An object whose API version changed between bundles is the same object: the new
+    /// bundle just applied it, prune must not delete it (issue 25 item 6).
+    #[test]
+    fn prune_compares_identity_not_api_version() {
+        let vpa = |version: &str| {
+            obj(
+                &format!("autoscaling.k8s.io/{version}"),
+                "VerticalPodAutoscaler",
+                Some("ns"),
+                "op",
+            )
+        };
+        let gone = obj("v1", "ConfigMap", Some("ns"), "old-only");
+        let inventory = vec![
+            BundleInventory {
+                bundle: "op.v1".into(),
+                objects: vec![vpa("v1beta2"), gone.clone(), deployment("op")],
+            },
+            BundleInventory {
+                bundle: "op.v2".into(),
+                objects: vec![vpa("v1"), deployment("op")],
+            },
+        ];
+        assert_eq!(to_prune(&inventory, "op.v2"), vec![gone]);
     }
 }
