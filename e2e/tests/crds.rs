@@ -191,6 +191,61 @@ async fn package_name_is_immutable() {
     );
 }
 
+/// Adding or removing `spec.installNamespace` (or `watchNamespace`) would move the operator:
+/// the field's own `self == oldSelf` does not run then, the spec-level rule does (issue 25
+/// item 5).
+#[tokio::test]
+async fn install_namespace_can_be_neither_added_nor_removed() {
+    let Some(client) = client().await else { return };
+    let api = po_api(client);
+    api.create(
+        &PostParams::default(),
+        &po("ns-added", json!({"package": {"name": "first"}})),
+    )
+    .await
+    .unwrap();
+    api.create(
+        &PostParams::default(),
+        &po(
+            "ns-removed",
+            json!({"package": {"name": "second"}, "installNamespace": "second-ns", "watchNamespace": "second-ns"}),
+        ),
+    )
+    .await
+    .unwrap();
+    for (name, patch, field) in [
+        (
+            "ns-added",
+            json!({"spec": {"installNamespace": "elsewhere"}}),
+            "spec.installNamespace",
+        ),
+        (
+            "ns-removed",
+            json!({"spec": {"installNamespace": null}}),
+            "spec.installNamespace",
+        ),
+        (
+            "ns-removed",
+            json!({"spec": {"watchNamespace": null}}),
+            "spec.watchNamespace",
+        ),
+    ] {
+        let err = api
+            .patch(name, &PatchParams::default(), &Patch::Merge(patch.clone()))
+            .await
+            .expect_err(&format!("{patch} was accepted"));
+        let kube::Error::Api(status) = err else {
+            panic!("{err}")
+        };
+        assert!(
+            status.message.contains(field)
+                && status.message.contains("neither be added nor removed"),
+            "{}",
+            status.message
+        );
+    }
+}
+
 #[tokio::test]
 async fn version_range_characters_and_length_are_checked() {
     let Some(client) = client().await else { return };

@@ -29,6 +29,10 @@ use crate::validation::{DNS1123_LABEL, DURATION, VERSION_RANGE};
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]
+// The field's own `self == oldSelf` runs only when both objects have it: adding or removing it
+// would move the operator (issue 25 item 5). The namespace is also recorded in status.
+#[x_kube(validation = kube::core::Rule::new("has(self.installNamespace) == has(oldSelf.installNamespace)").message("spec.installNamespace can neither be added nor removed once the PlatformOperator exists: delete and recreate it to move the operator"))]
+#[x_kube(validation = kube::core::Rule::new("has(self.watchNamespace) == has(oldSelf.watchNamespace)").message("spec.watchNamespace can neither be added nor removed once the PlatformOperator exists: delete and recreate it to change what the operator watches"))]
 pub struct PlatformOperatorSpec {
     /// The package to install and where to find it.
     pub package: PackageSpec,
