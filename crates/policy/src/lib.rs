@@ -16,6 +16,7 @@ pub mod conditions;
 pub mod decide;
 pub mod duration;
 pub mod inventory;
+pub mod ownership;
 pub mod plan;
 pub mod render_request;
 pub mod request;

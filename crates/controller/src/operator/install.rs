@@ -14,6 +14,7 @@ use pom_api::PlatformOperator;
 use pom_api::labels;
 use pom_api::platform_operator::{InstalledBundle, InventoryObject};
 use pom_policy::inventory::is_webhook_configuration;
+use pom_policy::ownership::{self, Ownership};
 use pom_policy::status::{self, InstallReport, OperatorConditionReport, Wait};
 use pom_policy::{MoveTarget, render_request};
 use pom_resolver::fbc::{Bundle, Catalog as FbcCatalog, MaxOpenShiftVersion};
@@ -203,6 +204,7 @@ pub async fn prepare(
     target: &Target,
     certificates: CertificateSource,
     now: Timestamp,
+    po_exists: &(dyn Fn(&str) -> bool + Sync),
 ) -> Result<Prepared, Error> {
     let client = &ctx.client;
     let po_name = po.name_any();
@@ -310,18 +312,21 @@ pub async fn prepare(
         let (api, _) = kinds.api(client, &id.gvk, ns).await?;
         let live = get_opt(&api, &id.name).await?;
         if let Some(live) = &live {
-            match live.labels().get(labels::OWNER_PO) {
-                Some(owner) if *owner != labels::label_value(&po_name) => {
+            let carried = ownership::LiveOwnership {
+                owner: live.labels().get(labels::OWNER_PO).map(String::as_str),
+                package: live.labels().get(labels::PACKAGE).map(String::as_str),
+                adopt: live.annotations().get(labels::ADOPT).map(String::as_str),
+            };
+            match ownership::judge(carried, &po_name, package, po_exists) {
+                Ownership::Ours | Ownership::Adopt => {}
+                Ownership::OwnedBy(owner) => {
                     return Err(Error::OwnershipConflict {
                         kind: id.gvk.kind.clone(),
                         name: id.name.clone(),
-                        owner: owner.clone(),
+                        owner,
                     });
                 }
-                Some(_) => {}
-                // Not POM's: taken over only when the admin handed it to this PO by name.
-                None if live.annotations().get(labels::ADOPT) == Some(&po_name) => {}
-                None => {
+                Ownership::NotPoms => {
                     return Err(Error::AdoptionRefused {
                         kind: id.gvk.kind.clone(),
                         name: id.name.clone(),

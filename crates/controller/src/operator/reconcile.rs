@@ -760,6 +760,12 @@ async fn prepare(
         &target,
         certificates,
         snapshot.now,
+        &|owner: &str| {
+            pctx.store
+                .state()
+                .iter()
+                .any(|other| labels::label_value(&other.name_any()) == owner)
+        },
     )
     .await
     .map_err(|err| problem_of(&err, true))?;
