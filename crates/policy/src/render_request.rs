@@ -126,19 +126,10 @@ mod tests {
 
 #[cfg(test)]
 mod shared_lists {
-    /// The renderer (pure, no kube types) and the API (CRD CEL, admission guard) each keep the
-    /// platform's namespaces and POM's managed-object label; they must agree.
+    /// The renderer (pure, no kube types) names POM's managed-object label for the webhooks'
+    /// objectSelector; it must be the label POM applies (`pom_api::labels`).
     #[test]
-    fn the_renderer_and_the_api_agree_on_platform_namespaces_and_labels() {
-        use pom_resolver::render::content_policy as renderer;
-        assert_eq!(
-            renderer::PLATFORM_NAMESPACES,
-            pom_api::namespaces::PLATFORM_NAMESPACES
-        );
-        assert_eq!(
-            renderer::PLATFORM_NAMESPACE_PREFIXES,
-            pom_api::namespaces::PLATFORM_NAMESPACE_PREFIXES
-        );
+    fn the_renderer_and_the_api_agree_on_the_owner_label() {
         assert_eq!(
             pom_resolver::render::webhooks::MANAGED_OBJECT_LABEL,
             pom_api::labels::OWNER_PO

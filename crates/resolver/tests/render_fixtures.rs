@@ -551,11 +551,17 @@ fn webhooks_follow_the_install_mode() {
     );
 }
 
-fn fixture_without_conversion() -> BundleFiles {
+/// The webhooks fixture whose CSV declares no conversion webhook (its CRD still carries the
+/// author's own conversion).
+fn fixture_without_csv_conversion() -> BundleFiles {
     let files = fixture("webhooks");
     let csv = csv_text(&files);
     let cut = csv.find("    - type: ConversionWebhook").unwrap();
-    let files = with_file(&files, "manifests/csv.yaml", csv.as_bytes()[..cut].to_vec());
+    with_file(&files, "manifests/csv.yaml", csv.as_bytes()[..cut].to_vec())
+}
+
+fn fixture_without_conversion() -> BundleFiles {
+    let files = fixture_without_csv_conversion();
     // The author's conversion is POM's to replace only when the CSV declares one.
     let crd = String::from_utf8(files.get("manifests/widgets.crd.yaml").unwrap().to_vec()).unwrap();
     let (head, tail) = crd.split_at(crd.find("  conversion:").unwrap());
@@ -672,10 +678,7 @@ fn owned_apiservices_are_refused() {
 /// pointing wherever its author's kustomize left it.
 #[test]
 fn an_undeclared_crd_conversion_webhook_is_refused() {
-    let files = fixture("webhooks");
-    let csv = csv_text(&files);
-    let cut = csv.find("    - type: ConversionWebhook").unwrap();
-    let files = with_file(&files, "manifests/csv.yaml", csv.as_bytes()[..cut].to_vec());
+    let files = fixture_without_csv_conversion();
     let err = render(&files, &RenderOptions::new("widgets")).unwrap_err();
     let RenderError::ContentPolicy(violations) = &err else {
         panic!("{err}")

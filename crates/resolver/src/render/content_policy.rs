@@ -142,56 +142,7 @@ const BUILT_IN_API_GROUPS: &[&str] = &[
     "user.openshift.io",
 ];
 
-// The platform's own namespaces: the same lists as `pom_api::namespaces` (the CRD's CEL and
-// the admission guard are generated from those; a test in pom-policy holds them equal).
-/// Names the platform owns.
-pub const PLATFORM_NAMESPACES: &[&str] = &[
-    "default",
-    "openshift",
-    // OLM v0's global operator namespace: OLM owns it, and every operator there sees the others.
-    "openshift-operators",
-];
-
-/// Prefixes the platform owns: Kubernetes' own, and OpenShift's control plane and core
-/// operators (the namespaces the release payload creates).
-pub const PLATFORM_NAMESPACE_PREFIXES: &[&str] = &[
-    "kube-",
-    "openshift-apiserver",
-    "openshift-authentication",
-    "openshift-cloud-",
-    "openshift-cluster-csi-drivers",
-    "openshift-cluster-machine-approver",
-    "openshift-cluster-node-tuning-operator",
-    "openshift-cluster-samples-operator",
-    "openshift-cluster-storage-operator",
-    "openshift-cluster-version",
-    "openshift-config",
-    "openshift-console",
-    "openshift-controller-manager",
-    "openshift-dns",
-    "openshift-etcd",
-    "openshift-host-network",
-    "openshift-image-registry",
-    "openshift-infra",
-    "openshift-ingress",
-    "openshift-insights",
-    "openshift-kni-infra",
-    "openshift-kube-",
-    "openshift-machine-",
-    "openshift-marketplace",
-    "openshift-monitoring",
-    "openshift-multus",
-    "openshift-network-",
-    "openshift-node",
-    "openshift-oauth-apiserver",
-    "openshift-operator-lifecycle-manager",
-    "openshift-ovn-kubernetes",
-    "openshift-platform-operators",
-    "openshift-route-controller-manager",
-    "openshift-sdn",
-    "openshift-service-ca",
-    "openshift-user-workload-monitoring",
-];
+pub use pom_platform::{PLATFORM_NAMESPACE_PREFIXES, PLATFORM_NAMESPACES, is_platform_namespace};
 
 /// One rule of the policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -458,11 +409,7 @@ pub fn reserved_namespace(namespace: &str, manager_namespace: Option<&str>) -> O
     if Some(namespace) == manager_namespace {
         return Some("it is the namespace POM itself runs in".to_owned());
     }
-    if PLATFORM_NAMESPACES.contains(&namespace)
-        || PLATFORM_NAMESPACE_PREFIXES
-            .iter()
-            .any(|prefix| namespace.starts_with(prefix))
-    {
+    if is_platform_namespace(namespace) {
         return Some(
             "it is one of the platform's own namespaces (kube-*, default, openshift, openshift-operators, openshift-config*, openshift-kube-*, openshift-monitoring, ...); other openshift-* namespaces are allowed when POM creates them for the PlatformOperator".to_owned(),
         );
