@@ -304,7 +304,8 @@ impl ControlPlane {
             "--manage-all-nodes=false".into(),
             "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake".into(),
             "--manage-nodes-with-label-selector=".into(),
-            "--cidr=10.0.0.1/24".into(),
+            // Pod addresses come from here: room for the benchmarks' thousands of pods.
+            "--cidr=10.0.0.1/16".into(),
             "--node-ip=10.0.0.1".into(),
             format!("--server-address=127.0.0.1:{}", free_port()?),
             format!(

@@ -376,6 +376,8 @@ pub fn cluster_role_rules() -> Vec<PolicyRule> {
         // Bundle workloads; Deployments are also watched (rollout settling, drift).
         rule(&["apps"], &["deployments"], OBJECT_VERBS),
         rule(&["networking.k8s.io"], &["networkpolicies"], OBJECT_VERBS),
+        // A webhook is registered once its Service lists a ready endpoint (§6, §7).
+        rule(&["discovery.k8s.io"], &["endpointslices"], &["list"]),
         // Webhook configurations POM renders from a CSV's spec.webhookdefinitions (§6); the
         // admission guard holds them to objects POM owns.
         rule(

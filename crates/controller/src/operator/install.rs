@@ -6,10 +6,11 @@
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, ListParams, Patch, PatchParams};
 use pom_api::PlatformOperator;
 use pom_api::labels;
 use pom_api::platform_operator::{InstalledBundle, InventoryObject};
@@ -519,11 +520,25 @@ pub async fn apply(
     }
 
     // Webhook configurations call the bundle's Deployments: they are registered (or changed
-    // to the new bundle's) only once those have rolled out, so no request reaches a webhook
-    // with nothing behind it (§6); until then the bundle moved from keeps serving its own.
+    // to the new bundle's) only once those have rolled out and each webhook Service lists a
+    // ready endpoint, so no request reaches a webhook with nothing behind it (§6); until then
+    // the bundle moved from keeps serving its own. A move settles only once its webhooks are
+    // served (§7), conversion-only ones included.
     let rolled_out = !waits.iter().any(|w| matches!(w, Wait::Rollout { .. }));
+    let mut served = rolled_out;
+    if rolled_out {
+        for service in &rendered.webhook_services {
+            if !has_ready_endpoint(client, namespace, &service.name).await? {
+                served = false;
+                waits.push(Wait::WebhookServed {
+                    kind: "Service".to_owned(),
+                    name: service.name.clone(),
+                });
+            }
+        }
+    }
     for (id, object, api, live) in webhooks {
-        if rolled_out {
+        if served {
             let applied = apply_if_changed(&api, &id.name, object, live.as_ref()).await?;
             wrote_one(&mut wrote, applied, live);
         } else {
@@ -547,6 +562,31 @@ pub async fn apply(
         objects: inventory,
         powers: status::power_summaries(&rendered.powers),
     })
+}
+
+/// Whether `service`'s EndpointSlices list an endpoint that is ready (absent readiness counts
+/// as ready, as the EndpointSlice API defines it).
+async fn has_ready_endpoint(
+    client: &kube::Client,
+    namespace: &str,
+    service: &str,
+) -> Result<bool, Error> {
+    let slices: Api<EndpointSlice> = Api::namespaced(client.clone(), namespace);
+    let listed = slices
+        .list(&ListParams::default().labels(&format!("kubernetes.io/service-name={service}")))
+        .await
+        .map_err(Error::kube(format!(
+            "listing the EndpointSlices of Service {namespace}/{service}"
+        )))?;
+    Ok(listed.items.iter().any(|slice| {
+        slice.endpoints.iter().any(|endpoint| {
+            endpoint
+                .conditions
+                .as_ref()
+                .and_then(|c| c.ready)
+                .unwrap_or(true)
+        })
+    }))
 }
 
 /// What the server holds after one apply (`applied` when it wrote), counting the write.
