@@ -115,7 +115,8 @@ pub enum Wait {
         name: String,
         detail: String,
     },
-    /// A webhook configuration, applied only once the Deployment serving it has rolled out.
+    /// A webhook not served yet: a configuration held until its Deployment rolled out and its
+    /// Service lists a ready endpoint, or that Service itself (conversion webhooks included).
     WebhookServed {
         kind: String,
         name: String,
@@ -139,7 +140,7 @@ impl std::fmt::Display for Wait {
             ),
             Wait::WebhookServed { kind, name } => write!(
                 f,
-                "the Deployment serving {kind} {name} to roll out before the webhook is registered"
+                "{kind} {name} to be served (its Deployment rolled out, its Service listing a ready endpoint) before the webhook is registered"
             ),
         }
     }
