@@ -23,7 +23,23 @@ pub enum Workloads {
     /// `kwok-node-0`: Deployments create Pods that become Ready, namespaces really terminate,
     /// garbage collection works.
     Simulated,
+    /// [`Workloads::Simulated`], with Service addresses (ClusterIPs) taken from
+    /// [`LOOPBACK_SERVICE_CIDR`]: the API server calls a webhook at its Service's ClusterIP, so
+    /// a test that listens on those loopback addresses serves as the pods behind the Service.
+    SimulatedServingOnLoopback,
 }
+
+impl Workloads {
+    fn simulated(self) -> bool {
+        matches!(self, Self::Simulated | Self::SimulatedServingOnLoopback)
+    }
+}
+
+/// Where [`Workloads::SimulatedServingOnLoopback`] Services get their ClusterIPs: Linux routes
+/// all of 127.0.0.0/8 to the loopback interface, so a test can listen on every one of them
+/// without touching the host's network (no address to add, no namespace to create). Pod
+/// addresses cannot be loopback ones: the API server refuses them in EndpointSlices.
+pub const LOOPBACK_SERVICE_CIDR: &str = "127.2.0.0/24";
 
 /// A running control plane. Dropping it stops every process and removes its directory.
 pub struct ControlPlane {
@@ -80,7 +96,7 @@ impl ControlPlane {
 
     async fn start_once(workloads: Workloads) -> Result<Self, HarnessError> {
         let mut needed = crate::binaries::CONTROL_PLANE.to_vec();
-        if workloads == Workloads::Simulated {
+        if workloads.simulated() {
             needed.extend_from_slice(crate::binaries::WORKLOADS);
         }
         let bin = crate::binaries::locate(&needed)?;
@@ -100,7 +116,7 @@ impl ControlPlane {
         let etcd = start_etcd(&bin, &root).await?;
         let etcd_url = etcd.1;
         let (apiserver, port, apiserver_args) =
-            start_apiserver(&bin, &root, &certs, &etcd_url).await?;
+            start_apiserver(&bin, &root, &certs, &etcd_url, workloads).await?;
         let url = format!("https://127.0.0.1:{port}");
         let kubeconfig = kubeconfig(&url, &certs)?;
         let kubeconfig_path = root.join("kubeconfig");
@@ -127,8 +143,8 @@ impl ControlPlane {
         };
         plane.wait_for_apiserver().await?;
         plane.install_crds().await?;
-        if workloads == Workloads::Simulated {
-            plane.start_workloads(&bin, &certs).await?;
+        if workloads.simulated() {
+            plane.start_workloads(&bin, &certs, workloads).await?;
         }
         Ok(plane)
     }
@@ -265,7 +281,12 @@ impl ControlPlane {
         Ok(())
     }
 
-    async fn start_workloads(&mut self, bin: &Path, certs: &CertFiles) -> Result<(), HarnessError> {
+    async fn start_workloads(
+        &mut self,
+        bin: &Path,
+        certs: &CertFiles,
+        workloads: Workloads,
+    ) -> Result<(), HarnessError> {
         let root = self.dir.path().to_path_buf();
         let kc = self.kubeconfig_path.display().to_string();
         let kcm_args = vec![
@@ -469,6 +490,7 @@ async fn start_apiserver(
     root: &Path,
     certs: &CertFiles,
     etcd_url: &str,
+    workloads: Workloads,
 ) -> Result<(Process, u16, Vec<String>), HarnessError> {
     let port = free_port()?;
     let args = vec![
@@ -480,7 +502,14 @@ async fn start_apiserver(
         format!("--tls-cert-file={}", certs.serving_cert.display()),
         format!("--tls-private-key-file={}", certs.serving_key.display()),
         format!("--client-ca-file={}", certs.client_ca.display()),
-        "--service-cluster-ip-range=10.0.0.0/24".into(),
+        format!(
+            "--service-cluster-ip-range={}",
+            if workloads == Workloads::SimulatedServingOnLoopback {
+                LOOPBACK_SERVICE_CIDR
+            } else {
+                "10.0.0.0/24"
+            }
+        ),
         "--allow-privileged=true".into(),
         "--disable-admission-plugins=ServiceAccount".into(),
         "--authorization-mode=RBAC".into(),

@@ -39,6 +39,9 @@ pub struct TestBundle {
     pub webhooks: Vec<Value>,
     /// More annotations of the CSV; see [`TestBundle::annotate`].
     pub csv_annotations: Vec<(String, String)>,
+    /// Webhooks that fail closed and a CRD with a second version; see
+    /// [`TestBundle::webhooks_served`].
+    pub webhooks_served: bool,
 }
 
 impl TestBundle {
@@ -61,6 +64,7 @@ impl TestBundle {
             plain: false,
             webhooks: Vec::new(),
             csv_annotations: Vec::new(),
+            webhooks_served: false,
         }
     }
 
@@ -74,7 +78,8 @@ impl TestBundle {
 
     /// Declares webhooks served by the operator Deployment on port 9443, as operator-sdk
     /// scaffolds them: a validating webhook on its Widgets at `<path_prefix>/validate` (failure
-    /// policy `Ignore`: simulated pods serve nothing) and a conversion webhook for its CRD.
+    /// policy `Ignore`, since simulated pods serve nothing, unless
+    /// [`TestBundle::webhooks_served`]) and a conversion webhook for its CRD.
     #[must_use]
     pub fn with_webhooks(mut self, path_prefix: &str) -> Self {
         let deployment = self.deployment_name();
@@ -87,7 +92,7 @@ impl TestBundle {
                 "targetPort": 9443,
                 "admissionReviewVersions": ["v1"],
                 "sideEffects": "None",
-                "failurePolicy": "Ignore",
+                "failurePolicy": if self.webhooks_served { "Fail" } else { "Ignore" },
                 "webhookPath": format!("{path_prefix}/validate"),
                 "rules": [{"apiGroups": [self.crd_group()], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["widgets"]}],
             }),
@@ -102,6 +107,16 @@ impl TestBundle {
                 "conversionCRDs": [self.crd_name()],
             }),
         ];
+        self
+    }
+
+    /// For a test that serves the webhooks itself (`pom_e2e::webhook_server`): call before
+    /// [`TestBundle::with_webhooks`]. The validating webhook fails closed, so a write with
+    /// nothing serving it is refused, and the CRD serves a second version `v2`, so reading a
+    /// Widget at `v2` calls the conversion webhook.
+    #[must_use]
+    pub fn webhooks_served(mut self) -> Self {
+        self.webhooks_served = true;
         self
     }
 
@@ -176,7 +191,8 @@ impl TestBundle {
         format!("widgets.{}", self.crd_group())
     }
 
-    fn crd_group(&self) -> String {
+    #[must_use]
+    pub fn crd_group(&self) -> String {
         self.crd_group
             .clone()
             .unwrap_or_else(|| format!("{}.example.com", self.package))
@@ -298,7 +314,7 @@ impl TestBundle {
                 }}
             }
         });
-        let crd = json!({
+        let mut crd = json!({
             "apiVersion": "apiextensions.k8s.io/v1",
             "kind": "CustomResourceDefinition",
             "metadata": {"name": self.crd_name()},
@@ -312,6 +328,14 @@ impl TestBundle {
                 }}}]
             }
         });
+        if self.webhooks_served {
+            let mut v2 = crd["spec"]["versions"][0].clone();
+            v2["name"] = json!("v2");
+            v2["storage"] = json!(false);
+            if let Some(versions) = crd["spec"]["versions"].as_array_mut() {
+                versions.push(v2);
+            }
+        }
         let mut manifests = vec![csv.to_string()];
         if self.with_crd {
             manifests.push(crd.to_string());

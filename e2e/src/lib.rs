@@ -35,8 +35,9 @@ mod shared;
 pub mod shipped;
 pub mod skip;
 pub mod watch_log;
+pub mod webhook_server;
 
-pub use control_plane::{ControlPlane, Workloads};
+pub use control_plane::{ControlPlane, LOOPBACK_SERVICE_CIDR, Workloads};
 pub use error::HarnessError;
 pub use registry::Registry;
 pub use shared::shared_control_plane;

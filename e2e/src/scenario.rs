@@ -37,6 +37,18 @@ pub async fn simulated_plane(with_registry: bool) -> Option<ControlPlane> {
     }
 }
 
+/// [`simulated_plane`] whose pods' addresses a test can serve on: see
+/// [`Workloads::SimulatedServingOnLoopback`] and [`crate::webhook_server`].
+pub async fn serving_plane() -> Option<ControlPlane> {
+    let mut needed = binaries::CONTROL_PLANE.to_vec();
+    needed.extend_from_slice(binaries::WORKLOADS);
+    binaries::require(&needed)?;
+    match ControlPlane::start(Workloads::SimulatedServingOnLoopback).await {
+        Ok(plane) => Some(plane),
+        Err(err) => panic!("starting the control plane: {err}"),
+    }
+}
+
 fn from_json<T: serde::de::DeserializeOwned>(value: Value) -> T {
     serde_json::from_value(value).unwrap_or_else(|err| panic!("building a test object: {err}"))
 }

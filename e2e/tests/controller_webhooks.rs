@@ -7,8 +7,10 @@
 //! POM's selectors; a hop re-points the webhook at the new bundle's paths with the same CA;
 //! deleting the PlatformOperator leaves no webhook, Service or Secret behind (the CRD stays).
 //!
-//! Simulated pods serve nothing, so the API server's calls to the webhook itself are not
-//! exercised here (the webhook's failure policy is `Ignore`).
+//! Simulated pods serve nothing, so the first test's webhook fails open (`Ignore`). The
+//! second serves the webhooks itself at the Service's (loopback) ClusterIP with the
+//! certificate POM provisioned, so the API server really calls them: admission, conversion,
+//! writes throughout a hop, and nothing called after uninstall.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,14 +19,17 @@ use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Secret, Service};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
+};
 use pom_api::PlatformOperator;
 use pom_e2e::fixtures::{TestBundle, catalog_json};
 use pom_e2e::manager::{Manager, eventually};
 use pom_e2e::scenario::{
-    configmap_catalog, create_po, set_cluster, simulated_plane, wait_catalog_serves,
+    configmap_catalog, create_po, serving_plane, set_cluster, simulated_plane, wait_catalog_serves,
     wait_po_condition,
 };
+use pom_e2e::webhook_server::{CONVERTED_BY, REFUSAL_MESSAGE, REFUSE_LABEL, WebhookServer};
 use rustls::client::danger::ServerCertVerifier as _;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
@@ -246,5 +251,186 @@ async fn a_webhook_operator_installs_with_certificates_pom_provisions_and_leaves
             .unwrap()
             .is_some()
     );
+    manager.stop().await;
+}
+
+/// Widgets of `bundle`'s CRD at `version` in `namespace`.
+fn widgets(client: &kube::Client, bundle: &TestBundle, version: &str) -> Api<DynamicObject> {
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk(&bundle.crd_group(), version, "Widget"),
+        "widgets",
+    );
+    Api::namespaced_with(client.clone(), PACKAGE_SERVED, &resource)
+}
+
+fn widget(bundle: &TestBundle, name: &str, refuse: bool) -> DynamicObject {
+    let mut labels = serde_json::Map::new();
+    if refuse {
+        labels.insert(REFUSE_LABEL.into(), json!("yes"));
+    }
+    serde_json::from_value(json!({
+        "apiVersion": format!("{}/v1", bundle.crd_group()), "kind": "Widget",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"size": 1}
+    }))
+    .unwrap()
+}
+
+const PACKAGE_SERVED: &str = "served";
+
+/// The API server calls the webhooks POM installed, through POM's certificate, at the
+/// Service this test serves for (every address of the loopback Service range): a validating webhook
+/// that fails closed refuses what it is told to refuse, a read at `v2` is converted by the
+/// conversion webhook; across a hop to the next bundle (new webhook paths, new pods) Widgets
+/// are written every 50 ms and none is refused for want of a webhook; after uninstall nothing
+/// calls a webhook any more.
+#[tokio::test]
+async fn the_api_server_calls_pom_provisioned_webhooks_and_no_write_fails_during_a_hop() {
+    let Some(plane) = serving_plane().await else {
+        return;
+    };
+    let client = plane.client().await.unwrap();
+    let v1 = TestBundle::new(PACKAGE_SERVED, "1.0.0")
+        .webhooks_served()
+        .with_webhooks("/v1");
+    let v2 = TestBundle::new(PACKAGE_SERVED, "1.1.0")
+        .replaces("1.0.0")
+        .webhooks_served()
+        .with_webhooks("/v2");
+    set_cluster(&client, &[("4.16.3", true)], "4.16.3").await;
+    let fbc = catalog_json(std::slice::from_ref(&v1), &[]);
+    configmap_catalog(&client, "local", &fbc, 0).await;
+    create_po(
+        &client,
+        PACKAGE_SERVED,
+        json!({"package": {"name": PACKAGE_SERVED}}),
+    )
+    .await;
+    let manager = Manager::start(client.clone(), Manager::test_settings(vec![]));
+    wait_catalog_serves(&client, "local", &fbc).await;
+    wait_po_condition(
+        &client,
+        PACKAGE_SERVED,
+        "Installed",
+        "True",
+        Some("InstallSucceeded"),
+    )
+    .await;
+
+    // Serve as the pods behind the Service, with the certificate POM put in the Secret.
+    let secret_name = format!("{}-service-cert", v1.deployment_name());
+    let secret = Api::<Secret>::namespaced(client.clone(), PACKAGE_SERVED)
+        .get(&secret_name)
+        .await
+        .unwrap();
+    let data = secret.data.unwrap();
+    let server = WebhookServer::serve(&data["tls.crt"].0, &data["tls.key"].0, 443)
+        .await
+        .unwrap();
+
+    // Admission: the API server called the webhook, verified POM's certificate and obeyed.
+    let v1_widgets = widgets(&client, &v1, "v1");
+    let refused = v1_widgets
+        .create(&PostParams::default(), &widget(&v1, "refused", true))
+        .await
+        .expect_err("the validating webhook should refuse a Widget labelled to be refused");
+    assert!(refused.to_string().contains(REFUSAL_MESSAGE), "{refused}");
+    v1_widgets
+        .create(&PostParams::default(), &widget(&v1, "first", false))
+        .await
+        .unwrap();
+    assert!(server.calls("/v1/validate") >= 2);
+    // Conversion: stored at v1, read at v2 through the conversion webhook.
+    let converted = widgets(&client, &v1, "v2").get("first").await.unwrap();
+    assert_eq!(
+        converted.metadata.annotations.unwrap_or_default()[CONVERTED_BY],
+        "pom-e2e"
+    );
+    assert!(server.calls("/v1/convert") >= 1);
+
+    // A hop: Widgets written throughout; none may be refused.
+    let fbc = catalog_json(&[v1.clone(), v2], &[]);
+    configmap_catalog(&client, "local", &fbc, 0).await;
+    wait_catalog_serves(&client, "local", &fbc).await;
+    let stop = tokio_util::sync::CancellationToken::new();
+    let writer = tokio::spawn({
+        let widgets = v1_widgets.clone();
+        let v1 = v1.clone();
+        let stop = stop.clone();
+        async move {
+            let mut written = 0u32;
+            let mut failures = Vec::new();
+            while !stop.is_cancelled() {
+                let name = format!("during-{written}");
+                if let Err(err) = widgets
+                    .create(&PostParams::default(), &widget(&v1, &name, false))
+                    .await
+                {
+                    failures.push(format!("{name}: {err}"));
+                }
+                written += 1;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            (written, failures)
+        }
+    });
+    let pos: Api<PlatformOperator> = Api::all(client.clone());
+    pos.patch(
+        PACKAGE_SERVED,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"steadyStateVersionRange": ">=1.0.0"}})),
+    )
+    .await
+    .unwrap();
+    eventually(WAIT, "the hop to 1.1.0 to settle", || async {
+        let po = pos.get(PACKAGE_SERVED).await.ok()?;
+        let status = po.status.as_ref()?;
+        (status.installed_bundle.as_ref()?.version == "1.1.0"
+            && status.active_hop.as_ref().is_some_and(|h| h.settled))
+        .then_some(())
+    })
+    .await;
+    // The new bundle's webhook is the one called now.
+    eventually(WAIT, "a write to call the 1.1.0 webhook", || async {
+        (server.calls("/v2/validate") > 0).then_some(())
+    })
+    .await;
+    // And on while the old pods go away.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    stop.cancel();
+    let (written, failures) = writer.await.unwrap();
+    assert!(
+        failures.is_empty(),
+        "{} of {written} writes during the hop failed: {failures:#?}",
+        failures.len()
+    );
+    assert!(written >= 20, "only {written} writes during the hop");
+    let converted = widgets(&client, &v1, "v2").get("during-0").await.unwrap();
+    assert!(
+        converted
+            .metadata
+            .annotations
+            .unwrap_or_default()
+            .contains_key(CONVERTED_BY)
+    );
+
+    // Uninstall: no webhook is left to call; what it refused is accepted now.
+    let calls_before = server.calls("/v2/validate");
+    pos.delete(PACKAGE_SERVED, &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(WAIT, "the PlatformOperator to be gone", || async {
+        pos.get_opt(PACKAGE_SERVED)
+            .await
+            .ok()?
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    v1_widgets
+        .create(&PostParams::default(), &widget(&v1, "after", true))
+        .await
+        .unwrap();
+    assert_eq!(server.calls("/v2/validate"), calls_before);
     manager.stop().await;
 }
