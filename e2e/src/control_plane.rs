@@ -144,7 +144,7 @@ impl ControlPlane {
         plane.wait_for_apiserver().await?;
         plane.install_crds().await?;
         if workloads.simulated() {
-            plane.start_workloads(&bin, &certs, workloads).await?;
+            plane.start_workloads(&bin, &certs).await?;
         }
         Ok(plane)
     }
@@ -281,12 +281,7 @@ impl ControlPlane {
         Ok(())
     }
 
-    async fn start_workloads(
-        &mut self,
-        bin: &Path,
-        certs: &CertFiles,
-        workloads: Workloads,
-    ) -> Result<(), HarnessError> {
+    async fn start_workloads(&mut self, bin: &Path, certs: &CertFiles) -> Result<(), HarnessError> {
         let root = self.dir.path().to_path_buf();
         let kc = self.kubeconfig_path.display().to_string();
         let kcm_args = vec![
