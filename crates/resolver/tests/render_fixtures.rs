@@ -674,6 +674,25 @@ fn owned_apiservices_are_refused() {
     assert!(err.to_string().contains("apiservicedefinitions.owned"));
 }
 
+/// A CRD serving one version is never converted, so its author's undeclared conversion
+/// webhook (kubebuilder scaffolds one, as in `assisted-service-operator`) is set to `None`
+/// rather than applied pointing anywhere, or refused; the same CRD with two versions is
+/// refused (below).
+#[test]
+fn an_undeclared_conversion_of_a_single_version_crd_is_never_applied_and_not_refused() {
+    let files = fixture_without_csv_conversion();
+    let crd = String::from_utf8(files.get("manifests/widgets.crd.yaml").unwrap().to_vec()).unwrap();
+    let single = &crd[..crd.find("    - name: v1beta1").unwrap()];
+    let files = with_file(
+        &files,
+        "manifests/widgets.crd.yaml",
+        single.as_bytes().to_vec(),
+    );
+    let bundle = render(&files, &RenderOptions::new("widgets")).unwrap();
+    let crd = object(&bundle, "CustomResourceDefinition", "widgets.example.com");
+    assert_eq!(crd["spec"]["conversion"], json!({"strategy": "None"}));
+}
+
 /// A CRD whose own conversion webhook the CSV does not declare is refused, never applied
 /// pointing wherever its author's kustomize left it.
 #[test]

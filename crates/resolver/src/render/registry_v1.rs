@@ -108,6 +108,12 @@ pub fn render(
         })
         .collect();
     let mut rendered_webhooks = set_conversions(&csv, &mut objects, &webhooks)?;
+    for object in &mut objects {
+        let key = ObjectKey::of(&object.value);
+        if !rendered_webhooks.contains(&(key.kind, key.name)) {
+            webhooks::drop_uncallable_conversion(&mut object.value);
+        }
+    }
     for object in &webhooks.objects {
         let key = ObjectKey::of(object);
         if key.group == "admissionregistration.k8s.io" {

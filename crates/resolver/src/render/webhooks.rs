@@ -264,6 +264,35 @@ pub(crate) fn render(
     Ok(parts)
 }
 
+/// A CRD that serves a single version is never converted, so a conversion webhook it names
+/// is never called. Kubebuilder scaffolds one into every CRD of a project with any webhook
+/// (`assisted-service-operator` ships six, pointing at a Service in a namespace of its own
+/// choosing, that no bundle object creates). When the CSV does not declare it, POM sets the
+/// strategy `None`, which the API server treats the same for one version, instead of applying an
+/// endpoint outside the bundle; with more than one version the endpoint would be called, and
+/// the content policy refuses it (`ForeignWebhookEndpoint`). Returns whether it changed `crd`.
+pub(crate) fn drop_uncallable_conversion(crd: &mut Value) -> bool {
+    let is_crd = str_at(crd, &["apiVersion"])
+        .is_some_and(|v| v.starts_with("apiextensions.k8s.io/"))
+        && str_at(crd, &["kind"]) == Some("CustomResourceDefinition");
+    let single_version = at(crd, &["spec", "versions"])
+        .and_then(Value::as_array)
+        .is_some_and(|versions| versions.len() == 1);
+    if !is_crd
+        || !single_version
+        || str_at(crd, &["spec", "conversion", "strategy"]) != Some("Webhook")
+    {
+        return false;
+    }
+    match object_at_mut(crd, &["spec"]) {
+        Some(spec) => {
+            spec.insert("conversion".to_owned(), json!({"strategy": "None"}));
+            true
+        }
+        None => false,
+    }
+}
+
 /// The Validating- or MutatingWebhookConfiguration of one admission webhook.
 fn configuration(
     definition: &WebhookDefinition,
