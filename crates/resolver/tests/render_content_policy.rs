@@ -493,6 +493,24 @@ fn the_narrow_monitoring_binding_and_benign_built_ins_are_allowed() {
     );
 }
 
+/// OpenShift's registry roles are bindable in the install namespace only: a RoleBinding there
+/// grants ImageStreams of that namespace, a ClusterRoleBinding would grant every namespace's.
+#[test]
+fn registry_roles_are_allowed_only_in_the_install_namespace() {
+    let binding = |kind: &str| {
+        format!(
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: {kind}\nmetadata: {{name: push}}\nroleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: registry-editor}}\nsubjects: [{{kind: ServiceAccount, name: op, namespace: {INSTALL_NS}}}]\n"
+        )
+    };
+    render(&plain(&binding("RoleBinding")), &options(&[])).unwrap();
+    let (rule, object, _) = refusal(render(
+        &plain(&binding("ClusterRoleBinding")),
+        &options(&[]),
+    ));
+    assert_eq!(rule, ContentRule::ForeignRoleBinding);
+    assert!(object.contains("\"push\""), "{object}");
+}
+
 #[test]
 fn an_aggregated_role_over_the_bundles_own_groups_is_allowed() {
     let crd = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: gadgets.example.com}\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {kind: Gadget, plural: gadgets}\n  versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}]\n";

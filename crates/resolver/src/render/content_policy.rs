@@ -10,7 +10,8 @@
 //!   install namespace (but the Roles an Own/SingleNamespace operator needs where it watches);
 //!   bindings of users, groups, `system:` principals or foreign ServiceAccounts (but the narrow
 //!   monitoring binding, [`MONITORING_SUBJECT`]); bindings to roles the bundle does not ship
-//!   (but [`BENIGN_BUILT_IN_ROLES`]); `aggregate-to-*` labels beyond the bundle's own API
+//!   (but [`BENIGN_BUILT_IN_ROLES`], and [`INSTALL_NAMESPACE_BUILT_IN_ROLES`] in the install
+//!   namespace); `aggregate-to-*` labels beyond the bundle's own API
 //!   groups; CRD conversion webhooks that are not the bundle's own; CRDs in built-in API groups;
 //!   Services with `externalIPs`;
 //! - refusals an admin lifts for one named object ([`ContentException`],
@@ -64,6 +65,15 @@ pub const NEVER_ALLOWED: &[(&str, &str)] = &[
     ("config.openshift.io", "ClusterVersion"),
     ("platform.openshift.io", "PlatformOperator"),
     ("platform.openshift.io", "Catalog"),
+];
+
+/// OpenShift's built-in ClusterRoles a bundle may bind in its install namespace only (through a
+/// RoleBinding there, so they grant nothing elsewhere), although it does not ship them.
+pub const INSTALL_NAMESPACE_BUILT_IN_ROLES: &[(&str, &str)] = &[
+    // The image registry's ImageStreams of the install namespace: what an operator that builds
+    // images there (automotive-dev-operator's pipelines) pushes and pulls.
+    ("ClusterRole", "registry-editor"),
+    ("ClusterRole", "registry-viewer"),
 ];
 
 /// Built-in roles a bundle may bind although it does not ship them: each grants nothing a
@@ -640,12 +650,20 @@ fn binding_findings(
     let role_name = str_at(object, &["roleRef", "name"]).unwrap_or_default();
     let role = (role_kind.to_owned(), role_name.to_owned());
     let ships_role = own.roles.contains_key(&role);
-    if !ships_role && !BENIGN_BUILT_IN_ROLES.contains(&(role_kind, role_name)) {
+    let confined_built_in = key.kind == "RoleBinding"
+        && INSTALL_NAMESPACE_BUILT_IN_ROLES.contains(&(role_kind, role_name));
+    if !ships_role && !confined_built_in && !BENIGN_BUILT_IN_ROLES.contains(&(role_kind, role_name))
+    {
         found.push((
             ContentRule::ForeignRoleBinding,
             format!(
-                "it binds {role_kind} {role_name:?}, which the bundle does not ship; a bundle may bind only its own roles and {}, so what its ServiceAccounts can do is visible in the bundle",
+                "it binds {role_kind} {role_name:?}, which the bundle does not ship; a bundle may bind only its own roles, {}, and in a RoleBinding of its install namespace {}, so what its ServiceAccounts can do is visible in the bundle",
                 BENIGN_BUILT_IN_ROLES
+                    .iter()
+                    .map(|(_, name)| *name)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                INSTALL_NAMESPACE_BUILT_IN_ROLES
                     .iter()
                     .map(|(_, name)| *name)
                     .collect::<Vec<_>>()

@@ -29,6 +29,7 @@ pub mod pod_security;
 pub mod powers;
 mod properties;
 mod registry_v1;
+mod subjects;
 pub mod webhooks;
 
 use std::collections::BTreeSet;

@@ -32,6 +32,7 @@ use super::layout::Layout;
 use super::names::is_dns1123_label;
 use super::names::{canonical_json, hashed_name};
 use super::objects::{Manifest, ObjectKey, object_at_mut, scalar_to_string, str_at};
+use super::subjects;
 use super::webhooks::{self, CertificateSource, WebhookContext, WebhookParts};
 use super::{InstallMode, Parts, RenderOptions, check_removed_apis};
 
@@ -136,6 +137,20 @@ pub fn render(
             .iter()
             .map(|p| p.service_account.as_str()),
     );
+    // Bindings the bundle ships name its own ServiceAccounts in the install namespace (every
+    // namespace has a `default`: binding another's is not binding the bundle's).
+    let mut own_accounts: BTreeSet<String> = accounts
+        .iter()
+        .filter(|a| **a != "default")
+        .map(|a| (*a).to_owned())
+        .collect();
+    own_accounts.extend(objects.iter().filter_map(|o| {
+        let key = ObjectKey::of(&o.value);
+        (key.group.is_empty() && key.kind == "ServiceAccount").then_some(key.name)
+    }));
+    for object in &mut objects {
+        subjects::adopt_own_service_accounts(&mut object.value, &own_accounts, ns);
+    }
     for account in accounts.into_iter().filter(|a| *a != "default") {
         objects.push(generated(json!({
             "apiVersion": "v1",
