@@ -98,6 +98,7 @@ fn judge(files: &BundleFiles, package: &str) -> Option<(RenderedBundle, Value)> 
             let mut lifted = opts.clone();
             let mut consent = serde_json::Map::new();
             let mut exceptions = Vec::new();
+            let mut omissions = Vec::new();
             for lift in violations.lifts() {
                 match lift {
                     Lift::Consent(class) => {
@@ -111,12 +112,19 @@ fn judge(files: &BundleFiles, package: &str) -> Option<(RenderedBundle, Value)> 
                         exceptions
                             .push(json!({"rule": e.rule.as_str(), "kind": e.kind, "name": e.name}));
                     }
+                    Lift::Omit(o) => {
+                        lifted.omit.push(o.clone());
+                        omissions.push(json!({"kind": o.kind, "name": o.name}));
+                    }
                 }
             }
             let bundle = render(files, &lifted).ok()?;
             spec["consent"] = Value::Object(consent);
             if !exceptions.is_empty() {
                 spec["contentExceptions"] = Value::Array(exceptions);
+            }
+            if !omissions.is_empty() {
+                spec["omitObjects"] = Value::Array(omissions);
             }
             Some((bundle, spec))
         }

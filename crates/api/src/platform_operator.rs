@@ -64,6 +64,13 @@ pub struct PlatformOperatorSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 32))]
     pub content_exceptions: Vec<ContentExceptionSpec>,
+    /// Bindings this operator's bundles ship that POM does not apply, each named by the admin:
+    /// for a bundle refused for a binding nothing can allow (a foreign subject, a role it does
+    /// not ship), the admin may install it without that binding. Omitting a binding only ever
+    /// grants less; the operator may lack what the binding was for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32))]
+    pub omit_objects: Vec<OmittedObject>,
     /// The dangerous power classes the admin trusts this operator's bundles with
     /// (docs/content-policy.md): a bundle whose ServiceAccounts would hold a class not consented
     /// to is refused, and an upgrade that adds one is held with the running bundle kept.
@@ -114,6 +121,34 @@ pub struct ContentExceptionSpec {
     /// The object's `metadata.name`.
     #[schemars(length(min = 1, max = 253))]
     pub name: String,
+}
+
+/// An object of the bundle POM does not apply: a RoleBinding or ClusterRoleBinding the bundle
+/// ships (never one POM generates from the ClusterServiceVersion), by `metadata.name`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OmittedObject {
+    pub kind: OmittableKind,
+    /// The object's `metadata.name`.
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
+}
+
+/// The kinds an admin may omit: only bindings, whose omission never grants anything.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum OmittableKind {
+    RoleBinding,
+    ClusterRoleBinding,
+}
+
+impl OmittableKind {
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::RoleBinding => "RoleBinding",
+            Self::ClusterRoleBinding => "ClusterRoleBinding",
+        }
+    }
 }
 
 /// The content-policy rules an admin may lift for one named object.

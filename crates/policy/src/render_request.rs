@@ -1,18 +1,29 @@
-//! What a PlatformOperator's spec asks of rendering: its exceptions, its consent and its watch
-//! namespace as [`RenderOptions`]. One mapping, used by the controller and by `pomctl render
+//! What a PlatformOperator's spec asks of rendering: its exceptions, its consent, the bindings
+//! it omits and its watch namespace as [`RenderOptions`]. One mapping, used by the controller and by `pomctl render
 //! --po`, so what the CLI shows is what the controller would apply.
 
 use std::collections::BTreeSet;
 
 use pom_api::PlatformOperator;
 use pom_api::platform_operator::{Consent, ExceptableContentRule};
-use pom_resolver::render::{ContentException, ContentRule, PowerClass, RenderOptions};
+use pom_resolver::render::{
+    ContentException, ContentRule, OmittedObject, PowerClass, RenderOptions,
+};
 
 /// The render options for `po`, installed into `install_namespace`.
 pub fn render_options(po: &PlatformOperator, install_namespace: &str) -> RenderOptions {
     RenderOptions {
         exceptions: content_exceptions(po),
         consent: consented_classes(&po.spec.consent),
+        omit: po
+            .spec
+            .omit_objects
+            .iter()
+            .map(|o| OmittedObject {
+                kind: o.kind.as_str().to_owned(),
+                name: o.name.clone(),
+            })
+            .collect(),
         watch_namespace: po.spec.watch_namespace.clone(),
         ..RenderOptions::new(install_namespace)
     }

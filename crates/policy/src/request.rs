@@ -104,6 +104,7 @@ mod tests {
             upgrade_gate: UpgradeGate::Auto,
             progress_deadline: "10m".into(),
             content_exceptions: Vec::new(),
+            omit_objects: Vec::new(),
             consent: Default::default(),
             watch_namespace: None,
         }

@@ -159,6 +159,7 @@ impl Po {
                 upgrade_gate: UpgradeGate::Auto,
                 progress_deadline: "10m".to_owned(),
                 content_exceptions: Vec::new(),
+                omit_objects: Vec::new(),
                 consent: Default::default(),
                 watch_namespace: None,
             },

@@ -179,6 +179,7 @@ impl World {
                         upgrade_gate: gates[i],
                         progress_deadline: "10m".to_owned(),
                         content_exceptions: Vec::new(),
+                        omit_objects: Vec::new(),
                         consent: Default::default(),
                         watch_namespace: None,
                     },

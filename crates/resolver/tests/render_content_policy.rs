@@ -371,6 +371,17 @@ fn every_refusal_class_names_the_object_and_the_rule() {
                     "{what}: {message}"
                 );
             }
+            Some(Lift::Omit(omission)) => {
+                assert!(rule.omittable() && !rule.exceptable(), "{what}");
+                assert!(
+                    message.contains("no exception can allow this")
+                        && message.contains(&format!(
+                            "spec.omitObjects: [{{kind: {}, name: {}}}]",
+                            omission.kind, omission.name
+                        )),
+                    "{what}: {message}"
+                );
+            }
             None => {
                 assert!(!rule.exceptable(), "{what}");
                 assert!(
@@ -425,6 +436,29 @@ fn a_lift_lifts_only_its_finding_and_is_reported() {
                     .filter(|c| *c != class)
                     .collect();
                 assert_eq!(refusal(render(&files, &others)).0, rule, "{what}");
+            }
+            Some(Lift::Omit(omission)) => {
+                // Omitting the binding installs the bundle without it, and says so.
+                let mut omitting = options(&[]);
+                omitting.omit.push(omission.clone());
+                let bundle = render(&files, &omitting).unwrap_or_else(|e| panic!("{what}: {e}"));
+                assert_eq!(bundle.omitted, vec![omission.clone()], "{what}");
+                assert!(
+                    !bundle
+                        .objects
+                        .iter()
+                        .any(|o| o["kind"] == omission.kind.as_str()
+                            && o["metadata"]["name"] == omission.name.as_str()),
+                    "{what}"
+                );
+                // Neither consent to everything nor omitting another binding lifts it.
+                let mut everything = options(&[]);
+                everything.consent = PowerClass::ALL.into_iter().collect();
+                everything.omit.push(pom_resolver::render::OmittedObject {
+                    kind: omission.kind.clone(),
+                    name: "someone-else".into(),
+                });
+                assert_eq!(refusal(render(&files, &everything)).0, rule, "{what}");
             }
             None => {
                 // Neither an exception naming it nor consent to everything lifts it.

@@ -158,6 +158,7 @@ fn dbaas_renders_its_conversion_webhooks() {
                         lifted.consent.insert(*class);
                     }
                     Lift::Exception(e) => lifted.exceptions.push(e.clone()),
+                    Lift::Omit(o) => lifted.omit.push(o.clone()),
                 }
             }
             render(&files, &lifted).unwrap()

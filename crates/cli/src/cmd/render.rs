@@ -7,7 +7,8 @@
 //! A bundle POM refuses, or cannot read, is reported on stderr with exit code 2, every
 //! violation at once and the spec lines that would lift them. `--po FILE` renders for a
 //! PlatformOperator's spec (its exceptions, consent and watch namespace) exactly as the
-//! controller would; `--exception`, `--consent` and `--watch-namespace` give them by hand.
+//! controller would; `--exception`, `--consent`, `--omit` and `--watch-namespace` give them by
+//! hand.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -17,8 +18,8 @@ use anyhow::Context;
 use pom_api::PlatformOperator;
 use pom_policy::render_request;
 use pom_resolver::render::{
-    BundleFiles, ContentException, ContentRule, PowerClass, RenderOptions, RenderedBundle,
-    default_install_namespace, render,
+    BundleFiles, ContentException, ContentRule, OmittedObject, PowerClass, RenderOptions,
+    RenderedBundle, default_install_namespace, render,
 };
 
 /// Flags of `pomctl render`.
@@ -33,7 +34,7 @@ pub struct Args {
     #[arg(long)]
     pub operator_condition: bool,
     /// Render for this PlatformOperator (YAML or JSON file): its installNamespace, watchNamespace,
-    /// consent and contentExceptions, as the controller would.
+    /// consent, contentExceptions and omitObjects, as the controller would.
     #[arg(long, value_name = "FILE")]
     pub po: Option<PathBuf>,
     /// The namespace the operator watches (OwnNamespace when equal to the install namespace,
@@ -46,6 +47,10 @@ pub struct Args {
     /// A content-policy exception RULE:KIND:NAME (repeatable), as in `spec.contentExceptions`.
     #[arg(long, value_name = "RULE:KIND:NAME", value_parser = parse_exception)]
     pub exception: Vec<ContentException>,
+    /// A binding of the bundle not to apply, KIND:NAME with KIND RoleBinding or
+    /// ClusterRoleBinding (repeatable), as in `spec.omitObjects`.
+    #[arg(long, value_name = "KIND:NAME", value_parser = parse_omission)]
+    pub omit: Vec<OmittedObject>,
     /// Print what the bundle's ServiceAccounts could do, by power class, instead of the objects.
     #[arg(long)]
     pub permissions: bool,
@@ -97,6 +102,20 @@ fn parse_exception(text: &str) -> Result<ContentException, String> {
     })
 }
 
+fn parse_omission(text: &str) -> Result<OmittedObject, String> {
+    match text.split_once(':') {
+        Some((kind @ ("RoleBinding" | "ClusterRoleBinding"), name)) if !name.is_empty() => {
+            Ok(OmittedObject {
+                kind: kind.to_owned(),
+                name: name.to_owned(),
+            })
+        }
+        _ => Err(format!(
+            "{text:?} is not KIND:NAME with KIND RoleBinding or ClusterRoleBinding (only bindings can be omitted)"
+        )),
+    }
+}
+
 /// How `pomctl render` prints the objects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Output {
@@ -130,6 +149,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     opts.operator_condition = args.operator_condition;
     opts.consent.extend(args.consent.iter().map(|c| c.class()));
     opts.exceptions.extend(args.exception.iter().cloned());
+    opts.omit.extend(args.omit.iter().cloned());
     if args.watch_namespace.is_some() {
         opts.watch_namespace.clone_from(&args.watch_namespace);
     }

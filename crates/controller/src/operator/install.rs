@@ -139,7 +139,7 @@ pub struct Prepared {
 
 impl Prepared {
     /// What the bundle needed lifted, one line each (reported when it is applied): the
-    /// exceptions, and each consented power with its evidence.
+    /// exceptions, each consented power with its evidence, and the bindings omitted.
     #[must_use]
     pub fn lifted(&self) -> Vec<String> {
         let exceptions = self
@@ -155,7 +155,8 @@ impl Prepared {
                 )
             })
         });
-        exceptions.chain(consents).collect()
+        let omitted = self.rendered.omitted.iter().map(ToString::to_string);
+        exceptions.chain(consents).chain(omitted).collect()
     }
 
     /// The bundle image by digest (`None` for catalog-carried objects), recorded with the

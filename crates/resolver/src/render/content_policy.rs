@@ -247,6 +247,20 @@ impl ContentRule {
     }
 }
 
+impl ContentRule {
+    /// Whether the admin may install the bundle without the object this rule refuses
+    /// (`spec.omitObjects`, bindings only): the rules about whom a binding grants, and what.
+    pub fn omittable(self) -> bool {
+        matches!(
+            self,
+            Self::SystemSubjectBinding
+                | Self::UserOrGroupBinding
+                | Self::ForeignServiceAccountBinding
+                | Self::ForeignRoleBinding
+        )
+    }
+}
+
 impl fmt::Display for ContentRule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -267,6 +281,35 @@ impl fmt::Display for ContentException {
     }
 }
 
+/// A binding the bundle ships that the admin asked POM not to apply (`spec.omitObjects`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct OmittedObject {
+    /// `RoleBinding` or `ClusterRoleBinding`.
+    pub kind: String,
+    pub name: String,
+}
+
+impl OmittedObject {
+    /// Whether `key` is a binding this omission names.
+    #[must_use]
+    pub fn names(&self, key: &ObjectKey) -> bool {
+        key.group == "rbac.authorization.k8s.io" && key.kind == self.kind && key.name == self.name
+    }
+}
+
+impl fmt::Display for OmittedObject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} {:?} omitted (spec.omitObjects)",
+            self.kind, self.name
+        )
+    }
+}
+
+/// The kinds whose refusals an omission lifts: leaving a binding out only ever grants less.
+const OMITTABLE_KINDS: &[&str] = &["RoleBinding", "ClusterRoleBinding"];
+
 /// What would lift a violation, when something can.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Lift {
@@ -274,6 +317,8 @@ pub enum Lift {
     Exception(ContentException),
     /// A field of `spec.consent`.
     Consent(PowerClass),
+    /// An entry of `spec.omitObjects`: install without the object (a binding nothing can allow).
+    Omit(OmittedObject),
 }
 
 /// Why the policy refuses an object.
@@ -308,6 +353,11 @@ impl fmt::Display for PolicyViolation {
                 "; if you trust this bundle with {class}, consent on the PlatformOperator with spec.consent.{}: true",
                 class.consent_field()
             ),
+            Some(Lift::Omit(o)) => write!(
+                f,
+                "; no exception can allow this: ask the bundle's publisher for a bundle without it, or, if the operator can run without the binding, install it without with spec.omitObjects: [{{kind: {}, name: {}}}]",
+                o.kind, o.name
+            ),
             None => f.write_str(
                 "; no exception can allow this, ask the bundle's publisher for a bundle without it",
             ),
@@ -338,7 +388,7 @@ impl PolicyViolations {
             .iter()
             .filter_map(|l| match l {
                 Lift::Consent(class) => Some(format!("{}: true", class.consent_field())),
-                Lift::Exception(_) => None,
+                _ => None,
             })
             .collect();
         let exceptions: Vec<String> = lifts
@@ -348,7 +398,14 @@ impl PolicyViolations {
                     "{{rule: {}, kind: {}, name: {}}}",
                     e.rule, e.kind, e.name
                 )),
-                Lift::Consent(_) => None,
+                _ => None,
+            })
+            .collect();
+        let omissions: Vec<String> = lifts
+            .iter()
+            .filter_map(|l| match l {
+                Lift::Omit(o) => Some(format!("{{kind: {}, name: {}}}", o.kind, o.name)),
+                _ => None,
             })
             .collect();
         let mut parts = Vec::new();
@@ -357,6 +414,9 @@ impl PolicyViolations {
         }
         if !exceptions.is_empty() {
             parts.push(format!("contentExceptions: [{}]", exceptions.join(", ")));
+        }
+        if !omissions.is_empty() {
+            parts.push(format!("omitObjects: [{}]", omissions.join(", ")));
         }
         (!parts.is_empty()).then(|| parts.join(", "))
     }
@@ -450,12 +510,22 @@ pub fn check(
                 used.insert(exception);
                 continue;
             }
+            let lift = if rule.exceptable() {
+                Some(Lift::Exception(exception))
+            } else if rule.omittable() && OMITTABLE_KINDS.contains(&key.kind.as_str()) {
+                Some(Lift::Omit(OmittedObject {
+                    kind: key.kind.clone(),
+                    name: key.name.clone(),
+                }))
+            } else {
+                None
+            };
             violations.push(PolicyViolation {
                 rule,
                 object: key.to_string(),
                 origin: origin_of(index).to_owned(),
                 detail,
-                lift: rule.exceptable().then_some(Lift::Exception(exception)),
+                lift,
             });
         }
     }

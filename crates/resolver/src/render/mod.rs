@@ -39,7 +39,8 @@ use serde_json::Value;
 
 pub use bundle::BundleFiles;
 pub use content_policy::{
-    ContentException, ContentRule, Judgement, Lift, PolicyViolation, PolicyViolations,
+    ContentException, ContentRule, Judgement, Lift, OmittedObject, PolicyViolation,
+    PolicyViolations,
 };
 pub use crd_safety::{CrdViolation, CrdViolationKind, check_crd_upgrade};
 pub use error::RenderError;
@@ -67,6 +68,8 @@ pub struct RenderOptions {
     pub exceptions: Vec<ContentException>,
     /// The power classes the admin consented to (`spec.consent`).
     pub consent: BTreeSet<PowerClass>,
+    /// Bindings of the bundle not to apply (`spec.omitObjects`).
+    pub omit: Vec<OmittedObject>,
     /// The namespace the operator watches (`spec.watchNamespace`): `None` picks AllNamespaces
     /// when the bundle supports it, else OwnNamespace; the install namespace is OwnNamespace,
     /// any other SingleNamespace.
@@ -85,6 +88,7 @@ impl RenderOptions {
             manager_service_account: None,
             exceptions: Vec::new(),
             consent: BTreeSet::new(),
+            omit: Vec::new(),
             watch_namespace: None,
             certificates: CertificateSource::default(),
         }
@@ -141,6 +145,8 @@ pub struct RenderedBundle {
     pub powers: Powers,
     /// The admin's content-policy exceptions this bundle needed (reported, never silent).
     pub exceptions_used: Vec<ContentException>,
+    /// The bindings left out as the admin asked (reported, never silent).
+    pub omitted: Vec<OmittedObject>,
     /// The consented power classes this bundle needed (reported, never silent).
     pub consents_used: BTreeSet<PowerClass>,
     /// The install mode it was rendered for (`None` for plain+v0), and the namespace it
@@ -207,7 +213,8 @@ pub fn render(files: &BundleFiles, opts: &RenderOptions) -> Result<RenderedBundl
         BundleFormat::RegistryV1 => assemble::NamespacePolicy::Force,
         BundleFormat::PlainV0 => assemble::NamespacePolicy::DefaultOnly,
     };
-    let assembled = assemble::assemble(parts.objects, &opts.install_namespace, namespace_policy)?;
+    let (objects, omitted) = omit(parts.objects, &opts.omit);
+    let assembled = assemble::assemble(objects, &opts.install_namespace, namespace_policy)?;
     let judgement = content_policy::check(
         &assembled.objects,
         &assembled.origins,
@@ -234,6 +241,7 @@ pub fn render(files: &BundleFiles, opts: &RenderOptions) -> Result<RenderedBundl
         properties,
         powers: judgement.powers,
         exceptions_used: judgement.exceptions_used,
+        omitted,
         consents_used: judgement.consents_used,
         install_mode: parts.install_mode,
         watch_namespace: parts.watch_namespace.unwrap_or_default(),
@@ -241,6 +249,38 @@ pub fn render(files: &BundleFiles, opts: &RenderOptions) -> Result<RenderedBundl
         webhook_services: parts.webhook_services,
         namespace_labels: parts.namespace_labels,
     })
+}
+
+/// Leaves out the bindings the bundle ships that `omit` names (never one rendering generated);
+/// returns the rest and the omissions that matched, in `omit`'s order. An omission that
+/// matches nothing is not an error: a later bundle may no longer ship the binding.
+fn omit(
+    objects: Vec<assemble::Sourced>,
+    omit: &[OmittedObject],
+) -> (Vec<assemble::Sourced>, Vec<OmittedObject>) {
+    if omit.is_empty() {
+        return (objects, Vec::new());
+    }
+    let mut matched = BTreeSet::new();
+    let kept = objects
+        .into_iter()
+        .filter(|object| {
+            let key = objects::ObjectKey::of(&object.value);
+            match omit.iter().find(|o| !object.generated && o.names(&key)) {
+                Some(o) => {
+                    matched.insert(o.clone());
+                    false
+                }
+                None => true,
+            }
+        })
+        .collect();
+    let omitted = omit
+        .iter()
+        .filter(|o| matched.contains(*o))
+        .cloned()
+        .collect();
+    (kept, omitted)
 }
 
 /// The namespace POM installs a bundle into when the PlatformOperator names none: the CSV's
