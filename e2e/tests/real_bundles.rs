@@ -11,7 +11,7 @@
 //! resources of their own CRDs (operator-registry's kinds do not include them, their refusal
 //! names a `KindNotAllowed` exception, and POM cannot apply a resource of a CRD it has not
 //! yet created in the same pass); bundles whose pods select nodes by labels or affinity that
-//! kwok's simulated nodes do not carry (`beta.kubernetes.io/os`, control-plane roles); bundles
+//! kwok's simulated node does not match (`beta.kubernetes.io/os`, control-plane roles); bundles
 //! that ship Prometheus-operator or console kinds, which the test's control plane does not
 //! serve.
 
@@ -20,7 +20,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
-use kube::api::Api;
+use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, RoleBinding};
+use kube::api::{Api, ListParams};
 use pom_api::PlatformOperator;
 use pom_e2e::Registry;
 use pom_e2e::manager::{Manager, eventually};
@@ -176,8 +177,9 @@ fn choose(root: &Path) -> Vec<Chosen> {
         else {
             continue;
         };
-        // The interesting ones first: webhooks, OwnNamespace, a suggested namespace.
-        let rank = if !bundle.webhook_services.is_empty() {
+        // The interesting ones first: webhooks or omitted bindings, OwnNamespace, a suggested
+        // namespace.
+        let rank = if !bundle.webhook_services.is_empty() || !bundle.omitted.is_empty() {
             0
         } else if bundle.install_mode == Some(InstallMode::OwnNamespace) {
             1
@@ -233,18 +235,53 @@ fn needs_monitoring_kinds(bundle: &RenderedBundle) -> bool {
     })
 }
 
-/// Whether a Deployment's pods need node labels or affinity kwok's nodes do not have.
+/// The labels of the harness's simulated node (`kwok-node-0`).
+const NODE_LABELS: &[(&str, &str)] = &[
+    ("type", "kwok"),
+    ("kubernetes.io/os", "linux"),
+    ("kubernetes.io/arch", "amd64"),
+    ("kubernetes.io/hostname", "kwok-node-0"),
+];
+
+/// Whether a Deployment's pods select nodes (nodeSelector, required node affinity) that kwok's
+/// simulated node does not match, as the scheduler would judge them.
 fn selects_nodes(bundle: &RenderedBundle) -> bool {
+    let label = |key: &str| NODE_LABELS.iter().find(|(k, _)| *k == key).map(|(_, v)| *v);
+    let expression_holds = |e: &Value| {
+        let key = e["key"].as_str().unwrap_or_default();
+        let values: Vec<&str> = e["values"]
+            .as_array()
+            .map(|v| v.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        match (e["operator"].as_str(), label(key)) {
+            (Some("In"), Some(value)) => values.contains(&value),
+            (Some("NotIn"), value) => value.is_none_or(|v| !values.contains(&v)),
+            (Some("Exists"), value) => value.is_some(),
+            (Some("DoesNotExist"), value) => value.is_none(),
+            _ => false,
+        }
+    };
     bundle
         .objects
         .iter()
         .filter(|o| o["kind"] == "Deployment")
         .any(|d| {
             let pod = &d["spec"]["template"]["spec"];
-            pod["nodeSelector"]
-                .as_object()
-                .is_some_and(|s| s.keys().any(|k| k != "kubernetes.io/os"))
-                || !pod["affinity"]["nodeAffinity"].is_null()
+            let selector_misses = pod["nodeSelector"].as_object().is_some_and(|s| {
+                s.iter()
+                    .any(|(k, v)| label(k) != v.as_str())
+            });
+            let terms = &pod["affinity"]["nodeAffinity"]
+                ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
+            let affinity_misses = terms.as_array().is_some_and(|terms| {
+                !terms.iter().any(|term| {
+                    term["matchFields"].is_null()
+                        && term["matchExpressions"]
+                            .as_array()
+                            .is_some_and(|all| all.iter().all(expression_holds))
+                })
+            });
+            selector_misses || affinity_misses
         })
 }
 
@@ -393,6 +430,28 @@ async fn real_community_bundles_install_from_the_loopback_registry() {
             .consents_used
             .contains(&PowerClass::ClusterAdminEquivalent)
     }));
+    // Installed without the bindings their POs omit (spec.omitObjects): none was applied.
+    let omitted: Vec<_> = chosen.iter().flat_map(|c| &c.bundle.omitted).collect();
+    assert!(!omitted.is_empty(), "no chosen bundle needed an omission");
+    let role_bindings: Api<RoleBinding> = Api::all(client.clone());
+    let cluster_role_bindings: Api<ClusterRoleBinding> = Api::all(client.clone());
+    for omission in omitted {
+        let present = match omission.kind.as_str() {
+            "ClusterRoleBinding" => cluster_role_bindings
+                .get_opt(&omission.name)
+                .await
+                .unwrap()
+                .is_some(),
+            _ => role_bindings
+                .list(&ListParams::default())
+                .await
+                .unwrap()
+                .items
+                .iter()
+                .any(|b| b.metadata.name.as_deref() == Some(omission.name.as_str())),
+        };
+        assert!(!present, "{omission} but applied");
+    }
     let hooks: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
     eventually(
         Duration::from_secs(60),
