@@ -405,6 +405,7 @@ async fn the_api_server_calls_pom_provisioned_webhooks_and_no_write_fails_during
         failures.len()
     );
     assert!(written >= 20, "only {written} writes during the hop");
+    eprintln!("writes during the hop: {written}, none refused");
     let converted = widgets(&client, &v1, "v2").get("during-0").await.unwrap();
     assert!(
         converted

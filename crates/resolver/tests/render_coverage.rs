@@ -74,7 +74,7 @@ fn judge(files: &BundleFiles, namespace: &str) -> (Outcome, Option<RenderedBundl
         // The refusal names its lift: a namespace of the admin's choosing, which is not one of
         // the platform's.
         Err(RenderError::InstallNamespaceReserved { .. }) => {
-            match render(files, &RenderOptions::new(&format!("pom-{namespace}"))) {
+            match render(files, &RenderOptions::new(format!("pom-{namespace}"))) {
                 Ok(bundle) => (Outcome::RendersWithLifts, Some(bundle)),
                 Err(e) => (Outcome::Refused(classify(&e)), None),
             }
