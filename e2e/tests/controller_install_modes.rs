@@ -211,7 +211,12 @@ async fn suggested_namespaces_are_used_once_and_never_the_platforms() {
     let client = plane.client().await.unwrap();
     let first = TestBundle::new("acka", "1.0.0")
         .annotate("operatorframework.io/suggested-namespace", "ack-system")
-        .annotate("operatorframework.io/cluster-monitoring", "true");
+        .annotate("operatorframework.io/cluster-monitoring", "true")
+        // The console's template: the allowlisted annotation is taken, Pod Security is not.
+        .annotate(
+            "operatorframework.io/suggested-namespace-template",
+            r#"{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ack-system", "annotations": {"openshift.io/node-selector": ""}, "labels": {"pod-security.kubernetes.io/enforce": "privileged",},}}"#,
+        );
     let second = TestBundle::new("ackb", "1.0.0")
         .annotate("operatorframework.io/suggested-namespace", "ack-system");
     let global = TestBundle::new("globalop", "1.0.0").annotate(
@@ -258,18 +263,32 @@ async fn suggested_namespaces_are_used_once_and_never_the_platforms() {
             "{po} runs in {namespace}"
         );
     }
-    let labels = Api::<Namespace>::all(client.clone())
+    let metadata = Api::<Namespace>::all(client.clone())
         .get("ack-system")
         .await
         .unwrap()
-        .metadata
-        .labels
-        .unwrap();
+        .metadata;
+    let labels = metadata.labels.unwrap();
     assert_eq!(
         labels
             .get("openshift.io/cluster-monitoring")
             .map(String::as_str),
         Some("true")
+    );
+    assert_eq!(
+        labels
+            .get("pod-security.kubernetes.io/enforce")
+            .map(String::as_str),
+        Some("baseline"),
+        "Pod Security comes from consent, not from the template"
+    );
+    assert_eq!(
+        metadata
+            .annotations
+            .unwrap_or_default()
+            .get("openshift.io/node-selector")
+            .map(String::as_str),
+        Some("")
     );
     assert!(
         Api::<Namespace>::all(client.clone())

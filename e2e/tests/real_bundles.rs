@@ -414,7 +414,7 @@ async fn real_community_bundles_install_from_the_loopback_registry() {
         .count();
     let monitoring = chosen
         .iter()
-        .filter(|c| !c.bundle.namespace_labels.is_empty())
+        .filter(|c| !c.bundle.namespace_metadata.labels.is_empty())
         .count();
     eprintln!(
         "real bundles installed: {} in {:?} (webhooks {webhooks}, OwnNamespace {own_namespace}, with consent {consented}, cluster-monitoring {monitoring})",

@@ -21,8 +21,8 @@ use pom_policy::{MoveTarget, render_request};
 use pom_resolver::fbc::{Bundle, Catalog as FbcCatalog, MaxOpenShiftVersion};
 use pom_resolver::render::webhooks::inject_ca_bundle;
 use pom_resolver::render::{
-    self, BundleFiles, CertificateSource, PowerClass, RenderOptions, check_crd_upgrade,
-    pod_security,
+    self, BundleFiles, CertificateSource, NamespaceMetadata, PowerClass, RenderOptions,
+    check_crd_upgrade, pod_security,
 };
 use serde_json::Value;
 
@@ -423,7 +423,7 @@ pub async fn apply(
         &po_name,
         package,
         privileged,
-        &rendered.namespace_labels,
+        &rendered.namespace_metadata,
     )
     .await?;
 
@@ -639,7 +639,7 @@ async fn ensure_namespace(
     po: &str,
     package: &str,
     privileged: bool,
-    bundle_labels: &std::collections::BTreeMap<String, String>,
+    bundle_asks: &NamespaceMetadata,
 ) -> Result<(), Error> {
     let api: Api<Namespace> = Api::all(client.clone());
     let live = api
@@ -650,13 +650,17 @@ async fn ensure_namespace(
     for (key, value) in pod_security::namespace_labels(privileged) {
         wanted.insert(key.to_owned(), value.to_owned());
     }
-    wanted.extend(bundle_labels.clone());
+    wanted.extend(bundle_asks.labels.clone());
     if let Some(live) = &live {
         let live_labels = live.labels();
         let ours = live_labels.get(labels::OWNER_PO) == Some(&labels::label_value(po));
         let current = wanted
             .iter()
-            .all(|(key, value)| live_labels.get(key) == Some(value));
+            .all(|(key, value)| live_labels.get(key) == Some(value))
+            && bundle_asks
+                .annotations
+                .iter()
+                .all(|(key, value)| live.annotations().get(key) == Some(value));
         if !ours || current {
             return Ok(());
         }
@@ -664,7 +668,7 @@ async fn ensure_namespace(
     let ns = serde_json::json!({
         "apiVersion": "v1",
         "kind": "Namespace",
-        "metadata": {"name": namespace, "labels": wanted},
+        "metadata": {"name": namespace, "labels": wanted, "annotations": bundle_asks.annotations},
     });
     api.patch(
         namespace,

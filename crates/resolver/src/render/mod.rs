@@ -23,6 +23,7 @@ mod error;
 mod kinds;
 mod layout;
 mod names;
+pub mod namespace_metadata;
 mod objects;
 mod plain_v0;
 pub mod pod_security;
@@ -44,6 +45,7 @@ pub use content_policy::{
 };
 pub use crd_safety::{CrdViolation, CrdViolationKind, check_crd_upgrade};
 pub use error::RenderError;
+pub use namespace_metadata::NamespaceMetadata;
 pub use powers::{Power, PowerClass, Powers};
 pub use webhooks::{CertificateSource, WebhookService};
 
@@ -158,9 +160,10 @@ pub struct RenderedBundle {
     /// The Services POM rendered for the CSV's webhooks, with the Secret of each one's serving
     /// certificate (provisioned by POM or by the service-ca, [`RenderOptions::certificates`]).
     pub webhook_services: Vec<WebhookService>,
-    /// Labels for the install namespace POM creates, from the CSV
-    /// (`operatorframework.io/cluster-monitoring: "true"` → `openshift.io/cluster-monitoring`).
-    pub namespace_labels: std::collections::BTreeMap<String, String>,
+    /// Labels and annotations for the install namespace POM creates, from the CSV
+    /// (`operatorframework.io/cluster-monitoring: "true"` → `openshift.io/cluster-monitoring`,
+    /// and the allowlisted entries of its suggested-namespace template).
+    pub namespace_metadata: NamespaceMetadata,
 }
 
 impl RenderedBundle {
@@ -247,7 +250,7 @@ pub fn render(files: &BundleFiles, opts: &RenderOptions) -> Result<RenderedBundl
         watch_namespace: parts.watch_namespace.unwrap_or_default(),
         suggested_namespace: parts.suggested_namespace,
         webhook_services: parts.webhook_services,
-        namespace_labels: parts.namespace_labels,
+        namespace_metadata: parts.namespace_metadata,
     })
 }
 
@@ -355,7 +358,7 @@ pub(crate) struct Parts {
     /// rendered (configurations, CRDs with a conversion webhook).
     pub webhook_services: Vec<WebhookService>,
     pub rendered_webhooks: BTreeSet<(String, String)>,
-    pub namespace_labels: std::collections::BTreeMap<String, String>,
+    pub namespace_metadata: NamespaceMetadata,
 }
 
 /// OLM's install modes: which namespaces an operator watches.

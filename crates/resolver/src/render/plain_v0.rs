@@ -28,6 +28,6 @@ pub fn render(manifests: &[Manifest]) -> Result<Parts, RenderError> {
         suggested_namespace: None,
         webhook_services: Vec::new(),
         rendered_webhooks: Default::default(),
-        namespace_labels: Default::default(),
+        namespace_metadata: Default::default(),
     })
 }

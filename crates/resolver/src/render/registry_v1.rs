@@ -24,13 +24,12 @@ use serde_json::{Map, Value, json};
 
 use super::assemble::Sourced;
 use super::content_policy::reserved_namespace;
-use super::csv::{
-    CLUSTER_MONITORING_LABEL, CSV_GROUP, CSV_KIND, Csv, Permission, StrategyDeployment,
-};
+use super::csv::{CSV_GROUP, CSV_KIND, Csv, Permission, StrategyDeployment};
 use super::error::RenderError;
 use super::layout::Layout;
 use super::names::is_dns1123_label;
 use super::names::{canonical_json, hashed_name};
+use super::namespace_metadata;
 use super::objects::{Manifest, ObjectKey, object_at_mut, scalar_to_string, str_at};
 use super::subjects;
 use super::webhooks::{self, CertificateSource, WebhookContext, WebhookParts};
@@ -264,11 +263,7 @@ pub fn render(
         suggested_namespace: csv.suggested_namespace(),
         webhook_services: webhooks.services,
         rendered_webhooks,
-        namespace_labels: csv
-            .wants_cluster_monitoring()
-            .then(|| (CLUSTER_MONITORING_LABEL.to_owned(), "true".to_owned()))
-            .into_iter()
-            .collect(),
+        namespace_metadata: namespace_metadata::of(&csv, ns),
     })
 }
 
