@@ -268,3 +268,39 @@ mod tests {
         assert!(!is_catalog_file("README.md"));
     }
 }
+
+/// A bundle's files, from the objects its catalog carries (`olm.bundle.object`) or its image.
+///
+/// # Errors
+/// The pull's error, as text, when the image cannot be read.
+pub async fn bundle_files(
+    puller: &ImagePuller,
+    bundle: &pom_resolver::fbc::Bundle,
+) -> Result<pom_resolver::render::BundleFiles, String> {
+    if !bundle.properties.objects.is_empty() {
+        return Ok(pom_resolver::render::BundleFiles::from_objects(
+            bundle.properties.objects.clone(),
+        ));
+    }
+    let image = bundle
+        .image
+        .as_deref()
+        .filter(|i| !i.is_empty())
+        .ok_or_else(|| format!("bundle {} has neither an image nor objects", bundle.name))?;
+    bundle_image_files(puller, image).await
+}
+
+/// The files of a bundle image (anonymous pull, as catalogs are read here).
+///
+/// # Errors
+/// The pull's error, as text.
+pub async fn bundle_image_files(
+    puller: &ImagePuller,
+    image: &str,
+) -> Result<pom_resolver::render::BundleFiles, String> {
+    puller
+        .pull_files(image, "", &RegistryAccess::anonymous())
+        .await
+        .map(pom_resolver::render::BundleFiles::new)
+        .map_err(|e| format!("pulling bundle image {image}: {e}"))
+}

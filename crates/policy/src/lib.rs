@@ -15,6 +15,7 @@ pub mod certificates;
 pub mod conditions;
 pub mod decide;
 pub mod duration;
+pub mod hop_powers;
 pub mod inventory;
 pub mod ownership;
 pub mod plan;

@@ -131,11 +131,29 @@ impl Powers {
         self.found.iter().filter(move |p| p.class == class)
     }
 
-    /// What `self` grants that `installed` did not (by class, object and grant): what an
-    /// upgrade would add.
+    /// What `self` grants that `installed` did not: what an upgrade would add. Compared by
+    /// class and grant, not by object: the roles POM generates from a CSV are named after the
+    /// CSV (so every version's differ), and a rule that moves within its role is not new.
     pub fn added_since(&self, installed: &Powers) -> Vec<&Power> {
-        let before: BTreeSet<&Power> = installed.found.iter().collect();
-        self.found.iter().filter(|p| !before.contains(p)).collect()
+        let before: BTreeSet<(PowerClass, &str)> = installed
+            .found
+            .iter()
+            .map(|p| (p.class, p.grant()))
+            .collect();
+        self.found
+            .iter()
+            .filter(|p| !before.contains(&(p.class, p.grant())))
+            .collect()
+    }
+}
+
+impl Power {
+    /// What it grants, without the index of the rule that grants it.
+    fn grant(&self) -> &str {
+        match self.detail.split_once("] ") {
+            Some((index, grant)) if index.starts_with("rules[") => grant,
+            _ => &self.detail,
+        }
     }
 }
 
@@ -688,5 +706,13 @@ mod tests {
         assert_eq!(added.len(), 1);
         assert_eq!(added[0].class, PowerClass::ClusterAdminEquivalent);
         assert!(new.added_since(&new).is_empty());
+        // The same grant in a role of another name (the next CSV's generated role), at another
+        // index, is not new.
+        let renamed = compute(&[cluster_role(
+            "op.v2-generated",
+            json!([{"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get"]},
+                   {"apiGroups": [""], "resources": ["serviceaccounts/token"], "verbs": ["create"]}]),
+        )]);
+        assert!(renamed.added_since(&new).is_empty());
     }
 }

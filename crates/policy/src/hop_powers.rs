@@ -1,0 +1,175 @@
+//! What the next bundle's ServiceAccounts could do, what is new against the installed bundle,
+//! and the consent the PlatformOperator lacks for it: what `pomctl plan` shows for a PO's next
+//! hop (issue 24 item 2). It is the controller's own judgement, not a second one: the bundle
+//! is rendered with the PO's render options ([`crate::render_request`]) and the consent needed
+//! is read from the refusal the controller would hold the hop with (`PowerNotConsented`).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use pom_resolver::render::{
+    BundleFiles, Lift, Power, PowerClass, Powers, RenderError, RenderOptions, render,
+};
+
+/// The powers of a hop's bundle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HopPowers {
+    /// How many powers of each class the bundle's ServiceAccounts hold.
+    pub classes: BTreeMap<PowerClass, usize>,
+    /// The powers the installed bundle did not hold (all of them when nothing is installed).
+    pub added: Vec<Power>,
+    /// The classes the PO has not consented to: the controller holds the hop until it does.
+    pub consent_needed: BTreeSet<PowerClass>,
+}
+
+/// Why a hop's powers could not be judged.
+#[derive(Debug, thiserror::Error)]
+pub enum HopPowersError {
+    /// The controller would refuse the bundle for more than consent.
+    #[error("the bundle would be refused: {0}")]
+    Refused(Box<RenderError>),
+}
+
+/// The powers of `next` rendered with `options`, against `installed` rendered alike.
+///
+/// # Errors
+/// When `next` would be refused for anything consent does not lift.
+pub fn hop_powers(
+    next: &BundleFiles,
+    installed: Option<&BundleFiles>,
+    options: &RenderOptions,
+) -> Result<HopPowers, HopPowersError> {
+    let (powers, consent_needed) = powers_and_consent(next, options)?;
+    // The installed bundle was applied with this PO's options; if it no longer renders (the
+    // PO's consent was taken back), every power of the next bundle counts as new.
+    let before = installed
+        .and_then(|files| powers_and_consent(files, options).ok())
+        .map(|(powers, _)| powers)
+        .unwrap_or_default();
+    let mut classes = BTreeMap::new();
+    for power in &powers.found {
+        *classes.entry(power.class).or_default() += 1;
+    }
+    Ok(HopPowers {
+        classes,
+        added: powers.added_since(&before).into_iter().cloned().collect(),
+        consent_needed,
+    })
+}
+
+/// The bundle's powers, and the classes whose consent `options` lack.
+fn powers_and_consent(
+    files: &BundleFiles,
+    options: &RenderOptions,
+) -> Result<(Powers, BTreeSet<PowerClass>), HopPowersError> {
+    let refused = |e: RenderError| HopPowersError::Refused(Box::new(e));
+    match render(files, options) {
+        Ok(bundle) => Ok((bundle.powers, BTreeSet::new())),
+        Err(RenderError::ContentPolicy(violations))
+            if violations
+                .0
+                .iter()
+                .all(|v| matches!(v.lift, Some(Lift::Consent(_)))) =>
+        {
+            let needed: BTreeSet<PowerClass> = violations
+                .lifts()
+                .into_iter()
+                .filter_map(|l| match l {
+                    Lift::Consent(class) => Some(*class),
+                    _ => None,
+                })
+                .collect();
+            let mut consented = options.clone();
+            consented.consent.extend(needed.iter().copied());
+            let bundle = render(files, &consented).map_err(refused)?;
+            Ok((bundle.powers, needed))
+        }
+        Err(e) => Err(refused(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    const INSTALL_NS: &str = "op";
+
+    /// A plain+v0 bundle: a Deployment run by ServiceAccount `op`, a ClusterRole `name` with
+    /// `rules` (YAML flow list) bound to it, and `extra` manifests.
+    fn bundle(name: &str, rules: &str) -> BundleFiles {
+        let files = [
+            ("metadata/annotations.yaml".to_owned(), "annotations:\n  operators.operatorframework.io.bundle.mediatype.v1: plain+v0\n".to_owned()),
+            ("manifests/deployment.yaml".to_owned(), "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: op}\nspec:\n  selector: {matchLabels: {a: b}}\n  template:\n    metadata: {labels: {a: b}}\n    spec:\n      serviceAccountName: op\n      containers: [{name: m, image: i}]\n".to_owned()),
+            ("manifests/sa.yaml".to_owned(), "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: op}\n".to_owned()),
+            ("manifests/role.yaml".to_owned(), format!("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {{name: {name}}}\nrules: {rules}\n")),
+            ("manifests/binding.yaml".to_owned(), format!("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {{name: {name}}}\nroleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: {name}}}\nsubjects: [{{kind: ServiceAccount, name: op, namespace: {INSTALL_NS}}}]\n")),
+        ];
+        BundleFiles::new(
+            files
+                .into_iter()
+                .map(|(p, c)| (p, c.into_bytes()))
+                .collect::<BTreeMap<_, _>>(),
+        )
+    }
+
+    const READ_SECRETS: &str = "[{apiGroups: [''], resources: [secrets], verbs: [get, list]}]";
+    const EXEC_TOO: &str = "[{apiGroups: [''], resources: [secrets], verbs: [get, list]}, {apiGroups: [''], resources: [pods/exec], verbs: [create]}]";
+
+    /// (installed rules, next rules, consent given, classes added, consent needed).
+    #[test]
+    fn what_a_hop_adds_and_the_consent_it_lacks() {
+        let exec = PowerClass::ClusterAdminEquivalent;
+        let secrets = PowerClass::SecretsClusterWide;
+        let cases: [(
+            Option<&str>,
+            &str,
+            &[PowerClass],
+            &[PowerClass],
+            &[PowerClass],
+        ); 5] = [
+            // Nothing new: the same grant in a role of another name.
+            (Some(READ_SECRETS), READ_SECRETS, &[], &[], &[]),
+            // A new power in a class that needs consent, not given: the hop would be held.
+            (Some(READ_SECRETS), EXEC_TOO, &[], &[exec], &[exec]),
+            // Given: still shown as new, nothing needed.
+            (Some(READ_SECRETS), EXEC_TOO, &[exec], &[exec], &[]),
+            // A first install: everything is new.
+            (None, READ_SECRETS, &[], &[secrets], &[]),
+            // A hop that drops a power adds nothing.
+            (Some(EXEC_TOO), READ_SECRETS, &[exec], &[], &[]),
+        ];
+        for (installed, next, consent, added, needed) in cases {
+            let options = RenderOptions {
+                consent: consent.iter().copied().collect(),
+                ..RenderOptions::new(INSTALL_NS)
+            };
+            let installed = installed.map(|rules| bundle("op-v1", rules));
+            let got = hop_powers(&bundle("op-v2", next), installed.as_ref(), &options).unwrap();
+            let got_added: Vec<PowerClass> = got.added.iter().map(|p| p.class).collect();
+            assert_eq!(got_added, added, "{installed:?} → {next}");
+            assert_eq!(
+                got.consent_needed,
+                needed.iter().copied().collect(),
+                "{next} with {consent:?}"
+            );
+            assert!(got.classes.keys().all(|c| got.classes[c] > 0));
+        }
+    }
+
+    #[test]
+    fn a_bundle_refused_for_more_than_consent_is_an_error() {
+        let mut files = (*bundle("op", READ_SECRETS).files).clone();
+        files.insert(
+            "manifests/user.yaml".to_owned(),
+            b"apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: people}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: op}\nsubjects: [{kind: User, name: alice}]\n".to_vec(),
+        );
+        let err = hop_powers(
+            &BundleFiles::new(files),
+            None,
+            &RenderOptions::new(INSTALL_NS),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("UserOrGroupBinding"), "{err}");
+    }
+}
