@@ -19,6 +19,7 @@ use pom_e2e::cvo::Cvo;
 use pom_e2e::fixtures::{TestBundle, catalog_json};
 use pom_e2e::manager::{Manager, eventually};
 use pom_e2e::oci_publish::push_catalog;
+use pom_e2e::scenario::wait_po_condition;
 use pom_e2e::{ControlPlane, Registry, Workloads, binaries};
 use serde_json::{Value, json};
 
@@ -50,9 +51,21 @@ fn text(out: &Output) -> String {
 fn alpha(stage: u8) -> Vec<TestBundle> {
     let all = vec![
         TestBundle::new("alpha", "1.0.0").max_ocp("4.17"),
+        // 1.0.1 adds a power that needs consent: `pomctl plan` shows it for the hop.
         TestBundle::new("alpha", "1.0.1")
             .replaces("1.0.0")
-            .max_ocp("4.17"),
+            .max_ocp("4.17")
+            .with_object(json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                "metadata": {"name": "alpha-debugger"},
+                "rules": [{"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["create"]}]
+            }))
+            .with_object(json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                "metadata": {"name": "alpha-debugger"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "alpha-debugger"},
+                "subjects": [{"kind": "ServiceAccount", "name": "alpha", "namespace": "alpha"}]
+            })),
         TestBundle::new("alpha", "1.1.0")
             .replaces("1.0.1")
             .max_ocp("4.18"),
@@ -299,6 +312,30 @@ async fn status_and_plan_read_the_live_cluster() {
     assert_eq!(a["pin"]["reason"], "PatchUpgrade");
     assert_eq!(hops(a), ["alpha.v1.0.1"], "{plan:#}");
     assert_eq!(a["bundle"]["version"], "1.0.1");
+    // The hop's powers, what is new against 1.0.0, and the consent the PO lacks for it.
+    let powers = &a["nextHopPowers"];
+    assert_eq!(powers["bundle"], "alpha.v1.0.1", "{plan:#}");
+    assert!(powers["error"].is_null(), "{plan:#}");
+    assert_eq!(powers["classes"]["ClusterAdminEquivalent"], 1, "{plan:#}");
+    let added: Vec<&str> = powers["added"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        added.len() == 1 && added[0].contains("alpha-debugger") && added[0].contains("exec"),
+        "{plan:#}"
+    );
+    assert_eq!(
+        powers["consentNeeded"],
+        json!(["spec.consent.clusterAdminEquivalent: true"]),
+        "{plan:#}"
+    );
+    // beta's next bundle adds nothing.
+    let b_powers = &po(&plan, "beta")["nextHopPowers"];
+    assert!(b_powers["error"].is_null(), "{plan:#}");
+    assert_eq!(b_powers["added"], json!([]), "{plan:#}");
     let b = po(&plan, "beta");
     assert_eq!(b["pin"]["range"], ">=2.3.0 <2.4.0-0", "{plan:#}");
     assert_eq!(hops(b), ["beta.v2.3.1"], "{plan:#}");
@@ -398,6 +435,31 @@ async fn status_and_plan_read_the_live_cluster() {
         "the CVO must refuse what the plan says is blocked"
     );
     cvo.start_update("4.16.4").await.unwrap();
+    // alpha's hop is held for the consent the plan named, the running 1.0.0 kept; beta moves.
+    let message = wait_po_condition(
+        &client,
+        "alpha",
+        "Degraded",
+        "True",
+        Some("ContentPolicyViolation"),
+    )
+    .await;
+    assert!(
+        message.contains("spec.consent.clusterAdminEquivalent: true"),
+        "{message}"
+    );
+    assert_eq!(
+        installed_version(&client, "alpha").await.as_deref(),
+        Some("1.0.0")
+    );
+    Api::<PlatformOperator>::all(client.clone())
+        .patch(
+            "alpha",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"consent": {"clusterAdminEquivalent": true}}})),
+        )
+        .await
+        .unwrap();
     eventually(
         WAIT,
         "the patch update to move alpha to 1.0.1 and beta to 2.3.1, as planned",

@@ -239,36 +239,6 @@ pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tables_align_and_trim() {
-        let text = table(
-            &["A", "BB", "C"],
-            &[vec!["xxx".into(), "y".into(), "z".into()]],
-        );
-        assert_eq!(text, "A    BB  C\nxxx  y   z\n");
-    }
-
-    #[test]
-    fn short_marks_cuts() {
-        assert_eq!(short("one\ntwo", 10), "one …");
-        assert_eq!(short("abcdef", 3), "abc …");
-        assert_eq!(short("abc", 3), "abc");
-    }
-
-    #[test]
-    fn catalog_files_are_json_or_yaml_and_not_hidden() {
-        assert!(is_catalog_file("a/catalog.json"));
-        assert!(is_catalog_file("b.yml"));
-        assert!(!is_catalog_file(".indexignore"));
-        assert!(!is_catalog_file("a/.hidden.json"));
-        assert!(!is_catalog_file("README.md"));
-    }
-}
-
 /// A bundle's files, from the objects its catalog carries (`olm.bundle.object`) or its image.
 ///
 /// # Errors
@@ -303,4 +273,34 @@ pub async fn bundle_image_files(
         .await
         .map(pom_resolver::render::BundleFiles::new)
         .map_err(|e| format!("pulling bundle image {image}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_align_and_trim() {
+        let text = table(
+            &["A", "BB", "C"],
+            &[vec!["xxx".into(), "y".into(), "z".into()]],
+        );
+        assert_eq!(text, "A    BB  C\nxxx  y   z\n");
+    }
+
+    #[test]
+    fn short_marks_cuts() {
+        assert_eq!(short("one\ntwo", 10), "one …");
+        assert_eq!(short("abcdef", 3), "abc …");
+        assert_eq!(short("abc", 3), "abc");
+    }
+
+    #[test]
+    fn catalog_files_are_json_or_yaml_and_not_hidden() {
+        assert!(is_catalog_file("a/catalog.json"));
+        assert!(is_catalog_file("b.yml"));
+        assert!(!is_catalog_file(".indexignore"));
+        assert!(!is_catalog_file("a/.hidden.json"));
+        assert!(!is_catalog_file("README.md"));
+    }
 }

@@ -117,27 +117,29 @@ mod tests {
     const EXEC_TOO: &str = "[{apiGroups: [''], resources: [secrets], verbs: [get, list]}, {apiGroups: [''], resources: [pods/exec], verbs: [create]}]";
 
     /// (installed rules, next rules, consent given, classes added, consent needed).
+    type Case = (
+        Option<&'static str>,
+        &'static str,
+        &'static [PowerClass],
+        &'static [PowerClass],
+        &'static [PowerClass],
+    );
+
     #[test]
     fn what_a_hop_adds_and_the_consent_it_lacks() {
-        let exec = PowerClass::ClusterAdminEquivalent;
-        let secrets = PowerClass::SecretsClusterWide;
-        let cases: [(
-            Option<&str>,
-            &str,
-            &[PowerClass],
-            &[PowerClass],
-            &[PowerClass],
-        ); 5] = [
+        const EXEC: PowerClass = PowerClass::ClusterAdminEquivalent;
+        const SECRETS: PowerClass = PowerClass::SecretsClusterWide;
+        let cases: [Case; 5] = [
             // Nothing new: the same grant in a role of another name.
             (Some(READ_SECRETS), READ_SECRETS, &[], &[], &[]),
             // A new power in a class that needs consent, not given: the hop would be held.
-            (Some(READ_SECRETS), EXEC_TOO, &[], &[exec], &[exec]),
+            (Some(READ_SECRETS), EXEC_TOO, &[], &[EXEC], &[EXEC]),
             // Given: still shown as new, nothing needed.
-            (Some(READ_SECRETS), EXEC_TOO, &[exec], &[exec], &[]),
+            (Some(READ_SECRETS), EXEC_TOO, &[EXEC], &[EXEC], &[]),
             // A first install: everything is new.
-            (None, READ_SECRETS, &[], &[secrets], &[]),
+            (None, READ_SECRETS, &[], &[SECRETS], &[]),
             // A hop that drops a power adds nothing.
-            (Some(EXEC_TOO), READ_SECRETS, &[exec], &[], &[]),
+            (Some(EXEC_TOO), READ_SECRETS, &[EXEC], &[], &[]),
         ];
         for (installed, next, consent, added, needed) in cases {
             let options = RenderOptions {

@@ -25,9 +25,16 @@
 //! A PO that cannot be planned (catalog unreadable, no candidate at all) is reported with the
 //! reason and stays where it is; that alone does not block the update.
 //!
+//! For each PO's first hop the plan also reads the bundle (and the installed one) as the
+//! manager would, catalog-carried objects or image, and shows what its ServiceAccounts could
+//! do by power class, what is new against the installed bundle, and the `spec.consent` fields
+//! the PO lacks, without which the manager holds that hop ([`hop_powers`]: the controller's own
+//! render and refusal).
+//!
 //! Exit codes: 0 the CVO would start the update; 1 the update would be blocked (the blockers
 //! are listed); 2 errors (no ClusterVersion, unreadable cluster, bad `--to`).
 
+use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
@@ -41,7 +48,10 @@ use pom_api::olm::OperatorCondition;
 use pom_api::openshift::{
     AGGREGATED_CLUSTER_OPERATOR, CLUSTER_VERSION_NAME, ClusterOperator, ClusterVersion,
 };
+use pom_oci::ImagePuller;
+use pom_policy::hop_powers::hop_powers;
 use pom_policy::plan::{self, MAX_PLANNED_HOPS, PlanEnd};
+use pom_policy::render_request;
 use pom_policy::snapshot::{
     CatalogContent, CatalogView, ClusterView, Hop, Installed, OperatorGate, PoSnapshot, gate_of,
 };
@@ -49,6 +59,7 @@ use pom_policy::{HoldReason, PinState, PoRequest, Upgradeability, decide};
 use pom_resolver::cluster::{
     ClusterPhase, ClusterVersionSnapshot, HistoryEntry, PhaseKind, cluster_phase,
 };
+use pom_resolver::render::BundleFiles;
 use pom_resolver::select::{CatalogInput, InstalledBundle as ResolverInstalled};
 use pom_resolver::version::parse_tolerant;
 use semver::Version;
@@ -163,6 +174,24 @@ pub struct PoPlan {
     pub blocks_update: bool,
     /// The verdict for the next minor after the update, on the bundle the PO ends on.
     pub upgradeable_after: Option<VerdictView>,
+    /// What the first hop's bundle could do, what is new, and the consent it lacks (`None`
+    /// without a hop).
+    pub next_hop_powers: Option<HopPowersView>,
+}
+
+/// The powers of a PO's first hop (issue 24): the controller's render of the bundle.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HopPowersView {
+    pub bundle: String,
+    /// Powers per class (`ClusterAdminEquivalent`, ...).
+    pub classes: BTreeMap<String, usize>,
+    /// The powers the installed bundle did not hold.
+    pub added: Vec<String>,
+    /// The `spec.consent` fields the PO lacks: the controller holds the hop until they are set.
+    pub consent_needed: Vec<String>,
+    /// Why the powers could not be judged (bundle unreadable, or refused for more than consent).
+    pub error: Option<String>,
 }
 
 /// A bundle by name and version.
@@ -230,7 +259,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let target =
         parse_tolerant(&args.to).with_context(|| format!("--to {:?} is not a version", args.to))?;
     let inputs = live::block_on(gather(&args.insecure_registries))??;
-    let plan = compute(&inputs, &args.to, &target)?;
+    let mut plan = compute(&inputs, &args.to, &target)?;
+    let bundles = live::block_on(fetch_hop_bundles(&plan, &inputs, &args.insecure_registries))?;
+    attach_hop_powers(&mut plan, &inputs, &bundles);
     match args.output {
         PlanOutput::Human => print!("{}", human(&plan)),
         PlanOutput::Json => println!("{}", serde_json::to_string_pretty(&plan)?),
@@ -651,6 +682,107 @@ fn po_graph(snapshot: &PoSnapshot<'_>) -> Result<UpgradeGraph, String> {
 
 /// One PO under the update: the manager's own `decide`, walked hop by hop
 /// ([`pom_policy::plan::plan`]) over the phase the update will put the cluster in.
+/// The files of each PO's first hop bundle and of its installed bundle, by bundle name, read
+/// as the manager reads them (catalog-carried objects, else the image); an unreadable one is
+/// kept with its error.
+type FetchedBundles = BTreeMap<String, Result<BundleFiles, String>>;
+
+async fn fetch_hop_bundles(
+    plan: &Plan,
+    inputs: &Inputs,
+    insecure_registries: &[String],
+) -> FetchedBundles {
+    let puller = ImagePuller::new(insecure_registries.to_vec());
+    let mut fetched = FetchedBundles::new();
+    for (po, view) in inputs
+        .platform_operators
+        .iter()
+        .zip(&plan.platform_operators)
+    {
+        let Some(hop) = view.hops.first() else {
+            continue;
+        };
+        let installed = po.status.as_ref().and_then(|s| s.installed_bundle.as_ref());
+        let wanted = std::iter::once((hop.to.clone(), None))
+            .chain(installed.map(|b| (b.name.clone(), b.image.clone())));
+        for (name, recorded_image) in wanted {
+            if fetched.contains_key(&name) {
+                continue;
+            }
+            let files = match (catalog_bundle(inputs, &name), recorded_image) {
+                (Some(bundle), _) => live::bundle_files(&puller, bundle).await,
+                (None, Some(image)) => live::bundle_image_files(&puller, &image).await,
+                (None, None) => Err(format!("no catalog lists bundle {name}")),
+            };
+            fetched.insert(name, files);
+        }
+    }
+    fetched
+}
+
+/// Bundle `name` in the first readable catalog that lists it.
+fn catalog_bundle<'a>(inputs: &'a Inputs, name: &str) -> Option<&'a pom_resolver::fbc::Bundle> {
+    inputs.catalogs.iter().find_map(|c| {
+        c.content
+            .as_ref()
+            .ok()?
+            .packages
+            .values()
+            .find_map(|p| p.bundles.get(name))
+    })
+}
+
+/// Judges the powers of each PO's first hop (pure: the bundles were fetched before).
+fn attach_hop_powers(plan: &mut Plan, inputs: &Inputs, bundles: &FetchedBundles) {
+    for (po, view) in inputs
+        .platform_operators
+        .iter()
+        .zip(plan.platform_operators.iter_mut())
+    {
+        let Some(hop) = view.hops.first() else {
+            continue;
+        };
+        let status = po.status.clone().unwrap_or_default();
+        let namespace = status
+            .install_namespace
+            .or_else(|| po.spec.install_namespace.clone())
+            .unwrap_or_else(|| po.name_any());
+        let options = render_request::render_options(po, &namespace);
+        let installed = status
+            .installed_bundle
+            .as_ref()
+            .and_then(|b| bundles.get(&b.name)?.as_ref().ok());
+        let mut powers = HopPowersView {
+            bundle: hop.to.clone(),
+            classes: BTreeMap::new(),
+            added: Vec::new(),
+            consent_needed: Vec::new(),
+            error: None,
+        };
+        match bundles.get(&hop.to) {
+            Some(Ok(next)) => match hop_powers(next, installed, &options) {
+                Ok(judged) => {
+                    powers.classes = judged
+                        .classes
+                        .iter()
+                        .map(|(class, n)| (class.to_string(), *n))
+                        .collect();
+                    powers.added = judged.added.iter().map(ToString::to_string).collect();
+                    powers.consent_needed = judged
+                        .consent_needed
+                        .iter()
+                        .map(|c| format!("spec.consent.{}: true", c.consent_field()))
+                        .collect();
+                }
+                Err(e) => powers.error = Some(e.to_string()),
+            },
+            Some(Err(e)) => powers.error = Some(e.clone()),
+            None => powers.error = Some(format!("bundle {} was not fetched", hop.to)),
+        }
+        view.next_hop_powers = Some(powers);
+    }
+}
+
 fn plan_po(
     po: &PlatformOperator,
     inputs: &Inputs,
@@ -691,6 +823,7 @@ fn plan_po(
         )),
         blocks_update: false,
         upgradeable_after: None,
+        next_hop_powers: None,
     };
     result.end = match &walk.end {
         PlanEnd::Settled => "Settled".to_owned(),
@@ -809,6 +942,41 @@ fn upgradeable_for_update(po: &PlatformOperator, verdict: &Upgradeability) -> Up
 }
 
 /// The human report: the update, a table of POs, the hops, then the blockers and the answer.
+/// The lines `human` prints under a PO's hops for its first hop's powers.
+fn hop_powers_text(powers: &HopPowersView) -> String {
+    if let Some(err) = &powers.error {
+        return format!(
+            "    powers of {}: not judged: {}\n",
+            powers.bundle,
+            live::short(err, 200)
+        );
+    }
+    let classes: Vec<String> = powers
+        .classes
+        .iter()
+        .map(|(class, n)| format!("{class} {n}"))
+        .collect();
+    let mut out = format!(
+        "    powers of {}: {}\n",
+        powers.bundle,
+        if classes.is_empty() {
+            "none beyond its own objects".to_owned()
+        } else {
+            classes.join(", ")
+        }
+    );
+    for added in &powers.added {
+        out.push_str(&format!("      new: {}\n", live::short(added, 200)));
+    }
+    if !powers.consent_needed.is_empty() {
+        out.push_str(&format!(
+            "      held until the PlatformOperator consents: {}\n",
+            powers.consent_needed.join(", ")
+        ));
+    }
+    out
+}
+
 pub fn human(plan: &Plan) -> String {
     let c = &plan.cluster;
     let mut out = format!(
@@ -885,6 +1053,9 @@ pub fn human(plan: &Plan) -> String {
             }
             if p.end != "Settled" {
                 out.push_str(&format!("    then stops: {}\n", live::short(&p.end, 160)));
+            }
+            if let Some(powers) = &p.next_hop_powers {
+                out.push_str(&hop_powers_text(powers));
             }
             if let Some(after) = p.upgradeable_after.as_ref().filter(|a| a.status != "True") {
                 out.push_str(&format!(
