@@ -81,6 +81,39 @@ enum Bounds {
     /// No pin: every version, pre-releases included (OLM v1 has no pin; only the admin's
     /// `versionRange`, checked separately, can exclude a pre-release).
     Unpinned,
+    /// A first install or a cluster update's pin (`inner`) within the admin's steady-state
+    /// override (or on the installed version itself: staying is never outside a pin): an update
+    /// never carries a PO out of the range the admin holds it to, so the update's end never
+    /// needs a move back down (issue 25 item 1).
+    Within {
+        inner: Box<Bounds>,
+        range: VersionRange,
+        installed: Option<Version>,
+    },
+}
+
+impl Bounds {
+    fn contains(&self, candidate: &Version) -> bool {
+        match self {
+            Bounds::Any | Bounds::Unpinned => true,
+            Bounds::Exact(exact) => candidate.cmp_precedence(exact) == Ordering::Equal,
+            Bounds::HalfOpen { lower, upper } => {
+                candidate.cmp_precedence(lower) != Ordering::Less
+                    && candidate.cmp_precedence(upper) == Ordering::Less
+            }
+            Bounds::Admin(range) => range.matches(candidate),
+            Bounds::Within {
+                inner,
+                range,
+                installed,
+            } => {
+                let stays = installed
+                    .as_ref()
+                    .is_some_and(|i| candidate.cmp_precedence(i) == Ordering::Equal);
+                inner.contains(candidate) && (range.matches(candidate) || stays)
+            }
+        }
+    }
 }
 
 impl Serialize for Pin {
@@ -167,6 +200,33 @@ impl Pin {
         }
     }
 
+    /// This pin within the admin's steady-state override `range` (both must admit; the
+    /// `installed` version itself always may stay): what a first install and a cluster update
+    /// resolve under while the override is set. Printed as one Masterminds range, this pin's
+    /// comparators ANDed into each of `range`'s groups, plus `=installed` when `range` excludes
+    /// it.
+    #[must_use]
+    pub fn within(self, range: &VersionRange, installed: Option<&Version>) -> Self {
+        let prefix = match &self.bounds {
+            Bounds::Any | Bounds::Unpinned => String::new(),
+            _ => self.range.clone(),
+        };
+        let installed = installed.map(without_build);
+        let mut printed = range.and_prefixed(&prefix);
+        if let Some(installed) = installed.as_ref().filter(|i| !range.matches(i)) {
+            printed.push_str(&format!(" || ={installed}"));
+        }
+        Pin {
+            range: printed,
+            reason: self.reason,
+            bounds: Bounds::Within {
+                inner: Box::new(self.bounds),
+                range: range.clone(),
+                installed,
+            },
+        }
+    }
+
     fn half_open(lower: &Version, upper: Version, reason: PinReason) -> Self {
         let lower = without_build(lower);
         Pin {
@@ -193,15 +253,7 @@ impl Pin {
     /// Whether `candidate` lies within the pin's bounds, before the pre-release rule (used to
     /// explain a refusal: "a pre-release" rather than "outside the pin").
     pub fn contains(&self, candidate: &Version) -> bool {
-        match &self.bounds {
-            Bounds::Any | Bounds::Unpinned => true,
-            Bounds::Exact(exact) => candidate.cmp_precedence(exact) == Ordering::Equal,
-            Bounds::HalfOpen { lower, upper } => {
-                candidate.cmp_precedence(lower) != Ordering::Less
-                    && candidate.cmp_precedence(upper) == Ordering::Less
-            }
-            Bounds::Admin(range) => range.matches(candidate),
-        }
+        self.bounds.contains(candidate)
     }
 
     /// True for the pivot-down pin of a rollback (as opposed to the `=X.Y.Z` hold).
@@ -217,8 +269,10 @@ impl Pin {
 /// Kubernetes, steady" and never "no pin".
 ///
 /// `phase` is `None` without a ClusterVersion (plain Kubernetes): that counts as Steady. The
-/// steady-state override applies only while the cluster is steady; during an update the phase
-/// pin rules, so a cluster update never follows a hand-set range by surprise. A rollback returns
+/// steady-state override replaces the pin while the cluster is steady; during a patch or minor
+/// update, and at a first install, the pin holds *within* it ([`Pin::within`]): a cluster
+/// update never follows a hand-set range by surprise, and never carries the PO out of it (else
+/// the update's end would move it back down, a downgrade nobody asked for). A rollback returns
 /// the `=X.Y.Z` hold; the selector pivots down (see [`Pin::rollback_pivot`]) only when the
 /// installed bundle is incompatible with the rollback target.
 pub fn pin_for(
@@ -226,16 +280,20 @@ pub fn pin_for(
     phase: Option<&ClusterPhase>,
     steady_state_range: Option<&VersionRange>,
 ) -> Pin {
+    let within_override = |pin: Pin| match steady_state_range {
+        Some(range) => pin.within(range, installed),
+        None => pin,
+    };
     let Some(installed) = installed else {
-        return Pin::install();
+        return within_override(Pin::install());
     };
     match phase.map_or(PhaseKind::Steady, |phase| phase.kind) {
         PhaseKind::Steady => match steady_state_range {
             Some(range) => Pin::overridden(range),
             None => Pin::exact(installed, PinReason::Steady),
         },
-        PhaseKind::PatchUpgrade => Pin::patch_upgrade(installed),
-        PhaseKind::MinorUpgrade => Pin::minor_upgrade(installed),
+        PhaseKind::PatchUpgrade => within_override(Pin::patch_upgrade(installed)),
+        PhaseKind::MinorUpgrade => within_override(Pin::minor_upgrade(installed)),
         PhaseKind::Rollback => Pin::exact(installed, PinReason::Rollback),
     }
 }

@@ -271,7 +271,7 @@ fn no_downgrade_without_the_override() {
             PinReason::Steady,
         ),
         (
-            "patch update ignores the override",
+            "patch update: the override excludes what runs, which stays",
             patch.clone(),
             PinPolicy::FollowCluster,
             Some("=1.2.0"),
@@ -280,7 +280,7 @@ fn no_downgrade_without_the_override() {
             PinReason::PatchUpgrade,
         ),
         (
-            "minor update ignores the override",
+            "minor update: the override excludes what runs, which stays",
             minor.clone(),
             PinPolicy::FollowCluster,
             Some("=1.2.0"),
@@ -487,4 +487,57 @@ fn an_upward_successor_beats_a_lower_bundle() {
             "1.2.0 from old was a candidate"
         );
     }
+}
+
+/// Issue 25 item 1: with `steadyStateVersionRange: ">=1.3.0 <1.4.0"` (what POM's own
+/// IncompatibleOperatorsInstalled message suggests), a minor update moves the PO within the
+/// override (to 1.3.5, not to 1.5.0), so when the update completes the override admits what
+/// runs and nothing moves down. A first install also lands within the override.
+#[test]
+fn a_cluster_update_moves_within_the_override_so_its_end_never_moves_down() {
+    let cat = PackageBuilder::new(PKG)
+        .chain("stable", &["1.3.0", "1.3.5", "1.5.0"])
+        .catalog();
+    let cats = one(&cat);
+    let mut req = request(&cats, "1.3.0");
+    req.steady_state_range = range(">=1.3.0 <1.4.0");
+    req.cluster = phase(PhaseKind::MinorUpgrade, "4.16.3", "4.17.0");
+    let resolution = resolve(&req).unwrap();
+    assert_eq!(resolution.bundle.version, v("1.3.5"));
+    assert_eq!(
+        (resolution.pin.reason, resolution.pin.range.as_str()),
+        (PinReason::MinorUpgrade, ">=1.3.0 <2.0.0-0 >=1.3.0 <1.4.0")
+    );
+    // The update completes: the override admits 1.3.5, which stays.
+    let mut after = request(&cats, "1.3.5");
+    after.steady_state_range = range(">=1.3.0 <1.4.0");
+    after.cluster = phase(PhaseKind::Steady, "4.17.0", "4.17.0");
+    assert!(resolve(&after).unwrap().stays);
+    after.cluster = phase(PhaseKind::MinorUpgrade, "4.16.3", "4.17.0");
+    assert!(matches!(
+        reason_for(&after, "1.5.0"),
+        Some(RejectReason::OutsidePin {
+            reason: PinReason::MinorUpgrade,
+            ..
+        })
+    ));
+    // The whole update, hop by hop, never leaves the override (from 1.3.5, 1.5.0 is a
+    // successor, refused by the pin).
+    let plan = plan_hops(&req).unwrap();
+    assert!(matches!(plan.end, PlanEnd::Settled), "{:?}", plan.end);
+    assert!(
+        plan.hops.iter().all(|h| h.to.version < v("1.4.0")) && !plan.hops.is_empty(),
+        "{:?}",
+        plan.hops
+    );
+    // A first install with the override set lands within it.
+    let mut install = request(&cats, "1.3.0");
+    install.installed = None;
+    install.steady_state_range = range(">=1.3.0 <1.4.0");
+    let resolution = resolve(&install).unwrap();
+    assert_eq!(resolution.bundle.version, v("1.3.5"));
+    assert_eq!(resolution.pin.range, ">=1.3.0 <1.4.0");
+    // Without the override, the same update goes to 1.5.0, as before.
+    req.steady_state_range = None;
+    assert_eq!(plan_hops(&req).unwrap().final_bundle().version, v("1.5.0"));
 }

@@ -91,6 +91,32 @@ impl VersionRange {
     }
 }
 
+impl VersionRange {
+    /// This range with `prefix` (comparators, as printed) ANDed into each of its groups, as
+    /// one Masterminds range: `>=1.0.0 <2.0.0-0` into `<1.4.0 || >=3.0.0` gives
+    /// `>=1.0.0 <2.0.0-0 <1.4.0 || >=1.0.0 <2.0.0-0 >=3.0.0`.
+    pub fn and_prefixed(&self, prefix: &str) -> String {
+        let groups: Vec<String> = self
+            .groups
+            .iter()
+            .map(|group| {
+                let text = group
+                    .comparators
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                if prefix.is_empty() {
+                    text
+                } else {
+                    format!("{prefix} {text}")
+                }
+            })
+            .collect();
+        groups.join(" || ")
+    }
+}
+
 impl fmt::Display for VersionRange {
     /// Canonical form: comparators joined by a space, groups by ` || `, aliases folded
     /// (`=>` to `>=`), `v` and build metadata dropped, wildcards written `x` (`*` for "any"),
