@@ -129,6 +129,8 @@ reasons! {
     // Degraded
     /// The move did not settle within `spec.progressDeadline`.
     ProgressDeadlineExceeded,
+    /// A settled operator's Deployment is no longer available (crash loop, OOM, evicted).
+    OperatorUnavailable,
     // Upgradeable (§8.3)
     /// An installed bundle's `maxOpenShiftVersion` is below the next minor.
     IncompatibleOperatorsInstalled,

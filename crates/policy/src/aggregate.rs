@@ -148,6 +148,11 @@ pub fn compute(
             cond(po, types::DEGRADED).filter(|c| c.status == ConditionStatus::True.as_str())
         {
             degraded.push(format!("{name}: {}", c.message));
+            // A settled operator that stopped working has nothing working (§8.2); a move in
+            // progress never reports this reason.
+            if c.reason.parse::<Reason>().ok() == Some(Reason::OperatorUnavailable) {
+                not_available.push(format!("{name}: {}", c.message));
+            }
         }
         // Fail closed: a PO that has not reported Upgradeable for its current generation is
         // not judged upgradeable (seed 000).

@@ -45,6 +45,28 @@ pub struct InstallReport {
     pub objects: Vec<InventoryObject>,
     /// What the bundle's ServiceAccounts can do ([`power_summaries`]).
     pub powers: Vec<PowerSummary>,
+    /// The bundle's Deployments that are not available now, and why (their own `Available`
+    /// condition's message). After a move settled, any of them is an operator that stopped
+    /// working: Degraded, and not Upgradeable.
+    pub unavailable: Vec<UnavailableDeployment>,
+}
+
+/// A Deployment of the bundle that is not available.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnavailableDeployment {
+    pub namespace: String,
+    pub name: String,
+    pub why: String,
+}
+
+impl std::fmt::Display for UnavailableDeployment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Deployment {}/{} is not available: {}",
+            self.namespace, self.name, self.why
+        )
+    }
 }
 
 /// Examples listed per power class in status.
@@ -309,6 +331,7 @@ pub fn intent(input: &StatusInput<'_>) -> Option<PlatformOperatorStatus> {
             input.decision.deadline_exceeded,
             installed,
             &[],
+            &[],
         ),
         Desired::new(
             types::UPGRADEABLE,
@@ -390,6 +413,12 @@ pub fn compute(input: &StatusInput<'_>) -> PlatformOperatorStatus {
         _ => previous.active_hop.clone(),
     };
     let settled = active_hop.as_ref().is_none_or(|h| h.settled);
+    // A settled operator whose Deployment is no longer available stopped working: that is not
+    // a move (nothing is re-judged or re-applied for it), it is a fault to report (§8.1).
+    let stopped_working: Vec<&UnavailableDeployment> = match input.outcome {
+        ActOutcome::Applied(report) if settled && !moved => report.unavailable.iter().collect(),
+        _ => Vec::new(),
+    };
 
     // Where the PO is heading: the move chosen (started, refused by the cluster, or failed:
     // it is still owed, so the PO is not at its pin), or the one held.
@@ -433,6 +462,7 @@ pub fn compute(input: &StatusInput<'_>) -> PlatformOperatorStatus {
             decision.deadline_exceeded && !settled,
             installed.as_ref(),
             &waits,
+            &stopped_working,
         ),
         upgradeable_condition(
             &decision.verdict,
@@ -440,6 +470,7 @@ pub fn compute(input: &StatusInput<'_>) -> PlatformOperatorStatus {
             active_hop.as_ref(),
             desired.as_ref().map(|d| d.name.as_str()),
             installed.is_some(),
+            &stopped_working,
         ),
     ];
 
@@ -603,6 +634,7 @@ fn degraded_condition(
     deadline_exceeded: bool,
     installed: Option<&InstalledBundle>,
     waits: &[Wait],
+    stopped_working: &[&UnavailableDeployment],
 ) -> Desired {
     if let Some(problem) = problem.filter(|p| p.degrades) {
         return Desired::new(
@@ -624,11 +656,27 @@ fn degraded_condition(
             ),
         );
     }
+    if !stopped_working.is_empty() {
+        return Desired::new(
+            types::DEGRADED,
+            ConditionStatus::True,
+            Reason::OperatorUnavailable,
+            stopped_working_message(stopped_working),
+        );
+    }
     Desired::new(
         types::DEGRADED,
         ConditionStatus::False,
         Reason::AsExpected,
         "no problems",
+    )
+}
+
+fn stopped_working_message(stopped_working: &[&UnavailableDeployment]) -> String {
+    let each: Vec<String> = stopped_working.iter().map(ToString::to_string).collect();
+    format!(
+        "the operator stopped working after it settled: {}; look at its pods (kubectl describe, logs) and fix what stops them",
+        each.join("; ")
     )
 }
 
@@ -640,7 +688,17 @@ fn upgradeable_condition(
     hop: Option<&ActiveHop>,
     desired: Option<&str>,
     installed: bool,
+    stopped_working: &[&UnavailableDeployment],
 ) -> Desired {
+    if !stopped_working.is_empty() {
+        // An operator that is not running cannot vouch for the next minor (fail closed).
+        return Desired::new(
+            types::UPGRADEABLE,
+            ConditionStatus::False,
+            Reason::OperatorUnavailable,
+            stopped_working_message(stopped_working),
+        );
+    }
     if installed && !settled {
         let to = hop.map(|h| h.to.as_str()).unwrap_or_default();
         let waiting = hop

@@ -545,6 +545,36 @@ fn rows() -> Vec<Row> {
             ],
         },
         Row {
+            name: "a settled operator that stopped working: Available False (issue 25 item 8)",
+            pos: vec![
+                po("a"),
+                po("b")
+                    .set(
+                        types::DEGRADED,
+                        "True",
+                        "OperatorUnavailable",
+                        "the operator stopped working after it settled: Deployment b/operator is not available",
+                    )
+                    .upgradeable(
+                        "False",
+                        "OperatorUnavailable",
+                        "the operator stopped working after it settled",
+                    ),
+            ],
+            cluster: steady,
+            want: Shape {
+                available: (False, Reason::PlatformOperatorFailed),
+                progressing: CALM,
+                degraded: (True, Reason::PlatformOperatorFailed),
+                upgradeable: (False, Reason::OperatorUnavailable),
+                versions: Reported,
+            },
+            says: vec![
+                (types::AVAILABLE, "b: the operator stopped working"),
+                (types::DEGRADED, "b: the operator stopped working"),
+            ],
+        },
+        Row {
             name: "a first install not applied yet is not unavailable",
             pos: vec![po("a").nothing_installed("Installing", "waiting for a bundle to install")],
             cluster: steady,

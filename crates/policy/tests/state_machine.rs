@@ -512,6 +512,7 @@ impl World {
                     wrote: 0,
                     objects: objects_of(PACKAGES[i], &bundle.name),
                     powers: Vec::new(),
+                    unavailable: Vec::new(),
                 }))
             }
         };

@@ -15,7 +15,8 @@ use pom_api::platform_operator::{
 use pom_policy::decide::{Held, MoveTarget, PinState};
 use pom_policy::snapshot::{GateReading, OperatorGate};
 use pom_policy::status::{
-    self, ActOutcome, InstallReport, OperatorConditionReport, StatusInput, Wait,
+    self, ActOutcome, InstallReport, OperatorConditionReport, StatusInput, UnavailableDeployment,
+    Wait,
 };
 use pom_policy::{Action, HoldReason, PoDecision, Problem, Upgradeability};
 use pom_resolver::fbc::MaxOpenShiftVersion;
@@ -134,6 +135,7 @@ fn report(version: &str, max: Option<&str>, waits: Vec<Wait>) -> InstallReport {
         wrote: 3,
         objects: Vec::new(),
         powers: Vec::new(),
+        unavailable: Vec::new(),
     }
 }
 
@@ -1370,5 +1372,83 @@ fn powers_in_status_are_counted_by_class_and_bounded() {
     assert_eq!(
         failed.powers, summaries,
         "a failed repair keeps what status showed"
+    );
+}
+
+/// Issue 25 item 8: a settled operator whose Deployment stops being available (crash loop,
+/// OOM) is Degraded and not Upgradeable, naming the Deployment and why; it recovers when the
+/// Deployment does; during a move the same report is a rollout, not a fault.
+#[test]
+fn a_settled_operator_that_stops_working_is_degraded_and_not_upgradeable() {
+    let crashing = |mut r: InstallReport| {
+        r.unavailable = vec![UnavailableDeployment {
+            namespace: "op".into(),
+            name: "operator".into(),
+            why: "Deployment does not have minimum availability.".into(),
+        }];
+        r.waits = vec![rollout()];
+        r
+    };
+    let broken = step(
+        &settled_at_1_1_0(),
+        900,
+        keep(pin(PinReason::Steady, "=1.1.0")),
+        applied(crashing(report("1.1.0", Some("4.17"), vec![]))),
+    )
+    .run();
+    let condition = |status: &PlatformOperatorStatus, type_: &str| {
+        status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == type_)
+            .map(|c| (c.status.clone(), c.reason.clone()))
+            .unwrap()
+    };
+    assert_eq!(
+        condition(&broken, types::DEGRADED),
+        ("True".into(), "OperatorUnavailable".into())
+    );
+    assert_eq!(
+        condition(&broken, types::UPGRADEABLE),
+        ("False".into(), "OperatorUnavailable".into())
+    );
+    assert!(
+        message(&broken, types::DEGRADED).contains("Deployment op/operator is not available"),
+        "{}",
+        message(&broken, types::DEGRADED)
+    );
+    // Still installed, still settled: nothing moves for it.
+    assert_eq!(condition(&broken, types::INSTALLED).0, "True");
+    assert!(broken.active_hop.as_ref().unwrap().settled);
+    // It recovers with the Deployment.
+    let recovered = step(
+        &broken,
+        960,
+        keep(pin(PinReason::Steady, "=1.1.0")),
+        applied(report("1.1.0", Some("4.17"), vec![])),
+    )
+    .run();
+    assert_eq!(
+        condition(&recovered, types::DEGRADED),
+        ("False".into(), "AsExpected".into())
+    );
+    assert_eq!(condition(&recovered, types::UPGRADEABLE).0, "True");
+    // A move's own rollout is not a fault.
+    let first = step(
+        &empty(),
+        0,
+        move_to(
+            "1.1.0",
+            Some("4.17"),
+            pin(PinReason::Install, "*"),
+            pin(PinReason::Steady, "=1.1.0"),
+        ),
+        applied(crashing(report("1.1.0", Some("4.17"), vec![]))),
+    )
+    .run();
+    assert_eq!(condition(&first, types::DEGRADED).0, "False");
+    assert_eq!(
+        condition(&first, types::UPGRADEABLE),
+        ("False".into(), "MoveNotSettled".into())
     );
 }

@@ -16,7 +16,9 @@ use pom_api::labels;
 use pom_api::platform_operator::{InstalledBundle, InventoryObject};
 use pom_policy::inventory::is_webhook_configuration;
 use pom_policy::ownership::{self, Ownership};
-use pom_policy::status::{self, InstallReport, OperatorConditionReport, Wait};
+use pom_policy::status::{
+    self, InstallReport, OperatorConditionReport, UnavailableDeployment, Wait,
+};
 use pom_policy::{MoveTarget, render_request};
 use pom_resolver::fbc::{Bundle, Catalog as FbcCatalog, MaxOpenShiftVersion};
 use pom_resolver::render::webhooks::inject_ca_bundle;
@@ -504,6 +506,7 @@ pub async fn apply(
         }
     }
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), namespace);
+    let mut unavailable = Vec::new();
     for name in &rendered.deployments {
         let deployment: Option<Deployment> = match held("Deployment", name) {
             Some(value) => serde_json::from_value(value).ok(),
@@ -516,6 +519,13 @@ pub async fn apply(
             waits.push(Wait::Rollout {
                 namespace: namespace.to_owned(),
                 name: name.clone(),
+            });
+        }
+        if let Some(why) = deployment.as_ref().and_then(unavailable_because) {
+            unavailable.push(UnavailableDeployment {
+                namespace: namespace.to_owned(),
+                name: name.clone(),
+                why,
             });
         }
     }
@@ -562,6 +572,7 @@ pub async fn apply(
         wrote,
         objects: inventory,
         powers: status::power_summaries(&rendered.powers),
+        unavailable,
     })
 }
 
@@ -608,8 +619,35 @@ fn wrote_one(
     }
 }
 
+/// Why a Deployment that exists is not available, when it is not: its `Available` condition is
+/// False (its message says why), or none of the replicas it wants is available. A Deployment
+/// the controller has not looked at yet (no status) is not judged here: that is a rollout.
+#[must_use]
+pub fn unavailable_because(deployment: &Deployment) -> Option<String> {
+    let status = deployment.status.as_ref()?;
+    let desired = deployment
+        .spec
+        .as_ref()
+        .and_then(|s| s.replicas)
+        .unwrap_or(1);
+    if let Some(condition) = status.conditions.as_ref().and_then(|c| {
+        c.iter()
+            .find(|c| c.type_ == "Available" && c.status == "False")
+    }) {
+        return Some(
+            condition
+                .message
+                .clone()
+                .unwrap_or_else(|| "its Available condition is False".to_owned()),
+        );
+    }
+    (desired > 0 && status.available_replicas.unwrap_or(0) == 0 && status.conditions.is_some())
+        .then(|| format!("0 of {desired} replicas available"))
+}
+
 /// A Deployment has rolled out when the controller observed its generation, every replica is
-/// updated and it reports Available (OLM's DeploymentStatus rule, without readiness games).
+/// updated and available, and it reports Available (OLM's DeploymentStatus rule, without
+/// readiness games).
 #[must_use]
 pub fn is_rolled_out(deployment: &Deployment) -> bool {
     let generation = deployment.metadata.generation.unwrap_or(0);
@@ -623,6 +661,7 @@ pub fn is_rolled_out(deployment: &Deployment) -> bool {
     };
     status.observed_generation.unwrap_or(0) >= generation
         && status.updated_replicas.unwrap_or(0) >= desired
+        && status.available_replicas.unwrap_or(0) >= desired
         && status.replicas.unwrap_or(0) == status.updated_replicas.unwrap_or(0)
         && status.conditions.as_ref().is_some_and(|c| {
             c.iter()

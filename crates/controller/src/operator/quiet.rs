@@ -128,6 +128,7 @@ mod tests {
                 wrote: 0,
                 objects: Vec::new(),
                 powers: Vec::new(),
+                unavailable: Vec::new(),
             },
             checked_at: Instant::now(),
         }
