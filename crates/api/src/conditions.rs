@@ -126,6 +126,9 @@ reasons! {
     WaitingForOperatorCondition,
     /// A move is chosen but held until the one before it settles or the operator allows it.
     MovePending,
+    /// A move recorded as intent was abandoned for what runs: its target no longer qualifies
+    /// (the admin's versionRange or channel, or what the cluster can run).
+    MoveAbandoned,
     // Degraded
     /// The move did not settle within `spec.progressDeadline`.
     ProgressDeadlineExceeded,

@@ -7,7 +7,9 @@ use pom_api::platform_operator::{BundleRef, PinReason as ApiPinReason, UpgradeGa
 use pom_resolver::cluster::ClusterPhase;
 use pom_resolver::fbc::MaxOpenShiftVersion;
 use pom_resolver::pin::{Pin, PinReason, pin_for};
-use pom_resolver::select::{self, CatalogInput, InstalledBundle, PinPolicy, ResolveRequest};
+use pom_resolver::select::{
+    self, CatalogInput, InstalledBundle, PinPolicy, RejectReason, ResolveRequest,
+};
 use pom_resolver::verdict::{self, Judgement, Verdict};
 use semver::Version;
 
@@ -329,18 +331,60 @@ fn decide_action(s: &PoSnapshot<'_>) -> PoDecision {
     });
 
     let resolved = select::resolve(&resolve_request);
-    // A move recorded in status (intent, §7) but not yet applied is resumed, never replaced
-    // and never dropped: a new leader after a crash between the intent and the apply must
-    // not jump past it, and must finish it even when the catalog no longer lists the bundle
-    // that runs now (so a fresh resolution from it fails) or the cluster phase moved on.
-    if let Some(target) = recorded_move(s, request, catalogs, installed, phase) {
-        let mut decision = PoDecision::new(Action::Move(target), verdict);
-        decision.pin = match &resolved {
-            Ok(resolution) => Some(PinState::from(&resolution.pin)),
-            Err(_) => current_pin,
-        };
-        return decision;
+    // A move recorded in status (intent, §7) but not yet applied is resumed, never replaced:
+    // a new leader after a crash between the intent and the apply must not jump past it, and
+    // must finish it even when the catalog no longer lists the bundle that runs now (so a
+    // fresh resolution from it fails) or the cluster phase moved on. It is abandoned for what
+    // runs only when its target no longer qualifies (issue 25 item 3): the admin's
+    // versionRange or channel excludes it, or the cluster can no longer run it. What runs is
+    // then kept (its re-apply prunes whatever of the target was applied) and resolution
+    // starts again from it.
+    let abandoned = match recorded_move(s, request, catalogs, installed, phase, &resolved) {
+        Recorded::Resume(target) => {
+            let mut decision = PoDecision::new(Action::Move(*target), verdict);
+            decision.pin = match &resolved {
+                Ok(resolution) => Some(PinState::from(&resolution.pin)),
+                Err(_) => current_pin,
+            };
+            return decision;
+        }
+        Recorded::Abandon { to, why } => Some(format!(
+            "the move to {to} recorded in status was abandoned, {} keeps running: {why}",
+            installed.map_or("nothing", |i| i.bundle.name.as_str())
+        )),
+        Recorded::None => None,
+    };
+    let decision = decide_fresh(s, request, resolved, verdict, installed, phase, current_pin);
+    match abandoned {
+        None => decision,
+        Some(message) => match decision.problem {
+            None => decision.with_problem(Reason::MoveAbandoned, message, false),
+            Some(mut problem) => {
+                problem.message = format!("{}; {message}", problem.message);
+                PoDecision {
+                    problem: Some(problem),
+                    ..decision
+                }
+            }
+        },
     }
+}
+
+/// The decision from a fresh resolution (no recorded move to resume).
+fn decide_fresh(
+    s: &PoSnapshot<'_>,
+    request: &PoRequest,
+    resolved: Result<select::Resolution, select::ResolveError>,
+    verdict: Upgradeability,
+    installed: Option<&Installed>,
+    phase: Option<&ClusterPhase>,
+    current_pin: Option<PinState>,
+) -> PoDecision {
+    let keep_or_nothing = if installed.is_some() {
+        Action::Keep
+    } else {
+        Action::Nothing
+    };
     let resolution = match resolved {
         Ok(resolution) => resolution,
         Err(err) => {
@@ -413,20 +457,45 @@ fn decide_action(s: &PoSnapshot<'_>) -> PoDecision {
     decision
 }
 
-/// The move recorded as intent and not yet applied, if the catalog still has its bundle.
+/// What to do with a move recorded as intent and not applied yet.
+enum Recorded {
+    /// No such move (none recorded, or it is applied: what runs is its target).
+    None,
+    /// Resume it: its target still qualifies.
+    Resume(Box<MoveTarget>),
+    /// Its target no longer qualifies, for `why`.
+    Abandon { to: String, why: String },
+}
+
+/// The move recorded as intent and not yet applied, if the catalog still has its bundle, and
+/// whether its target still qualifies. The filters that judge a move *from* what runs (the
+/// successor edge, the pin of the phase that chose it) do not disqualify it: the move was
+/// chosen under them and may be half applied. The admin's versionRange and channel, and what
+/// the cluster can run (maxOpenShiftVersion, minKubeVersion, dependencies) do.
 fn recorded_move(
     s: &PoSnapshot<'_>,
     request: &PoRequest,
     catalogs: &[CatalogContent<'_>],
     installed: Option<&Installed>,
     phase: Option<&ClusterPhase>,
-) -> Option<MoveTarget> {
-    let hop = s.hop.as_ref().filter(|h| !h.settled)?;
+    resolved: &Result<select::Resolution, select::ResolveError>,
+) -> Recorded {
+    let Some(hop) = s.hop.as_ref().filter(|h| !h.settled) else {
+        return Recorded::None;
+    };
     if installed.map(|i| i.bundle.name.as_str()) == Some(hop.to.as_str()) {
-        return None;
+        return Recorded::None;
     }
-    let (catalog, bundle) = find_bundle(catalogs, &request.package, &hop.to)?;
-    Some(MoveTarget {
+    let Some((catalog, bundle)) = find_bundle(catalogs, &request.package, &hop.to) else {
+        return Recorded::None;
+    };
+    if let Some(why) = disqualified(request, catalogs, &hop.to, resolved) {
+        return Recorded::Abandon {
+            to: hop.to.clone(),
+            why,
+        };
+    }
+    Recorded::Resume(Box::new(MoveTarget {
         name: bundle.name.clone(),
         version: bundle.version.clone(),
         image: bundle.image.clone().filter(|i| !i.is_empty()),
@@ -437,7 +506,46 @@ fn recorded_move(
             phase,
             request.steady_state_range.as_ref(),
         )),
-    })
+    }))
+}
+
+/// Why a recorded move's target `to` no longer qualifies, if it does not.
+fn disqualified(
+    request: &PoRequest,
+    catalogs: &[CatalogContent<'_>],
+    to: &str,
+    resolved: &Result<select::Resolution, select::ResolveError>,
+) -> Option<String> {
+    let in_channel = catalogs.iter().any(|c| {
+        c.content.packages.get(&request.package).is_some_and(|p| {
+            request
+                .channel
+                .as_ref()
+                .or(p.default_channel.as_ref())
+                .and_then(|channel| p.channels.get(channel))
+                .is_some_and(|channel| channel.entries.iter().any(|e| e.name == to))
+        })
+    });
+    if !in_channel {
+        return Some(format!(
+            "{to} is not in the channel the PlatformOperator follows ({})",
+            request
+                .channel
+                .as_deref()
+                .unwrap_or("the package's default channel")
+        ));
+    }
+    let rejections = match resolved {
+        Ok(resolution) => resolution.rejected.as_slice(),
+        Err(err) => err.rejections(),
+    };
+    let rejection = rejections.iter().find(|r| r.bundle == to)?;
+    match rejection.reason {
+        RejectReason::NotSuccessor { .. }
+        | RejectReason::OutsidePin { .. }
+        | RejectReason::PreReleaseOutsidePin { .. } => None,
+        _ => Some(format!("{to} {}", rejection.reason)),
+    }
 }
 
 /// Bundle `name` of `package` in the first catalog that has it.

@@ -195,6 +195,11 @@ mod fixture {
         Unsettled {
             age: i64,
         },
+        /// A move from what is installed to `to` recorded as intent 30 s ago and not applied
+        /// yet (the manager died, or the apply keeps failing).
+        Recorded {
+            to: &'static str,
+        },
     }
 
     /// A row's snapshot, in the spec's words.
@@ -366,6 +371,12 @@ mod fixture {
                     LastHop::None => None,
                     LastHop::Settled { age } => hop(age, true),
                     LastHop::Unsettled { age } => hop(age, false),
+                    LastHop::Recorded { to } => self.installed.as_ref().map(|i| Hop {
+                        from: Some(i.bundle.name.clone()),
+                        to: bundle_name(to),
+                        started_at: Timestamp::from_second(now().as_second() - 30).unwrap(),
+                        settled: false,
+                    }),
                 },
                 cluster: self.cluster.view(),
                 kube_version: None,
@@ -654,6 +665,54 @@ fn rows() -> Vec<Row> {
             keep()
                 .pin(PatchUpgrade, ">=1.1.0 <1.2.0-0")
                 .held("1.1.1", Why::MoveNotSettled),
+        ),
+        // A move recorded as intent (issue 25 item 3): resumed while its target still
+        // qualifies, even when the phase moved on (a crash between the intent and the apply
+        // must not lose or undo it); abandoned for what runs when the admin or the cluster
+        // ruled it out.
+        row(
+            "a recorded move is resumed",
+            world()
+                .installed("1.1.0")
+                .cluster(Cluster::Patch)
+                .hop(LastHop::Recorded { to: "1.1.1" }),
+            move_to("1.1.1", PatchUpgrade, ">=1.1.1 <1.2.0-0")
+                .pin(PatchUpgrade, ">=1.1.0 <1.2.0-0"),
+        ),
+        row(
+            "a recorded move is resumed after the update that chose it completed",
+            world()
+                .installed("1.1.0")
+                .hop(LastHop::Recorded { to: "1.1.1" }),
+            move_to("1.1.1", Steady, "=1.1.1").pin(Steady, "=1.1.0"),
+        ),
+        row(
+            "a recorded move the admin's versionRange now excludes is abandoned",
+            world()
+                .installed("1.1.0")
+                .cluster(Cluster::Patch)
+                .version_range("<1.1.1")
+                .hop(LastHop::Recorded { to: "1.1.1" }),
+            keep()
+                .pin(PatchUpgrade, ">=1.1.0 <1.2.0-0")
+                .problem(Reason::MoveAbandoned, false)
+                .problem_says("demo.v1.1.1")
+                .problem_says("versionRange"),
+        ),
+        row(
+            "a recorded move the channel no longer lists is abandoned",
+            world()
+                .installed("1.1.0")
+                .cluster(Cluster::Patch)
+                .channel("fast")
+                .hop(LastHop::Recorded { to: "1.1.1" }),
+            // The channel itself is gone: that is the problem to fix, and it says so; the
+            // abandoned move is said too.
+            keep()
+                .pin(PatchUpgrade, ">=1.1.0 <1.2.0-0")
+                .problem(Reason::ResolutionFailed, false)
+                .problem_says("abandoned")
+                .problem_says("not in the channel"),
         ),
         row(
             "an unsettled hop with nothing further to do holds nothing",

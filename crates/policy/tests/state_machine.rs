@@ -555,7 +555,13 @@ impl World {
             let still_offered = self.last_good.packages[PACKAGES[i]]
                 .bundles
                 .contains_key(&intended);
-            if installed == Some(&intended) || !still_offered {
+            // Nor when the cluster can no longer run it (issue 25 item 3): judged from the
+            // world, the bundle's maxOpenShiftVersion against the minor it would run on.
+            let runs_here = (0..VERSIONS.len())
+                .find(|v| bundle_name(PACKAGES[i], *v) == intended)
+                .and_then(|v| self.max_ocp[v])
+                .is_none_or(|max| max >= self.phase.running_on().minor);
+            if installed == Some(&intended) || !still_offered || !runs_here {
                 self.pos[i].intent_at_crash = None;
             } else if recorded != Some(&intended) {
                 return Err(format!(
