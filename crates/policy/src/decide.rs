@@ -283,6 +283,23 @@ fn decide_action(s: &PoSnapshot<'_>) -> PoDecision {
             unavailable,
         } => (catalogs, unavailable),
     };
+    // A status that records nothing while objects of this PO are on the cluster is a PO
+    // restored without its status, not a first install: the snapshot recovered what runs from
+    // the objects' bundle label when a catalog lists that bundle; when none does, nothing is
+    // installed over them (issue 25 item 4).
+    if let (None, Some(label)) = (installed, &s.found_bundle_label) {
+        return PoDecision::new(
+            Action::Nothing,
+            Upgradeability::unknown("what runs cannot be known: the status records nothing installed"),
+        )
+        .with_problem(
+            Reason::AdoptionRefused,
+            format!(
+                "objects of bundle {label} labelled for this PlatformOperator are on the cluster, but its status records nothing installed (was it restored without its status?) and no catalog lists that bundle: POM will not install over them; add the catalog that offers it, or delete those objects"
+            ),
+            true,
+        );
+    }
     let installed_version = match installed.map(|i| &i.version) {
         None => None,
         Some(Ok(version)) => Some(version),

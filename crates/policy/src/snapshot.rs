@@ -32,6 +32,9 @@ pub struct PoSnapshot<'a> {
     /// What the installed bundle's operator says on its OperatorCondition.
     pub gate: OperatorGate,
     pub now: Timestamp,
+    /// When the status records nothing installed: the bundle label of objects on the cluster
+    /// that carry this PO's owner label (a PO restored without its status, issue 25 item 4).
+    pub found_bundle_label: Option<String>,
 }
 
 /// The installed bundle as the status records it, with its version parsed.
@@ -275,4 +278,35 @@ pub fn gate_of(oc: &pom_api::olm::OperatorCondition) -> OperatorGate {
         },
     };
     OperatorGate { reported, reading }
+}
+
+/// What runs, recovered (for a PO restored without its status) from a catalog bundle of `package` whose name gives the bundle label
+/// `label` (objects carry `label_value(bundle name)`).
+pub fn recover_installed(
+    catalogs: &[CatalogContent<'_>],
+    package: &str,
+    label: &str,
+) -> Option<Installed> {
+    catalogs.iter().find_map(|c| {
+        let bundle = c
+            .content
+            .packages
+            .get(package)?
+            .bundles
+            .values()
+            .find(|b| pom_api::labels::label_value(&b.name) == label)?;
+        Some(Installed::from_status(
+            &InstalledBundle {
+                name: bundle.name.clone(),
+                version: bundle.version.to_string(),
+                image: bundle.image.clone().filter(|i| !i.is_empty()),
+            },
+            bundle
+                .properties
+                .max_openshift_version
+                .as_ref()
+                .map(ToString::to_string)
+                .as_deref(),
+        ))
+    })
 }

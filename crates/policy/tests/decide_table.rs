@@ -212,6 +212,7 @@ mod fixture {
         pub gate: Gate,
         pub spec: PlatformOperatorSpec,
         pub duplicate_of: Option<String>,
+        pub found_bundle_label: Option<String>,
     }
 
     /// Nothing installed, OpenShift steady, the catalog ready, no gate.
@@ -237,6 +238,7 @@ mod fixture {
                 watch_namespace: None,
             },
             duplicate_of: None,
+            found_bundle_label: None,
         }
     }
 
@@ -273,6 +275,15 @@ mod fixture {
                 max,
             ));
             self.hop = LastHop::Settled { age: 1200 };
+            self
+        }
+
+        /// The status records nothing, but objects labelled for this PO and bundle `version`
+        /// are on the cluster (a PO restored without its status).
+        pub fn status_lost_with_objects_of(mut self, version: &str) -> Self {
+            self.installed = None;
+            self.hop = LastHop::None;
+            self.found_bundle_label = Some(bundle_name(version));
             self
         }
 
@@ -366,7 +377,17 @@ mod fixture {
                 name: "demo".to_owned(),
                 request: self.request(),
                 duplicate_of: self.duplicate_of.clone(),
-                installed: self.installed.clone(),
+                // As the manager's gather step builds it: a lost status recovered from the
+                // objects' bundle label when a catalog lists the bundle.
+                installed: self.installed.clone().or_else(|| {
+                    let label = self.found_bundle_label.as_deref()?;
+                    match &catalogs {
+                        CatalogView::Ready { catalogs, .. } => {
+                            pom_policy::snapshot::recover_installed(catalogs, PACKAGE, label)
+                        }
+                        _ => None,
+                    }
+                }),
                 hop: match self.hop {
                     LastHop::None => None,
                     LastHop::Settled { age } => hop(age, true),
@@ -383,6 +404,7 @@ mod fixture {
                 catalogs,
                 gate: self.gate.reading(),
                 now: now(),
+                found_bundle_label: self.found_bundle_label.clone(),
             }
         }
     }
@@ -713,6 +735,22 @@ fn rows() -> Vec<Row> {
                 .problem(Reason::ResolutionFailed, false)
                 .problem_says("abandoned")
                 .problem_says("not in the channel"),
+        ),
+        // A PO restored without its status (issue 25 item 4): what runs is recovered from the
+        // objects' bundle label, never installed over (the channel head would be 2.0.0).
+        row(
+            "status lost with objects of 1.1.0 on the cluster: 1.1.0 is kept",
+            world().status_lost_with_objects_of("1.1.0"),
+            keep().pin(Steady, "=1.1.0"),
+        ),
+        row(
+            "status lost with objects of a bundle no catalog lists: nothing is installed over them",
+            world().status_lost_with_objects_of("9.9.9"),
+            nothing()
+                .unknown()
+                .problem(Reason::AdoptionRefused, true)
+                .problem_says("demo.v9.9.9")
+                .problem_says("will not install over them"),
         ),
         row(
             "an unsettled hop with nothing further to do holds nothing",

@@ -404,6 +404,7 @@ impl World {
             catalogs,
             gate: gate.clone(),
             now: self.now,
+            found_bundle_label: None,
         };
         let decision = decide(&snapshot);
         check_decision(self, i, &previous, &snapshot, &decision, &catalog)?;

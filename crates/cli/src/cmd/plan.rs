@@ -579,6 +579,7 @@ fn po_snapshot<'a>(
         catalogs: catalogs_for(po, &inputs.catalogs),
         gate: gate_for(po, &inputs.operator_conditions),
         now,
+        found_bundle_label: None,
     }
 }
 

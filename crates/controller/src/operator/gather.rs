@@ -18,6 +18,7 @@ use pom_api::openshift::{CLUSTER_VERSION_NAME, ClusterVersion};
 use pom_policy::PoRequest;
 use pom_policy::snapshot::{
     CatalogContent, CatalogView, ClusterView, Hop, Installed, OperatorGate, PoSnapshot,
+    recover_installed,
 };
 use pom_resolver::cluster::cluster_phase;
 use pom_resolver::fbc::Catalog as FbcCatalog;
@@ -363,6 +364,46 @@ pub async fn operator_gate(
     Ok(gate)
 }
 
+/// When `po`'s status records nothing installed: the bundle label of a Deployment that carries
+/// its owner label, if one is on the cluster (a PO restored without its status must not be
+/// installed over, issue 25 item 4). One list by label, and only then: a PO with an installed
+/// bundle in status never pays for it.
+///
+/// # Errors
+/// When the Deployments cannot be listed.
+pub async fn found_bundle_label(
+    client: &kube::Client,
+    po: &PlatformOperator,
+) -> Result<Option<String>, Error> {
+    let recorded = po
+        .status
+        .as_ref()
+        .is_some_and(|s| s.installed_bundle.is_some());
+    // A move recorded as intent (a first install in flight, or one that failed) is not a
+    // lost status: its objects are the move's own.
+    let moving = po.status.as_ref().is_some_and(|s| s.active_hop.is_some());
+    if recorded || moving {
+        return Ok(None);
+    }
+    let deployments: Api<kube::api::PartialObjectMeta<k8s_openapi::api::apps::v1::Deployment>> =
+        Api::all(client.clone());
+    let found = deployments
+        .list_metadata(
+            &ListParams::default()
+                .labels(&labels::owned_by(&po.name_any()))
+                .limit(1),
+        )
+        .await
+        .map_err(Error::kube(format!(
+            "listing Deployments labelled for PlatformOperator {}",
+            po.name_any()
+        )))?;
+    Ok(found
+        .items
+        .iter()
+        .find_map(|d| d.labels().get(labels::BUNDLE).cloned()))
+}
+
 /// The PO's snapshot from what was gathered.
 #[must_use]
 #[allow(clippy::too_many_arguments)]
@@ -374,22 +415,33 @@ pub fn snapshot<'a>(
     catalogs: &'a GatheredCatalogs,
     gate: OperatorGate,
     now: Timestamp,
+    found_bundle_label: Option<String>,
 ) -> PoSnapshot<'a> {
     let name = po.name_any();
     let status = po.status.clone().unwrap_or_default();
+    let catalogs = catalogs.view();
+    let recorded = status
+        .installed_bundle
+        .as_ref()
+        .map(|b| Installed::from_status(b, status.max_open_shift_version.as_deref()));
+    // A PO restored without its status: what runs, from its objects' bundle label.
+    let installed = recorded.or_else(|| match (&catalogs, found_bundle_label.as_deref()) {
+        (CatalogView::Ready { catalogs, .. }, Some(label)) => {
+            recover_installed(catalogs, &po.spec.package.name, label)
+        }
+        _ => None,
+    });
     PoSnapshot {
         request: PoRequest::from_spec(&name, &po.spec),
         name,
         duplicate_of,
-        installed: status
-            .installed_bundle
-            .as_ref()
-            .map(|b| Installed::from_status(b, status.max_open_shift_version.as_deref())),
+        installed,
         hop: status.active_hop.as_ref().map(Hop::from),
         cluster,
         kube_version,
-        catalogs: catalogs.view(),
+        catalogs,
         gate,
         now,
+        found_bundle_label,
     }
 }

@@ -445,6 +445,8 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
         }
     };
     let gate_read = gate.clone();
+    pctx.stage(&name, "gather: objects of a lost status");
+    let found_bundle_label = gather::found_bundle_label(&ctx.client, po).await?;
     pctx.stage(&name, "decide");
     let snapshot = gather::snapshot(
         po,
@@ -454,6 +456,7 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
         &catalogs,
         gate,
         Timestamp::now(),
+        found_bundle_label,
     );
 
     // Decide.
