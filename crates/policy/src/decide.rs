@@ -231,10 +231,16 @@ fn decide_action(s: &PoSnapshot<'_>) -> PoDecision {
         Action::Nothing
     };
     if let Some(winner) = &s.duplicate_of {
-        return PoDecision::new(
-            Action::Nothing,
-            Upgradeability::yes("not installed by this PlatformOperator"),
-        )
+        // A loser that installed something before the winner existed still has it running:
+        // it is not "not installed", and POM does not judge it (issue 25 item 10).
+        let verdict = match installed {
+            None => Upgradeability::yes("not installed by this PlatformOperator"),
+            Some(i) => Upgradeability::unknown(format!(
+                "{} still runs from this PlatformOperator, which no longer manages the package (PlatformOperator {winner} does): POM does not judge it; delete this PlatformOperator or {winner}",
+                i.bundle.name
+            )),
+        };
+        return PoDecision::new(Action::Nothing, verdict)
         .with_problem(
             Reason::DuplicatePackage,
             format!(

@@ -329,7 +329,7 @@ pub fn intent(input: &StatusInput<'_>) -> Option<PlatformOperatorStatus> {
         degraded_condition(
             input.decision.problem.as_ref(),
             input.decision.deadline_exceeded,
-            installed,
+            Some(target.name.as_str()),
             &[],
             &[],
         ),
@@ -460,7 +460,7 @@ pub fn compute(input: &StatusInput<'_>) -> PlatformOperatorStatus {
         degraded_condition(
             problem,
             decision.deadline_exceeded && !settled,
-            installed.as_ref(),
+            active_hop.as_ref().map(|h| h.to.as_str()),
             &waits,
             &stopped_working,
         ),
@@ -471,6 +471,7 @@ pub fn compute(input: &StatusInput<'_>) -> PlatformOperatorStatus {
             desired.as_ref().map(|d| d.name.as_str()),
             installed.is_some(),
             &stopped_working,
+            problem.filter(|p| p.degrades),
         ),
     ];
 
@@ -632,7 +633,7 @@ fn progressing_condition(p: ProgressingInput<'_>) -> Desired {
 fn degraded_condition(
     problem: Option<&Problem>,
     deadline_exceeded: bool,
-    installed: Option<&InstalledBundle>,
+    moving_to: Option<&str>,
     waits: &[Wait],
     stopped_working: &[&UnavailableDeployment],
 ) -> Desired {
@@ -645,7 +646,8 @@ fn degraded_condition(
         );
     }
     if deadline_exceeded {
-        let to = installed.map(|b| b.name.as_str()).unwrap_or_default();
+        // The move's target (issue 25 item 10), whatever status says is installed.
+        let to = moving_to.unwrap_or_default();
         return Desired::new(
             types::DEGRADED,
             ConditionStatus::True,
@@ -689,6 +691,7 @@ fn upgradeable_condition(
     desired: Option<&str>,
     installed: bool,
     stopped_working: &[&UnavailableDeployment],
+    blocked: Option<&Problem>,
 ) -> Desired {
     if !stopped_working.is_empty() {
         // An operator that is not running cannot vouch for the next minor (fail closed).
@@ -714,15 +717,29 @@ fn upgradeable_condition(
         );
     }
     if let Some(to) = desired.filter(|_| installed) {
-        // What runs already blocks on its own (the operator says Upgradeable=False, or the
-        // bundle is incompatible): that is what the admin must act on, with its message
-        // (§8.3), and it is also why the move waits.
-        if verdict.status == ConditionStatus::False {
+        // What runs already blocks on its own (the operator says Upgradeable=False, the
+        // bundle is incompatible, or it cannot be judged): that is what the admin must act on,
+        // with its message (§8.3), and it is also why the move waits. An Unknown verdict keeps
+        // its reason (issue 25 item 10), never hidden behind the pending move; a pending move
+        // is never anything but False.
+        if verdict.status != ConditionStatus::True {
             return Desired::new(
                 types::UPGRADEABLE,
                 ConditionStatus::False,
                 verdict.reason,
                 format!("{}; a move to {to} is pending", verdict.message),
+            );
+        }
+        // A move refused when it was applied does not happen by waiting: say what blocks it.
+        if let Some(problem) = blocked {
+            return Desired::new(
+                types::UPGRADEABLE,
+                ConditionStatus::False,
+                Reason::MoveNotSettled,
+                format!(
+                    "the move to {to} is blocked ({}): {}; it will not happen by waiting, fix that before updating the cluster",
+                    problem.reason, problem.message
+                ),
             );
         }
         return Desired::new(

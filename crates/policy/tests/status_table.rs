@@ -699,7 +699,7 @@ fn rows() -> Vec<Row> {
             },
         },
         Row {
-            name: "settled, move held on a pending OperatorCondition: pending move blocks (False)",
+            name: "settled, move held on a pending OperatorCondition: pending move blocks (False), the Unknown verdict's reason kept",
             step: step(
                 &settled_at_1_1_0(),
                 900,
@@ -721,13 +721,21 @@ fn rows() -> Vec<Row> {
             )
             .gate(UpgradeGate::Rollout, true),
             want: Want {
-                conditions: [installed_ok, (True, Reason::Upgrading), OK, not_settled],
+                conditions: [
+                    installed_ok,
+                    (True, Reason::Upgrading),
+                    OK,
+                    (False, Reason::UpgradeabilityUnknown),
+                ],
                 installed: Some("1.1.0"),
                 desired: Some("1.1.1"),
                 pin: Some((PinReason::PatchUpgrade, ">=1.1.0 <1.2.0-0")),
                 hop: Some((None, "1.1.0", true)),
                 max: Some("4.17"),
-                says: vec![],
+                says: vec![(
+                    types::UPGRADEABLE,
+                    "no Upgradeable for the current generation; a move to demo.v1.1.1 is pending",
+                )],
             },
         },
         Row {
@@ -810,6 +818,9 @@ fn rows() -> Vec<Row> {
                 says: vec![
                     (types::DEGRADED, "would drop stored version v1"),
                     (types::INSTALLED, "demo.v1.1.0 1.1.0 keeps running"),
+                    // Not "wait for it": a refused move does not happen by waiting.
+                    (types::UPGRADEABLE, "will not happen by waiting"),
+                    (types::UPGRADEABLE, "would drop stored version v1"),
                 ],
             },
         },
