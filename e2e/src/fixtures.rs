@@ -42,6 +42,8 @@ pub struct TestBundle {
     /// Webhooks that fail closed and a CRD with a second version; see
     /// [`TestBundle::webhooks_served`].
     pub webhooks_served: bool,
+    /// The operator's pods select a node that does not exist; see [`TestBundle::never_ready`].
+    pub never_ready: bool,
 }
 
 impl TestBundle {
@@ -65,6 +67,7 @@ impl TestBundle {
             webhooks: Vec::new(),
             csv_annotations: Vec::new(),
             webhooks_served: false,
+            never_ready: false,
         }
     }
 
@@ -117,6 +120,14 @@ impl TestBundle {
     #[must_use]
     pub fn webhooks_served(mut self) -> Self {
         self.webhooks_served = true;
+        self
+    }
+
+    /// The operator's pods select a node label no node has, so they are never scheduled and its
+    /// Deployment never becomes available: a move to this bundle never settles.
+    #[must_use]
+    pub fn never_ready(mut self) -> Self {
+        self.never_ready = true;
         self
     }
 
@@ -289,7 +300,7 @@ impl TestBundle {
         } else {
             Vec::new()
         };
-        let csv = json!({
+        let mut csv = json!({
             "apiVersion": "operators.coreos.com/v1alpha1",
             "kind": "ClusterServiceVersion",
             "metadata": {"name": self.csv(), "annotations": annotations},
@@ -314,6 +325,10 @@ impl TestBundle {
                 }}
             }
         });
+        if self.never_ready {
+            csv["spec"]["install"]["spec"]["deployments"][0]["spec"]["template"]["spec"]
+                ["nodeSelector"] = json!({"pom-e2e/no-such-node": "true"});
+        }
         let mut crd = json!({
             "apiVersion": "apiextensions.k8s.io/v1",
             "kind": "CustomResourceDefinition",

@@ -129,6 +129,12 @@ reasons! {
     /// A move recorded as intent was abandoned for what runs: its target no longer qualifies
     /// (the admin's versionRange or channel, or what the cluster can run).
     MoveAbandoned,
+    /// The `platform.openshift.io/unsettled-move` annotation cannot be read or carried out.
+    InvalidUnsettledMoveAction,
+    /// (Event) The admin let the next move start although the move before it had not settled.
+    UnsettledMoveSkipped,
+    /// (Event) The admin moved back from a move that did not settle to what ran before it.
+    UnsettledMoveAbandoned,
     // Degraded
     /// The move did not settle within `spec.progressDeadline`.
     ProgressDeadlineExceeded,

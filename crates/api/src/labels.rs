@@ -20,6 +20,13 @@ pub const FINALIZER: &str = "platform.openshift.io/cleanup";
 /// with `upgradeGate: Auto` it must then report again after every move (§7).
 pub const OPERATOR_CONDITION_REPORTED: &str = "platform.openshift.io/operator-condition-reported";
 
+/// The admin's way out of a move that never settles (issue 25 item 2), on the
+/// PlatformOperator: `skip:<bundle>` lets the next move start although the move to `<bundle>`
+/// has not settled (the vendor's fix replaces it); `abandon:<bundle>` moves back to the bundle
+/// that ran before it. Naming the bundle makes a forgotten annotation inert: it acts only on
+/// the unsettled move to that bundle, never on a later one.
+pub const UNSETTLED_MOVE: &str = "platform.openshift.io/unsettled-move";
+
 /// Marks an existing object the admin hands over to a PlatformOperator: its value is the
 /// PlatformOperator's name. Without it, POM refuses to take over an object it did not create
 /// (and so never deletes one).

@@ -15,7 +15,8 @@ use semver::Version;
 
 use crate::request::PoRequest;
 use crate::snapshot::{
-    CatalogContent, CatalogView, ClusterView, GateReading, Installed, PoSnapshot,
+    CatalogContent, CatalogView, ClusterView, GateReading, Hop, Installed, PoSnapshot,
+    UnsettledMoveAction,
 };
 
 /// What to do with one PlatformOperator now.
@@ -37,6 +38,9 @@ pub struct PoDecision {
     pub deadline_exceeded: bool,
     /// Deprecation notices of the package, channel or bundle in use.
     pub deprecations: Vec<String>,
+    /// The admin's action on a move that did not settle, when this decision carries it out
+    /// (announced with an Event when the move it starts is applied).
+    pub unsettled_move_action: Option<UnsettledMoveAction>,
 }
 
 /// What to put on the cluster.
@@ -199,6 +203,7 @@ impl PoDecision {
             problem: None,
             deadline_exceeded: false,
             deprecations: Vec::new(),
+            unsettled_move_action: None,
         }
     }
 
@@ -362,6 +367,46 @@ fn decide_action(s: &PoSnapshot<'_>) -> PoDecision {
     // versionRange or channel excludes it, or the cluster can no longer run it. What runs is
     // then kept (its re-apply prunes whatever of the target was applied) and resolution
     // starts again from it.
+    // The admin's way out of a move that does not settle (issue 25 item 2): back to what ran
+    // before, by name, never automatically.
+    if let Some((hop, UnsettledMoveAction::Abandon(_))) = admin_unsettled_action(s, installed) {
+        let before = hop
+            .from
+            .as_deref()
+            .and_then(|from| find_bundle(catalogs, &request.package, from));
+        let Some((catalog, bundle)) = before else {
+            let mut decision = PoDecision::new(Action::Keep, verdict);
+            decision.pin = current_pin;
+            return decision.with_problem(
+                Reason::InvalidUnsettledMoveAction,
+                format!(
+                    "the move to {} cannot be abandoned: the bundle that ran before it ({}) is in no catalog; remove annotation {} or add a catalog that offers it",
+                    hop.to,
+                    hop.from.as_deref().unwrap_or("none: it was the first install"),
+                    pom_api::labels::UNSETTLED_MOVE
+                ),
+                false,
+            );
+        };
+        let mut decision = PoDecision::new(
+            Action::Move(MoveTarget {
+                name: bundle.name.clone(),
+                version: bundle.version.clone(),
+                image: bundle.image.clone().filter(|i| !i.is_empty()),
+                catalog: catalog.to_owned(),
+                max_openshift_version: bundle.properties.max_openshift_version.clone(),
+                pin_after: PinState::from(&pin_for(
+                    Some(&bundle.version),
+                    phase,
+                    request.steady_state_range.as_ref(),
+                )),
+            }),
+            verdict,
+        );
+        decision.pin = current_pin;
+        decision.unsettled_move_action = Some(UnsettledMoveAction::Abandon(hop.to.clone()));
+        return decision;
+    }
     let abandoned = match recorded_move(s, request, catalogs, installed, phase, &resolved) {
         Recorded::Resume(target) => {
             let mut decision = PoDecision::new(Action::Move(*target), verdict);
@@ -377,7 +422,13 @@ fn decide_action(s: &PoSnapshot<'_>) -> PoDecision {
         )),
         Recorded::None => None,
     };
-    let decision = decide_fresh(s, request, resolved, verdict, installed, phase, current_pin);
+    let mut decision = decide_fresh(s, request, resolved, verdict, installed, phase, current_pin);
+    if let Some(Err(message)) = &s.unsettled_move
+        && decision.problem.is_none()
+    {
+        decision =
+            decision.with_problem(Reason::InvalidUnsettledMoveAction, message.clone(), false);
+    }
     match abandoned {
         None => decision,
         Some(message) => match decision.problem {
@@ -453,7 +504,11 @@ fn decide_fresh(
         decision.action = Action::Move(target);
         return decision;
     }
-    let hold = if s.hop.as_ref().is_some_and(|h| !h.settled) {
+    let skipped = matches!(
+        admin_unsettled_action(s, installed),
+        Some((_, UnsettledMoveAction::Skip(_)))
+    );
+    let hold = if s.hop.as_ref().is_some_and(|h| !h.settled) && !skipped {
         Some(HoldReason::MoveNotSettled)
     } else {
         match &s.gate.reading {
@@ -475,9 +530,25 @@ fn decide_fresh(
                 why,
             });
         }
-        None => decision.action = Action::Move(target),
+        None => {
+            if skipped && s.hop.as_ref().is_some_and(|h| !h.settled) {
+                decision.unsettled_move_action = s.unsettled_move.clone().and_then(Result::ok);
+            }
+            decision.action = Action::Move(target);
+        }
     }
     decision
+}
+
+/// The admin's action on the unsettled move to what is installed now, when it names that move
+/// (an annotation naming another bundle is inert).
+fn admin_unsettled_action<'s>(
+    s: &'s PoSnapshot<'_>,
+    installed: Option<&Installed>,
+) -> Option<(&'s Hop, &'s UnsettledMoveAction)> {
+    let hop = s.hop.as_ref().filter(|h| !h.settled)?;
+    let action = s.unsettled_move.as_ref()?.as_ref().ok()?;
+    (installed?.bundle.name == hop.to && action.bundle() == hop.to).then_some((hop, action))
 }
 
 /// What to do with a move recorded as intent and not applied yet.

@@ -35,6 +35,59 @@ pub struct PoSnapshot<'a> {
     /// When the status records nothing installed: the bundle label of objects on the cluster
     /// that carry this PO's owner label (a PO restored without its status, issue 25 item 4).
     pub found_bundle_label: Option<String>,
+    /// The admin's action on a move that does not settle (`UNSETTLED_MOVE` annotation), or why
+    /// its value cannot be read.
+    pub unsettled_move: Option<Result<UnsettledMoveAction, String>>,
+}
+
+/// The admin's `unsettled-move` annotation on `po`, parsed (`None` without one).
+#[must_use]
+pub fn unsettled_move_of(
+    po: &pom_api::PlatformOperator,
+) -> Option<Result<UnsettledMoveAction, String>> {
+    po.metadata
+        .annotations
+        .as_ref()?
+        .get(pom_api::labels::UNSETTLED_MOVE)
+        .map(|value| UnsettledMoveAction::parse(value))
+}
+
+/// What the admin asked for a move that does not settle (issue 25 item 2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UnsettledMoveAction {
+    /// Let the next move start although the move to this bundle has not settled.
+    Skip(String),
+    /// Move back to the bundle that ran before the move to this bundle.
+    Abandon(String),
+}
+
+impl UnsettledMoveAction {
+    /// Parses the annotation's value (`skip:<bundle>` or `abandon:<bundle>`).
+    ///
+    /// # Errors
+    /// The value, and what it should be, when it is neither.
+    pub fn parse(value: &str) -> Result<Self, String> {
+        match value.trim().split_once(':') {
+            Some(("skip", bundle)) if !bundle.trim().is_empty() => {
+                Ok(Self::Skip(bundle.trim().to_owned()))
+            }
+            Some(("abandon", bundle)) if !bundle.trim().is_empty() => {
+                Ok(Self::Abandon(bundle.trim().to_owned()))
+            }
+            _ => Err(format!(
+                "annotation {} is {value:?}; write skip:<bundle> or abandon:<bundle>, naming the bundle of the move that does not settle",
+                pom_api::labels::UNSETTLED_MOVE
+            )),
+        }
+    }
+
+    /// The bundle whose unsettled move it acts on.
+    #[must_use]
+    pub fn bundle(&self) -> &str {
+        match self {
+            Self::Skip(bundle) | Self::Abandon(bundle) => bundle,
+        }
+    }
 }
 
 /// The installed bundle as the status records it, with its version parsed.

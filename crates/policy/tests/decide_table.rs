@@ -19,7 +19,7 @@ mod fixture {
     use pom_api::platform_operator::{InstalledBundle, PackageSpec, UpgradeGate};
     use pom_policy::snapshot::{
         CatalogContent, CatalogView, ClusterView, GateReading, Hop, Installed, OperatorGate,
-        PoSnapshot,
+        PoSnapshot, UnsettledMoveAction,
     };
     use pom_policy::{PoRequest, RequestError};
     use pom_resolver::cluster::{ClusterPhase, PhaseKind};
@@ -200,6 +200,10 @@ mod fixture {
         Recorded {
             to: &'static str,
         },
+        /// Applied, not settled, 20 minutes old, from bundle version `from`.
+        UnsettledFrom {
+            from: &'static str,
+        },
     }
 
     /// A row's snapshot, in the spec's words.
@@ -213,6 +217,8 @@ mod fixture {
         pub spec: PlatformOperatorSpec,
         pub duplicate_of: Option<String>,
         pub found_bundle_label: Option<String>,
+        /// The `unsettled-move` annotation's value.
+        pub unsettled_move: Option<String>,
     }
 
     /// Nothing installed, OpenShift steady, the catalog ready, no gate.
@@ -239,6 +245,7 @@ mod fixture {
             },
             duplicate_of: None,
             found_bundle_label: None,
+            unsettled_move: None,
         }
     }
 
@@ -284,6 +291,12 @@ mod fixture {
             self.installed = None;
             self.hop = LastHop::None;
             self.found_bundle_label = Some(bundle_name(version));
+            self
+        }
+
+        /// The admin's `platform.openshift.io/unsettled-move` annotation.
+        pub fn unsettled_move(mut self, value: &str) -> Self {
+            self.unsettled_move = Some(value.to_owned());
             self
         }
 
@@ -392,6 +405,12 @@ mod fixture {
                     LastHop::None => None,
                     LastHop::Settled { age } => hop(age, true),
                     LastHop::Unsettled { age } => hop(age, false),
+                    LastHop::UnsettledFrom { from } => self.installed.as_ref().map(|i| Hop {
+                        from: Some(bundle_name(from)),
+                        to: i.bundle.name.clone(),
+                        started_at: Timestamp::from_second(now().as_second() - 1200).unwrap(),
+                        settled: false,
+                    }),
                     LastHop::Recorded { to } => self.installed.as_ref().map(|i| Hop {
                         from: Some(i.bundle.name.clone()),
                         to: bundle_name(to),
@@ -405,6 +424,10 @@ mod fixture {
                 gate: self.gate.reading(),
                 now: now(),
                 found_bundle_label: self.found_bundle_label.clone(),
+                unsettled_move: self
+                    .unsettled_move
+                    .clone()
+                    .map(|a| UnsettledMoveAction::parse(&a)),
             }
         }
     }
@@ -751,6 +774,65 @@ fn rows() -> Vec<Row> {
                 .problem(Reason::AdoptionRefused, true)
                 .problem_says("demo.v9.9.9")
                 .problem_says("will not install over them"),
+        ),
+        // The admin's way out of a move that does not settle (issue 25 item 2).
+        row(
+            "skip: names the unsettled move, the next move starts",
+            world()
+                .installed("1.1.0")
+                .cluster(Cluster::Patch)
+                .hop(LastHop::Unsettled { age: 60 })
+                .unsettled_move("skip:demo.v1.1.0"),
+            move_to("1.1.1", PatchUpgrade, ">=1.1.1 <1.2.0-0")
+                .pin(PatchUpgrade, ">=1.1.0 <1.2.0-0"),
+        ),
+        row(
+            "skip: naming another move is inert, the hold stays",
+            world()
+                .installed("1.1.0")
+                .cluster(Cluster::Patch)
+                .hop(LastHop::Unsettled { age: 60 })
+                .unsettled_move("skip:demo.v1.0.0"),
+            keep()
+                .pin(PatchUpgrade, ">=1.1.0 <1.2.0-0")
+                .held("1.1.1", Why::MoveNotSettled),
+        ),
+        row(
+            "abandon: names the unsettled move, back to what ran before",
+            world()
+                .installed("1.1.1")
+                .hop(LastHop::UnsettledFrom { from: "1.1.0" })
+                .unsettled_move("abandon:demo.v1.1.1"),
+            // It never settled in 20 minutes: the deadline says so, and the admin acts.
+            move_to("1.1.0", Steady, "=1.1.0")
+                .pin(Steady, "=1.1.1")
+                .deadline_exceeded(),
+        ),
+        row(
+            "abandon: on a settled move is inert",
+            world()
+                .installed("1.1.1")
+                .unsettled_move("abandon:demo.v1.1.1"),
+            keep().pin(Steady, "=1.1.1"),
+        ),
+        row(
+            "abandon: when what ran before is in no catalog, it says so and keeps what runs",
+            world()
+                .installed("1.1.1")
+                .hop(LastHop::Unsettled { age: 60 })
+                .unsettled_move("abandon:demo.v1.1.1"),
+            keep()
+                .pin(Steady, "=1.1.1")
+                .problem(Reason::InvalidUnsettledMoveAction, false)
+                .problem_says("demo.v0.9.0"),
+        ),
+        row(
+            "an unreadable unsettled-move annotation says what to write",
+            world().installed("1.1.0").unsettled_move("please"),
+            keep()
+                .pin(Steady, "=1.1.0")
+                .problem(Reason::InvalidUnsettledMoveAction, false)
+                .problem_says("skip:<bundle> or abandon:<bundle>"),
         ),
         row(
             "an unsettled hop with nothing further to do holds nothing",

@@ -405,6 +405,7 @@ impl World {
             gate: gate.clone(),
             now: self.now,
             found_bundle_label: None,
+            unsettled_move: None,
         };
         let decision = decide(&snapshot);
         check_decision(self, i, &previous, &snapshot, &decision, &catalog)?;

@@ -65,6 +65,7 @@ fn decision(action: Action, pin: Option<PinState>, verdict: Upgradeability) -> P
         problem: None,
         deadline_exceeded: false,
         deprecations: vec![],
+        unsettled_move_action: None,
     }
 }
 

@@ -54,6 +54,7 @@ use pom_policy::plan::{self, MAX_PLANNED_HOPS, PlanEnd};
 use pom_policy::render_request;
 use pom_policy::snapshot::{
     CatalogContent, CatalogView, ClusterView, Hop, Installed, OperatorGate, PoSnapshot, gate_of,
+    unsettled_move_of,
 };
 use pom_policy::{HoldReason, PinState, PoRequest, Upgradeability, decide};
 use pom_resolver::cluster::{
@@ -580,6 +581,7 @@ fn po_snapshot<'a>(
         gate: gate_for(po, &inputs.operator_conditions),
         now,
         found_bundle_label: None,
+        unsettled_move: unsettled_move_of(po),
     }
 }
 

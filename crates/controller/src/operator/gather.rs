@@ -18,7 +18,7 @@ use pom_api::openshift::{CLUSTER_VERSION_NAME, ClusterVersion};
 use pom_policy::PoRequest;
 use pom_policy::snapshot::{
     CatalogContent, CatalogView, ClusterView, Hop, Installed, OperatorGate, PoSnapshot,
-    recover_installed,
+    recover_installed, unsettled_move_of,
 };
 use pom_resolver::cluster::cluster_phase;
 use pom_resolver::fbc::Catalog as FbcCatalog;
@@ -443,5 +443,6 @@ pub fn snapshot<'a>(
         gate,
         now,
         found_bundle_label,
+        unsettled_move: unsettled_move_of(po),
     }
 }

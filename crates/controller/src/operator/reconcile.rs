@@ -32,6 +32,7 @@ use pom_api::labels;
 use pom_api::platform_operator::PlatformOperatorStatus;
 use pom_api::{Catalog, PlatformOperator};
 use pom_policy::inventory;
+use pom_policy::snapshot::UnsettledMoveAction;
 use pom_policy::status::{self, ActOutcome, StatusInput};
 use pom_policy::{Action, PoDecision, PoSnapshot, Problem, decide};
 use tokio_util::sync::CancellationToken;
@@ -536,6 +537,9 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
                 }
                 if matches!(decision.action, Action::Move(_)) {
                     report_exceptions(po, pctx, &target.name, &prepared.lifted()).await;
+                    if let Some(action) = &decision.unsettled_move_action {
+                        report_unsettled_move_action(po, pctx, action, &target.name).await;
+                    }
                 }
                 pctx.stage(&name, "apply");
                 match install::apply(&pctx.ctx, po, &namespace, &target, prepared).await {
@@ -857,6 +861,43 @@ async fn report_exceptions(po: &PlatformOperator, pctx: &PoContext, bundle: &str
         reason: Reason::ContentExceptionUsed.as_str().to_owned(),
         note: Some(note.chars().take(1000).collect()),
         action: "Install".to_owned(),
+        secondary: None,
+    };
+    if let Err(err) = pctx.ctx.events.publish(&event, &po.object_ref(&())).await {
+        tracing::debug!(%err, "publishing an event");
+    }
+}
+
+/// The admin's action on a move that did not settle is carried out: a Normal Event and a log
+/// line say which move and what starts now (issue 25 item 2).
+async fn report_unsettled_move_action(
+    po: &PlatformOperator,
+    pctx: &PoContext,
+    action: &UnsettledMoveAction,
+    bundle: &str,
+) {
+    let (reason, note) = match action {
+        UnsettledMoveAction::Skip(unsettled) => (
+            Reason::UnsettledMoveSkipped,
+            format!(
+                "the move to {unsettled} had not settled; as annotation {} asks, the move to {bundle} starts",
+                labels::UNSETTLED_MOVE
+            ),
+        ),
+        UnsettledMoveAction::Abandon(unsettled) => (
+            Reason::UnsettledMoveAbandoned,
+            format!(
+                "the move to {unsettled} had not settled; as annotation {} asks, POM moves back to {bundle}, which ran before it",
+                labels::UNSETTLED_MOVE
+            ),
+        ),
+    };
+    tracing::warn!(po = %po.name_any(), %bundle, %note, "carrying out the admin's action on an unsettled move");
+    let event = Event {
+        type_: EventType::Normal,
+        reason: reason.as_str().to_owned(),
+        note: Some(note),
+        action: "Upgrade".to_owned(),
         secondary: None,
     };
     if let Err(err) = pctx.ctx.events.publish(&event, &po.object_ref(&())).await {
