@@ -326,8 +326,8 @@ impl TestBundle {
             }
         });
         if self.never_ready {
-            csv["spec"]["install"]["spec"]["deployments"][0]["spec"]["template"]["spec"]
-                ["nodeSelector"] = json!({"pom-e2e/no-such-node": "true"});
+            csv["spec"]["install"]["spec"]["deployments"][0]["spec"]["template"]["spec"]["nodeSelector"] =
+                json!({"pom-e2e/no-such-node": "true"});
         }
         let mut crd = json!({
             "apiVersion": "apiextensions.k8s.io/v1",

@@ -117,7 +117,9 @@ async fn an_admin_moves_past_a_move_that_never_settles() {
         .into_iter()
         .any(|e| {
             e.reason.as_deref() == Some("UnsettledMoveSkipped")
-                && e.note.as_deref().is_some_and(|n| n.contains("restless.v1.1.1"))
+                && e.note
+                    .as_deref()
+                    .is_some_and(|n| n.contains("restless.v1.1.1"))
         });
     assert!(said, "no UnsettledMoveSkipped Event");
     manager.stop().await;

@@ -748,7 +748,10 @@ fn verdict_now(
 /// disappeared is no more a yes than one that is stale. `None` when the reading says
 /// something, or when the gate need not be read.
 fn unreadable_gate(s: &PoSnapshot<'_>, request: &PoRequest) -> Option<String> {
-    let must_report = s.gate.reported || request.upgrade_gate == UpgradeGate::OperatorCondition;
+    // The same rule as settling (§7): `Rollout` asks nothing more of the operator, even one
+    // that has reported before (issue 25 item 10).
+    let must_report =
+        crate::status::requires_operator_condition(request.upgrade_gate, s.gate.reported);
     if !must_report {
         return None;
     }

@@ -914,6 +914,16 @@ fn rows() -> Vec<Row> {
                 .unknown(),
         ),
         row(
+            "upgradeGate Rollout: a stale OperatorCondition of an operator that reported does not hold",
+            world()
+                .installed("1.1.0")
+                .cluster(Cluster::Patch)
+                .upgrade_gate(UpgradeGate::Rollout)
+                .gate(Gate::Pending { reported: true }),
+            move_to("1.1.1", PatchUpgrade, ">=1.1.1 <1.2.0-0")
+                .pin(PatchUpgrade, ">=1.1.0 <1.2.0-0"),
+        ),
+        row(
             "upgradeGate Auto, operator never reported: a pending gate does not hold",
             world()
                 .installed("1.1.0")

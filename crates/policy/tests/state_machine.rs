@@ -653,7 +653,12 @@ fn check_decision(
             target.name
         ));
     }
-    if snapshot.gate.reported && sim.says == OperatorSays::Stale {
+    // Under `Rollout` the operator's condition is not a gate (§7: "nothing more").
+    let gated = pom_policy::status::requires_operator_condition(
+        sim.po.spec.upgrade_gate,
+        snapshot.gate.reported,
+    );
+    if gated && sim.says == OperatorSays::Stale {
         return Err(format!(
             "move to {} while the operator's gate is stale",
             target.name
