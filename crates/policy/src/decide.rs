@@ -3,7 +3,7 @@
 //! of `Upgradeable` is. Pure: the same snapshot always gives the same decision.
 
 use pom_api::conditions::{ConditionStatus, Reason};
-use pom_api::platform_operator::{BundleRef, PinReason as ApiPinReason, UpgradeGate};
+use pom_api::platform_operator::{BundleRef, PinReason as ApiPinReason};
 use pom_resolver::cluster::ClusterPhase;
 use pom_resolver::fbc::MaxOpenShiftVersion;
 use pom_resolver::pin::{Pin, PinReason, pin_for};
