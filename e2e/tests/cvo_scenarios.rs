@@ -385,9 +385,11 @@ async fn a_refused_minor_request_stays_pending_and_starts_by_itself_once_pom_lif
         history(&cv),
         vec![entry("Partial", TO, false), entry("Completed", FROM, true)]
     );
+    // The update's pin holds within the admin's override (issue 25 item 1): compat stays on
+    // the 1.1.0 the admin asked for.
     assert_eq!(
         wait_at(&client, "compat", "1.1.0", "MinorUpgrade").await,
-        ">=1.1.0 <2.0.0-0"
+        ">=1.1.0 <2.0.0-0 =1.1.0"
     );
     let manager = roll_out(manager, &client, TO).await;
     wait_completed(&client, TO).await;

@@ -407,4 +407,12 @@ pub struct ActiveHop {
     /// after a crash applies exactly this image even if the catalog's tag has moved since.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<String>,
+    /// How many times applying this move failed in a row (a policy engine or a quota refusing
+    /// its objects): retries back off with it, and Degraded says it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub failed_attempts: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }

@@ -297,6 +297,7 @@ pub fn intent(input: &StatusInput<'_>) -> Option<PlatformOperatorStatus> {
             settled: false,
             waiting_for: Some(format!("{} to be applied", target.name)),
             image: input.applying_image.map(str::to_owned),
+            failed_attempts: 0,
         },
     };
     let first_install = installed.is_none();
@@ -401,8 +402,11 @@ pub fn compute(input: &StatusInput<'_>) -> PlatformOperatorStatus {
                     settled: false,
                     waiting_for: None,
                     image: now_installed.image.clone(),
+                    failed_attempts: 0,
                 },
             };
+            // Applied: the failures before it are over.
+            hop.failed_attempts = 0;
             // A move is never settled by the reconcile that applied it: the verdict of this
             // reconcile was made for what ran before, so the next one judges the new bundle
             // before Upgradeable may say True.
@@ -410,7 +414,19 @@ pub fn compute(input: &StatusInput<'_>) -> PlatformOperatorStatus {
             hop.waiting_for = (!hop.settled).then(|| join(&waits));
             Some(hop)
         }
-        _ => previous.active_hop.clone(),
+        // A recorded move whose apply failed (after its intent): count it, so retries back
+        // off and the admin sees how many failed (issue 25 item 3).
+        _ => match (&previous.active_hop, input.outcome, &decision.action) {
+            (Some(hop), ActOutcome::Failed(_), Action::Move(target))
+                if !hop.settled && hop.to == target.name =>
+            {
+                Some(ActiveHop {
+                    failed_attempts: hop.failed_attempts.saturating_add(1),
+                    ..hop.clone()
+                })
+            }
+            _ => previous.active_hop.clone(),
+        },
     };
     let settled = active_hop.as_ref().is_none_or(|h| h.settled);
     // A settled operator whose Deployment is no longer available stopped working: that is not
@@ -439,8 +455,26 @@ pub fn compute(input: &StatusInput<'_>) -> PlatformOperatorStatus {
     })
     .or_else(|| previous.pin.clone());
 
+    let counted;
     let problem = match input.outcome {
-        ActOutcome::Failed(problem) => Some(problem),
+        ActOutcome::Failed(problem) => {
+            match active_hop.as_ref().filter(|h| h.failed_attempts > 0) {
+                Some(hop) => {
+                    counted = Problem {
+                        message: format!(
+                            "{} ({} failed attempts to apply {}; POM tries again in {}s)",
+                            problem.message,
+                            hop.failed_attempts,
+                            hop.to,
+                            failure_backoff(hop.failed_attempts).as_secs()
+                        ),
+                        ..problem.clone()
+                    };
+                    Some(&counted)
+                }
+                None => Some(problem),
+            }
+        }
         _ => decision.problem.as_ref(),
     };
     let first_install =
@@ -764,9 +798,21 @@ pub const SETTLE_POLL_MIN: Duration = Duration::from_secs(3);
 /// so the poll is only a safety net and the progress deadline's granularity.
 pub const WAIT_POLL_MAX: Duration = Duration::from_secs(60);
 
+/// How soon a failed apply is tried again after `attempts` failures in a row: 15 s, doubling,
+/// at most 10 minutes (a refusal by a policy engine or a quota is rarely lifted in seconds).
+#[must_use]
+pub fn failure_backoff(attempts: u32) -> Duration {
+    const FIRST: Duration = Duration::from_secs(15);
+    const MOST: Duration = Duration::from_secs(600);
+    FIRST
+        .saturating_mul(2u32.saturating_pow(attempts.saturating_sub(1).min(16)))
+        .min(MOST)
+}
+
 /// When to look at the PO again, from its new status: soon after a move starts, then backing
 /// off (a tenth of the time waited so far, 3 s to 60 s) while it settles; every 60 s while a
-/// hop is held or pending; 15 s after a failure; else the resync period.
+/// hop is held or pending; after a failure, [`failure_backoff`] of the failed attempts; else
+/// the resync period.
 #[must_use]
 pub fn requeue(
     status: &PlatformOperatorStatus,
@@ -778,7 +824,8 @@ pub fn requeue(
         || crate::conditions::find(&status.conditions, types::DEGRADED)
             .is_some_and(|c| c.status == ConditionStatus::True.as_str());
     if failed {
-        return Duration::from_secs(15);
+        let attempts = status.active_hop.as_ref().map_or(0, |h| h.failed_attempts);
+        return failure_backoff(attempts).min(resync);
     }
     if let Some(hop) = status.active_hop.as_ref().filter(|h| !h.settled) {
         let waited = now

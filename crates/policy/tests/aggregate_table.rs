@@ -201,6 +201,7 @@ impl Po {
                     settled,
                     waiting_for: None,
                     image: None,
+                    failed_attempts: 0,
                 }),
                 max_open_shift_version: None,
                 inventory: Vec::new(),

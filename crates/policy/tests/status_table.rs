@@ -1464,3 +1464,73 @@ fn a_settled_operator_that_stops_working_is_degraded_and_not_upgradeable() {
         ("False".into(), "MoveNotSettled".into())
     );
 }
+
+/// Issue 25 item 3: a recorded move whose apply keeps failing (a policy engine or a quota
+/// refusing its objects) counts its failures, says how many and why in Degraded, retries with a
+/// back-off, and forgets them once it applies.
+#[test]
+fn failed_applies_of_a_recorded_move_are_counted_and_backed_off() {
+    let moving = move_to(
+        "1.1.1",
+        None,
+        pin(PinReason::PatchUpgrade, ">=1.1.0 <1.2.0-0"),
+        pin(PinReason::PatchUpgrade, ">=1.1.1 <1.2.0-0"),
+    );
+    let recorded = status::intent(&StatusInput {
+        previous: &settled_at_1_1_0(),
+        generation: Some(GENERATION),
+        now: at(100),
+        decision: &moving,
+        outcome: &ActOutcome::Skipped,
+        upgrade_gate: UpgradeGate::Auto,
+        reported_before: false,
+        applying: &[],
+        applying_image: None,
+        applying_namespace: None,
+    })
+    .unwrap();
+    let refused = || {
+        ActOutcome::Failed(Problem {
+            reason: Reason::InstallFailed,
+            message: "admission webhook \"gatekeeper\" denied the request".to_owned(),
+            degrades: true,
+        })
+    };
+    let once = step(&recorded, 110, moving.clone(), refused()).run();
+    let twice = step(&once, 140, moving.clone(), refused()).run();
+    let thrice = step(&twice, 200, moving.clone(), refused()).run();
+    let attempts = |s: &PlatformOperatorStatus| s.active_hop.as_ref().unwrap().failed_attempts;
+    assert_eq!(
+        (attempts(&once), attempts(&twice), attempts(&thrice)),
+        (1, 2, 3)
+    );
+    assert!(
+        message(&thrice, types::DEGRADED).contains("gatekeeper")
+            && message(&thrice, types::DEGRADED).contains("3 failed attempts to apply"),
+        "{}",
+        message(&thrice, types::DEGRADED)
+    );
+    let resync = std::time::Duration::from_secs(3600);
+    let requeue = |s: &PlatformOperatorStatus| status::requeue(s, &refused(), resync, at(200));
+    assert_eq!(
+        (requeue(&once), requeue(&twice), requeue(&thrice)),
+        (
+            std::time::Duration::from_secs(15),
+            std::time::Duration::from_secs(30),
+            std::time::Duration::from_secs(60)
+        )
+    );
+    assert_eq!(
+        status::failure_backoff(40),
+        std::time::Duration::from_secs(600)
+    );
+    // It applies at last: the count is gone.
+    let applied_now = step(
+        &thrice,
+        300,
+        moving,
+        applied(report("1.1.1", Some("4.17"), vec![rollout()])),
+    )
+    .run();
+    assert_eq!(attempts(&applied_now), 0);
+}
