@@ -7,9 +7,7 @@ use pom_api::platform_operator::{BundleRef, PinReason as ApiPinReason};
 use pom_resolver::cluster::ClusterPhase;
 use pom_resolver::fbc::MaxOpenShiftVersion;
 use pom_resolver::pin::{Pin, PinReason, pin_for};
-use pom_resolver::select::{
-    self, CatalogInput, InstalledBundle, PinPolicy, RejectReason, ResolveRequest,
-};
+use pom_resolver::select::{self, CatalogInput, InstalledBundle, PinPolicy, ResolveRequest};
 use pom_resolver::verdict::{self, Judgement, Verdict};
 use semver::Version;
 
@@ -358,6 +356,13 @@ fn decide_action(s: &PoSnapshot<'_>) -> PoDecision {
         ))
     });
 
+    // What runs was recovered from a lost status: re-apply it first, so the status records it
+    // (and its objects in the inventory) before any move starts from it.
+    if s.found_bundle_label.is_some() && installed.is_some() {
+        let mut decision = PoDecision::new(Action::Keep, verdict);
+        decision.pin = current_pin;
+        return decision;
+    }
     let resolved = select::resolve(&resolve_request);
     // A move recorded in status (intent, §7) but not yet applied is resumed, never replaced:
     // a new leader after a crash between the intent and the apply must not jump past it, and
@@ -407,7 +412,7 @@ fn decide_action(s: &PoSnapshot<'_>) -> PoDecision {
         decision.unsettled_move_action = Some(UnsettledMoveAction::Abandon(hop.to.clone()));
         return decision;
     }
-    let abandoned = match recorded_move(s, request, catalogs, installed, phase, &resolved) {
+    let abandoned = match recorded_move(s, request, catalogs, &inputs, installed, phase) {
         Recorded::Resume(target) => {
             let mut decision = PoDecision::new(Action::Move(*target), verdict);
             decision.pin = match &resolved {
@@ -488,6 +493,21 @@ fn decide_fresh(
         return decision;
     }
     let chosen = &resolution.bundle;
+    // A move the admin abandoned is not started again while the annotation names it (else the
+    // next resolution from what ran before would pick it again, and the annotation would send
+    // it back: a loop).
+    if let Some(Ok(UnsettledMoveAction::Abandon(abandoned))) = &s.unsettled_move
+        && chosen.name == *abandoned
+    {
+        return decision.with_problem(
+            Reason::MoveAbandoned,
+            format!(
+                "the move to {abandoned} was abandoned (annotation {}); it is not started again while the annotation names it: exclude it with spec.package.versionRange before removing the annotation, or remove the annotation to try it again",
+                pom_api::labels::UNSETTLED_MOVE
+            ),
+            false,
+        );
+    }
     let target = MoveTarget {
         name: chosen.name.clone(),
         version: chosen.version.clone(),
@@ -570,9 +590,9 @@ fn recorded_move(
     s: &PoSnapshot<'_>,
     request: &PoRequest,
     catalogs: &[CatalogContent<'_>],
+    inputs: &[CatalogInput<'_>],
     installed: Option<&Installed>,
     phase: Option<&ClusterPhase>,
-    resolved: &Result<select::Resolution, select::ResolveError>,
 ) -> Recorded {
     let Some(hop) = s.hop.as_ref().filter(|h| !h.settled) else {
         return Recorded::None;
@@ -583,7 +603,7 @@ fn recorded_move(
     let Some((catalog, bundle)) = find_bundle(catalogs, &request.package, &hop.to) else {
         return Recorded::None;
     };
-    if let Some(why) = disqualified(request, catalogs, &hop.to, resolved) {
+    if let Some(why) = disqualified(request, catalogs, inputs, bundle, phase, s) {
         return Recorded::Abandon {
             to: hop.to.clone(),
             why,
@@ -603,13 +623,20 @@ fn recorded_move(
     }))
 }
 
-/// Why a recorded move's target `to` no longer qualifies, if it does not.
+/// Why a recorded move's target no longer qualifies, if it does not: judged as if it ran
+/// already (so the successor edge and the pin of the phase that chose it do not count), by the
+/// admin's versionRange and channel and by what the cluster can run. The resolver's filters
+/// apply in order and report only the first that refuses, so the target is judged on its own,
+/// not from the resolution from what runs.
 fn disqualified(
     request: &PoRequest,
     catalogs: &[CatalogContent<'_>],
-    to: &str,
-    resolved: &Result<select::Resolution, select::ResolveError>,
+    inputs: &[CatalogInput<'_>],
+    target: &pom_resolver::fbc::Bundle,
+    phase: Option<&ClusterPhase>,
+    s: &PoSnapshot<'_>,
 ) -> Option<String> {
+    let to = target.name.as_str();
     let in_channel = catalogs.iter().any(|c| {
         c.content.packages.get(&request.package).is_some_and(|p| {
             request
@@ -629,17 +656,23 @@ fn disqualified(
                 .unwrap_or("the package's default channel")
         ));
     }
-    let rejections = match resolved {
-        Ok(resolution) => resolution.rejected.as_slice(),
-        Err(err) => err.rejections(),
+    let mut as_if_running = resolve_request(
+        request,
+        inputs,
+        Some(InstalledBundle {
+            name: to.to_owned(),
+            version: target.version.clone(),
+        }),
+        phase,
+        s.kube_version.as_ref(),
+    );
+    as_if_running.pin_policy = PinPolicy::Unpinned;
+    let rejections = match select::resolve(&as_if_running) {
+        Ok(resolution) => resolution.rejected,
+        Err(err) => err.rejections().to_vec(),
     };
     let rejection = rejections.iter().find(|r| r.bundle == to)?;
-    match rejection.reason {
-        RejectReason::NotSuccessor { .. }
-        | RejectReason::OutsidePin { .. }
-        | RejectReason::PreReleaseOutsidePin { .. } => None,
-        _ => Some(format!("{to} {}", rejection.reason)),
-    }
+    Some(format!("{to} {}", rejection.reason))
 }
 
 /// Bundle `name` of `package` in the first catalog that has it.

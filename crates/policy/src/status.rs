@@ -458,7 +458,10 @@ pub fn compute(input: &StatusInput<'_>) -> PlatformOperatorStatus {
     let counted;
     let problem = match input.outcome {
         ActOutcome::Failed(problem) => {
-            match active_hop.as_ref().filter(|h| h.failed_attempts > 0) {
+            match active_hop.as_ref().filter(|h| {
+                h.failed_attempts > 0
+                    && matches!(&decision.action, Action::Move(target) if target.name == h.to)
+            }) {
                 Some(hop) => {
                     counted = Problem {
                         message: format!(

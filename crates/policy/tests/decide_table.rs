@@ -287,10 +287,15 @@ mod fixture {
 
         /// The status records nothing, but objects labelled for this PO and bundle `version`
         /// are on the cluster (a PO restored without its status).
-        pub fn status_lost_with_objects_of(mut self, version: &str) -> Self {
+        pub fn status_lost_with_objects_of(self, version: &str) -> Self {
+            self.status_lost_with_label(&bundle_name(version))
+        }
+
+        /// As the gather step describes what it found (several bundles: `a and b`).
+        pub fn status_lost_with_label(mut self, label: &str) -> Self {
             self.installed = None;
             self.hop = LastHop::None;
-            self.found_bundle_label = Some(bundle_name(version));
+            self.found_bundle_label = Some(label.to_owned());
             self
         }
 
@@ -745,6 +750,17 @@ fn rows() -> Vec<Row> {
                 .problem_says("versionRange"),
         ),
         row(
+            "a recorded move the admin's versionRange excludes is abandoned after its phase ended too",
+            world()
+                .installed("1.1.0")
+                .version_range("<1.1.1")
+                .hop(LastHop::Recorded { to: "1.1.1" }),
+            keep()
+                .pin(Steady, "=1.1.0")
+                .problem(Reason::MoveAbandoned, false)
+                .problem_says("versionRange"),
+        ),
+        row(
             "a recorded move the channel no longer lists is abandoned",
             world()
                 .installed("1.1.0")
@@ -765,6 +781,21 @@ fn rows() -> Vec<Row> {
             "status lost with objects of 1.1.0 on the cluster: 1.1.0 is kept",
             world().status_lost_with_objects_of("1.1.0"),
             keep().pin(Steady, "=1.1.0"),
+        ),
+        row(
+            "status lost during a cluster update: what runs is re-applied first, no move yet",
+            world()
+                .status_lost_with_objects_of("1.1.0")
+                .cluster(Cluster::Patch),
+            keep().pin(PatchUpgrade, ">=1.1.0 <1.2.0-0"),
+        ),
+        row(
+            "status lost mid-move, objects of two bundles: nothing is installed over them",
+            world().status_lost_with_label("demo.v1.1.0 and demo.v1.1.1"),
+            nothing()
+                .unknown()
+                .problem(Reason::AdoptionRefused, true)
+                .problem_says("demo.v1.1.0 and demo.v1.1.1"),
         ),
         row(
             "status lost with objects of a bundle no catalog lists: nothing is installed over them",
@@ -807,6 +838,17 @@ fn rows() -> Vec<Row> {
             move_to("1.1.0", Steady, "=1.1.0")
                 .pin(Steady, "=1.1.1")
                 .deadline_exceeded(),
+        ),
+        row(
+            "abandon: once back, the abandoned bundle is not chosen again while the annotation names it",
+            world()
+                .installed("1.1.0")
+                .cluster(Cluster::Patch)
+                .unsettled_move("abandon:demo.v1.1.1"),
+            keep()
+                .pin(PatchUpgrade, ">=1.1.0 <1.2.0-0")
+                .problem(Reason::MoveAbandoned, false)
+                .problem_says("not started again"),
         ),
         row(
             "abandon: on a settled move is inert",

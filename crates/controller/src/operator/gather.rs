@@ -388,20 +388,31 @@ pub async fn found_bundle_label(
     let deployments: Api<kube::api::PartialObjectMeta<k8s_openapi::api::apps::v1::Deployment>> =
         Api::all(client.clone());
     let found = deployments
-        .list_metadata(
-            &ListParams::default()
-                .labels(&labels::owned_by(&po.name_any()))
-                .limit(1),
-        )
+        .list_metadata(&ListParams::default().labels(&labels::owned_by(&po.name_any())))
         .await
         .map_err(Error::kube(format!(
             "listing Deployments labelled for PlatformOperator {}",
             po.name_any()
         )))?;
-    Ok(found
+    if found.items.is_empty() {
+        return Ok(None);
+    }
+    // One bundle's objects name what runs. Objects of several bundles (a status lost mid-move)
+    // or without a bundle label name nothing POM can trust: the description then matches no
+    // catalog bundle, and the PO is refused rather than installed over them.
+    let mut bundles: Vec<String> = found
         .items
         .iter()
-        .find_map(|d| d.labels().get(labels::BUNDLE).cloned()))
+        .map(|d| {
+            d.labels()
+                .get(labels::BUNDLE)
+                .cloned()
+                .unwrap_or_else(|| "(no bundle label)".to_owned())
+        })
+        .collect();
+    bundles.sort();
+    bundles.dedup();
+    Ok(Some(bundles.join(" and ")))
 }
 
 /// The PO's snapshot from what was gathered.
