@@ -394,18 +394,7 @@ fn decide_action(s: &PoSnapshot<'_>) -> PoDecision {
             );
         };
         let mut decision = PoDecision::new(
-            Action::Move(MoveTarget {
-                name: bundle.name.clone(),
-                version: bundle.version.clone(),
-                image: bundle.image.clone().filter(|i| !i.is_empty()),
-                catalog: catalog.to_owned(),
-                max_openshift_version: bundle.properties.max_openshift_version.clone(),
-                pin_after: PinState::from(&pin_for(
-                    Some(&bundle.version),
-                    phase,
-                    request.steady_state_range.as_ref(),
-                )),
-            }),
+            Action::Move(move_target(catalog, bundle, request, phase)),
             verdict,
         );
         decision.pin = current_pin;
@@ -609,7 +598,17 @@ fn recorded_move(
             why,
         };
     }
-    Recorded::Resume(Box::new(MoveTarget {
+    Recorded::Resume(Box::new(move_target(catalog, bundle, request, phase)))
+}
+
+/// A move to `bundle` of `catalog`, as the catalog describes it, with the pin it will have.
+fn move_target(
+    catalog: &str,
+    bundle: &pom_resolver::fbc::Bundle,
+    request: &PoRequest,
+    phase: Option<&ClusterPhase>,
+) -> MoveTarget {
+    MoveTarget {
         name: bundle.name.clone(),
         version: bundle.version.clone(),
         image: bundle.image.clone().filter(|i| !i.is_empty()),
@@ -620,7 +619,7 @@ fn recorded_move(
             phase,
             request.steady_state_range.as_ref(),
         )),
-    }))
+    }
 }
 
 /// Why a recorded move's target no longer qualifies, if it does not: judged as if it ran
