@@ -9,6 +9,10 @@ use pom_api::PlatformOperator;
 use pom_controller::context::Settings;
 use tokio_util::sync::CancellationToken;
 
+/// The first-report window of the e2e managers (production: two minutes): the fixtures'
+/// operators never report unless a test makes them, so a hop does not wait for one.
+pub const TEST_AUTO_SETTLE_WINDOW: Duration = Duration::from_secs(1);
+
 /// A manager running in the test's runtime; dropping it (or [`Manager::stop`]) shuts it down.
 pub struct Manager {
     token: CancellationToken,
@@ -38,7 +42,8 @@ impl Manager {
         }
     }
 
-    /// Settings suited to tests: fast resync, the loopback registry reachable over HTTP.
+    /// Settings suited to tests: fast resync, the loopback registry reachable over HTTP, and
+    /// [`TEST_AUTO_SETTLE_WINDOW`].
     #[must_use]
     pub fn test_settings(insecure_registries: Vec<String>) -> Settings {
         Settings {
@@ -46,6 +51,9 @@ impl Manager {
             default_poll_interval: Duration::from_secs(5),
             resync_interval: Duration::from_secs(20),
             release_version: "4.99.0-pom-test".into(),
+            // The fixtures' operators never report unless a test makes them: a hop does not
+            // wait the production two minutes for a first report.
+            auto_settle_window: TEST_AUTO_SETTLE_WINDOW,
             ..Settings::default()
         }
     }

@@ -74,6 +74,9 @@ impl ManagerProcess {
             .args(args)
             .env("KUBECONFIG", kubeconfig)
             .env("POD_NAME", name)
+            // Operators of the e2e fixtures never report unless a test makes them: a hop does
+            // not wait the production two minutes for their first report (`env` overrides it).
+            .env("POM_AUTO_SETTLE_WINDOW", "1s")
             .env(
                 "RUST_LOG",
                 "info,pom_controller=debug,kube=warn,hyper=warn,tower=warn",

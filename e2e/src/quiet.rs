@@ -126,6 +126,8 @@ impl QuietWindow {
             periods: vec![
                 ("PlatformOperator resync", settings.resync_interval),
                 ("catalog poll", settings.default_poll_interval),
+                // A move under `upgradeGate: Auto` may settle when this window ends.
+                ("first-report window", settings.auto_settle_window),
             ],
             starts: Vec::new(),
         }

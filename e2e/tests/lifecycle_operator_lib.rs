@@ -413,3 +413,106 @@ async fn operator_lib_operator_holds_the_seed_chain_at_7_10_0_until_it_says_true
     drop(new);
     manager.stop().await;
 }
+
+/// Issue 25 item 9, seed 001 exactly: the operator *added* `Upgradeable` reporting in 7.10.0,
+/// and the PO keeps the default `upgradeGate: Auto`. 7.9.3 never reported (no program runs for
+/// it), so without a first-report window 7.10.0 would settle the moment its Deployment rolled
+/// out and 7.10.1 would follow before 7.10.0's operator ever reconciled. The program starts a
+/// few seconds after the rollout (as a pod waits for its leader lease), says False while it
+/// migrates, and POM holds 7.10.0, past the window's end, until it says True.
+#[tokio::test]
+async fn under_auto_the_version_that_starts_reporting_is_heard_before_the_next_hop() {
+    let Some(bin) = binaries::require_oplib_operator() else {
+        return;
+    };
+    if !private_mounts_work() {
+        skip::skip(
+            "`unshare -m` with a tmpfs mount is not allowed here (needs root): the operator \
+             cannot get its ServiceAccount folder",
+        );
+        return;
+    }
+    let Some(plane) = simulated_plane(false).await else {
+        return;
+    };
+    let client = plane.client().await.unwrap();
+    let settings = Settings {
+        auto_settle_window: Duration::from_secs(20),
+        ..settings()
+    };
+    let bundles = chain();
+    let deployment = bundles[0].deployment_name();
+
+    // 7.9.3, whose operator never reports, settles once its window passed.
+    set_cluster(&client, &[("4.16.3", true)], "4.16.3").await;
+    configmap_catalog(&client, "seed", &catalog_json(&bundles[..1], &[]), 0).await;
+    create_po(&client, PKG, json!({"package": {"name": PKG}})).await;
+    let manager = Manager::start(client.clone(), settings.clone());
+    eventually(
+        WAIT + settings.auto_settle_window,
+        "7.9.3 settled",
+        || async {
+            (position_of(&client).await? == ("seedop.v7.9.3".to_owned(), true)).then_some(())
+        },
+    )
+    .await;
+    assert_eq!(
+        upgradeable_of(&client, "seedop.v7.9.3").await,
+        None,
+        "7.9.3's operator never reported"
+    );
+
+    // 7.10.0 and 7.10.1 appear with a minor update: POM installs 7.10.0. Its operator starts
+    // 3 s after the rollout and says False.
+    let fbc = catalog_json(&bundles, &[]);
+    configmap_catalog(&client, "seed", &fbc, 0).await;
+    wait_catalog_serves(&client, "seed", &fbc).await;
+    set_cluster(&client, &[("4.17.0", false), ("4.16.3", true)], "4.17.0").await;
+    wait_installed(&client, "seedop.v7.10.0").await;
+    let rolled_out = eventually(WAIT, "7.10.0's rollout recorded", || async {
+        let pos: Api<PlatformOperator> = Api::all(client.clone());
+        pos.get(PKG).await.ok()?.status?.active_hop?.rolled_out_at
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let mut new =
+        Operator::start(&plane, &client, &bin, &deployment, "seedop.v7.10.0", false).await;
+    new.wait_logged("operator: Upgradeable=False (Migrating)")
+        .await;
+    wait_reported(&client, "seedop.v7.10.0", "False", "Migrating").await;
+
+    // Held at 7.10.0 over a window longer than the first-report window and every resync.
+    let pos: Api<PlatformOperator> = Api::all(client.clone());
+    assert_eq!(
+        position(&pos.get(PKG).await.unwrap()),
+        json!({"installedBundle": "seedop.v7.10.0",
+               "activeHop": {"from": "seedop.v7.9.3", "to": "seedop.v7.10.0", "settled": false}})
+    );
+    QuietWindow::new(&settings)
+        .unchanged(
+            pos.clone(),
+            PKG,
+            "the installed bundle and its move (held at 7.10.0 while the operator says False)",
+            position,
+        )
+        .never(pos.clone(), PKG, "Upgradeable=True", |po| {
+            condition_of(po, "Upgradeable").is_some_and(|(status, _, _)| status == "True")
+        })
+        .open()
+        .await
+        .hold()
+        .await;
+    let held_since_rollout = k8s_openapi::jiff::Timestamp::now().duration_since(rolled_out.0);
+    assert!(
+        held_since_rollout.as_secs() > 20,
+        "the hold outlasted the first-report window ({held_since_rollout:?} since the rollout)"
+    );
+
+    // The migration is done: 7.10.1 follows.
+    new.finish_migration();
+    new.wait_logged("operator: Upgradeable=True (MigrationDone)")
+        .await;
+    wait_installed(&client, "seedop.v7.10.1").await;
+    drop(new);
+    manager.stop().await;
+}

@@ -411,6 +411,13 @@ pub struct ActiveHop {
     /// its objects): retries back off with it, and Degraded says it.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub failed_attempts: u32,
+    /// When the move was first seen rolled out (every wait over but the operator's report).
+    /// Under `upgradeGate: Auto`, an operator that has never reported an OperatorCondition has
+    /// the manager's report window from here to start reporting before the move settles: a
+    /// version that adds `Upgradeable` reporting (seed 001's 7.10.0) is heard before the next
+    /// hop, and one that never reports is not held forever.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rolled_out_at: Option<Time>,
 }
 
 fn is_zero(n: &u32) -> bool {

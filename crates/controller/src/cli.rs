@@ -65,6 +65,10 @@ pub struct Flags {
     /// How long in-flight reconciles may take after SIGTERM (Go duration: `25s`, `1m`).
     #[arg(long, env = "POM_SHUTDOWN_TIMEOUT", default_value = "25s", value_parser = parse_duration)]
     pub shutdown_timeout: Duration,
+    /// How long a rolled-out move under `upgradeGate: Auto` waits for an operator that has
+    /// never reported an OperatorCondition to start reporting before it settles without one.
+    #[arg(long, env = "POM_AUTO_SETTLE_WINDOW", default_value = "2m", value_parser = parse_duration)]
+    pub auto_settle_window: Duration,
     /// Address of `/healthz` and `/readyz` (plain HTTP); `:8081` means all interfaces.
     #[arg(long, env = "POM_HEALTH_BIND_ADDRESS", default_value = "127.0.0.1:8081", value_parser = parse_address)]
     pub health_bind_address: SocketAddr,
@@ -141,6 +145,7 @@ impl Flags {
             catalog_content_dir: self.catalog_content_dir.clone().unwrap_or_else(|| {
                 std::env::temp_dir().join(format!("pom-catalogs-{}", std::process::id()))
             }),
+            auto_settle_window: self.auto_settle_window,
         }
     }
 

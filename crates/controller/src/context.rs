@@ -48,6 +48,9 @@ pub struct Settings {
     /// emptyDir, so a restarted container reuses them). The manager owns the folder: content
     /// no Catalog serves is removed from it.
     pub catalog_content_dir: PathBuf,
+    /// How long a rolled-out move under `upgradeGate: Auto` waits for an operator that has
+    /// never reported to start reporting (`pom_policy::status::AUTO_SETTLE_WINDOW`).
+    pub auto_settle_window: Duration,
 }
 
 /// A content folder of this process's own: in-process managers (tests) must not share one,
@@ -68,6 +71,7 @@ impl Default for Settings {
             resync_interval: Duration::from_secs(300),
             instance: "pom".to_owned(),
             catalog_content_dir: default_catalog_content_dir(),
+            auto_settle_window: pom_policy::status::AUTO_SETTLE_WINDOW,
         }
     }
 }

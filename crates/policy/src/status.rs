@@ -143,6 +143,12 @@ pub enum Wait {
         kind: String,
         name: String,
     },
+    /// `upgradeGate: Auto` and an operator that has never reported: its rollout is over, and it
+    /// has until `until` to start reporting `Upgradeable` before the move settles without it
+    /// ([`AUTO_SETTLE_WINDOW`]).
+    FirstReport {
+        until: Timestamp,
+    },
 }
 
 impl std::fmt::Display for Wait {
@@ -164,6 +170,10 @@ impl std::fmt::Display for Wait {
                 f,
                 "{kind} {name} to be served (its Deployment rolled out, its Service listing a ready endpoint) before the webhook is registered"
             ),
+            Wait::FirstReport { until } => write!(
+                f,
+                "the operator to report Upgradeable in its OperatorCondition, or {until} to pass (upgradeGate Auto: a version that starts reporting is heard before the next hop; one that never reports settles then)"
+            ),
         }
     }
 }
@@ -178,16 +188,28 @@ pub fn requires_operator_condition(gate: UpgradeGate, reported: bool) -> bool {
     }
 }
 
+/// How long after its rollout a move under `upgradeGate: Auto` waits for an operator that
+/// has never reported to start reporting (issue 25 item 9, seed 001: the version that *added*
+/// `Upgradeable` reporting must be heard before the next hop). Readiness comes before leader
+/// election and the first reconcile (controller-runtime's lease is 15 s, plus its renew
+/// deadline when the old pod held it), so two minutes leaves room; an operator that never
+/// reports is held no longer than that. The manager's `--auto-settle-window` sets it.
+pub const AUTO_SETTLE_WINDOW: Duration = Duration::from_secs(120);
+
+/// Whether the bundle's OperatorCondition carries anything its operator wrote.
+fn reported_now(report: &InstallReport) -> bool {
+    report
+        .operator_condition
+        .as_ref()
+        .and_then(|oc| oc.gate.as_ref())
+        .is_some_and(|g| g.reported)
+}
+
 /// Every wait of a report, the OperatorCondition included under the PO's gate.
 #[must_use]
 pub fn waits(report: &InstallReport, gate: UpgradeGate, reported_before: bool) -> Vec<Wait> {
     let mut waits = report.waits.clone();
-    let reported_now = report
-        .operator_condition
-        .as_ref()
-        .and_then(|oc| oc.gate.as_ref())
-        .is_some_and(|g| g.reported);
-    if !requires_operator_condition(gate, reported_before || reported_now) {
+    if !requires_operator_condition(gate, reported_before || reported_now(report)) {
         return waits;
     }
     let (namespace, name, reading) = match &report.operator_condition {
@@ -233,6 +255,9 @@ pub struct StatusInput<'a> {
     pub applying_image: Option<&'a str>,
     /// The namespace the bundle is applied into: recorded at the first install, then kept.
     pub applying_namespace: Option<&'a str>,
+    /// How long a rolled-out move under `upgradeGate: Auto` waits for an operator that has
+    /// never reported to start ([`AUTO_SETTLE_WINDOW`] unless the manager is told otherwise).
+    pub auto_settle_window: Duration,
 }
 
 impl StatusInput<'_> {
@@ -298,6 +323,7 @@ pub fn intent(input: &StatusInput<'_>) -> Option<PlatformOperatorStatus> {
             waiting_for: Some(format!("{} to be applied", target.name)),
             image: input.applying_image.map(str::to_owned),
             failed_attempts: 0,
+            rolled_out_at: None,
         },
     };
     let first_install = installed.is_none();
@@ -366,7 +392,7 @@ pub fn compute(input: &StatusInput<'_>) -> PlatformOperatorStatus {
     let now = to_api_time(input.now);
     let installed_before = previous.installed_bundle.clone();
 
-    let (installed, max_ocp, waits, applied) = match input.outcome {
+    let (installed, max_ocp, mut waits, applied) = match input.outcome {
         ActOutcome::Applied(report) => (
             Some(report.bundle.clone()),
             report
@@ -403,10 +429,14 @@ pub fn compute(input: &StatusInput<'_>) -> PlatformOperatorStatus {
                     waiting_for: None,
                     image: now_installed.image.clone(),
                     failed_attempts: 0,
+                    rolled_out_at: None,
                 },
             };
             // Applied: the failures before it are over.
             hop.failed_attempts = 0;
+            if let (ActOutcome::Applied(report), false) = (input.outcome, moved || hop.settled) {
+                waits.extend(first_report_window(&mut hop, &waits, report, input));
+            }
             // A move is never settled by the reconcile that applied it: the verdict of this
             // reconcile was made for what ran before, so the next one judges the new bundle
             // before Upgradeable may say True.
@@ -792,6 +822,30 @@ fn upgradeable_condition(
         verdict.reason,
         verdict.message.clone(),
     )
+}
+
+/// The window of [`Wait::FirstReport`] for a move whose every other wait is over: records
+/// when the rollout was first seen complete, and waits until [`StatusInput::auto_settle_window`]
+/// after it while the gate is `Auto` and the operator has never reported (a report that
+/// appears in the window puts the OperatorCondition wait of [`waits`] in its place).
+fn first_report_window(
+    hop: &mut ActiveHop,
+    waits: &[Wait],
+    report: &InstallReport,
+    input: &StatusInput<'_>,
+) -> Option<Wait> {
+    if !waits.is_empty() {
+        return None;
+    }
+    let rolled_out = hop
+        .rolled_out_at
+        .get_or_insert_with(|| to_api_time(input.now))
+        .0;
+    if input.upgrade_gate != UpgradeGate::Auto || input.reported_before || reported_now(report) {
+        return None;
+    }
+    let until = rolled_out.checked_add(input.auto_settle_window).ok()?;
+    (input.now < until).then_some(Wait::FirstReport { until })
 }
 
 /// The shortest wait between two looks at an unsettled move.

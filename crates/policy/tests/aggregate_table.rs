@@ -202,6 +202,7 @@ impl Po {
                     waiting_for: None,
                     image: None,
                     failed_attempts: 0,
+                    rolled_out_at: None,
                 }),
                 max_open_shift_version: None,
                 inventory: Vec::new(),

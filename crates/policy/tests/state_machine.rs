@@ -430,6 +430,7 @@ impl World {
                 _ => None,
             },
             applying_namespace: Some("ns"),
+            auto_settle_window: std::time::Duration::ZERO,
         }) {
             Some(intent) => {
                 check_status(&previous, &intent, &gate)?;
@@ -530,6 +531,7 @@ impl World {
             applying: &[],
             applying_image: None,
             applying_namespace: None,
+            auto_settle_window: std::time::Duration::ZERO,
         });
         check_status(&previous, &new_status, &gate)?;
         // Prune after settle, as the manager does: what only older bundles own goes, never

@@ -176,6 +176,8 @@ struct Step {
     outcome: ActOutcome,
     gate: UpgradeGate,
     reported_before: bool,
+    /// The first-report window (zero in the table: every row judges a rollout alone).
+    window: std::time::Duration,
 }
 
 fn step(
@@ -191,6 +193,7 @@ fn step(
         outcome,
         gate: UpgradeGate::Auto,
         reported_before: false,
+        window: std::time::Duration::ZERO,
     }
 }
 
@@ -198,6 +201,11 @@ impl Step {
     fn gate(mut self, gate: UpgradeGate, reported_before: bool) -> Self {
         self.gate = gate;
         self.reported_before = reported_before;
+        self
+    }
+
+    fn window(mut self, seconds: u64) -> Self {
+        self.window = std::time::Duration::from_secs(seconds);
         self
     }
 
@@ -213,6 +221,7 @@ impl Step {
             applying: &[],
             applying_image: None,
             applying_namespace: None,
+            auto_settle_window: self.window,
         })
     }
 }
@@ -1303,6 +1312,7 @@ fn the_intent_records_the_image_digest_once() {
             applying: &[],
             applying_image: Some(digest),
             applying_namespace: None,
+            auto_settle_window: std::time::Duration::ZERO,
         })
     };
     let first = intent_with(&settled_at_1_1_0(), "quay.example/demo-bundle@sha256:aaa").unwrap();
@@ -1487,6 +1497,7 @@ fn failed_applies_of_a_recorded_move_are_counted_and_backed_off() {
         applying: &[],
         applying_image: None,
         applying_namespace: None,
+        auto_settle_window: std::time::Duration::ZERO,
     })
     .unwrap();
     let refused = || {
@@ -1533,4 +1544,88 @@ fn failed_applies_of_a_recorded_move_are_counted_and_backed_off() {
     )
     .run();
     assert_eq!(attempts(&applied_now), 0);
+}
+
+/// Issue 25 item 9 (seed 001): under `upgradeGate: Auto`, an operator that has never reported
+/// gets a window after its rollout to start reporting. A version that starts reporting in it is
+/// heard (its `Upgradeable=False` holds the move unsettled); one that never reports settles when
+/// the window ends; `Rollout`, `OperatorCondition` and an operator that reported before are
+/// judged as without a window.
+#[test]
+fn auto_gives_an_operator_that_never_reported_a_window_to_start() {
+    const WINDOW: u64 = 120;
+    let steady = || keep(pin(PinReason::PatchUpgrade, ">=1.1.1 <1.2.0-0"));
+    let rolled_out = |previous: &PlatformOperatorStatus, t: i64, r: InstallReport| {
+        step(previous, t, steady(), applied(r)).window(WINDOW)
+    };
+    let hop = |status: &PlatformOperatorStatus| status.active_hop.clone().unwrap();
+
+    // Rolled out at t=630: not settled, the window recorded and named.
+    let in_window = rolled_out(&hopping_to_1_1_1(), 630, report("1.1.1", Some("4.17"), vec![])).run();
+    assert!(!hop(&in_window).settled);
+    assert_eq!(hop(&in_window).rolled_out_at, Some(Time(at(630))));
+    let waiting = hop(&in_window).waiting_for.unwrap();
+    assert!(
+        waiting.contains("report Upgradeable") && waiting.contains(&at(750).to_string()),
+        "{waiting}"
+    );
+    assert_eq!(
+        Shape::of(&in_window).conditions[3],
+        (types::UPGRADEABLE.to_owned(), False, Reason::MoveNotSettled)
+    );
+    // Still in it at t=749; the rollout time is kept.
+    let later = rolled_out(&in_window, 749, report("1.1.1", Some("4.17"), vec![])).run();
+    assert!(!hop(&later).settled);
+    assert_eq!(hop(&later).rolled_out_at, Some(Time(at(630))));
+    // Nothing reported by t=750: settled, Upgradeable True.
+    let settled = rolled_out(&later, 750, report("1.1.1", Some("4.17"), vec![])).run();
+    assert!(hop(&settled).settled, "{:?}", hop(&settled));
+    assert_eq!(Shape::of(&settled).conditions[3].1, True);
+
+    // The version starts reporting in the window (the seed's 7.10.0): it says False, then
+    // nothing for its new generation, so the move stays unsettled past the window's end.
+    let migrating = |reading| with_oc(report("1.1.1", Some("4.17"), vec![]), true, reading);
+    let heard = rolled_out(&in_window, 700, migrating(says(false))).run();
+    assert!(!hop(&heard).settled);
+    assert!(hop(&heard).waiting_for.unwrap().contains("migrating the database"));
+    let past_window = rolled_out(&heard, 2_000, migrating(pending_reading())).run();
+    assert!(!hop(&past_window).settled, "a report heard in the window is honoured after it");
+    let done = rolled_out(&past_window, 2_010, migrating(says(true))).run();
+    assert!(hop(&done).settled);
+
+    // No window for the other gates, nor for an operator that reported before.
+    for (gate, reported_before) in [
+        (UpgradeGate::Rollout, false),
+        (UpgradeGate::Rollout, true),
+        (UpgradeGate::Auto, true),
+    ] {
+        let status = rolled_out(&hopping_to_1_1_1(), 630, report("1.1.1", Some("4.17"), vec![]))
+            .gate(gate, reported_before);
+        let status = if reported_before {
+            Step {
+                outcome: applied(migrating(says(true))),
+                ..status
+            }
+        } else {
+            status
+        }
+        .run();
+        assert!(hop(&status).settled, "{gate:?} reported_before={reported_before}");
+    }
+    // The reconcile that applies a move does not start its window, even with nothing to wait
+    // for: it was judged for what ran before.
+    let applying = step(
+        &settled_at_1_1_0(),
+        600,
+        move_to(
+            "1.1.1",
+            Some("4.17"),
+            pin(PinReason::PatchUpgrade, ">=1.1.0 <1.2.0-0"),
+            pin(PinReason::PatchUpgrade, ">=1.1.1 <1.2.0-0"),
+        ),
+        applied(report("1.1.1", Some("4.17"), vec![])),
+    )
+    .window(WINDOW)
+    .run();
+    assert_eq!(hop(&applying).rolled_out_at, None);
 }

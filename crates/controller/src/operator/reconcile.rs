@@ -528,6 +528,7 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
                         reported_before,
                         &previous,
                         &ActOutcome::Skipped,
+                        ctx.settings.auto_settle_window,
                     )
                 });
                 if let Some(intent) = intent {
@@ -591,6 +592,7 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
             reported_before,
             &previous,
             &outcome,
+            ctx.settings.auto_settle_window,
         )
     });
     let requeue = status::requeue(
@@ -683,6 +685,7 @@ fn status_input<'a>(
     reported_before: bool,
     previous: &'a PlatformOperatorStatus,
     outcome: &'a ActOutcome,
+    auto_settle_window: Duration,
 ) -> StatusInput<'a> {
     StatusInput {
         applying: &[],
@@ -695,6 +698,7 @@ fn status_input<'a>(
         outcome,
         upgrade_gate: po.spec.upgrade_gate,
         reported_before,
+        auto_settle_window,
     }
 }
 
