@@ -1561,7 +1561,12 @@ fn auto_gives_an_operator_that_never_reported_a_window_to_start() {
     let hop = |status: &PlatformOperatorStatus| status.active_hop.clone().unwrap();
 
     // Rolled out at t=630: not settled, the window recorded and named.
-    let in_window = rolled_out(&hopping_to_1_1_1(), 630, report("1.1.1", Some("4.17"), vec![])).run();
+    let in_window = rolled_out(
+        &hopping_to_1_1_1(),
+        630,
+        report("1.1.1", Some("4.17"), vec![]),
+    )
+    .run();
     assert!(!hop(&in_window).settled);
     assert_eq!(hop(&in_window).rolled_out_at, Some(Time(at(630))));
     let waiting = hop(&in_window).waiting_for.unwrap();
@@ -1587,9 +1592,17 @@ fn auto_gives_an_operator_that_never_reported_a_window_to_start() {
     let migrating = |reading| with_oc(report("1.1.1", Some("4.17"), vec![]), true, reading);
     let heard = rolled_out(&in_window, 700, migrating(says(false))).run();
     assert!(!hop(&heard).settled);
-    assert!(hop(&heard).waiting_for.unwrap().contains("migrating the database"));
+    assert!(
+        hop(&heard)
+            .waiting_for
+            .unwrap()
+            .contains("migrating the database")
+    );
     let past_window = rolled_out(&heard, 2_000, migrating(pending_reading())).run();
-    assert!(!hop(&past_window).settled, "a report heard in the window is honoured after it");
+    assert!(
+        !hop(&past_window).settled,
+        "a report heard in the window is honoured after it"
+    );
     let done = rolled_out(&past_window, 2_010, migrating(says(true))).run();
     assert!(hop(&done).settled);
 
@@ -1599,8 +1612,12 @@ fn auto_gives_an_operator_that_never_reported_a_window_to_start() {
         (UpgradeGate::Rollout, true),
         (UpgradeGate::Auto, true),
     ] {
-        let status = rolled_out(&hopping_to_1_1_1(), 630, report("1.1.1", Some("4.17"), vec![]))
-            .gate(gate, reported_before);
+        let status = rolled_out(
+            &hopping_to_1_1_1(),
+            630,
+            report("1.1.1", Some("4.17"), vec![]),
+        )
+        .gate(gate, reported_before);
         let status = if reported_before {
             Step {
                 outcome: applied(migrating(says(true))),
@@ -1610,7 +1627,10 @@ fn auto_gives_an_operator_that_never_reported_a_window_to_start() {
             status
         }
         .run();
-        assert!(hop(&status).settled, "{gate:?} reported_before={reported_before}");
+        assert!(
+            hop(&status).settled,
+            "{gate:?} reported_before={reported_before}"
+        );
     }
     // The reconcile that applies a move does not start its window, even with nothing to wait
     // for: it was judged for what ran before.
