@@ -121,6 +121,29 @@ pub enum HoldReason {
     /// its OperatorCondition has no `Upgradeable` for the current generation, or is gone: it
     /// cannot be read as a yes.
     OperatorConditionPending { message: String },
+    /// OpenShift's ClusterVersion cannot be read or judged, and the bundle declares an
+    /// `olm.maxOpenShiftVersion`: it cannot be checked against the cluster, so the bundle is
+    /// neither installed nor moved to until it can (issue 25 item 10).
+    ClusterVersionUnknown { message: String },
+}
+
+impl std::fmt::Display for HoldReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::MoveNotSettled => write!(f, "the move in flight has not settled"),
+            Self::OperatorNotUpgradeable { message } => {
+                write!(f, "the operator reports Upgradeable=False ({message})")
+            }
+            Self::OperatorConditionPending { message } => write!(
+                f,
+                "the operator's OperatorCondition has no Upgradeable for its current generation ({message})"
+            ),
+            Self::ClusterVersionUnknown { message } => write!(
+                f,
+                "the cluster version cannot be judged, so the bundle's maxOpenShiftVersion cannot be checked ({message}); it moves once ClusterVersion version can be read"
+            ),
+        }
+    }
 }
 
 /// A condition's content for `Upgradeable`, typed.
@@ -468,7 +491,14 @@ fn decide_fresh(
             return decision.with_problem(Reason::ResolutionFailed, message, installed.is_none());
         }
     };
-    let mut decision = PoDecision::new(Action::Keep, verdict);
+    let mut decision = PoDecision::new(
+        if installed.is_some() {
+            Action::Keep
+        } else {
+            Action::Nothing
+        },
+        verdict,
+    );
     decision.pin = Some(PinState::from(&resolution.pin));
     decision.deprecations = [
         resolution.package_deprecation.clone(),
@@ -509,15 +539,22 @@ fn decide_fresh(
             request.steady_state_range.as_ref(),
         )),
     };
-    if installed.is_none() {
-        decision.action = Action::Move(target);
-        return decision;
-    }
     let skipped = matches!(
         admin_unsettled_action(s, installed),
         Some((_, UnsettledMoveAction::Skip(_)))
     );
-    let hold = if s.hop.as_ref().is_some_and(|h| !h.settled) && !skipped {
+    let hold = if let ClusterView::OpenShift(Err(message)) = &s.cluster
+        && chosen.max_openshift_version.is_some()
+    {
+        // Without a phase the resolver checked no maxOpenShiftVersion: a bundle that declares
+        // one may not support the cluster it would run on. (One that declares none has
+        // nothing to check.)
+        Some(HoldReason::ClusterVersionUnknown {
+            message: message.clone(),
+        })
+    } else if installed.is_none() {
+        None
+    } else if s.hop.as_ref().is_some_and(|h| !h.settled) && !skipped {
         Some(HoldReason::MoveNotSettled)
     } else {
         match &s.gate.reading {

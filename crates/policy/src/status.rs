@@ -672,12 +672,7 @@ fn progressing_condition(p: ProgressingInput<'_>) -> Desired {
     if let Some(to) = p.desired {
         let why = match p.decision.held.as_ref().map(|h| &h.why) {
             Some(HoldReason::MoveNotSettled) | None => "next".to_owned(),
-            Some(HoldReason::OperatorNotUpgradeable { message }) => {
-                format!("held: the operator reports Upgradeable=False ({message})")
-            }
-            Some(HoldReason::OperatorConditionPending { message }) => format!(
-                "held: the operator's OperatorCondition has no Upgradeable for its current generation ({message})"
-            ),
+            Some(why) => format!("held: {why}"),
         };
         return progressing(Reason::Upgrading, format!("moving to {to}: {why}"));
     }

@@ -466,6 +466,7 @@ enum Why {
     MoveNotSettled,
     OperatorNotUpgradeable,
     OperatorConditionPending,
+    ClusterVersionUnknown,
 }
 
 /// Everything a row pins down.
@@ -510,6 +511,7 @@ impl Outcome {
                     HoldReason::MoveNotSettled => Why::MoveNotSettled,
                     HoldReason::OperatorNotUpgradeable { .. } => Why::OperatorNotUpgradeable,
                     HoldReason::OperatorConditionPending { .. } => Why::OperatorConditionPending,
+                    HoldReason::ClusterVersionUnknown { .. } => Why::ClusterVersionUnknown,
                 };
                 (h.to.version.clone(), why)
             }),
@@ -1069,10 +1071,32 @@ fn rows() -> Vec<Row> {
                 .gate(Gate::Allows),
             keep().pin(Steady, "=1.1.0").unknown(),
         ),
+        // Issue 25 item 10: without a cluster version no maxOpenShiftVersion can be checked:
+        // a bundle that declares one is held, one that declares none has nothing to check.
         row(
-            "OpenShift with an unjudgeable ClusterVersion, nothing installed: install",
+            "OpenShift with an unjudgeable ClusterVersion, nothing installed: a bundle without maxOpenShiftVersion installs",
             world().cluster(Cluster::Unjudgeable),
             move_to("2.0.0", Steady, "=2.0.0").pin(Install, "*"),
+        ),
+        row(
+            "OpenShift with an unjudgeable ClusterVersion, nothing installed: a bundle with maxOpenShiftVersion is held",
+            world()
+                .version_range("<1.2.0")
+                .cluster(Cluster::Unjudgeable),
+            nothing()
+                .pin(Install, "*")
+                .held("1.1.1", Why::ClusterVersionUnknown),
+        ),
+        row(
+            "OpenShift with an unjudgeable ClusterVersion: the override's move to a bundle with maxOpenShiftVersion is held",
+            world()
+                .installed("1.0.0")
+                .steady_state_range(">=1.1.0 <1.2.0")
+                .cluster(Cluster::Unjudgeable),
+            keep()
+                .pin(Override, ">=1.1.0 <1.2.0")
+                .held("1.1.0", Why::ClusterVersionUnknown)
+                .unknown(),
         ),
         row(
             "plain Kubernetes: no OpenShift judgement, verdict True",

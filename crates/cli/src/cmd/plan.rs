@@ -56,7 +56,7 @@ use pom_policy::snapshot::{
     CatalogContent, CatalogView, ClusterView, Hop, Installed, OperatorGate, PoSnapshot, gate_of,
     unsettled_move_of,
 };
-use pom_policy::{HoldReason, PinState, PoRequest, Upgradeability, decide};
+use pom_policy::{PinState, PoRequest, Upgradeability, decide};
 use pom_resolver::cluster::{
     ClusterPhase, ClusterVersionSnapshot, HistoryEntry, PhaseKind, cluster_phase,
 };
@@ -664,7 +664,7 @@ fn po_graph(snapshot: &PoSnapshot<'_>) -> Result<UpgradeGraph, String> {
     let stop = match &walk.end {
         PlanEnd::Settled => Stop::Settled,
         PlanEnd::Held(why) => Stop::Held {
-            why: held_text(why),
+            why: why.to_string(),
         },
         PlanEnd::Problem(problem) => Stop::Blocked {
             why: problem.message.clone(),
@@ -830,7 +830,7 @@ fn plan_po(
     };
     result.end = match &walk.end {
         PlanEnd::Settled => "Settled".to_owned(),
-        PlanEnd::Held(why) => format!("Held: {}", held_text(why)),
+        PlanEnd::Held(why) => format!("Held: {why}"),
         PlanEnd::Problem(problem) => {
             result.error = Some(problem.message.clone());
             if walk.hops.is_empty() {
@@ -887,18 +887,6 @@ fn walk_max_ocp(walk: &plan::PoPlan, snapshot: &PoSnapshot<'_>) -> Option<String
         })
         .and_then(|b| b.properties.max_openshift_version.as_ref())
         .map(ToString::to_string)
-}
-
-fn held_text(why: &HoldReason) -> String {
-    match why {
-        HoldReason::MoveNotSettled => "the move in flight has not settled".to_owned(),
-        HoldReason::OperatorNotUpgradeable { message } => {
-            format!("the operator reports Upgradeable=False ({message})")
-        }
-        HoldReason::OperatorConditionPending { message } => format!(
-            "the operator's OperatorCondition has no Upgradeable for its current generation ({message})"
-        ),
-    }
 }
 
 /// The installed operator's gate, from the OperatorConditions POM labelled for this PO (as
