@@ -343,6 +343,13 @@ pub struct PinStatus {
     pub range: String,
     /// Why this pin is in force.
     pub reason: PinReason,
+    /// The OpenShift version the cluster was heading to (`status.desired.version`) when this
+    /// pin and the PO's `Upgradeable` verdict were judged. With the reason (the phase), it
+    /// names the cluster state they hold for: the aggregated ClusterOperator trusts them for
+    /// no other (a manager that missed a whole update does not report a verdict judged for the
+    /// version before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_version: Option<String>,
 }
 
 /// Why a pin is in force (§4.2); the cluster phase it was computed for follows from it.

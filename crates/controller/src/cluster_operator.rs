@@ -78,7 +78,10 @@ pub async fn sync(
     let previous = existing.status.clone().unwrap_or_default();
     let cluster = match cluster.view().await {
         Ok((ClusterView::Kubernetes, _)) => ClusterPhaseView::Absent,
-        Ok((ClusterView::OpenShift(Ok(phase)), _)) => ClusterPhaseView::Known(phase.kind),
+        Ok((ClusterView::OpenShift(Ok(phase)), _)) => ClusterPhaseView::Known {
+            kind: phase.kind,
+            target: phase.target,
+        },
         Ok((ClusterView::OpenShift(Err(_)), _)) | Err(_) => ClusterPhaseView::Unknown,
     };
     let status = compute(

@@ -9,7 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use pom_api::PlatformOperator;
 use pom_api::conditions::{ConditionStatus, Reason, types};
 use pom_api::openshift::{ClusterOperatorStatus, ObjectReference, OperandVersion};
-use pom_api::platform_operator::PinReason;
+use pom_api::platform_operator::{PinReason, PinStatus};
 use pom_resolver::cluster::PhaseKind;
 
 use crate::conditions::{self, Desired, merge_cluster_operator};
@@ -73,28 +73,46 @@ fn name_of(po: &&PlatformOperator) -> String {
 
 /// What the writer knows of the cluster's update phase, to tell whether a PO's pin was
 /// computed for the phase the cluster is in now.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ClusterPhaseView {
     /// The ClusterVersion could not be read or judged: never report a new version.
     Unknown,
     /// Plain Kubernetes: no ClusterVersion.
     Absent,
-    Known(pom_resolver::cluster::PhaseKind),
+    /// The phase, and the version the cluster is heading to (`status.desired.version`).
+    Known {
+        kind: PhaseKind,
+        target: semver::Version,
+    },
 }
 
 impl ClusterPhaseView {
-    /// Whether a pin with this reason was computed for this phase.
+    /// Whether a pin (and the verdict judged with it) was computed for this phase of this
+    /// update: its reason names the phase, its `clusterVersion` the target (a PO judged at
+    /// steady 4.16 is not judged for steady 4.17, which a manager down for a whole update
+    /// never saw start).
     #[must_use]
-    pub fn matches(self, reason: PinReason) -> bool {
+    pub fn matches(&self, pin: &PinStatus) -> bool {
+        let reason = pin.reason;
         match self {
             Self::Unknown => false,
             Self::Absent => true,
-            Self::Known(PhaseKind::Steady) => {
-                matches!(reason, PinReason::Steady | PinReason::Override)
+            Self::Known { kind, target } => {
+                let phase = match kind {
+                    PhaseKind::Steady => {
+                        matches!(reason, PinReason::Steady | PinReason::Override)
+                    }
+                    PhaseKind::PatchUpgrade => reason == PinReason::PatchUpgrade,
+                    PhaseKind::MinorUpgrade => reason == PinReason::MinorUpgrade,
+                    PhaseKind::Rollback => reason == PinReason::Rollback,
+                };
+                phase
+                    && pin
+                        .cluster_version
+                        .as_deref()
+                        .and_then(|v| semver::Version::parse(v).ok())
+                        .is_some_and(|v| v == *target)
             }
-            Self::Known(PhaseKind::PatchUpgrade) => reason == PinReason::PatchUpgrade,
-            Self::Known(PhaseKind::MinorUpgrade) => reason == PinReason::MinorUpgrade,
-            Self::Known(PhaseKind::Rollback) => reason == PinReason::Rollback,
         }
     }
 }
@@ -176,10 +194,7 @@ pub fn compute(
             _ => Upgradeability::unknown("has not reported whether it is upgradeable yet"),
         };
         let failed_without_install = status.installed_bundle.is_none();
-        let pin_for_phase = status
-            .pin
-            .as_ref()
-            .is_some_and(|p| cluster.matches(p.reason));
+        let pin_for_phase = status.pin.as_ref().is_some_and(|p| cluster.matches(p));
         // A PO judged for another cluster phase (its status predates the update that just
         // started, or the cluster cannot be judged) is not judged for this one: fail closed.
         let verdict = if verdict.allows_update() && !failed_without_install && !pin_for_phase {

@@ -39,6 +39,9 @@ pub struct PoDecision {
     /// The admin's action on a move that did not settle, when this decision carries it out
     /// (announced with an Event when the move it starts is applied).
     pub unsettled_move_action: Option<UnsettledMoveAction>,
+    /// The OpenShift version the cluster is heading to, which this decision was judged for
+    /// (`None`: plain Kubernetes, or a ClusterVersion that cannot be judged).
+    pub judged_for: Option<Version>,
 }
 
 /// What to put on the cluster.
@@ -225,6 +228,7 @@ impl PoDecision {
             deadline_exceeded: false,
             deprecations: Vec::new(),
             unsettled_move_action: None,
+            judged_for: None,
         }
     }
 
@@ -242,6 +246,7 @@ impl PoDecision {
 #[must_use]
 pub fn decide(snapshot: &PoSnapshot<'_>) -> PoDecision {
     let mut decision = decide_action(snapshot);
+    decision.judged_for = snapshot.cluster.phase().map(|p| p.target.clone());
     if let (Ok(request), Some(hop)) = (&snapshot.request, &snapshot.hop) {
         decision.deadline_exceeded = !hop.settled
             && crate::snapshot::elapsed(snapshot.now, hop.started_at) > request.progress_deadline;

@@ -482,6 +482,7 @@ pub fn compute(input: &StatusInput<'_>) -> PlatformOperatorStatus {
     .map(|p| PinStatus {
         range: p.range.clone(),
         reason: p.reason,
+        cluster_version: decision.judged_for.as_ref().map(ToString::to_string),
     })
     .or_else(|| previous.pin.clone());
 

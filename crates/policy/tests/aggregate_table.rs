@@ -39,6 +39,8 @@ struct Po {
     installed: Option<&'static str>,
     desired: Option<&'static str>,
     pin: Option<PinReason>,
+    /// The cluster version the pin and verdict were judged for.
+    judged_for: &'static str,
     hop_settled: Option<bool>,
     /// `(type, status, reason, message)`; the status text is written as is.
     conditions: Vec<(&'static str, &'static str, &'static str, &'static str)>,
@@ -54,6 +56,7 @@ fn po(name: &'static str) -> Po {
         installed: Some("1.1.0"),
         desired: None,
         pin: Some(PinReason::Steady),
+        judged_for: TARGET,
         hop_settled: Some(true),
         conditions: vec![
             (
@@ -105,6 +108,11 @@ impl Po {
         message: &'static str,
     ) -> Self {
         self.set(types::UPGRADEABLE, status, reason, message)
+    }
+
+    fn judged_for(mut self, version: &'static str) -> Self {
+        self.judged_for = version;
+        self
     }
 
     fn generation(mut self, generation: i64, observed: Option<i64>) -> Self {
@@ -193,6 +201,7 @@ impl Po {
                 pin: self.pin.map(|reason| PinStatus {
                     range: format!("={version}"),
                     reason,
+                    cluster_version: Some(self.judged_for.to_owned()),
                 }),
                 active_hop: self.hop_settled.map(|settled| ActiveHop {
                     from: None,
@@ -303,46 +312,69 @@ fn blocked(reason: Reason, versions: Versions) -> Shape {
     shape((False, reason), versions)
 }
 
-use ClusterPhaseView::{Absent, Known, Unknown};
+use ClusterPhaseView::{Absent, Unknown};
+
+/// The version the cluster heads to in every row, and the one its POs were judged for unless a
+/// row says otherwise.
+const TARGET: &str = "4.17.0";
+
+fn known(kind: PhaseKind) -> ClusterPhaseView {
+    ClusterPhaseView::Known {
+        kind,
+        target: semver::Version::parse(TARGET).unwrap(),
+    }
+}
 use Versions::{Reported, Withheld};
 
 fn rows() -> Vec<Row> {
-    let steady = Known(PhaseKind::Steady);
-    let minor = Known(PhaseKind::MinorUpgrade);
-    let patch = Known(PhaseKind::PatchUpgrade);
+    let steady = || known(PhaseKind::Steady);
+    let minor = || known(PhaseKind::MinorUpgrade);
+    let patch = || known(PhaseKind::PatchUpgrade);
     vec![
         Row {
             name: "no platform operators: all happy, versions reported",
             pos: vec![],
-            cluster: steady,
+            cluster: steady(),
             want: shape(HAPPY, Reported),
             says: vec![(types::AVAILABLE, "No platform operators")],
         },
         Row {
             name: "one settled PO at its steady pin",
             pos: vec![po("a")],
-            cluster: steady,
+            cluster: steady(),
             want: shape(HAPPY, Reported),
             says: vec![(types::UPGRADEABLE, "a: supports OpenShift up to 4.18")],
         },
         Row {
             name: "a PO that has not reported for its current generation blocks",
             pos: vec![po("a"), po("b").generation(3, Some(2))],
-            cluster: steady,
+            cluster: steady(),
             want: blocked(Reason::UpgradeabilityUnknown, Withheld),
             says: vec![(types::UPGRADEABLE, "b: has not reported")],
+        },
+        // Issue 25 item 10: a manager down for a whole update judged its POs at steady 4.16.3;
+        // the cluster is steady again at 4.17.0. Same phase, another version: not trusted.
+        Row {
+            name: "a PO judged for another cluster version blocks and withholds versions",
+            pos: vec![po("a"), po("b").judged_for("4.16.3")],
+            cluster: steady(),
+            want: blocked(Reason::UpgradeabilityUnknown, Withheld),
+            says: vec![(
+                types::UPGRADEABLE,
+                "b: has not been judged for the cluster's current update phase",
+            )],
         },
         Row {
             name: "a PO with no status at all blocks and withholds versions",
             pos: vec![po("a").no_status()],
-            cluster: steady,
+            cluster: steady(),
             want: blocked(Reason::UpgradeabilityUnknown, Withheld),
             says: vec![],
         },
         Row {
             name: "a current PO without an Upgradeable condition blocks",
             pos: vec![po("a").without(types::UPGRADEABLE)],
-            cluster: steady,
+            cluster: steady(),
             want: blocked(Reason::UpgradeabilityUnknown, Reported),
             says: vec![],
         },
@@ -353,21 +385,21 @@ fn rows() -> Vec<Row> {
                 "UpgradeabilityUnknown",
                 "catalog unavailable",
             )],
-            cluster: steady,
+            cluster: steady(),
             want: blocked(Reason::UpgradeabilityUnknown, Reported),
             says: vec![(types::UPGRADEABLE, "a: catalog unavailable")],
         },
         Row {
             name: "not True with the happy reason cannot be read: False UpgradeabilityUnknown",
             pos: vec![po("a").upgradeable("Maybe", "AsExpected", "?")],
-            cluster: steady,
+            cluster: steady(),
             want: blocked(Reason::UpgradeabilityUnknown, Reported),
             says: vec![(types::UPGRADEABLE, "a: Upgradeable is \"Maybe\"")],
         },
         Row {
             name: "a reason POM does not write is Unknown, even with status True",
             pos: vec![po("a").upgradeable("True", "LooksFine", "hand-edited")],
-            cluster: steady,
+            cluster: steady(),
             want: blocked(Reason::UpgradeabilityUnknown, Reported),
             says: vec![(types::UPGRADEABLE, "LooksFine")],
         },
@@ -377,7 +409,7 @@ fn rows() -> Vec<Row> {
                 po("a"),
                 po("b").upgradeable("False", "OperatorNotUpgradeable", "migrating"),
             ],
-            cluster: steady,
+            cluster: steady(),
             want: blocked(Reason::OperatorNotUpgradeable, Reported),
             says: vec![(types::UPGRADEABLE, "b: migrating")],
         },
@@ -387,7 +419,7 @@ fn rows() -> Vec<Row> {
                 po("a").upgradeable("False", "IncompatibleOperatorsInstalled", "max 4.16"),
                 po("b").upgradeable("False", "IncompatibleOperatorsInstalled", "max 4.15"),
             ],
-            cluster: steady,
+            cluster: steady(),
             want: blocked(Reason::IncompatibleOperatorsInstalled, Reported),
             says: vec![(types::UPGRADEABLE, "a: max 4.16\nb: max 4.15")],
         },
@@ -398,7 +430,7 @@ fn rows() -> Vec<Row> {
                 po("alpha").upgradeable("False", "IncompatibleOperatorsInstalled", "max 4.16"),
                 po("mid"),
             ],
-            cluster: steady,
+            cluster: steady(),
             want: blocked(Reason::MultipleReasons, Reported),
             says: vec![(types::UPGRADEABLE, "alpha: max 4.16\nzeta: migrating")],
         },
@@ -412,7 +444,7 @@ fn rows() -> Vec<Row> {
                 ),
                 po("b").upgradeable("Unknown", "UpgradeabilityUnknown", "cannot judge"),
             ],
-            cluster: steady,
+            cluster: steady(),
             want: blocked(Reason::MultipleReasons, Withheld),
             says: vec![],
         },
@@ -420,7 +452,7 @@ fn rows() -> Vec<Row> {
         Row {
             name: "minor update: a PO still pinned Steady withholds versions",
             pos: vec![po("a").pin(PinReason::MinorUpgrade), po("b")],
-            cluster: minor,
+            cluster: minor(),
             want: shape((False, Reason::UpgradeabilityUnknown), Withheld),
             says: vec![],
         },
@@ -430,7 +462,7 @@ fn rows() -> Vec<Row> {
                 po("a").pin(PinReason::MinorUpgrade),
                 po("b").pin(PinReason::MinorUpgrade),
             ],
-            cluster: minor,
+            cluster: minor(),
             want: shape(HAPPY, Reported),
             says: vec![],
         },
@@ -442,63 +474,63 @@ fn rows() -> Vec<Row> {
                     .desired("1.2.0")
                     .upgradeable("False", "MoveNotSettled", "a move to a.v1.2.0 is pending"),
             ],
-            cluster: minor,
+            cluster: minor(),
             want: blocked(Reason::MoveNotSettled, Withheld),
             says: vec![],
         },
         Row {
             name: "minor update: an unsettled hop withholds versions",
             pos: vec![po("a").pin(PinReason::MinorUpgrade).unsettled()],
-            cluster: minor,
+            cluster: minor(),
             want: shape(HAPPY, Withheld),
             says: vec![],
         },
         Row {
             name: "a PO with no recorded hop is not known to be settled",
             pos: vec![po("a").no_hop()],
-            cluster: steady,
+            cluster: steady(),
             want: shape(HAPPY, Withheld),
             says: vec![],
         },
         Row {
             name: "minor update: a PO not reported for its generation withholds versions",
             pos: vec![po("a").pin(PinReason::MinorUpgrade).generation(5, Some(4))],
-            cluster: minor,
+            cluster: minor(),
             want: blocked(Reason::UpgradeabilityUnknown, Withheld),
             says: vec![],
         },
         Row {
             name: "patch update: a MinorUpgrade pin is not the patch pin",
             pos: vec![po("a").pin(PinReason::MinorUpgrade)],
-            cluster: patch,
+            cluster: patch(),
             want: shape((False, Reason::UpgradeabilityUnknown), Withheld),
             says: vec![],
         },
         Row {
             name: "patch update: PatchUpgrade pins report versions",
             pos: vec![po("a").pin(PinReason::PatchUpgrade)],
-            cluster: patch,
+            cluster: patch(),
             want: shape(HAPPY, Reported),
             says: vec![],
         },
         Row {
             name: "rollback: Rollback pins report versions",
             pos: vec![po("a").pin(PinReason::Rollback)],
-            cluster: Known(PhaseKind::Rollback),
+            cluster: known(PhaseKind::Rollback),
             want: shape(HAPPY, Reported),
             says: vec![],
         },
         Row {
             name: "steady: an admin's Override pin is a steady pin",
             pos: vec![po("a").pin(PinReason::Override), po("b")],
-            cluster: steady,
+            cluster: steady(),
             want: shape(HAPPY, Reported),
             says: vec![],
         },
         Row {
             name: "steady: a PO still pinned for the finished update withholds versions",
             pos: vec![po("a").pin(PinReason::MinorUpgrade)],
-            cluster: steady,
+            cluster: steady(),
             want: shape((False, Reason::UpgradeabilityUnknown), Withheld),
             says: vec![],
         },
@@ -533,7 +565,7 @@ fn rows() -> Vec<Row> {
                         "catalog redhat unavailable",
                     ),
             ],
-            cluster: steady,
+            cluster: steady(),
             want: Shape {
                 available: (False, Reason::PlatformOperatorFailed),
                 progressing: CALM,
@@ -563,7 +595,7 @@ fn rows() -> Vec<Row> {
                         "the operator stopped working after it settled",
                     ),
             ],
-            cluster: steady,
+            cluster: steady(),
             want: Shape {
                 available: (False, Reason::PlatformOperatorFailed),
                 progressing: CALM,
@@ -579,7 +611,7 @@ fn rows() -> Vec<Row> {
         Row {
             name: "a first install not applied yet is not unavailable",
             pos: vec![po("a").nothing_installed("Installing", "waiting for a bundle to install")],
-            cluster: steady,
+            cluster: steady(),
             want: shape(HAPPY, Reported),
             says: vec![],
         },
@@ -591,7 +623,7 @@ fn rows() -> Vec<Row> {
                     .nothing_installed("DuplicatePackage", "managed by a")
                     .set(types::DEGRADED, "True", "DuplicatePackage", "managed by a"),
             ],
-            cluster: steady,
+            cluster: steady(),
             want: Shape {
                 available: HAPPY,
                 progressing: CALM,
@@ -618,7 +650,7 @@ fn rows() -> Vec<Row> {
                         "blocked; see Degraded",
                     ),
             ],
-            cluster: steady,
+            cluster: steady(),
             want: Shape {
                 available: HAPPY,
                 progressing: CALM,
@@ -643,7 +675,7 @@ fn rows() -> Vec<Row> {
                     .upgradeable("False", "MoveNotSettled", "the move has not settled"),
                 po("b").pin(PinReason::MinorUpgrade),
             ],
-            cluster: minor,
+            cluster: minor(),
             want: Shape {
                 available: HAPPY,
                 progressing: (True, Reason::PlatformOperatorsProgressing),
@@ -663,7 +695,7 @@ fn compute(row: &Row) -> ClusterOperatorStatus {
         &previous(),
         RELEASE,
         MANAGER_NAMESPACE,
-        row.cluster,
+        row.cluster.clone(),
         &now(),
     )
 }
@@ -741,7 +773,7 @@ fn related_objects_name_every_install_namespace_once() {
         &ClusterOperatorStatus::default(),
         RELEASE,
         MANAGER_NAMESPACE,
-        ClusterPhaseView::Known(PhaseKind::Steady),
+        known(PhaseKind::Steady),
         &now(),
     );
     let names: Vec<(&str, &str)> = status
@@ -772,7 +804,7 @@ fn an_unchanged_input_gives_an_equal_status() {
         &first,
         RELEASE,
         MANAGER_NAMESPACE,
-        row.cluster,
+        row.cluster.clone(),
         &later,
     );
     assert_eq!(again, first);
@@ -873,7 +905,7 @@ fn messages_list_a_bounded_number_of_pos_and_count_the_rest() {
         &previous(),
         RELEASE,
         MANAGER_NAMESPACE,
-        ClusterPhaseView::Known(PhaseKind::Steady),
+        known(PhaseKind::Steady),
         &now(),
     );
     for (type_, want) in [

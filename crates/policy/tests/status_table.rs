@@ -66,6 +66,7 @@ fn decision(action: Action, pin: Option<PinState>, verdict: Upgradeability) -> P
         deadline_exceeded: false,
         deprecations: vec![],
         unsettled_move_action: None,
+        judged_for: Some(Version::new(4, 17, 0)),
     }
 }
 
@@ -1648,4 +1649,25 @@ fn auto_gives_an_operator_that_never_reported_a_window_to_start() {
     .window(WINDOW)
     .run();
     assert_eq!(hop(&applying).rolled_out_at, None);
+}
+
+/// Issue 25 item 10: the pin records the cluster version it (and the verdict) was judged for,
+/// so the aggregate does not trust it for another version.
+#[test]
+fn the_pin_records_the_cluster_version_it_was_judged_for() {
+    let pin_of = |status: &PlatformOperatorStatus| status.pin.clone().unwrap();
+    assert_eq!(
+        pin_of(&settled_at_1_1_0()).cluster_version.as_deref(),
+        Some("4.17.0")
+    );
+    let mut unjudged = keep(pin(PinReason::Steady, "=1.1.0"));
+    unjudged.judged_for = None;
+    let status = step(
+        &settled_at_1_1_0(),
+        900,
+        unjudged,
+        applied(report("1.1.0", Some("4.17"), vec![])),
+    )
+    .run();
+    assert_eq!(pin_of(&status).cluster_version, None);
 }

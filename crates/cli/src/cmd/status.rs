@@ -298,6 +298,7 @@ mod tests {
                 pin: Some(PinStatus {
                     range: "=1.0.0".into(),
                     reason: pom_api::platform_operator::PinReason::Steady,
+                    cluster_version: None,
                 }),
                 active_hop: None,
                 stale: false,
