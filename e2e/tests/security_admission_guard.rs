@@ -61,11 +61,11 @@ fn owned_labels() -> Value {
     json!({ OWNER: "web" })
 }
 
-#[tokio::test]
-async fn the_api_server_holds_the_manager_to_the_rules_no_exception_lifts() {
-    if binaries::require(binaries::CONTROL_PLANE).is_none() {
-        return;
-    }
+/// A plane with the shipped install applied, the admin's client, the manager's (its
+/// ServiceAccount's token) and namespace `web` created by the admin; returns once the guard
+/// refuses a write.
+async fn guarded_plane() -> Option<(ControlPlane, Client, Client)> {
+    binaries::require(binaries::CONTROL_PLANE)?;
     let plane = ControlPlane::start(Workloads::None).await.unwrap();
     let admin = plane.client().await.unwrap();
     apply_kubernetes_manifests(&admin).await.unwrap();
@@ -86,10 +86,6 @@ async fn the_api_server_holds_the_manager_to_the_rules_no_exception_lifts() {
         )
         .await
         .unwrap();
-
-    let roles = Api::<ClusterRole>::all(manager.clone());
-    let bindings = Api::<ClusterRoleBinding>::all(manager.clone());
-    let apply = PatchParams::apply("platform-operators-manager").force();
 
     // The policy takes a moment to load after it is created: probe with a harmless write it
     // refuses (a ConfigMap in kube-system, removed by the admin while the guard is not there).
@@ -117,6 +113,17 @@ async fn the_api_server_holds_the_manager_to_the_rules_no_exception_lifts() {
         }
     })
     .await;
+    Some((plane, admin, manager))
+}
+
+#[tokio::test]
+async fn the_api_server_holds_the_manager_to_the_rules_no_exception_lifts() {
+    let Some((_plane, admin, manager)) = guarded_plane().await else {
+        return;
+    };
+    let roles = Api::<ClusterRole>::all(manager.clone());
+    let bindings = Api::<ClusterRoleBinding>::all(manager.clone());
+    let apply = PatchParams::apply("platform-operators-manager").force();
 
     // Its own ClusterRole: no wider rules, no delete.
     let own_role: ClusterRole = object(json!({
@@ -153,10 +160,11 @@ async fn the_api_server_holds_the_manager_to_the_rules_no_exception_lifts() {
         "the manager's ClusterRole was changed"
     );
 
-    // cluster-admin to every authenticated user, even on an object it would own.
+    // A bundle's role to every authenticated user, even on an object it would own (binding
+    // cluster-admin is refused before it: see the next test).
     let everyone: ClusterRoleBinding = object(json!({
         "metadata": {"name": "web-everyone", "labels": owned_labels()},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "web-operator"},
         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:authenticated"}]
     }));
     assert_guarded(
@@ -343,4 +351,312 @@ async fn the_api_server_holds_the_manager_to_the_rules_no_exception_lifts() {
         .delete("web-config", &DeleteParams::default())
         .await
         .unwrap();
+}
+
+fn dynamic_api(
+    client: &Client,
+    group: &str,
+    version: &str,
+    kind: &str,
+    plural: &str,
+    namespace: Option<&str>,
+) -> Api<DynamicObject> {
+    let resource = ApiResource {
+        group: group.into(),
+        version: version.into(),
+        api_version: if group.is_empty() {
+            version.to_owned()
+        } else {
+            format!("{group}/{version}")
+        },
+        kind: kind.into(),
+        plural: plural.into(),
+    };
+    match namespace {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
+        None => Api::all_with(client.clone(), &resource),
+    }
+}
+
+/// Issue 22 item 1: the guard matches every kind the manager may write, not only those it may
+/// delete. Before, the manager could patch any CRD (a conversion webhook on another operator's
+/// CRD), any Namespace's labels (kube-system's included), any OperatorCondition's status (spoof
+/// another operator's Upgradeable), bind cluster-admin to a ServiceAccount of an ordinary
+/// namespace and mint that account's token, and rewrite a PlatformOperator's consent.
+#[tokio::test]
+async fn the_guard_covers_every_write_the_manager_can_make() {
+    let Some((_plane, admin, manager)) = guarded_plane().await else {
+        return;
+    };
+    let label = |labels: Value| json!({"metadata": {"labels": labels}});
+
+    // CRDs: someone else's is not changed; one the manager owns is.
+    let crd = |name: &str, group: &str, labels: Value| {
+        json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": format!("{name}s.{group}"), "labels": labels},
+            "spec": {"group": group, "scope": "Namespaced",
+                     "names": {"plural": format!("{name}s"), "singular": name, "kind": "Gadget"},
+                     "versions": [{"name": "v1", "served": true, "storage": true,
+                                   "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
+        })
+    };
+    let crds = |client: &Client| {
+        dynamic_api(
+            client,
+            "apiextensions.k8s.io",
+            "v1",
+            "CustomResourceDefinition",
+            "customresourcedefinitions",
+            None,
+        )
+    };
+    crds(&admin)
+        .create(
+            &PostParams::default(),
+            &object(crd("gadget", "other.example.com", json!({}))),
+        )
+        .await
+        .unwrap();
+    assert_guarded(
+        crds(&manager)
+            .patch(
+                "gadgets.other.example.com",
+                &PatchParams::default(),
+                &Patch::Merge(label(owned_labels())),
+            )
+            .await,
+        "labelling another operator's CRD",
+        "does not own",
+    );
+    crds(&manager)
+        .create(
+            &PostParams::default(),
+            &object(crd("gadget", "web.example.com", owned_labels())),
+        )
+        .await
+        .expect("a bundle's CRD is created");
+    crds(&manager)
+        .patch(
+            "gadgets.web.example.com",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {"web": "1"}}})),
+        )
+        .await
+        .expect("a CRD the manager owns is updated");
+
+    // Namespaces: a platform namespace's labels, and an ordinary one it does not own.
+    let namespaces = Api::<Namespace>::all(manager.clone());
+    let privileged = label(json!({"pod-security.kubernetes.io/enforce": "privileged"}));
+    assert_guarded(
+        namespaces
+            .patch(
+                "kube-system",
+                &PatchParams::default(),
+                &Patch::Merge(&privileged),
+            )
+            .await,
+        "labelling kube-system",
+        "platform namespace",
+    );
+    assert_guarded(
+        namespaces
+            .patch("web", &PatchParams::default(), &Patch::Merge(&privileged))
+            .await,
+        "labelling a namespace it does not own",
+        "does not own",
+    );
+    namespaces
+        .create(
+            &PostParams::default(),
+            &object(json!({"metadata": {"name": "web-owned", "labels": owned_labels()}})),
+        )
+        .await
+        .expect("an install namespace is created");
+    namespaces
+        .patch(
+            "web-owned",
+            &PatchParams::default(),
+            &Patch::Merge(&privileged),
+        )
+        .await
+        .expect("a namespace the manager owns is labelled");
+
+    // Another operator's OperatorCondition: its status is not the manager's to write.
+    let conditions = |client: &Client| {
+        dynamic_api(
+            client,
+            "operators.coreos.com",
+            "v2",
+            "OperatorCondition",
+            "operatorconditions",
+            Some("web"),
+        )
+    };
+    conditions(&admin)
+        .create(
+            &PostParams::default(),
+            &object(json!({
+                "apiVersion": "operators.coreos.com/v2", "kind": "OperatorCondition",
+                "metadata": {"name": "other.v1.0.0"}, "spec": {}
+            })),
+        )
+        .await
+        .unwrap();
+    let spoof = json!({"status": {"conditions": [{"type": "Upgradeable", "status": "True", "reason": "Spoofed",
+        "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}});
+    assert_guarded(
+        conditions(&manager)
+            .patch_status(
+                "other.v1.0.0",
+                &PatchParams::default(),
+                &Patch::Merge(&spoof),
+            )
+            .await,
+        "writing another operator's Upgradeable",
+        "does not own",
+    );
+
+    // Built-in powerful roles, bound to an ordinary ServiceAccount; and a token to use them.
+    let operator = json!([{"kind": "ServiceAccount", "name": "op", "namespace": "web"}]);
+    let cluster_binding = |name: &str, role: &str| -> ClusterRoleBinding {
+        object(json!({
+            "metadata": {"name": name, "labels": owned_labels()},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+            "subjects": operator
+        }))
+    };
+    let bindings = Api::<ClusterRoleBinding>::all(manager.clone());
+    for role in [
+        "cluster-admin",
+        "admin",
+        "edit",
+        "system:controller:clusterrole-aggregation-controller",
+        "registry-editor",
+    ] {
+        assert_guarded(
+            bindings
+                .create(
+                    &PostParams::default(),
+                    &cluster_binding(&format!("web-{}", role.replace(':', "-")), role),
+                )
+                .await,
+            &format!("binding {role} cluster-wide"),
+            "may not bind cluster-admin, admin, edit or a system: ClusterRole",
+        );
+    }
+    let role_bindings = dynamic_api(
+        &manager,
+        "rbac.authorization.k8s.io",
+        "v1",
+        "RoleBinding",
+        "rolebindings",
+        Some("web-owned"),
+    );
+    let role_binding = |name: &str, role: &str| {
+        object::<DynamicObject>(json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": name, "labels": owned_labels()},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+            "subjects": [{"kind": "ServiceAccount", "name": "op", "namespace": "web-owned"}]
+        }))
+    };
+    assert_guarded(
+        role_bindings
+            .create(&PostParams::default(), &role_binding("web-admin", "admin"))
+            .await,
+        "binding admin in the install namespace",
+        "may not bind cluster-admin",
+    );
+    // What the content policy allows still binds.
+    bindings
+        .create(
+            &PostParams::default(),
+            &cluster_binding("web-auth-delegator", "system:auth-delegator"),
+        )
+        .await
+        .expect("system:auth-delegator is a benign built-in role");
+    role_bindings
+        .create(
+            &PostParams::default(),
+            &role_binding("web-registry", "registry-editor"),
+        )
+        .await
+        .expect("registry-editor in a RoleBinding of the install namespace");
+    let token: k8s_openapi::api::core::v1::Secret = object(json!({
+        "metadata": {"name": "op-token", "labels": owned_labels(),
+                     "annotations": {"kubernetes.io/service-account.name": "op"}},
+        "type": "kubernetes.io/service-account-token"
+    }));
+    assert_guarded(
+        Api::<k8s_openapi::api::core::v1::Secret>::namespaced(manager.clone(), "web-owned")
+            .create(&PostParams::default(), &token)
+            .await,
+        "minting a ServiceAccount token",
+        "ServiceAccount token Secrets",
+    );
+
+    // A PlatformOperator's spec is the admin's: the manager writes its finalizers only.
+    let pos = |client: &Client| {
+        dynamic_api(
+            client,
+            "platform.openshift.io",
+            "v1alpha1",
+            "PlatformOperator",
+            "platformoperators",
+            None,
+        )
+    };
+    pos(&admin)
+        .create(
+            &PostParams::default(),
+            &object(json!({
+                "apiVersion": "platform.openshift.io/v1alpha1", "kind": "PlatformOperator",
+                "metadata": {"name": "web"}, "spec": {"package": {"name": "web"}}
+            })),
+        )
+        .await
+        .unwrap();
+    assert_guarded(
+        pos(&manager)
+            .patch(
+                "web",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"consent": {"clusterAdminEquivalent": true}}})),
+            )
+            .await,
+        "consenting for the admin",
+        "may not change the spec of a PlatformOperator",
+    );
+    pos(&manager)
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": ["platform.openshift.io/cleanup"]}})),
+        )
+        .await
+        .expect("the manager adds its finalizer");
+
+    // Another operator's ClusterOperator.
+    let cluster_operators = dynamic_api(
+        &manager,
+        "config.openshift.io",
+        "v1",
+        "ClusterOperator",
+        "clusteroperators",
+        None,
+    );
+    assert_guarded(
+        cluster_operators
+            .create(
+                &PostParams::default(),
+                &object(json!({
+                    "apiVersion": "config.openshift.io/v1", "kind": "ClusterOperator",
+                    "metadata": {"name": "network"}, "spec": {}
+                })),
+            )
+            .await,
+        "creating another operator's ClusterOperator",
+        "writes one ClusterOperator",
+    );
 }

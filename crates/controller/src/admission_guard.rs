@@ -18,11 +18,17 @@
 //!   annotated it for adoption;
 //! - no webhook configuration but one shaped as the renderer shapes a bundle's: calling a
 //!   Service outside the platform's namespaces, excluding POM-managed objects, never matching
-//!   POM's API group or every group.
+//!   POM's API group or every group;
+//! - no binding of `cluster-admin`, `admin`, `edit` or a `system:` ClusterRole but the built-in
+//!   roles the content policy lets a bundle bind (issue 22 item 1), and no ServiceAccount token
+//!   Secret (with `create` on Secrets and a binding, a manager could mint itself any power);
+//! - no change to the spec of a PlatformOperator or Catalog (the admin's: its consent, its
+//!   exceptions), only their finalizers and status; no ClusterOperator but the aggregated one.
 //!
-//! It matches only the kinds the manager may delete (the kinds bundles ship, from
-//! [`crate::manifests::cluster_role_rules`]) and only requests of the manager's ServiceAccount,
-//! so other clients never pay for it.
+//! It matches every kind the manager may write ([`crate::manifests::cluster_role_rules`]; CRDs,
+//! Namespaces and OperatorCondition status included, so the owner rule holds for them too),
+//! but Events and the reviews of `/metrics` tokens, and only requests of the manager's
+//! ServiceAccount, so other clients never pay for it.
 
 use k8s_openapi::api::admissionregistration::v1::{
     MatchCondition, MatchResources, NamedRuleWithOperations, ValidatingAdmissionPolicy,
@@ -32,9 +38,12 @@ use k8s_openapi::api::admissionregistration::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use pom_api::labels::{ADOPT, OWNER_PO};
 use pom_api::namespaces::{OWNED_ONLY_PREFIX, platform_namespace_cel};
+use pom_api::openshift::AGGREGATED_CLUSTER_OPERATOR;
 
 use crate::manifests::{NAME, NAMESPACE, cluster_role_rules};
-use pom_resolver::render::content_policy::MONITORING_SUBJECT;
+use pom_resolver::render::content_policy::{
+    BENIGN_BUILT_IN_ROLES, INSTALL_NAMESPACE_BUILT_IN_ROLES, MONITORING_SUBJECT,
+};
 
 /// Name of the policy and of its binding.
 pub const GUARD: &str = "platform-operators-manager-guard";
@@ -97,11 +106,38 @@ pub fn binding() -> ValidatingAdmissionPolicyBinding {
     }
 }
 
-/// Every resource the manager's ClusterRole lets it delete: the kinds bundles ship.
+/// The verbs that write: a rule granting any of them is guarded.
+const WRITE_VERBS: &[&str] = &["create", "update", "patch", "delete"];
+
+/// Written by the manager but outside the guard: Events (on cluster-scoped POs they go to
+/// `default`, a platform namespace) and the reviews that authenticate `/metrics` scrapes (not
+/// stored).
+const UNGUARDED_RESOURCES: &[&str] = &["events", "tokenreviews", "subjectaccessreviews"];
+
+/// POM's own API group: its objects are the admin's, never a bundle's.
+const POM_GROUP_CEL: &str = "request.resource.group == 'platform.openshift.io'";
+
+/// Every resource the manager's ClusterRole lets it write.
 fn guarded_resources() -> Vec<NamedRuleWithOperations> {
     cluster_role_rules()
         .into_iter()
-        .filter(|rule| rule.verbs.iter().any(|verb| verb == "delete"))
+        .filter(|rule| {
+            rule.verbs
+                .iter()
+                .any(|verb| WRITE_VERBS.contains(&verb.as_str()))
+        })
+        .filter_map(|mut rule| {
+            let resources = rule
+                .resources
+                .take()?
+                .into_iter()
+                .filter(|r| !UNGUARDED_RESOURCES.contains(&r.as_str()))
+                .collect::<Vec<_>>();
+            (!resources.is_empty()).then(|| {
+                rule.resources = Some(resources);
+                rule
+            })
+        })
         .map(|rule| NamedRuleWithOperations {
             api_groups: rule.api_groups,
             api_versions: Some(vec!["*".to_owned()]),
@@ -134,6 +170,29 @@ fn rule(expression: String, message: String) -> Validation {
         reason: Some("Forbidden".to_owned()),
         ..Validation::default()
     }
+}
+
+/// A CEL list literal of the names of `roles` (ClusterRoles).
+fn cel_names(roles: &[(&str, &str)]) -> String {
+    let names: Vec<String> = roles
+        .iter()
+        .filter(|(kind, _)| *kind == "ClusterRole")
+        .map(|(_, name)| format!("'{name}'"))
+        .collect();
+    format!("[{}]", names.join(", "))
+}
+
+/// A CEL test that `role` (a binding's `roleRef.name`) is a built-in role a bundle may not bind:
+/// the aggregated `cluster-admin`/`admin`/`edit`, or a `system:` ClusterRole, but those the
+/// content policy allows (in a RoleBinding only, for the install-namespace ones).
+fn forbidden_built_in_role(role: &str) -> String {
+    format!(
+        "({role} in ['cluster-admin', 'admin', 'edit'] || {role}.startsWith('system:') || \
+         {role} in {install}) && !({role} in {benign}) && \
+         !(request.resource.resource == 'rolebindings' && {role} in {install})",
+        benign = cel_names(BENIGN_BUILT_IN_ROLES),
+        install = cel_names(INSTALL_NAMESPACE_BUILT_IN_ROLES),
+    )
 }
 
 fn validations() -> Vec<Validation> {
@@ -170,7 +229,8 @@ fn validations() -> Vec<Validation> {
         ),
         rule(
             format!(
-                "request.operation == 'CREATE' || \
+                "request.operation == 'CREATE' || {POM_GROUP_CEL} || \
+                 request.resource.resource == 'clusteroperators' || \
                  (has(oldObject.metadata.labels) && '{OWNER_PO}' in oldObject.metadata.labels) || \
                  (has(oldObject.metadata.annotations) && '{ADOPT}' in oldObject.metadata.annotations)"
             ),
@@ -210,6 +270,50 @@ fn validations() -> Vec<Validation> {
         ),
         rule(
             format!(
+                "!variables.binding || !({})",
+                forbidden_built_in_role("object.roleRef.name")
+            ),
+            format!(
+                "{GUARD}: the manager may not bind cluster-admin, admin, edit or a system: \
+                 ClusterRole but the built-in roles a bundle may bind \
+                 (docs/content-policy.md); a bundle's power comes from the roles it ships"
+            ),
+        ),
+        rule(
+            "object == null || request.resource.resource != 'secrets' || !has(object.type) || \
+             object.type != 'kubernetes.io/service-account-token'"
+                .to_owned(),
+            format!(
+                "{GUARD}: the manager may not create ServiceAccount token Secrets; an operator's \
+                 pods get their tokens from the kubelet"
+            ),
+        ),
+        rule(
+            format!(
+                "!({POM_GROUP_CEL}) || (has(request.subResource) && request.subResource != '') || \
+                 object == null || \
+                 oldObject == null || \
+                 (has(object.spec) == has(oldObject.spec) && \
+                 (!has(object.spec) || object.spec == oldObject.spec))"
+            ),
+            format!(
+                "{GUARD}: the manager may not change the spec of a PlatformOperator or Catalog \
+                 (its consent, exceptions and source are the admin's); it writes their \
+                 finalizers and status only"
+            ),
+        ),
+        rule(
+            format!(
+                "request.resource.resource != 'clusteroperators' || \
+                 variables.target.metadata.name == '{AGGREGATED_CLUSTER_OPERATOR}'"
+            ),
+            format!(
+                "{GUARD}: the manager writes one ClusterOperator, {AGGREGATED_CLUSTER_OPERATOR}; \
+                 other operators report their own"
+            ),
+        ),
+        rule(
+            format!(
                 "!variables.binding || !has(object.subjects) || object.subjects.all(s, \
                  !((s.kind == 'User' || s.kind == 'Group') && s.name.startsWith('system:')) && \
                  !(s.kind == 'ServiceAccount' && has(s.namespace) && {} && \
@@ -234,7 +338,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn guards_exactly_the_kinds_the_manager_may_delete() {
+    fn guards_every_kind_the_manager_may_write() {
         let resources: Vec<String> = guarded_resources()
             .into_iter()
             .flat_map(|rule| rule.resources.unwrap_or_default())
@@ -244,17 +348,25 @@ mod tests {
             "clusterrolebindings",
             "rolebindings",
             "secrets",
+            // Issue 22 item 1: what the manager writes but never deletes.
+            "customresourcedefinitions",
+            "namespaces",
+            "operatorconditions/status",
+            "platformoperators",
+            "clusteroperators",
         ] {
             assert!(
                 resources.iter().any(|r| r == kind),
                 "{kind} in {resources:?}"
             );
         }
-        // The manager's own custom resources and CRDs are not bundle objects.
+        // Read-only kinds, Events and the `/metrics` reviews are not guarded.
         for kind in [
-            "platformoperators",
-            "customresourcedefinitions",
-            "namespaces",
+            "clusterversions",
+            "endpointslices",
+            "events",
+            "tokenreviews",
+            "subjectaccessreviews",
         ] {
             assert!(
                 !resources.iter().any(|r| r == kind),
