@@ -193,7 +193,10 @@ pub fn compute(
             },
             _ => Upgradeability::unknown("has not reported whether it is upgradeable yet"),
         };
-        let failed_without_install = status.installed_bundle.is_none();
+        // Nothing installed and nothing running: a PO whose verdict blocks although its status
+        // records no bundle (objects of a bundle it cannot adopt, a recovered bundle not yet
+        // re-applied) has something running, and holds the release (state-machine test).
+        let failed_without_install = status.installed_bundle.is_none() && verdict.allows_update();
         let pin_for_phase = status.pin.as_ref().is_some_and(|p| cluster.matches(p));
         // A PO judged for another cluster phase (its status predates the update that just
         // started, or the cluster cannot be judged) is not judged for this one: fail closed.

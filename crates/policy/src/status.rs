@@ -459,6 +459,16 @@ pub fn compute(input: &StatusInput<'_>) -> PlatformOperatorStatus {
         },
     };
     let settled = active_hop.as_ref().is_none_or(|h| h.settled);
+    // What runs was recovered from its objects (a status restored without it) but its re-apply
+    // failed: the status still records nothing installed, so the recovered bundle's verdict
+    // vouches for nothing the status shows (found by the state-machine test).
+    let verdict = match (&installed, &decision.action) {
+        (None, Action::Keep) => Upgradeability::unknown(format!(
+            "objects of this PlatformOperator run, but re-applying them to record them in status failed; {}",
+            decision.verdict.message
+        )),
+        _ => decision.verdict.clone(),
+    };
     // A settled operator whose Deployment is no longer available stopped working: that is not
     // a move (nothing is re-judged or re-applied for it), it is a fault to report (§8.1).
     let stopped_working: Vec<&UnavailableDeployment> = match input.outcome {
@@ -533,7 +543,7 @@ pub fn compute(input: &StatusInput<'_>) -> PlatformOperatorStatus {
             &stopped_working,
         ),
         upgradeable_condition(
-            &decision.verdict,
+            &verdict,
             settled,
             active_hop.as_ref(),
             desired.as_ref().map(|d| d.name.as_str()),

@@ -563,23 +563,29 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
     if let ActOutcome::Failed(problem) = &outcome {
         tracing::warn!(po = %name, reason = %problem.reason, message = %problem.message, "applying the decision failed; what ran before keeps running");
     }
-    if let ActOutcome::Applied(report) = &outcome {
-        if report.wrote > 0 {
-            tracing::info!(po = %name, bundle = %report.bundle.name, objects = report.wrote, "applied bundle objects");
-        }
-        let reported_now = report
+    if let ActOutcome::Applied(report) = &outcome
+        && report.wrote > 0
+    {
+        tracing::info!(po = %name, bundle = %report.bundle.name, objects = report.wrote, "applied bundle objects");
+    }
+    // Remembered whenever it is seen, by the gather or by the apply: an operator that reported
+    // keeps gating its moves under `upgradeGate: Auto`, even when the apply that saw it failed
+    // or its OperatorCondition is gone since (found by the state-machine test).
+    let reported_now = match &outcome {
+        ActOutcome::Applied(report) => report
             .operator_condition
             .as_ref()
             .and_then(|oc| oc.gate.as_ref())
-            .is_some_and(|g| g.reported);
-        if reported_now
-            && !po
-                .annotations()
-                .contains_key(labels::OPERATOR_CONDITION_REPORTED)
-        {
-            let written = mark_reported(&ctx.client, &name).await?;
-            pctx.remember_write(&name, &written);
-        }
+            .is_some_and(|g| g.reported),
+        _ => false,
+    };
+    if (reported_before || reported_now)
+        && !po
+            .annotations()
+            .contains_key(labels::OPERATOR_CONDITION_REPORTED)
+    {
+        let written = mark_reported(&ctx.client, &name).await?;
+        pctx.remember_write(&name, &written);
     }
 
     // Report.

@@ -1,0 +1,392 @@
+//! The invariants, each judged from the simulated world (see the test's header).
+
+use pom_api::conditions::{ConditionStatus, types};
+use pom_api::platform_operator::{InventoryObject, PlatformOperatorStatus};
+use pom_policy::Action;
+use pom_policy::status::ActOutcome;
+use pom_resolver::cluster::PhaseKind;
+
+use super::oracle::{
+    admits, channel_of, compatible_with_next_minor, gate_requires_report, in_channel, is_edge,
+    runs_on, version, visible_phase,
+};
+use super::world::{PACKAGES, Read, Says, SimPo, VERSIONS, World, bundle_name};
+
+fn condition_is(status: &PlatformOperatorStatus, type_: &str, value: ConditionStatus) -> bool {
+    status
+        .conditions
+        .iter()
+        .any(|c| c.type_ == type_ && c.status == value.as_str())
+}
+
+fn index_of(i: usize, name: &str) -> usize {
+    (0..VERSIONS.len())
+        .find(|v| bundle_name(PACKAGES[i], *v) == name)
+        .unwrap()
+}
+
+fn describe(world: &World, sim: &SimPo) -> String {
+    format!(
+        "world: runs {:?}, rolled out {}, regressed {}, operator says {:?} (seen reporting: {}), gate {:?}, settled {}, phase {:?} {} -> {}{}",
+        sim.running.map(|r| VERSIONS[r]),
+        sim.rolled_out,
+        sim.regressed,
+        sim.says,
+        sim.reported_seen,
+        sim.po.spec.upgrade_gate,
+        sim.settled,
+        world.phase.kind,
+        world.phase.current,
+        world.phase.target,
+        if world.cv_unreadable {
+            " (ClusterVersion unreadable)"
+        } else {
+            ""
+        }
+    )
+}
+
+/// Invariants 1–5 on a decision to move.
+pub fn decision(
+    world: &World,
+    i: usize,
+    decision: &pom_policy::PoDecision,
+    owed: Option<usize>,
+) -> Result<(), String> {
+    let Action::Move(target) = &decision.action else {
+        return Ok(());
+    };
+    let sim = &world.pos[i];
+    let spec = &sim.po.spec;
+    let to = index_of(i, &target.name);
+    let tv = version(to);
+    let phase = visible_phase(world);
+    let resume = sim.intent_at_crash.as_deref() == Some(target.name.as_str());
+    let fail = |what: String| {
+        Err(format!(
+            "move to {}: {what}; {}",
+            VERSIONS[to],
+            describe(world, sim)
+        ))
+    };
+    // 3. The admin's constraints and what the cluster can run hold for every move.
+    if !in_channel(channel_of(sim), to) {
+        return fail(format!("not in channel {}", channel_of(sim)));
+    }
+    if let Some(named) = &spec.package.catalog
+        && &target.catalog != named
+    {
+        return fail(format!(
+            "from catalog {}, the PO names {named}",
+            target.catalog
+        ));
+    }
+    let served = world
+        .catalogs
+        .iter()
+        .find(|c| c.name == target.catalog)
+        .is_some_and(|c| c.served[to]);
+    if !served {
+        return fail(format!("catalog {} does not serve it", target.catalog));
+    }
+    if let Some(range) = &spec.package.version_range
+        && !admits(range, &tv)
+    {
+        return fail(format!("outside versionRange {range}"));
+    }
+    if !runs_on(world, to, phase) {
+        return fail(format!(
+            "maxOpenShiftVersion 4.{:?} cannot run on {}",
+            world.max_ocp[to],
+            world.phase.running_on()
+        ));
+    }
+    let Some(running) = sim.running else {
+        if let Some(over) = &spec.steady_state_version_range
+            && !admits(over, &tv)
+            && !resume
+        {
+            return fail(format!("install outside steadyStateVersionRange {over}"));
+        }
+        return Ok(());
+    };
+    if running == to {
+        return fail("a move to what already runs".into());
+    }
+    if resume {
+        // A move recorded as intent before a crash is finished (nothing of it skipped): the
+        // edge and pin of the phase that chose it, and the gate then, do not count again.
+        return Ok(());
+    }
+    let rv = version(running);
+    // 1. One move at a time: the last one settled, by the world.
+    if !sim.settled {
+        return fail(format!(
+            "started while the move to {} has not settled",
+            VERSIONS[running]
+        ));
+    }
+    // 5. The operator's gate.
+    if sim.says == Says::False {
+        return fail("the running operator says Upgradeable=False".into());
+    }
+    if gate_requires_report(sim) && sim.says != Says::True {
+        return fail("the gate asks the operator's Upgradeable=True, which it does not say".into());
+    }
+    let over = spec.steady_state_version_range.as_deref();
+    let admin = over.is_some_and(|o| admits(o, &tv));
+    // 4. Never a major automatically.
+    if tv.major != rv.major && !admin {
+        return fail("across a major without the admin's steadyStateVersionRange".into());
+    }
+    // 2 and 3. Along a catalog edge, inside the pin of the phase.
+    let edge = is_edge(channel_of(sim), running, to);
+    let kind = phase.map_or(PhaseKind::Steady, |p| p.kind);
+    let ok = match kind {
+        PhaseKind::Steady => match over {
+            None => false,
+            Some(o) => admits(o, &tv) && (if tv < rv { !admits(o, &rv) } else { edge }),
+        },
+        PhaseKind::PatchUpgrade | PhaseKind::MinorUpgrade => {
+            edge && tv > rv
+                && tv.major == rv.major
+                && (kind == PhaseKind::MinorUpgrade || tv.minor == rv.minor)
+                && over.is_none_or(|o| admits(o, &tv))
+        }
+        PhaseKind::Rollback => tv < rv && tv.major == rv.major && !runs_on(world, running, phase),
+    };
+    if !ok {
+        return fail(format!(
+            "not allowed from {} in phase {kind:?} (edge: {edge}, steadyStateVersionRange {over:?})",
+            VERSIONS[running]
+        ));
+    }
+    if owed != Some(to) {
+        return fail(format!(
+            "the world's resolution (§5) picks {:?}",
+            owed.map(|o| VERSIONS[o])
+        ));
+    }
+    Ok(())
+}
+
+/// Why, by the world after this reconcile, the PO must not be upgradeable (§8.3).
+pub fn blockers(world: &World, i: usize, owed: Option<usize>, applied: bool) -> Vec<String> {
+    let sim = &world.pos[i];
+    let Some(running) = sim.running else {
+        return Vec::new();
+    };
+    let mut why = Vec::new();
+    if !sim.settled {
+        why.push(format!("the move to {} has not settled", VERSIONS[running]));
+    }
+    if let Some(owed) = owed {
+        why.push(format!("a move to {} is owed", VERSIONS[owed]));
+    }
+    if sim.says == Says::False {
+        why.push("the operator says Upgradeable=False".into());
+    }
+    if gate_requires_report(sim) && sim.says != Says::True {
+        why.push(format!(
+            "the gate asks the operator's word, which is {:?}",
+            sim.says
+        ));
+    }
+    if world.catalog_unavailable(i) {
+        why.push("a catalog is unavailable".into());
+    }
+    if world.cv_unreadable {
+        why.push("the ClusterVersion is unreadable".into());
+    }
+    if !compatible_with_next_minor(world, running) {
+        why.push(format!(
+            "{} cannot run on the next minor",
+            VERSIONS[running]
+        ));
+    }
+    if sim.regressed && applied {
+        why.push("its Deployment is not available".into());
+    }
+    why
+}
+
+/// The status a reconcile wrote, against the world.
+pub fn status(
+    world: &World,
+    i: usize,
+    new: &PlatformOperatorStatus,
+    outcome: &ActOutcome,
+    read: &Read,
+) -> Result<(), String> {
+    let sim = &world.pos[i];
+    let running = sim.running.map(|r| bundle_name(PACKAGES[i], r));
+    let installed = new.installed_bundle.as_ref().map(|b| b.name.clone());
+    let fail = |what: String| Err(format!("{what}; {}: {new:#?}", describe(world, sim)));
+    // The status records what runs.
+    if installed.is_some() && installed != running {
+        return fail(format!(
+            "status records {installed:?} installed, {running:?} runs"
+        ));
+    }
+    if running.is_some() && installed.is_none() && matches!(outcome, ActOutcome::Applied(_)) {
+        return fail("applied, yet the status records nothing installed".into());
+    }
+    // A move settles only when the world says it did (§7).
+    if let Some(hop) = &new.active_hop
+        && hop.settled
+        && installed.as_deref() == Some(hop.to.as_str())
+        && !sim.settled
+    {
+        return fail(format!("the move to {} is recorded settled", hop.to));
+    }
+    // 6. Upgradeable=True only when nothing in the world blocks it.
+    if installed.is_some()
+        && condition_is(new, types::UPGRADEABLE, ConditionStatus::True)
+        && !read.blockers.is_empty()
+    {
+        return fail(format!(
+            "Upgradeable=True while {}",
+            read.blockers.join(", ")
+        ));
+    }
+    // 9. A move that outlives spec.progressDeadline degrades the PO.
+    if sim.running.is_some()
+        && !sim.settled
+        && pom_policy::snapshot::elapsed(world.now, sim.move_started_at) > world.deadline()
+        && !condition_is(new, types::DEGRADED, ConditionStatus::True)
+    {
+        return fail(format!(
+            "the move has not settled for {}s (deadline {}s) and the PO is not Degraded",
+            pom_policy::snapshot::elapsed(world.now, sim.move_started_at).as_secs(),
+            world.deadline().as_secs()
+        ));
+    }
+    // 10. An operator that stopped working after it settled is reported.
+    if sim.settled
+        && sim.regressed
+        && installed.is_some()
+        && matches!(outcome, ActOutcome::Applied(_))
+        && !condition_is(new, types::DEGRADED, ConditionStatus::True)
+    {
+        return fail(
+            "the settled operator's Deployment is unavailable and the PO is not Degraded".into(),
+        );
+    }
+    inventory(new)
+}
+
+/// A recorded move lists its target's objects before any of them is written.
+pub fn intent_inventory(
+    intent: &PlatformOperatorStatus,
+    applying: &[InventoryObject],
+) -> Result<(), String> {
+    let Some(hop) = &intent.active_hop else {
+        return Ok(());
+    };
+    let recorded = intent.inventory.iter().find(|e| e.bundle == hop.to);
+    match recorded {
+        Some(entry) if applying.iter().all(|o| entry.objects.contains(o)) => Ok(()),
+        _ => Err(format!(
+            "the intent of the move to {} does not list its objects: {:#?}",
+            hop.to, intent.inventory
+        )),
+    }
+}
+
+/// Whatever is installed has its objects in the inventory.
+fn inventory(status: &PlatformOperatorStatus) -> Result<(), String> {
+    let Some(installed) = &status.installed_bundle else {
+        return Ok(());
+    };
+    if !status.inventory.iter().any(|e| e.bundle == installed.name) {
+        return Err(format!(
+            "{} is installed but not in the inventory: {:#?}",
+            installed.name, status.inventory
+        ));
+    }
+    Ok(())
+}
+
+/// A move recorded before a crash is resumed, unless its target no longer qualifies.
+pub fn resumed_intent(
+    world: &mut World,
+    i: usize,
+    new: &PlatformOperatorStatus,
+) -> Result<(), String> {
+    let Some(intended) = world.pos[i].intent_at_crash.clone() else {
+        return Ok(());
+    };
+    let to = index_of(i, &intended);
+    let sim = &world.pos[i];
+    let spec = &sim.po.spec;
+    let offered = world
+        .catalogs
+        .iter()
+        .any(|c| spec.package.catalog.as_deref().is_none_or(|n| n == c.name) && c.served[to]);
+    let qualifies = offered
+        && in_channel(channel_of(sim), to)
+        && spec
+            .package
+            .version_range
+            .as_deref()
+            .is_none_or(|r| admits(r, &version(to)))
+        && runs_on(world, to, visible_phase(world));
+    let recorded = new.active_hop.as_ref().map(|h| &h.to);
+    if !qualifies || sim.running == Some(to) {
+        world.pos[i].intent_at_crash = None;
+    } else if recorded != Some(&intended) {
+        return Err(format!(
+            "the move to {intended} recorded before a crash was dropped: {new:#?}"
+        ));
+    }
+    Ok(())
+}
+
+/// Invariants 7 and 8 on the aggregated ClusterOperator.
+pub fn aggregate(world: &World, reports_release: bool) -> Result<(), String> {
+    let upgradeable = world
+        .co
+        .conditions
+        .iter()
+        .any(|c| c.type_ == types::UPGRADEABLE && c.status == "True");
+    let key = world.cluster_key();
+    for (i, sim) in world.pos.iter().enumerate() {
+        let name = PACKAGES[i];
+        let generation = sim.po.metadata.generation.unwrap_or(1);
+        let read = sim.last_read.as_ref();
+        let current =
+            read.is_some_and(|r| r.generation == generation && r.cluster == key && key.is_some());
+        if upgradeable && sim.running.is_some() {
+            let Some(read) = read.filter(|_| current) else {
+                return Err(format!(
+                    "CO Upgradeable=True while {name} was not judged for its spec and the cluster now ({:?} vs {key:?}); {}",
+                    read.map(|r| (r.generation, r.cluster)),
+                    describe(world, sim)
+                ));
+            };
+            if !read.blockers.is_empty() {
+                return Err(format!(
+                    "CO Upgradeable=True while {name}: {}; {}",
+                    read.blockers.join(", "),
+                    describe(world, sim)
+                ));
+            }
+        }
+        if reports_release && sim.running.is_some() {
+            // Judged by the world at the PO's last reconcile, for its spec and the cluster as
+            // they are now: settled, and no move owed by the world's resolution.
+            let owed = super::oracle::next_move(world, i);
+            let at_pin = sim.settled && current && read.is_some_and(|r| r.at_pin);
+            if !at_pin {
+                return Err(format!(
+                    "versions reports {} while {name} is not at its pin for the cluster now (a move to {:?} is owed; last read: {:?}); {}",
+                    world.release(),
+                    owed.map(|o| VERSIONS[o]),
+                    read,
+                    describe(world, sim)
+                ));
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,211 @@
+//! The oracle: what the simulated world says should happen, computed from the world alone
+//! (never from `pom_policy`): version ranges, catalog edges, the pin of §4.2, the resolution of
+//! §5 over this model's small catalogs, and the settle rule of §7.
+
+use pom_api::platform_operator::UpgradeGate;
+use pom_resolver::cluster::{ClusterPhase, PhaseKind};
+use semver::Version;
+
+use super::world::{CHANNELS, Says, SimPo, VERSIONS, World};
+
+pub fn v(text: &str) -> Version {
+    Version::parse(text).unwrap()
+}
+
+pub fn version(index: usize) -> Version {
+    v(VERSIONS[index])
+}
+
+/// This model's own reading of the few ranges it uses (`>=X`, `<X`, `=X`, ANDed by spaces):
+/// independent of the resolver's Masterminds parser.
+pub fn admits(range: &str, version: &Version) -> bool {
+    range.split_whitespace().all(|token| {
+        if let Some(rest) = token.strip_prefix(">=") {
+            version >= &v(rest)
+        } else if let Some(rest) = token.strip_prefix('<') {
+            version < &v(rest)
+        } else if let Some(rest) = token.strip_prefix('=') {
+            version == &v(rest)
+        } else {
+            panic!("the model uses no range token {token:?}")
+        }
+    })
+}
+
+/// Whether bundle `to` is in `channel` (stable: every bundle; fast: only 1.x).
+pub fn in_channel(channel: &str, to: usize) -> bool {
+    match channel {
+        "stable" => true,
+        "fast" => to <= 5,
+        other => panic!("no channel {other}"),
+    }
+}
+
+/// A catalog edge of `channel` from bundle `from` to bundle `to` (the model's channels:
+/// stable, each bundle replaces the one before it, two `skipRange`s; fast, each replaces the
+/// one before it and skips the one before that).
+pub fn is_edge(channel: &str, from: usize, to: usize) -> bool {
+    if !in_channel(channel, to) {
+        return false;
+    }
+    match channel {
+        "stable" => {
+            to == from + 1
+                || super::world::SKIP_RANGES
+                    .iter()
+                    .any(|(at, range)| *at == to && admits(range, &version(from)))
+        }
+        "fast" => to == from + 1 || to == from + 2,
+        _ => false,
+    }
+}
+
+/// The channel the PO follows.
+pub fn channel_of(sim: &SimPo) -> &str {
+    sim.po
+        .spec
+        .package
+        .channel
+        .as_deref()
+        .unwrap_or(CHANNELS[0])
+}
+
+/// Whether `index` can run on the cluster `phase` puts it on (`olm.maxOpenShiftVersion`).
+pub fn runs_on(world: &World, index: usize, phase: Option<&ClusterPhase>) -> bool {
+    phase.is_none_or(|p| world.max_ocp[index].is_none_or(|max| max >= p.running_on().minor))
+}
+
+/// Whether `index` can run on the next minor of the cluster's current version (§8.3).
+pub fn compatible_with_next_minor(world: &World, index: usize) -> bool {
+    world.max_ocp[index].is_none_or(|max| max > world.phase.current.minor)
+}
+
+/// The phase the PO's reconcile can see (`None`: ClusterVersion unreadable).
+pub fn visible_phase(world: &World) -> Option<&ClusterPhase> {
+    (!world.cv_unreadable).then_some(&world.phase)
+}
+
+/// The bundle a PO should move to now, by §4.2 and §5 over what the world serves it; `None`
+/// when it stays (or nothing can be installed). Judged from the world: the bundle that runs,
+/// the catalogs' served content, priorities, the PO's spec and the cluster phase.
+pub fn next_move(world: &World, i: usize) -> Option<usize> {
+    let sim = &world.pos[i];
+    let spec = &sim.po.spec;
+    let channel = channel_of(sim);
+    let phase = visible_phase(world);
+    let running = sim.running;
+    let over = spec.steady_state_version_range.as_deref();
+    let range = spec.package.version_range.as_deref();
+    let kind = phase.map_or(PhaseKind::Steady, |p| p.kind);
+    let allowed: Vec<usize> = (0..world.catalogs.len())
+        .filter(|c| {
+            spec.package
+                .catalog
+                .as_deref()
+                .is_none_or(|n| n == world.catalogs[*c].name)
+        })
+        .collect();
+    // Rollback pivot: the running bundle cannot run on the rollback target.
+    let pivot = kind == PhaseKind::Rollback
+        && running.is_some_and(|r| {
+            !runs_on(world, r, phase)
+                && allowed
+                    .iter()
+                    .any(|c| world.catalogs[*c].served[r] && in_channel(channel, r))
+        });
+    let mut best: Option<(bool, i32, usize)> = None;
+    for c in allowed {
+        let catalog = &world.catalogs[c];
+        let mut in_catalog: Option<(bool, usize)> = None;
+        for to in 0..VERSIONS.len() {
+            if !catalog.served[to] || !in_channel(channel, to) {
+                continue;
+            }
+            let ver = version(to);
+            let mut downgrade = false;
+            let ok_pin = match running {
+                None => over.is_none_or(|o| admits(o, &ver)),
+                Some(r) => {
+                    let rv = version(r);
+                    let same = to == r;
+                    let successor = same || is_edge(channel, r, to);
+                    match kind {
+                        PhaseKind::Steady => match over {
+                            Some(o) => {
+                                if !admits(o, &rv) && ver < rv {
+                                    downgrade = true;
+                                    admits(o, &ver)
+                                } else {
+                                    successor && admits(o, &ver)
+                                }
+                            }
+                            None => same,
+                        },
+                        PhaseKind::PatchUpgrade | PhaseKind::MinorUpgrade => {
+                            let pin = ver >= rv
+                                && ver.major == rv.major
+                                && (kind == PhaseKind::MinorUpgrade || ver.minor == rv.minor);
+                            successor && (same || (pin && over.is_none_or(|o| admits(o, &ver))))
+                        }
+                        PhaseKind::Rollback if pivot => ver < rv && ver.major == rv.major,
+                        PhaseKind::Rollback => same,
+                    }
+                }
+            };
+            if !ok_pin || !range.is_none_or(|r| admits(r, &ver)) || !runs_on(world, to, phase) {
+                continue;
+            }
+            let rank = (!downgrade, to);
+            if in_catalog.is_none_or(|b| rank > b) {
+                in_catalog = Some(rank);
+            }
+        }
+        if let Some((not_down, to)) = in_catalog {
+            let rank = (not_down, catalog.priority, to);
+            if best.is_none_or(|b| (rank.0, rank.1) > (b.0, b.1)) {
+                best = Some(rank);
+            }
+        }
+    }
+    best.map(|b| b.2).filter(|to| Some(*to) != running)
+}
+
+/// Whether the gate of §7 holds for the running bundle now, judged from the world: `Rollout`
+/// asks nothing more; `OperatorCondition` asks the operator's `Upgradeable=True` for its
+/// current generation; `Auto` asks it once the operator has been seen reporting, and until then
+/// lets the move settle only once [`auto_settle_window_passed`].
+pub fn gate_holds(world: &World, sim: &SimPo) -> bool {
+    match sim.po.spec.upgrade_gate {
+        UpgradeGate::Rollout => true,
+        UpgradeGate::OperatorCondition => sim.says == Says::True,
+        UpgradeGate::Auto if sim.reported_seen => sim.says == Says::True,
+        UpgradeGate::Auto => auto_settle_window_passed(world, sim),
+    }
+}
+
+/// Whether the gate asks the operator's word at all (for holds and verdicts).
+pub fn gate_requires_report(sim: &SimPo) -> bool {
+    match sim.po.spec.upgrade_gate {
+        UpgradeGate::Rollout => false,
+        UpgradeGate::OperatorCondition => true,
+        UpgradeGate::Auto => sim.reported_seen,
+    }
+}
+
+/// Issue 25 item 9: under `Auto`, an operator never seen reporting lets its move settle only a
+/// settle window after the rollout was first seen complete (during which an OperatorCondition
+/// that appears is honoured). The one place the oracle knows the window.
+pub fn auto_settle_window_passed(world: &World, sim: &SimPo) -> bool {
+    let window = super::world::auto_settle_window();
+    match (window, sim.rolled_out_seen_at) {
+        (None, _) => true,
+        (Some(window), Some(seen)) => pom_policy::snapshot::elapsed(world.now, seen) >= window,
+        (Some(_), None) => false,
+    }
+}
+
+/// The move of the running bundle has settled, by the world, now (§7): its objects are applied
+/// (it runs), its Deployments rolled out and are available, and the gate holds.
+pub fn settles_now(world: &World, sim: &SimPo) -> bool {
+    sim.running.is_some() && sim.rolled_out && !sim.regressed && gate_holds(world, sim)
+}

@@ -1,0 +1,927 @@
+//! The simulated world: two catalogs, a ClusterVersion, two PlatformOperators with their
+//! operators, Deployments and OperatorConditions, and the manager's reconcile driven through
+//! gather → `decide` → act → `status::compute` → `aggregate::compute`. The world keeps its
+//! own truth (what runs, whether it rolled out, what the operator said) beside the statuses the
+//! code under test writes; the checks in `super::checks` compare the two.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::jiff::Timestamp;
+use pom_api::PlatformOperator;
+use pom_api::openshift::ClusterOperatorStatus;
+use pom_api::platform_operator::{
+    InstalledBundle, InventoryObject, PackageSpec, PlatformOperatorSpec, PlatformOperatorStatus,
+    UpgradeGate,
+};
+use pom_policy::aggregate::{self, ClusterPhaseView};
+use pom_policy::inventory;
+use pom_policy::snapshot::{
+    CatalogContent, CatalogView, ClusterView, GateReading, Hop, Installed, OperatorGate, PoSnapshot,
+};
+use pom_policy::status::{
+    self, ActOutcome, InstallReport, OperatorConditionReport, StatusInput, UnavailableDeployment,
+    Wait,
+};
+use pom_policy::{Action, PoRequest, Problem, decide};
+use pom_resolver::cluster::{ClusterPhase, PhaseKind};
+use pom_resolver::fbc::{
+    Bundle, BundleProperties, Catalog, Channel, ChannelEntry, Deprecations, MaxOpenShiftVersion,
+    Origin, Package,
+};
+use pom_resolver::range::SkipRange;
+use semver::Version;
+
+use super::checks;
+use super::oracle::{self, v};
+
+/// The bundles every package may have, in replaces order.
+pub const VERSIONS: [&str; 9] = [
+    "1.0.0", "1.0.1", "1.1.0", "1.1.1", "1.2.0", "1.2.1", "2.0.0", "2.0.1", "2.1.0",
+];
+/// `skipRange`s of channel stable, by index into [`VERSIONS`].
+pub const SKIP_RANGES: [(usize, &str); 2] = [(4, ">=1.0.0 <1.2.0"), (8, ">=2.0.0 <2.1.0")];
+pub const PACKAGES: [&str; 2] = ["alpha", "beta"];
+/// The default channel first.
+pub const CHANNELS: [&str; 2] = ["stable", "fast"];
+pub const CATALOGS: [&str; 2] = ["operatorhub", "extra"];
+/// The choices of the admin's spec edits.
+pub const VERSION_RANGES: [Option<&str>; 5] = [
+    None,
+    Some("<2.0.0"),
+    Some("<1.2.0"),
+    Some(">=1.0.1"),
+    Some(">=1.1.0 <2.1.0"),
+];
+pub const OVERRIDES: [Option<&str>; 5] = [
+    None,
+    Some(">=1.0.0 <1.2.0"),
+    Some("=1.0.1"),
+    Some(">=2.0.0 <3.0.0"),
+    Some(">=1.1.0"),
+];
+const DEADLINE: Duration = Duration::from_secs(600);
+
+/// The settle window of issue 25 item 9 the manager runs with (`None`: no window).
+pub fn auto_settle_window() -> Option<Duration> {
+    Some(status::AUTO_SETTLE_WINDOW)
+}
+
+pub fn bundle_name(package: &str, index: usize) -> String {
+    format!("{package}.v{}", VERSIONS[index])
+}
+
+fn index_of(package: &str, name: &str) -> Option<usize> {
+    (0..VERSIONS.len()).find(|i| bundle_name(package, *i) == name)
+}
+
+/// What the operator of the running bundle has written on its OperatorCondition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Says {
+    /// The OperatorCondition exists (POM created it) with nothing from the operator.
+    Never,
+    True,
+    False,
+    /// The operator wrote, but no `Upgradeable` for the current generation (Unknown, stale).
+    Pending,
+    /// The OperatorCondition was deleted (POM recreates it, empty, at its next apply).
+    Deleted,
+}
+
+impl Says {
+    fn reported(self) -> bool {
+        matches!(self, Says::True | Says::False | Says::Pending)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum Event {
+    Reconcile(usize),
+    RolloutFinishes(usize),
+    Operator(usize, Says),
+    /// The running Deployment stops being available.
+    Regress(usize),
+    FailNextApply(usize),
+    /// A policy engine refuses every apply of this bundle of the PO's package, for good.
+    Refuse(usize, usize),
+    /// The manager dies right after recording the next move's intent, before applying it.
+    CrashDuringNextMove(usize),
+    /// The PO is restored without its status (annotations kept).
+    LoseStatus(usize),
+    EditVersionRange(usize, usize),
+    EditChannel(usize, usize),
+    EditGate(usize, UpgradeGate),
+    EditOverride(usize, usize),
+    EditCatalog(usize, usize),
+    StartPatch,
+    StartMinor,
+    /// The ClusterVersion's desired version changes mid-update.
+    Retarget,
+    CompleteUpdate,
+    RollBack,
+    /// An in-flight patch update rolled back to the version it left.
+    InFlightRollback,
+    ClusterVersionUnreadable(bool),
+    AddBundle(usize, usize),
+    RemoveBundle(usize, usize),
+    CatalogDown(usize),
+    CatalogUp(usize),
+    FlipPriorities,
+    RestartManager,
+    /// Time passes (seconds).
+    Wait(u64),
+}
+
+pub struct SimCatalog {
+    pub name: &'static str,
+    pub priority: i32,
+    /// The bundles the source has now.
+    pub present: [bool; VERSIONS.len()],
+    /// The bundles served (the last good content, kept while the catalog is down).
+    pub served: [bool; VERSIONS.len()],
+    pub down: bool,
+    pub content: Catalog,
+}
+
+/// The cluster as a verdict depends on it: phase, current and target major.minor.
+pub type ClusterKey = (PhaseKind, (u64, u64), (u64, u64));
+
+/// What a reconcile of a PO saw, by the world, when it last ran to its status write.
+#[derive(Debug, Clone)]
+pub struct Read {
+    pub generation: i64,
+    /// The cluster as judged then (`None`: unreadable).
+    pub cluster: Option<ClusterKey>,
+    /// Why, by the world, the PO was not upgradeable at that read.
+    pub blockers: Vec<String>,
+    /// The move to the running bundle had settled and no hop was owed.
+    pub at_pin: bool,
+}
+
+/// One PlatformOperator and its operator.
+pub struct SimPo {
+    pub po: PlatformOperator,
+    /// World truth: the bundle whose objects are applied.
+    pub running: Option<usize>,
+    pub rolled_out: bool,
+    pub regressed: bool,
+    /// When a reconcile first saw the running bundle's rollout complete.
+    pub rolled_out_seen_at: Option<Timestamp>,
+    pub says: Says,
+    /// A reconcile has seen this PO's operator report (latched, §7 `Auto`).
+    pub reported_seen: bool,
+    /// The move to the running bundle has settled (latched when a reconcile sees §7 hold).
+    pub settled: bool,
+    /// When the running bundle's objects were first applied (or, after the status was lost,
+    /// re-applied: the restored PO cannot know older).
+    pub move_started_at: Timestamp,
+    pub status_lost: bool,
+    /// The last apply put a new bundle on the cluster.
+    pub applied_now: bool,
+    /// The PO's `operator-condition-reported` annotation, as the manager writes it.
+    pub annotated: bool,
+    pub fail_next_apply: bool,
+    pub crash_during_next_move: bool,
+    /// A move recorded as intent when the manager died, or whose apply failed: it must be
+    /// resumed, never dropped (while it qualifies).
+    pub intent_at_crash: Option<String>,
+    /// The catalogs were not read since the manager (re)started.
+    pub catalogs_loading: bool,
+    pub last_read: Option<Read>,
+}
+
+pub struct World {
+    pub pos: Vec<SimPo>,
+    pub catalogs: Vec<SimCatalog>,
+    pub max_ocp: [Option<u64>; VERSIONS.len()],
+    pub refused: Vec<(usize, usize)>,
+    pub phase: ClusterPhase,
+    pub cv_unreadable: bool,
+    pub now: Timestamp,
+    pub co: ClusterOperatorStatus,
+    pub moves: usize,
+}
+
+/// How a case starts.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    pub max_ocp: [Option<u64>; VERSIONS.len()],
+    pub gates: Vec<UpgradeGate>,
+    pub ranges: Vec<usize>,
+    pub extra: [bool; VERSIONS.len()],
+    pub extra_wins: bool,
+}
+
+impl World {
+    pub fn new(setup: &Setup) -> Self {
+        let now = Timestamp::from_second(1_800_000_000).unwrap();
+        let pos = PACKAGES
+            .iter()
+            .enumerate()
+            .map(|(i, package)| {
+                let mut po = PlatformOperator::new(
+                    package,
+                    PlatformOperatorSpec {
+                        package: PackageSpec {
+                            name: (*package).to_owned(),
+                            version_range: VERSION_RANGES[setup.ranges[i]].map(str::to_owned),
+                            ..PackageSpec::default()
+                        },
+                        steady_state_version_range: None,
+                        install_namespace: None,
+                        upgrade_gate: setup.gates[i],
+                        progress_deadline: "10m".to_owned(),
+                        content_exceptions: Vec::new(),
+                        omit_objects: Vec::new(),
+                        consent: Default::default(),
+                        watch_namespace: None,
+                    },
+                );
+                po.metadata.generation = Some(1);
+                SimPo {
+                    po,
+                    running: None,
+                    rolled_out: false,
+                    regressed: false,
+                    rolled_out_seen_at: None,
+                    says: Says::Never,
+                    reported_seen: false,
+                    settled: false,
+                    move_started_at: now,
+                    status_lost: false,
+                    applied_now: false,
+                    annotated: false,
+                    fail_next_apply: false,
+                    crash_during_next_move: false,
+                    intent_at_crash: None,
+                    catalogs_loading: false,
+                    last_read: None,
+                }
+            })
+            .collect();
+        let hub = [true, true, true, false, true, false, true, true, false];
+        let catalog = |name, priority, present: [bool; VERSIONS.len()]| SimCatalog {
+            name,
+            priority,
+            present,
+            served: present,
+            down: false,
+            content: content(&present, &setup.max_ocp),
+        };
+        let (p0, p1) = if setup.extra_wins { (0, 1) } else { (1, 0) };
+        Self {
+            pos,
+            catalogs: vec![
+                catalog(CATALOGS[0], p0, hub),
+                catalog(CATALOGS[1], p1, setup.extra),
+            ],
+            max_ocp: setup.max_ocp,
+            refused: Vec::new(),
+            phase: ClusterPhase::steady(v("4.16.3")),
+            cv_unreadable: false,
+            now,
+            co: ClusterOperatorStatus::default(),
+            moves: 0,
+        }
+    }
+
+    pub fn status(&self, i: usize) -> Option<&PlatformOperatorStatus> {
+        self.pos[i].po.status.as_ref()
+    }
+
+    fn bump(&mut self, i: usize, edit: impl FnOnce(&mut PlatformOperatorSpec)) {
+        let po = &mut self.pos[i].po;
+        let before = po.spec.clone();
+        edit(&mut po.spec);
+        if po.spec != before {
+            po.metadata.generation = Some(po.metadata.generation.unwrap_or(1) + 1);
+        }
+    }
+
+    pub fn apply(&mut self, event: &Event) -> Result<(), String> {
+        self.now = Timestamp::from_second(self.now.as_second() + 7).unwrap();
+        match *event {
+            Event::Reconcile(i) => self.reconcile(i)?,
+            Event::RolloutFinishes(i) if self.pos[i].running.is_some() => {
+                self.pos[i].rolled_out = true;
+                self.pos[i].regressed = false;
+            }
+            Event::Operator(i, says) if self.pos[i].running.is_some() => {
+                self.pos[i].says = says;
+            }
+            Event::Regress(i) if self.pos[i].running.is_some() => self.pos[i].regressed = true,
+            Event::FailNextApply(i) => self.pos[i].fail_next_apply = true,
+            Event::Refuse(i, b) => self.refused.push((i, b)),
+            Event::CrashDuringNextMove(i) => self.pos[i].crash_during_next_move = true,
+            Event::LoseStatus(i) => {
+                self.pos[i].po.status = None;
+                self.pos[i].status_lost = true;
+                // The restored PO judges what runs afresh: it records a new move to it.
+                self.pos[i].settled = false;
+                self.pos[i].rolled_out_seen_at = None;
+                self.pos[i].intent_at_crash = None;
+            }
+            Event::EditVersionRange(i, r) => self.bump(i, |s| {
+                s.package.version_range = VERSION_RANGES[r].map(str::to_owned);
+            }),
+            Event::EditChannel(i, c) => self.bump(i, |s| {
+                s.package.channel = (c < CHANNELS.len()).then(|| CHANNELS[c].to_owned());
+            }),
+            Event::EditGate(i, gate) => self.bump(i, |s| s.upgrade_gate = gate),
+            Event::EditOverride(i, r) => self.bump(i, |s| {
+                s.steady_state_version_range = OVERRIDES[r].map(str::to_owned);
+            }),
+            Event::EditCatalog(i, c) => self.bump(i, |s| {
+                s.package.catalog = (c < CATALOGS.len()).then(|| CATALOGS[c].to_owned());
+            }),
+            Event::StartPatch if self.phase.kind == PhaseKind::Steady => {
+                let c = &self.phase.current;
+                self.phase = ClusterPhase {
+                    kind: PhaseKind::PatchUpgrade,
+                    current: c.clone(),
+                    target: Version::new(c.major, c.minor, c.patch + 1),
+                };
+            }
+            Event::StartMinor
+                if self.phase.kind == PhaseKind::Steady && self.phase.current.minor < 19 =>
+            {
+                let c = &self.phase.current;
+                self.phase = ClusterPhase {
+                    kind: PhaseKind::MinorUpgrade,
+                    current: c.clone(),
+                    target: Version::new(c.major, c.minor + 1, 0),
+                };
+            }
+            Event::Retarget => match self.phase.kind {
+                PhaseKind::PatchUpgrade if self.phase.current.minor < 19 => {
+                    let c = &self.phase.current;
+                    self.phase.kind = PhaseKind::MinorUpgrade;
+                    self.phase.target = Version::new(c.major, c.minor + 1, 0);
+                }
+                PhaseKind::MinorUpgrade => self.phase.target.patch += 1,
+                _ => {}
+            },
+            Event::CompleteUpdate => self.phase = ClusterPhase::steady(self.phase.target.clone()),
+            Event::RollBack
+                if self.phase.kind == PhaseKind::Steady && self.phase.current.patch > 0 =>
+            {
+                let c = &self.phase.current;
+                self.phase = ClusterPhase {
+                    kind: PhaseKind::Rollback,
+                    current: c.clone(),
+                    target: Version::new(c.major, c.minor, c.patch - 1),
+                };
+            }
+            Event::InFlightRollback if self.phase.kind == PhaseKind::PatchUpgrade => {
+                self.phase = ClusterPhase {
+                    kind: PhaseKind::Rollback,
+                    current: self.phase.current.clone(),
+                    target: self.phase.current.clone(),
+                };
+            }
+            Event::ClusterVersionUnreadable(unreadable) => self.cv_unreadable = unreadable,
+            Event::AddBundle(c, b) => self.catalogs[c].present[b] = true,
+            Event::RemoveBundle(c, b) => self.catalogs[c].present[b] = false,
+            Event::CatalogDown(c) => self.catalogs[c].down = true,
+            Event::CatalogUp(c) => self.catalogs[c].down = false,
+            Event::FlipPriorities => {
+                let p0 = self.catalogs[0].priority;
+                self.catalogs[0].priority = self.catalogs[1].priority;
+                self.catalogs[1].priority = p0;
+            }
+            Event::RestartManager => {
+                for po in &mut self.pos {
+                    po.catalogs_loading = true;
+                }
+            }
+            Event::Wait(seconds) => {
+                self.now = Timestamp::from_second(self.now.as_second() + seconds as i64).unwrap();
+            }
+            _ => {}
+        }
+        for c in &mut self.catalogs {
+            if !c.down && c.served != c.present {
+                c.served = c.present;
+                c.content = content(&c.present, &self.max_ocp);
+            }
+        }
+        self.aggregate()
+    }
+
+    /// The gate the manager reads: the OperatorCondition of the bundle the status records.
+    fn gate_read(&self, i: usize) -> OperatorGate {
+        let sim = &self.pos[i];
+        let recorded = sim
+            .po
+            .status
+            .as_ref()
+            .and_then(|s| s.installed_bundle.as_ref())
+            .and_then(|b| index_of(PACKAGES[i], &b.name));
+        let mut gate = match recorded {
+            Some(r) if Some(r) == sim.running => oc_gate(sim.says),
+            _ => OperatorGate::absent(),
+        };
+        gate.reported |= sim.annotated;
+        gate
+    }
+
+    /// The catalogs the PO may use, as served now: (name, priority, content, unavailable).
+    fn catalogs_of(&self, i: usize) -> Vec<(String, i32, Catalog, bool)> {
+        let named = self.pos[i].po.spec.package.catalog.as_deref();
+        self.catalogs
+            .iter()
+            .filter(|c| named.is_none_or(|n| n == c.name))
+            .map(|c| {
+                (
+                    c.name.to_owned(),
+                    c.priority,
+                    c.content.clone(),
+                    c.down && c.served.iter().any(|b| *b),
+                )
+            })
+            .collect()
+    }
+
+    /// Whether a catalog the PO may use is unavailable and offers its package.
+    pub fn catalog_unavailable(&self, i: usize) -> bool {
+        let named = self.pos[i].po.spec.package.catalog.as_deref();
+        self.catalogs
+            .iter()
+            .any(|c| named.is_none_or(|n| n == c.name) && c.down && c.served.iter().any(|b| *b))
+    }
+
+    fn reconcile(&mut self, i: usize) -> Result<(), String> {
+        let previous = self.pos[i].po.status.clone().unwrap_or_default();
+        let gate = self.gate_read(i);
+        let found_bundle_label = match (&previous.installed_bundle, &previous.active_hop) {
+            (None, None) => self.pos[i]
+                .running
+                .map(|r| pom_api::labels::label_value(&bundle_name(PACKAGES[i], r))),
+            _ => None,
+        };
+        let cluster = if self.cv_unreadable {
+            ClusterView::OpenShift(Err("ClusterVersion version: the API did not answer".into()))
+        } else {
+            ClusterView::OpenShift(Ok(self.phase.clone()))
+        };
+        let sim = &self.pos[i];
+        let contents = self.catalogs_of(i);
+        let catalogs = if sim.catalogs_loading {
+            CatalogView::Loading {
+                catalog: contents[0].0.clone(),
+            }
+        } else {
+            CatalogView::Ready {
+                catalogs: contents
+                    .iter()
+                    .map(|(name, priority, content, _)| CatalogContent {
+                        name: name.clone(),
+                        priority: *priority,
+                        content,
+                    })
+                    .collect(),
+                unavailable: contents
+                    .iter()
+                    .filter(|c| c.3)
+                    .map(|c| format!("Catalog {}: registry unreachable", c.0))
+                    .collect(),
+            }
+        };
+        let recorded = previous
+            .installed_bundle
+            .as_ref()
+            .map(|b| Installed::from_status(b, previous.max_open_shift_version.as_deref()));
+        let installed = recorded.or_else(|| match (&catalogs, found_bundle_label.as_deref()) {
+            (CatalogView::Ready { catalogs, .. }, Some(label)) => {
+                pom_policy::snapshot::recover_installed(catalogs, PACKAGES[i], label)
+            }
+            _ => None,
+        });
+        let snapshot = PoSnapshot {
+            name: PACKAGES[i].into(),
+            request: PoRequest::from_spec(PACKAGES[i], &sim.po.spec),
+            duplicate_of: None,
+            installed,
+            hop: previous.active_hop.as_ref().map(Hop::from),
+            cluster,
+            kube_version: None,
+            catalogs,
+            gate: gate.clone(),
+            now: self.now,
+            found_bundle_label,
+            unsettled_move: None,
+        };
+        let decision = decide(&snapshot);
+        if let Action::WaitForCatalog { .. } = &decision.action {
+            self.pos[i].catalogs_loading = false;
+            return Ok(());
+        }
+
+        // The world as this reconcile reads it: whether its operator has reported.
+        let now = self.now;
+        if self.pos[i].says.reported() {
+            self.pos[i].reported_seen = true;
+        }
+        if gate.reported {
+            // The manager remembers a report it read, not only one the apply's
+            // OperatorCondition shows (`reconcile.rs`, the fix of bug "annotation").
+            self.pos[i].annotated = true;
+        }
+        let owed = oracle::next_move(self, i);
+        checks::decision(self, i, &decision, owed)?;
+
+        // Intent before writes, then act, as the manager does, on the simulated cluster.
+        let generation = self.pos[i].po.metadata.generation;
+        let upgrade_gate = self.pos[i].po.spec.upgrade_gate;
+        let applying = match &decision.action {
+            Action::Move(target) => objects_of(PACKAGES[i], &target.name),
+            _ => Vec::new(),
+        };
+        let intent = status::intent(&status_input(
+            &previous,
+            generation,
+            now,
+            &decision,
+            &ActOutcome::Skipped,
+            upgrade_gate,
+            gate.reported,
+            &applying,
+        ));
+        let previous = match intent {
+            Some(intent) => {
+                checks::intent_inventory(&intent, &applying)?;
+                self.pos[i].po.status = Some(intent.clone());
+                if self.pos[i].crash_during_next_move {
+                    self.pos[i].intent_at_crash = intent.active_hop.as_ref().map(|h| h.to.clone());
+                    // The manager dies here: a new one starts with cold caches.
+                    for po in &mut self.pos {
+                        po.crash_during_next_move = false;
+                        po.catalogs_loading = true;
+                    }
+                    return Ok(());
+                }
+                intent
+            }
+            None => previous,
+        };
+        let target = match &decision.action {
+            Action::WaitForCatalog { .. } | Action::Nothing => None,
+            Action::Move(target) => Some((
+                InstalledBundle {
+                    name: target.name.clone(),
+                    version: target.version.to_string(),
+                    image: target.image.clone(),
+                },
+                target.max_openshift_version.clone(),
+            )),
+            Action::Keep => snapshot.installed.as_ref().map(|installed| {
+                (
+                    installed.bundle.clone(),
+                    installed.max_openshift_version.clone(),
+                )
+            }),
+        };
+        let installed_snapshot = snapshot.installed.clone();
+        drop(snapshot);
+        let _ = installed_snapshot;
+        let outcome = self.act(i, target);
+        if matches!(&outcome, ActOutcome::Applied(_)) && !self.pos[i].applied_now {
+            // What the apply saw of the running bundle: its rollout, and whether the move to it
+            // has settled by §7 (judged by the oracle, latched).
+            let sim = &mut self.pos[i];
+            if sim.rolled_out && !sim.regressed && sim.rolled_out_seen_at.is_none() {
+                sim.rolled_out_seen_at = Some(now);
+            }
+            if oracle::settles_now(self, &self.pos[i]) {
+                self.pos[i].settled = true;
+            }
+        }
+        if let (ActOutcome::Failed(_), Action::Move(target)) = (&outcome, &decision.action) {
+            // Recorded as intent, not applied: resumed like a crash's.
+            self.pos[i].intent_at_crash = Some(target.name.clone());
+        }
+        let sim = &self.pos[i];
+        let new_status = status::compute(&status_input(
+            &previous,
+            generation,
+            now,
+            &decision,
+            &outcome,
+            upgrade_gate,
+            gate.reported,
+            &[],
+        ));
+        let mut new_status = new_status;
+        // Prune after settle, as the manager does: what only older bundles own goes, never
+        // anything the installed bundle owns, and the inventory keeps the installed entry.
+        if let (Some(installed), ActOutcome::Applied(_)) = (&new_status.installed_bundle, &outcome)
+            && new_status.active_hop.as_ref().is_none_or(|h| h.settled)
+        {
+            let pruned = inventory::to_prune(&new_status.inventory, &installed.name);
+            let owned = objects_of(PACKAGES[i], &installed.name);
+            if let Some(lost) = pruned.iter().find(|o| owned.contains(o)) {
+                return Err(format!(
+                    "prune would delete {lost:?}, which the installed {} owns",
+                    installed.name
+                ));
+            }
+            new_status.inventory = inventory::after_prune(&new_status.inventory, &installed.name);
+        }
+        let moved_now = matches!(&outcome, ActOutcome::Applied(_))
+            && matches!(&decision.action, Action::Move(_));
+        let read = Read {
+            generation: sim.po.metadata.generation.unwrap_or(1),
+            cluster: self.cluster_key(),
+            blockers: checks::blockers(
+                self,
+                i,
+                owed.filter(|_| !moved_now),
+                matches!(&outcome, ActOutcome::Applied(_)),
+            ),
+            at_pin: sim.settled && owed.is_none() && !moved_now,
+        };
+        checks::status(self, i, &new_status, &outcome, &read)?;
+        checks::resumed_intent(self, i, &new_status)?;
+        let _ = status::requeue(&new_status, &outcome, Duration::from_secs(300), now);
+        self.pos[i].po.status = Some(new_status);
+        self.pos[i].last_read = Some(read);
+        Ok(())
+    }
+
+    /// Applies `target` (a move, or a re-apply of what runs) on the simulated cluster.
+    fn act(
+        &mut self,
+        i: usize,
+        target: Option<(InstalledBundle, Option<MaxOpenShiftVersion>)>,
+    ) -> ActOutcome {
+        let Some((bundle, max)) = target else {
+            return ActOutcome::Skipped;
+        };
+        let index = index_of(PACKAGES[i], &bundle.name).unwrap();
+        let refused = self.refused.contains(&(i, index));
+        let now = self.now;
+        let sim = &mut self.pos[i];
+        sim.applied_now = false;
+        if sim.fail_next_apply || refused {
+            sim.fail_next_apply = false;
+            return ActOutcome::Failed(Problem {
+                reason: pom_api::conditions::Reason::InstallFailed,
+                message: if refused {
+                    format!("admission webhook denied {}", bundle.name)
+                } else {
+                    "registry unreachable".into()
+                },
+                degrades: true,
+            });
+        }
+        if sim.running != Some(index) {
+            sim.running = Some(index);
+            sim.rolled_out = false;
+            sim.regressed = false;
+            sim.rolled_out_seen_at = None;
+            sim.says = Says::Never;
+            sim.settled = false;
+            sim.move_started_at = now;
+            sim.intent_at_crash = None;
+            sim.applied_now = true;
+            self.moves += 1;
+        }
+        let sim = &mut self.pos[i];
+        if std::mem::take(&mut sim.status_lost) && sim.running == Some(index) {
+            sim.move_started_at = now;
+            sim.applied_now = true;
+        }
+        if sim.says == Says::Deleted {
+            // POM creates the bundle's OperatorCondition with every apply.
+            sim.says = Says::Never;
+        }
+        let gate_after = oc_gate(sim.says);
+        if gate_after.reported {
+            sim.annotated = true;
+        }
+        let mut waits = Vec::new();
+        if !sim.rolled_out || sim.regressed {
+            waits.push(Wait::Rollout {
+                namespace: PACKAGES[i].into(),
+                name: "operator".into(),
+            });
+        }
+        ActOutcome::Applied(Box::new(InstallReport {
+            bundle: bundle.clone(),
+            max_openshift_version: max,
+            waits,
+            operator_condition: Some(OperatorConditionReport {
+                namespace: PACKAGES[i].into(),
+                name: format!("{}-csv", bundle.name),
+                gate: Some(gate_after),
+            }),
+            wrote: 0,
+            objects: objects_of(PACKAGES[i], &bundle.name),
+            powers: Vec::new(),
+            unavailable: if sim.regressed {
+                vec![UnavailableDeployment {
+                    namespace: PACKAGES[i].into(),
+                    name: "operator".into(),
+                    why: "MinimumReplicasUnavailable".into(),
+                }]
+            } else {
+                Vec::new()
+            },
+        }))
+    }
+
+    pub fn cluster_key(&self) -> Option<ClusterKey> {
+        (!self.cv_unreadable).then(|| {
+            let p = &self.phase;
+            (
+                p.kind,
+                (p.current.major, p.current.minor),
+                (p.target.major, p.target.minor),
+            )
+        })
+    }
+
+    fn aggregate(&mut self) -> Result<(), String> {
+        let pos: Vec<std::sync::Arc<PlatformOperator>> = self
+            .pos
+            .iter()
+            .map(|p| std::sync::Arc::new(p.po.clone()))
+            .collect();
+        let now = pom_policy::conditions::to_api_time(self.now);
+        // The manager is updated with the payload: it reports the version the cluster goes to.
+        let release = self.release();
+        let reported_before = self.co.versions.iter().any(|v| v.version == release);
+        let view = if self.cv_unreadable {
+            ClusterPhaseView::Unknown
+        } else {
+            ClusterPhaseView::Known {
+                kind: self.phase.kind,
+                target: self.phase.target.clone(),
+            }
+        };
+        self.co = aggregate::compute(&pos, &self.co, &release, "pom", view, &now);
+        let reported_now = self.co.versions.iter().any(|v| v.version == release);
+        checks::aggregate(self, reported_now && !reported_before)
+    }
+
+    pub fn release(&self) -> String {
+        self.phase.target.to_string()
+    }
+
+    pub fn deadline(&self) -> Duration {
+        DEADLINE
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn status_input<'a>(
+    previous: &'a PlatformOperatorStatus,
+    generation: Option<i64>,
+    now: Timestamp,
+    decision: &'a pom_policy::PoDecision,
+    outcome: &'a ActOutcome,
+    upgrade_gate: UpgradeGate,
+    reported_before: bool,
+    applying: &'a [InventoryObject],
+) -> StatusInput<'a> {
+    let image = match (&decision.action, applying.is_empty()) {
+        (Action::Move(target), false) => target.image.as_deref(),
+        _ => None,
+    };
+    StatusInput {
+        previous,
+        generation,
+        now,
+        decision,
+        outcome,
+        upgrade_gate,
+        reported_before,
+        applying,
+        applying_image: image,
+        applying_namespace: (!applying.is_empty()).then_some("ns"),
+        auto_settle_window: auto_settle_window().unwrap_or(Duration::ZERO),
+    }
+}
+
+/// What an OperatorCondition in state `says` reads as (`pom_policy::snapshot::gate_of`'s
+/// shape: an OperatorCondition without the operator's word is pending, not absent).
+fn oc_gate(says: Says) -> OperatorGate {
+    let reading = match says {
+        Says::Deleted => GateReading::Absent,
+        Says::Never | Says::Pending => GateReading::Pending {
+            message: "no Upgradeable condition for the current generation".into(),
+        },
+        Says::True | Says::False => GateReading::Says {
+            upgradeable: says == Says::True,
+            message: "migration".into(),
+            overridden: false,
+        },
+    };
+    OperatorGate {
+        reported: says.reported(),
+        reading,
+    }
+}
+
+/// A catalog serving `present` for every package, with channels stable and fast.
+fn content(present: &[bool; VERSIONS.len()], max_ocp: &[Option<u64>; VERSIONS.len()]) -> Catalog {
+    let mut packages = BTreeMap::new();
+    for package in PACKAGES {
+        let mut bundles = BTreeMap::new();
+        let mut channels = BTreeMap::new();
+        for channel in CHANNELS {
+            let mut entries = Vec::new();
+            for (i, version) in VERSIONS.iter().enumerate() {
+                if !present[i] || !oracle::in_channel(channel, i) {
+                    continue;
+                }
+                let name = bundle_name(package, i);
+                bundles.insert(
+                    name.clone(),
+                    Bundle {
+                        name: name.clone(),
+                        package: package.to_owned(),
+                        image: Some(format!("registry.example/{package}@sha256:{i}")),
+                        version: v(version),
+                        properties: BundleProperties {
+                            max_openshift_version: max_ocp[i]
+                                .map(|minor| MaxOpenShiftVersion::Valid { major: 4, minor }),
+                            ..BundleProperties::default()
+                        },
+                        origin: Origin::default(),
+                    },
+                );
+                let (skips, skip_range) = match channel {
+                    "stable" => (
+                        Vec::new(),
+                        SKIP_RANGES
+                            .iter()
+                            .find(|(at, _)| *at == i)
+                            .map(|(_, r)| SkipRange::parse(r).unwrap()),
+                    ),
+                    _ => (
+                        i.checked_sub(2)
+                            .map(|p| bundle_name(package, p))
+                            .into_iter()
+                            .collect(),
+                        None,
+                    ),
+                };
+                entries.push(ChannelEntry {
+                    name,
+                    replaces: i.checked_sub(1).map(|p| bundle_name(package, p)),
+                    skips,
+                    skip_range,
+                });
+            }
+            entries.sort_by(|a, b| a.name.cmp(&b.name));
+            if !entries.is_empty() {
+                channels.insert(
+                    channel.to_owned(),
+                    Channel {
+                        name: channel.to_owned(),
+                        entries,
+                    },
+                );
+            }
+        }
+        if bundles.is_empty() {
+            continue;
+        }
+        packages.insert(
+            package.to_owned(),
+            Package {
+                name: package.to_owned(),
+                default_channel: Some(CHANNELS[0].to_owned()),
+                description: None,
+                channels,
+                bundles,
+                deprecations: Deprecations::default(),
+            },
+        );
+    }
+    Catalog {
+        packages,
+        others: Vec::new(),
+        invalid_packages: Default::default(),
+    }
+}
+
+/// The objects a bundle of `package` ships in this model: a Deployment renamed by every
+/// bundle, and a ServiceAccount every bundle shares.
+pub fn objects_of(package: &str, bundle: &str) -> Vec<InventoryObject> {
+    vec![
+        InventoryObject {
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            namespace: Some(package.into()),
+            name: bundle.into(),
+        },
+        InventoryObject {
+            api_version: "v1".into(),
+            kind: "ServiceAccount".into(),
+            namespace: Some(package.into()),
+            name: "operator".into(),
+        },
+    ]
+}
