@@ -77,6 +77,9 @@ impl ManagerProcess {
             // Operators of the e2e fixtures never report unless a test makes them: a hop does
             // not wait the production two minutes for their first report (`env` overrides it).
             .env("POM_AUTO_SETTLE_WINDOW", "1s")
+            // Most planes have no shipped install: a test that applies it asks for the guard
+            // (`env` overrides this).
+            .env("POM_REQUIRE_ADMISSION_GUARD", "false")
             .env(
                 "RUST_LOG",
                 "info,pom_controller=debug,kube=warn,hyper=warn,tower=warn",

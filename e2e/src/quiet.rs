@@ -651,6 +651,7 @@ mod tests {
         let settings = Settings {
             resync_interval: Duration::from_secs(1),
             default_poll_interval: Duration::from_secs(1),
+            auto_settle_window: Duration::from_secs(1),
             ..Settings::default()
         };
         let set = |value: &'static str| {

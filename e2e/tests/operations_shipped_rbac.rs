@@ -190,6 +190,8 @@ async fn manager_under_the_shipped_rbac_installs_and_reports_metrics() {
     let env = [
         ("POD_NAMESPACE", NAMESPACE),
         ("RELEASE_VERSION", "4.99.0-pom-test"),
+        // The production default: it installs with its guard in place.
+        ("POM_REQUIRE_ADMISSION_GUARD", "true"),
     ];
     let mut manager = ManagerProcess::spawn(
         &manager_binary(env!("CARGO_BIN_EXE_pom-manager-e2e")),

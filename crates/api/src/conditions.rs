@@ -113,6 +113,9 @@ reasons! {
     ContentPolicyViolation,
     /// An object the bundle ships already exists and POM did not create it.
     AdoptionRefused,
+    /// The manager's admission guard (its ValidatingAdmissionPolicy or the binding) is missing
+    /// or not as shipped: POM writes nothing but status until it is back.
+    AdmissionGuardMissing,
     /// (Event) A bundle was applied with the admin's content-policy exceptions.
     ContentExceptionUsed,
     /// The first install is in progress.

@@ -325,6 +325,11 @@ pub struct InstalledBundle {
     /// Bundle image (by digest); empty when the catalog carried the objects.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<String>,
+    /// `sha256:<hex>` of the manifests applied, when the catalog carried them
+    /// (`olm.bundle.object`): drift repair re-applies exactly these, never what a catalog
+    /// carries under the bundle's name now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub objects_digest: Option<String>,
 }
 
 /// A bundle by name and version.

@@ -35,10 +35,11 @@ use k8s_openapi::api::admissionregistration::v1::{
     ValidatingAdmissionPolicyBinding, ValidatingAdmissionPolicyBindingSpec,
     ValidatingAdmissionPolicySpec, Validation, Variable,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use pom_api::labels::{ADOPT, OWNER_PO};
 use pom_api::namespaces::{OWNED_ONLY_PREFIX, platform_namespace_cel};
 use pom_api::openshift::AGGREGATED_CLUSTER_OPERATOR;
+use pom_policy::snapshot::GuardState;
 
 use crate::manifests::{NAME, NAMESPACE, cluster_role_rules};
 use pom_resolver::render::content_policy::{
@@ -332,6 +333,104 @@ fn validations() -> Vec<Validation> {
     ]
 }
 
+/// Whether the guard the API server holds is the one shipped (issue 22 item 2): both objects
+/// there, the policy's spec carrying every field of [`policy`]'s as shipped (the API server's
+/// defaults may add fields; any shipped field changed or removed, a validation included, is a
+/// change), and the binding denying with the policy, on everything. Pure, for the watch.
+#[must_use]
+pub fn presence(
+    live_policy: Option<&ValidatingAdmissionPolicy>,
+    live_binding: Option<&ValidatingAdmissionPolicyBinding>,
+) -> GuardState {
+    let Some(live_policy) = live_policy else {
+        return GuardState::Missing {
+            object: format!("ValidatingAdmissionPolicy {GUARD}"),
+        };
+    };
+    let Some(live_binding) = live_binding else {
+        return GuardState::Missing {
+            object: format!("ValidatingAdmissionPolicyBinding {GUARD}"),
+        };
+    };
+    let shipped = serde_json::to_value(&policy().spec).unwrap_or_default();
+    let live = serde_json::to_value(&live_policy.spec).unwrap_or_default();
+    if let Some(path) = first_difference(&shipped, &live, "spec") {
+        return GuardState::Changed {
+            object: format!("ValidatingAdmissionPolicy {GUARD}"),
+            detail: format!("{path} differs from the shipped policy"),
+        };
+    }
+    let spec = live_binding.spec.clone().unwrap_or_default();
+    let detail = if spec.policy_name.as_deref() != Some(GUARD) {
+        Some(format!("spec.policyName is not {GUARD}"))
+    } else if !spec
+        .validation_actions
+        .unwrap_or_default()
+        .iter()
+        .any(|a| a == "Deny")
+    {
+        Some("spec.validationActions does not include Deny".to_owned())
+    } else if spec.param_ref.is_some() || spec.match_resources.as_ref().is_some_and(narrows) {
+        Some("spec.matchResources or spec.paramRef narrows what it applies to".to_owned())
+    } else {
+        None
+    };
+    match detail {
+        Some(detail) => GuardState::Changed {
+            object: format!("ValidatingAdmissionPolicyBinding {GUARD}"),
+            detail,
+        },
+        None => GuardState::Intact,
+    }
+}
+
+/// Whether a binding's `matchResources` applies the policy to less than everything.
+fn narrows(resources: &MatchResources) -> bool {
+    let selects = |selector: &Option<LabelSelector>| {
+        selector.as_ref().is_some_and(|s| {
+            s.match_labels.as_ref().is_some_and(|l| !l.is_empty())
+                || s.match_expressions.as_ref().is_some_and(|e| !e.is_empty())
+        })
+    };
+    selects(&resources.namespace_selector)
+        || selects(&resources.object_selector)
+        || resources
+            .resource_rules
+            .as_ref()
+            .is_some_and(|r| !r.is_empty())
+        || resources
+            .exclude_resource_rules
+            .as_ref()
+            .is_some_and(|r| !r.is_empty())
+}
+
+/// The first path at which `live` lacks or changes what `shipped` has (fields `live` adds are
+/// the API server's defaults); lists must match item for item.
+fn first_difference(
+    shipped: &serde_json::Value,
+    live: &serde_json::Value,
+    path: &str,
+) -> Option<String> {
+    use serde_json::Value;
+    match (shipped, live) {
+        (Value::Object(want), Value::Object(have)) => want.iter().find_map(|(key, value)| {
+            let path = format!("{path}.{key}");
+            match have.get(key) {
+                Some(found) => first_difference(value, found, &path),
+                None if value.is_null() => None,
+                None => Some(path),
+            }
+        }),
+        (Value::Array(want), Value::Array(have)) if want.len() == have.len() => want
+            .iter()
+            .zip(have)
+            .enumerate()
+            .find_map(|(i, (w, h))| first_difference(w, h, &format!("{path}[{i}]"))),
+        _ if shipped == live => None,
+        _ => Some(path.to_owned()),
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
@@ -384,5 +483,56 @@ mod tests {
         let binding = binding().spec.unwrap();
         assert_eq!(binding.policy_name.as_deref(), Some(GUARD));
         assert_eq!(binding.validation_actions.unwrap(), ["Deny"]);
+    }
+
+    #[test]
+    fn the_shipped_guard_is_intact_and_any_change_is_named() {
+        let mut live = policy();
+        // The API server adds defaults: not a change.
+        if let Some(spec) = live.spec.as_mut() {
+            spec.match_constraints.as_mut().unwrap().match_policy = Some("Equivalent".into());
+        }
+        assert_eq!(presence(Some(&live), Some(&binding())), GuardState::Intact);
+        assert!(matches!(
+            presence(None, Some(&binding())),
+            GuardState::Missing { object } if object == format!("ValidatingAdmissionPolicy {GUARD}")
+        ));
+        assert!(matches!(
+            presence(Some(&live), None),
+            GuardState::Missing { object } if object.starts_with("ValidatingAdmissionPolicyBinding")
+        ));
+        // A validation dropped, or one loosened.
+        let mut fewer = policy();
+        fewer
+            .spec
+            .as_mut()
+            .unwrap()
+            .validations
+            .as_mut()
+            .unwrap()
+            .pop();
+        let mut looser = policy();
+        looser.spec.as_mut().unwrap().validations.as_mut().unwrap()[0].expression = "true".into();
+        let mut audit_only = binding();
+        audit_only.spec.as_mut().unwrap().validation_actions = Some(vec!["Audit".into()]);
+        let mut narrowed = binding();
+        narrowed.spec.as_mut().unwrap().match_resources = Some(MatchResources {
+            namespace_selector: Some(LabelSelector {
+                match_labels: Some([("x".to_owned(), "y".to_owned())].into()),
+                ..LabelSelector::default()
+            }),
+            ..MatchResources::default()
+        });
+        for (policy, binding, says) in [
+            (&fewer, &binding(), "spec.validations"),
+            (&looser, &binding(), "spec.validations[0].expression"),
+            (&policy(), &audit_only, "Deny"),
+            (&policy(), &narrowed, "narrows"),
+        ] {
+            match presence(Some(policy), Some(binding)) {
+                GuardState::Changed { detail, .. } => assert!(detail.contains(says), "{detail}"),
+                other => panic!("{says}: {other:?}"),
+            }
+        }
     }
 }

@@ -69,6 +69,11 @@ pub struct Flags {
     /// never reported an OperatorCondition to start reporting before it settles without one.
     #[arg(long, env = "POM_AUTO_SETTLE_WINDOW", default_value = "2m", value_parser = parse_duration)]
     pub auto_settle_window: Duration,
+    /// Write nothing but status while the manager's admission guard (ValidatingAdmissionPolicy
+    /// and binding `platform-operators-manager-guard`) is missing or changed. Turn off only on a
+    /// cluster without ValidatingAdmissionPolicy, knowing the manager is then held by RBAC alone.
+    #[arg(long, env = "POM_REQUIRE_ADMISSION_GUARD", default_value_t = true, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub require_admission_guard: bool,
     /// Address of `/healthz` and `/readyz` (plain HTTP); `:8081` means all interfaces.
     #[arg(long, env = "POM_HEALTH_BIND_ADDRESS", default_value = "127.0.0.1:8081", value_parser = parse_address)]
     pub health_bind_address: SocketAddr,
@@ -146,6 +151,7 @@ impl Flags {
                 std::env::temp_dir().join(format!("pom-catalogs-{}", std::process::id()))
             }),
             auto_settle_window: self.auto_settle_window,
+            require_admission_guard: self.require_admission_guard,
         }
     }
 

@@ -13,7 +13,7 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use pom_api::PlatformOperator;
 use pom_api::openshift::{AGGREGATED_CLUSTER_OPERATOR, ClusterOperator, ClusterOperatorSpec};
 use pom_policy::aggregate::{ClusterPhaseView, compute};
-use pom_policy::snapshot::ClusterView;
+use pom_policy::snapshot::{ClusterView, GuardState};
 use tokio_util::sync::CancellationToken;
 
 use crate::cluster_state::ClusterState;
@@ -30,7 +30,10 @@ pub async fn run(ctx: Arc<Context>, state: ClusterState, shutdown: CancellationT
         // Never resolves when the cache's watches stopped first.
         state.wait_until_ready().await;
         loop {
-            if let Err(err) = sync(&ctx, &cluster, &state.platform_operators()).await {
+            let guard = state
+                .admission_guard(ctx.settings.require_admission_guard)
+                .await;
+            if let Err(err) = sync(&ctx, &cluster, &state.platform_operators(), &guard).await {
                 tracing::warn!(%err, "updating the aggregated ClusterOperator");
             }
             tokio::select! {
@@ -53,6 +56,7 @@ pub async fn sync(
     ctx: &Context,
     cluster: &ClusterWatch,
     pos: &[Arc<PlatformOperator>],
+    guard: &GuardState,
 ) -> Result<(), Error> {
     let api: Api<ClusterOperator> = Api::all(ctx.client.clone());
     let existing = match api
@@ -90,6 +94,7 @@ pub async fn sync(
         &ctx.settings.release_version,
         &ctx.settings.manager_namespace,
         cluster,
+        guard,
         &conditions::now(),
     );
     if status == previous {

@@ -15,12 +15,16 @@ use std::sync::Arc;
 use tokio::sync::{Notify, broadcast};
 
 use futures::{Stream, StreamExt};
+use k8s_openapi::api::admissionregistration::v1::{
+    ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+};
 use kube::Client;
 use kube::api::Api;
 use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
 use pom_api::openshift::{AGGREGATED_CLUSTER_OPERATOR, ClusterOperator};
 use pom_api::{Catalog, PlatformOperator};
+use pom_policy::snapshot::GuardState;
 use tokio_util::sync::CancellationToken;
 
 use crate::watch_cache::{Readiness, Trigger, resolve_triggers, spawn_cache};
@@ -40,6 +44,10 @@ pub struct ClusterState {
     /// wait: see [`Readiness`]).
     platform_operators_ready: Readiness,
     catalogs_ready: Readiness,
+    /// The manager's admission guard, by name (issue 22 item 2): its policy and its binding.
+    guard_policies: Store<ValidatingAdmissionPolicy>,
+    guard_bindings: Store<ValidatingAdmissionPolicyBinding>,
+    guard_ready: [Readiness; 2],
 }
 
 impl ClusterState {
@@ -74,7 +82,27 @@ impl ClusterState {
             .fields(&format!("metadata.name={AGGREGATED_CLUSTER_OPERATOR}"));
         let (cluster_operator, _) =
             spawn_cache(Api::all(client.clone()), by_name, shutdown.clone(), |_| {});
+        // The guard's two objects, by name: a change wakes the ClusterOperator writer.
+        let guard_by_name = watcher::Config::default()
+            .fields(&format!("metadata.name={}", crate::admission_guard::GUARD));
+        let notify = platform_operator_changes.clone();
+        let (guard_policies, policies_ready) = spawn_cache(
+            Api::all(client.clone()),
+            guard_by_name.clone(),
+            shutdown.clone(),
+            move |_| notify.notify_one(),
+        );
+        let notify = platform_operator_changes.clone();
+        let (guard_bindings, bindings_ready) = spawn_cache(
+            Api::all(client.clone()),
+            guard_by_name,
+            shutdown.clone(),
+            move |_| notify.notify_one(),
+        );
         Self {
+            guard_policies,
+            guard_bindings,
+            guard_ready: [policies_ready, bindings_ready],
             platform_operators_ready,
             catalogs_ready,
             platform_operators,
@@ -134,6 +162,25 @@ impl ClusterState {
         self.catalogs.state()
     }
 
+    /// Whether the manager's admission guard is in place, once both of its watches have listed
+    /// (never judged from an empty cache); [`GuardState::Unchecked`] when not `required`.
+    pub async fn admission_guard(&self, required: bool) -> GuardState {
+        if !required {
+            return GuardState::Unchecked;
+        }
+        for ready in &self.guard_ready {
+            if ready.wait().await.is_err() {
+                return GuardState::Missing {
+                    object: "the watch of the admission guard (it stopped)".to_owned(),
+                };
+            }
+        }
+        crate::admission_guard::presence(
+            self.guard_policies.state().first().map(AsRef::as_ref),
+            self.guard_bindings.state().first().map(AsRef::as_ref),
+        )
+    }
+
     /// The aggregated ClusterOperator's `Upgradeable` status (`None` until it reports one);
     /// anything but `True` counts as not upgradeable, as the CVO reads it.
     #[must_use]
@@ -177,6 +224,9 @@ impl ClusterState {
             platform_operator_triggers: broadcast::channel(TRIGGER_BUFFER).0,
             platform_operators_ready: Readiness::ready(),
             catalogs_ready: Readiness::ready(),
+            guard_policies: store_of(Vec::new()),
+            guard_bindings: store_of(Vec::new()),
+            guard_ready: [Readiness::ready(), Readiness::ready()],
         }
     }
 }

@@ -51,6 +51,10 @@ pub struct Settings {
     /// How long a rolled-out move under `upgradeGate: Auto` waits for an operator that has
     /// never reported to start reporting (`pom_policy::status::AUTO_SETTLE_WINDOW`).
     pub auto_settle_window: Duration,
+    /// Whether POM writes only while its admission guard is in place (issue 22 item 2); off
+    /// only for tests without the shipped install, or a cluster without
+    /// ValidatingAdmissionPolicy at the admin's word.
+    pub require_admission_guard: bool,
 }
 
 /// A content folder of this process's own: in-process managers (tests) must not share one,
@@ -72,6 +76,7 @@ impl Default for Settings {
             instance: "pom".to_owned(),
             catalog_content_dir: default_catalog_content_dir(),
             auto_settle_window: pom_policy::status::AUTO_SETTLE_WINDOW,
+            require_admission_guard: true,
         }
     }
 }

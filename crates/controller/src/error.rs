@@ -69,6 +69,14 @@ pub enum Error {
          {first}); an object kept by a finalizer of its own needs that finalizer's controller"
     )]
     StillDeleting { count: usize, first: String },
+    /// Issue 22 item 4: drift repair re-applies only what was applied at the move.
+    #[error(
+        "bundle {bundle} cannot be re-applied as it was applied: no catalog carries its manifests as they were at its move (they changed, or left every catalog); what runs keeps running, unrepaired, until the next move"
+    )]
+    AppliedContentGone { bundle: String },
+    /// Issue 22 item 2: the admission guard is not in place, so nothing is deleted either.
+    #[error("{message}")]
+    AdmissionGuardMissing { message: String },
     #[error("object without {field} in bundle {bundle}")]
     InvalidObject { bundle: String, field: &'static str },
     #[error(
@@ -95,7 +103,9 @@ impl Error {
             | Self::InvalidObject { .. }
             | Self::Finalizer(_)
             | Self::StillDeleting { .. }
+            | Self::AppliedContentGone { .. }
             | Self::WebhookCertificates { .. } => Reason::InstallFailed,
+            Self::AdmissionGuardMissing { .. } => Reason::AdmissionGuardMissing,
             Self::BundlePull { .. }
             | Self::RegistryAccess { .. }
             | Self::NoBundleContent { .. } => Reason::UnpackFailed,

@@ -402,6 +402,16 @@ pub fn cluster_role_rules() -> Vec<PolicyRule> {
                 "get", "list", "watch", "create", "patch", "delete", "escalate", "bind",
             ],
         ),
+        // Its own admission guard, by name, watched: without it POM writes nothing but status
+        // (issue 22 item 2).
+        rule(
+            &["admissionregistration.k8s.io"],
+            &[
+                "validatingadmissionpolicies",
+                "validatingadmissionpolicybindings",
+            ],
+            &["get", "list", "watch"],
+        ),
         // Events on PlatformOperators and Catalogs (events.k8s.io; series are patched).
         rule(&["", "events.k8s.io"], &["events"], &["create", "patch"]),
         // The HTTPS `/metrics` guard (metrics_auth.rs): authenticate each scrape's bearer token,

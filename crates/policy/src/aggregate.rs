@@ -14,6 +14,7 @@ use pom_resolver::cluster::PhaseKind;
 
 use crate::conditions::{self, Desired, merge_cluster_operator};
 use crate::decide::Upgradeability;
+use crate::snapshot::GuardState;
 
 /// At most this many POs are listed in one ClusterOperator message (§8.2: one line per PO,
 /// `<po>: <msg>`, in name order); the others are counted on a last line. The aggregated status
@@ -127,6 +128,7 @@ pub fn compute(
     release_version: &str,
     manager_namespace: &str,
     cluster: ClusterPhaseView,
+    guard: &GuardState,
     now: &Time,
 ) -> ClusterOperatorStatus {
     let mut pos: Vec<&PlatformOperator> = pos.iter().map(AsRef::as_ref).collect();
@@ -249,7 +251,20 @@ pub fn compute(
             per_po_message(progressing),
         ));
     }
-    if degraded.is_empty() {
+    if let Some(message) = guard.problem() {
+        // The manager's own fault, not a PO's: it heads the condition (issue 22 item 2).
+        let message = if degraded.is_empty() {
+            message
+        } else {
+            format!("{message}\n{}", per_po_message(degraded))
+        };
+        desired.push(Desired::new(
+            types::DEGRADED,
+            ConditionStatus::True,
+            Reason::AdmissionGuardMissing,
+            message,
+        ));
+    } else if degraded.is_empty() {
         desired.push(Desired::new(
             types::DEGRADED,
             ConditionStatus::False,

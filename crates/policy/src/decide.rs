@@ -255,6 +255,12 @@ pub fn decide(snapshot: &PoSnapshot<'_>) -> PoDecision {
 }
 
 fn decide_action(s: &PoSnapshot<'_>) -> PoDecision {
+    // Without the admission guard nothing is written (issue 22 item 2): not a move, not a
+    // re-apply. What runs keeps running; the verdict cannot vouch for a manager unguarded.
+    if let Some(message) = s.guard.problem() {
+        return PoDecision::new(Action::Nothing, Upgradeability::unknown(message.clone()))
+            .with_problem(Reason::AdmissionGuardMissing, message, true);
+    }
     let installed = s.installed.as_ref();
     let keep_or_nothing = if installed.is_some() {
         Action::Keep

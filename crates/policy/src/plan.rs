@@ -97,6 +97,7 @@ pub fn plan(snapshot: &PoSnapshot<'_>) -> PoPlan {
                 name: target.name.clone(),
                 version: target.version.to_string(),
                 image: target.image.clone(),
+                objects_digest: None,
             },
             version: Ok(target.version.clone()),
             max_openshift_version: target.max_openshift_version.clone(),

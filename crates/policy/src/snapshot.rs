@@ -38,6 +38,46 @@ pub struct PoSnapshot<'a> {
     /// The admin's action on a move that does not settle (`UNSETTLED_MOVE` annotation), or why
     /// its value cannot be read.
     pub unsettled_move: Option<Result<UnsettledMoveAction, String>>,
+    /// Whether the manager's admission guard is in place (issue 22 item 2).
+    pub guard: GuardState,
+}
+
+/// The manager's admission guard as the API server holds it: the layer that keeps a buggy or
+/// compromised manager inside the content policy. Without it POM writes nothing but status.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum GuardState {
+    /// The policy and its binding are there, as shipped.
+    Intact,
+    /// Not checked: the manager was told not to require it (tests, or a cluster without
+    /// ValidatingAdmissionPolicy, at the admin's word).
+    #[default]
+    Unchecked,
+    /// The object (kind and name) is not on the cluster.
+    Missing { object: String },
+    /// The object is there but not as shipped.
+    Changed { object: String, detail: String },
+}
+
+impl GuardState {
+    /// Whether POM may write to the cluster (beyond status and Events).
+    #[must_use]
+    pub fn allows_writes(&self) -> bool {
+        matches!(self, Self::Intact | Self::Unchecked)
+    }
+
+    /// What is wrong, for the admin; `None` when writes are allowed.
+    #[must_use]
+    pub fn problem(&self) -> Option<String> {
+        match self {
+            Self::Intact | Self::Unchecked => None,
+            Self::Missing { object } => Some(format!(
+                "the manager's admission guard is not in place: {object} does not exist; POM writes nothing but status until it is back: re-apply POM's install manifests"
+            )),
+            Self::Changed { object, detail } => Some(format!(
+                "the manager's admission guard is not in place: {object} is not as shipped ({detail}); POM writes nothing but status until it is: re-apply POM's install manifests"
+            )),
+        }
+    }
 }
 
 /// The admin's `unsettled-move` annotation on `po`, parsed (`None` without one).
@@ -353,6 +393,7 @@ pub fn recover_installed(
                 name: bundle.name.clone(),
                 version: bundle.version.to_string(),
                 image: bundle.image.clone().filter(|i| !i.is_empty()),
+                objects_digest: None,
             },
             bundle
                 .properties

@@ -18,6 +18,7 @@ use pom_api::platform_operator::{
 };
 use pom_policy::Upgradeability;
 use pom_policy::aggregate::{self, ClusterPhaseView};
+use pom_policy::snapshot::GuardState;
 use pom_resolver::cluster::PhaseKind;
 
 use ConditionStatus::{False, True};
@@ -193,6 +194,7 @@ impl Po {
                     name: format!("{}.v{v}", self.name),
                     version: v.to_owned(),
                     image: None,
+                    objects_digest: None,
                 }),
                 desired_bundle: self.desired.map(|v| BundleRef {
                     name: format!("{}.v{v}", self.name),
@@ -696,6 +698,7 @@ fn compute(row: &Row) -> ClusterOperatorStatus {
         RELEASE,
         MANAGER_NAMESPACE,
         row.cluster.clone(),
+        &GuardState::Intact,
         &now(),
     )
 }
@@ -774,6 +777,7 @@ fn related_objects_name_every_install_namespace_once() {
         RELEASE,
         MANAGER_NAMESPACE,
         known(PhaseKind::Steady),
+        &GuardState::Intact,
         &now(),
     );
     let names: Vec<(&str, &str)> = status
@@ -805,6 +809,7 @@ fn an_unchanged_input_gives_an_equal_status() {
         RELEASE,
         MANAGER_NAMESPACE,
         row.cluster.clone(),
+        &GuardState::Intact,
         &later,
     );
     assert_eq!(again, first);
@@ -906,6 +911,7 @@ fn messages_list_a_bounded_number_of_pos_and_count_the_rest() {
         RELEASE,
         MANAGER_NAMESPACE,
         known(PhaseKind::Steady),
+        &GuardState::Intact,
         &now(),
     );
     for (type_, want) in [
@@ -971,4 +977,56 @@ fn per_po_messages_are_whole_up_to_the_limits_and_cut_at_character_boundaries() 
         .collect();
     let message = aggregate::per_po_message(one_more);
     assert!(message.ends_with("... and 1 more platform operators: `oc get platformoperators` shows each one's conditions"), "{message}");
+}
+
+/// Issue 22 item 2: without the manager's admission guard the ClusterOperator is Degraded with
+/// a reason of its own and a message naming the missing object, with or without POs, and the
+/// POs' own faults still follow it.
+#[test]
+fn a_missing_admission_guard_degrades_the_cluster_operator() {
+    let guard = GuardState::Missing {
+        object: "ValidatingAdmissionPolicyBinding platform-operators-manager-guard".to_owned(),
+    };
+    for pos in [
+        vec![],
+        vec![
+            po("a")
+                .set(types::DEGRADED, "True", "InstallFailed", "the apply failed")
+                .build(),
+        ],
+    ] {
+        let status = aggregate::compute(
+            &pos,
+            &previous(),
+            RELEASE,
+            MANAGER_NAMESPACE,
+            known(PhaseKind::Steady),
+            &guard,
+            &now(),
+        );
+        let degraded = status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == types::DEGRADED)
+            .unwrap();
+        assert_eq!(
+            (
+                degraded.status.as_str(),
+                degraded.reason.as_deref().unwrap_or_default()
+            ),
+            ("True", "AdmissionGuardMissing")
+        );
+        let message = degraded.message.clone().unwrap_or_default();
+        assert!(
+            message.contains(
+                "ValidatingAdmissionPolicyBinding platform-operators-manager-guard does not exist"
+            ),
+            "{message}"
+        );
+        assert_eq!(
+            message.contains("a: the apply failed"),
+            !pos.is_empty(),
+            "{message}"
+        );
+    }
 }

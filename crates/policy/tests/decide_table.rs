@@ -18,8 +18,8 @@ mod fixture {
     use pom_api::PlatformOperatorSpec;
     use pom_api::platform_operator::{InstalledBundle, PackageSpec, UpgradeGate};
     use pom_policy::snapshot::{
-        CatalogContent, CatalogView, ClusterView, GateReading, Hop, Installed, OperatorGate,
-        PoSnapshot, UnsettledMoveAction,
+        CatalogContent, CatalogView, ClusterView, GateReading, GuardState, Hop, Installed,
+        OperatorGate, PoSnapshot, UnsettledMoveAction,
     };
     use pom_policy::{PoRequest, RequestError};
     use pom_resolver::cluster::{ClusterPhase, PhaseKind};
@@ -219,6 +219,7 @@ mod fixture {
         pub found_bundle_label: Option<String>,
         /// The `unsettled-move` annotation's value.
         pub unsettled_move: Option<String>,
+        pub guard: GuardState,
     }
 
     /// Nothing installed, OpenShift steady, the catalog ready, no gate.
@@ -246,6 +247,7 @@ mod fixture {
             duplicate_of: None,
             found_bundle_label: None,
             unsettled_move: None,
+            guard: GuardState::Intact,
         }
     }
 
@@ -337,6 +339,11 @@ mod fixture {
 
         pub fn steady_state_range(mut self, range: &str) -> Self {
             self.spec.steady_state_version_range = Some(range.to_owned());
+            self
+        }
+
+        pub fn guard(mut self, guard: GuardState) -> Self {
+            self.guard = guard;
             self
         }
 
@@ -433,6 +440,7 @@ mod fixture {
                     .unsettled_move
                     .clone()
                     .map(|a| UnsettledMoveAction::parse(&a)),
+                guard: self.guard.clone(),
             }
         }
     }
@@ -446,6 +454,7 @@ mod fixture {
 use fixture::{Catalogs, Cluster, Gate, LastHop, World, bundle_name, world};
 use pom_api::conditions::{ConditionStatus, Reason};
 use pom_api::platform_operator::{PinReason, UpgradeGate};
+use pom_policy::snapshot::GuardState;
 use pom_policy::{Action, HoldReason, PoDecision, decide};
 
 /// What the action should be. `Move` names the target's version and the pin stated once the
@@ -1070,6 +1079,32 @@ fn rows() -> Vec<Row> {
                 .cluster(Cluster::Unjudgeable)
                 .gate(Gate::Allows),
             keep().pin(Steady, "=1.1.0").unknown(),
+        ),
+        // Issue 22 item 2: without the admission guard nothing is written, not even a re-apply.
+        row(
+            "admission guard missing, installed: nothing, Unknown, AdmissionGuardMissing degrades",
+            world()
+                .installed("1.1.0")
+                .cluster(Cluster::Minor)
+                .gate(Gate::Allows)
+                .guard(GuardState::Missing {
+                    object: "ValidatingAdmissionPolicyBinding platform-operators-manager-guard"
+                        .to_owned(),
+                }),
+            nothing()
+                .unknown()
+                .problem(Reason::AdmissionGuardMissing, true)
+                .verdict_says("ValidatingAdmissionPolicyBinding platform-operators-manager-guard does not exist"),
+        ),
+        row(
+            "admission guard changed, nothing installed: no install",
+            world().guard(GuardState::Changed {
+                object: "ValidatingAdmissionPolicy platform-operators-manager-guard".to_owned(),
+                detail: "spec.validations differs".to_owned(),
+            }),
+            nothing()
+                .unknown()
+                .problem(Reason::AdmissionGuardMissing, true),
         ),
         // Issue 25 item 10: without a cluster version no maxOpenShiftVersion can be checked:
         // a bundle that declares one is held, one that declares none has nothing to check.

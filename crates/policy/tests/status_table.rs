@@ -40,6 +40,7 @@ fn bundle(version: &str) -> InstalledBundle {
         name: name(version),
         version: version.to_owned(),
         image: Some(format!("quay.example/demo-bundle:v{version}")),
+        objects_digest: None,
     }
 }
 

@@ -52,6 +52,7 @@ use pom_oci::ImagePuller;
 use pom_policy::hop_powers::hop_powers;
 use pom_policy::plan::{self, MAX_PLANNED_HOPS, PlanEnd};
 use pom_policy::render_request;
+use pom_policy::snapshot::GuardState;
 use pom_policy::snapshot::{
     CatalogContent, CatalogView, ClusterView, Hop, Installed, OperatorGate, PoSnapshot, gate_of,
     unsettled_move_of,
@@ -582,6 +583,9 @@ fn po_snapshot<'a>(
         now,
         found_bundle_label: None,
         unsettled_move: unsettled_move_of(po),
+        // The plan shows what the decisions would be; whether the manager may write is the
+        // manager's own check (its ClusterOperator says when it may not).
+        guard: GuardState::Unchecked,
     }
 }
 

@@ -293,6 +293,7 @@ mod tests {
                     name: "pa.v1.0.0".into(),
                     version: "1.0.0".into(),
                     image: None,
+                    objects_digest: None,
                 }),
                 desired: None,
                 pin: Some(PinStatus {

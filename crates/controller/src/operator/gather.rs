@@ -29,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 use crate::catalog::{CatalogCache, CatalogState, ServedCatalog};
 use crate::error::Error;
 use crate::watch_cache::{Readiness, cached_watcher};
-use pom_policy::snapshot::gate_of;
+use pom_policy::snapshot::{GuardState, gate_of};
 
 /// The API group whose presence makes a cluster OpenShift.
 pub const OPENSHIFT_CONFIG_GROUP: &str = "config.openshift.io";
@@ -226,12 +226,18 @@ impl GatheredCatalogs {
 
     /// Every catalog's content (for finding a bundle's objects by name).
     #[must_use]
+    /// The catalogs' contents by priority, highest first (then by name): a bundle looked up by
+    /// name is never found in whichever catalog the cache happens to list first.
     pub fn contents(&self) -> Vec<(&str, &FbcCatalog)> {
         match self {
-            Self::Ready { catalogs, .. } => catalogs
-                .iter()
-                .map(|(name, _, content)| (name.as_str(), content.as_ref()))
-                .collect(),
+            Self::Ready { catalogs, .. } => {
+                let mut by_priority: Vec<_> = catalogs.iter().collect();
+                by_priority.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+                by_priority
+                    .into_iter()
+                    .map(|(name, _, content)| (name.as_str(), content.as_ref()))
+                    .collect()
+            }
             _ => Vec::new(),
         }
     }
@@ -427,6 +433,7 @@ pub fn snapshot<'a>(
     gate: OperatorGate,
     now: Timestamp,
     found_bundle_label: Option<String>,
+    guard: GuardState,
 ) -> PoSnapshot<'a> {
     let name = po.name_any();
     let status = po.status.clone().unwrap_or_default();
@@ -455,5 +462,28 @@ pub fn snapshot<'a>(
         now,
         found_bundle_label,
         unsettled_move: unsettled_move_of(po),
+        guard,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// Issue 22 item 4: a bundle looked up by name is looked up by catalog priority, never in
+    /// the order the cache lists catalogs.
+    #[test]
+    fn catalog_contents_come_by_priority_then_name() {
+        let content = Arc::new(FbcCatalog::default());
+        let gathered = GatheredCatalogs::Ready {
+            catalogs: [("low", -5), ("b-high", 10), ("a-high", 10), ("zero", 0)]
+                .into_iter()
+                .map(|(name, priority)| (name.to_owned(), priority, content.clone()))
+                .collect(),
+            unavailable: Vec::new(),
+        };
+        let names: Vec<&str> = gathered.contents().into_iter().map(|(n, _)| n).collect();
+        assert_eq!(names, ["a-high", "b-high", "zero", "low"]);
     }
 }

@@ -72,27 +72,67 @@ impl Target {
         })
     }
 
-    /// What runs now, re-applied (drift repair, or a move in flight): from the catalog when it
-    /// still has the bundle, else from the image recorded when it was applied.
+    /// What runs now, re-applied (drift repair, or a move in flight): exactly the content
+    /// recorded when it was applied, never what a catalog carries under its name now (issue 22
+    /// item 4: else a catalog, a lower-priority one included, would change a running operator
+    /// with no move, no settle and no gate). An image bundle: the image digest recorded. A
+    /// catalog-carried one: the manifests of the first catalog, by priority, whose copy of the
+    /// bundle has the digest recorded (a status from before digests were recorded: the first by
+    /// priority).
     ///
     /// # Errors
-    /// When neither the catalogs nor the status hold its content (objects of a bundle that
-    /// left its catalog cannot be re-read).
+    /// When neither the status nor a catalog holds that content.
     pub fn for_keep(
         installed: &InstalledBundle,
         max_openshift_version: Option<MaxOpenShiftVersion>,
         catalogs: &[(&str, &FbcCatalog)],
     ) -> Result<Self, Error> {
-        let found = find_bundle(catalogs, None, &installed.name);
-        let bundle = found.map(|(_, b)| b);
-        Ok(Self {
-            catalog: found.map(|(catalog, _)| catalog.to_owned()),
+        let target = |catalog: Option<&str>, content| Self {
+            catalog: catalog.map(str::to_owned),
             name: installed.name.clone(),
             version: installed.version.clone(),
-            content: content_of(&installed.name, installed.image.as_deref(), bundle)?,
-            max_openshift_version,
-        })
+            content,
+            max_openshift_version: max_openshift_version.clone(),
+        };
+        if let Some(image) = installed.image.as_deref().filter(|i| !i.is_empty()) {
+            return Ok(target(None, Content::Image(image.to_owned())));
+        }
+        let recorded = installed.objects_digest.as_deref();
+        catalogs
+            .iter()
+            .filter_map(|(name, catalog)| {
+                let bundle = catalog
+                    .packages
+                    .values()
+                    .find_map(|p| p.bundles.get(&installed.name))?;
+                let objects = &bundle.properties.objects;
+                (!objects.is_empty()
+                    && recorded.is_none_or(|digest| objects_digest(objects) == digest))
+                .then(|| target(Some(name), Content::Objects(objects.clone())))
+            })
+            .next()
+            .ok_or_else(|| Error::AppliedContentGone {
+                bundle: installed.name.clone(),
+            })
     }
+}
+
+/// `sha256:<hex>` of catalog-carried manifests, each length-prefixed so that no two lists
+/// collide by concatenation.
+#[must_use]
+pub fn objects_digest(objects: &[String]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    for object in objects {
+        hasher.update((object.len() as u64).to_be_bytes());
+        hasher.update(object.as_bytes());
+    }
+    let hex: String = hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("sha256:{hex}")
 }
 
 fn content_of(name: &str, image: Option<&str>, bundle: Option<&Bundle>) -> Result<Content, Error> {
@@ -565,6 +605,10 @@ pub async fn apply(
             name: target.name.clone(),
             version: target.version.clone(),
             image,
+            objects_digest: match &target.content {
+                Content::Objects(objects) => Some(objects_digest(objects)),
+                Content::Image(_) => None,
+            },
         },
         max_openshift_version: max_ocp,
         waits,
@@ -723,6 +767,74 @@ async fn ensure_namespace(
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    /// A catalog whose bundle `op.v1.0.0` carries `manifest` (and, with `image`, an image).
+    fn catalog_with(manifest: &str, image: Option<&str>) -> FbcCatalog {
+        use base64::Engine;
+        let data = base64::engine::general_purpose::STANDARD.encode(manifest);
+        let bundle = serde_json::json!({
+            "schema": "olm.bundle", "package": "op", "name": "op.v1.0.0", "image": image,
+            "properties": [
+                {"type": "olm.package", "value": {"packageName": "op", "version": "1.0.0"}},
+                {"type": "olm.bundle.object", "value": {"data": data}}
+            ]
+        });
+        let fbc = format!(
+            "{}\n{}\n{}\n",
+            serde_json::json!({"schema": "olm.package", "name": "op", "defaultChannel": "stable"}),
+            serde_json::json!({"schema": "olm.channel", "package": "op", "name": "stable",
+                               "entries": [{"name": "op.v1.0.0"}]}),
+            bundle
+        );
+        pom_resolver::fbc::parse_documents([("c.json".to_owned(), fbc.into_bytes())]).unwrap()
+    }
+
+    fn installed(image: Option<&str>, objects_digest: Option<String>) -> InstalledBundle {
+        InstalledBundle {
+            name: "op.v1.0.0".into(),
+            version: "1.0.0".into(),
+            image: image.map(str::to_owned),
+            objects_digest,
+        }
+    }
+
+    /// Issue 22 item 4: drift repair re-applies what was applied at the move, found by
+    /// priority, never what a catalog (a lower-priority one included) carries now.
+    #[test]
+    fn drift_repair_reapplies_what_was_applied_never_what_a_catalog_carries_now() {
+        let applied = r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a"}}"#;
+        let hostile = r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"b"}}"#;
+        let good = catalog_with(applied, None);
+        let other = catalog_with(hostile, None);
+        let digest = objects_digest(&[applied.to_owned()]);
+
+        // An image bundle: its recorded digest, although a catalog carries manifests for it.
+        let kept = Target::for_keep(
+            &installed(Some("registry.example/op@sha256:1"), None),
+            None,
+            &[("other", &other)],
+        )
+        .unwrap();
+        assert!(matches!(kept.content, Content::Image(ref i) if i == "registry.example/op@sha256:1"));
+
+        // Catalog-carried: the catalog whose copy has the recorded digest, wherever it sits.
+        for order in [[("other", &other), ("good", &good)], [("good", &good), ("other", &other)]] {
+            let kept =
+                Target::for_keep(&installed(None, Some(digest.clone())), None, &order).unwrap();
+            assert_eq!(kept.catalog.as_deref(), Some("good"));
+            assert!(matches!(kept.content, Content::Objects(ref o) if o == &[applied.to_owned()]));
+        }
+        // Changed everywhere: refused, not re-applied from what the catalog carries now.
+        let err = Target::for_keep(&installed(None, Some(digest)), None, &[("other", &other)])
+            .err()
+            .unwrap();
+        assert!(matches!(err, Error::AppliedContentGone { ref bundle } if bundle == "op.v1.0.0"));
+        assert!(err.to_string().contains("as they were at its move"), "{err}");
+        // A status from before digests: the first catalog by priority.
+        let kept = Target::for_keep(&installed(None, None), None, &[("good", &good), ("other", &other)])
+            .unwrap();
+        assert_eq!(kept.catalog.as_deref(), Some("good"));
+    }
 
     #[test]
     fn a_bundle_without_image_or_objects_is_an_error_not_an_empty_pull() {

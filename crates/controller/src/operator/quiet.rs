@@ -121,6 +121,7 @@ mod tests {
                     name: "op.v1".into(),
                     version: "1.0.0".into(),
                     image: None,
+                    objects_digest: None,
                 },
                 max_openshift_version: None,
                 waits: Vec::new(),

@@ -117,6 +117,8 @@ pub struct PoContext {
     /// Every PO reconcile waits for the Catalogs' first list at once: see [`Readiness`].
     pub catalog_objects_ready: Readiness,
     pub cluster: ClusterWatch,
+    /// The replica's caches, for whether the admission guard is in place.
+    pub state: ClusterState,
     pub kinds: KindCache,
     /// The manifests of catalog-carried (`olm.bundle.object`) bundles as last applied, by
     /// bundle name: drift repair of a bundle that has left its catalog re-applies them.
@@ -154,6 +156,7 @@ pub async fn run(ctx: Arc<Context>, state: ClusterState, shutdown: CancellationT
         catalog_objects_ready,
         catalog_objects,
         cluster,
+        state: state.clone(),
         kinds: KindCache::default(),
         applied_objects: Mutex::default(),
         written: Mutex::default(),
@@ -448,6 +451,11 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
     let gate_read = gate.clone();
     pctx.stage(&name, "gather: objects of a lost status");
     let found_bundle_label = gather::found_bundle_label(&ctx.client, po).await?;
+    pctx.stage(&name, "gather: admission guard");
+    let guard = pctx
+        .state
+        .admission_guard(ctx.settings.require_admission_guard)
+        .await;
     pctx.stage(&name, "decide");
     let snapshot = gather::snapshot(
         po,
@@ -458,6 +466,7 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
         gate,
         Timestamp::now(),
         found_bundle_label,
+        guard,
     );
 
     // Decide.
@@ -580,6 +589,7 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
         _ => false,
     };
     if (reported_before || reported_now)
+        && snapshot.guard.allows_writes()
         && !po
             .annotations()
             .contains_key(labels::OPERATOR_CONDITION_REPORTED)
@@ -841,6 +851,8 @@ async fn write_status(
         "kind": "PlatformOperator",
         "status": new,
     });
+    // Shared with other PO writes; excludes the aggregator's check-and-write of Upgradeable=True.
+    let _ordered = pctx.ctx.status_writes.read().await;
     let written = api
         .patch_status(
             &name,
@@ -964,6 +976,14 @@ async fn publish_transitions(
 async fn cleanup(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction, Error> {
     let name = po.name_any();
     pctx.checks.forget(&name);
+    // Deleting is writing: not without the guard (issue 22 item 2); the finalizer stays.
+    let guard = pctx
+        .state
+        .admission_guard(pctx.ctx.settings.require_admission_guard)
+        .await;
+    if let Some(message) = guard.problem() {
+        return Err(Error::AdmissionGuardMissing { message });
+    }
     let client = &pctx.ctx.client;
     let recorded = po
         .status

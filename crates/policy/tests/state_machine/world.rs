@@ -16,6 +16,7 @@ use pom_api::platform_operator::{
 };
 use pom_policy::aggregate::{self, ClusterPhaseView};
 use pom_policy::inventory;
+use pom_policy::snapshot::GuardState;
 use pom_policy::snapshot::{
     CatalogContent, CatalogView, ClusterView, GateReading, Hop, Installed, OperatorGate, PoSnapshot,
 };
@@ -510,6 +511,7 @@ impl World {
             now: self.now,
             found_bundle_label,
             unsettled_move: None,
+            guard: GuardState::Intact,
         };
         let decision = decide(&snapshot);
         if let Action::WaitForCatalog { .. } = &decision.action {
@@ -571,6 +573,7 @@ impl World {
                     name: target.name.clone(),
                     version: target.version.to_string(),
                     image: target.image.clone(),
+                    objects_digest: None,
                 },
                 target.max_openshift_version.clone(),
             )),
@@ -759,7 +762,15 @@ impl World {
                 target: self.phase.target.clone(),
             }
         };
-        self.co = aggregate::compute(&pos, &self.co, &release, "pom", view, &now);
+        self.co = aggregate::compute(
+            &pos,
+            &self.co,
+            &release,
+            "pom",
+            view,
+            &GuardState::Intact,
+            &now,
+        );
         let reported_now = self.co.versions.iter().any(|v| v.version == release);
         checks::aggregate(self, reported_now && !reported_before)
     }
