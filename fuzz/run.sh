@@ -18,7 +18,7 @@ tools="$cache/tools"
 corpora="$cache/fuzz/corpus"
 runs="${FUZZ_RUNS:-10000000}"
 seconds="${FUZZ_SECONDS:-0}"
-targets="${FUZZ_TARGETS:-fbc_parse masterminds_range blang_range render_bundle powers layer_extract}"
+targets="${FUZZ_TARGETS:-fbc_parse masterminds_range blang_range render_bundle powers layer_extract layer_hostile_names}"
 
 if ! rustup toolchain list | grep -q '^nightly'; then
   echo "fuzz: the nightly toolchain is missing (rustup toolchain install nightly)" >&2

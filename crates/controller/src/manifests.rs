@@ -34,6 +34,10 @@ use k8s_openapi::api::core::v1::{
     Probe, ResourceRequirements, SeccompProfile, SecretVolumeSource, SecurityContext, Service,
     ServiceAccount, ServicePort, ServiceSpec, Toleration, Volume, VolumeMount,
 };
+use k8s_openapi::api::networking::v1::{
+    NetworkPolicy, NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicyPort,
+    NetworkPolicySpec,
+};
 use k8s_openapi::api::rbac::v1::{
     ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
 };
@@ -66,6 +70,22 @@ pub const METRICS_PORT: i32 = 8443;
 const SERVING_CERT_DIR: &str = "/var/run/secrets/serving-cert";
 /// The platform Prometheus, which scrapes namespaces labelled `openshift.io/cluster-monitoring`.
 const PLATFORM_PROMETHEUS: (&str, &str) = ("openshift-monitoring", "prometheus-k8s");
+/// The port of `/healthz` and `/readyz`.
+const HEALTH_PORT: i32 = 8081;
+/// Size of the catalog volume (the emptyDir at `/tmp` where catalog images are unpacked): the
+/// catalog served (its kept content at most [`pom_oci::layers::DEFAULT_MAX_BYTES`], 512 MiB)
+/// and the pull of its next image beside it (another content tree and the layer blob being
+/// applied, each at most the same): 1.5 GiB. The 64 MiB shipped before made the kubelet evict
+/// the manager, in a loop, for any catalog above 64 MiB (the benchmarks' is 149 MiB).
+const CATALOG_VOLUME_BYTES: u64 = 3 * pom_oci::layers::DEFAULT_MAX_BYTES;
+/// Memory the manager requests: its peak with the benchmarks' 150 MB catalog served and 10 POs
+/// (23.8-25.1 MiB, `pom-catalog-rss`) plus a catalog pull whose names reach
+/// [`pom_oci::layers::MAX_NAME_BYTES`] (held three times: 48 MiB), rounded up.
+const MEMORY_REQUEST: &str = "96Mi";
+/// The manager's memory limit: 7 times its peak with 1,000 POs naming every package of the
+/// 150 MB catalog (143.1 MiB, `pom-catalog-rss`; 247.5 MiB in an older build), so a cluster at the scale POM is measured at
+/// never meets it, while a leak is stopped before it starves the control-plane node.
+const MEMORY_LIMIT: &str = "1Gi";
 
 /// Which install to render.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -178,6 +198,11 @@ pub fn render(flavor: Flavor) -> Result<Vec<ManifestFile>, RenderError> {
     if flavor == Flavor::OpenShift {
         add(5, "service", vec![json(flavor, &metrics_service())])?;
     }
+    add(
+        5,
+        "networkpolicy",
+        vec![json(flavor, &network_policy(flavor))],
+    )?;
     add(6, "deployment", vec![json(flavor, &deployment(flavor))])?;
     if flavor == Flavor::OpenShift {
         add(
@@ -599,6 +624,52 @@ fn service_monitor() -> serde_json::Value {
     })
 }
 
+/// Who may reach the manager's pods: anyone on the health port (the kubelet's probes; it
+/// answers `/healthz` and `/readyz` only) and, on OpenShift, the platform Prometheus's
+/// namespace on the metrics port; nothing else. Egress is not restricted: the manager talks to
+/// the API server and to whatever registries Catalogs name, on any port.
+fn network_policy(flavor: Flavor) -> NetworkPolicy {
+    let port = |number: i32| NetworkPolicyPort {
+        port: Some(IntOrString::Int(number)),
+        protocol: Some("TCP".into()),
+        ..NetworkPolicyPort::default()
+    };
+    let mut ingress = vec![NetworkPolicyIngressRule {
+        ports: Some(vec![port(HEALTH_PORT)]),
+        ..NetworkPolicyIngressRule::default()
+    }];
+    if flavor == Flavor::OpenShift {
+        ingress.push(NetworkPolicyIngressRule {
+            from: Some(vec![NetworkPolicyPeer {
+                namespace_selector: Some(LabelSelector {
+                    match_labels: Some(BTreeMap::from([(
+                        "kubernetes.io/metadata.name".to_owned(),
+                        PLATFORM_PROMETHEUS.0.to_owned(),
+                    )])),
+                    ..LabelSelector::default()
+                }),
+                ..NetworkPolicyPeer::default()
+            }]),
+            ports: Some(vec![port(METRICS_PORT)]),
+        });
+    }
+    NetworkPolicy {
+        metadata: meta(NAME, Some(NAMESPACE)),
+        spec: Some(NetworkPolicySpec {
+            pod_selector: Some(LabelSelector {
+                match_labels: Some(BTreeMap::from([(
+                    APP_LABEL.0.to_owned(),
+                    APP_LABEL.1.to_owned(),
+                )])),
+                ..LabelSelector::default()
+            }),
+            policy_types: Some(strings(&["Ingress"])),
+            ingress: Some(ingress),
+            ..NetworkPolicySpec::default()
+        }),
+    }
+}
+
 fn field_env(name: &str, path: &str) -> EnvVar {
     EnvVar {
         name: name.into(),
@@ -635,7 +706,7 @@ fn deployment(flavor: Flavor) -> Deployment {
     ]);
     let mut ports = vec![ContainerPort {
         name: Some("health".into()),
-        container_port: 8081,
+        container_port: HEALTH_PORT,
         ..ContainerPort::default()
     }];
     let mut mounts = vec![VolumeMount {
@@ -646,7 +717,7 @@ fn deployment(flavor: Flavor) -> Deployment {
     let mut volumes = vec![Volume {
         name: "tmp".into(),
         empty_dir: Some(EmptyDirVolumeSource {
-            size_limit: Some(Quantity("64Mi".into())),
+            size_limit: Some(Quantity(format!("{}Mi", CATALOG_VOLUME_BYTES >> 20))),
             ..EmptyDirVolumeSource::default()
         }),
         ..Volume::default()
@@ -711,8 +782,12 @@ fn deployment(flavor: Flavor) -> Deployment {
         resources: Some(ResourceRequirements {
             requests: Some(BTreeMap::from([
                 ("cpu".to_owned(), Quantity("10m".into())),
-                ("memory".to_owned(), Quantity("64Mi".into())),
+                ("memory".to_owned(), Quantity(MEMORY_REQUEST.into())),
             ])),
+            limits: Some(BTreeMap::from([(
+                "memory".to_owned(),
+                Quantity(MEMORY_LIMIT.into()),
+            )])),
             ..ResourceRequirements::default()
         }),
         security_context: Some(SecurityContext {

@@ -13,6 +13,13 @@
 //! retrying a bad token in a loop from turning each attempt into two API calls. The cache is
 //! bounded ([`CACHE_CAPACITY`] entries), so a stream of distinct tokens cannot grow it.
 //!
+//! Reviews of tokens the cache does not know are rate limited ([`REVIEWS_PER_SECOND`], bursts of
+//! [`REVIEW_BURST`]): a client sending a new bogus token on every request would otherwise turn
+//! each request into a TokenReview, an API call the manager makes on an anonymous client's
+//! behalf. Past the limit the answer is 429 with `Retry-After`, without an API call. A token
+//! the cache still remembers as allowed (its verdict expired, not yet evicted) is re-reviewed
+//! whatever the limit, so a flood does not lock out the real scraper.
+//!
 //! The decisions (which header is a token, what a review means, which status answers it, what
 //! the cache keeps) are pure functions; [`MetricsAuth`] only adds the two API calls.
 
@@ -43,6 +50,14 @@ pub const ALLOWED_TTL: Duration = Duration::from_secs(120);
 pub const REFUSED_TTL: Duration = Duration::from_secs(10);
 /// Most tokens remembered at once (Prometheus replicas each use one).
 pub const CACHE_CAPACITY: usize = 256;
+/// Reviews of unknown tokens per second, sustained (each is one TokenReview, and one
+/// SubjectAccessReview when the token authenticates). A platform Prometheus needs one per
+/// replica every [`ALLOWED_TTL`]; two a second is plenty for scrapers and caps what bogus
+/// tokens cost the API server at two TokenReviews a second.
+pub const REVIEWS_PER_SECOND: u32 = 2;
+/// Reviews of unknown tokens allowed at once before [`REVIEWS_PER_SECOND`] applies: both
+/// Prometheus replicas and a few humans with `curl` starting together.
+pub const REVIEW_BURST: u32 = 10;
 /// Longest wait for either review.
 const REVIEW_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -89,6 +104,54 @@ pub enum ReviewError {
     },
     #[error("{0}: no answer within {REVIEW_TIMEOUT:?}")]
     Timeout(&'static str),
+    /// Too many unknown tokens to review: more than [`REVIEWS_PER_SECOND`] (bursts of
+    /// [`REVIEW_BURST`]); the client should retry after a second.
+    #[error(
+        "more than {REVIEWS_PER_SECOND} reviews a second of unknown tokens (bursts of \
+         {REVIEW_BURST}, REVIEWS_PER_SECOND); retry later"
+    )]
+    RateLimited,
+}
+
+/// A token bucket: [`REVIEW_BURST`] reviews at once, refilled at [`REVIEWS_PER_SECOND`].
+#[derive(Debug)]
+pub struct ReviewLimiter {
+    /// Reviews available now, in thousandths (so refills of a fraction of a review count).
+    milli_tokens: u64,
+    capacity: u64,
+    per_second: u64,
+    last: Instant,
+}
+
+impl ReviewLimiter {
+    #[must_use]
+    pub fn new(burst: u32, per_second: u32, now: Instant) -> Self {
+        let capacity = u64::from(burst) * 1000;
+        Self {
+            milli_tokens: capacity,
+            capacity,
+            per_second: u64::from(per_second),
+            last: now,
+        }
+    }
+
+    /// Takes one review if one is available at `now`.
+    pub fn try_take(&mut self, now: Instant) -> bool {
+        let elapsed = now.saturating_duration_since(self.last);
+        let refill = u64::try_from(elapsed.as_millis())
+            .unwrap_or(u64::MAX)
+            .saturating_mul(self.per_second);
+        if refill > 0 {
+            self.milli_tokens = self.milli_tokens.saturating_add(refill).min(self.capacity);
+            self.last = now;
+        }
+        if self.milli_tokens >= 1000 {
+            self.milli_tokens -= 1000;
+            true
+        } else {
+            false
+        }
+    }
 }
 
 /// The token of an `Authorization: Bearer <token>` header (scheme case-insensitive, RFC 7235).
@@ -169,6 +232,15 @@ impl ReviewCache {
             .map(|(verdict, _)| *verdict)
     }
 
+    /// Whether `token`'s last verdict, still remembered even if expired, was `Allowed`: its
+    /// re-review is not rate limited.
+    #[must_use]
+    pub fn was_allowed(&self, token: &str) -> bool {
+        self.entries
+            .get(&token_key(token))
+            .is_some_and(|(verdict, _)| *verdict == Verdict::Allowed)
+    }
+
     /// Remembers `verdict` for its TTL; when full, drops expired entries first, then the one
     /// expiring soonest.
     pub fn insert(&mut self, token: &str, verdict: Verdict, now: Instant) {
@@ -207,6 +279,7 @@ impl ReviewCache {
 pub struct MetricsAuth {
     client: kube::Client,
     cache: Mutex<ReviewCache>,
+    limiter: Mutex<ReviewLimiter>,
 }
 
 impl std::fmt::Debug for MetricsAuth {
@@ -221,6 +294,11 @@ impl MetricsAuth {
         Arc::new(Self {
             client,
             cache: Mutex::new(ReviewCache::new(CACHE_CAPACITY)),
+            limiter: Mutex::new(ReviewLimiter::new(
+                REVIEW_BURST,
+                REVIEWS_PER_SECOND,
+                Instant::now(),
+            )),
         })
     }
 
@@ -228,9 +306,23 @@ impl MetricsAuth {
     ///
     /// # Errors
     /// [`ReviewError`] when the API server cannot be asked; nothing is cached then.
+    /// [`ReviewError::RateLimited`] without any API call when too many unknown tokens came.
     pub async fn verdict(&self, token: &str) -> Result<Verdict, ReviewError> {
-        if let Some(verdict) = self.lock().get(token, Instant::now()) {
-            return Ok(verdict);
+        let was_allowed = {
+            let cache = self.lock();
+            if let Some(verdict) = cache.get(token, Instant::now()) {
+                return Ok(verdict);
+            }
+            cache.was_allowed(token)
+        };
+        if !was_allowed
+            && !self
+                .limiter
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .try_take(Instant::now())
+        {
+            return Err(ReviewError::RateLimited);
         }
         let verdict = self.review(token).await?;
         self.lock().insert(token, verdict, Instant::now());
@@ -304,6 +396,15 @@ pub async fn require_metrics_reader(
                 .into_response(),
             Some(status) => (status, "Forbidden: get /metrics is not allowed\n").into_response(),
         },
+        Err(ReviewError::RateLimited) => {
+            tracing::debug!("refused a /metrics scrape: too many unknown tokens to review");
+            (
+                StatusCode::TOO_MANY_REQUESTS,
+                [(header::RETRY_AFTER, HeaderValue::from_static("1"))],
+                "too many unknown tokens to review; retry later\n",
+            )
+                .into_response()
+        }
         Err(err) => {
             tracing::warn!(%err, "could not review a /metrics scrape's token");
             (
@@ -393,6 +494,60 @@ mod tests {
         // Another token is reviewed on its own.
         assert_eq!(auth.verdict("other").await.unwrap(), Verdict::Allowed);
         assert_eq!(calls_now(), 5);
+    }
+
+    #[tokio::test]
+    async fn reviews_of_unknown_tokens_are_rate_limited_and_the_known_scraper_is_not() {
+        let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let auth = MetricsAuth::new(fake_api(calls.clone()));
+        let calls_now = || calls.load(std::sync::atomic::Ordering::SeqCst);
+        // The first TokenReview of the fake fails: spend it.
+        auth.verdict("warm-up").await.unwrap_err();
+        assert_eq!(auth.verdict("prometheus").await.unwrap(), Verdict::Allowed);
+        // A flood of distinct bogus tokens: the burst is reviewed, the rest refused unasked.
+        let mut limited = 0;
+        for i in 0..200 {
+            match auth.verdict(&format!("bogus-{i}")).await {
+                Err(ReviewError::RateLimited) => limited += 1,
+                other => assert!(other.is_ok(), "{other:?}"),
+            }
+        }
+        let reviewed = usize::try_from(REVIEW_BURST).unwrap();
+        assert!(limited >= 200 - reviewed - 1, "{limited} limited");
+        assert!(
+            calls_now() <= 1 + 2 + 2 * (reviewed + 1),
+            "{} calls",
+            calls_now()
+        );
+        assert!(
+            auth.verdict("bogus-new")
+                .await
+                .unwrap_err()
+                .to_string()
+                .contains("REVIEWS_PER_SECOND")
+        );
+        // The scraper's verdict expired meanwhile: re-reviewed although the bucket is empty.
+        {
+            let mut cache = auth.lock();
+            let expired = Instant::now().checked_sub(ALLOWED_TTL).unwrap();
+            cache.insert("prometheus", Verdict::Allowed, expired);
+        }
+        assert_eq!(auth.verdict("prometheus").await.unwrap(), Verdict::Allowed);
+    }
+
+    #[test]
+    fn the_review_limiter_refills_at_its_rate() {
+        let now = Instant::now();
+        let mut limiter = ReviewLimiter::new(3, 2, now);
+        assert!((0..3).all(|_| limiter.try_take(now)));
+        assert!(!limiter.try_take(now));
+        // Half a second: one review.
+        let later = now + Duration::from_millis(500);
+        assert!(limiter.try_take(later));
+        assert!(!limiter.try_take(later));
+        // Never more than the burst, however long it waited.
+        let much_later = later + Duration::from_secs(3600);
+        assert_eq!((0..10).filter(|_| limiter.try_take(much_later)).count(), 3);
     }
 
     #[test]

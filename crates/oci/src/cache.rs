@@ -20,7 +20,7 @@ struct Inner {
     entries: BTreeMap<Key, (Files, u64)>,
     /// Keys, least recently used first.
     order: VecDeque<Key>,
-    /// Bytes of file content held.
+    /// Bytes of file content and names held.
     bytes: u64,
 }
 
@@ -31,13 +31,18 @@ pub(crate) struct FileCache {
     inner: Mutex<Inner>,
 }
 
-/// The bytes of file content in `files` (names are small next to content).
+/// The bytes `files` holds: content and names (a name may be up to
+/// [`crate::layers::MAX_PATH_BYTES`], and many small files with long names cost more in their
+/// names than in their content).
 fn size_of(files: &Files) -> u64 {
-    files.values().map(|data| data.len() as u64).sum()
+    files
+        .iter()
+        .map(|(name, data)| name.len() as u64 + data.len() as u64)
+        .sum()
 }
 
 impl FileCache {
-    /// A cache holding at most `max_bytes` of file content (the newest entry is always kept,
+    /// A cache holding at most `max_bytes` of file content and names (the newest entry is always kept,
     /// whatever its size: it was just pulled within the per-image limit).
     pub(crate) fn new(max_bytes: u64) -> Self {
         Self {
@@ -92,8 +97,9 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
+    /// Files costing `size` bytes: the one-byte name `f` and `size - 1` bytes of content.
     fn files(size: usize) -> Files {
-        Arc::new(BTreeMap::from([("f".to_owned(), vec![0; size])]))
+        Arc::new(BTreeMap::from([("f".to_owned(), vec![0; size - 1])]))
     }
 
     #[test]
@@ -124,6 +130,24 @@ mod tests {
         cache.insert("big@sha256:2", "", files(50));
         assert_eq!(cache.held(), (1, 50));
         assert!(cache.get("big@sha256:2", "").is_some());
+    }
+
+    #[test]
+    fn names_count_against_the_budget() {
+        let cache = FileCache::new(100);
+        let long_names: Files = Arc::new(
+            (0..4)
+                .map(|i| (format!("{i}{}", "n".repeat(29)), vec![0; 1]))
+                .collect(),
+        );
+        cache.insert("names@sha256:1", "", long_names);
+        assert_eq!(cache.held(), (1, 4 * 31));
+        cache.insert("next@sha256:2", "", files(1));
+        assert_eq!(
+            cache.held(),
+            (1, 1),
+            "the entry of long names was over budget"
+        );
     }
 
     #[test]

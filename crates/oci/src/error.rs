@@ -29,8 +29,9 @@ pub enum LayerError {
     UnsafePath { path: String },
     /// The files POM would keep (in memory for bundles, on disk for catalogs) exceed the limit.
     #[error(
-        "content would reach {size} bytes, above the {limit}-byte limit (DEFAULT_MAX_BYTES); \
-         POM refuses larger content: split the catalog or bundle"
+        "content would reach {size} bytes (file bytes, and each kept path counted NAME_COPIES \
+         times), above the {limit}-byte limit (DEFAULT_MAX_BYTES); POM refuses larger content: \
+         split the catalog or bundle"
     )]
     TooLarge { size: u64, limit: u64 },
     /// More tar entries than POM reads from one image.
@@ -46,6 +47,46 @@ pub enum LayerError {
          with sane file names"
     )]
     HeaderTooLarge { size: u64, limit: u64 },
+    /// An entry's path (or a hard link's target) is longer than any file system takes.
+    #[error(
+        "layer entry {path:?} has a path of {size} bytes, above the {limit}-byte limit \
+         (MAX_PATH_BYTES); POM refuses the image: rebuild it with shorter paths"
+    )]
+    PathTooLong { path: String, size: u64, limit: u64 },
+    /// The names of the kept files together are larger than POM holds.
+    #[error(
+        "the names of the kept files would reach {size} bytes at entry {path:?}, above the \
+         {limit}-byte limit (MAX_NAME_BYTES); POM refuses the image: keep fewer files or \
+         shorter paths in the catalog or bundle folder"
+    )]
+    NamesTooLarge { path: String, size: u64, limit: u64 },
+    /// The layers decompress to more bytes than POM reads from one image.
+    #[error(
+        "the image's layers decompress to more than {limit} bytes (MAX_DECOMPRESSED_BYTES, \
+         skipped files included), reached in entry {entry:?}; POM refuses the image: put the \
+         catalog or bundle in a smaller image (FROM scratch or a small base)"
+    )]
+    TooMuchData { entry: String, limit: u64 },
+    /// A gzip layer expands far more than real layers do (a decompression bomb).
+    #[error(
+        "the gzip layer expands to {decompressed} bytes from {compressed} compressed bytes at \
+         entry {entry:?}, more than {ratio} times (MAX_EXPANSION_RATIO) beyond the first \
+         {allowance} bytes; POM refuses the image: remove the large runs of identical bytes \
+         (zero-filled files) from it"
+    )]
+    ExpansionTooHigh {
+        entry: String,
+        decompressed: u64,
+        compressed: u64,
+        ratio: u64,
+        allowance: u64,
+    },
+    /// The extraction was stopped because its pull was cancelled or ran out of time.
+    #[error(
+        "extraction stopped at entry {entry:?}: the pull was cancelled or ran past its \
+         deadline; POM retries"
+    )]
+    Cancelled { entry: String },
     /// The place kept files go to failed: the disk is full or read-only, or a path is longer
     /// than the file system takes. Kept apart from the image's own faults because the fix is
     /// on the manager's side (its volume), not the image's.
@@ -189,8 +230,13 @@ impl OciError {
                 LayerError::UnsafePath { .. } => Reason::UnsafeImagePath,
                 LayerError::TooLarge { .. }
                 | LayerError::TooManyEntries { .. }
-                | LayerError::HeaderTooLarge { .. } => Reason::ImageTooLarge,
+                | LayerError::HeaderTooLarge { .. }
+                | LayerError::PathTooLong { .. }
+                | LayerError::NamesTooLarge { .. }
+                | LayerError::TooMuchData { .. }
+                | LayerError::ExpansionTooHigh { .. } => Reason::ImageTooLarge,
                 LayerError::Storage { .. } => Reason::UnpackFailed,
+                LayerError::Cancelled { .. } => Reason::PullInterrupted,
             },
             Self::Storage { .. } => Reason::UnpackFailed,
             Self::TooLarge { .. } => Reason::ImageTooLarge,
@@ -213,7 +259,7 @@ impl OciError {
                 | Self::DeadlineExceeded { .. }
                 | Self::Storage { .. }
                 | Self::Layer {
-                    source: LayerError::Storage { .. },
+                    source: LayerError::Storage { .. } | LayerError::Cancelled { .. },
                     ..
                 }
         )

@@ -13,8 +13,11 @@
 //! a big catalog must not cost its size in memory). Both see the same calls, so both give the
 //! same files.
 
+use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use flate2::read::MultiGzDecoder;
 
@@ -28,6 +31,41 @@ pub const MAX_LAYER_ENTRIES: u64 = 100_000;
 /// Largest GNU long-name/long-link or PAX extended header POM reads (a path is at most a few
 /// KiB; the tar crate would otherwise read any size into memory before POM could look).
 pub const MAX_EXTENDED_HEADER_BYTES: u64 = 64 * 1024;
+
+/// Longest path of an entry (or of a hard link's target) POM accepts: 4 KiB, Linux's
+/// `PATH_MAX`, so no file system POM writes to could hold a longer one and no well-built image
+/// has one. Long names and PAX paths may otherwise be up to [`MAX_EXTENDED_HEADER_BYTES`] (64
+/// KiB) each, and a kept name is held [`NAME_COPIES`] times.
+pub const MAX_PATH_BYTES: u64 = 4096;
+/// How many copies of a kept file's name extraction holds (the index of kept files, the set of
+/// paths the layer wrote, the storage's key), so what each kept name is charged against the
+/// byte budget per byte: names cost memory as content does.
+pub const NAME_COPIES: u64 = 3;
+/// Most bytes of kept file names, all kept files together, counted once (16 MiB: held
+/// [`NAME_COPIES`] times, at most 48 MiB). A catalog pulled to disk keeps its content on disk
+/// but its names in memory, so the byte budget (512 MiB) alone would let names cost the
+/// manager hundreds of MiB. Real catalogs are far below: the 1,033 files of
+/// `community-operators` have 91 KB of names; [`MAX_LAYER_ENTRIES`] files of 167 bytes fit.
+pub const MAX_NAME_BYTES: u64 = 16 * 1024 * 1024;
+/// Most bytes POM reads from the tar streams of one image, all layers together, after
+/// decompression, skipped entries included (4 GiB). Only the compressed size of a layer is
+/// checked before download (512 MiB), and gzip expands up to ~1,000 times: without this a
+/// layer could make POM inflate and skip ~500 GB. Inflating and skipping 4 GiB takes seconds,
+/// well within [`crate::PULL_DEADLINE`]; OpenShift's index images (opm, its base image, the
+/// catalog and its cache) are about 1 GB uncompressed.
+pub const MAX_DECOMPRESSED_BYTES: u64 = 4 * 1024 * 1024 * 1024;
+/// Most bytes a gzip layer may expand to per compressed byte, beyond
+/// [`EXPANSION_ALLOWANCE_BYTES`]: 128. Tar+gzip layers of catalogs expand 6 to 16 times
+/// (`../shared/testdata/real`), and binaries less; runs of zeros expand ~1,000 times (64 MiB
+/// of zeros is 65 KB of gzip). Refusing a bomb here takes a fraction of a second where
+/// [`MAX_DECOMPRESSED_BYTES`] alone would let it cost seconds of work on every retry.
+pub const MAX_EXPANSION_RATIO: u64 = 128;
+/// Decompressed bytes of a gzip layer never refused for its expansion ratio (64 MiB): the
+/// first bytes of a stream (tar headers of many empty files compress very well) and small
+/// layers are not judged by their ratio.
+pub const EXPANSION_ALLOWANCE_BYTES: u64 = 64 * 1024 * 1024;
+/// Longest part of an entry's path quoted in an error message.
+const QUOTED_PATH_BYTES: usize = 200;
 
 const WHITEOUT_PREFIX: &str = ".wh.";
 const OPAQUE_WHITEOUT: &str = ".wh..wh..opq";
@@ -159,9 +197,15 @@ pub struct LayerStack<S: Storage = Memory> {
     index: BTreeMap<String, u64>,
     /// Bytes of the kept files, kept up to date on every insert and removal.
     used: u64,
+    /// Bytes of the kept files' names (counted once; see [`MAX_NAME_BYTES`]).
+    names: u64,
+    /// Bytes read from the tar streams after decompression so far, all layers.
+    decompressed: u64,
     /// Tar entries read so far, all layers.
     entries: u64,
     storage: S,
+    /// Set by whoever started the extraction to stop it (a pull dropped at its deadline).
+    cancel: Option<Arc<AtomicBool>>,
 }
 
 impl LayerStack {
@@ -198,9 +242,22 @@ impl<S: Storage> LayerStack<S> {
             max_bytes,
             index: BTreeMap::new(),
             used: 0,
+            names: 0,
+            decompressed: 0,
             entries: 0,
             storage,
+            cancel: None,
         }
+    }
+
+    /// Stops extraction with [`LayerError::Cancelled`] as soon as `cancel` is set: checked
+    /// before every entry and every read of the layer stream (at most 64 KiB apart), skipped
+    /// entries included, so a pull dropped at its deadline stops its extraction within
+    /// milliseconds instead of finishing it beside the retry.
+    #[must_use]
+    pub fn with_cancel(mut self, cancel: Arc<AtomicBool>) -> Self {
+        self.cancel = Some(cancel);
+        self
     }
 
     /// Applies one layer read from `reader` (a file, a socket...) on top of the previous ones.
@@ -215,10 +272,30 @@ impl<S: Storage> LayerStack<S> {
         format: LayerFormat,
         reader: impl Read,
     ) -> Result<(), LayerError> {
-        match format {
-            LayerFormat::Tar => self.apply_tar(reader, format),
-            LayerFormat::TarGzip => self.apply_tar(MultiGzDecoder::new(reader), format),
-        }
+        let meter = Meter {
+            decompressed: Cell::new(self.decompressed),
+            layer_decompressed: Cell::new(0),
+            compressed: Cell::new(0),
+            gzip: format == LayerFormat::TarGzip,
+            cancel: self.cancel.clone(),
+            stopped: Cell::new(None),
+        };
+        let result = match format {
+            LayerFormat::Tar => self.apply_tar(Metered::new(reader, &meter), format, &meter),
+            LayerFormat::TarGzip => self.apply_tar(
+                Metered::new(
+                    MultiGzDecoder::new(Compressed {
+                        inner: reader,
+                        meter: &meter,
+                    }),
+                    &meter,
+                ),
+                format,
+                &meter,
+            ),
+        };
+        self.decompressed = meter.decompressed.get();
+        result
     }
 
     /// The kept files by key with their sizes, in key order.
@@ -240,15 +317,31 @@ impl<S: Storage> LayerStack<S> {
     }
 
     #[allow(clippy::too_many_lines)]
-    fn apply_tar(&mut self, reader: impl Read, format: LayerFormat) -> Result<(), LayerError> {
-        let corrupt = |err: std::io::Error| LayerError::Corrupt {
-            format: format.name(),
-            reason: err.to_string(),
+    fn apply_tar(
+        &mut self,
+        reader: impl Read,
+        format: LayerFormat,
+        meter: &Meter,
+    ) -> Result<(), LayerError> {
+        // The entry read last, for messages: a limit reached while the tar reader skips the
+        // rest of an entry is reached in that entry.
+        let mut current = String::from("(the first entry)");
+        // An error of the stream is the meter's stop (a limit, a cancellation) when it
+        // stopped, else the archive's fault.
+        let failed = |err: std::io::Error, current: &str| match meter.stopped.take() {
+            Some(stop) => stop.error(current),
+            None => LayerError::Corrupt {
+                format: format.name(),
+                reason: err.to_string(),
+            },
         };
         let mut archive = tar::Archive::new(reader);
         // Raw entries: GNU long names and PAX headers come to POM as entries of their own, so
         // their size is checked before they are read (see MAX_EXTENDED_HEADER_BYTES).
-        let entries = archive.entries().map_err(corrupt)?.raw(true);
+        let entries = archive
+            .entries()
+            .map_err(|err| failed(err, &current))?
+            .raw(true);
         // Paths this layer wrote: an opaque whiteout only hides what lower layers put there.
         let mut written = BTreeSet::new();
         // Folders this layer made opaque already (a repeat changes nothing).
@@ -257,7 +350,10 @@ impl<S: Storage> LayerStack<S> {
         let mut long_link: Option<String> = None;
         let mut buffer = vec![0_u8; COPY_BUFFER_BYTES];
         for entry in entries {
-            let mut entry = entry.map_err(corrupt)?;
+            let mut entry = entry.map_err(|err| failed(err, &current))?;
+            if let Some(stop) = meter.check_cancel() {
+                return Err(stop.error(&current));
+            }
             self.entries += 1;
             if self.entries > MAX_LAYER_ENTRIES {
                 return Err(LayerError::TooManyEntries {
@@ -270,7 +366,8 @@ impl<S: Storage> LayerStack<S> {
                 || kind.is_pax_local_extensions()
                 || kind.is_pax_global_extensions()
             {
-                let size = entry.header().size().map_err(corrupt)?;
+                current = String::from("(a long name or PAX header)");
+                let size = entry.header().size().map_err(|err| failed(err, &current))?;
                 if size > MAX_EXTENDED_HEADER_BYTES {
                     return Err(LayerError::HeaderTooLarge {
                         size,
@@ -281,7 +378,7 @@ impl<S: Storage> LayerStack<S> {
                 (&mut entry)
                     .take(size)
                     .read_to_end(&mut data)
-                    .map_err(corrupt)?;
+                    .map_err(|err| failed(err, &current))?;
                 if kind.is_gnu_longname() {
                     long_path = Some(gnu_text(&data));
                 } else if kind.is_gnu_longlink() {
@@ -301,6 +398,11 @@ impl<S: Storage> LayerStack<S> {
                 .take()
                 .unwrap_or_else(|| String::from_utf8_lossy(&entry.path_bytes()).into_owned());
             let link = long_link.take();
+            current = quoted(&raw);
+            check_path_length(&raw)?;
+            if let Some(link) = &link {
+                check_path_length(link)?;
+            }
             let Some(path) = normalize(&raw)? else {
                 continue;
             };
@@ -320,7 +422,7 @@ impl<S: Storage> LayerStack<S> {
                 continue;
             };
             if kind.is_file() {
-                let size = entry.header().size().map_err(corrupt)?;
+                let size = entry.header().size().map_err(|err| failed(err, &current))?;
                 self.make_room(&key, size)?;
                 let mut sink = self.storage.create(&key, size)?;
                 let mut left = size;
@@ -328,9 +430,9 @@ impl<S: Storage> LayerStack<S> {
                     let step = usize::try_from(left.min(COPY_BUFFER_BYTES as u64))
                         .unwrap_or(COPY_BUFFER_BYTES);
                     let chunk = buffer.get_mut(..step).unwrap_or_default();
-                    let read = entry.read(chunk).map_err(corrupt)?;
+                    let read = entry.read(chunk).map_err(|err| failed(err, &current))?;
                     if read == 0 {
-                        return Err(corrupt(std::io::ErrorKind::UnexpectedEof.into()));
+                        return Err(failed(std::io::ErrorKind::UnexpectedEof.into(), &current));
                     }
                     sink.write_all(chunk.get(..read).unwrap_or_default())
                         .map_err(|err| self.storage.write_failed(&key, &err))?;
@@ -381,9 +483,27 @@ impl<S: Storage> LayerStack<S> {
     /// Checks that `size` more bytes at `key` fit the budget (a file replaced in place frees
     /// its old bytes), then clears the way for a file at `key`: a kept file at an ancestor
     /// path or kept files below `key` are replaced by it, as on a real file system.
+    ///
+    /// The name is charged too: [`NAME_COPIES`] times its length against the byte budget, and
+    /// once against [`MAX_NAME_BYTES`] when it is a new key.
     fn make_room(&mut self, key: &str, size: u64) -> Result<(), LayerError> {
-        let replaced = self.index.get(key).copied().unwrap_or(0);
-        check_budget(self.used.saturating_sub(replaced), size, self.max_bytes)?;
+        let name = key.len() as u64;
+        let replaced = self
+            .index
+            .get(key)
+            .map_or(0, |old| old.saturating_add(NAME_COPIES * name));
+        let cost = size.saturating_add(NAME_COPIES * name);
+        check_budget(self.used.saturating_sub(replaced), cost, self.max_bytes)?;
+        if !self.index.contains_key(key) {
+            let names = self.names.saturating_add(name);
+            if names > MAX_NAME_BYTES {
+                return Err(LayerError::NamesTooLarge {
+                    path: quoted(key),
+                    size: names,
+                    limit: MAX_NAME_BYTES,
+                });
+            }
+        }
         let mut ancestor = key;
         while let Some((parent, _)) = ancestor.rsplit_once('/') {
             if self.index.contains_key(parent) {
@@ -398,15 +518,19 @@ impl<S: Storage> LayerStack<S> {
     }
 
     fn record(&mut self, key: String, size: u64) {
-        self.used += size;
-        if let Some(old) = self.index.insert(key, size) {
-            self.used = self.used.saturating_sub(old);
+        let name = key.len() as u64;
+        self.used += size + NAME_COPIES * name;
+        match self.index.insert(key, size) {
+            Some(old) => self.used = self.used.saturating_sub(old + NAME_COPIES * name),
+            None => self.names += name,
         }
     }
 
     fn remove_key(&mut self, key: &str) -> Result<(), LayerError> {
         if let Some(old) = self.index.remove(key) {
-            self.used = self.used.saturating_sub(old);
+            let name = key.len() as u64;
+            self.used = self.used.saturating_sub(old + NAME_COPIES * name);
+            self.names = self.names.saturating_sub(name);
             self.storage.remove(key)?;
         }
         Ok(())
@@ -488,6 +612,160 @@ impl<S: Storage> LayerStack<S> {
         }
         Ok(())
     }
+}
+
+/// What stopped a layer stream: a limit on decompressed bytes or a cancellation.
+#[derive(Debug, Clone, Copy)]
+enum Stop {
+    Total,
+    Ratio { decompressed: u64, compressed: u64 },
+    Cancelled,
+}
+
+impl Stop {
+    fn error(self, entry: &str) -> LayerError {
+        let entry = entry.to_owned();
+        match self {
+            Self::Total => LayerError::TooMuchData {
+                entry,
+                limit: MAX_DECOMPRESSED_BYTES,
+            },
+            Self::Ratio {
+                decompressed,
+                compressed,
+            } => LayerError::ExpansionTooHigh {
+                entry,
+                decompressed,
+                compressed,
+                ratio: MAX_EXPANSION_RATIO,
+                allowance: EXPANSION_ALLOWANCE_BYTES,
+            },
+            Self::Cancelled => LayerError::Cancelled { entry },
+        }
+    }
+}
+
+/// What one layer's stream cost so far, charged as the tar reader reads (skipped entries
+/// included: the tar reader skips by reading).
+struct Meter {
+    /// Decompressed bytes of the image so far (this layer and the ones before).
+    decompressed: Cell<u64>,
+    /// Decompressed bytes of this layer.
+    layer_decompressed: Cell<u64>,
+    /// Compressed bytes of this layer read by the decoder (gzip only).
+    compressed: Cell<u64>,
+    gzip: bool,
+    cancel: Option<Arc<AtomicBool>>,
+    /// Why the stream was stopped, for the stack to report instead of the read error.
+    stopped: Cell<Option<Stop>>,
+}
+
+impl Meter {
+    fn check_cancel(&self) -> Option<Stop> {
+        self.cancel
+            .as_ref()
+            .is_some_and(|c| c.load(Ordering::Relaxed))
+            .then_some(Stop::Cancelled)
+    }
+
+    /// Charges `read` decompressed bytes; the stop when a limit is passed.
+    fn charge(&self, read: u64) -> Option<Stop> {
+        let total = self.decompressed.get().saturating_add(read);
+        self.decompressed.set(total);
+        let layer = self.layer_decompressed.get().saturating_add(read);
+        self.layer_decompressed.set(layer);
+        if total > MAX_DECOMPRESSED_BYTES {
+            return Some(Stop::Total);
+        }
+        let compressed = self.compressed.get();
+        let allowed = compressed
+            .saturating_mul(MAX_EXPANSION_RATIO)
+            .saturating_add(EXPANSION_ALLOWANCE_BYTES);
+        if self.gzip && layer > allowed {
+            return Some(Stop::Ratio {
+                decompressed: layer,
+                compressed,
+            });
+        }
+        None
+    }
+}
+
+/// The compressed side of a gzip layer, counted.
+struct Compressed<'a, R> {
+    inner: R,
+    meter: &'a Meter,
+}
+
+impl<R: Read> Read for Compressed<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let read = self.inner.read(buf)?;
+        self.meter
+            .compressed
+            .set(self.meter.compressed.get().saturating_add(read as u64));
+        Ok(read)
+    }
+}
+
+/// The decompressed tar stream, charged to the meter and stopped (an error the stack replaces
+/// with the meter's reason) once a limit is passed or the extraction is cancelled.
+struct Metered<'a, R> {
+    inner: R,
+    meter: &'a Meter,
+}
+
+impl<'a, R> Metered<'a, R> {
+    fn new(inner: R, meter: &'a Meter) -> Self {
+        Self { inner, meter }
+    }
+}
+
+impl<R: Read> Read for Metered<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let stop = |meter: &Meter, stop: Stop| {
+            meter.stopped.set(Some(stop));
+            std::io::Error::other("layer stream stopped")
+        };
+        if let Some(cancelled) = self.meter.check_cancel() {
+            return Err(stop(self.meter, cancelled));
+        }
+        // Never more than a copy step at once, so limits and cancellation are seen often.
+        let len = buf.len().min(COPY_BUFFER_BYTES);
+        let read = self.inner.read(buf.get_mut(..len).unwrap_or_default())?;
+        match self.meter.charge(read as u64) {
+            Some(limit) => Err(stop(self.meter, limit)),
+            None => Ok(read),
+        }
+    }
+}
+
+/// A path for a message, cut to [`QUOTED_PATH_BYTES`] (a refused path may be 64 KiB long).
+fn quoted(path: &str) -> String {
+    if path.len() <= QUOTED_PATH_BYTES {
+        return path.to_owned();
+    }
+    let mut end = QUOTED_PATH_BYTES;
+    while !path.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}... ({} bytes)",
+        path.get(..end).unwrap_or_default(),
+        path.len()
+    )
+}
+
+/// Refuses a path longer than [`MAX_PATH_BYTES`].
+fn check_path_length(path: &str) -> Result<(), LayerError> {
+    let size = path.len() as u64;
+    if size > MAX_PATH_BYTES {
+        return Err(LayerError::PathTooLong {
+            path: quoted(path),
+            size,
+            limit: MAX_PATH_BYTES,
+        });
+    }
+    Ok(())
 }
 
 /// The text of a GNU long-name or long-link entry (NUL-terminated).

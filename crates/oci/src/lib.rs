@@ -24,4 +24,4 @@ pub use auth::RegistryAccess;
 pub use cache::Files;
 pub use disk::retain_pulled;
 pub use error::{CredentialsTried, LayerError, OciError};
-pub use puller::ImagePuller;
+pub use puller::{ImagePuller, PULL_DEADLINE};

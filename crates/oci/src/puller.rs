@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -50,6 +51,10 @@ pub struct ImagePuller {
     clients: Mutex<HashMap<ClientKey, Arc<Client>>>,
     cache: FileCache,
     max_bytes: u64,
+    /// One lock per (image, prefix) being extracted, held by the extraction itself (moved into
+    /// its blocking task), so a retry after a deadline waits for the stale extraction to see
+    /// its cancellation and stop instead of running beside it. Only locks in use are kept.
+    extractions: Mutex<HashMap<(String, String), ExtractionLock>>,
 }
 
 impl std::fmt::Debug for ImagePuller {
@@ -71,7 +76,26 @@ impl ImagePuller {
             clients: Mutex::new(HashMap::new()),
             cache: FileCache::new(MAX_CACHE_BYTES),
             max_bytes: DEFAULT_MAX_BYTES,
+            extractions: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Waits until no other extraction of `reference` and `prefix` runs (a stale one, whose
+    /// pull was dropped at its deadline, stops within milliseconds of its cancellation), and
+    /// returns the lock that keeps it so: move it to wherever the extraction runs.
+    async fn extraction_slot(&self, reference: &str, prefix: &str) -> ExtractionSlot {
+        let lock = {
+            let mut slots = self
+                .extractions
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            slots.retain(|_, lock| Arc::strong_count(lock) > 1);
+            slots
+                .entry((reference.to_owned(), prefix.to_owned()))
+                .or_default()
+                .clone()
+        };
+        lock.lock_owned().await
     }
 
     /// Resolves `reference` to the by-digest reference `registry/repository@sha256:...` of what
@@ -137,13 +161,21 @@ impl ImagePuller {
         if let Some(files) = self.cache.get(&digest_ref, prefix) {
             return Ok(files);
         }
+        let cancel = CancelOnDrop::default();
+        let slot = self.extraction_slot(&digest_ref, prefix).await;
+        if let Some(files) = self.cache.get(&digest_ref, prefix) {
+            return Ok(files);
+        }
         let parsed = parse(&digest_ref)?;
         let (client, auth, chosen) = self.client_for(&parsed, access)?;
         let client = client.as_ref();
         let plan = self
             .layer_plan(client, &parsed, &digest_ref, &auth, access, chosen.as_ref())
             .await?;
-        let mut stack = LayerStack::new(prefix, self.max_bytes);
+        let mut held = (
+            LayerStack::new(prefix, self.max_bytes).with_cancel(cancel.flag()),
+            slot,
+        );
         for (layer, format) in &plan {
             let (layer, format) = (layer, *format);
             let blob =
@@ -153,10 +185,11 @@ impl ImagePuller {
                     .await?;
             let reference = digest_ref.clone();
             let descriptor = layer.clone();
-            stack = tokio::task::spawn_blocking(move || {
+            held = tokio::task::spawn_blocking(move || {
+                let (mut stack, slot) = held;
                 stack
                     .apply(format, &blob)
-                    .map(|()| stack)
+                    .map(|()| (stack, slot))
                     .map_err(|source| layer_error(&reference, &descriptor, source))
             })
             .await
@@ -165,7 +198,7 @@ impl ImagePuller {
                 detail: err.to_string(),
             })??;
         }
-        let files: Files = Arc::new(stack.into_files());
+        let files: Files = Arc::new(held.0.into_files());
         self.cache.insert(&digest_ref, prefix, files.clone());
         Ok(files)
     }
@@ -276,6 +309,11 @@ impl ImagePuller {
         if target.is_dir() {
             return Ok(target);
         }
+        let cancel = CancelOnDrop::default();
+        let slot = self.extraction_slot(&digest_ref, prefix).await;
+        if target.is_dir() {
+            return Ok(target);
+        }
         let storage_error = |source| OciError::Storage {
             reference: digest_ref.clone(),
             source,
@@ -303,7 +341,8 @@ impl ImagePuller {
         let blob = staging.blob();
         let mut pull = (
             staging,
-            LayerStack::with_storage(prefix, self.max_bytes, storage),
+            LayerStack::with_storage(prefix, self.max_bytes, storage).with_cancel(cancel.flag()),
+            slot,
         );
         for (layer, format) in &plan {
             let format = *format;
@@ -323,7 +362,7 @@ impl ImagePuller {
             .await?;
             let (blob, descriptor) = (blob.clone(), layer.clone());
             pull = blocking(&digest_ref, move || {
-                let (staging, mut stack) = pull;
+                let (staging, mut stack, slot) = pull;
                 let file = std::fs::File::open(&blob).map_err(|err| LayerError::Storage {
                     path: blob.display().to_string(),
                     action: "open",
@@ -331,14 +370,14 @@ impl ImagePuller {
                 })?;
                 let reader = std::io::BufReader::with_capacity(COPY_BUFFER_BYTES, file);
                 stack.apply_reader(format, reader)?;
-                Ok((staging, stack))
+                Ok((staging, stack, slot))
             })
             .await?
             .map_err(|source| layer_error(&digest_ref, &descriptor, source))?;
         }
         let root_dir = root.to_owned();
         blocking(&digest_ref, move || {
-            let (staging, stack) = pull;
+            let (staging, stack, _slot) = pull;
             let (storage, index) = stack.into_parts();
             staging.publish(&storage, index.keys().map(String::as_str), &root_dir, &name)
         })
@@ -559,6 +598,29 @@ impl From<ChosenCredential<'_>> for Chosen {
     }
 }
 
+/// The lock of one (image, prefix) extraction ([`ImagePuller::extraction_slot`]).
+type ExtractionLock = Arc<tokio::sync::Mutex<()>>;
+/// An extraction's hold on its lock.
+type ExtractionSlot = tokio::sync::OwnedMutexGuard<()>;
+
+/// Cancels the extraction of a pull when the pull is dropped (its deadline passed, or its
+/// caller gave up): extraction runs on a blocking thread that dropping the future cannot stop,
+/// so it is told through this flag, which it reads before every entry and every read.
+#[derive(Debug, Default)]
+struct CancelOnDrop(Arc<AtomicBool>);
+
+impl CancelOnDrop {
+    fn flag(&self) -> Arc<AtomicBool> {
+        self.0.clone()
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
 /// A couple of quick retries for network hiccups; longer outages are the reconciler's backoff.
 /// The longest a resolution or a pull may take, retries included: per-read timeouts alone let
 /// a registry that trickles bytes hold a reconcile (and a graceful shutdown) forever.
@@ -766,4 +828,47 @@ fn chain(err: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    /// A pull dropped at its deadline cancels its extraction, and the retry waits for that
+    /// extraction to stop before it extracts.
+    #[tokio::test]
+    async fn a_dropped_pull_cancels_its_extraction_and_the_retry_waits_for_it() {
+        let puller = ImagePuller::new(Vec::new());
+        let (stopped_tx, stopped_rx) = std::sync::mpsc::channel();
+        let pull = async {
+            let cancel = CancelOnDrop::default();
+            let slot = puller.extraction_slot("reg/a@sha256:00", "configs/").await;
+            let flag = cancel.flag();
+            // A stale extraction: runs until it sees the cancellation.
+            tokio::task::spawn_blocking(move || {
+                while !flag.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                std::thread::sleep(Duration::from_millis(50));
+                stopped_tx.send(std::time::Instant::now()).unwrap();
+                drop(slot);
+            })
+            .await
+        };
+        let timed_out = tokio::time::timeout(Duration::from_millis(100), pull).await;
+        assert!(timed_out.is_err(), "the pull ran past its deadline");
+        let retry = puller.extraction_slot("reg/a@sha256:00", "configs/").await;
+        let started = std::time::Instant::now();
+        let stale_stopped = stopped_rx.recv().unwrap();
+        assert!(
+            stale_stopped <= started,
+            "the retry started extracting before the stale extraction stopped"
+        );
+        drop(retry);
+        // Another image is not held up, and locks no one holds are forgotten.
+        drop(puller.extraction_slot("reg/b@sha256:11", "configs/").await);
+        let _c = puller.extraction_slot("reg/c@sha256:22", "configs/").await;
+        assert_eq!(puller.extractions.lock().unwrap().len(), 1);
+    }
 }

@@ -815,10 +815,15 @@ mod tests {
             &[("other", &other)],
         )
         .unwrap();
-        assert!(matches!(kept.content, Content::Image(ref i) if i == "registry.example/op@sha256:1"));
+        assert!(
+            matches!(kept.content, Content::Image(ref i) if i == "registry.example/op@sha256:1")
+        );
 
         // Catalog-carried: the catalog whose copy has the recorded digest, wherever it sits.
-        for order in [[("other", &other), ("good", &good)], [("good", &good), ("other", &other)]] {
+        for order in [
+            [("other", &other), ("good", &good)],
+            [("good", &good), ("other", &other)],
+        ] {
             let kept =
                 Target::for_keep(&installed(None, Some(digest.clone())), None, &order).unwrap();
             assert_eq!(kept.catalog.as_deref(), Some("good"));
@@ -829,10 +834,17 @@ mod tests {
             .err()
             .unwrap();
         assert!(matches!(err, Error::AppliedContentGone { ref bundle } if bundle == "op.v1.0.0"));
-        assert!(err.to_string().contains("as they were at its move"), "{err}");
+        assert!(
+            err.to_string().contains("as they were at its move"),
+            "{err}"
+        );
         // A status from before digests: the first catalog by priority.
-        let kept = Target::for_keep(&installed(None, None), None, &[("good", &good), ("other", &other)])
-            .unwrap();
+        let kept = Target::for_keep(
+            &installed(None, None),
+            None,
+            &[("good", &good), ("other", &other)],
+        )
+        .unwrap();
         assert_eq!(kept.catalog.as_deref(), Some("good"));
     }
 
