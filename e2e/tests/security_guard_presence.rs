@@ -16,12 +16,11 @@ use std::time::Duration;
 use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding;
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, DeleteParams, PostParams};
-use pom_api::openshift::{AGGREGATED_CLUSTER_OPERATOR, ClusterOperator};
 use pom_controller::admission_guard::{GUARD, binding};
 use pom_e2e::fixtures::{TestBundle, catalog_json};
 use pom_e2e::manager::{eventually, po_condition};
 use pom_e2e::manager_process::{ManagerProcess, free_address, manager_binary};
-use pom_e2e::scenario::{configmap_catalog, create_po, wait_catalog_serves};
+use pom_e2e::scenario::{co_condition, configmap_catalog, create_po, wait_catalog_serves};
 use pom_e2e::shipped::{apply_kubernetes_manifests, service_account_kubeconfig};
 use pom_e2e::{ControlPlane, Workloads, binaries};
 use serde_json::json;
@@ -31,26 +30,6 @@ const SERVICE_ACCOUNT: &str = "platform-operators-manager";
 const WAIT: Duration = Duration::from_secs(120);
 /// The manager's resync here; the quiet window outlasts it.
 const RESYNC_SECONDS: u64 = 5;
-
-async fn cluster_operator_condition(
-    client: &kube::Client,
-    type_: &str,
-) -> Option<(String, String, String)> {
-    let co = Api::<ClusterOperator>::all(client.clone())
-        .get_opt(AGGREGATED_CLUSTER_OPERATOR)
-        .await
-        .ok()??;
-    let condition = co
-        .status?
-        .conditions
-        .into_iter()
-        .find(|c| c.type_ == type_)?;
-    Some((
-        condition.status,
-        condition.reason.unwrap_or_default(),
-        condition.message.unwrap_or_default(),
-    ))
-}
 
 #[tokio::test]
 async fn without_its_admission_guard_the_manager_writes_nothing_but_status() {
@@ -115,7 +94,7 @@ async fn without_its_admission_guard_the_manager_writes_nothing_but_status() {
         .await
         .unwrap();
     let (_, _, message) = eventually(WAIT, "the ClusterOperator Degraded", || async {
-        cluster_operator_condition(&admin, "Degraded")
+        co_condition(&admin, "Degraded")
             .await
             .filter(|(s, r, _)| s == "True" && r == "AdmissionGuardMissing")
     })
@@ -169,7 +148,7 @@ async fn without_its_admission_guard_the_manager_writes_nothing_but_status() {
         .await
         .unwrap();
     eventually(WAIT, "the ClusterOperator no longer Degraded", || async {
-        cluster_operator_condition(&admin, "Degraded")
+        co_condition(&admin, "Degraded")
             .await
             .filter(|(s, _, _)| s == "False")
     })
