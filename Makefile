@@ -77,14 +77,22 @@ fuzz-ci:
 ## Issue 13 item 9: the chaos suite's long run (`make test` runs a short one: 12 kills, 1
 ## apiserver restart, 1 registry outage, 6 POs). POM_CHAOS_SEED replays a run; any
 ## POM_CHAOS_* variable overrides the sizes below.
+## The long chaos run; `POM_CHAOS_SEED=<n>` replays a seed. The run's result (seed, each
+## violation, summary) is printed again after cargo's own last lines, so `make chaos | tail`
+## shows it; it is kept in target/chaos/report.txt.
 chaos: e2e-binaries
-	@dir=$$(bash e2e/tools/build-binaries.sh | tail -n1) && \
+	@dir=$$(bash e2e/tools/build-binaries.sh | tail -n1) || exit 1; \
+	  report=$(CURDIR)/target/chaos/report.txt; mkdir -p $(CURDIR)/target/chaos; : > "$$report"; \
+	  POM_CHAOS_REPORT=$$report \
 	  POM_TEST_BIN_DIR=$$dir POM_CHAOS_KILLS=$${POM_CHAOS_KILLS:-50} \
 	  POM_CHAOS_APISERVER_RESTARTS=$${POM_CHAOS_APISERVER_RESTARTS:-3} \
 	  POM_CHAOS_ETCD_RESTARTS=$${POM_CHAOS_ETCD_RESTARTS:-1} \
 	  POM_CHAOS_REGISTRY_OUTAGES=$${POM_CHAOS_REGISTRY_OUTAGES:-2} \
 	  POM_CHAOS_POS=$${POM_CHAOS_POS:-12} POM_CHAOS_CHAIN=$${POM_CHAOS_CHAIN:-4} \
-	  $(CARGO) test -p pom-e2e --test chaos -- --nocapture
+	  $(CARGO) test -p pom-e2e --test chaos -- --nocapture; status=$$?; \
+	  if [ -s "$$report" ]; then cat "$$report"; \
+	  else echo "chaos result: FAILED: no result recorded (the test did not run; see above)"; fi; \
+	  exit $$status
 
 soak:
 	POM_STATE_MACHINE_SEED=random POM_STATE_MACHINE_CASES=$(SOAK_CASES) $(CARGO) test --release -p pom-policy --test state_machine

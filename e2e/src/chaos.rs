@@ -103,6 +103,152 @@ pub fn env_number(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
+/// What a chaos run ended with, told last (issue 25 item 12): a caller that keeps only the last
+/// lines of the output (`make chaos | tail`) must still see the seed of a failed run and each
+/// violation. [`RunRecord::new`] starts it; its `Drop` prints it (after the panic message, as
+/// the stack unwinds) and writes it to `POM_CHAOS_REPORT` when that is set, which `make chaos`
+/// prints after cargo's own last lines.
+#[derive(Debug)]
+pub struct RunRecord {
+    seed: u64,
+    replay: String,
+    summary: Option<String>,
+    violations: Vec<String>,
+    file: Option<std::path::PathBuf>,
+    panic: Arc<Mutex<Option<String>>>,
+}
+
+/// The prefix of every line of a [`RunRecord`].
+pub const RESULT_PREFIX: &str = "chaos result:";
+
+impl RunRecord {
+    /// Starts the record of the run of `seed`; `replay` is the command that replays it. Installs
+    /// a panic hook (chained to the current one) that keeps the first panic's message on this
+    /// thread, and
+    /// writes an "INCOMPLETE" record to `POM_CHAOS_REPORT`, so that even a run killed outright
+    /// leaves its seed there.
+    #[must_use]
+    pub fn new(seed: u64, replay: String) -> Self {
+        let panic = Arc::new(Mutex::new(None::<String>));
+        let kept = panic.clone();
+        // Only this test's thread (a current-thread runtime runs its tasks there too): another
+        // test of the same binary may panic meanwhile.
+        let thread = std::thread::current().id();
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let mut first = kept.lock().unwrap_or_else(PoisonError::into_inner);
+            if first.is_none() && std::thread::current().id() == thread {
+                let message = info
+                    .payload()
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| {
+                        info.payload()
+                            .downcast_ref::<&str>()
+                            .map(|s| (*s).to_owned())
+                    })
+                    .unwrap_or_default();
+                let at = info
+                    .location()
+                    .map_or_else(String::new, |l| format!(" at {}:{}", l.file(), l.line()));
+                *first = Some(format!("{message}{at}"));
+            }
+            drop(first);
+            previous(info);
+        }));
+        let record = Self {
+            seed,
+            replay,
+            summary: None,
+            violations: Vec::new(),
+            file: std::env::var_os("POM_CHAOS_REPORT").map(std::path::PathBuf::from),
+            panic,
+        };
+        record.write(&format!(
+            "{RESULT_PREFIX} INCOMPLETE seed={seed}: the run ended before it reported \
+             (killed?); replay: {}\n",
+            record.replay
+        ));
+        record
+    }
+
+    /// The run's summary line.
+    pub fn summary(&mut self, line: String) {
+        self.summary = Some(line);
+    }
+
+    /// The violations found.
+    pub fn violations(&mut self, violations: Vec<String>) {
+        self.violations = violations;
+    }
+
+    /// The record as printed: on success one line; on failure the seed, the replay command,
+    /// the first panic, each violation on a line of its own, the summary, and the seed again
+    /// last (so that `tail -n 1` alone names it).
+    #[must_use]
+    pub fn render(&self, failed: bool) -> String {
+        let one_line = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let seed = self.seed;
+        let summary = self
+            .summary
+            .as_deref()
+            .unwrap_or("(no summary: the run stopped early)");
+        if !failed && self.violations.is_empty() {
+            return match &self.summary {
+                Some(summary) => format!("{RESULT_PREFIX} PASSED seed={seed} {summary}\n"),
+                None => format!("{RESULT_PREFIX} NO RESULT seed={seed} (skipped?)\n"),
+            };
+        }
+        let mut out = format!(
+            "{RESULT_PREFIX} FAILED seed={seed}; replay: {}\n",
+            self.replay
+        );
+        let panic = self.panic.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(message) = panic.as_deref() {
+            let mut message = one_line(message);
+            if message.len() > 4000 {
+                let mut end = 4000;
+                while !message.is_char_boundary(end) {
+                    end -= 1;
+                }
+                message.truncate(end);
+                message.push_str(" [...]");
+            }
+            out.push_str(&format!("{RESULT_PREFIX} panic: {message}\n"));
+        }
+        let count = self.violations.len();
+        for (i, violation) in self.violations.iter().enumerate() {
+            out.push_str(&format!(
+                "{RESULT_PREFIX} violation {}/{count}: {}\n",
+                i + 1,
+                one_line(violation)
+            ));
+        }
+        out.push_str(&format!("{RESULT_PREFIX} {summary}\n"));
+        out.push_str(&format!(
+            "{RESULT_PREFIX} FAILED seed={seed} violations={count} (POM_CHAOS_SEED={seed} replays it)\n"
+        ));
+        out
+    }
+
+    fn write(&self, text: &str) {
+        if let Some(file) = &self.file {
+            if let Some(dir) = file.parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            let _ = std::fs::write(file, text);
+        }
+    }
+}
+
+impl Drop for RunRecord {
+    fn drop(&mut self) {
+        let text = self.render(std::thread::panicking());
+        print!("{text}");
+        self.write(&text);
+    }
+}
+
 /// The channel of each package: its bundle versions in `replaces` order (oldest first). A
 /// PlatformOperator is named after its package.
 #[derive(Debug, Clone, Default)]
@@ -139,8 +285,9 @@ struct MonitorState {
     deletions: Vec<Deletion>,
     /// Revision ranges (from, to] the PlatformOperator watch did not see (relists).
     gaps: Vec<(u64, u64)>,
-    /// Revisions of the aggregated ClusterOperator's versions that said Upgradeable=True.
-    co_upgradeable: Vec<u64>,
+    /// Revisions of the aggregated ClusterOperator's versions that said Upgradeable=True, with
+    /// the condition's message (what the aggregator computed from).
+    co_upgradeable: Vec<(u64, String)>,
     moves: BTreeSet<(String, Option<String>, String)>,
     installed: BTreeMap<String, usize>,
     versions_seen: u64,
@@ -324,17 +471,19 @@ async fn cluster_operator_loop(client: Client, state: &Mutex<MonitorState>) {
     let selector = format!("metadata.name={AGGREGATED_CLUSTER_OPERATOR}");
     let params = WatchParams::default().fields(&selector);
     let record = |co: &ClusterOperator| {
-        let upgradeable = co.status.as_ref().is_some_and(|s| {
+        let upgradeable = co.status.as_ref().and_then(|s| {
             s.conditions
                 .iter()
-                .any(|c| c.type_ == "Upgradeable" && c.status == "True")
+                .find(|c| c.type_ == "Upgradeable" && c.status == "True")
         });
-        if upgradeable && let Some(rev) = co.resource_version().and_then(|v| v.parse().ok()) {
+        if let Some(condition) = upgradeable
+            && let Some(rev) = co.resource_version().and_then(|v| v.parse().ok())
+        {
             state
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .co_upgradeable
-                .push(rev);
+                .push((rev, condition.message.clone().unwrap_or_default()));
         }
     };
     loop {
@@ -376,11 +525,11 @@ async fn cluster_operator_loop(client: Client, state: &Mutex<MonitorState>) {
 /// move. A PO whose last status before it may have been missed (a watch gap) is skipped.
 fn judge_cluster_operator(
     history: &BTreeMap<String, Vec<PoVersion>>,
-    upgradeable_at: &[u64],
+    upgradeable_at: &[(u64, String)],
     gaps: &[(u64, u64)],
 ) -> Vec<String> {
     let mut violations = Vec::new();
-    for rev in upgradeable_at {
+    for (rev, message) in upgradeable_at {
         for (po, versions) in history {
             let Some(before) = versions.iter().filter(|v| v.0 < *rev).max_by_key(|v| v.0) else {
                 continue;
@@ -392,7 +541,7 @@ fn judge_cluster_operator(
             if !settled && to.is_some() && !deleting {
                 violations.push(format!(
                     "the aggregated ClusterOperator said Upgradeable=True at rv{rev} while {po} \
-                     recorded the unsettled move to {} (rv{at})",
+                     recorded the unsettled move to {} (rv{at}); its message: {message:?}",
                     to.as_deref().unwrap_or_default()
                 ));
             }
@@ -804,4 +953,44 @@ pub async fn check(
         }
     }
     violations
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn a_failed_run_ends_with_its_seed_after_each_violation_on_a_line_of_its_own() {
+        let mut record = RunRecord::new(42, "POM_CHAOS_SEED=42 make chaos".into());
+        record.summary("chaos summary: seed=42 kills=3 violations=2".into());
+        record.violations(vec![
+            "po-a@rv1: bad\n  thing".into(),
+            "po-b@rv2: worse".into(),
+        ]);
+        let text = record.render(false);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines.iter().all(|l| l.starts_with(RESULT_PREFIX)), "{text}");
+        assert!(lines[0].contains("FAILED seed=42"), "{text}");
+        assert!(
+            lines.contains(&"chaos result: violation 1/2: po-a@rv1: bad thing"),
+            "{text}"
+        );
+        assert!(
+            lines.contains(&"chaos result: violation 2/2: po-b@rv2: worse"),
+            "{text}"
+        );
+        let last = lines.last().unwrap();
+        assert!(last.contains("FAILED seed=42 violations=2"), "{text}");
+        record.violations(Vec::new());
+        assert_eq!(
+            record.render(false),
+            "chaos result: PASSED seed=42 chaos summary: seed=42 kills=3 violations=2\n"
+        );
+        assert!(
+            record
+                .render(true)
+                .ends_with("FAILED seed=42 violations=0 (POM_CHAOS_SEED=42 replays it)\n")
+        );
+    }
 }

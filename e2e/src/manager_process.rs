@@ -9,6 +9,13 @@
 //! Like the control plane's processes, the manager runs under a small `sh` guardian that kills
 //! it when the test process dies; signals go to the manager's own PID (written by the guardian),
 //! and the guardian's exit status is the manager's.
+//!
+//! The guardian leads a process group of its own, which the manager shares; whatever drops the
+//! guardian's handle (a [`ManagerProcess`] dropped, a panic, or the future of
+//! [`ManagerProcess::spawn`] dropped before it returned, as `tokio::select!` drops a branch
+//! that lost) SIGKILLs that whole group. Killing only the guardian, as `kill_on_drop` did,
+//! orphaned a manager it had already started: reparented to init, it kept retrying its dead
+//! API server long after the test had passed (issue 25 item 12; `tests/harness_leaks.rs`).
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -32,12 +39,51 @@ pub fn manager_binary(built: &str) -> PathBuf {
     std::env::var_os("POM_MANAGER_BIN").map_or_else(|| PathBuf::from(built), PathBuf::from)
 }
 
+/// The guardian's handle: dropping it before the guardian was reaped SIGKILLs the guardian's
+/// process group (the guardian and the manager), then reaps the guardian.
+struct Guardian {
+    child: Child,
+    reaped: bool,
+}
+
+impl Guardian {
+    /// SIGKILLs the guardian's process group and waits (bounded) until the guardian is reaped.
+    /// Only while it is not reaped: until then no other process can take its PID, so the group
+    /// named after it is still the one it leads.
+    fn kill_group(&mut self) {
+        if self.reaped {
+            return;
+        }
+        if let Some(pgid) = self.child.id() {
+            let _ = std::process::Command::new("kill")
+                .args(["-s", "KILL", "--", &format!("-{pgid}")])
+                .stderr(Stdio::null())
+                .status();
+        }
+        let _ = self.child.start_kill();
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(2) {
+            if !matches!(self.child.try_wait(), Ok(None)) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        self.reaped = true;
+    }
+}
+
+impl Drop for Guardian {
+    fn drop(&mut self) {
+        self.kill_group();
+    }
+}
+
 /// A running manager process.
 pub struct ManagerProcess {
     pub name: String,
     pub log: PathBuf,
     pid: u32,
-    guardian: Child,
+    guardian: Guardian,
     exit: Option<i32>,
 }
 
@@ -87,13 +133,20 @@ impl ManagerProcess {
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(err)
+            // Its own group, so that dropping the handle kills the manager too (see `Guardian`).
+            .process_group(0)
             .kill_on_drop(true);
         for (key, value) in env {
             command.env(key, value);
         }
-        let guardian = command
-            .spawn()
-            .map_err(HarnessError::io("starting the manager"))?;
+        // From here on every way out of this function, a drop of its future included, kills
+        // the group: a manager already started is never left behind.
+        let guardian = Guardian {
+            child: command
+                .spawn()
+                .map_err(HarnessError::io("starting the manager"))?,
+            reaped: false,
+        };
         let started = Instant::now();
         let pid = loop {
             if let Some(pid) = std::fs::read_to_string(&pidfile)
@@ -136,10 +189,11 @@ impl ManagerProcess {
         if self.exit.is_some() {
             return self.exit;
         }
-        let status = tokio::time::timeout(timeout, self.guardian.wait())
+        let status = tokio::time::timeout(timeout, self.guardian.child.wait())
             .await
             .ok()?
             .ok()?;
+        self.guardian.reaped = true;
         self.exit = status.code();
         self.exit
     }
@@ -174,6 +228,7 @@ impl Drop for ManagerProcess {
         if self.exit.is_none() {
             self.signal("KILL");
         }
+        self.guardian.kill_group();
     }
 }
 

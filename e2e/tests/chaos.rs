@@ -12,6 +12,12 @@
 //! of `make test`; `make chaos` runs the long one):
 //! `POM_CHAOS_KILLS` (12), `POM_CHAOS_APISERVER_RESTARTS` (1), `POM_CHAOS_ETCD_RESTARTS` (0),
 //! `POM_CHAOS_REGISTRY_OUTAGES` (1), `POM_CHAOS_POS` (6), `POM_CHAOS_CHAIN` (3 bundles).
+//!
+//! However the run ends (a violation, a timeout, any panic), its last lines are the record of
+//! `pom_e2e::chaos::RunRecord`: `chaos result: FAILED seed=<n>; replay: <command>`, the first
+//! panic, each violation on a line of its own, the summary, and the seed again, so a caller
+//! that keeps only the last lines (`make chaos | tail`) can replay it. `make chaos` prints it
+//! once more after cargo's own lines (`POM_CHAOS_REPORT`, kept in `target/chaos/report.txt`).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -23,12 +29,12 @@ use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use pom_api::openshift::ClusterVersion;
 use pom_api::{Catalog, PlatformOperator};
-use pom_e2e::chaos::{Chains, Monitor, Rng, check, env_number, seed_from_env};
+use pom_e2e::chaos::{Chains, Monitor, Rng, RunRecord, check, env_number, seed_from_env};
 use pom_e2e::fixtures::{TestBundle, bundle_name, catalog_json};
 use pom_e2e::manager_process::{ManagerProcess, free_address, manager_binary};
 use pom_e2e::oci_publish::push_files;
 use pom_e2e::scenario::{now, simulated_plane};
-use pom_e2e::{ControlPlane, Registry};
+use pom_e2e::{ControlPlane, Registry, Workloads};
 use serde_json::{Value, json};
 use tokio::sync::RwLock;
 
@@ -51,6 +57,22 @@ struct Params {
 }
 
 impl Params {
+    /// The command that replays this run.
+    fn replay(&self) -> String {
+        format!(
+            "POM_CHAOS_SEED={} POM_CHAOS_KILLS={} POM_CHAOS_APISERVER_RESTARTS={} \
+             POM_CHAOS_ETCD_RESTARTS={} POM_CHAOS_REGISTRY_OUTAGES={} POM_CHAOS_POS={} \
+             POM_CHAOS_CHAIN={} cargo test -p pom-e2e --test chaos -- --nocapture",
+            self.seed,
+            self.kills,
+            self.apiserver_restarts,
+            self.etcd_restarts,
+            self.registry_outages,
+            self.pos,
+            self.chain
+        )
+    }
+
     fn from_env() -> Self {
         Self {
             seed: seed_from_env(),
@@ -429,6 +451,8 @@ async fn chaos() {
         "chaos: seed {} (replay with POM_CHAOS_SEED={})",
         params.seed, params.seed
     );
+    // Told last, whichever way the run ends (issue 25 item 12).
+    let mut record = RunRecord::new(params.seed, params.replay());
     let Some(mut plane) = simulated_plane(true).await else {
         return;
     };
@@ -620,7 +644,7 @@ async fn chaos() {
     let report = monitor.stop().await;
     let checked = check(&client, &chains, &live, &deleted).await;
     let violations: Vec<&String> = report.violations.iter().chain(&checked).collect();
-    println!(
+    let summary = format!(
         "chaos summary: seed={} kills={} apiserver_restarts={} etcd_restarts={} \
          registry_outages={} replica_self_exits={} pos={} deleted={} moves={} versions_judged={} deletions_judged={} deletions_unjudged={} co_upgradeable_judged={} rewatches={} \
          upgradeable_with_pending_bundle={} seconds_to_converge_after_last_fault={:.1} \
@@ -644,10 +668,14 @@ async fn chaos() {
         violations.len(),
         started.elapsed().as_secs_f64(),
     );
+    println!("{summary}");
+    record.summary(summary);
+    record.violations(violations.iter().map(|v| (*v).clone()).collect());
     assert!(
         violations.is_empty(),
-        "seed {}: invariant violations: {violations:#?}",
-        params.seed
+        "seed {}: {} invariant violation(s), each listed below as `chaos result: violation`",
+        params.seed,
+        violations.len()
     );
     assert_eq!(faults.kills, params.kills);
     assert_eq!(faults.apiserver_restarts, params.apiserver_restarts);
@@ -664,4 +692,73 @@ async fn chaos() {
             report.moves
         );
     }
+}
+
+/// The race of seed 2014 (issue 25 item 12), made deterministic: the aggregated ClusterOperator
+/// said `Upgradeable=True` (rv354) while all six POs had recorded their unsettled installs
+/// (rv283-313). A pass of the aggregator takes the cache's POs first, then reads the API (and,
+/// at a leadership start, waits for discovery and the ClusterVersion list); the POs created
+/// and moved meanwhile were not in what it computed from, "No platform operators are present
+/// in the cluster". Here the pass gets the snapshot it would have had (no PO) while the API
+/// already holds a PO whose install is recorded and unsettled: what it writes must not be
+/// `Upgradeable=True`.
+#[tokio::test]
+async fn an_aggregator_pass_from_a_stale_snapshot_never_says_upgradeable_over_a_move() {
+    use pom_api::conditions::types::UPGRADEABLE;
+    use pom_api::openshift::{AGGREGATED_CLUSTER_OPERATOR, ClusterOperator};
+    use pom_controller::operator::gather::ClusterWatch;
+    use pom_e2e::manager::Manager;
+    use tokio_util::sync::CancellationToken;
+
+    if pom_e2e::binaries::require(pom_e2e::binaries::CONTROL_PLANE).is_none() {
+        return;
+    }
+    let plane = ControlPlane::start(Workloads::None).await.unwrap();
+    let client = plane.client().await.unwrap();
+    set_cluster(&client, &[(FROM, true)]).await;
+    let pos: Api<PlatformOperator> = Api::all(client.clone());
+    let po: PlatformOperator = object(json!({
+        "apiVersion": "platform.openshift.io/v1alpha1", "kind": "PlatformOperator",
+        "metadata": {"name": "race-00"}, "spec": {"package": {"name": "race-00"}}
+    }));
+    pos.create(&PostParams::default(), &po).await.unwrap();
+    let installing = json!({"apiVersion": "platform.openshift.io/v1alpha1", "kind": "PlatformOperator",
+        "status": {"observedGeneration": 1, "activeHop": {
+            "to": bundle_name("race-00", "1.0.0"), "startedAt": now(), "settled": false}}});
+    pos.patch_status(
+        "race-00",
+        &PatchParams::apply("pom-e2e").force(),
+        &Patch::Apply(&installing),
+    )
+    .await
+    .unwrap();
+
+    let ctx = pom_controller::Context::new(client.clone(), Manager::test_settings(Vec::new()));
+    let shutdown = CancellationToken::new();
+    let (changes, _) = tokio::sync::watch::channel(0u64);
+    let cluster = ClusterWatch::start(&client, &shutdown, changes);
+    pom_controller::cluster_operator::sync(
+        &ctx,
+        &cluster,
+        &[],
+        // GuardState::Unchecked: the test plane has no admission guard to check.
+        &Default::default(),
+    )
+    .await
+    .unwrap();
+    shutdown.cancel();
+
+    let co = Api::<ClusterOperator>::all(client)
+        .get(AGGREGATED_CLUSTER_OPERATOR)
+        .await
+        .unwrap();
+    let upgradeable = co
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.iter().find(|c| c.type_ == UPGRADEABLE))
+        .unwrap_or_else(|| panic!("no Upgradeable condition: {co:?}"));
+    assert_eq!(
+        upgradeable.status, "False",
+        "the ClusterOperator says Upgradeable while race-00's install is unsettled: {upgradeable:?}"
+    );
 }

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use pom_api::PlatformOperator;
 use pom_api::openshift::{AGGREGATED_CLUSTER_OPERATOR, ClusterOperator, ClusterOperatorSpec};
 use pom_policy::aggregate::{ClusterPhaseView, compute};
@@ -52,6 +52,14 @@ pub async fn run(ctx: Arc<Context>, state: ClusterState, shutdown: CancellationT
 }
 
 /// One pass: create the ClusterOperator if absent, write its status if it changed.
+///
+/// `pos` is the cache as it was when the pass started; the pass then reads the API (and, at a
+/// leadership start, waits for discovery and the ClusterVersion list), so a move recorded
+/// meanwhile, or by the previous leader and not yet in this replica's cache, is not in it.
+/// `Upgradeable=False` from it is safe (fail closed); `Upgradeable=True` is written only as
+/// computed again from a fresh read of every PO, while no PO status write of this manager runs
+/// (`Context::status_writes`), so it never lands after a move it did not see (§8.3; the chaos
+/// suite's seed 2014, `e2e/tests/chaos.rs`).
 pub async fn sync(
     ctx: &Context,
     cluster: &ClusterWatch,
@@ -88,17 +96,38 @@ pub async fn sync(
         },
         Ok((ClusterView::OpenShift(Err(_)), _)) | Err(_) => ClusterPhaseView::Unknown,
     };
-    let status = compute(
-        pos,
-        &previous,
-        &ctx.settings.release_version,
-        &ctx.settings.manager_namespace,
-        cluster,
-        guard,
-        &conditions::now(),
-    );
+    let now = conditions::now();
+    let aggregate = |pos: &[Arc<PlatformOperator>]| {
+        compute(
+            pos,
+            &previous,
+            &ctx.settings.release_version,
+            &ctx.settings.manager_namespace,
+            cluster.clone(),
+            guard,
+            &now,
+        )
+    };
+    let mut status = aggregate(pos);
     if status == previous {
         return Ok(());
+    }
+    // Held until the write below is done.
+    let mut _no_status_writes = None;
+    if says_upgradeable(&status) {
+        _no_status_writes = Some(ctx.status_writes.write().await);
+        let fresh: Vec<Arc<PlatformOperator>> = Api::<PlatformOperator>::all(ctx.client.clone())
+            .list(&ListParams::default())
+            .await
+            .map_err(Error::kube("listing PlatformOperators"))?
+            .items
+            .into_iter()
+            .map(Arc::new)
+            .collect();
+        status = aggregate(&fresh);
+        if status == previous {
+            return Ok(());
+        }
     }
     let patch = serde_json::json!({"apiVersion": "config.openshift.io/v1", "kind": "ClusterOperator", "status": status});
     api.patch_status(
@@ -109,4 +138,12 @@ pub async fn sync(
     .await
     .map_err(Error::kube("writing the aggregated ClusterOperator status"))?;
     Ok(())
+}
+
+/// Whether `status` says `Upgradeable=True`.
+fn says_upgradeable(status: &pom_api::openshift::ClusterOperatorStatus) -> bool {
+    status
+        .conditions
+        .iter()
+        .any(|c| c.type_ == pom_api::conditions::types::UPGRADEABLE && c.status == "True")
 }

@@ -93,6 +93,10 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     /// The reconciles running now, for `/healthz` (a wedged worker fails it).
     pub liveness: Arc<Liveness>,
+    /// Orders the aggregated ClusterOperator's `Upgradeable=True` after every PO status write
+    /// (§8.3): a PO status write holds it shared; the aggregator holds it alone from its fresh
+    /// read of every PO to its write of True, so no move is recorded in between unseen.
+    pub status_writes: tokio::sync::RwLock<()>,
 }
 
 impl Context {
@@ -111,6 +115,7 @@ impl Context {
             settings,
             metrics: Arc::new(Metrics::new()),
             liveness: Arc::new(Liveness::default()),
+            status_writes: tokio::sync::RwLock::new(()),
         })
     }
 }

@@ -266,6 +266,7 @@ mod fixture {
                     name,
                     version: version.to_owned(),
                     image: Some(format!("quay.example/demo-bundle:v{version}")),
+                    objects_digest: None,
                 },
                 max.as_deref(),
             ));
@@ -280,6 +281,7 @@ mod fixture {
                     name: name.to_owned(),
                     version: version.to_owned(),
                     image: None,
+                    objects_digest: None,
                 },
                 max,
             ));
