@@ -260,3 +260,78 @@ async fn long_names_sharing_63_characters_never_prune_each_other() {
     .await;
     manager.stop().await;
 }
+
+/// Issue 22 item 5: an OperatorCondition POM did not create (here one an admin or another
+/// tool left under the bundle's CSV name, saying Upgradeable=True) is never overwritten: the
+/// install is refused before anything is written, naming it, and the object stays as it was.
+#[tokio::test]
+async fn an_operator_condition_pom_did_not_create_is_never_overwritten() {
+    use pom_api::olm::OperatorCondition;
+    let Some(plane) = simulated_plane(false).await else {
+        return;
+    };
+    let client = plane.client().await.unwrap();
+    let bundle = TestBundle::new("foreign-oc", "1.0.0");
+    configmap_catalog(
+        &client,
+        "local",
+        &catalog_json(std::slice::from_ref(&bundle), &[]),
+        0,
+    )
+    .await;
+    let namespaces = Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone());
+    namespaces
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "foreign-oc"}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    let conditions = Api::<OperatorCondition>::namespaced(client.clone(), "foreign-oc");
+    let theirs: OperatorCondition = serde_json::from_value(json!({
+        "apiVersion": "operators.coreos.com/v2", "kind": "OperatorCondition",
+        "metadata": {"name": bundle.csv()},
+        "spec": {"deployments": ["someone-else"], "conditions": [{"type": "Upgradeable",
+            "status": "True", "reason": "Theirs", "message": "",
+            "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+    }))
+    .unwrap();
+    let theirs = conditions
+        .create(&PostParams::default(), &theirs)
+        .await
+        .unwrap();
+    create_po(
+        &client,
+        "foreign-oc",
+        json!({"package": {"name": "foreign-oc"}}),
+    )
+    .await;
+    let manager = Manager::start(client.clone(), Manager::test_settings(vec![]));
+
+    let message = wait_po_condition(
+        &client,
+        "foreign-oc",
+        "Installed",
+        "False",
+        Some("AdoptionRefused"),
+    )
+    .await;
+    assert!(
+        message.contains(&format!("OperatorCondition {}", bundle.csv())),
+        "{message}"
+    );
+    let now = conditions.get(&bundle.csv()).await.unwrap();
+    assert_eq!(
+        now.metadata.resource_version, theirs.metadata.resource_version,
+        "the OperatorCondition POM did not create was written"
+    );
+    assert!(
+        Api::<Deployment>::namespaced(client.clone(), "foreign-oc")
+            .get_opt(&bundle.deployment_name())
+            .await
+            .unwrap()
+            .is_none(),
+        "nothing of the refused bundle is applied"
+    );
+    manager.stop().await;
+}

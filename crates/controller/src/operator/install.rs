@@ -135,6 +135,43 @@ pub fn objects_digest(objects: &[String]) -> String {
     format!("sha256:{hex}")
 }
 
+/// Whether PO `po` (of `package`) may write an object carrying these labels and annotations
+/// (`pom_policy::ownership`), as the error that refuses it.
+fn may_write(
+    live_labels: Option<&std::collections::BTreeMap<String, String>>,
+    live_annotations: Option<&std::collections::BTreeMap<String, String>>,
+    kind: &str,
+    (namespace, name): (Option<&str>, &str),
+    (po, package): (&str, &str),
+    po_exists: &(dyn Fn(&str) -> bool + Sync),
+) -> Result<(), Error> {
+    let carried = ownership::LiveOwnership {
+        owner: live_labels
+            .and_then(|m| m.get(labels::OWNER_PO))
+            .map(String::as_str),
+        package: live_labels
+            .and_then(|m| m.get(labels::PACKAGE))
+            .map(String::as_str),
+        adopt: live_annotations
+            .and_then(|m| m.get(labels::ADOPT))
+            .map(String::as_str),
+    };
+    match ownership::judge(carried, po, package, po_exists) {
+        Ownership::Ours | Ownership::Adopt => Ok(()),
+        Ownership::OwnedBy(owner) => Err(Error::OwnershipConflict {
+            kind: kind.to_owned(),
+            name: name.to_owned(),
+            owner,
+        }),
+        Ownership::NotPoms => Err(Error::AdoptionRefused {
+            kind: kind.to_owned(),
+            name: name.to_owned(),
+            namespace: namespace.map(str::to_owned),
+            po: po.to_owned(),
+        }),
+    }
+}
+
 fn content_of(name: &str, image: Option<&str>, bundle: Option<&Bundle>) -> Result<Content, Error> {
     if let Some(bundle) = bundle.filter(|b| !b.properties.objects.is_empty()) {
         return Ok(Content::Objects(bundle.properties.objects.clone()));
@@ -356,29 +393,14 @@ pub async fn prepare(
         let (api, _) = kinds.api(client, &id.gvk, ns).await?;
         let live = get_opt(&api, &id.name).await?;
         if let Some(live) = &live {
-            let carried = ownership::LiveOwnership {
-                owner: live.labels().get(labels::OWNER_PO).map(String::as_str),
-                package: live.labels().get(labels::PACKAGE).map(String::as_str),
-                adopt: live.annotations().get(labels::ADOPT).map(String::as_str),
-            };
-            match ownership::judge(carried, &po_name, package, po_exists) {
-                Ownership::Ours | Ownership::Adopt => {}
-                Ownership::OwnedBy(owner) => {
-                    return Err(Error::OwnershipConflict {
-                        kind: id.gvk.kind.clone(),
-                        name: id.name.clone(),
-                        owner,
-                    });
-                }
-                Ownership::NotPoms => {
-                    return Err(Error::AdoptionRefused {
-                        kind: id.gvk.kind.clone(),
-                        name: id.name.clone(),
-                        namespace: id.namespace.clone(),
-                        po: po_name.clone(),
-                    });
-                }
-            }
+            may_write(
+                live.metadata.labels.as_ref(),
+                live.metadata.annotations.as_ref(),
+                &id.gvk.kind,
+                (id.namespace.as_deref(), &id.name),
+                (&po_name, package),
+                po_exists,
+            )?;
             if id.gvk.kind == "CustomResourceDefinition" {
                 // The CRD just read (not a second read of it).
                 let old = serde_json::to_value(live).unwrap_or(Value::Null);
@@ -388,6 +410,22 @@ pub async fn prepare(
             }
         }
         live_objects.push((api, live));
+    }
+    // The bundle's OperatorCondition is written at apply (before its Deployment); one POM did
+    // not create for this PO is never overwritten (issue 22 item 5): checked with the rest,
+    // before anything is written.
+    if let Some(csv) = &rendered.csv_name {
+        let live = operator_condition::live(client, namespace, csv).await?;
+        if let Some(live) = live {
+            may_write(
+                live.metadata.labels.as_ref(),
+                live.metadata.annotations.as_ref(),
+                "OperatorCondition",
+                (Some(namespace), csv),
+                (&po_name, package),
+                po_exists,
+            )?;
+        }
     }
     if !unsafe_changes.is_empty() {
         return Err(Error::UnsafeCrdChange {

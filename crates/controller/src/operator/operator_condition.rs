@@ -30,6 +30,25 @@ pub struct OperatorConditionFor<'a> {
     pub package: &'a str,
 }
 
+/// OperatorCondition `namespace/name` as it is now; `None` when it does not exist or the
+/// cluster has no OperatorCondition API.
+pub async fn live(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+) -> Result<Option<OperatorCondition>, Error> {
+    match Api::<OperatorCondition>::namespaced(client.clone(), namespace)
+        .get_opt(name)
+        .await
+    {
+        Ok(found) => Ok(found),
+        Err(err) if is_missing_api(&err) => Ok(None),
+        Err(err) => Err(Error::kube(format!(
+            "reading OperatorCondition {namespace}/{name}"
+        ))(err)),
+    }
+}
+
 /// Ensures the OperatorCondition exists with its Deployments and ServiceAccounts and an
 /// up-to-date status copy; returns its gate. `Ok(None)` when the cluster has no
 /// OperatorCondition API (the gate then cannot be used).
