@@ -197,7 +197,8 @@ pub fn requires_operator_condition(gate: UpgradeGate, reported: bool) -> bool {
 pub const AUTO_SETTLE_WINDOW: Duration = Duration::from_secs(120);
 
 /// Whether the bundle's OperatorCondition carries anything its operator wrote.
-fn reported_now(report: &InstallReport) -> bool {
+#[must_use]
+pub fn reported_now(report: &InstallReport) -> bool {
     report
         .operator_condition
         .as_ref()

@@ -580,14 +580,8 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
     // Remembered whenever it is seen, by the gather or by the apply: an operator that reported
     // keeps gating its moves under `upgradeGate: Auto`, even when the apply that saw it failed
     // or its OperatorCondition is gone since (found by the state-machine test).
-    let reported_now = match &outcome {
-        ActOutcome::Applied(report) => report
-            .operator_condition
-            .as_ref()
-            .and_then(|oc| oc.gate.as_ref())
-            .is_some_and(|g| g.reported),
-        _ => false,
-    };
+    let reported_now =
+        matches!(&outcome, ActOutcome::Applied(report) if status::reported_now(report));
     if (reported_before || reported_now)
         && snapshot.guard.allows_writes()
         && !po
