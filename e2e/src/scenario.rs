@@ -74,8 +74,66 @@ pub async fn apply_catalog(client: &Client, name: &str, source: Value, priority:
     }
 }
 
-/// Puts `fbc` in ConfigMap `catalogs/<name>` (key `catalog.json`) and points Catalog `name`
-/// at it; re-applying replaces the content (a catalog that gains bundles).
+/// The manager's namespace in every e2e cluster (as shipped).
+pub const MANAGER_NAMESPACE: &str = "openshift-platform-operators";
+
+/// Lists `namespace` among those Catalogs may read from, as an admin does: adds it to key
+/// `namespaces` of ConfigMap `platform-operators-catalog-sources` in the manager's namespace
+/// (creating both when absent), keeping the names already listed.
+///
+/// # Panics
+/// When the API refuses it.
+pub async fn trust_catalog_namespace(client: &Client, namespace: &str) {
+    use pom_policy::source_trust::{LISTED_KEY, SOURCES_CONFIG_MAP};
+    let _ = Api::<Namespace>::all(client.clone())
+        .create(
+            &PostParams::default(),
+            &from_json(json!({"metadata": {"name": MANAGER_NAMESPACE}})),
+        )
+        .await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), MANAGER_NAMESPACE);
+    let current = api
+        .get_opt(SOURCES_CONFIG_MAP)
+        .await
+        .unwrap_or_else(|err| panic!("reading ConfigMap {SOURCES_CONFIG_MAP}: {err}"));
+    let mut listed: Vec<String> = current
+        .as_ref()
+        .and_then(|cm| cm.data.as_ref())
+        .and_then(|data| data.get(LISTED_KEY))
+        .map(|text| {
+            text.split(',')
+                .map(str::trim)
+                .filter(|n| !n.is_empty())
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    if listed.iter().any(|n| n == namespace) {
+        return;
+    }
+    listed.push(namespace.to_owned());
+    let cm: ConfigMap = from_json(json!({
+        "metadata": {"name": SOURCES_CONFIG_MAP, "namespace": MANAGER_NAMESPACE},
+        "data": {LISTED_KEY: listed.join(",")},
+    }));
+    let written = match current {
+        Some(_) => api
+            .patch(
+                SOURCES_CONFIG_MAP,
+                &PatchParams::default(),
+                &Patch::Merge(&cm),
+            )
+            .await
+            .map(|_| ()),
+        None => api.create(&PostParams::default(), &cm).await.map(|_| ()),
+    };
+    if let Err(err) = written {
+        panic!("listing {namespace} in ConfigMap {SOURCES_CONFIG_MAP}: {err}");
+    }
+}
+
+/// Puts `fbc` in ConfigMap `catalogs/<name>` (key `catalog.json`), lists `catalogs` among the
+/// namespaces Catalogs may read from, and points Catalog `name` at it; re-applying replaces the content (a catalog that gains bundles).
 ///
 /// # Panics
 /// When the API refuses it.
@@ -87,6 +145,7 @@ pub async fn configmap_catalog(client: &Client, name: &str, fbc: &str, priority:
             &from_json(json!({"metadata": {"name": "catalogs"}})),
         )
         .await;
+    trust_catalog_namespace(client, "catalogs").await;
     let cm: ConfigMap =
         from_json(json!({"metadata": {"name": name}, "data": {"catalog.json": fbc}}));
     if let Err(err) = Api::<ConfigMap>::namespaced(client.clone(), "catalogs")

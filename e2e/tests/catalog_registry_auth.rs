@@ -216,6 +216,8 @@ async fn catalogs_and_bundles_on_an_authenticated_tls_registry() {
         return;
     };
     let client = plane.client().await.unwrap();
+    // The admin trusts the namespace holding the pull secrets and the CA bundle.
+    pom_e2e::scenario::trust_catalog_namespace(&client, NAMESPACE).await;
     let registry = AuthRegistry::start(&dist).await;
     let host = registry.host();
     let login = registry.login();

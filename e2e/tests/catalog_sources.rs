@@ -293,16 +293,42 @@ async fn status_is_not_rewritten_when_nothing_changes(env: &Env) {
 
 async fn config_map_catalog_serves_and_follows_the_config_map(env: &Env) {
     let config_maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), "default");
-    // The Catalog comes first: the missing ConfigMap is reported, then its creation is noticed.
+    // The Catalog comes first: nothing is read from a namespace the admin has not listed
+    // (issue 22 item 4); once listed (the list's ConfigMap is watched), the missing ConfigMap
+    // is reported, then its creation is noticed.
     env.catalogs
         .create(&PostParams::default(), &catalog("from-cm", json!({"configMap": {"name": "fbc", "namespace": "default", "key": "catalog.yaml"}})))
         .await
         .unwrap();
+    let untrusted = wait_catalog(
+        &env.catalogs,
+        "from-cm",
+        "untrusted namespace refused",
+        |c| {
+            serving(c).is_some_and(|(status, reason, _)| {
+                status == "False" && reason == "UntrustedCatalogSource"
+            })
+        },
+    )
+    .await;
+    let (_, _, message) = serving(&untrusted).unwrap();
+    for needle in [
+        "spec.source.configMap.namespace",
+        "\"default\"",
+        "platform-operators-catalog-sources",
+    ] {
+        assert!(message.contains(needle), "{needle} missing: {message}");
+    }
+    pom_e2e::scenario::trust_catalog_namespace(&env.client, "default").await;
     let missing = wait_catalog(
         &env.catalogs,
         "from-cm",
         "missing ConfigMap reported",
-        |c| serving(c).is_some_and(|(status, _, _)| status == "False"),
+        |c| {
+            serving(c).is_some_and(|(status, reason, _)| {
+                status == "False" && reason != "UntrustedCatalogSource"
+            })
+        },
     )
     .await;
     let (_, reason, message) = serving(&missing).unwrap();
@@ -351,6 +377,35 @@ async fn config_map_catalog_serves_and_follows_the_config_map(env: &Env) {
         })
     })
     .await;
+
+    // Taken off the list: refused at once (the list is watched), and what it served is no
+    // longer served, unlike a source that merely fails (which keeps its last good content).
+    Api::<ConfigMap>::namespaced(env.client.clone(), pom_e2e::scenario::MANAGER_NAMESPACE)
+        .patch(
+            pom_policy::source_trust::SOURCES_CONFIG_MAP,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {pom_policy::source_trust::LISTED_KEY: ""}})),
+        )
+        .await
+        .unwrap();
+    wait_catalog(&env.catalogs, "from-cm", "untrusted again", |c| {
+        serving(c).is_some_and(|(status, reason, _)| {
+            status == "False" && reason == "UntrustedCatalogSource"
+        })
+    })
+    .await;
+    let entry = env.ctx.catalogs.get("from-cm").unwrap();
+    assert!(
+        matches!(
+            entry.state,
+            CatalogState::Unavailable {
+                last_good: None,
+                ..
+            }
+        ),
+        "the content of an untrusted source is dropped: {:?}",
+        entry.state
+    );
 }
 
 async fn missing_image_is_reported_with_its_name(env: &Env) {

@@ -128,6 +128,7 @@ async fn apply_catalog(client: &Client, fbc: &str) {
         cms.patch("chaos", &apply, &Patch::Apply(&cm)).await
     })
     .await;
+    pom_e2e::scenario::trust_catalog_namespace(client, "catalogs").await;
     let catalog: Catalog = object(json!({
         "apiVersion": "platform.openshift.io/v1alpha1", "kind": "Catalog", "metadata": {"name": "chaos"},
         "spec": {"source": {"configMap": {"name": "chaos", "namespace": "catalogs"}}}

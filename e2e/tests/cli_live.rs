@@ -198,6 +198,7 @@ async fn status_and_plan_read_the_live_cluster() {
     let beta_v1 = push_catalog(&host, "cli/beta", "latest", &catalog_json(&beta(1), &[]))
         .await
         .unwrap();
+    pom_e2e::scenario::trust_catalog_namespace(&client, "catalogs").await;
     apply(&client, json!({"apiVersion": "platform.openshift.io/v1alpha1", "kind": "Catalog", "metadata": {"name": "cm"},
         "spec": {"source": {"configMap": {"name": "cm", "namespace": "catalogs"}}}})).await;
     apply(&client, json!({"apiVersion": "platform.openshift.io/v1alpha1", "kind": "Catalog", "metadata": {"name": "img"},

@@ -171,6 +171,7 @@ async fn promtool_checks_metrics_with_every_family_populated_and_documented() {
         .create(&PostParams::default(), &cm)
         .await
         .unwrap();
+    pom_e2e::scenario::trust_catalog_namespace(&client, "catalogs").await;
     create::<Catalog>(
         &client,
         json!({

@@ -51,6 +51,7 @@ async fn configmap_catalog(client: &Client, name: &str, fbc: &str) {
         )
         .await
         .unwrap();
+    pom_e2e::scenario::trust_catalog_namespace(client, "catalogs").await;
     let catalog: Catalog = serde_json::from_value(json!({
         "apiVersion": "platform.openshift.io/v1alpha1", "kind": "Catalog", "metadata": {"name": name},
         "spec": {"source": {"configMap": {"name": name, "namespace": "catalogs"}}}

@@ -175,10 +175,33 @@ async fn manager_under_the_shipped_rbac_installs_and_reports_metrics() {
         "spec": {"source": {"configMap": {"name": "local", "namespace": "catalogs"}}}
     }))
     .unwrap();
-    Api::<Catalog>::all(client.clone())
+    // The shipped catalog-sources policy refuses a Catalog naming a namespace the admin has
+    // not listed (issue 22 item 4), naming the field and the list to edit...
+    let refused = Api::<Catalog>::all(client.clone())
         .create(&PostParams::default(), &catalog)
         .await
-        .unwrap();
+        .expect_err("a ConfigMap catalog in an unlisted namespace must be refused at admission");
+    let refused = refused.to_string();
+    for needle in [
+        "spec.source.configMap.namespace is catalogs",
+        "platform-operators-catalog-sources",
+    ] {
+        assert!(refused.contains(needle), "{needle} missing: {refused}");
+    }
+    // ...and admits it once the admin lists the namespace (the policy reads its parameter
+    // through an informer: eventually).
+    pom_e2e::scenario::trust_catalog_namespace(&client, "catalogs").await;
+    eventually(
+        WAIT,
+        "the Catalog admitted once its namespace is listed",
+        || async {
+            Api::<Catalog>::all(client.clone())
+                .create(&PostParams::default(), &catalog)
+                .await
+                .ok()
+        },
+    )
+    .await;
 
     let health = free_address().unwrap();
     let metrics = free_address().unwrap();

@@ -283,7 +283,10 @@ async fn an_operator_condition_pom_did_not_create_is_never_overwritten() {
     namespaces
         .create(
             &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": "foreign-oc"}})).unwrap(),
+            // Handed to the PO (issue 22 item 5): the namespace is not what is refused here.
+            &serde_json::from_value(json!({"metadata": {"name": "foreign-oc",
+                "annotations": {labels::ADOPT: "foreign-oc"}}}))
+            .unwrap(),
         )
         .await
         .unwrap();
@@ -332,6 +335,133 @@ async fn an_operator_condition_pom_did_not_create_is_never_overwritten() {
             .unwrap()
             .is_none(),
         "nothing of the refused bundle is applied"
+    );
+    manager.stop().await;
+}
+
+/// Issue 22 item 5: POM installs into an existing namespace it did not create only when an
+/// admin handed it to that PlatformOperator, and two PlatformOperators never share an install
+/// namespace (one's Deployment could run as the other's ServiceAccount). Both refusals come
+/// before anything is written and name the fix.
+#[tokio::test]
+async fn an_install_namespace_pom_did_not_create_or_another_pos_is_refused() {
+    use k8s_openapi::api::core::v1::Namespace;
+    let Some(plane) = simulated_plane(false).await else {
+        return;
+    };
+    let client = plane.client().await.unwrap();
+    let (first, second, squatter) = (
+        TestBundle::new("first", "1.0.0"),
+        TestBundle::new("second", "1.0.0"),
+        TestBundle::new("squatter", "1.0.0"),
+    );
+    configmap_catalog(
+        &client,
+        "local",
+        &catalog_json(&[first.clone(), second.clone(), squatter.clone()], &[]),
+        0,
+    )
+    .await;
+    let namespaces = Api::<Namespace>::all(client.clone());
+    namespaces
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "team-ns"}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    create_po(
+        &client,
+        "first",
+        json!({"package": {"name": "first"}, "installNamespace": "shared-ns"}),
+    )
+    .await;
+    create_po(
+        &client,
+        "squatter",
+        json!({"package": {"name": "squatter"}, "installNamespace": "team-ns"}),
+    )
+    .await;
+    let manager = Manager::start(client.clone(), Manager::test_settings(vec![]));
+    wait_po_condition(
+        &client,
+        "first",
+        "Installed",
+        "True",
+        Some("InstallSucceeded"),
+    )
+    .await;
+    create_po(
+        &client,
+        "second",
+        json!({"package": {"name": "second"}, "installNamespace": "shared-ns"}),
+    )
+    .await;
+
+    // A namespace the admin made: refused, naming the annotation that hands it over.
+    let message = wait_po_condition(
+        &client,
+        "squatter",
+        "Installed",
+        "False",
+        Some("AdoptionRefused"),
+    )
+    .await;
+    assert!(
+        message.contains("Namespace team-ns") && message.contains(labels::ADOPT),
+        "{message}"
+    );
+    // Another PO's namespace: refused, naming its owner.
+    let message = wait_po_condition(
+        &client,
+        "second",
+        "Installed",
+        "False",
+        Some("OwnershipConflict"),
+    )
+    .await;
+    assert!(
+        message.contains("shared-ns") && message.contains("first"),
+        "{message}"
+    );
+    for (namespace, bundle) in [("team-ns", &squatter), ("shared-ns", &second)] {
+        assert!(
+            Api::<Deployment>::namespaced(client.clone(), namespace)
+                .get_opt(&bundle.deployment_name())
+                .await
+                .unwrap()
+                .is_none(),
+            "nothing of {} is applied in {namespace}",
+            bundle.name()
+        );
+    }
+    let team = namespaces.get("team-ns").await.unwrap();
+    assert!(
+        team.labels().get(labels::OWNER_PO).is_none(),
+        "the admin's namespace is left as it was"
+    );
+
+    // Handed over: installed, and the namespace is now the PO's.
+    namespaces
+        .patch(
+            "team-ns",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {labels::ADOPT: "squatter"}}})),
+        )
+        .await
+        .unwrap();
+    wait_po_condition(
+        &client,
+        "squatter",
+        "Installed",
+        "True",
+        Some("InstallSucceeded"),
+    )
+    .await;
+    let team = namespaces.get("team-ns").await.unwrap();
+    assert_eq!(
+        team.labels().get(labels::OWNER_PO),
+        Some(&labels::label_value("squatter"))
     );
     manager.stop().await;
 }

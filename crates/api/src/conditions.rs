@@ -165,6 +165,9 @@ reasons! {
     ConfigMapNotFound,
     /// The ConfigMap a Catalog names lacks the key.
     ConfigMapKeyNotFound,
+    /// The Catalog names a namespace (its ConfigMap, pull secret or CA bundle) that Catalogs
+    /// may not read from: neither the manager's nor listed by the admin.
+    UntrustedCatalogSource,
     // Image pulls (Catalog Serving, and a bundle's UnpackFailed message)
     /// The image reference cannot be parsed.
     InvalidImageReference,

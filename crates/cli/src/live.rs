@@ -18,6 +18,7 @@ use kube::{Client, ResourceExt};
 use pom_api::openshift::{AGGREGATED_CLUSTER_OPERATOR, ClusterOperator};
 use pom_api::{Catalog, PlatformOperator};
 use pom_oci::{ImagePuller, RegistryAccess};
+use pom_policy::source_trust::{LISTED_KEY, SOURCES_CONFIG_MAP, SourceTrust};
 use pom_resolver::fbc::Catalog as FbcCatalog;
 use pom_resolver::fbc::parse_documents;
 
@@ -95,7 +96,20 @@ pub struct FetchedCatalog {
 pub async fn fetch_catalogs(
     client: &Client,
     insecure_registries: &[String],
+    manager_namespace: &str,
 ) -> anyhow::Result<Vec<FetchedCatalog>> {
+    let listed = Api::<ConfigMap>::namespaced(client.clone(), manager_namespace)
+        .get_opt(SOURCES_CONFIG_MAP)
+        .await
+        .with_context(|| format!("reading ConfigMap {manager_namespace}/{SOURCES_CONFIG_MAP}"))?;
+    let trust = SourceTrust::new(
+        manager_namespace,
+        listed
+            .as_ref()
+            .and_then(|cm| cm.data.as_ref())
+            .and_then(|data| data.get(LISTED_KEY))
+            .map(String::as_str),
+    );
     let mut catalogs = Api::<Catalog>::all(client.clone())
         .list(&ListParams::default())
         .await
@@ -106,7 +120,11 @@ pub async fn fetch_catalogs(
     let mut fetched = Vec::with_capacity(catalogs.len());
     for catalog in &catalogs {
         let source = &catalog.spec.source;
+        // What the manager refuses to read is not read here either.
         let (label, content) = match (&source.image, &source.config_map) {
+            _ if let Err(untrusted) = trust.check(source) => {
+                ("untrusted".to_owned(), Err(untrusted.to_string()))
+            }
             (Some(image), _) => {
                 // The digest the manager serves, when it has resolved one.
                 let reference = catalog

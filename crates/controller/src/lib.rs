@@ -16,6 +16,7 @@
 //!   what every watch cache keeps of an object; [`events`] publishes Kubernetes Events.
 
 pub mod admission_guard;
+pub mod catalog_sources_policy;
 pub mod api_metrics;
 pub mod catalog;
 pub mod cli;

@@ -194,6 +194,15 @@ pub fn render(flavor: Flavor) -> Result<Vec<ManifestFile>, RenderError> {
             json(flavor, &crate::admission_guard::binding()),
         ],
     )?;
+    add(
+        3,
+        "catalog_sources",
+        vec![
+            json(flavor, &crate::catalog_sources_policy::config_map()),
+            json(flavor, &crate::catalog_sources_policy::policy()),
+            json(flavor, &crate::catalog_sources_policy::binding()),
+        ],
+    )?;
     add(4, "metrics_rbac", metrics_rbac(flavor))?;
     if flavor == Flavor::OpenShift {
         add(5, "service", vec![json(flavor, &metrics_service())])?;

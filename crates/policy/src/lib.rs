@@ -22,6 +22,7 @@ pub mod plan;
 pub mod render_request;
 pub mod request;
 pub mod snapshot;
+pub mod source_trust;
 pub mod status;
 
 pub use decide::{

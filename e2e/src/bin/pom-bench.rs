@@ -763,6 +763,7 @@ async fn configmap_catalog(client: &Client, name: &str, fbc: &str) -> Result<()>
         );
     }
     create_namespace(client, CATALOG_NAMESPACE).await?;
+    pom_e2e::scenario::trust_catalog_namespace(client, CATALOG_NAMESPACE).await;
     let apply = PatchParams::apply("pom-bench").force();
     let cm: ConfigMap =
         serde_json::from_value(json!({"metadata": {"name": name}, "data": {"catalog.json": fbc}}))?;

@@ -86,6 +86,15 @@ pub struct Args {
         value_delimiter = ','
     )]
     pub insecure_registries: Vec<String>,
+    /// The manager's namespace: Catalogs are read only from it and from the namespaces its
+    /// `platform-operators-catalog-sources` ConfigMap lists, as the manager reads them.
+    #[arg(
+        long,
+        value_name = "NAMESPACE",
+        env = "POD_NAMESPACE",
+        default_value = "openshift-platform-operators"
+    )]
+    pub manager_namespace: String,
     /// Output format; `graph` draws each PlatformOperator's upgrade graph under the update.
     #[arg(short = 'o', long = "output", value_enum, default_value_t = PlanOutput::Human)]
     pub output: PlanOutput,
@@ -260,7 +269,7 @@ pub struct CatalogSummary {
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let target =
         parse_tolerant(&args.to).with_context(|| format!("--to {:?} is not a version", args.to))?;
-    let inputs = live::block_on(gather(&args.insecure_registries))??;
+    let inputs = live::block_on(gather(&args.insecure_registries, &args.manager_namespace))??;
     let mut plan = compute(&inputs, &args.to, &target)?;
     let bundles = live::block_on(fetch_hop_bundles(&plan, &inputs, &args.insecure_registries))?;
     attach_hop_powers(&mut plan, &inputs, &bundles);
@@ -283,7 +292,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     })
 }
 
-async fn gather(insecure_registries: &[String]) -> anyhow::Result<Inputs> {
+async fn gather(insecure_registries: &[String], manager_namespace: &str) -> anyhow::Result<Inputs> {
     let client = live::client().await?;
     let cluster_version = match Api::<ClusterVersion>::all(client.clone())
         .get_opt(CLUSTER_VERSION_NAME)
@@ -301,7 +310,7 @@ async fn gather(insecure_registries: &[String]) -> anyhow::Result<Inputs> {
         .context("listing ClusterOperators")?
         .items;
     let platform_operators = live::platform_operators(&client).await?;
-    let catalogs = live::fetch_catalogs(&client, insecure_registries).await?;
+    let catalogs = live::fetch_catalogs(&client, insecure_registries, manager_namespace).await?;
     // The cluster may have no OperatorCondition API (the gates are then absent).
     let operator_conditions = match Api::<OperatorCondition>::all(client.clone())
         .list(&ListParams::default().labels(labels::OWNER_PO))

@@ -14,6 +14,7 @@ use kube::Api;
 use pom_api::Catalog;
 use pom_api::catalog::{CaBundleReference, ImageSource, SecretReference};
 use pom_api::conditions::Reason;
+use pom_policy::source_trust::{LISTED_KEY, SOURCES_CONFIG_MAP, SourceTrust, UntrustedSource};
 
 use crate::Context;
 use crate::oci::RegistryAccess;
@@ -78,6 +79,9 @@ pub enum AccessError {
         #[source]
         source: CaBundleError,
     },
+    /// The Catalog names a namespace Catalogs may not read from (`pom_policy::source_trust`).
+    #[error(transparent)]
+    Untrusted(#[from] UntrustedSource),
     /// The API server did not answer (or RBAC refused the read).
     #[error("reading {what}: {source}; check the manager's RBAC (get on Secrets and ConfigMaps)")]
     Read {
@@ -98,9 +102,32 @@ impl AccessError {
             Self::CaBundleNotFound { .. }
             | Self::CaBundleKeyMissing { .. }
             | Self::CaBundleInvalid { .. } => Reason::InvalidCABundle,
+            Self::Untrusted(_) => Reason::UntrustedCatalogSource,
             Self::Read { .. } => Reason::SourceFailed,
         }
     }
+}
+
+/// The namespaces Catalogs may read from now: the manager's, and those the admin lists in
+/// [`SOURCES_CONFIG_MAP`] (one GET per reconcile, so a namespace taken off the list is not read
+/// again; the catalog controller also watches the ConfigMap).
+///
+/// # Errors
+/// The API server failing (a missing ConfigMap is an empty list).
+pub async fn source_trust(ctx: &Context) -> Result<SourceTrust, AccessError> {
+    let namespace = &ctx.settings.manager_namespace;
+    let listed = Api::<ConfigMap>::namespaced(ctx.client.clone(), namespace)
+        .get_opt(SOURCES_CONFIG_MAP)
+        .await
+        .map_err(|err| AccessError::Read {
+            what: format!("ConfigMap {namespace}/{SOURCES_CONFIG_MAP}"),
+            source: Box::new(err),
+        })?;
+    let listed = listed
+        .as_ref()
+        .and_then(|cm| cm.data.as_ref())
+        .and_then(|data| data.get(LISTED_KEY));
+    Ok(SourceTrust::new(namespace, listed.map(String::as_str)))
 }
 
 /// The access for pulls of `image` (a Catalog's image source) and of its bundles.
@@ -136,14 +163,20 @@ pub async fn for_catalog(
     catalog: Option<&str>,
 ) -> Result<RegistryAccess, AccessError> {
     let source = match catalog {
-        Some(name) => Api::<Catalog>::all(ctx.client.clone())
-            .get_opt(name)
-            .await
-            .map_err(|err| AccessError::Read {
-                what: format!("Catalog {name}"),
-                source: Box::new(err),
-            })?
-            .and_then(|c| c.spec.source.image),
+        Some(name) => {
+            let catalog = Api::<Catalog>::all(ctx.client.clone())
+                .get_opt(name)
+                .await
+                .map_err(|err| AccessError::Read {
+                    what: format!("Catalog {name}"),
+                    source: Box::new(err),
+                })?;
+            if let Some(catalog) = &catalog {
+                // Its pull secret and CA bundle are read only from a trusted namespace.
+                source_trust(ctx).await?.check(&catalog.spec.source)?;
+            }
+            catalog.and_then(|c| c.spec.source.image)
+        }
         None => None,
     };
     for_image_source(ctx, &source.unwrap_or_default()).await

@@ -472,6 +472,21 @@ impl CatalogCache {
         );
     }
 
+    /// Marks catalog `name` unavailable and drops its last good content: what it served may
+    /// no longer be trusted (its source's namespace was taken off the admin's list), so
+    /// nothing is resolved from it until it serves again.
+    pub fn refuse(&self, name: &str, priority: i32, reason: Reason, message: &str) {
+        self.set(
+            name,
+            priority,
+            CatalogState::Unavailable {
+                reason,
+                message: message.to_owned(),
+                last_good: None,
+            },
+        );
+    }
+
     /// Names of every cached catalog.
     #[must_use]
     pub fn names(&self) -> Vec<String> {

@@ -28,6 +28,7 @@ use crate::Context;
 use crate::context::CATALOG_STATUS_FIELD_MANAGER;
 use crate::watch_cache::{Readiness, cached_controller};
 use pom_policy::duration::parse_go_duration;
+use pom_policy::source_trust::SOURCES_CONFIG_MAP;
 
 /// Shortest poll interval honoured, whatever the spec says.
 const MIN_POLL_INTERVAL: Duration = Duration::from_secs(1);
@@ -97,9 +98,10 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
         shutdown.clone(),
     ));
     let mapper_store = store;
+    let manager_namespace = ctx.settings.manager_namespace.clone();
     controller
         .watches(config_maps, watcher::Config::default(), move |config_map| {
-            catalogs_reading(&mapper_store, &config_map)
+            catalogs_reading(&mapper_store, &manager_namespace, &config_map)
         })
         .graceful_shutdown_on(shutdown.clone().cancelled_owned())
         .run(reconcile, error_policy, reconciler)
@@ -123,15 +125,24 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
 
 /// The Catalogs whose source is `config_map`, or whose image source trusts the CA bundle in it
 /// (a rotated CA is used at once; pull secrets are re-read at each poll instead, see
-/// [`super::access`]).
-fn catalogs_reading(store: &Store<Catalog>, config_map: &ConfigMap) -> Vec<ObjectRef<Catalog>> {
+/// [`super::access`]); every Catalog when it is the list of namespaces Catalogs may read from
+/// (`pom_policy::source_trust`), so a change to the list is applied at once.
+fn catalogs_reading(
+    store: &Store<Catalog>,
+    manager_namespace: &str,
+    config_map: &ConfigMap,
+) -> Vec<ObjectRef<Catalog>> {
     let (Some(namespace), name) = (config_map.namespace(), config_map.name_any()) else {
         return Vec::new();
     };
+    let trust_list = namespace == manager_namespace && name == SOURCES_CONFIG_MAP;
     store
         .state()
         .iter()
         .filter(|catalog| {
+            if trust_list {
+                return true;
+            }
             let source = &catalog.spec.source;
             let catalog_source = source
                 .config_map
@@ -199,6 +210,11 @@ async fn reconcile(
             ctx.metrics.catalog_refreshed(&name);
             remove_unserved_content(ctx, &reconciler.store).await;
         }
+        Err(err) if err.distrusts_content() => {
+            ctx.catalogs
+                .refuse(&name, priority, err.reason(), &err.to_string());
+            remove_unserved_content(ctx, &reconciler.store).await;
+        }
         Err(err) => {
             if let Some(kept) = &previous {
                 kept.retain(&ctx.catalogs.wanted_packages());
@@ -253,8 +269,6 @@ fn backoff_delay(attempt: u32) -> Duration {
         .unwrap_or(max)
 }
 
-/// How often the source is re-read: the image's `pollInterval`, else the manager's default
-/// (ConfigMaps are watched; the periodic re-read is only a safety net for them).
 /// Removes unpacked images no Catalog serves any more (a previous digest, a deleted Catalog),
 /// once every Catalog has been read at least once (so one not read yet keeps its folder).
 async fn remove_unserved_content(ctx: &Context, store: &Store<Catalog>) {
@@ -284,6 +298,8 @@ async fn remove_unserved_content(ctx: &Context, store: &Store<Catalog>) {
     }
 }
 
+/// How often the source is re-read: the image's `pollInterval`, else the manager's default
+/// (ConfigMaps are watched; the periodic re-read is only a safety net for them).
 fn poll_interval(ctx: &Context, catalog: &Catalog) -> Duration {
     catalog
         .spec

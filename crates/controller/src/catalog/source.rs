@@ -100,13 +100,24 @@ impl SourceError {
         }
     }
 
+    /// Whether what the Catalog served before may no longer be served: its source is in a
+    /// namespace Catalogs may not read from.
+    #[must_use]
+    pub fn distrusts_content(&self) -> bool {
+        matches!(self, Self::Access(AccessError::Untrusted(_)))
+    }
+
     /// Whether to retry with backoff: everything but content that is wrong as published, which
-    /// only a new push (seen at the next poll) or a ConfigMap edit (seen by the watch) fixes.
+    /// only a new push (seen at the next poll) or a ConfigMap edit (seen by the watch) fixes,
+    /// and a namespace the admin has not listed (the list's ConfigMap is watched too).
     #[must_use]
     pub fn retry_with_backoff(&self) -> bool {
         !matches!(
             self,
-            Self::EmptyImage { .. } | Self::Invalid { .. } | Self::NoSource
+            Self::EmptyImage { .. }
+                | Self::Invalid { .. }
+                | Self::NoSource
+                | Self::Access(AccessError::Untrusted(_))
         )
     }
 }
@@ -118,6 +129,11 @@ pub(crate) async fn fetch(
     source: &CatalogSource,
     previous: Option<Arc<ServedCatalog>>,
 ) -> Result<Arc<ServedCatalog>, SourceError> {
+    // Nothing a Catalog names is read unless its namespace is trusted (issue 22 item 4).
+    access::source_trust(ctx)
+        .await?
+        .check(source)
+        .map_err(AccessError::from)?;
     match (&source.image, &source.config_map) {
         (Some(image), _) => fetch_image(ctx, image, previous).await,
         (None, Some(config_map)) => fetch_config_map(ctx, config_map, previous).await,

@@ -335,6 +335,23 @@ pub async fn prepare(
         None => first_install_namespace(client, &files, &po_name, &target.name).await?,
     };
     let namespace = namespace.as_str();
+    // The install namespace is this PO's, or handed to it by an admin (issue 22 item 5): POM
+    // never installs into a namespace it did not create, nor into another PO's (one's
+    // Deployment could run as the other's ServiceAccount).
+    let live_namespace = Api::<Namespace>::all(client.clone())
+        .get_opt(namespace)
+        .await
+        .map_err(Error::kube(format!("reading namespace {namespace}")))?;
+    if let Some(live) = &live_namespace {
+        may_write(
+            live.metadata.labels.as_ref(),
+            live.metadata.annotations.as_ref(),
+            "Namespace",
+            (None, namespace),
+            (&po_name, package),
+            po_exists,
+        )?;
+    }
 
     // Render (pure).
     let options = RenderOptions {
@@ -752,8 +769,8 @@ pub fn is_rolled_out(deployment: &Deployment) -> bool {
 }
 
 /// Creates the install namespace, labelled as this PO's and with the Pod Security level its
-/// consent allows; keeps those labels on a namespace POM owns for this PO (consent can change),
-/// and leaves a namespace it does not own as it is.
+/// consent allows, and keeps those labels (consent can change). [`prepare`] has judged the
+/// namespace this PO's to write (its own, or handed to it: then it is labelled as its own).
 async fn ensure_namespace(
     client: &kube::Client,
     namespace: &str,
@@ -774,7 +791,6 @@ async fn ensure_namespace(
     wanted.extend(bundle_asks.labels.clone());
     if let Some(live) = &live {
         let live_labels = live.labels();
-        let ours = live_labels.get(labels::OWNER_PO) == Some(&labels::label_value(po));
         let current = wanted
             .iter()
             .all(|(key, value)| live_labels.get(key) == Some(value))
@@ -782,7 +798,7 @@ async fn ensure_namespace(
                 .annotations
                 .iter()
                 .all(|(key, value)| live.annotations().get(key) == Some(value));
-        if !ours || current {
+        if current {
             return Ok(());
         }
     }
