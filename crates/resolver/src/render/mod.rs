@@ -19,6 +19,7 @@ mod bundle;
 pub mod content_policy;
 pub mod crd_safety;
 mod csv;
+pub mod deployment_config;
 mod error;
 mod kinds;
 mod layout;
