@@ -465,3 +465,77 @@ async fn an_install_namespace_pom_did_not_create_or_another_pos_is_refused() {
     );
     manager.stop().await;
 }
+
+/// Issue 22 item 5: an owner label is honoured only on what the PO's own inventory records, and
+/// an inventory (status, which whoever can write a PO's status can edit) naming another PO's
+/// object never gets it deleted. PO `victim`'s Deployment is written into PO `forger`'s
+/// inventory; deleting `forger` removes its own objects and leaves `victim`'s running.
+#[tokio::test]
+async fn an_inventory_naming_another_pos_object_never_deletes_it() {
+    let Some(plane) = simulated_plane(false).await else {
+        return;
+    };
+    let client = plane.client().await.unwrap();
+    let (forger, victim) = (
+        TestBundle::new("forger", "1.0.0"),
+        TestBundle::new("victim", "1.0.0"),
+    );
+    configmap_catalog(
+        &client,
+        "local",
+        &catalog_json(&[forger.clone(), victim.clone()], &[]),
+        0,
+    )
+    .await;
+    create_po(&client, "forger", json!({"package": {"name": "forger"}})).await;
+    create_po(&client, "victim", json!({"package": {"name": "victim"}})).await;
+    let manager = Manager::start(client.clone(), Manager::test_settings(vec![]));
+    for po in ["forger", "victim"] {
+        wait_po_condition(&client, po, "Installed", "True", Some("InstallSucceeded")).await;
+    }
+    let pos = Api::<PlatformOperator>::all(client.clone());
+    let victims = Api::<Deployment>::namespaced(client.clone(), "victim");
+    let before = victims.get(&victim.deployment_name()).await.unwrap();
+    let forged = pos.get_status("forger").await.unwrap();
+    let mut inventory = forged.status.unwrap().inventory;
+    assert!(!inventory.is_empty(), "the forger's inventory is recorded");
+    inventory[0]
+        .objects
+        .push(pom_api::platform_operator::InventoryObject {
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            namespace: Some("victim".into()),
+            name: victim.deployment_name(),
+        });
+    pos.patch_status(
+        "forger",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"inventory": inventory}})),
+    )
+    .await
+    .unwrap();
+
+    pos.delete("forger", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(WAIT, "the forger PlatformOperator to be gone", || async {
+        pos.get_opt("forger").await.unwrap().is_none().then_some(())
+    })
+    .await;
+    assert!(
+        Api::<Deployment>::namespaced(client.clone(), "forger")
+            .get_opt(&forger.deployment_name())
+            .await
+            .unwrap()
+            .is_none(),
+        "the forger's own Deployment is removed"
+    );
+    let after = victims.get(&victim.deployment_name()).await.unwrap();
+    assert_eq!(
+        after.uid(),
+        before.uid(),
+        "the victim's Deployment survives"
+    );
+    assert!(after.metadata.deletion_timestamp.is_none());
+    manager.stop().await;
+}

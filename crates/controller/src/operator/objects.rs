@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use kube::Client;
-use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, Preconditions};
 use kube::core::GroupVersionKind;
 use kube::discovery::{ApiCapabilities, ApiResource, Scope};
 use serde_json::Value;
@@ -246,12 +246,43 @@ fn is_not_served(err: &kube::Error) -> bool {
     }
 }
 
-/// Deletes each recorded object (already gone counts as deleted); any other error fails, so a
-/// prune or cleanup is never reported done with objects left behind. Returns how many
-/// deletions the server accepted.
+/// The recorded object as it is now, when it is PO `po`'s: it carries `po`'s owner label (issue
+/// 22 item 5). An inventory is status, which whoever can write a PO's status can edit; an
+/// object it names that carries another owner's label, or none, is not this PO's to delete,
+/// and is left as it is (and not waited for).
+async fn live_if_owned(
+    api: &Api<DynamicObject>,
+    object: &InventoryObject,
+    po: &str,
+) -> Result<Option<DynamicObject>, Error> {
+    let live = get_opt(api, &object.name).await?;
+    let ours = labels::label_value(po);
+    Ok(live.filter(|live| {
+        let owned = live
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(labels::OWNER_PO))
+            == Some(&ours);
+        if !owned {
+            tracing::warn!(
+                po,
+                object = %object.describe(),
+                "the inventory names an object this PlatformOperator does not own; left in place"
+            );
+        }
+        owned
+    }))
+}
+
+/// Deletes each recorded object that is still PO `po`'s (already gone counts as deleted; the
+/// deletion is conditional on the uid read, so an object replaced meanwhile is not deleted);
+/// any other error fails, so a prune or cleanup is never reported done with objects left
+/// behind. Returns how many deletions the server accepted.
 pub async fn delete_recorded(
     kinds: &KindCache,
     client: &Client,
+    po: &str,
     recorded: &[InventoryObject],
     after_first: FailPoint,
 ) -> Result<usize, Error> {
@@ -260,24 +291,36 @@ pub async fn delete_recorded(
         let Some(api) = api_of(kinds, client, object).await? else {
             continue;
         };
-        match api.delete(&object.name, &DeleteParams::background()).await {
+        let Some(live) = live_if_owned(&api, object, po).await? else {
+            continue;
+        };
+        let params = DeleteParams {
+            preconditions: Some(Preconditions {
+                uid: live.metadata.uid.clone(),
+                resource_version: None,
+            }),
+            ..DeleteParams::background()
+        };
+        match api.delete(&object.name, &params).await {
             Ok(_) => {
                 deleted += 1;
                 if deleted == 1 {
                     fail_point::hit(after_first);
                 }
             }
-            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            // Gone, or replaced by another object since it was read (uid precondition).
+            Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => {}
             Err(err) => return Err(Error::kube(format!("deleting {}", object.describe()))(err)),
         }
     }
     Ok(deleted)
 }
 
-/// The recorded objects that still exist (deleting or not).
+/// The recorded objects of PO `po` that still exist (deleting or not).
 pub async fn still_present(
     kinds: &KindCache,
     client: &Client,
+    po: &str,
     recorded: &[InventoryObject],
 ) -> Result<Vec<InventoryObject>, Error> {
     let mut present = Vec::new();
@@ -285,7 +328,7 @@ pub async fn still_present(
         let Some(api) = api_of(kinds, client, object).await? else {
             continue;
         };
-        if get_opt(&api, &object.name).await?.is_some() {
+        if live_if_owned(&api, object, po).await?.is_some() {
             present.push(object.clone());
         }
     }

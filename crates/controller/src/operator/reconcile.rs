@@ -673,7 +673,8 @@ async fn prune_settled(
             return Ok(());
         }
         let doomed = inventory::to_prune(&status.inventory, settled);
-        super::objects::delete_recorded(&pctx.kinds, client, &doomed, FailPoint::MidPrune).await?
+        super::objects::delete_recorded(&pctx.kinds, client, &name, &doomed, FailPoint::MidPrune)
+            .await?
     } else {
         super::objects::prune(&pctx.kinds, client, &name, Some(settled)).await?
     };
@@ -984,11 +985,22 @@ async fn cleanup(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueActio
         .as_ref()
         .map(|s| inventory::to_clean_up(&s.inventory))
         .unwrap_or_default();
-    let mut deleted =
-        super::objects::delete_recorded(&pctx.kinds, client, &recorded, FailPoint::MidCleanup)
-            .await?;
-    deleted += super::objects::prune(&pctx.kinds, client, &name, None).await?;
-    let remaining = super::objects::still_present(&pctx.kinds, client, &recorded).await?;
+    let mut deleted = super::objects::delete_recorded(
+        &pctx.kinds,
+        client,
+        &name,
+        &recorded,
+        FailPoint::MidCleanup,
+    )
+    .await?;
+    // The owner-label sweep only for a PO installed by a manager that kept no inventory: with
+    // one, the label is honoured only on what the inventory records (issue 22 item 5), and
+    // every object is recorded before it is written.
+    let recorded_any = po.status.as_ref().is_some_and(|s| !s.inventory.is_empty());
+    if !recorded_any {
+        deleted += super::objects::prune(&pctx.kinds, client, &name, None).await?;
+    }
+    let remaining = super::objects::still_present(&pctx.kinds, client, &name, &recorded).await?;
     if let Some(first) = remaining.first() {
         return Err(Error::StillDeleting {
             count: remaining.len(),
