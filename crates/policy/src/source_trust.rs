@@ -189,10 +189,13 @@ mod tests {
         }
     }
 
+    /// A case: its name, the source, and the field and namespace refused (if any).
+    type Case = (&'static str, CatalogSource, Option<(SourceField, &'static str)>);
+
     #[test]
     fn the_trust_table() {
         let listed = Some(" catalogs, ,team-a,");
-        let cases: &[(&str, CatalogSource, Option<(SourceField, &str)>)] = &[
+        let cases: &[Case] = &[
             ("own namespace", config_map(OWN), None),
             ("listed, trimmed", config_map("catalogs"), None),
             ("listed last", config_map("team-a"), None),
