@@ -16,9 +16,9 @@
 //!   what every watch cache keeps of an object; [`events`] publishes Kubernetes Events.
 
 pub mod admission_guard;
-pub mod catalog_sources_policy;
 pub mod api_metrics;
 pub mod catalog;
+pub mod catalog_sources_policy;
 pub mod cli;
 pub mod cluster_operator;
 pub mod cluster_state;

@@ -190,7 +190,11 @@ mod tests {
     }
 
     /// A case: its name, the source, and the field and namespace refused (if any).
-    type Case = (&'static str, CatalogSource, Option<(SourceField, &'static str)>);
+    type Case = (
+        &'static str,
+        CatalogSource,
+        Option<(SourceField, &'static str)>,
+    );
 
     #[test]
     fn the_trust_table() {
