@@ -560,17 +560,29 @@ async fn bundle_image_round_trips_through_the_registry() {
 
     let puller = pom_controller::oci::ImagePuller::new(vec![host.clone()]);
     let anonymous = pom_controller::oci::RegistryAccess::anonymous();
+    let no_mirrors = pom_controller::oci::mirrors::MirrorRules::default();
     assert_eq!(
         puller
-            .resolve_digest(&format!("{host}/bundles/op:v1.0.0"), &anonymous)
+            .resolve_digest(
+                &format!("{host}/bundles/op:v1.0.0"),
+                &anonymous,
+                &no_mirrors
+            )
             .await
-            .unwrap(),
+            .unwrap()
+            .by_digest,
         pushed
     );
     let files = puller
-        .pull_files(&format!("{host}/bundles/op:v1.0.0"), "", &anonymous)
+        .pull_files(
+            &format!("{host}/bundles/op:v1.0.0"),
+            "",
+            &anonymous,
+            &no_mirrors,
+        )
         .await
-        .unwrap();
+        .unwrap()
+        .content;
     let paths: Vec<&str> = files.keys().map(String::as_str).collect();
     assert_eq!(
         paths,
@@ -582,21 +594,31 @@ async fn bundle_image_round_trips_through_the_registry() {
     );
     assert_eq!(files["metadata/annotations.yaml"], annotations.as_bytes());
     let manifests = puller
-        .pull_files(&pushed, "manifests/", &anonymous)
+        .pull_files(&pushed, "manifests/", &anonymous, &no_mirrors)
         .await
-        .unwrap();
+        .unwrap()
+        .content;
     assert_eq!(
         manifests.keys().collect::<Vec<_>>(),
         ["crd.yaml", "op.clusterserviceversion.yaml"]
     );
-    let again = puller.pull_files(&pushed, "", &anonymous).await.unwrap();
+    let again = puller
+        .pull_files(&pushed, "", &anonymous, &no_mirrors)
+        .await
+        .unwrap()
+        .content;
     assert!(
         Arc::ptr_eq(&files, &again),
         "the second pull of a digest is served from the cache"
     );
 
     let missing = puller
-        .pull_files(&format!("{host}/bundles/op:v9"), "", &anonymous)
+        .pull_files(
+            &format!("{host}/bundles/op:v9"),
+            "",
+            &anonymous,
+            &no_mirrors,
+        )
         .await
         .unwrap_err();
     assert_eq!(missing.reason().as_str(), "ImageNotFound", "{missing}");

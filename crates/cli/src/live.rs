@@ -17,6 +17,7 @@ use kube::api::{Api, ListParams};
 use kube::{Client, ResourceExt};
 use pom_api::openshift::{AGGREGATED_CLUSTER_OPERATOR, ClusterOperator};
 use pom_api::{Catalog, PlatformOperator};
+use pom_oci::mirrors::MirrorRules;
 use pom_oci::{ImagePuller, RegistryAccess};
 use pom_policy::source_trust::{LISTED_KEY, SOURCES_CONFIG_MAP, SourceTrust};
 use pom_resolver::fbc::Catalog as FbcCatalog;
@@ -161,8 +162,14 @@ pub async fn fetch_catalogs(
 
 async fn fetch_image(puller: &ImagePuller, reference: &str) -> Result<FbcCatalog, String> {
     let files = puller
-        .pull_files(reference, IMAGE_PREFIX, &RegistryAccess::anonymous())
+        .pull_files(
+            reference,
+            IMAGE_PREFIX,
+            &RegistryAccess::anonymous(),
+            &MirrorRules::default(),
+        )
         .await
+        .map(|pulled| pulled.content)
         .map_err(|e| e.to_string())?;
     let documents: Vec<(String, Vec<u8>)> = files
         .iter()
@@ -287,9 +294,14 @@ pub async fn bundle_image_files(
     image: &str,
 ) -> Result<pom_resolver::render::BundleFiles, String> {
     puller
-        .pull_files(image, "", &RegistryAccess::anonymous())
+        .pull_files(
+            image,
+            "",
+            &RegistryAccess::anonymous(),
+            &MirrorRules::default(),
+        )
         .await
-        .map(pom_resolver::render::BundleFiles::new)
+        .map(|pulled| pom_resolver::render::BundleFiles::new(pulled.content))
         .map_err(|e| format!("pulling bundle image {image}: {e}"))
 }
 

@@ -17,6 +17,7 @@ mod cache;
 pub mod disk;
 mod error;
 pub mod layers;
+pub mod mirrors;
 mod puller;
 mod reference;
 
@@ -24,4 +25,4 @@ pub use auth::RegistryAccess;
 pub use cache::Files;
 pub use disk::retain_pulled;
 pub use error::{CredentialsTried, LayerError, OciError};
-pub use puller::{ImagePuller, PULL_DEADLINE};
+pub use puller::{ImagePuller, PULL_DEADLINE, Pulled, Resolved};

@@ -20,6 +20,7 @@ use super::cache::{FileCache, Files};
 use super::disk::{DiskStorage, Staging, content_dir_name, remove_leftovers};
 use super::error::{CredentialsTried, LayerError, OciError};
 use super::layers::{COPY_BUFFER_BYTES, DEFAULT_MAX_BYTES, LayerFormat, LayerStack};
+use super::mirrors::{MirrorRules, PullSource};
 use super::reference::parse_reference;
 
 /// Bytes of pulled (image, prefix) content kept in memory (twice the per-image limit, so the
@@ -38,6 +39,91 @@ struct ClientKey {
     ca_bundle: Option<[u8; 32]>,
     registry: String,
     credential: Option<[u8; 32]>,
+}
+
+/// A reference resolved to a digest, and which location answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    /// `registry/repository@<digest>`, named by the reference's own registry and repository
+    /// (never the mirror's): what content is cached, stored and compared by.
+    pub by_digest: String,
+    /// The location that resolved the tag (a mirror or the reference's own registry); `None`
+    /// when the reference already named a digest and nothing was contacted.
+    pub resolved_by: Option<PullSource>,
+}
+
+/// Pulled content, and which locations served it.
+#[derive(Debug, Clone)]
+pub struct Pulled<T> {
+    /// The files (in memory) or the content folder (on disk).
+    pub content: T,
+    /// As [`Resolved::by_digest`].
+    pub by_digest: String,
+    /// As [`Resolved::resolved_by`].
+    pub resolved_by: Option<PullSource>,
+    /// The location the content was read from; `None` when it was already at hand (cached in
+    /// memory for [`ImagePuller::pull_files`], its folder on disk for
+    /// [`ImagePuller::pull_to_dir`]) and no location was asked for it.
+    pub content_from: Option<PullSource>,
+}
+
+/// What [`ImagePuller::resolve_now`] found.
+struct Resolution {
+    by_digest: String,
+    digest: String,
+    resolved_by: Option<PullSource>,
+    content: ContentSources,
+}
+
+/// Where the content of a resolved reference may be read.
+enum ContentSources {
+    /// The locations after tag resolution: the one that answered, then those after it.
+    Listed(Vec<PullSource>),
+    /// A reference by digest: its digest sources, planned when content is needed.
+    ByDigest(Reference),
+}
+
+impl Resolution {
+    fn pulled<T>(self, content: T, content_from: Option<PullSource>) -> Pulled<T> {
+        Pulled {
+            content,
+            by_digest: self.by_digest,
+            resolved_by: self.resolved_by,
+            content_from,
+        }
+    }
+}
+
+/// A pull from one location that failed, with the extraction slot when no extraction holds
+/// it any more (then the next location may use it).
+struct Failed {
+    error: OciError,
+    slot: Option<ExtractionSlot>,
+}
+
+impl Failed {
+    fn with_slot(error: OciError, slot: ExtractionSlot) -> Self {
+        Self {
+            error,
+            slot: Some(slot),
+        }
+    }
+
+    fn without_slot(error: OciError) -> Self {
+        Self { error, slot: None }
+    }
+}
+
+/// Where [`ImagePuller::dir_from`] publishes: the content folder `name` under `root`, for
+/// the by-digest reference `digest_ref` and `prefix`; and whether a location follows.
+#[derive(Clone, Copy)]
+struct ContentDir<'a> {
+    digest_ref: &'a str,
+    prefix: &'a str,
+    root: &'a Path,
+    name: &'a str,
+    /// Whether another location may be asked if this one fails.
+    more: bool,
 }
 
 /// Pulls catalog and bundle images, always by digest, with the credentials and CA bundle of
@@ -100,44 +186,128 @@ impl ImagePuller {
 
     /// Resolves `reference` to the by-digest reference `registry/repository@sha256:...` of what
     /// it names now. A reference that already carries a digest is returned in that form
-    /// without contacting the registry.
+    /// without contacting any registry.
+    ///
+    /// A tag is resolved through `mirrors` as a pull by tag is on the cluster's nodes
+    /// ([`crate::mirrors`]): its tag mirrors in order, then its own registry unless a rule
+    /// forbids it; a location that is unreachable, refuses access, does not have the tag or
+    /// answers with an error passes the question to the next one. The by-digest reference is
+    /// always named by `reference`'s own registry and repository (content is cached and
+    /// compared by it); [`Resolved::resolved_by`] says which location answered.
     ///
     /// # Errors
-    /// An invalid reference, or the registry being unreachable, refusing access or not having
-    /// the image.
+    /// An invalid reference, no location that may be contacted, or the last location's error
+    /// (unreachable, refusing access, not having the image), with the earlier ones in its
+    /// detail.
     pub async fn resolve_digest(
         &self,
         reference: &str,
         access: &RegistryAccess,
-    ) -> Result<String, OciError> {
-        with_deadline(reference, self.resolve_digest_now(reference, access)).await
+        mirrors: &MirrorRules,
+    ) -> Result<Resolved, OciError> {
+        with_deadline(reference, async {
+            self.resolve_now(reference, access, mirrors)
+                .await
+                .map(|resolution| Resolved {
+                    by_digest: resolution.by_digest,
+                    resolved_by: resolution.resolved_by,
+                })
+        })
+        .await
     }
 
-    async fn resolve_digest_now(
+    async fn resolve_now(
         &self,
         reference: &str,
         access: &RegistryAccess,
-    ) -> Result<String, OciError> {
+        mirrors: &MirrorRules,
+    ) -> Result<Resolution, OciError> {
         let parsed = parse(reference)?;
         if let Some(digest) = parsed.digest() {
-            return Ok(by_digest(&parsed, digest));
+            return Ok(Resolution {
+                by_digest: by_digest(&parsed, digest),
+                digest: digest.to_owned(),
+                resolved_by: None,
+                content: ContentSources::ByDigest(parsed.clone()),
+            });
         }
-        let (client, auth, chosen) = self.client_for(&parsed, access)?;
-        let digest = (|| async {
+        let sources = planned_sources(mirrors, &parsed, reference)?;
+        let mut earlier = Vec::new();
+        for (index, source) in sources.iter().enumerate() {
+            let more = index + 1 < sources.len();
+            match self.digest_at(source, reference, access, more).await {
+                Ok(digest) => {
+                    return Ok(Resolution {
+                        by_digest: by_digest(&parsed, &digest),
+                        digest,
+                        resolved_by: Some(source.clone()),
+                        content: ContentSources::Listed(
+                            sources.get(index..).unwrap_or_default().to_vec(),
+                        ),
+                    });
+                }
+                Err(err) if more && falls_back(&err) => {
+                    tracing::debug!(location = %source, error = %err, "resolving a tag failed there; trying the next location");
+                    earlier.push((source.clone(), err));
+                }
+                Err(err) => return Err(with_earlier_attempts(err, &earlier)),
+            }
+        }
+        Err(no_location(reference))
+    }
+
+    /// The digest `source` gives for its tag. When more locations remain the question is not
+    /// retried here: the next location is asked at once (as containers/image does).
+    async fn digest_at(
+        &self,
+        source: &PullSource,
+        reference: &str,
+        access: &RegistryAccess,
+        more: bool,
+    ) -> Result<String, OciError> {
+        let physical = parse(&source.reference)?;
+        // Errors about the source itself name the reference as the caller wrote it.
+        let shown = if source.is_mirror() {
+            source.reference.as_str()
+        } else {
+            reference
+        };
+        let (client, auth, chosen) = self.client_for(&physical, access)?;
+        (|| async {
             client
-                .fetch_manifest_digest(&parsed, &auth)
+                .fetch_manifest_digest(&physical, &auth)
                 .await
-                .map_err(|err| classify(reference, &parsed, access, chosen.as_ref(), err))
+                .map_err(|err| classify(shown, &physical, access, chosen.as_ref(), err))
         })
-        .retry(retry_policy())
+        .retry(if more { no_retry() } else { retry_policy() })
         .when(OciError::is_transient)
-        .await?;
-        Ok(by_digest(&parsed, &digest))
+        .await
+    }
+
+    /// Where the content of `resolution` may come from, in order: for a resolved tag, the
+    /// location that answered and those after it (a pull by tag reads the blobs where it read
+    /// the manifest); for a reference by digest, its digest sources.
+    fn content_sources(
+        resolution: &Resolution,
+        mirrors: &MirrorRules,
+        reference: &str,
+    ) -> Result<Vec<PullSource>, OciError> {
+        match &resolution.content {
+            ContentSources::Listed(sources) => Ok(sources.clone()),
+            ContentSources::ByDigest(parsed) => planned_sources(mirrors, parsed, reference),
+        }
     }
 
     /// Pulls `reference` by digest and returns its regular files under `prefix` (for example
     /// `configs/` for a catalog, `""` for a bundle), keyed by path with the prefix removed.
     /// Layers are applied in order with whiteouts; the result is cached by digest.
+    ///
+    /// Through `mirrors` as [`Self::resolve_digest`]: a tag is resolved, then its content read
+    /// from the location that answered (the next ones after it if that fails); a digest is
+    /// read from its digest mirrors in order, then its own registry unless forbidden. A
+    /// location that fails (unreachable, refused, missing the manifest or a blob, a registry
+    /// error, bytes that do not match their digest) passes the pull to the next; the
+    /// manifest and every blob are checked against their digests whoever serves them.
     ///
     /// # Errors
     /// Registry errors as for [`Self::resolve_digest`]; a layer POM cannot read, a path
@@ -147,8 +317,13 @@ impl ImagePuller {
         reference: &str,
         prefix: &str,
         access: &RegistryAccess,
-    ) -> Result<Files, OciError> {
-        with_deadline(reference, self.pull_files_now(reference, prefix, access)).await
+        mirrors: &MirrorRules,
+    ) -> Result<Pulled<Files>, OciError> {
+        with_deadline(
+            reference,
+            self.pull_files_now(reference, prefix, access, mirrors),
+        )
+        .await
     }
 
     async fn pull_files_now(
@@ -156,22 +331,91 @@ impl ImagePuller {
         reference: &str,
         prefix: &str,
         access: &RegistryAccess,
-    ) -> Result<Files, OciError> {
-        let digest_ref = self.resolve_digest_now(reference, access).await?;
+        mirrors: &MirrorRules,
+    ) -> Result<Pulled<Files>, OciError> {
+        let resolution = self.resolve_now(reference, access, mirrors).await?;
+        let digest_ref = resolution.by_digest.clone();
         if let Some(files) = self.cache.get(&digest_ref, prefix) {
-            return Ok(files);
+            return Ok(resolution.pulled(files, None));
         }
         let cancel = CancelOnDrop::default();
-        let slot = self.extraction_slot(&digest_ref, prefix).await;
+        let mut slot = self.extraction_slot(&digest_ref, prefix).await;
         if let Some(files) = self.cache.get(&digest_ref, prefix) {
-            return Ok(files);
+            return Ok(resolution.pulled(files, None));
         }
-        let parsed = parse(&digest_ref)?;
-        let (client, auth, chosen) = self.client_for(&parsed, access)?;
+        let sources = Self::content_sources(&resolution, mirrors, reference)?;
+        let mut earlier = Vec::new();
+        for (index, source) in sources.iter().enumerate() {
+            let more = index + 1 < sources.len();
+            let pulled = self
+                .files_from(
+                    source,
+                    &resolution.digest,
+                    prefix,
+                    access,
+                    &cancel,
+                    slot,
+                    more,
+                )
+                .await;
+            match pulled {
+                Ok(files) => {
+                    self.cache.insert(&digest_ref, prefix, files.clone());
+                    let from = source.clone();
+                    return Ok(resolution.pulled(files, Some(from)));
+                }
+                Err(Failed {
+                    error,
+                    slot: Some(back),
+                }) if more && falls_back(&error) => {
+                    tracing::debug!(location = %source, error = %error, "pulling failed there; trying the next location");
+                    earlier.push((source.clone(), error));
+                    slot = back;
+                }
+                Err(Failed { error, .. }) => return Err(with_earlier_attempts(error, &earlier)),
+            }
+        }
+        Err(no_location(reference))
+    }
+
+    /// The files under `prefix` of the image `digest` at `source` (`more`: another location
+    /// follows). On a failure the extraction slot comes back when no extraction holds it any
+    /// more, so the next location can use it.
+    #[allow(clippy::too_many_arguments)]
+    async fn files_from(
+        &self,
+        source: &PullSource,
+        digest: &str,
+        prefix: &str,
+        access: &RegistryAccess,
+        cancel: &CancelOnDrop,
+        slot: ExtractionSlot,
+        more: bool,
+    ) -> Result<Files, Failed> {
+        let (parsed, digest_ref) = match physical_by_digest(source, digest) {
+            Ok(physical) => physical,
+            Err(error) => return Err(Failed::with_slot(error, slot)),
+        };
+        let (client, auth, chosen) = match self.client_for(&parsed, access) {
+            Ok(client) => client,
+            Err(error) => return Err(Failed::with_slot(error, slot)),
+        };
         let client = client.as_ref();
-        let plan = self
-            .layer_plan(client, &parsed, &digest_ref, &auth, access, chosen.as_ref())
-            .await?;
+        let plan = match self
+            .layer_plan(
+                client,
+                &parsed,
+                &digest_ref,
+                &auth,
+                access,
+                chosen.as_ref(),
+                if more { no_retry() } else { retry_policy() },
+            )
+            .await
+        {
+            Ok(plan) => plan,
+            Err(error) => return Err(Failed::with_slot(error, slot)),
+        };
         let mut held = (
             LayerStack::new(prefix, self.max_bytes).with_cancel(cancel.flag()),
             slot,
@@ -182,7 +426,11 @@ impl ImagePuller {
                 (|| self.pull_blob(client, &parsed, &digest_ref, layer, access, chosen.as_ref()))
                     .retry(retry_policy())
                     .when(OciError::is_transient)
-                    .await?;
+                    .await;
+            let blob = match blob {
+                Ok(blob) => blob,
+                Err(error) => return Err(Failed::with_slot(error, held.1)),
+            };
             let reference = digest_ref.clone();
             let descriptor = layer.clone();
             held = tokio::task::spawn_blocking(move || {
@@ -193,18 +441,21 @@ impl ImagePuller {
                     .map_err(|source| layer_error(&reference, &descriptor, source))
             })
             .await
-            .map_err(|err| OciError::Interrupted {
-                reference: digest_ref.clone(),
-                detail: err.to_string(),
-            })??;
+            .map_err(|err| {
+                Failed::without_slot(OciError::Interrupted {
+                    reference: digest_ref.clone(),
+                    detail: err.to_string(),
+                })
+            })?
+            .map_err(Failed::without_slot)?;
         }
-        let files: Files = Arc::new(held.0.into_files());
-        self.cache.insert(&digest_ref, prefix, files.clone());
-        Ok(files)
+        Ok(Arc::new(held.0.into_files()))
     }
 
     /// The layers of the by-digest image `parsed`, each with its format, from its manifest;
-    /// refuses unreadable or oversized layers before anything is downloaded.
+    /// refuses unreadable or oversized layers before anything is downloaded. The manifest is
+    /// fetched with `retry` ([`no_retry`] when another location may be asked instead).
+    #[allow(clippy::too_many_arguments)]
     async fn layer_plan(
         &self,
         client: &Client,
@@ -213,6 +464,7 @@ impl ImagePuller {
         auth: &RegistryAuth,
         access: &RegistryAccess,
         chosen: Option<&Chosen>,
+        retry: ExponentialBuilder,
     ) -> Result<Vec<(OciDescriptor, LayerFormat)>, OciError> {
         let manifest = (|| async {
             client
@@ -220,7 +472,7 @@ impl ImagePuller {
                 .await
                 .map_err(|err| classify(digest_ref, parsed, access, chosen, err))
         })
-        .retry(retry_policy())
+        .retry(retry)
         .when(OciError::is_transient)
         .await?
         .0;
@@ -246,7 +498,7 @@ impl ImagePuller {
     /// `configs/`) into a content folder under `root`, returning that folder: `root/sha256-<hex>`
     /// for the prefix `""`, `root/sha256-<hex>_<prefix>` otherwise (layout in [`crate::disk`]).
     /// The files are those [`Self::pull_files`] returns for the same image and prefix, at their
-    /// path with the prefix removed.
+    /// path with the prefix removed; locations are tried through `mirrors` as there.
     ///
     /// For catalogs, whose images are too big to hold in memory (issue 10): each layer blob is
     /// streamed to a file (size and digest checked while it arrives), then applied from that
@@ -257,7 +509,8 @@ impl ImagePuller {
     /// Content addressed by digest never changes: when the folder exists it is returned at
     /// once (after resolving a tag, without any request for a by-digest reference). It is built
     /// in a staging folder under `root` and renamed into place only when complete and synced,
-    /// so it survives crashes and restarts; leftovers of crashed pulls are removed here.
+    /// so it survives crashes and restarts; leftovers of crashed pulls are removed here. A
+    /// location that fails part-way leaves nothing: the next one starts a fresh staging folder.
     /// `root` (created if missing) must be a folder POM owns, on one file system.
     ///
     /// # Errors
@@ -269,10 +522,11 @@ impl ImagePuller {
         prefix: &str,
         access: &RegistryAccess,
         root: &Path,
-    ) -> Result<PathBuf, OciError> {
+        mirrors: &MirrorRules,
+    ) -> Result<Pulled<PathBuf>, OciError> {
         with_deadline(
             reference,
-            self.pull_to_dir_now(reference, prefix, access, root),
+            self.pull_to_dir_now(reference, prefix, access, root, mirrors),
         )
         .await
     }
@@ -294,10 +548,11 @@ impl ImagePuller {
         prefix: &str,
         access: &RegistryAccess,
         root: &Path,
-    ) -> Result<PathBuf, OciError> {
-        let digest_ref = self.resolve_digest_now(reference, access).await?;
-        let parsed = parse(&digest_ref)?;
-        let digest = parsed.digest().unwrap_or_default();
+        mirrors: &MirrorRules,
+    ) -> Result<Pulled<PathBuf>, OciError> {
+        let resolution = self.resolve_now(reference, access, mirrors).await?;
+        let digest_ref = resolution.by_digest.clone();
+        let digest = resolution.digest.as_str();
         let name = content_dir_name(digest, prefix).ok_or_else(|| OciError::InvalidReference {
             reference: digest_ref.clone(),
             reason: format!(
@@ -307,50 +562,132 @@ impl ImagePuller {
         })?;
         let target = root.join(&name);
         if target.is_dir() {
-            return Ok(target);
+            return Ok(resolution.pulled(target, None));
         }
         let cancel = CancelOnDrop::default();
-        let slot = self.extraction_slot(&digest_ref, prefix).await;
+        let mut slot = self.extraction_slot(&digest_ref, prefix).await;
         if target.is_dir() {
-            return Ok(target);
+            return Ok(resolution.pulled(target, None));
         }
-        let storage_error = |source| OciError::Storage {
-            reference: digest_ref.clone(),
-            source,
-        };
-        let (root_dir, staging_name) = (root.to_owned(), name.clone());
-        let staging = blocking(&digest_ref, move || {
+        let root_dir = root.to_owned();
+        blocking(&digest_ref, move || {
             std::fs::create_dir_all(&root_dir).map_err(|err| LayerError::Storage {
                 path: root_dir.display().to_string(),
                 action: "create the folder",
                 reason: err.to_string(),
             })?;
             remove_leftovers(&root_dir);
+            Ok(())
+        })
+        .await?
+        .map_err(|source| OciError::Storage {
+            reference: digest_ref.clone(),
+            source,
+        })?;
+        let sources = Self::content_sources(&resolution, mirrors, reference)?;
+        let mut earlier = Vec::new();
+        for (index, source) in sources.iter().enumerate() {
+            let more = index + 1 < sources.len();
+            let into = ContentDir {
+                digest_ref: &digest_ref,
+                prefix,
+                root,
+                name: &name,
+                more,
+            };
+            let pulled = self
+                .dir_from(source, digest, into, access, &cancel, slot)
+                .await;
+            match pulled {
+                Ok(dir) => {
+                    let from = source.clone();
+                    return Ok(resolution.pulled(dir, Some(from)));
+                }
+                Err(Failed {
+                    error,
+                    slot: Some(back),
+                }) if more && falls_back(&error) => {
+                    tracing::debug!(location = %source, error = %error, "pulling failed there; trying the next location");
+                    earlier.push((source.clone(), error));
+                    slot = back;
+                }
+                Err(Failed { error, .. }) => return Err(with_earlier_attempts(error, &earlier)),
+            }
+        }
+        Err(no_location(reference))
+    }
+
+    /// The content folder of the image `digest` at `source`, built in a fresh staging folder
+    /// and published as `into.name` under `into.root`. On a failure the extraction slot comes
+    /// back when no extraction holds it any more, so the next location can use it.
+    async fn dir_from(
+        &self,
+        source: &PullSource,
+        digest: &str,
+        into: ContentDir<'_>,
+        access: &RegistryAccess,
+        cancel: &CancelOnDrop,
+        slot: ExtractionSlot,
+    ) -> Result<PathBuf, Failed> {
+        let digest_ref = into.digest_ref;
+        let storage_error = |source| OciError::Storage {
+            reference: digest_ref.to_owned(),
+            source,
+        };
+        let (parsed, physical_ref) = match physical_by_digest(source, digest) {
+            Ok(physical) => physical,
+            Err(error) => return Err(Failed::with_slot(error, slot)),
+        };
+        let (root_dir, staging_name) = (into.root.to_owned(), into.name.to_owned());
+        let staging = blocking(digest_ref, move || {
             let staging = Staging::create(&root_dir, &staging_name)?;
             let storage = DiskStorage::new(&staging.tree())?;
             Ok((staging, storage))
         })
-        .await?
-        .map_err(storage_error)?;
-        let (staging, storage) = staging;
-        let (client, auth, chosen) = self.client_for(&parsed, access)?;
+        .await
+        .and_then(|created| created.map_err(storage_error));
+        let (staging, storage) = match staging {
+            Ok(created) => created,
+            Err(error) => return Err(Failed::with_slot(error, slot)),
+        };
+        let (client, auth, chosen) = match self.client_for(&parsed, access) {
+            Ok(client) => client,
+            Err(error) => return Err(Failed::with_slot(error, slot)),
+        };
         let client = client.as_ref();
-        let plan = self
-            .layer_plan(client, &parsed, &digest_ref, &auth, access, chosen.as_ref())
-            .await?;
+        let plan = match self
+            .layer_plan(
+                client,
+                &parsed,
+                &physical_ref,
+                &auth,
+                access,
+                chosen.as_ref(),
+                if into.more {
+                    no_retry()
+                } else {
+                    retry_policy()
+                },
+            )
+            .await
+        {
+            Ok(plan) => plan,
+            Err(error) => return Err(Failed::with_slot(error, slot)),
+        };
         let blob = staging.blob();
         let mut pull = (
             staging,
-            LayerStack::with_storage(prefix, self.max_bytes, storage).with_cancel(cancel.flag()),
+            LayerStack::with_storage(into.prefix, self.max_bytes, storage)
+                .with_cancel(cancel.flag()),
             slot,
         );
         for (layer, format) in &plan {
             let format = *format;
-            (|| {
+            let downloaded = (|| {
                 self.download_blob(
                     client,
                     &parsed,
-                    &digest_ref,
+                    &physical_ref,
                     layer,
                     access,
                     chosen.as_ref(),
@@ -359,9 +696,14 @@ impl ImagePuller {
             })
             .retry(retry_policy())
             .when(OciError::is_transient)
-            .await?;
+            .await;
+            if let Err(error) = downloaded {
+                let (staging, _stack, slot) = pull;
+                drop(staging);
+                return Err(Failed::with_slot(error, slot));
+            }
             let (blob, descriptor) = (blob.clone(), layer.clone());
-            pull = blocking(&digest_ref, move || {
+            pull = blocking(digest_ref, move || {
                 let (staging, mut stack, slot) = pull;
                 let file = std::fs::File::open(&blob).map_err(|err| LayerError::Storage {
                     path: blob.display().to_string(),
@@ -372,17 +714,21 @@ impl ImagePuller {
                 stack.apply_reader(format, reader)?;
                 Ok((staging, stack, slot))
             })
-            .await?
-            .map_err(|source| layer_error(&digest_ref, &descriptor, source))?;
+            .await
+            .map_err(Failed::without_slot)?
+            .map_err(|source| {
+                Failed::without_slot(layer_error(&physical_ref, &descriptor, source))
+            })?;
         }
-        let root_dir = root.to_owned();
-        blocking(&digest_ref, move || {
+        let (root_dir, name) = (into.root.to_owned(), into.name.to_owned());
+        blocking(digest_ref, move || {
             let (staging, stack, _slot) = pull;
             let (storage, index) = stack.into_parts();
             staging.publish(&storage, index.keys().map(String::as_str), &root_dir, &name)
         })
-        .await?
-        .map_err(storage_error)
+        .await
+        .map_err(Failed::without_slot)?
+        .map_err(|source| Failed::without_slot(storage_error(source)))
     }
 
     /// Streams one blob into the file `path` (replacing it), refusing more bytes than its
@@ -647,6 +993,11 @@ fn retry_policy() -> ExponentialBuilder {
         .with_max_times(2)
 }
 
+/// No retry: another location is asked instead.
+fn no_retry() -> ExponentialBuilder {
+    retry_policy().with_max_times(0)
+}
+
 fn parse(reference: &str) -> Result<Reference, OciError> {
     parse_reference(reference.trim()).map_err(|err| OciError::InvalidReference {
         reference: reference.to_owned(),
@@ -660,6 +1011,114 @@ fn by_digest(reference: &Reference, digest: &str) -> String {
         reference.registry(),
         reference.repository()
     )
+}
+
+/// The locations to try for `parsed` through `mirrors`; an error when none may be contacted.
+fn planned_sources(
+    mirrors: &MirrorRules,
+    parsed: &Reference,
+    reference: &str,
+) -> Result<Vec<PullSource>, OciError> {
+    let plan = mirrors.plan_parsed(parsed)?;
+    if plan.sources.is_empty() {
+        return Err(OciError::Unreachable {
+            reference: reference.to_owned(),
+            registry: parsed.registry().to_owned(),
+            detail: plan
+                .no_source_reason()
+                .unwrap_or_else(|| "no location may be contacted".to_owned()),
+        });
+    }
+    Ok(plan.sources)
+}
+
+/// Never returned in practice (every list tried is non-empty); keeps the loops total.
+fn no_location(reference: &str) -> OciError {
+    OciError::Registry {
+        reference: reference.to_owned(),
+        detail: "no location was tried".to_owned(),
+    }
+}
+
+/// The image `digest` at `source`, parsed, and as `registry/repository@digest` for messages.
+fn physical_by_digest(source: &PullSource, digest: &str) -> Result<(Reference, String), OciError> {
+    let located = parse(&source.reference)?;
+    let text = by_digest(&located, digest);
+    let parsed = Reference::with_digest(
+        located.registry().to_owned(),
+        located.repository().to_owned(),
+        digest.to_owned(),
+    );
+    Ok((parsed, text))
+}
+
+/// Whether a failure at one location passes the pull to the next, as containers/image moves
+/// to its next pull source: the location is unreachable or untrusted, refuses the
+/// credentials, does not have the image or a blob, or answers with an error (5xx, bytes that
+/// do not match their digest). What would fail the same everywhere (a layer POM cannot read,
+/// content above the limits, the manager's own volume or configuration) does not.
+fn falls_back(err: &OciError) -> bool {
+    matches!(
+        err,
+        OciError::Unreachable { .. }
+            | OciError::NotFound { .. }
+            | OciError::Unauthorized { .. }
+            | OciError::UntrustedCertificate { .. }
+            | OciError::Registry { .. }
+    )
+}
+
+/// Most earlier attempts named in an error's detail, and the most bytes of each one's text.
+const EARLIER_ATTEMPTS_SHOWN: usize = 4;
+const EARLIER_ATTEMPT_BYTES: usize = 240;
+
+/// `err` (the last location's) with the locations tried before it in its detail, as
+/// containers/image reports "(Mirrors also failed: …)".
+fn with_earlier_attempts(mut err: OciError, earlier: &[(PullSource, OciError)]) -> OciError {
+    if earlier.is_empty() {
+        return err;
+    }
+    let mut shown: Vec<String> = earlier
+        .iter()
+        .take(EARLIER_ATTEMPTS_SHOWN)
+        .map(|(source, failure)| {
+            let mut text = match failure {
+                OciError::NotFound { detail, .. } => format!("not found: {detail}"),
+                OciError::Unauthorized { detail, .. } => format!("access refused: {detail}"),
+                OciError::Unreachable { detail, .. } => format!("unreachable: {detail}"),
+                OciError::UntrustedCertificate { detail, .. } => {
+                    format!("certificate not trusted: {detail}")
+                }
+                OciError::Registry { detail, .. } => detail.clone(),
+                other => other.to_string(),
+            };
+            if text.len() > EARLIER_ATTEMPT_BYTES {
+                let mut end = EARLIER_ATTEMPT_BYTES;
+                while !text.is_char_boundary(end) {
+                    end -= 1;
+                }
+                text.truncate(end);
+                text.push('…');
+            }
+            format!("{source}: {text}")
+        })
+        .collect();
+    if earlier.len() > EARLIER_ATTEMPTS_SHOWN {
+        shown.push(format!(
+            "and {} more",
+            earlier.len() - EARLIER_ATTEMPTS_SHOWN
+        ));
+    }
+    let note = format!("; tried before it: [{}]", shown.join("; "));
+    match &mut err {
+        OciError::Unreachable { detail, .. }
+        | OciError::NotFound { detail, .. }
+        | OciError::Unauthorized { detail, .. }
+        | OciError::UntrustedCertificate { detail, .. }
+        | OciError::Registry { detail, .. } => detail.push_str(&note),
+        _ => {}
+    }
+    err
 }
 
 /// Runs file-system work off the async threads; a panic or cancellation is reported as an

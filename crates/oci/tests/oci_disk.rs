@@ -16,6 +16,7 @@ use flate2::Compression;
 use flate2::write::GzEncoder;
 use pom_oci::disk::DiskStorage;
 use pom_oci::layers::{LayerFormat, LayerStack, MAX_LAYER_ENTRIES, NAME_COPIES};
+use pom_oci::mirrors::MirrorRules;
 use pom_oci::{ImagePuller, LayerError, OciError, RegistryAccess, retain_pulled};
 use sha2::{Digest, Sha256};
 
@@ -615,29 +616,42 @@ async fn pull_to_dir_gives_the_files_pull_files_gives() {
     let root = scratch.0.join("catalogs");
     let reference = format!("{host}/team/catalog:v1");
     let dir = puller
-        .pull_to_dir(&reference, "configs/", &anonymous, &root)
+        .pull_to_dir(
+            &reference,
+            "configs/",
+            &anonymous,
+            &root,
+            &MirrorRules::default(),
+        )
         .await
-        .unwrap();
+        .unwrap()
+        .content;
     let hex = digest.strip_prefix("sha256:").unwrap();
     assert_eq!(dir, root.join(format!("sha256-{hex}_configs")));
     let on_disk = walk(&dir);
     assert_eq!(text(&on_disk), expected_catalog());
     let in_memory = puller
-        .pull_files(&reference, "configs/", &anonymous)
+        .pull_files(&reference, "configs/", &anonymous, &MirrorRules::default())
         .await
-        .unwrap();
+        .unwrap()
+        .content;
     assert_eq!(*in_memory, on_disk, "same file set and bytes");
     // Only the content folder is left: no staging folder, no downloaded blob.
     assert_eq!(names(&root), [format!("sha256-{hex}_configs")]);
     // The whole image is another folder of the same digest.
     let whole = puller
-        .pull_to_dir(&reference, "", &anonymous, &root)
+        .pull_to_dir(&reference, "", &anonymous, &root, &MirrorRules::default())
         .await
-        .unwrap();
+        .unwrap()
+        .content;
     assert_eq!(whole, root.join(format!("sha256-{hex}")));
     assert_eq!(
         walk(&whole),
-        *puller.pull_files(&reference, "", &anonymous).await.unwrap()
+        *puller
+            .pull_files(&reference, "", &anonymous, &MirrorRules::default())
+            .await
+            .unwrap()
+            .content
     );
 }
 
@@ -657,9 +671,11 @@ async fn a_complete_content_folder_is_reused_without_pulling() {
             "configs",
             &anonymous,
             &root,
+            &MirrorRules::default(),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .content;
     assert!(
         registry.requests().iter().any(|r| r.contains("/blobs/")),
         "{:?}",
@@ -675,9 +691,11 @@ async fn a_complete_content_folder_is_reused_without_pulling() {
             "configs/",
             &anonymous,
             &root,
+            &MirrorRules::default(),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .content;
     assert_eq!(again, first);
     let requests = registry.requests();
     assert!(
@@ -691,9 +709,16 @@ async fn a_complete_content_folder_is_reused_without_pulling() {
     let by_digest = format!("{host}/team/catalog@{digest}");
     assert_eq!(
         puller
-            .pull_to_dir(&by_digest, "configs/", &anonymous, &root)
+            .pull_to_dir(
+                &by_digest,
+                "configs/",
+                &anonymous,
+                &root,
+                &MirrorRules::default()
+            )
             .await
-            .unwrap(),
+            .unwrap()
+            .content,
         first
     );
     assert_eq!(registry.requests(), Vec::<String>::new());
@@ -734,9 +759,11 @@ async fn leftovers_of_a_crashed_pull_are_ignored_and_removed() {
             "configs/",
             &RegistryAccess::anonymous(),
             &root,
+            &MirrorRules::default(),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .content;
     assert_eq!(
         text(&walk(&dir)),
         expected_catalog(),
@@ -766,6 +793,7 @@ async fn a_blob_whose_bytes_do_not_match_its_digest_is_refused_and_nothing_publi
             "configs/",
             &RegistryAccess::anonymous(),
             &root,
+            &MirrorRules::default(),
         )
         .await
         .unwrap_err();
@@ -793,6 +821,7 @@ async fn registry_failures_are_classified_as_for_pull_files() {
             "configs/",
             &RegistryAccess::anonymous(),
             &scratch.0,
+            &MirrorRules::default(),
         )
         .await
         .unwrap_err();
@@ -803,6 +832,7 @@ async fn registry_failures_are_classified_as_for_pull_files() {
             "configs/",
             &RegistryAccess::anonymous(),
             &scratch.0,
+            &MirrorRules::default(),
         )
         .await
         .unwrap_err();
@@ -819,11 +849,13 @@ async fn concurrent_pulls_of_one_digest_publish_one_folder() {
     let puller = ImagePuller::new(vec![host.clone()]);
     let anonymous = RegistryAccess::anonymous();
     let reference = format!("{host}/team/catalog:v1");
-    let pulls = (0..4).map(|_| puller.pull_to_dir(&reference, "configs/", &anonymous, &scratch.0));
+    let no_mirrors = MirrorRules::default();
+    let pulls = (0..4)
+        .map(|_| puller.pull_to_dir(&reference, "configs/", &anonymous, &scratch.0, &no_mirrors));
     let dirs: Vec<PathBuf> = futures::future::join_all(pulls)
         .await
         .into_iter()
-        .map(Result::unwrap)
+        .map(|pulled| pulled.unwrap().content)
         .collect();
     assert!(dirs.iter().all(|d| *d == dirs[0]), "{dirs:?}");
     assert_eq!(text(&walk(&dirs[0])), expected_catalog());
@@ -849,14 +881,23 @@ async fn retain_pulled_removes_the_digests_no_longer_served() {
             "configs/",
             &anonymous,
             &scratch.0,
+            &MirrorRules::default(),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .content;
     let new_ref = format!("{host}/team/catalog@{new}");
     let new_dir = puller
-        .pull_to_dir(&new_ref, "configs/", &anonymous, &scratch.0)
+        .pull_to_dir(
+            &new_ref,
+            "configs/",
+            &anonymous,
+            &scratch.0,
+            &MirrorRules::default(),
+        )
         .await
-        .unwrap();
+        .unwrap()
+        .content;
     let removed = retain_pulled(&scratch.0, [new_ref.as_str()]).unwrap();
     assert_eq!(removed, std::slice::from_ref(&old_dir));
     assert!(!old_dir.exists() && new_dir.is_dir());
@@ -941,9 +982,11 @@ fn a_64_mib_file_is_pulled_to_disk_with_bounded_memory() {
                     "configs/",
                     &RegistryAccess::anonymous(),
                     &scratch.0,
+                    &MirrorRules::default(),
                 )
                 .await
-                .unwrap();
+                .unwrap()
+                .content;
             let size = std::fs::metadata(dir.join("big/catalog.json"))
                 .unwrap()
                 .len();

@@ -4,6 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use pom_oci::mirrors::MirrorRules;
 use pom_oci::{ImagePuller, OciError, RegistryAccess};
 
 const DIGEST: &str = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
@@ -20,18 +21,28 @@ async fn a_digest_reference_resolves_to_itself_without_network() {
     let reference = format!("registry.invalid:5000/team/catalog@{DIGEST}");
     assert_eq!(
         puller
-            .resolve_digest(&reference, &RegistryAccess::anonymous())
+            .resolve_digest(
+                &reference,
+                &RegistryAccess::anonymous(),
+                &MirrorRules::default()
+            )
             .await
-            .unwrap(),
+            .unwrap()
+            .by_digest,
         reference
     );
     // A tag next to the digest is dropped: the digest is what is pulled.
     let tagged = format!("registry.invalid:5000/team/catalog:v1@{DIGEST}");
     assert_eq!(
         puller
-            .resolve_digest(&tagged, &RegistryAccess::anonymous())
+            .resolve_digest(
+                &tagged,
+                &RegistryAccess::anonymous(),
+                &MirrorRules::default()
+            )
             .await
-            .unwrap(),
+            .unwrap()
+            .by_digest,
         reference
     );
 }
@@ -40,7 +51,11 @@ async fn a_digest_reference_resolves_to_itself_without_network() {
 async fn an_invalid_reference_says_what_is_expected() {
     let puller = ImagePuller::new(Vec::new());
     let err = puller
-        .resolve_digest("Not A Reference!", &RegistryAccess::anonymous())
+        .resolve_digest(
+            "Not A Reference!",
+            &RegistryAccess::anonymous(),
+            &MirrorRules::default(),
+        )
         .await
         .unwrap_err();
     assert!(matches!(err, OciError::InvalidReference { .. }), "{err:?}");
@@ -54,7 +69,11 @@ async fn an_unreachable_insecure_registry_is_reported_as_such() {
     // Port 1 on loopback: nothing listens, the connection is refused at once.
     let puller = ImagePuller::new(vec!["127.0.0.1:1".to_owned()]);
     let err = puller
-        .resolve_digest("127.0.0.1:1/catalog:latest", &RegistryAccess::anonymous())
+        .resolve_digest(
+            "127.0.0.1:1/catalog:latest",
+            &RegistryAccess::anonymous(),
+            &MirrorRules::default(),
+        )
         .await
         .unwrap_err();
     assert!(
@@ -83,6 +102,7 @@ async fn pulls_fail_the_same_way_as_resolution() {
             &format!("127.0.0.1:1/catalog@{DIGEST}"),
             "configs/",
             &RegistryAccess::anonymous(),
+            &MirrorRules::default(),
         )
         .await
         .unwrap_err();
@@ -165,7 +185,7 @@ async fn refused_credentials_name_the_secret_and_never_the_password() {
     let access = pull_secret(&host, "alice", "hunter2-very-secret");
     let reference = format!("{host}/team/catalog:latest");
     let err = puller
-        .resolve_digest(&reference, &access)
+        .resolve_digest(&reference, &access, &MirrorRules::default())
         .await
         .unwrap_err();
     assert!(
@@ -197,7 +217,10 @@ async fn refused_credentials_name_the_secret_and_never_the_password() {
     // The same registry without an entry for it: the pull is anonymous, and the message says
     // where credentials go.
     let other = pull_secret("quay.io", "alice", "hunter2-very-secret");
-    let err = puller.resolve_digest(&reference, &other).await.unwrap_err();
+    let err = puller
+        .resolve_digest(&reference, &other, &MirrorRules::default())
+        .await
+        .unwrap_err();
     let message = err.to_string();
     assert!(
         matches!(&err, OciError::Unauthorized { credentials, .. } if credentials.sent.is_none()),

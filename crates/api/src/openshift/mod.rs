@@ -3,6 +3,7 @@
 
 mod cluster_operator;
 mod cluster_version;
+pub mod image_mirrors;
 
 pub use cluster_operator::*;
 pub use cluster_version::*;

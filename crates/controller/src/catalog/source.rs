@@ -154,8 +154,13 @@ async fn fetch_image(
     let access = access::for_image_source(ctx, image).await?;
     let resolved = ctx
         .images
-        .resolve_digest(&image.reference, &access)
+        .resolve_digest(
+            &image.reference,
+            &access,
+            &pom_oci::mirrors::MirrorRules::default(),
+        )
         .await
+        .map(|resolved| resolved.by_digest)
         .map_err(image_error)?;
     // The same digest is served as it is, unless its folder went missing (then it is pulled
     // again: packages not held are read back from there).
@@ -174,8 +179,15 @@ async fn fetch_image(
     // PlatformOperators name, and reads the others back from the folder when they are named.
     let dir = ctx
         .images
-        .pull_to_dir(&resolved, IMAGE_PREFIX, &access, root)
+        .pull_to_dir(
+            &resolved,
+            IMAGE_PREFIX,
+            &access,
+            root,
+            &pom_oci::mirrors::MirrorRules::default(),
+        )
         .await
+        .map(|pulled| pulled.content)
         .map_err(image_error)?;
     let scope = ctx.catalogs.wanted_packages();
     let source_name = format!("image {resolved}");

@@ -317,13 +317,20 @@ pub async fn prepare(
                 })?;
             let by_digest = ctx
                 .images
-                .resolve_digest(image, &access)
+                .resolve_digest(image, &access, &pom_oci::mirrors::MirrorRules::default())
                 .await
+                .map(|resolved| resolved.by_digest)
                 .map_err(pull_error)?;
             let pulled = ctx
                 .images
-                .pull_files(&by_digest, "", &access)
+                .pull_files(
+                    &by_digest,
+                    "",
+                    &access,
+                    &pom_oci::mirrors::MirrorRules::default(),
+                )
                 .await
+                .map(|pulled| pulled.content)
                 .map_err(pull_error)?;
             (BundleFiles::new(pulled), Some(by_digest))
         }
