@@ -134,18 +134,18 @@ pub fn binding() -> ValidatingAdmissionPolicyBinding {
     }
 }
 
+/// The CVO annotation that makes a payload manifest create-only: the CVO creates the object
+/// when missing and never resets an admin's edits of it.
+pub const CREATE_ONLY: &str = "release.openshift.io/create-only";
+
 /// The list as shipped: empty (only the manager's namespace is trusted until an admin adds
-/// one). Create-only on OpenShift, so the CVO keeps the admin's edits.
+/// one). On OpenShift the manifests add [`CREATE_ONLY`], so the CVO keeps the admin's edits.
 #[must_use]
 pub fn config_map() -> ConfigMap {
     ConfigMap {
         metadata: ObjectMeta {
             name: Some(SOURCES_CONFIG_MAP.to_owned()),
             namespace: Some(NAMESPACE.to_owned()),
-            annotations: Some(BTreeMap::from([(
-                "release.openshift.io/create-only".to_owned(),
-                "true".to_owned(),
-            )])),
             ..ObjectMeta::default()
         },
         data: Some(BTreeMap::from([(LISTED_KEY.to_owned(), String::new())])),

@@ -27,6 +27,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::catalog::access::{GLOBAL_PULL_SECRET_NAME, GLOBAL_PULL_SECRET_NAMESPACE};
+
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{
     Capabilities, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource,
@@ -184,7 +186,10 @@ pub fn render(flavor: Flavor) -> Result<Vec<ManifestFile>, RenderError> {
             json(flavor, &cluster_role_binding()),
             json(flavor, &lease_role()),
             json(flavor, &lease_role_binding()),
-        ],
+        ]
+        .into_iter()
+        .chain(pull_secret_rbac(flavor))
+        .collect(),
     )?;
     add(
         3,
@@ -198,7 +203,7 @@ pub fn render(flavor: Flavor) -> Result<Vec<ManifestFile>, RenderError> {
         3,
         "catalog_sources",
         vec![
-            json(flavor, &crate::catalog_sources_policy::config_map()),
+            catalog_sources_list(flavor),
             json(flavor, &crate::catalog_sources_policy::policy()),
             json(flavor, &crate::catalog_sources_policy::binding()),
         ],
@@ -403,10 +408,18 @@ pub fn cluster_role_rules() -> Vec<PolicyRule> {
             &["configmaps", "services", "serviceaccounts"],
             OBJECT_VERBS,
         ),
-        // Secrets only by name: those a bundle ships (applied, compared, pruned through the
-        // inventory) and pull secrets (a Catalog's `pullSecret`, `openshift-config/pull-secret`);
-        // never listed or watched, so no bulk read of the cluster's Secrets.
-        rule(&[""], &["secrets"], &["get", "create", "patch", "delete"]),
+        // Secrets are written, never read (issue 22 item 3): those a bundle ships and the
+        // webhook serving certificates are applied and pruned through the inventory. The only
+        // Secret read cluster-wide is POM's own webhook CA, by name; pull secrets are read
+        // through `pull_secret_rbac` (the manager's namespace, `openshift-config/pull-secret`,
+        // and the namespaces an admin binds).
+        rule(&[""], &["secrets"], &["create", "patch", "delete"]),
+        PolicyRule {
+            resource_names: Some(vec![
+                crate::operator::webhook_certs::CA_SECRET.to_owned(),
+            ]),
+            ..rule(&[""], &["secrets"], &["get"])
+        },
         // Bundle workloads; Deployments are also watched (rollout settling, drift).
         rule(&["apps"], &["deployments"], OBJECT_VERBS),
         rule(&["networking.k8s.io"], &["networkpolicies"], OBJECT_VERBS),
@@ -511,6 +524,65 @@ fn lease_role_binding() -> RoleBinding {
         },
         subjects: subjects(),
     }
+}
+
+/// The admin's list of namespaces Catalogs may read from, create-only on OpenShift.
+fn catalog_sources_list(flavor: Flavor) -> serde_json::Value {
+    let mut list = json(flavor, &crate::catalog_sources_policy::config_map());
+    if flavor == Flavor::OpenShift {
+        list["metadata"]["annotations"][crate::catalog_sources_policy::CREATE_ONLY] =
+            serde_json::Value::String("true".to_owned());
+    }
+    list
+}
+
+/// The ClusterRole that lets the manager read pull secrets in a namespace, bound by a
+/// RoleBinding there: shipped bound in the manager's namespace; an admin binds it in each
+/// namespace listed for Catalogs (`pom_policy::source_trust`) that holds pull secrets.
+pub const PULL_SECRET_READER: &str = "platform-operators-manager-pull-secret-reader";
+
+/// Reading pull secrets without reading every Secret (issue 22 item 3): [`PULL_SECRET_READER`],
+/// bound in the manager's namespace, and on OpenShift `get` on `openshift-config/pull-secret`
+/// alone. Its name starts with the manager's, so the admission guard forbids the manager from
+/// binding it anywhere itself.
+fn pull_secret_rbac(flavor: Flavor) -> Vec<serde_json::Value> {
+    let reader = ClusterRole {
+        metadata: meta(PULL_SECRET_READER, None),
+        rules: Some(vec![rule(&[""], &["secrets"], &["get"])]),
+        ..ClusterRole::default()
+    };
+    let own_namespace = RoleBinding {
+        metadata: meta(&format!("{NAME}-pull-secrets"), Some(NAMESPACE)),
+        role_ref: RoleRef {
+            api_group: "rbac.authorization.k8s.io".into(),
+            kind: "ClusterRole".into(),
+            name: PULL_SECRET_READER.into(),
+        },
+        subjects: subjects(),
+    };
+    let mut docs = vec![json(flavor, &reader), json(flavor, &own_namespace)];
+    if flavor == Flavor::OpenShift {
+        let name = format!("{NAME}-global-pull-secret");
+        let global = Role {
+            metadata: meta(&name, Some(GLOBAL_PULL_SECRET_NAMESPACE)),
+            rules: Some(vec![PolicyRule {
+                resource_names: Some(vec![GLOBAL_PULL_SECRET_NAME.to_owned()]),
+                ..rule(&[""], &["secrets"], &["get"])
+            }]),
+        };
+        let binding = RoleBinding {
+            metadata: meta(&name, Some(GLOBAL_PULL_SECRET_NAMESPACE)),
+            role_ref: RoleRef {
+                api_group: "rbac.authorization.k8s.io".into(),
+                kind: "Role".into(),
+                name,
+            },
+            subjects: subjects(),
+        };
+        docs.push(json(flavor, &global));
+        docs.push(json(flavor, &binding));
+    }
+    docs
 }
 
 /// Who may read `/metrics`: [`METRICS_READER`] for anyone; on OpenShift bound to the platform

@@ -83,7 +83,14 @@ pub enum AccessError {
     #[error(transparent)]
     Untrusted(#[from] UntrustedSource),
     /// The API server did not answer (or RBAC refused the read).
-    #[error("reading {what}: {source}; check the manager's RBAC (get on Secrets and ConfigMaps)")]
+    #[error(
+        "reading {what}: {source}; check the manager's RBAC (it reads ConfigMaps anywhere, and a \
+         pull secret outside its own namespace only where an admin bound ClusterRole \
+         platform-operators-manager-pull-secret-reader to it (kubectl -n <namespace> create \
+         rolebinding platform-operators-pull-secrets \
+         --clusterrole=platform-operators-manager-pull-secret-reader \
+         --serviceaccount=openshift-platform-operators:platform-operators-manager))"
+    )]
     Read {
         what: String,
         #[source]
@@ -198,13 +205,29 @@ async fn catalog_pull_secret(
     parse_pull_secret(name, &secret)
 }
 
-/// The global pull secret, `None` when absent (not an OpenShift cluster, or none configured).
+/// The global pull secret, `None` when absent (not an OpenShift cluster, or none configured)
+/// or not readable: the manager reads it through a Role the OpenShift manifests ship, which a
+/// plain Kubernetes install has no reason to grant (issue 22 item 3). A pull that needed it
+/// then fails as unauthorized, naming the Secrets consulted.
 async fn global_pull_secret(ctx: &Context) -> Result<Option<PullSecret>, AccessError> {
     let name = SecretName {
         namespace: GLOBAL_PULL_SECRET_NAMESPACE.to_owned(),
         name: GLOBAL_PULL_SECRET_NAME.to_owned(),
     };
-    match read_secret(ctx, &name).await? {
+    let read = Api::<Secret>::namespaced(ctx.client.clone(), &name.namespace)
+        .get_opt(&name.name)
+        .await;
+    let read = match read {
+        Err(kube::Error::Api(status)) if status.code == 403 => {
+            tracing::debug!(secret = %name, "the global pull secret is not readable; not used");
+            return Ok(None);
+        }
+        other => other.map_err(|err| AccessError::Read {
+            what: format!("pull secret {name}"),
+            source: Box::new(err),
+        })?,
+    };
+    match read {
         Some(secret) => parse_pull_secret(name, &secret).map(Some),
         None => Ok(None),
     }

@@ -135,6 +135,11 @@ pub fn objects_digest(objects: &[String]) -> String {
     format!("sha256:{hex}")
 }
 
+/// A core Secret: never read by the manager (issue 22 item 3).
+pub(crate) fn is_secret(gvk: &kube::core::GroupVersionKind) -> bool {
+    gvk.group.is_empty() && gvk.kind == "Secret"
+}
+
 /// Whether PO `po` (of `package`) may write an object carrying these labels and annotations
 /// (`pom_policy::ownership`), as the error that refuses it.
 fn may_write(
@@ -415,7 +420,15 @@ pub async fn prepare(
     for (id, object) in &desired {
         let ns = id.namespace.as_deref();
         let (api, _) = kinds.api(client, &id.gvk, ns).await?;
-        let live = get_opt(&api, &id.name).await?;
+        // Secrets are never read (issue 22 item 3: the manager has no `get` on them but POM's
+        // webhook CA): they are applied as the inventory says. Their ownership is the install
+        // namespace's, judged above (no other PO installs there), and the admission guard
+        // refuses the manager's change of a Secret it does not own.
+        let live = if is_secret(&id.gvk) {
+            None
+        } else {
+            get_opt(&api, &id.name).await?
+        };
         if let Some(live) = &live {
             may_write(
                 live.metadata.labels.as_ref(),

@@ -7,7 +7,7 @@ mod objects;
 mod operator_condition;
 mod quiet;
 mod reconcile;
-mod webhook_certs;
+pub(crate) mod webhook_certs;
 
 pub use install::is_rolled_out;
 pub use objects::{KindCache, PRUNABLE_KINDS, is_subset, label};

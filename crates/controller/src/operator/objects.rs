@@ -246,10 +246,51 @@ fn is_not_served(err: &kube::Error) -> bool {
     }
 }
 
-/// The recorded object as it is now, when it is PO `po`'s: it carries `po`'s owner label (issue
-/// 22 item 5). An inventory is status, which whoever can write a PO's status can edit; an
-/// object it names that carries another owner's label, or none, is not this PO's to delete,
-/// and is left as it is (and not waited for).
+/// Whose recorded objects are deleted or waited for.
+#[derive(Debug, Clone, Copy)]
+pub struct RecordOwner<'a> {
+    /// The PlatformOperator.
+    pub po: &'a str,
+    /// Its install namespace, as its status records it: a recorded Secret (never read, issue 22
+    /// item 3) is deleted only there, since no other PO installs into it.
+    pub install_namespace: Option<&'a str>,
+}
+
+/// What is known of a recorded object before deleting it.
+enum Recorded {
+    /// Read, and carrying the owner's label: deleted on the condition of its uid.
+    Owned(DynamicObject),
+    /// A Secret in the owner's install namespace, not read.
+    UnreadSecret,
+    /// Gone, or not the owner's.
+    Skip,
+}
+
+/// The recorded object as it is now, when it is the owner's (issue 22 item 5): it carries the
+/// PO's owner label. An inventory is status, which whoever can write a PO's status can edit;
+/// an object it names that carries another owner's label, or none, is not this PO's to delete,
+/// and is left as it is (and not waited for). A Secret is judged by its namespace instead.
+async fn recorded_state(
+    api: &Api<DynamicObject>,
+    object: &InventoryObject,
+    owner: RecordOwner<'_>,
+) -> Result<Recorded, Error> {
+    if object.api_version == "v1" && object.kind == "Secret" {
+        if object.namespace.is_some() && object.namespace.as_deref() == owner.install_namespace {
+            return Ok(Recorded::UnreadSecret);
+        }
+        tracing::warn!(
+            po = owner.po,
+            object = %object.describe(),
+            "the inventory names a Secret outside this PlatformOperator's install namespace; left in place"
+        );
+        return Ok(Recorded::Skip);
+    }
+    Ok(live_if_owned(api, object, owner.po)
+        .await?
+        .map_or(Recorded::Skip, Recorded::Owned))
+}
+
 async fn live_if_owned(
     api: &Api<DynamicObject>,
     object: &InventoryObject,
@@ -282,7 +323,7 @@ async fn live_if_owned(
 pub async fn delete_recorded(
     kinds: &KindCache,
     client: &Client,
-    po: &str,
+    owner: RecordOwner<'_>,
     recorded: &[InventoryObject],
     after_first: FailPoint,
 ) -> Result<usize, Error> {
@@ -291,12 +332,14 @@ pub async fn delete_recorded(
         let Some(api) = api_of(kinds, client, object).await? else {
             continue;
         };
-        let Some(live) = live_if_owned(&api, object, po).await? else {
-            continue;
+        let uid = match recorded_state(&api, object, owner).await? {
+            Recorded::Owned(live) => live.metadata.uid,
+            Recorded::UnreadSecret => None,
+            Recorded::Skip => continue,
         };
         let params = DeleteParams {
-            preconditions: Some(Preconditions {
-                uid: live.metadata.uid.clone(),
+            preconditions: uid.map(|uid| Preconditions {
+                uid: Some(uid),
                 resource_version: None,
             }),
             ..DeleteParams::background()
@@ -316,11 +359,12 @@ pub async fn delete_recorded(
     Ok(deleted)
 }
 
-/// The recorded objects of PO `po` that still exist (deleting or not).
+/// The recorded objects of the owner that still exist (deleting or not). Secrets are not read:
+/// one whose deletion was accepted counts as gone.
 pub async fn still_present(
     kinds: &KindCache,
     client: &Client,
-    po: &str,
+    owner: RecordOwner<'_>,
     recorded: &[InventoryObject],
 ) -> Result<Vec<InventoryObject>, Error> {
     let mut present = Vec::new();
@@ -328,7 +372,10 @@ pub async fn still_present(
         let Some(api) = api_of(kinds, client, object).await? else {
             continue;
         };
-        if live_if_owned(&api, object, po).await?.is_some() {
+        if matches!(
+            recorded_state(&api, object, owner).await?,
+            Recorded::Owned(_)
+        ) {
             present.push(object.clone());
         }
     }

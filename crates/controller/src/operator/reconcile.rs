@@ -673,7 +673,11 @@ async fn prune_settled(
             return Ok(());
         }
         let doomed = inventory::to_prune(&status.inventory, settled);
-        super::objects::delete_recorded(&pctx.kinds, client, &name, &doomed, FailPoint::MidPrune)
+        let owner = super::objects::RecordOwner {
+            po: &name,
+            install_namespace: status.install_namespace.as_deref(),
+        };
+        super::objects::delete_recorded(&pctx.kinds, client, owner, &doomed, FailPoint::MidPrune)
             .await?
     } else {
         super::objects::prune(&pctx.kinds, client, &name, Some(settled)).await?
@@ -985,10 +989,18 @@ async fn cleanup(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueActio
         .as_ref()
         .map(|s| inventory::to_clean_up(&s.inventory))
         .unwrap_or_default();
+    let owner = super::objects::RecordOwner {
+        po: &name,
+        install_namespace: po
+            .status
+            .as_ref()
+            .and_then(|s| s.install_namespace.as_deref())
+            .or(po.spec.install_namespace.as_deref()),
+    };
     let mut deleted = super::objects::delete_recorded(
         &pctx.kinds,
         client,
-        &name,
+        owner,
         &recorded,
         FailPoint::MidCleanup,
     )
@@ -1000,7 +1012,7 @@ async fn cleanup(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueActio
     if !recorded_any {
         deleted += super::objects::prune(&pctx.kinds, client, &name, None).await?;
     }
-    let remaining = super::objects::still_present(&pctx.kinds, client, &name, &recorded).await?;
+    let remaining = super::objects::still_present(&pctx.kinds, client, owner, &recorded).await?;
     if let Some(first) = remaining.first() {
         return Err(Error::StillDeleting {
             count: remaining.len(),

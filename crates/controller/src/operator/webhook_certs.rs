@@ -6,8 +6,13 @@
 //! One CA per install namespace, in the Secret [`CA_SECRET`] (`ca.crt`, `ca.key`, and
 //! `ca-bundle.crt`: the current CA, plus the previous one while it is valid); one
 //! `kubernetes.io/tls` Secret per webhook Service, named by the renderer (`<service>-cert`).
-//! Each Secret records, in annotations, what the plan reads: validity end, the CA that signed
-//! it, the names it covers. Key material is generated here and never leaves the cluster.
+//! Key material is generated here and never leaves the cluster.
+//!
+//! The CA Secret is the only Secret read (issue 22 item 3: no cluster-wide Secret read; the
+//! manager may `get` Secrets named [`CA_SECRET`] and no other in an install namespace): it also
+//! keeps each serving certificate (`<secret>.tls.crt`, `<secret>.tls.key`) and what the plan
+//! reads of it (`<secret>.facts`: validity end, the CA that signed it, the names it covers).
+//! The serving Secrets the operator mounts are written from there, never read back.
 
 use base64::Engine as _;
 use k8s_openapi::api::core::v1::Secret;
@@ -37,6 +42,10 @@ const PREVIOUS_NOT_AFTER: &str = "platform.openshift.io/previous-not-after";
 const FINGERPRINT: &str = "platform.openshift.io/fingerprint";
 const SIGNED_BY: &str = "platform.openshift.io/signed-by";
 const DNS_NAMES: &str = "platform.openshift.io/dns-names";
+const TLS_CERT_KEY: &str = "tls.crt";
+const TLS_KEY_KEY: &str = "tls.key";
+/// The suffix of the key, in the CA Secret, of a serving certificate's facts (JSON).
+const FACTS_SUFFIX: &str = "facts";
 
 /// The Secrets to apply and the caBundle (PEM) the webhooks are to trust.
 pub struct Provided {
@@ -67,22 +76,11 @@ pub async fn provide(
     services: &[WebhookService],
     now: Timestamp,
 ) -> Result<Provided, Error> {
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
-    let read = |name: String| {
-        let secrets = secrets.clone();
-        async move {
-            secrets
-                .get_opt(&name)
-                .await
-                .map_err(Error::kube(format!("reading Secret {namespace}/{name}")))
-        }
-    };
-    let ca = read(CA_SECRET.to_owned()).await?;
-    let mut serving = Vec::with_capacity(services.len());
-    for service in services {
-        serving.push(read(service.secret.clone()).await?);
-    }
-    issue(namespace, services, ca.as_ref(), &serving, now.as_second()).map_err(|source| {
+    let ca = Api::<Secret>::namespaced(client.clone(), namespace)
+        .get_opt(CA_SECRET)
+        .await
+        .map_err(Error::kube(format!("reading Secret {namespace}/{CA_SECRET}")))?;
+    issue(namespace, services, ca.as_ref(), now.as_second()).map_err(|source| {
         Error::WebhookCertificates {
             namespace: namespace.to_owned(),
             source: Box::new(source),
@@ -90,17 +88,20 @@ pub async fn provide(
     })
 }
 
-/// The issuing itself, given what was read (no I/O; randomness only).
+/// The issuing itself, given the CA Secret read (no I/O; randomness only).
 fn issue(
     namespace: &str,
     services: &[WebhookService],
     ca_secret: Option<&Secret>,
-    serving_secrets: &[Option<Secret>],
     now: i64,
 ) -> Result<Provided, CertError> {
+    let serving_secrets: Vec<Option<Secret>> = services
+        .iter()
+        .map(|service| ca_secret.and_then(|ca| kept_serving(ca, &service.secret)))
+        .collect();
     let wanted: Vec<(Vec<String>, Option<ServingFacts>)> = services
         .iter()
-        .zip(serving_secrets)
+        .zip(&serving_secrets)
         .map(|(service, secret)| {
             (
                 sorted(service.dns_names()),
@@ -158,13 +159,7 @@ fn issue(
         ca_annotations[PREVIOUS_NOT_AFTER] = json!(end.to_string());
         ca_data[PREVIOUS_CA_KEY] = json!(b64(previous_cert));
     }
-    let mut secrets = vec![secret_object(
-        namespace,
-        CA_SECRET,
-        "Opaque",
-        ca_annotations,
-        ca_data,
-    )];
+    let mut secrets = Vec::with_capacity(services.len() + 1);
 
     let issuer_key = KeyPair::from_pem(&ca_key).map_err(|_| CertError::Unusable {
         namespace: namespace.to_owned(),
@@ -181,8 +176,8 @@ fn issue(
         let existing = serving_secrets.get(index).and_then(Option::as_ref);
         let (cert, key, not_after) = match existing {
             Some(secret) if !plan.issue_serving.contains(&index) => (
-                text(secret, "tls.crt", namespace, &service.secret)?,
-                text(secret, "tls.key", namespace, &service.secret)?,
+                text(secret, TLS_CERT_KEY, namespace, &service.secret)?,
+                text(secret, TLS_KEY_KEY, namespace, &service.secret)?,
                 annotation(secret, NOT_AFTER).unwrap_or_default().to_owned(),
             ),
             _ => {
@@ -190,18 +185,27 @@ fn issue(
                 (cert, key, (now + SERVING_VALIDITY_SECONDS).to_string())
             }
         };
+        let facts = json!({
+            NOT_AFTER: not_after,
+            SIGNED_BY: fingerprint,
+            DNS_NAMES: names.join(","),
+        });
+        // The record the next plan reads, in the one Secret that is read.
+        ca_data[format!("{}.{TLS_CERT_KEY}", service.secret)] = json!(b64(&cert));
+        ca_data[format!("{}.{TLS_KEY_KEY}", service.secret)] = json!(b64(&key));
+        ca_data[format!("{}.{FACTS_SUFFIX}", service.secret)] = json!(b64(&facts.to_string()));
         secrets.push(secret_object(
             namespace,
             &service.secret,
             "kubernetes.io/tls",
-            json!({
-                NOT_AFTER: not_after,
-                SIGNED_BY: fingerprint,
-                DNS_NAMES: names.join(","),
-            }),
-            json!({"tls.crt": b64(&cert), "tls.key": b64(&key), "ca.crt": b64(&ca_bundle)}),
+            facts,
+            json!({TLS_CERT_KEY: b64(&cert), TLS_KEY_KEY: b64(&key), "ca.crt": b64(&ca_bundle)}),
         ));
     }
+    secrets.insert(
+        0,
+        secret_object(namespace, CA_SECRET, "Opaque", ca_annotations, ca_data),
+    );
     Ok(Provided { secrets, ca_bundle })
 }
 
@@ -280,9 +284,31 @@ fn ca_facts(secret: &Secret) -> Option<CaFacts> {
     })
 }
 
+/// The serving certificate of Secret `name` as the CA Secret keeps it, in the shape of the
+/// serving Secret (its key pair as data, its facts as annotations); `None` when not kept (a
+/// namespace from before this record, or a new Service: the plan issues one).
+fn kept_serving(ca: &Secret, name: &str) -> Option<Secret> {
+    let data = ca.data.as_ref()?;
+    let get = |suffix: &str| data.get(&format!("{name}.{suffix}")).cloned();
+    let facts: std::collections::BTreeMap<String, String> =
+        serde_json::from_slice(&get(FACTS_SUFFIX)?.0).ok()?;
+    Some(Secret {
+        metadata: kube::api::ObjectMeta {
+            name: Some(name.to_owned()),
+            annotations: Some(facts),
+            ..kube::api::ObjectMeta::default()
+        },
+        data: Some(std::collections::BTreeMap::from([
+            (TLS_CERT_KEY.to_owned(), get(TLS_CERT_KEY)?),
+            (TLS_KEY_KEY.to_owned(), get(TLS_KEY_KEY)?),
+        ])),
+        ..Secret::default()
+    })
+}
+
 fn serving_facts(secret: &Secret) -> Option<ServingFacts> {
     let data = secret.data.as_ref()?;
-    if !data.contains_key("tls.crt") || !data.contains_key("tls.key") {
+    if !data.contains_key(TLS_CERT_KEY) || !data.contains_key(TLS_KEY_KEY) {
         return None;
     }
     Some(ServingFacts {
@@ -404,7 +430,7 @@ mod tests {
 
     #[test]
     fn a_first_issue_gives_a_serving_certificate_the_bundle_verifies() {
-        let provided = issue("ns", &[service()], None, &[None], NOW).unwrap();
+        let provided = issue("ns", &[service()], None, NOW).unwrap();
         assert_eq!(provided.secrets.len(), 2);
         let serving = as_secret(&provided.secrets[1]);
         assert_eq!(serving.type_.as_deref(), Some("kubernetes.io/tls"));
@@ -418,10 +444,9 @@ mod tests {
 
     #[test]
     fn a_steady_namespace_reissues_nothing() {
-        let first = issue("ns", &[service()], None, &[None], NOW).unwrap();
+        let first = issue("ns", &[service()], None, NOW).unwrap();
         let ca = as_secret(&first.secrets[0]);
-        let serving = as_secret(&first.secrets[1]);
-        let again = issue("ns", &[service()], Some(&ca), &[Some(serving)], NOW + 60).unwrap();
+        let again = issue("ns", &[service()], Some(&ca), NOW + 60).unwrap();
         assert_eq!(
             again.secrets, first.secrets,
             "nothing changes, nothing is written"
@@ -429,19 +454,40 @@ mod tests {
         assert_eq!(again.ca_bundle, first.ca_bundle);
     }
 
+    /// A CA Secret written before it kept the serving certificates (issue 22 item 3): the CA
+    /// is kept (the webhooks go on trusting it) and only the serving certificate is issued
+    /// again, into the record the next plan reads.
+    #[test]
+    fn a_ca_secret_without_the_serving_record_keeps_the_ca_and_reissues_the_serving_certificate()
+    {
+        let first = issue("ns", &[service()], None, NOW).unwrap();
+        let mut ca = as_secret(&first.secrets[0]);
+        ca.data
+            .as_mut()
+            .unwrap()
+            .retain(|key, _| !key.starts_with("op-service-cert."));
+        let again = issue("ns", &[service()], Some(&ca), NOW + 60).unwrap();
+        assert_eq!(again.ca_bundle, first.ca_bundle, "the CA is kept");
+        assert_ne!(again.secrets[1], first.secrets[1], "the serving certificate is new");
+        let kept = as_secret(&again.secrets[0]);
+        assert!(kept.data.unwrap().contains_key("op-service-cert.tls.crt"));
+        let steady = issue("ns", &[service()], Some(&as_secret(&again.secrets[0])), NOW + 120)
+            .unwrap();
+        assert_eq!(steady.secrets, again.secrets, "then steady");
+    }
+
     /// Renewal without downtime: the new bundle trusts both the certificate pods still serve
     /// and the new one; once the previous CA expires it leaves the bundle.
     #[test]
     fn a_renewed_ca_keeps_the_previous_one_in_the_bundle_until_it_expires() {
         let day = 24 * 3600;
-        let issued = issue("ns", &[service()], None, &[None], NOW).unwrap();
+        let issued = issue("ns", &[service()], None, NOW).unwrap();
         // The serving certificate is renewed (by the same CA) before its own end.
         let at = NOW + SERVING_VALIDITY_SECONDS - certificates::SERVING_RENEW_BEFORE_SECONDS + day;
         let first = issue(
             "ns",
             &[service()],
             Some(&as_secret(&issued.secrets[0])),
-            &[Some(as_secret(&issued.secrets[1]))],
             at,
         )
         .unwrap();
@@ -453,7 +499,6 @@ mod tests {
             "ns",
             &[service()],
             Some(&as_secret(&first.secrets[0])),
-            &[Some(old_serving.clone())],
             later,
         )
         .unwrap();
@@ -486,7 +531,6 @@ mod tests {
             "ns",
             &[service()],
             Some(&as_secret(&renewed.secrets[0])),
-            &[Some(new_serving)],
             after,
         )
         .unwrap();
