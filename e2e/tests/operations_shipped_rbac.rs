@@ -202,6 +202,22 @@ async fn manager_under_the_shipped_rbac_installs_and_reports_metrics() {
         },
     )
     .await;
+    // An update that moves the source to an unlisted namespace is refused too.
+    let moved = Api::<Catalog>::all(client.clone())
+        .patch(
+            "local",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(
+                json!({"spec": {"source": {"configMap": {"namespace": "default"}}}}),
+            ),
+        )
+        .await
+        .expect_err("moving the source to an unlisted namespace must be refused")
+        .to_string();
+    assert!(
+        moved.contains("spec.source.configMap.namespace is default"),
+        "{moved}"
+    );
 
     let health = free_address().unwrap();
     let metrics = free_address().unwrap();

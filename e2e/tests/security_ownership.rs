@@ -468,10 +468,13 @@ async fn an_install_namespace_pom_did_not_create_or_another_pos_is_refused() {
 
 /// Issue 22 item 5: an owner label is honoured only on what the PO's own inventory records, and
 /// an inventory (status, which whoever can write a PO's status can edit) naming another PO's
-/// object never gets it deleted. PO `victim`'s Deployment is written into PO `forger`'s
-/// inventory; deleting `forger` removes its own objects and leaves `victim`'s running.
+/// objects never gets them deleted. With the manager stopped, PO `forger`'s status is forged to
+/// record PO `victim`'s Deployment and a Secret in `victim`'s namespace, and to claim that
+/// namespace as its own; deleting `forger` then removes its own objects and leaves `victim`'s.
 #[tokio::test]
 async fn an_inventory_naming_another_pos_object_never_deletes_it() {
+    use k8s_openapi::api::core::v1::Secret;
+    use pom_api::platform_operator::InventoryObject;
     let Some(plane) = simulated_plane(false).await else {
         return;
     };
@@ -493,31 +496,43 @@ async fn an_inventory_naming_another_pos_object_never_deletes_it() {
     for po in ["forger", "victim"] {
         wait_po_condition(&client, po, "Installed", "True", Some("InstallSucceeded")).await;
     }
+    manager.stop().await;
+    // A Secret of the victim's (as POM labels the ones it applies).
+    let secrets = Api::<Secret>::namespaced(client.clone(), "victim");
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "victim-secret", "labels": {labels::OWNER_PO: labels::label_value("victim")}},
+        "stringData": {"key": "value"}
+    }))
+    .unwrap();
+    let secret = secrets.create(&PostParams::default(), &secret).await.unwrap();
     let pos = Api::<PlatformOperator>::all(client.clone());
     let victims = Api::<Deployment>::namespaced(client.clone(), "victim");
     let before = victims.get(&victim.deployment_name()).await.unwrap();
     let forged = pos.get_status("forger").await.unwrap();
     let mut inventory = forged.status.unwrap().inventory;
     assert!(!inventory.is_empty(), "the forger's inventory is recorded");
-    inventory[0]
-        .objects
-        .push(pom_api::platform_operator::InventoryObject {
-            api_version: "apps/v1".into(),
-            kind: "Deployment".into(),
+    for (api_version, kind, name) in [
+        ("apps/v1", "Deployment", victim.deployment_name()),
+        ("v1", "Secret", "victim-secret".to_owned()),
+    ] {
+        inventory[0].objects.push(InventoryObject {
+            api_version: api_version.into(),
+            kind: kind.into(),
             namespace: Some("victim".into()),
-            name: victim.deployment_name(),
+            name,
         });
+    }
     pos.patch_status(
         "forger",
         &PatchParams::default(),
-        &Patch::Merge(json!({"status": {"inventory": inventory}})),
+        &Patch::Merge(json!({"status": {"inventory": inventory, "installNamespace": "victim"}})),
     )
     .await
     .unwrap();
+    pos.delete("forger", &DeleteParams::default()).await.unwrap();
 
-    pos.delete("forger", &DeleteParams::default())
-        .await
-        .unwrap();
+    // The cleanup runs from the forged status: the manager starts after the deletion.
+    let manager = Manager::start(client.clone(), Manager::test_settings(vec![]));
     eventually(WAIT, "the forger PlatformOperator to be gone", || async {
         pos.get_opt("forger").await.unwrap().is_none().then_some(())
     })
@@ -531,11 +546,9 @@ async fn an_inventory_naming_another_pos_object_never_deletes_it() {
         "the forger's own Deployment is removed"
     );
     let after = victims.get(&victim.deployment_name()).await.unwrap();
-    assert_eq!(
-        after.uid(),
-        before.uid(),
-        "the victim's Deployment survives"
-    );
+    assert_eq!(after.uid(), before.uid(), "the victim's Deployment survives");
     assert!(after.metadata.deletion_timestamp.is_none());
+    let kept = secrets.get("victim-secret").await.unwrap();
+    assert_eq!(kept.uid(), secret.uid(), "the victim's Secret survives");
     manager.stop().await;
 }

@@ -156,3 +156,82 @@ async fn the_manager_reads_no_secret_but_its_own_and_still_runs_webhook_operator
     }
     manager.stop().await;
 }
+
+/// A bundle Secret whose name is taken by a Secret this PlatformOperator did not create (here
+/// an admin's, in a namespace handed to the PO) is refused before anything is written, without
+/// the manager reading it, and the PlatformOperator can still be deleted: nothing it did not
+/// write is in its inventory.
+#[tokio::test]
+async fn a_secret_pom_did_not_create_is_refused_before_anything_is_written() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::Namespace;
+    let Some(plane) = simulated_plane(false).await else {
+        return;
+    };
+    let admin = plane.client().await.unwrap();
+    Api::<Namespace>::all(admin.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "keeper",
+                "annotations": {pom_api::labels::ADOPT: "keeper"}}}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let secrets: Api<Secret> = Api::namespaced(admin.clone(), "keeper");
+    let theirs: Secret = serde_json::from_value(
+        json!({"metadata": {"name": "settings"}, "stringData": {"owner": "the admin"}}),
+    )
+    .unwrap();
+    let theirs = secrets.create(&PostParams::default(), &theirs).await.unwrap();
+    let bundle = TestBundle::new("keeper", "1.0.0").with_object(json!({
+        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "settings"},
+        "stringData": {"owner": "the bundle"}
+    }));
+    configmap_catalog(
+        &admin,
+        "local",
+        &catalog_json(std::slice::from_ref(&bundle), &[]),
+        0,
+    )
+    .await;
+    create_po(
+        &admin,
+        "keeper",
+        json!({"package": {"name": "keeper"}, "installNamespace": "keeper"}),
+    )
+    .await;
+    let manager = Manager::start(admin.clone(), Manager::test_settings(vec![]));
+    let message = wait_po_condition(
+        &admin,
+        "keeper",
+        "Installed",
+        "False",
+        Some("AdoptionRefused"),
+    )
+    .await;
+    assert!(
+        message.contains("Secret settings") && message.contains("keeper"),
+        "{message}"
+    );
+    assert!(
+        Api::<Deployment>::namespaced(admin.clone(), "keeper")
+            .get_opt(&bundle.deployment_name())
+            .await
+            .unwrap()
+            .is_none(),
+        "nothing of the refused bundle is applied"
+    );
+    let pos: Api<PlatformOperator> = Api::all(admin.clone());
+    pos.delete("keeper", &DeleteParams::default()).await.unwrap();
+    eventually(WAIT, "the PlatformOperator to be gone", || async {
+        pos.get_opt("keeper").await.ok()?.is_none().then_some(())
+    })
+    .await;
+    let kept = secrets.get("settings").await.unwrap();
+    assert_eq!(
+        kept.metadata.resource_version, theirs.metadata.resource_version,
+        "the admin's Secret is as it was"
+    );
+    manager.stop().await;
+}

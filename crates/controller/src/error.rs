@@ -36,7 +36,8 @@ pub enum Error {
     )]
     UnsafeCrdChange { bundle: String, details: String },
     #[error(
-        "{kind} {name} is already installed by PlatformOperator {owner}; two PlatformOperators cannot own one object: delete one of them"
+        "{kind} {name} is already installed by PlatformOperator {owner}; two PlatformOperators cannot own one object: delete one of them, or choose another spec.installNamespace (a PlatformOperator that no longer exists still owns what it left, unless it was of the same package: remove the {} label from the object to free it)",
+        pom_api::labels::OWNER_PO
     )]
     OwnershipConflict {
         kind: String,
@@ -57,6 +58,14 @@ pub enum Error {
         namespace: Option<String>,
         po: String,
     },
+    #[error(
+        "Secret {name} in namespace {namespace} already exists and this PlatformOperator did not create it; POM never reads, takes over or deletes a Secret it did not create: delete or rename it, then the bundle installs"
+    )]
+    SecretExists { namespace: String, name: String },
+    #[error(
+        "bundle {bundle} ships a Secret named {name}, the name of a Secret POM writes for the bundle's webhooks (its CA, or a Service's serving certificate); publish a bundle that does not ship it (POM provides webhook certificates)"
+    )]
+    ReservedSecretName { bundle: String, name: String },
     #[error(
         "{action}: no answer from the API server within {deadline:?}; retrying (check the API server's load if this persists)"
     )]
@@ -119,7 +128,8 @@ impl Error {
             },
             Self::UnsafeCrdChange { .. } => Reason::UnsafeCRDChange,
             Self::OwnershipConflict { .. } => Reason::OwnershipConflict,
-            Self::AdoptionRefused { .. } => Reason::AdoptionRefused,
+            Self::AdoptionRefused { .. } | Self::SecretExists { .. } => Reason::AdoptionRefused,
+            Self::ReservedSecretName { .. } => Reason::ContentPolicyViolation,
         }
     }
 

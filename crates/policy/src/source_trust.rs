@@ -53,6 +53,8 @@ pub struct UntrustedSource {
     pub namespace: String,
     /// The manager's namespace (always trusted), for the message.
     pub manager_namespace: String,
+    /// Whether the list was longer than [`MAX_LISTED_NAMESPACES`] (its tail is not read).
+    pub list_truncated: bool,
 }
 
 impl fmt::Display for UntrustedSource {
@@ -70,7 +72,14 @@ impl fmt::Display for UntrustedSource {
             self.namespace,
             self.manager_namespace,
             SOURCES_CONFIG_MAP,
-        )
+        )?;
+        if self.list_truncated {
+            write!(
+                f,
+                " (only the first {MAX_LISTED_NAMESPACES} names of the list are read; shorten it)"
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -81,6 +90,7 @@ impl std::error::Error for UntrustedSource {}
 pub struct SourceTrust {
     manager_namespace: String,
     listed: BTreeSet<String>,
+    truncated: bool,
 }
 
 impl SourceTrust {
@@ -89,9 +99,13 @@ impl SourceTrust {
     /// each name trimmed, empty names dropped.
     #[must_use]
     pub fn new(manager_namespace: &str, listed: Option<&str>) -> Self {
+        let text = listed.unwrap_or_default();
+        let listed = parse_listed(text);
         Self {
             manager_namespace: manager_namespace.to_owned(),
-            listed: parse_listed(listed.unwrap_or_default()),
+            truncated: listed.len() == MAX_LISTED_NAMESPACES
+                && text.split(',').filter(|n| !n.trim().is_empty()).count() > MAX_LISTED_NAMESPACES,
+            listed,
         }
     }
 
@@ -134,6 +148,7 @@ impl SourceTrust {
                     field,
                     namespace: namespace.to_owned(),
                     manager_namespace: self.manager_namespace.clone(),
+                    list_truncated: self.truncated,
                 })
             })
     }
@@ -274,7 +289,12 @@ mod tests {
         let trust = SourceTrust::new(OWN, Some(&long.join(",")));
         assert_eq!(trust.listed.len(), MAX_LISTED_NAMESPACES);
         assert!(trust.trusts("ns-0000"));
-        assert!(!trust.trusts(&format!("ns-{:04}", MAX_LISTED_NAMESPACES + 5)));
+        let beyond = format!("ns-{:04}", MAX_LISTED_NAMESPACES + 5);
+        assert!(!trust.trusts(&beyond));
+        let err = trust.check(&config_map(&beyond)).unwrap_err().to_string();
+        assert!(err.contains("only the first 256 names"), "{err}");
+        let short = SourceTrust::new(OWN, Some("a,b"));
+        assert!(!short.check(&config_map("c")).unwrap_err().to_string().contains("only the first"));
     }
 
     proptest! {

@@ -140,6 +140,37 @@ pub(crate) fn is_secret(gvk: &kube::core::GroupVersionKind) -> bool {
     gvk.group.is_empty() && gvk.kind == "Secret"
 }
 
+/// Refuses, before anything is written, a bundle Secret that exists but is not this PO's: one
+/// its inventory does not record. The Secret is not read (issue 22 item 3); a dry-run create,
+/// which the API server answers with a conflict when the name is taken, says whether it
+/// exists. Recorded Secrets cost no request, so a steady state makes none.
+async fn unread_secret_is_free(
+    api: &Api<kube::api::DynamicObject>,
+    id: &objects::ObjectId,
+    object: &Value,
+    recorded: &std::collections::BTreeSet<InventoryObject>,
+) -> Result<(), Error> {
+    if recorded.contains(&id.to_inventory()) {
+        return Ok(());
+    }
+    let probe: kube::api::DynamicObject = serde_json::from_value(object.clone())
+        .map_err(|e| Error::kube(format!("reading Secret {}", id.name))(kube::Error::SerdeError(e)))?;
+    let params = kube::api::PostParams {
+        dry_run: true,
+        field_manager: Some(crate::context::BUNDLE_FIELD_MANAGER.to_owned()),
+    };
+    match api.create(&params, &probe).await {
+        // Free; or its namespace does not exist yet (a first install), so neither does it.
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 409 => Err(Error::SecretExists {
+            namespace: id.namespace.clone().unwrap_or_default(),
+            name: id.name.clone(),
+        }),
+        Err(err) => Err(Error::kube(format!("checking Secret {}", id.name))(err)),
+    }
+}
+
 /// Whether PO `po` (of `package`) may write an object carrying these labels and annotations
 /// (`pom_policy::ownership`), as the error that refuses it.
 fn may_write(
@@ -394,8 +425,28 @@ pub async fn prepare(
     // OpenShift): their Secrets join the bundle's objects, and its webhooks trust the CA.
     let mut bundle_objects = rendered.objects.clone();
     if certificates == CertificateSource::Pom && !rendered.webhook_services.is_empty() {
-        let provided =
-            webhook_certs::provide(client, namespace, &rendered.webhook_services, now).await?;
+        let provided = webhook_certs::provide(
+            client,
+            namespace,
+            &rendered.webhook_services,
+            &po_name,
+            now,
+        )
+        .await?;
+        // POM's certificate Secrets are POM's: a bundle shipping one of those names would
+        // write its own key material over them (both are applied by one field manager).
+        if let Some(name) = provided.secrets.iter().find_map(|ours| {
+            let name = ours["metadata"]["name"].as_str()?;
+            bundle_objects
+                .iter()
+                .any(|o| o["kind"] == "Secret" && o["apiVersion"] == "v1" && o["metadata"]["name"] == name)
+                .then(|| name.to_owned())
+        }) {
+            return Err(Error::ReservedSecretName {
+                bundle: target.name.clone(),
+                name,
+            });
+        }
         inject_ca_bundle(
             &mut bundle_objects,
             &rendered.webhook_services,
@@ -415,6 +466,13 @@ pub async fn prepare(
         label(&mut object, &po_name, package, &target.name);
         desired.push((object_id(&object, &target.name)?, object));
     }
+    // What this PO recorded before: a Secret named there is its own.
+    let recorded: std::collections::BTreeSet<InventoryObject> = po
+        .status
+        .iter()
+        .flat_map(|s| &s.inventory)
+        .flat_map(|entry| entry.objects.iter().cloned())
+        .collect();
     let mut live_objects = Vec::with_capacity(desired.len());
     let mut unsafe_changes = Vec::new();
     for (id, object) in &desired {
@@ -425,6 +483,9 @@ pub async fn prepare(
         // namespace's, judged above (no other PO installs there), and the admission guard
         // refuses the manager's change of a Secret it does not own.
         let live = if is_secret(&id.gvk) {
+            if live_namespace.is_some() {
+                unread_secret_is_free(&api, id, object, &recorded).await?;
+            }
             None
         } else {
             get_opt(&api, &id.name).await?
@@ -517,6 +578,7 @@ pub async fn apply(
     namespace: &str,
     target: &Target,
     prepared: Prepared,
+    applied_secrets: &objects::AppliedSecrets,
 ) -> Result<InstallReport, Error> {
     let client = &ctx.client;
     let po_name = po.name_any();
@@ -583,6 +645,18 @@ pub async fn apply(
             continue;
         }
         let applied = apply_if_changed(&api, &id.name, object, live.as_ref()).await?;
+        let unchanged_secret = is_secret(&id.gvk)
+            && applied.as_ref().is_some_and(|applied| {
+                !applied_secrets.changed(
+                    id.namespace.as_deref().unwrap_or_default(),
+                    &id.name,
+                    applied.metadata.resource_version.as_deref(),
+                )
+            });
+        if unchanged_secret {
+            now.push(applied);
+            continue;
+        }
         now.push(wrote_one(&mut wrote, applied, live));
     }
     // A CRD or Deployment of the bundle as the server holds it after the apply, from the

@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use k8s_openapi::api::core::v1::Namespace;
 use kube::Client;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, Preconditions};
 use kube::core::GroupVersionKind;
@@ -49,6 +50,31 @@ pub const PRUNABLE_KINDS: &[(&str, &str, &str)] = &[
     ("policy", "v1", "PodDisruptionBudget"),
     ("operators.coreos.com", "v2", "OperatorCondition"),
 ];
+
+/// The resourceVersion of each bundle Secret as this manager's last apply of it returned it.
+/// Secrets are applied without being read (issue 22 item 3), so every reconcile sends their
+/// apply; one that returns the version already seen changed nothing on the server (a
+/// server-side apply with nothing new keeps the version) and is not counted as a write, so a
+/// steady state stays write-free for the reconciler's quiet checks. In memory: after a
+/// restart, the first apply of each Secret counts once.
+#[derive(Default)]
+pub struct AppliedSecrets {
+    versions: Mutex<HashMap<(String, String), String>>,
+}
+
+impl AppliedSecrets {
+    /// Records what the apply of Secret `namespace/name` returned; whether it changed it.
+    pub fn changed(&self, namespace: &str, name: &str, version: Option<&str>) -> bool {
+        let Some(version) = version else {
+            return true;
+        };
+        let Ok(mut versions) = self.versions.lock() else {
+            return true;
+        };
+        versions.insert((namespace.to_owned(), name.to_owned()), version.to_owned())
+            != Some(version.to_owned())
+    }
+}
 
 /// Caches API discovery per kind (resource name and scope never change while we run).
 #[derive(Default)]
@@ -246,49 +272,59 @@ fn is_not_served(err: &kube::Error) -> bool {
     }
 }
 
-/// Whose recorded objects are deleted or waited for.
-#[derive(Debug, Clone, Copy)]
-pub struct RecordOwner<'a> {
-    /// The PlatformOperator.
-    pub po: &'a str,
-    /// Its install namespace, as its status records it: a recorded Secret (never read, issue 22
-    /// item 3) is deleted only there, since no other PO installs into it.
-    pub install_namespace: Option<&'a str>,
-}
-
 /// What is known of a recorded object before deleting it.
 enum Recorded {
     /// Read, and carrying the owner's label: deleted on the condition of its uid.
-    Owned(DynamicObject),
-    /// A Secret in the owner's install namespace, not read.
+    Owned { uid: Option<String> },
+    /// A Secret in a namespace the PO owns, not read.
     UnreadSecret,
     /// Gone, or not the owner's.
     Skip,
 }
 
-/// The recorded object as it is now, when it is the owner's (issue 22 item 5): it carries the
+/// The recorded object as it is now, when it is PO `po`'s (issue 22 item 5): it carries the
 /// PO's owner label. An inventory is status, which whoever can write a PO's status can edit;
 /// an object it names that carries another owner's label, or none, is not this PO's to delete,
-/// and is left as it is (and not waited for). A Secret is judged by its namespace instead.
+/// and is left as it is (and not waited for). A Secret, which the manager may not read (issue 22
+/// item 3), is judged by its namespace instead: the live Namespace must carry `po`'s owner
+/// label (no other PO installs there; the recorded install namespace is status too, so it is
+/// not trusted for this).
 async fn recorded_state(
+    client: &Client,
     api: &Api<DynamicObject>,
     object: &InventoryObject,
-    owner: RecordOwner<'_>,
+    po: &str,
 ) -> Result<Recorded, Error> {
     if object.api_version == "v1" && object.kind == "Secret" {
-        if object.namespace.is_some() && object.namespace.as_deref() == owner.install_namespace {
+        let owned = match object.namespace.as_deref() {
+            Some(namespace) => Api::<Namespace>::all(client.clone())
+                .get_opt(namespace)
+                .await
+                .map_err(Error::kube(format!("reading namespace {namespace}")))?
+                .is_some_and(|ns| {
+                    ns.metadata
+                        .labels
+                        .as_ref()
+                        .and_then(|l| l.get(labels::OWNER_PO))
+                        == Some(&labels::label_value(po))
+                }),
+            None => false,
+        };
+        if owned {
             return Ok(Recorded::UnreadSecret);
         }
         tracing::warn!(
-            po = owner.po,
+            po,
             object = %object.describe(),
-            "the inventory names a Secret outside this PlatformOperator's install namespace; left in place"
+            "the inventory names a Secret outside a namespace this PlatformOperator owns; left in place"
         );
         return Ok(Recorded::Skip);
     }
-    Ok(live_if_owned(api, object, owner.po)
+    Ok(live_if_owned(api, object, po)
         .await?
-        .map_or(Recorded::Skip, Recorded::Owned))
+        .map_or(Recorded::Skip, |live| Recorded::Owned {
+            uid: live.metadata.uid,
+        }))
 }
 
 async fn live_if_owned(
@@ -323,7 +359,7 @@ async fn live_if_owned(
 pub async fn delete_recorded(
     kinds: &KindCache,
     client: &Client,
-    owner: RecordOwner<'_>,
+    po: &str,
     recorded: &[InventoryObject],
     after_first: FailPoint,
 ) -> Result<usize, Error> {
@@ -332,8 +368,8 @@ pub async fn delete_recorded(
         let Some(api) = api_of(kinds, client, object).await? else {
             continue;
         };
-        let uid = match recorded_state(&api, object, owner).await? {
-            Recorded::Owned(live) => live.metadata.uid,
+        let uid = match recorded_state(client, &api, object, po).await? {
+            Recorded::Owned { uid } => uid,
             Recorded::UnreadSecret => None,
             Recorded::Skip => continue,
         };
@@ -359,12 +395,12 @@ pub async fn delete_recorded(
     Ok(deleted)
 }
 
-/// The recorded objects of the owner that still exist (deleting or not). Secrets are not read:
+/// The recorded objects of PO `po` that still exist (deleting or not). Secrets are not read:
 /// one whose deletion was accepted counts as gone.
 pub async fn still_present(
     kinds: &KindCache,
     client: &Client,
-    owner: RecordOwner<'_>,
+    po: &str,
     recorded: &[InventoryObject],
 ) -> Result<Vec<InventoryObject>, Error> {
     let mut present = Vec::new();
@@ -373,8 +409,8 @@ pub async fn still_present(
             continue;
         };
         if matches!(
-            recorded_state(&api, object, owner).await?,
-            Recorded::Owned(_)
+            recorded_state(client, &api, object, po).await?,
+            Recorded::Owned { .. }
         ) {
             present.push(object.clone());
         }

@@ -123,6 +123,8 @@ pub struct PoContext {
     /// The manifests of catalog-carried (`olm.bundle.object`) bundles as last applied, by
     /// bundle name: drift repair of a bundle that has left its catalog re-applies them.
     applied_objects: Mutex<HashMap<String, Arc<Vec<String>>>>,
+    /// Bundle Secrets as last applied (they are never read): see [`super::objects::AppliedSecrets`].
+    applied_secrets: super::objects::AppliedSecrets,
     /// The resourceVersion of each PO as this manager last wrote it. The watch cache may lag
     /// behind our own write; judging a PO from a status older than the one just written would
     /// re-apply the bundle moved from (a downgrade mid-update).
@@ -159,6 +161,7 @@ pub async fn run(ctx: Arc<Context>, state: ClusterState, shutdown: CancellationT
         state: state.clone(),
         kinds: KindCache::default(),
         applied_objects: Mutex::default(),
+        applied_secrets: super::objects::AppliedSecrets::default(),
         written: Mutex::default(),
         attempts: Mutex::default(),
         stages: Mutex::default(),
@@ -552,7 +555,15 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
                     }
                 }
                 pctx.stage(&name, "apply");
-                match install::apply(&pctx.ctx, po, &namespace, &target, prepared).await {
+                match install::apply(
+                    &pctx.ctx,
+                    po,
+                    &namespace,
+                    &target,
+                    prepared,
+                    &pctx.applied_secrets,
+                )
+                .await {
                     Ok(report) => {
                         if report.wrote > 0 {
                             fail_point::hit(FailPoint::BetweenApplyAndStatus);
@@ -673,11 +684,7 @@ async fn prune_settled(
             return Ok(());
         }
         let doomed = inventory::to_prune(&status.inventory, settled);
-        let owner = super::objects::RecordOwner {
-            po: &name,
-            install_namespace: status.install_namespace.as_deref(),
-        };
-        super::objects::delete_recorded(&pctx.kinds, client, owner, &doomed, FailPoint::MidPrune)
+        super::objects::delete_recorded(&pctx.kinds, client, &name, &doomed, FailPoint::MidPrune)
             .await?
     } else {
         super::objects::prune(&pctx.kinds, client, &name, Some(settled)).await?
@@ -989,18 +996,10 @@ async fn cleanup(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueActio
         .as_ref()
         .map(|s| inventory::to_clean_up(&s.inventory))
         .unwrap_or_default();
-    let owner = super::objects::RecordOwner {
-        po: &name,
-        install_namespace: po
-            .status
-            .as_ref()
-            .and_then(|s| s.install_namespace.as_deref())
-            .or(po.spec.install_namespace.as_deref()),
-    };
     let mut deleted = super::objects::delete_recorded(
         &pctx.kinds,
         client,
-        owner,
+        &name,
         &recorded,
         FailPoint::MidCleanup,
     )
@@ -1012,7 +1011,7 @@ async fn cleanup(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueActio
     if !recorded_any {
         deleted += super::objects::prune(&pctx.kinds, client, &name, None).await?;
     }
-    let remaining = super::objects::still_present(&pctx.kinds, client, owner, &recorded).await?;
+    let remaining = super::objects::still_present(&pctx.kinds, client, &name, &recorded).await?;
     if let Some(first) = remaining.first() {
         return Err(Error::StillDeleting {
             count: remaining.len(),

@@ -74,12 +74,24 @@ pub async fn provide(
     client: &kube::Client,
     namespace: &str,
     services: &[WebhookService],
+    po: &str,
     now: Timestamp,
 ) -> Result<Provided, Error> {
     let ca = Api::<Secret>::namespaced(client.clone(), namespace)
         .get_opt(CA_SECRET)
         .await
         .map_err(Error::kube(format!("reading Secret {namespace}/{CA_SECRET}")))?;
+    // Only POM's own CA for this PO is trusted to sign: one an admin left, or planted, under
+    // that name is refused rather than used or overwritten.
+    if let Some(ca) = &ca
+        && ca.metadata.labels.as_ref().and_then(|l| l.get(pom_api::labels::OWNER_PO))
+            != Some(&pom_api::labels::label_value(po))
+    {
+        return Err(Error::SecretExists {
+            namespace: namespace.to_owned(),
+            name: CA_SECRET.to_owned(),
+        });
+    }
     issue(namespace, services, ca.as_ref(), now.as_second()).map_err(|source| {
         Error::WebhookCertificates {
             namespace: namespace.to_owned(),
