@@ -138,6 +138,13 @@ reasons! {
     UnsettledMoveSkipped,
     /// (Event) The admin moved back from a move that did not settle to what ran before it.
     UnsettledMoveAbandoned,
+    /// `spec.upgradeApproval` is `Manual` and the move POM chose (the first install included)
+    /// waits until `spec.approvedBundle` names its bundle (`pomctl approve`); as a PO's
+    /// Upgradeable, that move is owed and not approved.
+    UpgradePendingApproval,
+    /// `spec.paused`: POM writes nothing for the PlatformOperator but its status; as a PO's
+    /// Upgradeable, POM neither moves, repairs nor checks what runs, so it cannot vouch for it.
+    Paused,
     // Degraded
     /// The move did not settle within `spec.progressDeadline`.
     ProgressDeadlineExceeded,

@@ -84,6 +84,45 @@ pub struct PlatformOperatorSpec {
     #[x_kube(validation = kube::core::Rule::new("self == oldSelf").message("spec.watchNamespace is immutable: delete and recreate the PlatformOperator to change what it watches"))]
     #[x_kube(validation = crate::namespaces::not_platform_namespace_rule("watchNamespace"))]
     pub watch_namespace: Option<String>,
+    // Approval and pause (issue 23 item 5): the admin's hand on when POM writes.
+    /// Whether each move (the first install included) waits for the admin's approval of its
+    /// bundle, as OLM v0's `Subscription.spec.installPlanApproval`: `Automatic` (default) or
+    /// `Manual`.
+    #[serde(default)]
+    pub upgrade_approval: UpgradeApproval,
+    /// The bundle the admin approves under `upgradeApproval: Manual`: a move to exactly this
+    /// bundle may start, a move to any other waits. `pomctl approve` writes the bundle the
+    /// PlatformOperator waits for (`status.desiredBundle`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253))]
+    pub approved_bundle: Option<String>,
+    /// Stops every write POM makes for this PlatformOperator but its status: no install, move,
+    /// drift repair or prune, and no Upgradeable=True while something is installed. Deleting
+    /// the PlatformOperator still removes what it installed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub paused: bool,
+}
+
+/// Whether moves wait for the admin's approval (`spec.upgradeApproval`).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default, JsonSchema)]
+pub enum UpgradeApproval {
+    /// Every move POM chooses starts when its gates allow.
+    #[default]
+    Automatic,
+    /// Every move (the first install included) also waits until `spec.approvedBundle` names
+    /// its bundle.
+    Manual,
+}
+
+impl UpgradeApproval {
+    /// The API spelling.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Automatic => "Automatic",
+            Self::Manual => "Manual",
+        }
+    }
 }
 
 /// The admin's consent to the power classes that let an operator reach past its namespace.

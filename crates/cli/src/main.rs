@@ -43,6 +43,9 @@ enum Command {
     Plan(cmd::plan::Args),
     /// Live: every PlatformOperator and the aggregated ClusterOperator.
     Status(cmd::status::Args),
+    /// Live: approve the move a PlatformOperator waits for under `spec.upgradeApproval: Manual`
+    /// (writes `spec.approvedBundle`; exit 1 when it waits for nothing).
+    Approve(cmd::approve::Args),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(cmd::completions::Args),
     /// Print the man page, or write every page into a directory with --out.
@@ -57,6 +60,7 @@ fn main() -> ExitCode {
         Command::Render(args) => cmd::render::run(&args),
         Command::Plan(args) => cmd::plan::run(&args),
         Command::Status(args) => cmd::status::run(&args),
+        Command::Approve(args) => cmd::approve::run(&args),
         Command::Completions(args) => Ok(cmd::completions::run(&args, Cli::command())),
         Command::Man(args) => cmd::man::run(&args, Cli::command()),
     };

@@ -152,9 +152,18 @@ pub fn compute(
         if status.installed_bundle.is_none()
             && let Some(c) = installed.as_ref().filter(|c| {
                 let reason = c.reason.parse::<Reason>().ok();
+                // Not failures: an install in progress, a duplicate (the winner runs), and an
+                // install the admin holds (paused, or waiting for approval: issue 23 item 5).
                 c.status == ConditionStatus::False.as_str()
-                    && reason != Some(Reason::Installing)
-                    && reason != Some(Reason::DuplicatePackage)
+                    && !matches!(
+                        reason,
+                        Some(
+                            Reason::Installing
+                                | Reason::DuplicatePackage
+                                | Reason::Paused
+                                | Reason::UpgradePendingApproval
+                        )
+                    )
             })
         {
             not_available.push(format!("{name}: {}", c.message));

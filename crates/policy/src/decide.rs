@@ -3,7 +3,7 @@
 //! of `Upgradeable` is. Pure: the same snapshot always gives the same decision.
 
 use pom_api::conditions::{ConditionStatus, Reason};
-use pom_api::platform_operator::{BundleRef, PinReason as ApiPinReason};
+use pom_api::platform_operator::{BundleRef, PinReason as ApiPinReason, UpgradeApproval};
 use pom_resolver::cluster::ClusterPhase;
 use pom_resolver::fbc::MaxOpenShiftVersion;
 use pom_resolver::pin::{Pin, PinReason, pin_for};
@@ -42,6 +42,9 @@ pub struct PoDecision {
     /// The OpenShift version the cluster is heading to, which this decision was judged for
     /// (`None`: plain Kubernetes, or a ClusterVersion that cannot be judged).
     pub judged_for: Option<Version>,
+    /// `spec.paused` (issue 23 item 5): what POM withholds and how to resume, for the admin.
+    /// The action is then never a write ([`Action::Nothing`] or [`Action::WaitForCatalog`]).
+    pub paused: Option<String>,
 }
 
 /// What to put on the cluster.
@@ -128,6 +131,39 @@ pub enum HoldReason {
     /// `olm.maxOpenShiftVersion`: it cannot be checked against the cluster, so the bundle is
     /// neither installed nor moved to until it can (issue 25 item 10).
     ClusterVersionUnknown { message: String },
+    /// `spec.upgradeApproval` is `Manual` and `spec.approvedBundle` does not name `bundle`
+    /// (it names `approved`, or nothing): the admin approves it with `pomctl approve`.
+    AwaitingApproval {
+        po: String,
+        bundle: String,
+        approved: Option<String>,
+    },
+    /// `spec.paused`: POM writes nothing for PlatformOperator `po` but its status.
+    Paused { po: String },
+}
+
+impl HoldReason {
+    /// Whether the move waits for the admin's approval (`spec.upgradeApproval: Manual`).
+    #[must_use]
+    pub fn awaits_approval(&self) -> bool {
+        matches!(self, Self::AwaitingApproval { .. })
+    }
+}
+
+/// The commands that approve `bundle` for PlatformOperator `po`, for messages.
+#[must_use]
+pub fn approve_commands(po: &str, bundle: &str) -> String {
+    format!(
+        "`pomctl approve {po} --bundle {bundle}` (or `kubectl patch platformoperator {po} --type merge -p '{{\"spec\":{{\"approvedBundle\":\"{bundle}\"}}}}'`)"
+    )
+}
+
+/// The command that resumes a paused PlatformOperator `po`, for messages.
+#[must_use]
+pub fn unpause_command(po: &str) -> String {
+    format!(
+        "`kubectl patch platformoperator {po} --type merge -p '{{\"spec\":{{\"paused\":false}}}}'`"
+    )
 }
 
 impl std::fmt::Display for HoldReason {
@@ -144,6 +180,25 @@ impl std::fmt::Display for HoldReason {
             Self::ClusterVersionUnknown { message } => write!(
                 f,
                 "the cluster version cannot be judged, so the bundle's maxOpenShiftVersion cannot be checked ({message}); it moves once ClusterVersion version can be read"
+            ),
+            Self::AwaitingApproval {
+                po,
+                bundle,
+                approved,
+            } => {
+                write!(
+                    f,
+                    "spec.upgradeApproval is Manual and {bundle} is not approved"
+                )?;
+                if let Some(approved) = approved {
+                    write!(f, " (spec.approvedBundle names {approved})")?;
+                }
+                write!(f, ": approve it with {}", approve_commands(po, bundle))
+            }
+            Self::Paused { po } => write!(
+                f,
+                "the PlatformOperator is paused (spec.paused): resume it with {}",
+                unpause_command(po)
             ),
         }
     }
@@ -229,6 +284,7 @@ impl PoDecision {
             deprecations: Vec::new(),
             unsettled_move_action: None,
             judged_for: None,
+            paused: None,
         }
     }
 
@@ -251,7 +307,60 @@ pub fn decide(snapshot: &PoSnapshot<'_>) -> PoDecision {
         decision.deadline_exceeded = !hop.settled
             && crate::snapshot::elapsed(snapshot.now, hop.started_at) > request.progress_deadline;
     }
+    if snapshot.paused {
+        pause(&mut decision, snapshot);
+    }
     decision
+}
+
+/// `spec.paused` (issue 23 item 5): the decision as made, with every write withheld. A move is
+/// held (its target stays `desiredBundle`), a re-apply (drift repair, and the settling checks
+/// that come with it) does not happen, no admin action on an unsettled move is carried out,
+/// and no progress deadline runs out (POM is not moving anything). What runs is not vouched
+/// for: POM neither follows the cluster with it nor checks that it still works (fail closed).
+fn pause(decision: &mut PoDecision, s: &PoSnapshot<'_>) {
+    let po = s.name.as_str();
+    match std::mem::replace(&mut decision.action, Action::Nothing) {
+        Action::Move(target) if decision.held.is_none() => {
+            decision.held = Some(Held {
+                to: target.bundle_ref(),
+                why: HoldReason::Paused { po: po.to_owned() },
+            });
+        }
+        Action::WaitForCatalog { catalog } => {
+            decision.action = Action::WaitForCatalog { catalog };
+        }
+        Action::Move(_) | Action::Keep | Action::Nothing => {}
+    }
+    let withheld = decision.held.as_ref().map_or_else(String::new, |held| {
+        let what = if s.installed.is_some() {
+            "the move to"
+        } else {
+            "the install of"
+        };
+        format!("; {what} {} waits", held.to.name)
+    });
+    decision.unsettled_move_action = None;
+    decision.deadline_exceeded = false;
+    decision.paused = Some(format!(
+        "paused (spec.paused): POM writes nothing for this PlatformOperator but its status (no install, move, drift repair or prune){withheld}; resume it with {}",
+        unpause_command(po)
+    ));
+    if let Some(installed) = &s.installed {
+        let also = if decision.verdict.allows_update() {
+            String::new()
+        } else {
+            format!("; also: {}", decision.verdict.message)
+        };
+        decision.verdict = Upgradeability::no(
+            Reason::Paused,
+            format!(
+                "paused (spec.paused): POM neither moves nor repairs {} nor checks that it still works, so it cannot vouch for the next minor{withheld}; resume it with {} before updating the cluster{also}",
+                installed.bundle.name,
+                unpause_command(po)
+            ),
+        );
+    }
 }
 
 fn decide_action(s: &PoSnapshot<'_>) -> PoDecision {
@@ -554,7 +663,7 @@ fn decide_fresh(
         admin_unsettled_action(s, installed),
         Some((_, UnsettledMoveAction::Skip(_)))
     );
-    let hold = if let ClusterView::OpenShift(Err(message)) = &s.cluster
+    let safety_hold = if let ClusterView::OpenShift(Err(message)) = &s.cluster
         && chosen.max_openshift_version.is_some()
     {
         // Without a phase the resolver checked no maxOpenShiftVersion: a bundle that declares
@@ -580,6 +689,9 @@ fn decide_fresh(
                 .map(|message| HoldReason::OperatorConditionPending { message }),
         }
     };
+    // The admin's approval is asked last: once nothing else holds the move, it is the move
+    // the admin approves (OLM v0's Manual InstallPlan, the first install included).
+    let hold = safety_hold.or_else(|| awaiting_approval(s, request, &target.name));
     match hold {
         Some(why) => {
             decision.held = Some(Held {
@@ -606,6 +718,19 @@ fn admin_unsettled_action<'s>(
     let hop = s.hop.as_ref().filter(|h| !h.settled)?;
     let action = s.unsettled_move.as_ref()?.as_ref().ok()?;
     (installed?.bundle.name == hop.to && action.bundle() == hop.to).then_some((hop, action))
+}
+
+/// Why a move to `bundle` waits for the admin (`spec.upgradeApproval: Manual` and
+/// `spec.approvedBundle` naming another bundle, or none); `None` when it may start.
+fn awaiting_approval(s: &PoSnapshot<'_>, request: &PoRequest, bundle: &str) -> Option<HoldReason> {
+    let approved = request.approved_bundle.as_deref();
+    (request.upgrade_approval == UpgradeApproval::Manual && approved != Some(bundle)).then(|| {
+        HoldReason::AwaitingApproval {
+            po: s.name.clone(),
+            bundle: bundle.to_owned(),
+            approved: approved.map(str::to_owned),
+        }
+    })
 }
 
 /// What to do with a move recorded as intent and not applied yet.

@@ -20,6 +20,9 @@ pub struct PlannedHop {
     pub to: BundleRef,
     /// The pin the move was chosen under.
     pub pin: PinState,
+    /// The move waits for the admin's approval (`spec.upgradeApproval: Manual` and
+    /// `spec.approvedBundle` naming another bundle): the plan takes it as approved.
+    pub needs_approval: bool,
 }
 
 /// Why a plan stopped.
@@ -53,7 +56,9 @@ pub struct PoPlan {
 
 /// Walks `snapshot` forward: each move settles at once and, after a move, the new operator is
 /// taken to report `Upgradeable=True` (what a healthy operator does once migrated). The gate
-/// reading of the *running* operator is honoured for the first hop.
+/// reading of the *running* operator is honoured for the first hop. Under
+/// `upgradeApproval: Manual` each move is taken as approved by the admin, and marked
+/// ([`PlannedHop::needs_approval`]) unless `spec.approvedBundle` already names it.
 #[must_use]
 pub fn plan(snapshot: &PoSnapshot<'_>) -> PoPlan {
     let first = decide(snapshot);
@@ -66,6 +71,17 @@ pub fn plan(snapshot: &PoSnapshot<'_>) -> PoPlan {
         .map(|i| i.bundle.name.clone())
         .collect();
     let end = loop {
+        // A move held for nothing but the admin's approval: the admin approves it (issue 23
+        // item 5), as the plan's operators say Upgradeable=True once settled.
+        let mut needs_approval = false;
+        if let (Action::Nothing | Action::Keep, Some(held)) = (&decision.action, &decision.held)
+            && held.why.awaits_approval()
+            && let Ok(request) = world.request.as_mut()
+        {
+            request.approved_bundle = Some(held.to.name.clone());
+            decision = decide(&world);
+            needs_approval = true;
+        }
         let target = match &decision.action {
             Action::Move(target) => target.clone(),
             _ => {
@@ -91,6 +107,7 @@ pub fn plan(snapshot: &PoSnapshot<'_>) -> PoPlan {
                 .pin
                 .clone()
                 .unwrap_or_else(|| target.pin_after.clone()),
+            needs_approval,
         });
         world.installed = Some(Installed {
             bundle: InstalledBundle {

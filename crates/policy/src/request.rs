@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use pom_api::PlatformOperatorSpec;
-use pom_api::platform_operator::UpgradeGate;
+use pom_api::platform_operator::{UpgradeApproval, UpgradeGate};
 use pom_resolver::range::VersionRange;
 
 use crate::duration::parse_go_duration;
@@ -23,6 +23,10 @@ pub struct PoRequest {
     pub progress_deadline: Duration,
     /// `spec.installNamespace`, defaulting to the PO's name.
     pub install_namespace: String,
+    /// `spec.upgradeApproval`: under `Manual` a move starts only to `approved_bundle`.
+    pub upgrade_approval: UpgradeApproval,
+    /// `spec.approvedBundle`: the bundle the admin approved a move to.
+    pub approved_bundle: Option<String>,
 }
 
 /// A spec field that cannot be used, naming the field, the value and what to do.
@@ -84,6 +88,8 @@ impl PoRequest {
                 .install_namespace
                 .clone()
                 .unwrap_or_else(|| name.to_owned()),
+            upgrade_approval: spec.upgrade_approval,
+            approved_bundle: spec.approved_bundle.clone(),
         })
     }
 }
@@ -107,6 +113,9 @@ mod tests {
             omit_objects: Vec::new(),
             consent: Default::default(),
             watch_namespace: None,
+            upgrade_approval: UpgradeApproval::Automatic,
+            approved_bundle: None,
+            paused: false,
         }
     }
 

@@ -40,6 +40,9 @@ pub struct PoSnapshot<'a> {
     pub unsettled_move: Option<Result<UnsettledMoveAction, String>>,
     /// Whether the manager's admission guard is in place (issue 22 item 2).
     pub guard: GuardState,
+    /// `spec.paused`: POM writes nothing for the PO but its status (issue 23 item 5). Read
+    /// apart from [`PoSnapshot::request`], so that a spec that cannot be parsed is paused too.
+    pub paused: bool,
 }
 
 /// The manager's admission guard as the API server holds it: the layer that keeps a buggy or

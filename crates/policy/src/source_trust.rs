@@ -294,7 +294,13 @@ mod tests {
         let err = trust.check(&config_map(&beyond)).unwrap_err().to_string();
         assert!(err.contains("only the first 256 names"), "{err}");
         let short = SourceTrust::new(OWN, Some("a,b"));
-        assert!(!short.check(&config_map("c")).unwrap_err().to_string().contains("only the first"));
+        assert!(
+            !short
+                .check(&config_map("c"))
+                .unwrap_err()
+                .to_string()
+                .contains("only the first")
+        );
     }
 
     proptest! {

@@ -526,7 +526,14 @@ pub fn compute(input: &StatusInput<'_>) -> PlatformOperatorStatus {
         installed_before.is_none() || active_hop.as_ref().is_some_and(|h| h.from.is_none());
 
     let conditions = vec![
-        installed_condition(installed.as_ref(), problem, settled, first_install, &waits),
+        installed_condition(
+            installed.as_ref(),
+            problem,
+            settled,
+            first_install,
+            &waits,
+            decision,
+        ),
         progressing_condition(ProgressingInput {
             decision,
             problem,
@@ -543,15 +550,17 @@ pub fn compute(input: &StatusInput<'_>) -> PlatformOperatorStatus {
             &waits,
             &stopped_working,
         ),
-        upgradeable_condition(
-            &verdict,
+        upgradeable_condition(UpgradeableInput {
+            verdict: &verdict,
             settled,
-            active_hop.as_ref(),
-            desired.as_ref().map(|d| d.name.as_str()),
-            installed.is_some(),
-            &stopped_working,
-            problem.filter(|p| p.degrades),
-        ),
+            hop: active_hop.as_ref(),
+            desired: desired.as_ref().map(|d| d.name.as_str()),
+            installed: installed.is_some(),
+            stopped_working: &stopped_working,
+            blocked: problem.filter(|p| p.degrades),
+            held: decision.held.as_ref().map(|h| &h.why),
+            paused: decision.paused.is_some(),
+        }),
     ];
 
     PlatformOperatorStatus {
@@ -595,7 +604,28 @@ fn installed_condition(
     settled: bool,
     first_install: bool,
     waits: &[Wait],
+    decision: &PoDecision,
 ) -> Desired {
+    // Nothing installed because the admin holds it (issue 23 item 5): not a failure, and the
+    // message says what to do. A real failure (it degrades) says more and comes first.
+    if installed.is_none() && problem.is_none_or(|p| !p.degrades) {
+        if let Some(paused) = &decision.paused {
+            return Desired::new(
+                types::INSTALLED,
+                ConditionStatus::False,
+                Reason::Paused,
+                paused.clone(),
+            );
+        }
+        if let Some(held) = decision.held.as_ref().filter(|h| h.why.awaits_approval()) {
+            return Desired::new(
+                types::INSTALLED,
+                ConditionStatus::False,
+                Reason::UpgradePendingApproval,
+                format!("the install of {} waits: {}", held.to.name, held.why),
+            );
+        }
+    }
     match (installed, problem) {
         (None, Some(problem)) => Desired::new(
             types::INSTALLED,
@@ -652,6 +682,15 @@ fn progressing_condition(p: ProgressingInput<'_>) -> Desired {
     let progressing = |reason, message: String| {
         Desired::new(types::PROGRESSING, ConditionStatus::True, reason, message)
     };
+    // Paused: POM moves nothing, whatever else is true (a fault still shows in Degraded).
+    if let Some(paused) = &p.decision.paused {
+        return Desired::new(
+            types::PROGRESSING,
+            ConditionStatus::False,
+            Reason::Paused,
+            paused.clone(),
+        );
+    }
     if let Some(problem) = p.problem.filter(|p| p.degrades) {
         return Desired::new(
             types::PROGRESSING,
@@ -682,6 +721,21 @@ fn progressing_condition(p: ProgressingInput<'_>) -> Desired {
         return progressing(reason, format!("waiting for {waiting}"));
     }
     if let Some(to) = p.desired {
+        // Nothing progresses until the admin approves: not Progressing, and why.
+        if let Some(why) = p
+            .decision
+            .held
+            .as_ref()
+            .map(|h| &h.why)
+            .filter(|why| why.awaits_approval())
+        {
+            return Desired::new(
+                types::PROGRESSING,
+                ConditionStatus::False,
+                Reason::UpgradePendingApproval,
+                format!("the move to {to} waits: {why}"),
+            );
+        }
         let why = match p.decision.held.as_ref().map(|h| &h.why) {
             Some(HoldReason::MoveNotSettled) | None => "next".to_owned(),
             Some(why) => format!("held: {why}"),
@@ -756,17 +810,45 @@ fn stopped_working_message(stopped_working: &[&UnavailableDeployment]) -> String
     )
 }
 
-/// This PO's Upgradeable: the decision's verdict, and False while a move is unsettled or
-/// another one is pending (the CVO may read at any instant).
-fn upgradeable_condition(
-    verdict: &Upgradeability,
+/// What a PO's Upgradeable is computed from.
+struct UpgradeableInput<'a> {
+    verdict: &'a Upgradeability,
     settled: bool,
-    hop: Option<&ActiveHop>,
-    desired: Option<&str>,
+    hop: Option<&'a ActiveHop>,
+    desired: Option<&'a str>,
     installed: bool,
-    stopped_working: &[&UnavailableDeployment],
-    blocked: Option<&Problem>,
-) -> Desired {
+    stopped_working: &'a [&'a UnavailableDeployment],
+    blocked: Option<&'a Problem>,
+    /// Why the pending move waits, when it is held.
+    held: Option<&'a HoldReason>,
+    /// `spec.paused`: the verdict is `decide`'s `Paused`, whatever runs.
+    paused: bool,
+}
+
+/// This PO's Upgradeable: the decision's verdict, and False while a move is unsettled or
+/// another one is pending (the CVO may read at any instant), or the PO is paused.
+fn upgradeable_condition(u: UpgradeableInput<'_>) -> Desired {
+    let UpgradeableInput {
+        verdict,
+        settled,
+        hop,
+        desired,
+        installed,
+        stopped_working,
+        blocked,
+        held,
+        paused,
+    } = u;
+    // Paused with something installed: `decide` says why it is not vouched for (and what
+    // waits); nothing moves or settles while paused, so that is the one thing to act on.
+    if paused && !verdict.allows_update() {
+        return Desired::new(
+            types::UPGRADEABLE,
+            ConditionStatus::False,
+            verdict.reason,
+            verdict.message.clone(),
+        );
+    }
     if !stopped_working.is_empty() {
         // An operator that is not running cannot vouch for the next minor (fail closed).
         return Desired::new(
@@ -801,7 +883,25 @@ fn upgradeable_condition(
                 types::UPGRADEABLE,
                 ConditionStatus::False,
                 verdict.reason,
-                format!("{}; a move to {to} is pending", verdict.message),
+                match held.filter(|why| why.awaits_approval()) {
+                    Some(why) => format!(
+                        "{}; the move to {to} waits for the admin's approval ({why})",
+                        verdict.message
+                    ),
+                    None => format!("{}; a move to {to} is pending", verdict.message),
+                },
+            );
+        }
+        // The pin in force needs a move the admin has not approved (issue 23 item 5): the PO
+        // is not where the cluster needs it until the admin approves it and it settles.
+        if let Some(why) = held.filter(|why| why.awaits_approval()) {
+            return Desired::new(
+                types::UPGRADEABLE,
+                ConditionStatus::False,
+                Reason::UpgradePendingApproval,
+                format!(
+                    "the move to {to} waits for the admin's approval ({why}); the cluster is not upgradeable until it is approved and has settled"
+                ),
             );
         }
         // A move refused when it was applied does not happen by waiting: say what blocks it.

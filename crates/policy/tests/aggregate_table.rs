@@ -14,7 +14,7 @@ use pom_api::conditions::{ConditionStatus, Reason, types};
 use pom_api::openshift::{ClusterOperatorStatus, OperandVersion};
 use pom_api::platform_operator::{
     ActiveHop, BundleRef, InstalledBundle, PackageSpec, PinReason, PinStatus, PlatformOperatorSpec,
-    PlatformOperatorStatus, UpgradeGate,
+    PlatformOperatorStatus, UpgradeApproval, UpgradeGate,
 };
 use pom_policy::Upgradeability;
 use pom_policy::aggregate::{self, ClusterPhaseView};
@@ -171,6 +171,9 @@ impl Po {
                 omit_objects: Vec::new(),
                 consent: Default::default(),
                 watch_namespace: None,
+                upgrade_approval: UpgradeApproval::Automatic,
+                approved_bundle: None,
+                paused: false,
             },
         );
         po.metadata.generation = Some(self.generation);
@@ -609,6 +612,79 @@ fn rows() -> Vec<Row> {
                 (types::AVAILABLE, "b: the operator stopped working"),
                 (types::DEGRADED, "b: the operator stopped working"),
             ],
+        },
+        // Issue 23 item 5: a move held for the admin's approval, and a paused PO.
+        Row {
+            name: "a first install waiting for approval is not unavailable and does not block",
+            pos: vec![
+                po("a"),
+                po("b")
+                    .nothing_installed(
+                        "UpgradePendingApproval",
+                        "the install of b.v1.1.0 waits: approve it",
+                    )
+                    .desired("1.1.0")
+                    .set(
+                        types::PROGRESSING,
+                        "False",
+                        "UpgradePendingApproval",
+                        "the move to b.v1.1.0 waits",
+                    ),
+            ],
+            cluster: steady(),
+            want: shape(HAPPY, Reported),
+            says: vec![],
+        },
+        Row {
+            name: "a hop waiting for approval blocks, naming the PO and the bundle, and holds the release",
+            pos: vec![
+                po("a").pin(PinReason::MinorUpgrade),
+                po("b")
+                    .pin(PinReason::MinorUpgrade)
+                    .desired("1.2.0")
+                    .set(
+                        types::PROGRESSING,
+                        "False",
+                        "UpgradePendingApproval",
+                        "the move to b.v1.2.0 waits",
+                    )
+                    .upgradeable(
+                        "False",
+                        "UpgradePendingApproval",
+                        "the move to b.v1.2.0 waits for the admin's approval (pomctl approve b --bundle b.v1.2.0)",
+                    ),
+            ],
+            cluster: minor(),
+            want: blocked(Reason::UpgradePendingApproval, Withheld),
+            says: vec![(
+                types::UPGRADEABLE,
+                "b: the move to b.v1.2.0 waits for the admin's approval (pomctl approve b --bundle b.v1.2.0)",
+            )],
+        },
+        Row {
+            name: "a paused PO blocks with its reason, not as unavailable",
+            pos: vec![
+                po("a"),
+                po("b")
+                    .set(types::PROGRESSING, "False", "Paused", "paused (spec.paused)")
+                    .upgradeable(
+                        "False",
+                        "Paused",
+                        "paused (spec.paused): POM neither moves nor repairs b.v1.1.0",
+                    ),
+            ],
+            cluster: steady(),
+            want: blocked(Reason::Paused, Reported),
+            says: vec![(types::UPGRADEABLE, "b: paused (spec.paused)")],
+        },
+        Row {
+            name: "a PO paused before its first install is not unavailable",
+            pos: vec![
+                po("a").nothing_installed("Paused", "paused (spec.paused): the install waits"),
+            ],
+            cluster: steady(),
+            want: shape(HAPPY, Reported),
+            says: vec![],
         },
         Row {
             name: "a first install not applied yet is not unavailable",

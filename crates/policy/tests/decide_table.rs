@@ -16,7 +16,7 @@ mod fixture {
 
     use k8s_openapi::jiff::Timestamp;
     use pom_api::PlatformOperatorSpec;
-    use pom_api::platform_operator::{InstalledBundle, PackageSpec, UpgradeGate};
+    use pom_api::platform_operator::{InstalledBundle, PackageSpec, UpgradeApproval, UpgradeGate};
     use pom_policy::snapshot::{
         CatalogContent, CatalogView, ClusterView, GateReading, GuardState, Hop, Installed,
         OperatorGate, PoSnapshot, UnsettledMoveAction,
@@ -243,6 +243,9 @@ mod fixture {
                 omit_objects: Vec::new(),
                 consent: Default::default(),
                 watch_namespace: None,
+                upgrade_approval: UpgradeApproval::Automatic,
+                approved_bundle: None,
+                paused: false,
             },
             duplicate_of: None,
             found_bundle_label: None,
@@ -359,6 +362,24 @@ mod fixture {
             self
         }
 
+        /// `spec.upgradeApproval: Manual`.
+        pub fn manual(mut self) -> Self {
+            self.spec.upgrade_approval = UpgradeApproval::Manual;
+            self
+        }
+
+        /// `spec.approvedBundle: <bundle of version>`.
+        pub fn approved(mut self, version: &str) -> Self {
+            self.spec.approved_bundle = Some(bundle_name(version));
+            self
+        }
+
+        /// `spec.paused: true`.
+        pub fn paused(mut self) -> Self {
+            self.spec.paused = true;
+            self
+        }
+
         pub fn duplicate_of(mut self, winner: &str) -> Self {
             self.duplicate_of = Some(winner.to_owned());
             self
@@ -443,6 +464,7 @@ mod fixture {
                     .clone()
                     .map(|a| UnsettledMoveAction::parse(&a)),
                 guard: self.guard.clone(),
+                paused: self.spec.paused,
             }
         }
     }
@@ -478,6 +500,8 @@ enum Why {
     OperatorNotUpgradeable,
     OperatorConditionPending,
     ClusterVersionUnknown,
+    AwaitingApproval,
+    Paused,
 }
 
 /// Everything a row pins down.
@@ -489,6 +513,8 @@ struct Outcome {
     verdict: (ConditionStatus, Reason),
     problem: Option<(Reason, bool)>,
     deadline_exceeded: bool,
+    /// `spec.paused` withheld every write.
+    paused: bool,
 }
 
 impl Outcome {
@@ -523,12 +549,15 @@ impl Outcome {
                     HoldReason::OperatorNotUpgradeable { .. } => Why::OperatorNotUpgradeable,
                     HoldReason::OperatorConditionPending { .. } => Why::OperatorConditionPending,
                     HoldReason::ClusterVersionUnknown { .. } => Why::ClusterVersionUnknown,
+                    HoldReason::AwaitingApproval { .. } => Why::AwaitingApproval,
+                    HoldReason::Paused { .. } => Why::Paused,
                 };
                 (h.to.version.clone(), why)
             }),
             verdict: (decision.verdict.status, decision.verdict.reason),
             problem: decision.problem.as_ref().map(|p| (p.reason, p.degrades)),
             deadline_exceeded: decision.deadline_exceeded,
+            paused: decision.paused.is_some(),
         }
     }
 }
@@ -542,6 +571,10 @@ struct Expect {
     verdict_says: Vec<&'static str>,
     /// Texts the problem's message must contain.
     problem_says: Vec<&'static str>,
+    /// Texts the held move's reason must contain.
+    held_says: Vec<&'static str>,
+    /// Texts the pause message must contain.
+    paused_says: Vec<&'static str>,
     /// Texts no message may contain.
     never_says: Vec<&'static str>,
 }
@@ -555,9 +588,12 @@ fn expect(action: Act) -> Expect {
             verdict: (ConditionStatus::True, Reason::AsExpected),
             problem: None,
             deadline_exceeded: false,
+            paused: false,
         },
         verdict_says: vec![],
         problem_says: vec![],
+        held_says: vec![],
+        paused_says: vec![],
         never_says: vec![],
     }
 }
@@ -614,6 +650,23 @@ impl Expect {
 
     fn problem_says(mut self, text: &'static str) -> Self {
         self.problem_says.push(text);
+        self
+    }
+
+    /// Everything is withheld by `spec.paused`: not Upgradeable (reason `Paused`) when
+    /// something is installed.
+    fn paused(mut self) -> Self {
+        self.outcome.paused = true;
+        self
+    }
+
+    fn held_says(mut self, text: &'static str) -> Self {
+        self.held_says.push(text);
+        self
+    }
+
+    fn paused_says(mut self, text: &'static str) -> Self {
+        self.paused_says.push(text);
         self
     }
 
@@ -1217,6 +1270,263 @@ fn rows() -> Vec<Row> {
                 .problem(Reason::DuplicatePackage, true)
                 .problem_says("demo-older"),
         ),
+        // Issue 23 item 5: `spec.upgradeApproval: Manual` holds every move (the first install
+        // included, as OLM v0's Manual InstallPlan) until `spec.approvedBundle` names exactly
+        // its bundle; the approval is asked once nothing else holds the move.
+        row(
+            "Manual: the first install waits for the approval of the bundle chosen",
+            world().manual(),
+            nothing()
+                .pin(Install, "*")
+                .held("2.0.0", Why::AwaitingApproval)
+                .held_says("pomctl approve demo --bundle demo.v2.0.0")
+                .held_says(r#"kubectl patch platformoperator demo --type merge -p '{"spec":{"approvedBundle":"demo.v2.0.0"}}'"#),
+        ),
+        row(
+            "Manual: the approved first install starts",
+            world().manual().approved("2.0.0"),
+            move_to("2.0.0", Steady, "=2.0.0").pin(Install, "*"),
+        ),
+        row(
+            "Manual: a patch hop waits for approval, what runs is kept and repaired",
+            world().installed("1.1.0").cluster(Cluster::Patch).manual(),
+            keep()
+                .pin(PatchUpgrade, ">=1.1.0 <1.2.0-0")
+                .held("1.1.1", Why::AwaitingApproval)
+                .held_says("demo.v1.1.1 is not approved"),
+        ),
+        row(
+            "Manual: an approval of another bundle does not release the hop, and is named",
+            world()
+                .installed("1.1.0")
+                .cluster(Cluster::Patch)
+                .manual()
+                .approved("1.2.0"),
+            keep()
+                .pin(PatchUpgrade, ">=1.1.0 <1.2.0-0")
+                .held("1.1.1", Why::AwaitingApproval)
+                .held_says("spec.approvedBundle names demo.v1.2.0"),
+        ),
+        row(
+            "Manual: the approved hop moves",
+            world()
+                .installed("1.1.0")
+                .cluster(Cluster::Patch)
+                .manual()
+                .approved("1.1.1"),
+            move_to("1.1.1", PatchUpgrade, ">=1.1.1 <1.2.0-0")
+                .pin(PatchUpgrade, ">=1.1.0 <1.2.0-0"),
+        ),
+        row(
+            "Manual: the approval of the last hop does not carry to the next",
+            world()
+                .installed("1.1.1")
+                .cluster(Cluster::Minor)
+                .manual()
+                .approved("1.1.1"),
+            keep()
+                .pin(MinorUpgrade, ">=1.1.1 <2.0.0-0")
+                .held("1.2.0", Why::AwaitingApproval),
+        ),
+        row(
+            "Manual: an unsettled move holds first, approved or not",
+            world()
+                .installed("1.1.0")
+                .cluster(Cluster::Patch)
+                .hop(LastHop::Unsettled { age: 60 })
+                .manual()
+                .approved("1.1.1"),
+            keep()
+                .pin(PatchUpgrade, ">=1.1.0 <1.2.0-0")
+                .held("1.1.1", Why::MoveNotSettled),
+        ),
+        row(
+            "Manual: the operator's Upgradeable=False holds first",
+            world()
+                .installed("1.1.0")
+                .cluster(Cluster::Patch)
+                .gate(Gate::Forbids)
+                .manual(),
+            keep()
+                .pin(PatchUpgrade, ">=1.1.0 <1.2.0-0")
+                .held("1.1.1", Why::OperatorNotUpgradeable)
+                .verdict(False, Reason::OperatorNotUpgradeable),
+        ),
+        row(
+            "Manual: a move recorded as intent (approved when it started) is resumed",
+            world()
+                .installed("1.1.0")
+                .cluster(Cluster::Patch)
+                .hop(LastHop::Recorded { to: "1.1.1" })
+                .manual(),
+            move_to("1.1.1", PatchUpgrade, ">=1.1.1 <1.2.0-0")
+                .pin(PatchUpgrade, ">=1.1.0 <1.2.0-0"),
+        ),
+        row(
+            "Manual: abandon names the bundle to leave, which is the approval to move back",
+            world()
+                .installed("1.1.1")
+                .hop(LastHop::UnsettledFrom { from: "1.1.0" })
+                .unsettled_move("abandon:demo.v1.1.1")
+                .manual(),
+            move_to("1.1.0", Steady, "=1.1.0")
+                .pin(Steady, "=1.1.1")
+                .deadline_exceeded(),
+        ),
+        row(
+            "Manual: a steady cluster at its pin waits for nothing",
+            world().installed("1.1.0").manual(),
+            keep().pin(Steady, "=1.1.0"),
+        ),
+        row(
+            "Manual: the override's move waits for approval too",
+            world()
+                .installed("1.2.0")
+                .steady_state_range(">=2.0.0")
+                .manual(),
+            keep()
+                .pin(Override, ">=2.0.0")
+                .held("2.0.0", Why::AwaitingApproval),
+        ),
+        // Issue 23 item 5: `spec.paused` withholds every write; what runs is not vouched for.
+        row(
+            "paused, nothing installed: the install is held, nothing to vouch for",
+            world().paused(),
+            nothing()
+                .pin(Install, "*")
+                .held("2.0.0", Why::Paused)
+                .paused()
+                .paused_says("the install of demo.v2.0.0 waits")
+                .paused_says(r#"kubectl patch platformoperator demo --type merge -p '{"spec":{"paused":false}}'"#),
+        ),
+        row(
+            "paused at its pin: no drift repair, not Upgradeable",
+            world().installed("1.1.0").paused(),
+            nothing()
+                .pin(Steady, "=1.1.0")
+                .paused()
+                .verdict(False, Reason::Paused)
+                .verdict_says("demo.v1.1.0")
+                .verdict_says("before updating the cluster"),
+        ),
+        row(
+            "paused during a patch update: the hop is held",
+            world().installed("1.1.0").cluster(Cluster::Patch).paused(),
+            nothing()
+                .pin(PatchUpgrade, ">=1.1.0 <1.2.0-0")
+                .held("1.1.1", Why::Paused)
+                .paused()
+                .verdict(False, Reason::Paused)
+                .verdict_says("the move to demo.v1.1.1 waits")
+                .paused_says("the move to demo.v1.1.1 waits"),
+        ),
+        row(
+            "paused and Manual: the approval hold stays, nothing is written",
+            world()
+                .installed("1.1.0")
+                .cluster(Cluster::Patch)
+                .manual()
+                .paused(),
+            nothing()
+                .pin(PatchUpgrade, ">=1.1.0 <1.2.0-0")
+                .held("1.1.1", Why::AwaitingApproval)
+                .paused()
+                .verdict(False, Reason::Paused),
+        ),
+        row(
+            "paused and approved: the hop is still held",
+            world()
+                .installed("1.1.0")
+                .cluster(Cluster::Patch)
+                .manual()
+                .approved("1.1.1")
+                .paused(),
+            nothing()
+                .pin(PatchUpgrade, ">=1.1.0 <1.2.0-0")
+                .held("1.1.1", Why::Paused)
+                .paused()
+                .verdict(False, Reason::Paused),
+        ),
+        row(
+            "paused with a move recorded as intent: not resumed",
+            world()
+                .installed("1.1.0")
+                .cluster(Cluster::Patch)
+                .hop(LastHop::Recorded { to: "1.1.1" })
+                .paused(),
+            nothing()
+                .pin(PatchUpgrade, ">=1.1.0 <1.2.0-0")
+                .held("1.1.1", Why::Paused)
+                .paused()
+                .verdict(False, Reason::Paused),
+        ),
+        row(
+            "paused: an unsettled move past its deadline is not Degraded (POM moves nothing)",
+            world()
+                .installed("1.1.0")
+                .hop(LastHop::Unsettled { age: 11 * 60 })
+                .paused(),
+            nothing()
+                .pin(Steady, "=1.1.0")
+                .paused()
+                .verdict(False, Reason::Paused),
+        ),
+        row(
+            "paused: the admin's skip of an unsettled move is not carried out",
+            world()
+                .installed("1.1.0")
+                .cluster(Cluster::Patch)
+                .hop(LastHop::Unsettled { age: 60 })
+                .unsettled_move("skip:demo.v1.1.0")
+                .paused(),
+            nothing()
+                .pin(PatchUpgrade, ">=1.1.0 <1.2.0-0")
+                .held("1.1.1", Why::Paused)
+                .paused()
+                .verdict(False, Reason::Paused),
+        ),
+        row(
+            "paused with a spec that cannot be used: nothing is re-applied",
+            world()
+                .installed("1.1.0")
+                .progress_deadline("ten minutes")
+                .paused(),
+            nothing()
+                .paused()
+                .verdict(False, Reason::Paused)
+                .problem(Reason::ResolutionFailed, true)
+                .verdict_says("also: cannot judge"),
+        ),
+        row(
+            "paused with an incompatible bundle: Paused, and the incompatibility is said",
+            world().installed("1.0.0").paused(),
+            nothing()
+                .pin(Steady, "=1.0.0")
+                .paused()
+                .verdict(False, Reason::Paused)
+                .verdict_says("spec.steadyStateVersionRange to \"=1.1.0\""),
+        ),
+        row(
+            "paused, catalog not read since the start: wait, judge nothing",
+            world().installed("1.1.0").catalogs(Catalogs::Loading).paused(),
+            expect(Act::WaitForCatalog(fixture::CATALOG))
+                .paused()
+                .verdict(False, Reason::Paused),
+        ),
+        row(
+            "paused without the admission guard: the guard's fault is still the problem",
+            world()
+                .installed("1.1.0")
+                .paused()
+                .guard(GuardState::Missing {
+                    object: "ValidatingAdmissionPolicy platform-operators-manager-guard"
+                        .to_owned(),
+                }),
+            nothing()
+                .paused()
+                .verdict(False, Reason::Paused)
+                .problem(Reason::AdmissionGuardMissing, true),
+        ),
         // Progress deadline.
         row(
             "unsettled hop older than progressDeadline: deadline exceeded",
@@ -1297,6 +1607,25 @@ fn decide_table() {
             if !problem.contains(text) {
                 failures.push(format!(
                     "{}: problem message lacks {text:?}: {problem}",
+                    row.name
+                ));
+            }
+        }
+        let held = decision
+            .held
+            .as_ref()
+            .map(|h| h.why.to_string())
+            .unwrap_or_default();
+        for text in &row.expect.held_says {
+            if !held.contains(text) {
+                failures.push(format!("{}: held reason lacks {text:?}: {held}", row.name));
+            }
+        }
+        let paused = decision.paused.as_deref().unwrap_or_default();
+        for text in &row.expect.paused_says {
+            if !paused.contains(text) {
+                failures.push(format!(
+                    "{}: pause message lacks {text:?}: {paused}",
                     row.name
                 ));
             }

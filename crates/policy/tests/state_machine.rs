@@ -18,7 +18,8 @@
 //! Events: reconciles; rollouts finishing; Deployments regressing; operators writing
 //! True/False/pending; OperatorConditions deleted; transient and permanent (admission) apply
 //! failures; manager restarts and crashes between a move's intent and its apply; status loss;
-//! PO spec edits (versionRange, channel, upgradeGate, steadyStateVersionRange, catalog); a
+//! PO spec edits (versionRange, channel, upgradeGate, steadyStateVersionRange, catalog,
+//! upgradeApproval, the admin's approvals as `pomctl approve` writes them, paused); a
 //! second catalog, bundles added and removed, catalogs down and up, priority flips; patch and
 //! minor updates, ClusterVersion retargets, completions, rollbacks and in-flight rollbacks, an
 //! unreadable ClusterVersion; time passing (past the progress deadline and the settle window).
@@ -42,16 +43,22 @@
 //!    spec and the cluster phase and minors as they are now, with nothing blocking it then;
 //! 8. `versions[operator]` reaches the release only when every PO that runs something was last
 //!    judged for the cluster as it is now, settled, with no move owed;
-//! 9. a move unsettled past `spec.progressDeadline` (from its apply) leaves the PO Degraded;
+//! 9. a move unsettled past `spec.progressDeadline` (from its apply) leaves the PO Degraded
+//!    (unless paused: POM moves nothing then);
 //! 10. a settled operator whose Deployment regressed leaves the PO Degraded;
 //! 11. the status records what runs, a move recorded settled has settled in the world, a
 //!     recorded move lists its objects before they are written, prune never deletes what the
 //!     installed bundle owns, and a move recorded before a crash is never dropped while it
-//!     still qualifies.
+//!     still qualifies;
+//! 12. a paused PO is neither moved nor re-applied, and not Upgradeable while something runs
+//!     (a blocker of invariant 6);
+//! 13. under `upgradeApproval: Manual` a move (the first install included) starts only to the
+//!     bundle `spec.approvedBundle` names, except to resume a move recorded before a crash.
 //!
 //! Liveness: after the random events the world calms down (catalogs up, ClusterVersion
-//! readable, no transient failures; each round: time passes past the settle window, every PO
-//! is reconciled, its rollout finishes, and an operator that has reported says True); within
+//! readable, no transient failures, no PO paused; each round: time passes past the settle
+//! window, the admin approves the move a Manual PO owes, every PO is reconciled, its rollout
+//! finishes, and an operator that has reported says True); within
 //! [`LIVENESS_ROUNDS`] rounds (7 events each) every PO must be at its pin: no move owed by the
 //! world's resolution, its move settled and recorded, nothing pending, or, when the owed move's
 //! bundle is refused for good, Degraded with that move pending; and then `versions` reports the
@@ -72,7 +79,7 @@ mod oracle;
 mod world;
 
 use pom_api::conditions::{ConditionStatus, types};
-use pom_api::platform_operator::UpgradeGate;
+use pom_api::platform_operator::{UpgradeApproval, UpgradeGate};
 use proptest::prelude::*;
 use proptest::test_runner::RngSeed;
 
@@ -107,7 +114,11 @@ fn event() -> impl Strategy<Value = Event> {
         1 => (po.clone(), 0..=CHANNELS.len()).prop_map(|(p, c)| Event::EditChannel(p, c)),
         1 => (po.clone(), gate()).prop_map(|(p, g)| Event::EditGate(p, g)),
         1 => (po.clone(), 0..OVERRIDES.len()).prop_map(|(p, r)| Event::EditOverride(p, r)),
-        1 => (po, 0..=CATALOGS.len()).prop_map(|(p, c)| Event::EditCatalog(p, c)),
+        1 => (po.clone(), 0..=CATALOGS.len()).prop_map(|(p, c)| Event::EditCatalog(p, c)),
+        1 => (po.clone(), any::<bool>()).prop_map(|(p, m)| Event::EditApproval(p, m)),
+        2 => po.clone().prop_map(Event::Approve),
+        1 => (po.clone(), 0..VERSIONS.len()).prop_map(|(p, b)| Event::ApproveBundle(p, b)),
+        1 => (po, any::<bool>()).prop_map(|(p, paused)| Event::Pause(p, paused)),
         2 => Just(Event::StartPatch),
         2 => Just(Event::StartMinor),
         1 => Just(Event::Retarget),
@@ -160,6 +171,9 @@ fn calm_down(world: &mut World) -> Result<(), String> {
         po.fail_next_apply = false;
         po.crash_during_next_move = false;
     }
+    for i in 0..PACKAGES.len() {
+        world.apply(&Event::Pause(i, false))?;
+    }
     let mut last = String::new();
     for round in 0..LIVENESS_ROUNDS {
         if round > 0 {
@@ -170,6 +184,13 @@ fn calm_down(world: &mut World) -> Result<(), String> {
         }
         world.apply(&Event::Wait(150))?;
         for i in 0..PACKAGES.len() {
+            // Under Manual approval the admin approves the move POM owes (as
+            // `pomctl approve --bundle` ahead of it, or what `pomctl plan` lists).
+            if world.pos[i].po.spec.upgrade_approval == UpgradeApproval::Manual
+                && let Some(owed) = oracle::next_move(world, i)
+            {
+                world.apply(&Event::ApproveBundle(i, owed))?;
+            }
             world.apply(&Event::Reconcile(i))?;
             world.apply(&Event::RolloutFinishes(i))?;
             let sim = &world.pos[i];
@@ -447,4 +468,47 @@ fn an_operator_seen_reporting_keeps_gating_its_moves() {
         ],
     );
     assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}
+
+/// Issue 23 item 5, scripted (so the property is not vacuous about it): under Manual approval
+/// the first install waits for the admin's approval of exactly the bundle chosen (an approval
+/// of another bundle releases nothing), and a paused PO installs nothing until it is resumed;
+/// then both reach their pins.
+#[test]
+fn manual_approval_and_pause_hold_moves_until_the_admin_acts() {
+    let setup = plain_setup([UpgradeGate::Rollout, UpgradeGate::Rollout]);
+    let mut world = World::new(&setup);
+    let apply = |world: &mut World, event: Event| {
+        world
+            .apply(&event)
+            .unwrap_or_else(|violation| panic!("{event:?}: {violation}"));
+    };
+    apply(&mut world, Event::EditApproval(0, true));
+    apply(&mut world, Event::Pause(1, true));
+    apply(&mut world, Event::Reconcile(0));
+    apply(&mut world, Event::Reconcile(1));
+    assert_eq!(world.pos[0].running, None, "held for approval");
+    assert_eq!(world.pos[1].running, None, "paused");
+    let waiting = |world: &World, i: usize| {
+        world
+            .status(i)
+            .and_then(|s| s.desired_bundle.as_ref())
+            .map(|d| d.version.clone())
+    };
+    assert_eq!(waiting(&world, 0).as_deref(), Some("1.2.0"));
+    assert_eq!(waiting(&world, 1).as_deref(), Some("1.2.0"));
+    // An approval of another bundle releases nothing.
+    apply(&mut world, Event::ApproveBundle(0, 0));
+    apply(&mut world, Event::Reconcile(0));
+    assert_eq!(world.pos[0].running, None, "1.0.0 approved, 1.2.0 waits");
+    // What `pomctl approve` writes: the bundle the PO waits for.
+    apply(&mut world, Event::Approve(0));
+    apply(&mut world, Event::Reconcile(0));
+    assert_eq!(world.pos[0].running.map(|r| VERSIONS[r]), Some("1.2.0"));
+    apply(&mut world, Event::Reconcile(1));
+    assert_eq!(world.pos[1].running, None, "still paused");
+    apply(&mut world, Event::Pause(1, false));
+    apply(&mut world, Event::Reconcile(1));
+    assert_eq!(world.pos[1].running.map(|r| VERSIONS[r]), Some("1.2.0"));
+    calm_down(&mut world).unwrap_or_else(|why| panic!("{why}"));
 }

@@ -68,6 +68,7 @@ fn decision(action: Action, pin: Option<PinState>, verdict: Upgradeability) -> P
         deprecations: vec![],
         unsettled_move_action: None,
         judged_for: Some(Version::new(4, 17, 0)),
+        paused: None,
     }
 }
 
@@ -112,6 +113,38 @@ fn with_problem(mut d: PoDecision, reason: Reason, degrades: bool) -> PoDecision
         message: format!("{reason} happened"),
         degrades,
     });
+    d
+}
+
+/// `spec.upgradeApproval: Manual` and the move to `version` not approved.
+fn awaiting_approval(d: PoDecision, version: &str) -> PoDecision {
+    let po = "demo".to_owned();
+    held(
+        d,
+        version,
+        HoldReason::AwaitingApproval {
+            po,
+            bundle: name(version),
+            approved: None,
+        },
+    )
+}
+
+/// `spec.paused`, as `decide` states it: nothing written, and what runs (when something does)
+/// not vouched for.
+fn paused(mut d: PoDecision, installed: bool) -> PoDecision {
+    if matches!(d.action, Action::Keep | Action::Move(_)) {
+        d.action = Action::Nothing;
+    }
+    d.paused = Some(
+        "paused (spec.paused): POM writes nothing for this PlatformOperator but its status; resume it with `kubectl patch platformoperator demo --type merge -p '{\"spec\":{\"paused\":false}}'`".to_owned(),
+    );
+    if installed {
+        d.verdict = Upgradeability::no(
+            Reason::Paused,
+            "paused (spec.paused): POM neither moves nor repairs demo.v1.1.0 nor checks that it still works, so it cannot vouch for the next minor",
+        );
+    }
     d
 }
 
@@ -1035,6 +1068,256 @@ fn rows() -> Vec<Row> {
                 says: vec![],
             },
         },
+        // Issue 23 item 5: a move held for the admin's approval, and a paused PO.
+        Row {
+            name: "Manual: the first install waits for approval: not installed, not progressing, not a failure",
+            step: step(
+                &empty(),
+                0,
+                awaiting_approval(
+                    decision(
+                        Action::Nothing,
+                        Some(pin(PinReason::Install, "*")),
+                        Upgradeability::yes("nothing installed"),
+                    ),
+                    "1.1.0",
+                ),
+                ActOutcome::Skipped,
+            ),
+            want: Want {
+                conditions: [
+                    (False, Reason::UpgradePendingApproval),
+                    (False, Reason::UpgradePendingApproval),
+                    OK,
+                    upgradeable,
+                ],
+                installed: None,
+                desired: Some("1.1.0"),
+                pin: Some((PinReason::Install, "*")),
+                hop: None,
+                max: None,
+                says: vec![
+                    (types::INSTALLED, "the install of demo.v1.1.0 waits"),
+                    (types::INSTALLED, "pomctl approve demo --bundle demo.v1.1.0"),
+                    (types::PROGRESSING, "pomctl approve demo --bundle demo.v1.1.0"),
+                ],
+            },
+        },
+        Row {
+            name: "Manual: a settled PO whose next hop waits for approval: not progressing, not upgradeable",
+            step: step(
+                &settled_at_1_1_0(),
+                600,
+                awaiting_approval(
+                    keep(pin(PinReason::PatchUpgrade, ">=1.1.0 <1.2.0-0")),
+                    "1.1.1",
+                ),
+                applied(report("1.1.0", Some("4.17"), vec![])),
+            ),
+            want: Want {
+                conditions: [
+                    installed_ok,
+                    (False, Reason::UpgradePendingApproval),
+                    OK,
+                    (False, Reason::UpgradePendingApproval),
+                ],
+                installed: Some("1.1.0"),
+                desired: Some("1.1.1"),
+                pin: Some((PinReason::PatchUpgrade, ">=1.1.0 <1.2.0-0")),
+                hop: Some((None, "1.1.0", true)),
+                max: Some("4.17"),
+                says: vec![
+                    (types::PROGRESSING, "the move to demo.v1.1.1 waits"),
+                    (
+                        types::UPGRADEABLE,
+                        r#"kubectl patch platformoperator demo --type merge -p '{"spec":{"approvedBundle":"demo.v1.1.1"}}'"#,
+                    ),
+                    (types::UPGRADEABLE, "until it is approved and has settled"),
+                ],
+            },
+        },
+        Row {
+            name: "Manual: an incompatible bundle whose lifting move waits for approval keeps its reason and says to approve",
+            step: step(
+                &settled_at_1_1_0(),
+                600,
+                with_verdict(
+                    awaiting_approval(
+                        keep(pin(PinReason::Override, ">=1.2.0")),
+                        "1.2.0",
+                    ),
+                    Upgradeability::no(
+                        Reason::IncompatibleOperatorsInstalled,
+                        "demo.v1.1.0 supports OpenShift up to 4.17",
+                    ),
+                ),
+                applied(report("1.1.0", Some("4.17"), vec![])),
+            ),
+            want: Want {
+                conditions: [
+                    installed_ok,
+                    (False, Reason::UpgradePendingApproval),
+                    OK,
+                    (False, Reason::IncompatibleOperatorsInstalled),
+                ],
+                installed: Some("1.1.0"),
+                desired: Some("1.2.0"),
+                pin: Some((PinReason::Override, ">=1.2.0")),
+                hop: Some((None, "1.1.0", true)),
+                max: Some("4.17"),
+                says: vec![
+                    (types::UPGRADEABLE, "up to 4.17"),
+                    (
+                        types::UPGRADEABLE,
+                        "the move to demo.v1.2.0 waits for the admin's approval",
+                    ),
+                    (types::UPGRADEABLE, "pomctl approve demo --bundle demo.v1.2.0"),
+                ],
+            },
+        },
+        Row {
+            name: "paused at its pin: nothing applied, Progressing and Upgradeable say Paused",
+            step: step(
+                &settled_at_1_1_0(),
+                600,
+                paused(keep(pin(PinReason::Steady, "=1.1.0")), true),
+                ActOutcome::Skipped,
+            ),
+            want: Want {
+                conditions: [
+                    installed_ok,
+                    (False, Reason::Paused),
+                    OK,
+                    (False, Reason::Paused),
+                ],
+                installed: Some("1.1.0"),
+                desired: None,
+                pin: Some((PinReason::Steady, "=1.1.0")),
+                hop: Some((None, "1.1.0", true)),
+                max: Some("4.17"),
+                says: vec![
+                    (types::PROGRESSING, r#"-p '{"spec":{"paused":false}}'"#),
+                    (types::UPGRADEABLE, "cannot vouch for the next minor"),
+                ],
+            },
+        },
+        Row {
+            name: "paused with a hop held: the hop is pending, Paused is the reason",
+            step: step(
+                &settled_at_1_1_0(),
+                600,
+                paused(
+                    held(
+                        keep(pin(PinReason::PatchUpgrade, ">=1.1.0 <1.2.0-0")),
+                        "1.1.1",
+                        HoldReason::Paused { po: "demo".into() },
+                    ),
+                    true,
+                ),
+                ActOutcome::Skipped,
+            ),
+            want: Want {
+                conditions: [
+                    installed_ok,
+                    (False, Reason::Paused),
+                    OK,
+                    (False, Reason::Paused),
+                ],
+                installed: Some("1.1.0"),
+                desired: Some("1.1.1"),
+                pin: Some((PinReason::PatchUpgrade, ">=1.1.0 <1.2.0-0")),
+                hop: Some((None, "1.1.0", true)),
+                max: Some("4.17"),
+                says: vec![],
+            },
+        },
+        Row {
+            name: "paused mid-move: the move stays unsettled (nothing is checked), Paused",
+            step: step(
+                &hopping_to_1_1_1(),
+                630,
+                paused(keep(pin(PinReason::PatchUpgrade, ">=1.1.1 <1.2.0-0")), true),
+                ActOutcome::Skipped,
+            ),
+            want: Want {
+                conditions: [
+                    installed_ok,
+                    (False, Reason::Paused),
+                    OK,
+                    (False, Reason::Paused),
+                ],
+                installed: Some("1.1.1"),
+                desired: None,
+                pin: Some((PinReason::PatchUpgrade, ">=1.1.1 <1.2.0-0")),
+                hop: Some((Some("1.1.0"), "1.1.1", false)),
+                max: Some("4.17"),
+                says: vec![],
+            },
+        },
+        Row {
+            name: "paused before the first install: not installed, Paused, nothing to vouch for",
+            step: step(
+                &empty(),
+                0,
+                paused(
+                    held(
+                        decision(
+                            Action::Nothing,
+                            Some(pin(PinReason::Install, "*")),
+                            Upgradeability::yes("nothing installed"),
+                        ),
+                        "1.1.0",
+                        HoldReason::Paused { po: "demo".into() },
+                    ),
+                    false,
+                ),
+                ActOutcome::Skipped,
+            ),
+            want: Want {
+                conditions: [
+                    (False, Reason::Paused),
+                    (False, Reason::Paused),
+                    OK,
+                    upgradeable,
+                ],
+                installed: None,
+                desired: Some("1.1.0"),
+                pin: Some((PinReason::Install, "*")),
+                hop: None,
+                max: None,
+                says: vec![(types::INSTALLED, "paused (spec.paused)")],
+            },
+        },
+        Row {
+            name: "paused before the first install with a real failure: the failure is Installed's reason",
+            step: step(
+                &empty(),
+                0,
+                paused(
+                    with_problem(
+                        decision(Action::Nothing, None, Upgradeability::yes("nothing installed")),
+                        Reason::SourceFailed,
+                        true,
+                    ),
+                    false,
+                ),
+                ActOutcome::Skipped,
+            ),
+            want: Want {
+                conditions: [
+                    (False, Reason::SourceFailed),
+                    (False, Reason::Paused),
+                    (True, Reason::SourceFailed),
+                    upgradeable,
+                ],
+                installed: None,
+                desired: None,
+                pin: None,
+                hop: None,
+                max: None,
+                says: vec![],
+            },
+        },
     ]
 }
 
@@ -1126,7 +1409,13 @@ fn an_unsettled_move_is_never_upgradeable() {
                 .find(|c| c.type_ == types::UPGRADEABLE)
                 .unwrap();
             assert_eq!(upgradeable.status, "False", "{}", row.name);
-            assert_eq!(upgradeable.reason, "MoveNotSettled", "{}", row.name);
+            // Paused, nothing settles (nothing is checked): that is the reason to act on.
+            assert!(
+                ["MoveNotSettled", "Paused"].contains(&upgradeable.reason.as_str()),
+                "{}: {}",
+                row.name,
+                upgradeable.reason
+            );
         }
     }
 }

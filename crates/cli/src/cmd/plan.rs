@@ -31,6 +31,12 @@
 //! the PO lacks, without which the manager holds that hop ([`hop_powers`]: the controller's own
 //! render and refusal).
 //!
+//! Under `spec.upgradeApproval: Manual` (issue 23 item 5) the walk takes each approval as given
+//! and marks each hop that waits for one (`needsApproval`, "(needs approval)"), and a PO that
+//! waits for an approval now names the bundle (`waitingForApproval`, with the `pomctl approve`
+//! command); its Upgradeable is then False, so it blocks a minor update. A paused PO's walk
+//! stops at once (held), and it blocks too.
+//!
 //! Exit codes: 0 the CVO would start the update; 1 the update would be blocked (the blockers
 //! are listed); 2 errors (no ClusterVersion, unreadable cluster, bad `--to`).
 
@@ -188,6 +194,11 @@ pub struct PoPlan {
     /// What the first hop's bundle could do, what is new, and the consent it lacks (`None`
     /// without a hop).
     pub next_hop_powers: Option<HopPowersView>,
+    /// The bundle the PO waits for the admin to approve now (`spec.upgradeApproval: Manual`),
+    /// as its status says: `pomctl approve` approves it.
+    pub waiting_for_approval: Option<String>,
+    /// `spec.paused`: the PO moves nothing until it is resumed.
+    pub paused: bool,
 }
 
 /// The powers of a PO's first hop (issue 24): the controller's render of the bundle.
@@ -221,11 +232,15 @@ pub struct PinView {
 
 /// One hop.
 #[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct HopView {
     pub from: Option<String>,
     pub to: String,
     pub version: String,
     pub pin: String,
+    /// Under `spec.upgradeApproval: Manual`, the hop waits until the admin approves its bundle
+    /// (`pomctl approve`); false when `spec.approvedBundle` already names it.
+    pub needs_approval: bool,
 }
 
 /// An Upgradeable verdict.
@@ -595,6 +610,7 @@ fn po_snapshot<'a>(
         // The plan shows what the decisions would be; whether the manager may write is the
         // manager's own check (its ClusterOperator says when it may not).
         guard: GuardState::Unchecked,
+        paused: po.spec.paused,
     }
 }
 
@@ -830,6 +846,7 @@ fn plan_po(
                 to: h.to.name.clone(),
                 version: h.to.version.clone(),
                 pin: h.pin.range.clone(),
+                needs_approval: h.needs_approval,
             })
             .collect(),
         end: String::new(),
@@ -840,6 +857,8 @@ fn plan_po(
         blocks_update: false,
         upgradeable_after: None,
         next_hop_powers: None,
+        waiting_for_approval: waiting_for_approval(po),
+        paused: po.spec.paused,
     };
     result.end = match &walk.end {
         PlanEnd::Settled => "Settled".to_owned(),
@@ -874,6 +893,19 @@ fn plan_po(
         result.upgradeable = VerdictView::from(&verdict);
     }
     result
+}
+
+/// The bundle PlatformOperator `po` waits for the admin to approve, as its status (for its
+/// current generation) says: the pending move's bundle while Installed or Progressing says
+/// `UpgradePendingApproval`.
+pub fn waiting_for_approval(po: &PlatformOperator) -> Option<String> {
+    let waits = [types::INSTALLED, types::PROGRESSING].iter().any(|t| {
+        live::condition(po, t).is_some_and(|c| c.reason == Reason::UpgradePendingApproval.as_str())
+    });
+    waits
+        .then(|| po.status.as_ref()?.desired_bundle.as_ref())
+        .flatten()
+        .map(|b| b.name.clone())
 }
 
 /// The `maxOpenShiftVersion` of the bundle a walk ends on, as the manager would record it.
@@ -1052,8 +1084,38 @@ pub fn human(plan: &Plan) -> String {
                     .and_then(|h| h.from.clone())
                     .into_iter()
                     .collect();
-                path.extend(p.hops.iter().map(|h| h.to.clone()));
+                path.extend(p.hops.iter().map(|h| {
+                    if h.needs_approval {
+                        format!("{} (needs approval)", h.to)
+                    } else {
+                        h.to.clone()
+                    }
+                }));
                 out.push_str(&format!("  {}: {}\n", p.name, path.join(" -> ")));
+            }
+            if p.paused {
+                out.push_str(
+                    "    paused (spec.paused): it moves nothing until resumed (spec.paused: false)\n",
+                );
+            }
+            if let Some(bundle) = &p.waiting_for_approval {
+                out.push_str(&format!(
+                    "    waiting now for the admin's approval of {bundle}: pomctl approve {} --bundle {bundle}\n",
+                    p.name
+                ));
+            }
+            let approvals: Vec<&str> = p
+                .hops
+                .iter()
+                .filter(|h| h.needs_approval)
+                .map(|h| h.to.as_str())
+                .collect();
+            if !approvals.is_empty() {
+                out.push_str(&format!(
+                    "    spec.upgradeApproval is Manual: each of {} waits for `pomctl approve {} --bundle <bundle>`, and the update waits for the PlatformOperator to reach its pin\n",
+                    approvals.join(", "),
+                    p.name
+                ));
             }
             if p.end != "Settled" {
                 out.push_str(&format!("    then stops: {}\n", live::short(&p.end, 160)));
@@ -1168,6 +1230,123 @@ mod tests {
                        "installedBundle": {"name": installed, "version": version}},
         }))
         .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Issue 23 item 5: under Manual approval the plan walks every hop as the admin would
+    /// approve it and marks each; a PO waiting for an approval now says which bundle, and
+    /// blocks the update (its Upgradeable is False for it); a paused PO stops the walk and
+    /// blocks.
+    #[test]
+    fn plan_shows_what_waits_for_approval_and_what_is_paused() {
+        let content =
+            pom_resolver::fbc::parse_documents([("catalog.json".to_owned(), CATALOG.into())])
+                .unwrap_or_else(|e| panic!("{e}"));
+        let with = |name: &str, spec: serde_json::Value, conditions: serde_json::Value| {
+            let mut po = po(name, "p", "p.v1.0.0", "1.0.0");
+            let mut full = serde_json::json!({"package": {"name": "p"}});
+            if let (Some(full), Some(extra)) = (full.as_object_mut(), spec.as_object()) {
+                full.extend(extra.clone());
+            }
+            po.spec = serde_json::from_value(full).unwrap_or_else(|e| panic!("{e}"));
+            let status = po.status.get_or_insert_with(Default::default);
+            status.conditions =
+                serde_json::from_value(conditions).unwrap_or_else(|e| panic!("{e}"));
+            status.desired_bundle = Some(pom_api::platform_operator::BundleRef {
+                name: "p.v1.1.0".into(),
+                version: "1.1.0".into(),
+            });
+            po
+        };
+        let condition = |type_: &str, status: &str, reason: &str| {
+            serde_json::json!({"type": type_, "status": status, "reason": reason,
+                "message": format!("{reason}: pomctl approve"), "observedGeneration": 1,
+                "lastTransitionTime": "2026-01-01T00:00:00Z"})
+        };
+        let inputs = Inputs {
+            cluster_version: cluster_version(&[("Completed", "4.16.3", true)], false),
+            platform_operators: vec![
+                // Steady, waiting for nothing now; the first hop approved ahead (one bundle:
+                // approving the next one replaces it).
+                with(
+                    "ahead",
+                    serde_json::json!({"upgradeApproval": "Manual", "approvedBundle": "p.v1.1.0"}),
+                    serde_json::json!([condition("Upgradeable", "True", "AsExpected")]),
+                ),
+                // Waiting for the approval of 1.1.0 now (an override moved its pin).
+                with(
+                    "waiting",
+                    serde_json::json!({"upgradeApproval": "Manual"}),
+                    serde_json::json!([
+                        condition("Progressing", "False", "UpgradePendingApproval"),
+                        condition("Upgradeable", "False", "UpgradePendingApproval"),
+                    ]),
+                ),
+                with(
+                    "resting",
+                    serde_json::json!({"paused": true}),
+                    serde_json::json!([condition("Upgradeable", "False", "Paused")]),
+                ),
+            ],
+            catalogs: vec![FetchedCatalog {
+                name: "ops".into(),
+                priority: 0,
+                source: "configMap test".into(),
+                content: Ok(content),
+            }],
+            cluster_operators: Vec::new(),
+            operator_conditions: Vec::new(),
+            kube_version: None,
+        };
+        let plan = compute(&inputs, "4.17.0", &v("4.17.0")).unwrap_or_else(|e| panic!("{e}"));
+        let of = |name: &str| {
+            plan.platform_operators
+                .iter()
+                .find(|p| p.name == name)
+                .unwrap_or_else(|| panic!("{name}"))
+        };
+        let hops = |name: &str| -> Vec<(String, bool)> {
+            of(name)
+                .hops
+                .iter()
+                .map(|h| (h.to.clone(), h.needs_approval))
+                .collect()
+        };
+        assert_eq!(
+            hops("ahead"),
+            [
+                ("p.v1.1.0".to_owned(), false),
+                ("p.v1.2.0".to_owned(), true)
+            ]
+        );
+        assert_eq!(of("ahead").end, "Settled");
+        assert!(!of("ahead").blocks_update);
+        assert_eq!(
+            of("waiting").waiting_for_approval.as_deref(),
+            Some("p.v1.1.0")
+        );
+        assert!(of("waiting").blocks_update);
+        assert_eq!(of("waiting").upgradeable.reason, "UpgradePendingApproval");
+        assert!(of("resting").hops.is_empty());
+        assert!(
+            of("resting")
+                .end
+                .starts_with("Held: the PlatformOperator is paused"),
+            "{}",
+            of("resting").end
+        );
+        assert!(of("resting").blocks_update);
+        assert_eq!(of("resting").upgradeable.reason, "Paused");
+        let text = human(&plan);
+        for line in [
+            "  ahead: p.v1.0.0 -> p.v1.1.0 -> p.v1.2.0 (needs approval)\n",
+            "each of p.v1.2.0 waits for `pomctl approve ahead --bundle <bundle>`",
+            "waiting now for the admin's approval of p.v1.1.0: pomctl approve waiting --bundle p.v1.1.0",
+            "    paused (spec.paused): it moves nothing until resumed",
+            "  - PlatformOperator/waiting (UpgradePendingApproval)",
+            "  - PlatformOperator/resting (Paused)",
+        ] {
+            assert!(text.contains(line), "{line:?} not in:\n{text}");
+        }
     }
 
     #[test]

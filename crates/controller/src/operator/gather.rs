@@ -463,6 +463,7 @@ pub fn snapshot<'a>(
         found_bundle_label,
         unsettled_move: unsettled_move_of(po),
         guard,
+        paused: po.spec.paused,
     }
 }
 

@@ -1,7 +1,7 @@
 //! The invariants, each judged from the simulated world (see the test's header).
 
 use pom_api::conditions::{ConditionStatus, types};
-use pom_api::platform_operator::{InventoryObject, PlatformOperatorStatus};
+use pom_api::platform_operator::{InventoryObject, PlatformOperatorStatus, UpgradeApproval};
 use pom_policy::Action;
 use pom_policy::status::ActOutcome;
 use pom_resolver::cluster::PhaseKind;
@@ -53,11 +53,19 @@ pub fn decision(
     decision: &pom_policy::PoDecision,
     owed: Option<usize>,
 ) -> Result<(), String> {
+    let sim = &world.pos[i];
+    let spec = &sim.po.spec;
+    // 12. A paused PO is neither moved nor re-applied.
+    if spec.paused && matches!(decision.action, Action::Move(_) | Action::Keep) {
+        return Err(format!(
+            "paused, yet the decision writes: {:?}; {}",
+            decision.action,
+            describe(world, sim)
+        ));
+    }
     let Action::Move(target) = &decision.action else {
         return Ok(());
     };
-    let sim = &world.pos[i];
-    let spec = &sim.po.spec;
     let to = index_of(i, &target.name);
     let tv = version(to);
     let phase = visible_phase(world);
@@ -99,6 +107,17 @@ pub fn decision(
             "maxOpenShiftVersion 4.{:?} cannot run on {}",
             world.max_ocp[to],
             world.phase.running_on()
+        ));
+    }
+    // 13. Under Manual approval, a move (the first install included) starts only to the
+    // bundle the admin approved; a recorded move resumed after a crash was started before.
+    if spec.upgrade_approval == UpgradeApproval::Manual
+        && !resume
+        && spec.approved_bundle.as_deref() != Some(target.name.as_str())
+    {
+        return fail(format!(
+            "upgradeApproval Manual, approved {:?}",
+            spec.approved_bundle
         ));
     }
     let Some(running) = sim.running else {
@@ -207,6 +226,9 @@ pub fn blockers(world: &World, i: usize, owed: Option<usize>, applied: bool) -> 
     if sim.regressed && applied {
         why.push("its Deployment is not available".into());
     }
+    if sim.po.spec.paused {
+        why.push("the PO is paused: nothing is moved, repaired or checked".into());
+    }
     why
 }
 
@@ -249,8 +271,10 @@ pub fn status(
             read.blockers.join(", ")
         ));
     }
-    // 9. A move that outlives spec.progressDeadline degrades the PO.
+    // 9. A move that outlives spec.progressDeadline degrades the PO (not while paused: POM
+    // moves nothing then, and Upgradeable says Paused).
     if sim.running.is_some()
+        && !sim.po.spec.paused
         && !sim.settled
         && pom_policy::snapshot::elapsed(world.now, sim.move_started_at) > world.deadline()
         && !condition_is(new, types::DEGRADED, ConditionStatus::True)

@@ -12,7 +12,7 @@ use pom_api::PlatformOperator;
 use pom_api::openshift::ClusterOperatorStatus;
 use pom_api::platform_operator::{
     InstalledBundle, InventoryObject, PackageSpec, PlatformOperatorSpec, PlatformOperatorStatus,
-    UpgradeGate,
+    UpgradeApproval, UpgradeGate,
 };
 use pom_policy::aggregate::{self, ClusterPhaseView};
 use pom_policy::inventory;
@@ -114,6 +114,15 @@ pub enum Event {
     EditGate(usize, UpgradeGate),
     EditOverride(usize, usize),
     EditCatalog(usize, usize),
+    /// `spec.upgradeApproval`: Manual (true) or Automatic.
+    EditApproval(usize, bool),
+    /// The admin approves what the PO waits for (`status.desiredBundle`), as `pomctl approve`
+    /// does; nothing when it waits for nothing.
+    Approve(usize),
+    /// The admin approves a bundle by name (`pomctl approve --bundle`), waited for or not.
+    ApproveBundle(usize, usize),
+    /// `spec.paused`.
+    Pause(usize, bool),
     StartPatch,
     StartMinor,
     /// The ClusterVersion's desired version changes mid-update.
@@ -236,6 +245,9 @@ impl World {
                         omit_objects: Vec::new(),
                         consent: Default::default(),
                         watch_namespace: None,
+                        upgrade_approval: UpgradeApproval::Automatic,
+                        approved_bundle: None,
+                        paused: false,
                     },
                 );
                 po.metadata.generation = Some(1);
@@ -335,6 +347,26 @@ impl World {
             Event::EditCatalog(i, c) => self.bump(i, |s| {
                 s.package.catalog = (c < CATALOGS.len()).then(|| CATALOGS[c].to_owned());
             }),
+            Event::EditApproval(i, manual) => self.bump(i, |s| {
+                s.upgrade_approval = if manual {
+                    UpgradeApproval::Manual
+                } else {
+                    UpgradeApproval::Automatic
+                };
+            }),
+            Event::Approve(i) => {
+                let waiting = self
+                    .status(i)
+                    .and_then(|s| s.desired_bundle.as_ref())
+                    .map(|d| d.name.clone());
+                if let Some(bundle) = waiting {
+                    self.bump(i, |s| s.approved_bundle = Some(bundle));
+                }
+            }
+            Event::ApproveBundle(i, b) => {
+                self.bump(i, |s| s.approved_bundle = Some(bundle_name(PACKAGES[i], b)));
+            }
+            Event::Pause(i, paused) => self.bump(i, |s| s.paused = paused),
             Event::StartPatch if self.phase.kind == PhaseKind::Steady => {
                 let c = &self.phase.current;
                 self.phase = ClusterPhase {
@@ -512,6 +544,7 @@ impl World {
             found_bundle_label,
             unsettled_move: None,
             guard: GuardState::Intact,
+            paused: sim.po.spec.paused,
         };
         let decision = decide(&snapshot);
         if let Action::WaitForCatalog { .. } = &decision.action {
