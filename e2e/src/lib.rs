@@ -23,6 +23,7 @@ mod error;
 pub mod event_log;
 pub mod fixtures;
 pub mod floor;
+pub mod forward_proxy;
 pub mod manager;
 pub mod manager_process;
 pub mod oci_publish;

@@ -504,7 +504,10 @@ async fn an_inventory_naming_another_pos_object_never_deletes_it() {
         "stringData": {"key": "value"}
     }))
     .unwrap();
-    let secret = secrets.create(&PostParams::default(), &secret).await.unwrap();
+    let secret = secrets
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
     let pos = Api::<PlatformOperator>::all(client.clone());
     let victims = Api::<Deployment>::namespaced(client.clone(), "victim");
     let before = victims.get(&victim.deployment_name()).await.unwrap();
@@ -529,7 +532,9 @@ async fn an_inventory_naming_another_pos_object_never_deletes_it() {
     )
     .await
     .unwrap();
-    pos.delete("forger", &DeleteParams::default()).await.unwrap();
+    pos.delete("forger", &DeleteParams::default())
+        .await
+        .unwrap();
 
     // The cleanup runs from the forged status: the manager starts after the deletion.
     let manager = Manager::start(client.clone(), Manager::test_settings(vec![]));
@@ -546,7 +551,11 @@ async fn an_inventory_naming_another_pos_object_never_deletes_it() {
         "the forger's own Deployment is removed"
     );
     let after = victims.get(&victim.deployment_name()).await.unwrap();
-    assert_eq!(after.uid(), before.uid(), "the victim's Deployment survives");
+    assert_eq!(
+        after.uid(),
+        before.uid(),
+        "the victim's Deployment survives"
+    );
     assert!(after.metadata.deletion_timestamp.is_none());
     let kept = secrets.get("victim-secret").await.unwrap();
     assert_eq!(kept.uid(), secret.uid(), "the victim's Secret survives");

@@ -183,7 +183,10 @@ async fn a_secret_pom_did_not_create_is_refused_before_anything_is_written() {
         json!({"metadata": {"name": "settings"}, "stringData": {"owner": "the admin"}}),
     )
     .unwrap();
-    let theirs = secrets.create(&PostParams::default(), &theirs).await.unwrap();
+    let theirs = secrets
+        .create(&PostParams::default(), &theirs)
+        .await
+        .unwrap();
     let bundle = TestBundle::new("keeper", "1.0.0").with_object(json!({
         "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "settings"},
         "stringData": {"owner": "the bundle"}
@@ -223,7 +226,9 @@ async fn a_secret_pom_did_not_create_is_refused_before_anything_is_written() {
         "nothing of the refused bundle is applied"
     );
     let pos: Api<PlatformOperator> = Api::all(admin.clone());
-    pos.delete("keeper", &DeleteParams::default()).await.unwrap();
+    pos.delete("keeper", &DeleteParams::default())
+        .await
+        .unwrap();
     eventually(WAIT, "the PlatformOperator to be gone", || async {
         pos.get_opt("keeper").await.ok()?.is_none().then_some(())
     })

@@ -128,6 +128,13 @@ pub struct CatalogStatus {
     /// The exact content served: the image digest reference, or the ConfigMap's resourceVersion.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolved_source: Option<String>,
+    /// Where the image content of `resolvedSource` was read from: a mirror (and the
+    /// ImageDigestMirrorSet, ImageTagMirrorSet or ImageContentSourcePolicy listing it) or the
+    /// source itself, as the cluster's image mirror configuration sent the pull. Kept while the
+    /// same content is served from POM's cache; absent for ConfigMap catalogs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 1024))]
+    pub served_from: Option<String>,
     /// Number of packages served.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub packages: Option<i64>,

@@ -41,6 +41,12 @@ pub fn external_test_crds() -> Vec<CustomResourceDefinition> {
         openshift::ClusterVersion::crd(),
         openshift::ClusterOperator::crd(),
         olm::OperatorCondition::crd(),
+        // Read-only views POM watches for its own pulls (issue 23 item 1).
+        openshift::image_mirrors::ImageDigestMirrorSet::crd(),
+        openshift::image_mirrors::ImageTagMirrorSet::crd(),
+        openshift::image_mirrors::ImageContentSourcePolicy::crd(),
+        // Read-only view POM watches for its own pulls' proxy (issue 23 item 2).
+        openshift::proxy::Proxy::crd(),
     ]
 }
 

@@ -9,12 +9,16 @@
 
 use std::fmt::Write as _;
 use std::future::Future;
+use std::sync::OnceLock;
 
 use anyhow::Context as _;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, ListParams};
 use kube::{Client, ResourceExt};
+use pom_api::openshift::image_mirrors::{
+    ImageContentSourcePolicy, ImageDigestMirrorSet, ImageTagMirrorSet,
+};
 use pom_api::openshift::{AGGREGATED_CLUSTER_OPERATOR, ClusterOperator};
 use pom_api::{Catalog, PlatformOperator};
 use pom_oci::mirrors::MirrorRules;
@@ -27,6 +31,55 @@ use pom_resolver::fbc::parse_documents;
 /// the manager reads them).
 const IMAGE_PREFIX: &str = "configs/";
 const DEFAULT_CONFIG_MAP_KEY: &str = "catalog.json";
+
+/// Most objects of one mirror kind read (one page): their rules together are bounded by
+/// `MAX_MIRROR_RULES` anyway, so more objects than that cannot be a usable configuration.
+const MAX_MIRROR_OBJECTS: u32 = 10_000;
+
+/// The cluster's image mirror configuration, read once by [`fetch_catalogs`] and used by every
+/// pull of this process (the bundle pulls of `plan` come after it): pomctl pulls where the
+/// manager pulls.
+static MIRRORS: OnceLock<MirrorRules> = OnceLock::new();
+
+/// The cluster's image mirror configuration (ImageDigestMirrorSets, ImageTagMirrorSets,
+/// ImageContentSourcePolicies), read once, as the manager's pulls go through it; a kind the
+/// cluster does not serve (plain Kubernetes) holds no rules.
+///
+/// # Errors
+/// A kind that cannot be listed, or a configuration the machine-config operator would refuse
+/// (pomctl then pulls nothing rather than contact a source the cluster forbids).
+pub async fn mirror_rules(client: &Client) -> anyhow::Result<MirrorRules> {
+    let digest = list_mirror_objects::<ImageDigestMirrorSet>(client).await?;
+    let tag = list_mirror_objects::<ImageTagMirrorSet>(client).await?;
+    let policy = list_mirror_objects::<ImageContentSourcePolicy>(client).await?;
+    MirrorRules::from_cluster(&digest, &tag, &policy)
+        .context("the cluster's image mirror configuration cannot be used")
+}
+
+async fn list_mirror_objects<K>(client: &Client) -> anyhow::Result<Vec<K>>
+where
+    K: kube::Resource<DynamicType = (), Scope = kube::core::ClusterResourceScope>,
+    K: Clone + std::fmt::Debug + serde::de::DeserializeOwned,
+{
+    let kind = K::kind(&());
+    match Api::<K>::all(client.clone())
+        .list(&ListParams::default().limit(MAX_MIRROR_OBJECTS))
+        .await
+    {
+        Ok(list)
+            if list
+                .metadata
+                .continue_
+                .as_deref()
+                .is_some_and(|c| !c.is_empty()) =>
+        {
+            anyhow::bail!("the cluster holds more than {MAX_MIRROR_OBJECTS} {kind}s; merge them")
+        }
+        Ok(list) => Ok(list.items),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(Vec::new()),
+        Err(err) => Err(err).with_context(|| format!("listing {kind}s")),
+    }
+}
 
 /// Runs `future` on a small runtime: the CLI is synchronous except for these API calls.
 pub fn block_on<F: Future>(future: F) -> anyhow::Result<F::Output> {
@@ -117,6 +170,8 @@ pub async fn fetch_catalogs(
         .context("listing Catalogs")?
         .items;
     catalogs.sort_by_key(ResourceExt::name_any);
+    let read = mirror_rules(client).await?;
+    let mirrors = MIRRORS.get_or_init(|| read);
     let puller = ImagePuller::new(insecure_registries.to_vec());
     let mut fetched = Vec::with_capacity(catalogs.len());
     for catalog in &catalogs {
@@ -134,7 +189,7 @@ pub async fn fetch_catalogs(
                     .and_then(|s| s.resolved_source.clone())
                     .filter(|r| r.contains("@sha256:"))
                     .unwrap_or_else(|| image.reference.clone());
-                let content = fetch_image(&puller, &reference).await;
+                let content = fetch_image(&puller, &reference, mirrors).await;
                 (format!("image {reference}"), content)
             }
             (None, Some(cm)) => {
@@ -160,13 +215,17 @@ pub async fn fetch_catalogs(
     Ok(fetched)
 }
 
-async fn fetch_image(puller: &ImagePuller, reference: &str) -> Result<FbcCatalog, String> {
+async fn fetch_image(
+    puller: &ImagePuller,
+    reference: &str,
+    mirrors: &MirrorRules,
+) -> Result<FbcCatalog, String> {
     let files = puller
         .pull_files(
             reference,
             IMAGE_PREFIX,
             &RegistryAccess::anonymous(),
-            &MirrorRules::default(),
+            mirrors,
         )
         .await
         .map(|pulled| pulled.content)
@@ -285,7 +344,8 @@ pub async fn bundle_files(
     bundle_image_files(puller, image).await
 }
 
-/// The files of a bundle image (anonymous pull, as catalogs are read here).
+/// The files of a bundle image (anonymous pull, as catalogs are read here), through the mirror
+/// configuration [`fetch_catalogs`] read.
 ///
 /// # Errors
 /// The pull's error, as text.
@@ -293,13 +353,14 @@ pub async fn bundle_image_files(
     puller: &ImagePuller,
     image: &str,
 ) -> Result<pom_resolver::render::BundleFiles, String> {
-    puller
-        .pull_files(
-            image,
-            "",
-            &RegistryAccess::anonymous(),
-            &MirrorRules::default(),
+    let mirrors = MIRRORS.get().ok_or_else(|| {
+        format!(
+            "pulling bundle image {image}: the cluster's image mirror configuration has not been \
+             read (pomctl reads it with the catalogs), and nothing is pulled without it"
         )
+    })?;
+    puller
+        .pull_files(image, "", &RegistryAccess::anonymous(), mirrors)
         .await
         .map(|pulled| pom_resolver::render::BundleFiles::new(pulled.content))
         .map_err(|e| format!("pulling bundle image {image}: {e}"))

@@ -1,5 +1,6 @@
-//! What every reconciler shares: the client, the catalog cache, the image puller, the event
-//! publisher and the manager's settings. No other state lives outside the cluster.
+//! What every reconciler shares: the client, the catalog cache, the image puller and the image
+//! mirror configuration it pulls through, the event publisher and the manager's settings. No
+//! other state lives outside the cluster.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -10,6 +11,7 @@ use kube::Client;
 
 use crate::catalog::CatalogCache;
 use crate::events::{EventPublisher, Reporter};
+use crate::image_mirrors::ImageMirrors;
 use crate::liveness::Liveness;
 use crate::metrics::Metrics;
 use crate::oci::ImagePuller;
@@ -86,6 +88,9 @@ pub struct Context {
     pub client: Client,
     pub catalogs: CatalogCache,
     pub images: ImagePuller,
+    /// The cluster's image mirror configuration every pull goes through (IDMS, ITMS, ICSP;
+    /// watched from the first pull or the controllers' start).
+    pub image_mirrors: ImageMirrors,
     /// Events about POs and Catalogs (`events`: repeats counted as series, bounded).
     pub events: EventPublisher,
     pub settings: Settings,
@@ -108,6 +113,7 @@ impl Context {
             instance: settings.instance.clone(),
         };
         Arc::new(Self {
+            image_mirrors: ImageMirrors::new(client.clone(), reporter.clone()),
             events: EventPublisher::new(client.clone(), reporter),
             images: ImagePuller::new(settings.insecure_registries.clone()),
             catalogs: CatalogCache::default(),

@@ -13,7 +13,8 @@
 //!   the controllers (flags, leader election, probes, metrics, graceful shutdown);
 //!   [`api_metrics`] counts the manager's own API requests; [`metrics_auth`] and
 //!   [`serving_cert`] make `/metrics` HTTPS for authorised scrapers only; [`watch_cache`] is
-//!   what every watch cache keeps of an object; [`events`] publishes Kubernetes Events.
+//!   what every watch cache keeps of an object; [`events`] publishes Kubernetes Events;
+//!   [`image_mirrors`] keeps the cluster's image mirror configuration the pulls go through.
 
 pub mod admission_guard;
 pub mod api_metrics;
@@ -21,6 +22,7 @@ pub mod catalog;
 pub mod catalog_sources_policy;
 pub mod cli;
 pub mod cluster_operator;
+pub mod cluster_proxy;
 pub mod cluster_state;
 pub mod conditions;
 pub mod context;
@@ -28,6 +30,7 @@ pub mod error;
 pub mod events;
 pub mod fail_point;
 pub mod health;
+pub mod image_mirrors;
 pub mod leader;
 pub mod liveness;
 pub mod manifests;

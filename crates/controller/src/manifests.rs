@@ -208,6 +208,9 @@ pub fn render(flavor: Flavor) -> Result<Vec<ManifestFile>, RenderError> {
             json(flavor, &crate::catalog_sources_policy::binding()),
         ],
     )?;
+    if flavor == Flavor::OpenShift {
+        add(3, "trusted_ca_bundle", vec![trusted_ca_bundle(flavor)])?;
+    }
     add(4, "metrics_rbac", metrics_rbac(flavor))?;
     if flavor == Flavor::OpenShift {
         add(5, "service", vec![json(flavor, &metrics_service())])?;
@@ -364,6 +367,25 @@ pub fn cluster_role_rules() -> Vec<PolicyRule> {
             &["clusterversions"],
             &["get", "list", "watch"],
         ),
+        // The cluster's image mirror configuration, read and watched so that POM's own pulls go
+        // where the nodes' pulls go (PRODUCT §10, `image_mirrors.rs`); never written.
+        rule(
+            &["config.openshift.io"],
+            &["imagedigestmirrorsets", "imagetagmirrorsets"],
+            &["get", "list", "watch"],
+        ),
+        rule(
+            &["operator.openshift.io"],
+            &["imagecontentsourcepolicies"],
+            &["get", "list", "watch"],
+        ),
+        // The cluster-wide proxy (`Proxy` `cluster`), read and watched for POM's own pulls
+        // (issue 23 item 2, `cluster_proxy.rs`); never written.
+        rule(
+            &["config.openshift.io"],
+            &["proxies"],
+            &["get", "list", "watch"],
+        ),
         // The aggregated ClusterOperator: created if the payload did not, status written by SSA.
         rule(
             &["config.openshift.io"],
@@ -415,9 +437,7 @@ pub fn cluster_role_rules() -> Vec<PolicyRule> {
         // and the namespaces an admin binds).
         rule(&[""], &["secrets"], &["create", "patch", "delete"]),
         PolicyRule {
-            resource_names: Some(vec![
-                crate::operator::webhook_certs::CA_SECRET.to_owned(),
-            ]),
+            resource_names: Some(vec![crate::operator::webhook_certs::CA_SECRET.to_owned()]),
             ..rule(&[""], &["secrets"], &["get"])
         },
         // Bundle workloads; Deployments are also watched (rollout settling, drift).
@@ -534,6 +554,27 @@ fn catalog_sources_list(flavor: Flavor) -> serde_json::Value {
             serde_json::Value::String("true".to_owned());
     }
     list
+}
+
+/// The ConfigMap the cluster network operator injects the trusted CA bundle into (its label),
+/// which the manager reads for its own pulls (`cluster_proxy.rs`). Create-only, so the CVO
+/// never resets the injected bundle to the shipped empty one.
+fn trusted_ca_bundle(flavor: Flavor) -> serde_json::Value {
+    let mut metadata = meta(crate::cluster_proxy::TRUSTED_CA_CONFIGMAP, Some(NAMESPACE));
+    metadata.labels.get_or_insert_with(BTreeMap::new).insert(
+        pom_api::openshift::proxy::INJECT_TRUSTED_CA_BUNDLE_LABEL.to_owned(),
+        "true".to_owned(),
+    );
+    let mut config_map = json(
+        flavor,
+        &k8s_openapi::api::core::v1::ConfigMap {
+            metadata,
+            ..Default::default()
+        },
+    );
+    config_map["metadata"]["annotations"][crate::catalog_sources_policy::CREATE_ONLY] =
+        serde_json::Value::String("true".to_owned());
+    config_map
 }
 
 /// The ClusterRole that lets the manager read pull secrets in a namespace, bound by a

@@ -30,6 +30,11 @@ use crate::serving_cert::{self, CertError, ServingCert};
 /// reads `state`'s PlatformOperator cache); returns when `shutdown` is cancelled and in-flight
 /// reconciles have finished.
 pub async fn run_all(ctx: Arc<Context>, state: ClusterState, shutdown: CancellationToken) {
+    // Only the leader pulls, so only it watches the image mirror configuration (the first pull
+    // would start it too): a refusal is reported at once, not at the first pull.
+    ctx.image_mirrors.start();
+    // The cluster's proxy and trusted CA bundle, read before the first pull (issue 23 item 2).
+    crate::cluster_proxy::start(ctx.clone(), shutdown.clone()).await;
     tokio::join!(
         crate::catalog::run(ctx.clone(), shutdown.clone()),
         crate::operator::run(ctx.clone(), state.clone(), shutdown.clone()),

@@ -18,6 +18,7 @@ pub mod disk;
 mod error;
 pub mod layers;
 pub mod mirrors;
+pub mod network;
 mod puller;
 mod reference;
 

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use backon::{ExponentialBuilder, Retryable};
@@ -21,6 +21,7 @@ use super::disk::{DiskStorage, Staging, content_dir_name, remove_leftovers};
 use super::error::{CredentialsTried, LayerError, OciError};
 use super::layers::{COPY_BUFFER_BYTES, DEFAULT_MAX_BYTES, LayerFormat, LayerStack};
 use super::mirrors::{MirrorRules, PullSource};
+use super::network::PullNetwork;
 use super::reference::parse_reference;
 
 /// Bytes of pulled (image, prefix) content kept in memory (twice the per-image limit, so the
@@ -33,12 +34,15 @@ pub const MAX_CLIENTS: usize = 64;
 
 /// What a registry client is built for. The registry client remembers the first credential it
 /// is given per registry (and tokens per repository), so a client is never shared between
-/// credentials; extra roots are fixed when it is built, so neither between CA bundles.
+/// credentials; extra roots and proxies are fixed when it is built, so neither between CA
+/// bundles, trusted CA bundles or proxy settings (digests: a proxy URL may hold a password).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct ClientKey {
     ca_bundle: Option<[u8; 32]>,
     registry: String,
     credential: Option<[u8; 32]>,
+    proxy: Option<[u8; 32]>,
+    trusted_ca: Option<[u8; 32]>,
 }
 
 /// A reference resolved to a digest, and which location answered.
@@ -135,6 +139,9 @@ pub struct ImagePuller {
     /// Built on first use: building an HTTPS client needs the process-wide rustls provider,
     /// which `main` installs after the context may have been created.
     clients: Mutex<HashMap<ClientKey, Arc<Client>>>,
+    /// The cluster's proxy and trusted CA bundle, replaced when the cluster's settings change
+    /// ([`Self::set_network`]); each pull reads it once, when it picks its client.
+    network: RwLock<Arc<PullNetwork>>,
     cache: FileCache,
     max_bytes: u64,
     /// One lock per (image, prefix) being extracted, held by the extraction itself (moved into
@@ -160,10 +167,38 @@ impl ImagePuller {
         Self {
             insecure_registries,
             clients: Mutex::new(HashMap::new()),
+            network: RwLock::new(Arc::default()),
             cache: FileCache::new(MAX_CACHE_BYTES),
             max_bytes: DEFAULT_MAX_BYTES,
             extractions: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Pulls from now on go through `network` (the cluster's proxy and trusted CA bundle);
+    /// returns whether it differs from the settings in force. Clients built for the old
+    /// settings are dropped; pulls already running finish with them.
+    pub fn set_network(&self, network: PullNetwork) -> bool {
+        {
+            let mut current = self.network.write().unwrap_or_else(PoisonError::into_inner);
+            if **current == network {
+                return false;
+            }
+            *current = Arc::new(network);
+        }
+        self.clients
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+        true
+    }
+
+    /// The proxy and trusted CA bundle pulls go through now.
+    #[must_use]
+    pub fn network(&self) -> Arc<PullNetwork> {
+        self.network
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Waits until no other extraction of `reference` and `prefix` runs (a stale one, whose
@@ -873,10 +908,13 @@ impl ImagePuller {
         let chosen = access
             .credential_for(image.registry(), image.repository())
             .map(Chosen::from);
+        let network = self.network();
         let key = ClientKey {
             ca_bundle: access.ca_bundle().map(|b| b.digest()),
             registry: image.resolve_registry().to_owned(),
             credential: chosen.as_ref().map(|c| c.credential.fingerprint()),
+            proxy: network.proxy.as_ref().map(|p| p.digest()),
+            trusted_ca: network.trusted_ca.as_ref().map(|t| t.digest()),
         };
         let auth = chosen
             .as_ref()
@@ -888,24 +926,38 @@ impl ImagePuller {
         if rustls::crypto::CryptoProvider::get_default().is_none() {
             return Err(OciError::NoCryptoProvider);
         }
+        // The Catalog's own CA bundle and the cluster's trusted one.
         let extra_root_certificates = access
             .ca_bundle()
-            .map(|bundle| {
-                bundle
-                    .certificates()
-                    .iter()
-                    .map(|der| Certificate {
-                        encoding: CertificateEncoding::Der,
-                        data: der.clone(),
-                    })
-                    .collect()
+            .map(|bundle| bundle.certificates())
+            .unwrap_or_default()
+            .iter()
+            .chain(
+                network
+                    .trusted_ca
+                    .as_ref()
+                    .map(|trusted| trusted.anchors())
+                    .unwrap_or_default(),
+            )
+            .map(|der| Certificate {
+                encoding: CertificateEncoding::Der,
+                data: der.clone(),
             })
+            .collect();
+        let secure = !self.insecure_registries.iter().any(|r| r == &key.registry);
+        let proxy = network
+            .proxy
+            .as_ref()
+            .map(|p| p.client_settings(&key.registry, secure))
             .unwrap_or_default();
         let config = ClientConfig {
             protocol: ClientProtocol::HttpsExcept(self.insecure_registries.clone()),
             connect_timeout: Some(Duration::from_secs(10)),
             read_timeout: Some(Duration::from_secs(60)),
             extra_root_certificates,
+            http_proxy: proxy.http_proxy,
+            https_proxy: proxy.https_proxy,
+            no_proxy: proxy.no_proxy,
             ..ClientConfig::default()
         };
         let client = Client::try_from(config).map_err(|err| match access.ca_bundle() {

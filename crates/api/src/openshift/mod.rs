@@ -4,6 +4,7 @@
 mod cluster_operator;
 mod cluster_version;
 pub mod image_mirrors;
+pub mod proxy;
 
 pub use cluster_operator::*;
 pub use cluster_version::*;

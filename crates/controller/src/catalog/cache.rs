@@ -37,6 +37,9 @@ pub struct ServedCatalog {
     held: Mutex<BTreeMap<String, Arc<Catalog>>>,
     /// When this content was unpacked.
     pub unpacked_at: jiff::Timestamp,
+    /// Where an image's content was read from (a mirror, whose, or the source), for
+    /// `status.servedFrom`; `None` for ConfigMaps and for content already on disk.
+    pub served_from: Option<String>,
     /// Keeps the unpacked folder this content reads packages back from for as long as this
     /// content is used (served, or still read by a reconcile after it was replaced).
     in_use: Option<LoadingGuard>,
@@ -47,6 +50,13 @@ impl ServedCatalog {
     #[must_use]
     pub fn keeping(mut self, guard: LoadingGuard) -> Self {
         self.in_use = Some(guard);
+        self
+    }
+
+    /// This content was read from `location` (the field `served_from`).
+    #[must_use]
+    pub fn with_served_from(mut self, location: Option<String>) -> Self {
+        self.served_from = location;
         self
     }
 
@@ -79,6 +89,7 @@ impl ServedCatalog {
             invalid_packages,
             held: Mutex::new(held),
             unpacked_at,
+            served_from: None,
             in_use: None,
         }
     }

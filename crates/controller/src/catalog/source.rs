@@ -152,16 +152,17 @@ async fn fetch_image(
         source,
     };
     let access = access::for_image_source(ctx, image).await?;
+    let mirrors = ctx
+        .image_mirrors
+        .for_pull(&image.reference)
+        .await
+        .map_err(image_error)?;
     let resolved = ctx
         .images
-        .resolve_digest(
-            &image.reference,
-            &access,
-            &pom_oci::mirrors::MirrorRules::default(),
-        )
+        .resolve_digest(&image.reference, &access, mirrors.rules())
         .await
         .map(|resolved| resolved.by_digest)
-        .map_err(image_error)?;
+        .map_err(|err| image_error(mirrors.explain(&image.reference, err)))?;
     // The same digest is served as it is, unless its folder went missing (then it is pulled
     // again: packages not held are read back from there).
     let root = &ctx.settings.catalog_content_dir;
@@ -177,18 +178,18 @@ async fn fetch_image(
     let in_use = ctx.catalogs.loading(&resolved);
     // Unpacked to disk, never whole in memory: the parse reads the files, keeps the packages
     // PlatformOperators name, and reads the others back from the folder when they are named.
-    let dir = ctx
+    // A tag was resolved above (through tag mirrors); the content is read by digest, through
+    // digest mirrors, as the nodes pull the by-digest reference POM records.
+    let pulled = ctx
         .images
-        .pull_to_dir(
-            &resolved,
-            IMAGE_PREFIX,
-            &access,
-            root,
-            &pom_oci::mirrors::MirrorRules::default(),
-        )
+        .pull_to_dir(&resolved, IMAGE_PREFIX, &access, root, mirrors.rules())
         .await
-        .map(|pulled| pulled.content)
-        .map_err(image_error)?;
+        .map_err(|err| image_error(mirrors.explain(&resolved, err)))?;
+    let served_from = pulled
+        .content_from
+        .as_ref()
+        .map(crate::image_mirrors::served_from);
+    let dir = pulled.content;
     let scope = ctx.catalogs.wanted_packages();
     let source_name = format!("image {resolved}");
     let content = tokio::task::spawn_blocking(move || {
@@ -204,7 +205,9 @@ async fn fetch_image(
     .map_err(|error| SourceError::Invalid { source_name, error })?
     .ok_or(SourceError::EmptyImage { reference })?;
     Ok(Arc::new(
-        ServedCatalog::new(resolved, content, jiff::Timestamp::now()).keeping(in_use),
+        ServedCatalog::new(resolved, content, jiff::Timestamp::now())
+            .keeping(in_use)
+            .with_served_from(served_from),
     ))
 }
 

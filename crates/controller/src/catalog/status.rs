@@ -19,8 +19,9 @@ const MAX_REASON_CHARS: usize = 1024;
 /// What a reconcile found: served content, or a `Serving=False` reason and message.
 pub(crate) type Outcome<'a> = Result<&'a Arc<ServedCatalog>, (Reason, String)>;
 
-/// The full status after `outcome`. Fields describing content (`resolvedSource`, `packages`,
-/// `lastUnpacked`) keep their previous values on failure: they describe the last good content.
+/// The full status after `outcome`. Fields describing content (`resolvedSource`,
+/// `servedFrom`, `packages`, `lastUnpacked`) keep their previous values on failure: they
+/// describe the last good content.
 pub(crate) fn desired(
     old: &CatalogStatus,
     generation: Option<i64>,
@@ -36,6 +37,13 @@ pub(crate) fn desired(
                 && old.last_unpacked.is_some();
             if !keep_time {
                 status.last_unpacked = Some(seconds(served.unpacked_at).to_string());
+            }
+            // Content taken from POM's cache (after a restart, its folder on disk) was not read
+            // from anywhere now: the same content keeps the location it was read from.
+            let same_content =
+                old.resolved_source.as_deref() == Some(served.resolved_source.as_str());
+            if served.served_from.is_some() || !same_content {
+                status.served_from.clone_from(&served.served_from);
             }
             status.resolved_source = Some(served.resolved_source.clone());
             status.packages = Some(i64::try_from(packages).unwrap_or(i64::MAX));
@@ -156,6 +164,46 @@ mod tests {
             serving(&first).unwrap().message,
             "serving 0 packages from r/c@sha256:1"
         );
+    }
+
+    /// `servedFrom` names where content was read; content taken from the cache keeps it, new
+    /// content read from nowhere (a ConfigMap) drops it, and a failure keeps it.
+    #[test]
+    fn served_from_follows_the_content_it_describes() {
+        let from = |source: &str, location: Option<&str>| {
+            let served = served(source);
+            let served = Arc::try_unwrap(served).unwrap();
+            Arc::new(served.with_served_from(location.map(str::to_owned)))
+        };
+        let mirror = "m.local/ns/c@sha256:1 (mirror of quay.io/ns from ImageDigestMirrorSet/x)";
+        let pulled = from("quay.io/ns/c@sha256:1", Some(mirror));
+        let first = desired(&CatalogStatus::default(), Some(1), &Ok(&pulled), at(2_000));
+        assert_eq!(first.served_from.as_deref(), Some(mirror));
+
+        // The same content from the cache (a restart found its folder on disk): kept.
+        let cached = from("quay.io/ns/c@sha256:1", None);
+        let again = desired(&first, Some(1), &Ok(&cached), at(3_000));
+        assert_eq!(again, first);
+
+        // A failure keeps describing the last good content.
+        let down = desired(
+            &first,
+            Some(1),
+            &Err((Reason::ImageNotFound, "gone".to_owned())),
+            at(4_000),
+        );
+        assert_eq!(down.served_from.as_deref(), Some(mirror));
+
+        // Other content, read from nowhere: the old location no longer describes it.
+        let config_map = from("configmap/ns/c/catalog.json@sha256:2", None);
+        let moved = desired(&first, Some(1), &Ok(&config_map), at(5_000));
+        assert_eq!(moved.served_from, None);
+
+        // Other content read from a location: that location.
+        let source = "quay.io/ns/c@sha256:3 (the source)";
+        let next = from("quay.io/ns/c@sha256:3", Some(source));
+        let newer = desired(&first, Some(1), &Ok(&next), at(6_000));
+        assert_eq!(newer.served_from.as_deref(), Some(source));
     }
 
     #[test]

@@ -153,8 +153,9 @@ async fn unread_secret_is_free(
     if recorded.contains(&id.to_inventory()) {
         return Ok(());
     }
-    let probe: kube::api::DynamicObject = serde_json::from_value(object.clone())
-        .map_err(|e| Error::kube(format!("reading Secret {}", id.name))(kube::Error::SerdeError(e)))?;
+    let probe: kube::api::DynamicObject = serde_json::from_value(object.clone()).map_err(|e| {
+        Error::kube(format!("reading Secret {}", id.name))(kube::Error::SerdeError(e))
+    })?;
     let params = kube::api::PostParams {
         dry_run: true,
         field_manager: Some(crate::context::BUNDLE_FIELD_MANAGER.to_owned()),
@@ -351,23 +352,23 @@ pub async fn prepare(
                     image: image.clone(),
                     source: Box::new(source),
                 })?;
+            let mirrors = ctx
+                .image_mirrors
+                .for_pull(image)
+                .await
+                .map_err(pull_error)?;
             let by_digest = ctx
                 .images
-                .resolve_digest(image, &access, &pom_oci::mirrors::MirrorRules::default())
+                .resolve_digest(image, &access, mirrors.rules())
                 .await
                 .map(|resolved| resolved.by_digest)
-                .map_err(pull_error)?;
+                .map_err(|err| pull_error(mirrors.explain(image, err)))?;
             let pulled = ctx
                 .images
-                .pull_files(
-                    &by_digest,
-                    "",
-                    &access,
-                    &pom_oci::mirrors::MirrorRules::default(),
-                )
+                .pull_files(&by_digest, "", &access, mirrors.rules())
                 .await
                 .map(|pulled| pulled.content)
-                .map_err(pull_error)?;
+                .map_err(|err| pull_error(mirrors.explain(&by_digest, err)))?;
             (BundleFiles::new(pulled), Some(by_digest))
         }
         (Content::Objects(objects), _) => (BundleFiles::from_objects(objects.clone()), None),
@@ -425,21 +426,20 @@ pub async fn prepare(
     // OpenShift): their Secrets join the bundle's objects, and its webhooks trust the CA.
     let mut bundle_objects = rendered.objects.clone();
     if certificates == CertificateSource::Pom && !rendered.webhook_services.is_empty() {
-        let provided = webhook_certs::provide(
-            client,
-            namespace,
-            &rendered.webhook_services,
-            &po_name,
-            now,
-        )
-        .await?;
+        let provided =
+            webhook_certs::provide(client, namespace, &rendered.webhook_services, &po_name, now)
+                .await?;
         // POM's certificate Secrets are POM's: a bundle shipping one of those names would
         // write its own key material over them (both are applied by one field manager).
         if let Some(name) = provided.secrets.iter().find_map(|ours| {
             let name = ours["metadata"]["name"].as_str()?;
             bundle_objects
                 .iter()
-                .any(|o| o["kind"] == "Secret" && o["apiVersion"] == "v1" && o["metadata"]["name"] == name)
+                .any(|o| {
+                    o["kind"] == "Secret"
+                        && o["apiVersion"] == "v1"
+                        && o["metadata"]["name"] == name
+                })
                 .then(|| name.to_owned())
         }) {
             return Err(Error::ReservedSecretName {

@@ -563,7 +563,8 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
                     prepared,
                     &pctx.applied_secrets,
                 )
-                .await {
+                .await
+                {
                     Ok(report) => {
                         if report.wrote > 0 {
                             fail_point::hit(FailPoint::BetweenApplyAndStatus);

@@ -80,11 +80,17 @@ pub async fn provide(
     let ca = Api::<Secret>::namespaced(client.clone(), namespace)
         .get_opt(CA_SECRET)
         .await
-        .map_err(Error::kube(format!("reading Secret {namespace}/{CA_SECRET}")))?;
+        .map_err(Error::kube(format!(
+            "reading Secret {namespace}/{CA_SECRET}"
+        )))?;
     // Only POM's own CA for this PO is trusted to sign: one an admin left, or planted, under
     // that name is refused rather than used or overwritten.
     if let Some(ca) = &ca
-        && ca.metadata.labels.as_ref().and_then(|l| l.get(pom_api::labels::OWNER_PO))
+        && ca
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(pom_api::labels::OWNER_PO))
             != Some(&pom_api::labels::label_value(po))
     {
         return Err(Error::SecretExists {
@@ -470,8 +476,7 @@ mod tests {
     /// is kept (the webhooks go on trusting it) and only the serving certificate is issued
     /// again, into the record the next plan reads.
     #[test]
-    fn a_ca_secret_without_the_serving_record_keeps_the_ca_and_reissues_the_serving_certificate()
-    {
+    fn a_ca_secret_without_the_serving_record_keeps_the_ca_and_reissues_the_serving_certificate() {
         let first = issue("ns", &[service()], None, NOW).unwrap();
         let mut ca = as_secret(&first.secrets[0]);
         ca.data
@@ -480,11 +485,19 @@ mod tests {
             .retain(|key, _| !key.starts_with("op-service-cert."));
         let again = issue("ns", &[service()], Some(&ca), NOW + 60).unwrap();
         assert_eq!(again.ca_bundle, first.ca_bundle, "the CA is kept");
-        assert_ne!(again.secrets[1], first.secrets[1], "the serving certificate is new");
+        assert_ne!(
+            again.secrets[1], first.secrets[1],
+            "the serving certificate is new"
+        );
         let kept = as_secret(&again.secrets[0]);
         assert!(kept.data.unwrap().contains_key("op-service-cert.tls.crt"));
-        let steady = issue("ns", &[service()], Some(&as_secret(&again.secrets[0])), NOW + 120)
-            .unwrap();
+        let steady = issue(
+            "ns",
+            &[service()],
+            Some(&as_secret(&again.secrets[0])),
+            NOW + 120,
+        )
+        .unwrap();
         assert_eq!(steady.secrets, again.secrets, "then steady");
     }
 
@@ -496,13 +509,7 @@ mod tests {
         let issued = issue("ns", &[service()], None, NOW).unwrap();
         // The serving certificate is renewed (by the same CA) before its own end.
         let at = NOW + SERVING_VALIDITY_SECONDS - certificates::SERVING_RENEW_BEFORE_SECONDS + day;
-        let first = issue(
-            "ns",
-            &[service()],
-            Some(&as_secret(&issued.secrets[0])),
-            at,
-        )
-        .unwrap();
+        let first = issue("ns", &[service()], Some(&as_secret(&issued.secrets[0])), at).unwrap();
         assert_eq!(first.ca_bundle, issued.ca_bundle, "same CA");
         assert_ne!(first.secrets[1], issued.secrets[1], "serving renewed");
         let old_serving = as_secret(&first.secrets[1]);
