@@ -106,6 +106,10 @@ reasons! {
     /// The new bundle would change a CRD in a way that breaks stored objects.
     #[allow(clippy::upper_case_acronyms)]
     UnsafeCRDChange,
+    /// An unsafe CRD change was applied anyway: the admin's `crd-safety-override` annotation
+    /// named the bundle (a Warning Event).
+    #[allow(clippy::upper_case_acronyms)]
+    CRDSafetyOverridden,
     /// An object the bundle ships is owned by another PlatformOperator.
     OwnershipConflict,
     /// The bundle breaks POM's content policy (a kind, namespace, binding or role it may not
@@ -145,6 +149,13 @@ reasons! {
     /// `spec.paused`: POM writes nothing for the PlatformOperator but its status; as a PO's
     /// Upgradeable, POM neither moves, repairs nor checks what runs, so it cannot vouch for it.
     Paused,
+    /// A change of the operator's configuration (`spec.config` or the cluster proxy) restarts
+    /// it: it is applied as a move of its own, its Deployments rolling out again.
+    Reconfiguring,
+    /// A change of the operator's configuration waits: a move in flight has not settled, or
+    /// the running operator says `Upgradeable=False` (or has not said it for its current
+    /// generation); the `config-change-override` annotation naming its digest applies it anyway.
+    ConfigChangeHeld,
     // Degraded
     /// The move did not settle within `spec.progressDeadline`.
     ProgressDeadlineExceeded,

@@ -2,6 +2,13 @@
 //! the cluster (PRODUCT §3). Compatible with the phase-0 API (same group, kind and
 //! `spec.package.name`), with the validation phase 0 lacked.
 
+use std::collections::BTreeMap;
+
+use sha2::{Digest as _, Sha256};
+
+use k8s_openapi::api::core::v1::{
+    Affinity, EnvFromSource, EnvVar, ResourceRequirements, Toleration, Volume, VolumeMount,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
@@ -101,6 +108,12 @@ pub struct PlatformOperatorSpec {
     /// the PlatformOperator still removes what it installed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub paused: bool,
+    /// How the operator's Deployments are configured, as OLM's Subscription `spec.config`:
+    /// environment, volumes, scheduling, resources and annotations applied to every Deployment
+    /// of the installed bundle. Changing it rolls the Deployments out again: the operator
+    /// restarts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<OperatorConfig>,
 }
 
 /// Whether moves wait for the admin's approval (`spec.upgradeApproval`).
@@ -123,6 +136,88 @@ impl UpgradeApproval {
             Self::Manual => "Manual",
         }
     }
+}
+
+/// Most `spec.config.env` entries.
+pub const MAX_CONFIG_ENV: usize = 64;
+/// Most `spec.config.envFrom` entries.
+pub const MAX_CONFIG_ENV_FROM: usize = 16;
+/// Most `spec.config.volumes` entries.
+pub const MAX_CONFIG_VOLUMES: usize = 32;
+/// Most `spec.config.volumeMounts` entries.
+pub const MAX_CONFIG_VOLUME_MOUNTS: usize = 32;
+/// Most `spec.config.tolerations` entries.
+pub const MAX_CONFIG_TOLERATIONS: usize = 32;
+/// Most `spec.config.nodeSelector` labels.
+pub const MAX_CONFIG_NODE_SELECTOR: usize = 32;
+/// Most `spec.config.annotations` entries.
+pub const MAX_CONFIG_ANNOTATIONS: usize = 64;
+
+/// The admin's configuration of the operator's Deployments: OLM v0's `SubscriptionConfig`,
+/// applied the way OLM applies it to every Deployment of the bundle's ClusterServiceVersion
+/// (its `selector` is left out: OLM never reads it). POM also injects the cluster-wide proxy
+/// (`HTTP_PROXY`, `HTTPS_PROXY`, `NO_PROXY` from the cluster's Proxy status) into every
+/// container, as OLM does, unless `env` names one of the three.
+///
+/// Any change rolls the operator's Deployments out again (its pods restart).
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct OperatorConfig {
+    /// Environment variables set in every container (not init containers). A variable the
+    /// bundle already sets is replaced; the others are added. Naming any of `HTTP_PROXY`,
+    /// `HTTPS_PROXY` or `NO_PROXY` replaces the cluster-wide proxy for this operator: none of
+    /// the three is then taken from the cluster, and one given an empty value is set empty,
+    /// which turns that proxy off. `OPERATOR_CONDITION_NAME`, when POM sets it, keeps POM's
+    /// value (as in OLM).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = MAX_CONFIG_ENV))]
+    #[x_kube(merge_strategy = kube::core::ListMerge::Map(vec!["name".into()]))]
+    pub env: Vec<EnvVar>,
+    /// Sources of environment variables (ConfigMaps, Secrets) added to every container (not
+    /// init containers), after the bundle's own; a source the container already lists is not
+    /// added twice.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = MAX_CONFIG_ENV_FROM))]
+    pub env_from: Vec<EnvFromSource>,
+    /// Volumes added to every Deployment's pods; a volume of the same name the bundle defines
+    /// is replaced.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = MAX_CONFIG_VOLUMES))]
+    #[x_kube(merge_strategy = kube::core::ListMerge::Map(vec!["name".into()]))]
+    pub volumes: Vec<Volume>,
+    /// Volume mounts added to every container (not init containers); a mount of the same
+    /// volume name the container already has is replaced. A mount names a volume of `volumes`
+    /// or one every Deployment of the bundle already defines (as in OLM): naming a volume a
+    /// Deployment lacks makes the cluster refuse that Deployment, and the install fails with
+    /// the cluster's message.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = MAX_CONFIG_VOLUME_MOUNTS))]
+    #[x_kube(merge_strategy = kube::core::ListMerge::Map(vec!["name".into()]))]
+    pub volume_mounts: Vec<VolumeMount>,
+    /// Tolerations added to every Deployment's pods; one the bundle already has is not added
+    /// twice.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = MAX_CONFIG_TOLERATIONS))]
+    pub tolerations: Vec<Toleration>,
+    /// Compute resources of every container (not init containers), replacing the bundle's
+    /// requests and limits entirely.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourceRequirements>,
+    /// Node labels the operator's pods must run on, replacing the bundle's node selector
+    /// entirely; `{}` removes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("maxProperties" = MAX_CONFIG_NODE_SELECTOR))]
+    pub node_selector: Option<BTreeMap<String, String>>,
+    /// Scheduling constraints of the operator's pods. Each of `nodeAffinity`, `podAffinity`
+    /// and `podAntiAffinity` that is set replaces the bundle's, and `{}` removes it; one not
+    /// set keeps the bundle's. `affinity: {}` removes all three.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<Affinity>,
+    /// Annotations added to every Deployment and its pods. An annotation the bundle (or POM)
+    /// already sets keeps its value.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(extend("maxProperties" = MAX_CONFIG_ANNOTATIONS))]
+    pub annotations: BTreeMap<String, String>,
 }
 
 /// The admin's consent to the power classes that let an operator reach past its namespace.
@@ -292,6 +387,99 @@ pub struct PlatformOperatorStatus {
     /// grants fall in each class and a few of them (`pomctl render --permissions` lists all).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub powers: Vec<PowerSummary>,
+    /// The configuration of the operator's Deployments (`spec.config` and the cluster proxy)
+    /// that runs, or that the configuration change in flight applies (recorded before its
+    /// first write). Drift repair re-applies this one: a change of `spec.config` or of the
+    /// cluster proxy restarts the operator, so it reaches the Deployments only as a move of its
+    /// own (issue 23 item 4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applied_config: Option<AppliedConfig>,
+}
+
+/// A configuration of the operator's Deployments, as applied.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppliedConfig {
+    /// `sha256:<hex>` of the configuration and the proxy: the value of the admin's
+    /// `platform.openshift.io/config-change-override` annotation that applies it although the
+    /// operator says `Upgradeable=False`.
+    #[schemars(length(max = 71))]
+    pub digest: String,
+    /// `spec.config` as applied (validated as `spec.config` when the admin wrote it; its schema
+    /// is not repeated here, which would double the CRD's size).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "recorded_object")]
+    pub config: Option<OperatorConfig>,
+    /// The cluster proxy as injected (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<ClusterProxyEnv>,
+}
+
+/// The schema of an object POM records as it was validated elsewhere: any object.
+fn recorded_object(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "object",
+        "x-kubernetes-preserve-unknown-fields": true,
+    })
+}
+
+impl AppliedConfig {
+    /// The configuration `config` with the cluster proxy `proxy`, and its digest. An empty
+    /// configuration (`config: {}`) and an empty proxy are recorded as none: they configure
+    /// nothing, so they are the same configuration as none.
+    #[must_use]
+    pub fn of(config: Option<&OperatorConfig>, proxy: Option<&ClusterProxyEnv>) -> Self {
+        let config = config.filter(|c| **c != OperatorConfig::default()).cloned();
+        let proxy = proxy.filter(|p| !p.is_empty()).cloned();
+        // Serialising plain data cannot fail; an empty text would only make every digest the
+        // same, never a wrong configuration applied (what is applied is `config`, not this).
+        let canonical = serde_json::to_vec(&serde_json::json!({"config": config, "proxy": proxy}))
+            .unwrap_or_default();
+        Self {
+            digest: format!("sha256:{}", hex::encode(Sha256::digest(&canonical))),
+            config,
+            proxy,
+        }
+    }
+
+    /// No configuration and no proxy: what a PlatformOperator recorded before POM configured
+    /// Deployments runs with.
+    #[must_use]
+    pub fn none() -> Self {
+        Self::of(None, None)
+    }
+
+    /// Whether it configures nothing.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.config.is_none() && self.proxy.is_none()
+    }
+}
+
+/// The cluster-wide proxy injected into operators (the `Proxy` `cluster`'s status).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterProxyEnv {
+    /// `status.httpProxy`, injected as `HTTP_PROXY`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[schemars(length(max = 4096))]
+    pub http_proxy: String,
+    /// `status.httpsProxy`, injected as `HTTPS_PROXY`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[schemars(length(max = 4096))]
+    pub https_proxy: String,
+    /// `status.noProxy`, injected as `NO_PROXY`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[schemars(length(max = 65536))]
+    pub no_proxy: String,
+}
+
+impl ClusterProxyEnv {
+    /// True when nothing would be injected.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.http_proxy.is_empty() && self.https_proxy.is_empty() && self.no_proxy.is_empty()
+    }
 }
 
 /// One power class the installed bundle holds.
@@ -469,8 +657,165 @@ pub struct ActiveHop {
     /// hop, and one that never reports is not held forever.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rolled_out_at: Option<Time>,
+    /// Present when the move is a configuration change of the bundle that runs (`from` and
+    /// `to` then name it): the digest of the configuration it applies
+    /// (`status.appliedConfig.digest`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<String>,
 }
 
 fn is_zero(n: &u32) -> bool {
     *n == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::CustomResourceExt;
+
+    /// What an admin writes and the API server stores: the empty forms that carry meaning
+    /// (`value: ""` turns a proxy variable off, `nodeSelector: {}` and an empty affinity part
+    /// remove the bundle's) survive a read and a write by POM.
+    #[test]
+    fn operator_config_keeps_meaningful_empty_values_through_serde() {
+        let stored = serde_json::json!({
+            "package": {"name": "foo"},
+            "config": {
+                "env": [
+                    {"name": "HTTP_PROXY", "value": ""},
+                    {"name": "FOO", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}
+                ],
+                "envFrom": [{"configMapRef": {"name": "cm"}}],
+                "volumes": [{"name": "extra", "configMap": {"name": "cm"}}],
+                "volumeMounts": [{"name": "extra", "mountPath": "/etc/extra"}],
+                "tolerations": [{"key": "infra", "operator": "Exists", "effect": "NoSchedule"}],
+                "resources": {"requests": {"cpu": "100m", "memory": 1}, "limits": {"memory": "1Gi"}},
+                "nodeSelector": {},
+                "affinity": {"podAntiAffinity": {}},
+                "annotations": {"a": "b"}
+            }
+        });
+        let spec: PlatformOperatorSpec = match serde_json::from_value(stored.clone()) {
+            Ok(spec) => spec,
+            Err(err) => panic!("stored spec does not read: {err}"),
+        };
+        let config = spec.config.clone().unwrap_or_default();
+        assert_eq!(config.node_selector, Some(BTreeMap::new()));
+        assert_eq!(config.env[0].value.as_deref(), Some(""));
+        let written = match serde_json::to_value(&spec) {
+            Ok(value) => value,
+            Err(err) => panic!("spec does not write: {err}"),
+        };
+        let mut expected = stored["config"].clone();
+        // A number quantity is read as its string form.
+        expected["resources"]["requests"]["memory"] = serde_json::json!("1");
+        assert_eq!(written["config"], expected);
+    }
+
+    /// The digest names the configuration and the proxy, and nothing else: an empty
+    /// configuration is none, and any change of either gives another digest.
+    #[test]
+    fn applied_config_digest_changes_with_the_config_or_the_proxy_only() {
+        let none = AppliedConfig::none();
+        assert!(none.is_empty());
+        assert!(none.digest.starts_with("sha256:") && none.digest.len() == 71);
+        assert_eq!(
+            AppliedConfig::of(Some(&OperatorConfig::default()), None),
+            none
+        );
+        assert_eq!(
+            AppliedConfig::of(None, Some(&ClusterProxyEnv::default())),
+            none
+        );
+        let env = OperatorConfig {
+            env: vec![EnvVar {
+                name: "A".into(),
+                value: Some("1".into()),
+                value_from: None,
+            }],
+            ..OperatorConfig::default()
+        };
+        let proxy = ClusterProxyEnv {
+            http_proxy: "http://proxy:3128".into(),
+            ..ClusterProxyEnv::default()
+        };
+        let digests = [
+            none.digest.clone(),
+            AppliedConfig::of(Some(&env), None).digest,
+            AppliedConfig::of(None, Some(&proxy)).digest,
+            AppliedConfig::of(Some(&env), Some(&proxy)).digest,
+        ];
+        let unique: std::collections::BTreeSet<_> = digests.iter().collect();
+        assert_eq!(unique.len(), digests.len(), "{digests:?}");
+        assert_eq!(
+            AppliedConfig::of(Some(&env), Some(&proxy)),
+            AppliedConfig::of(Some(&env), Some(&proxy))
+        );
+    }
+
+    #[test]
+    fn config_absent_is_not_written() {
+        let spec = PlatformOperatorSpec {
+            package: PackageSpec {
+                name: "foo".into(),
+                ..PackageSpec::default()
+            },
+            steady_state_version_range: None,
+            install_namespace: None,
+            upgrade_gate: UpgradeGate::Auto,
+            progress_deadline: default_progress_deadline(),
+            content_exceptions: Vec::new(),
+            omit_objects: Vec::new(),
+            consent: Consent::default(),
+            watch_namespace: None,
+            upgrade_approval: UpgradeApproval::Automatic,
+            approved_bundle: None,
+            paused: false,
+            config: None,
+        };
+        let written = serde_json::to_value(&spec).unwrap_or_default();
+        assert!(written.get("config").is_none(), "{written}");
+    }
+
+    /// Names are unique by list-map semantics (the API server refuses a duplicate key, with no
+    /// CEL cost), and every list is bounded.
+    #[test]
+    fn config_schema_bounds_lists_and_keys_named_lists_by_name() {
+        let crd = match serde_json::to_value(PlatformOperator::crd()) {
+            Ok(crd) => crd,
+            Err(err) => panic!("CRD does not serialise: {err}"),
+        };
+        let config = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+            ["properties"]["config"]["properties"];
+        for (field, max_items, keyed) in [
+            ("env", MAX_CONFIG_ENV, true),
+            ("volumes", MAX_CONFIG_VOLUMES, true),
+            ("volumeMounts", MAX_CONFIG_VOLUME_MOUNTS, true),
+            ("envFrom", MAX_CONFIG_ENV_FROM, false),
+            ("tolerations", MAX_CONFIG_TOLERATIONS, false),
+        ] {
+            assert_eq!(config[field]["maxItems"], max_items, "{field}");
+            if keyed {
+                assert_eq!(config[field]["x-kubernetes-list-type"], "map", "{field}");
+                assert_eq!(
+                    config[field]["x-kubernetes-list-map-keys"],
+                    serde_json::json!(["name"]),
+                    "{field}"
+                );
+            }
+            assert!(
+                config[field].get("x-kubernetes-validations").is_none(),
+                "{field}: no CEL cost"
+            );
+        }
+        assert_eq!(
+            config["annotations"]["maxProperties"],
+            MAX_CONFIG_ANNOTATIONS
+        );
+        assert_eq!(
+            config["nodeSelector"]["maxProperties"],
+            MAX_CONFIG_NODE_SELECTOR
+        );
+        assert!(config.get("selector").is_none());
+    }
 }

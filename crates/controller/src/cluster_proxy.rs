@@ -1,6 +1,7 @@
 //! The cluster-wide proxy and trusted CA bundle, as the manager's own pulls use them (PRODUCT
-//! §10, issue 23 item 2). Operators' proxy settings (OLM v0 injects them) are not this
-//! module's business.
+//! §10, issue 23 item 2). The proxy operators get (OLM v0 injects it, issue 23 item 3) is only
+//! published from here ([`OperatorProxy`], `Context::operator_proxy`): the PO controller
+//! gathers it, and judges a change as a configuration change of each operator.
 //!
 //! On OpenShift every component reaches registries outside the cluster through the `Proxy`
 //! `cluster` (`status.httpProxy`, `httpsProxy`, `noProxy`: the effective values the cluster
@@ -43,6 +44,7 @@ use kube::api::Api;
 use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Resource as _, ResourceExt as _};
 use pom_api::openshift::proxy::{CLUSTER_PROXY_NAME, Proxy, TRUSTED_CA_BUNDLE_KEY};
+use pom_api::platform_operator::ClusterProxyEnv;
 use pom_oci::auth::ConfigMapKey;
 use pom_oci::network::{ProxyError, ProxySettings, PullNetwork, TrustedCa, TrustedCaError};
 use tokio::sync::watch;
@@ -63,6 +65,36 @@ pub const FIRST_READ_WAIT: Duration = Duration::from_secs(10);
 
 /// Longest Event note (the API's limit is 1 kB).
 const MAX_EVENT_NOTE_BYTES: usize = 1000;
+
+/// The cluster proxy operators get: the `Proxy` `cluster`'s status values as listed, copied as
+/// they are (as OLM v0 does; the manager's own pulls judge them apart, in [`State`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum OperatorProxy {
+    /// Not listed yet (or its first list failed): the PO controller keeps what each operator
+    /// runs with, so a manager that cannot read the Proxy restarts no operator.
+    #[default]
+    Unknown,
+    /// Listed: its status values, `None` with no Proxy (or no Proxy kind) or an empty status.
+    Listed(Option<ClusterProxyEnv>),
+}
+
+/// What operators get from what is known of the Proxy (pure).
+fn operator_proxy(seen: &Seen<Proxy>) -> OperatorProxy {
+    match seen {
+        Seen::Pending | Seen::Failed(_) => OperatorProxy::Unknown,
+        Seen::Listed(proxy) => OperatorProxy::Listed(
+            proxy
+                .as_ref()
+                .and_then(|p| p.status.as_ref())
+                .map(|status| ClusterProxyEnv {
+                    http_proxy: status.http_proxy.clone(),
+                    https_proxy: status.https_proxy.clone(),
+                    no_proxy: status.no_proxy.clone(),
+                })
+                .filter(|env| !env.is_empty()),
+        ),
+    }
+}
 
 /// What is known of one watched object.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -425,6 +457,9 @@ async fn keep_watching(ctx: Arc<Context>, settled: watch::Sender<bool>, stop: Ca
             tracing::debug!(error = %err, "cluster proxy watch");
         }
         if views.observe(change) {
+            let proxy = operator_proxy(&views.proxy.seen);
+            ctx.operator_proxy
+                .send_if_modified(|current| std::mem::replace(current, proxy.clone()) != proxy);
             let next = decide(&state, &views, &namespace);
             ctx.images.set_network(next.network.clone());
             for report in reports(&state, &next) {
@@ -587,6 +622,37 @@ BDAKBggqhkjOPQQDAgNIADBFAiAQApCpfuTmY7p3npD+SRVrLCCBf/jvbyBFV3HS
             json!({"httpProxy": http, "httpsProxy": http, "noProxy": no_proxy}),
             "",
         )
+    }
+
+    /// Operators get the Proxy's status values as listed (a value the manager's pulls refuse
+    /// included: OLM copies them as they are); nothing before the first list, and the last
+    /// list while the watch recovers (the view keeps it).
+    #[test]
+    fn operators_get_the_listed_proxy_status_as_it_is() {
+        let env = |http: &str, https: &str, no: &str| ClusterProxyEnv {
+            http_proxy: http.into(),
+            https_proxy: https.into(),
+            no_proxy: no.into(),
+        };
+        for (seen, expected) in [
+            (Seen::Pending, OperatorProxy::Unknown),
+            (Seen::Failed("forbidden".into()), OperatorProxy::Unknown),
+            (Seen::Listed(None), OperatorProxy::Listed(None)),
+            (
+                Seen::Listed(Some(proxy(json!({}), ""))),
+                OperatorProxy::Listed(None),
+            ),
+            (
+                Seen::Listed(Some(proxied("http://proxy:3128", ".svc"))),
+                OperatorProxy::Listed(Some(env("http://proxy:3128", "http://proxy:3128", ".svc"))),
+            ),
+            (
+                Seen::Listed(Some(proxy(json!({"httpProxy": "not a url"}), ""))),
+                OperatorProxy::Listed(Some(env("not a url", "", ""))),
+            ),
+        ] {
+            assert_eq!(operator_proxy(&seen), expected, "{seen:?}");
+        }
     }
 
     fn bundle(pem: &str) -> ConfigMap {

@@ -102,6 +102,9 @@ pub struct Context {
     /// (§8.3): a PO status write holds it shared; the aggregator holds it alone from its fresh
     /// read of every PO to its write of True, so no move is recorded in between unseen.
     pub status_writes: tokio::sync::RwLock<()>,
+    /// The cluster proxy injected into operators (issue 23 item 3), as `cluster_proxy` last
+    /// listed it; the PO controller gathers it and is woken when it changes.
+    pub operator_proxy: tokio::sync::watch::Sender<crate::cluster_proxy::OperatorProxy>,
 }
 
 impl Context {
@@ -122,6 +125,9 @@ impl Context {
             metrics: Arc::new(Metrics::new()),
             liveness: Arc::new(Liveness::default()),
             status_writes: tokio::sync::RwLock::new(()),
+            operator_proxy: tokio::sync::watch::Sender::new(
+                crate::cluster_proxy::OperatorProxy::Unknown,
+            ),
         })
     }
 }

@@ -32,7 +32,8 @@ pub enum Error {
         source: Box<RenderError>,
     },
     #[error(
-        "bundle {bundle} would change CRDs unsafely, so the running version is kept: {details}. Publish a bundle whose CRD change keeps stored versions and existing custom resources valid"
+        "bundle {bundle} would change CRDs unsafely, so the running version is kept: {details}. Publish a bundle whose CRD change keeps stored versions and existing custom resources valid; if you judge this check wrong for this bundle, `kubectl annotate platformoperator <name> {}={bundle}` applies it once, with a Warning Event",
+        pom_api::labels::CRD_SAFETY_OVERRIDE
     )]
     UnsafeCrdChange { bundle: String, details: String },
     #[error(

@@ -3,7 +3,9 @@
 //! of `Upgradeable` is. Pure: the same snapshot always gives the same decision.
 
 use pom_api::conditions::{ConditionStatus, Reason};
-use pom_api::platform_operator::{BundleRef, PinReason as ApiPinReason, UpgradeApproval};
+use pom_api::platform_operator::{
+    AppliedConfig, BundleRef, PinReason as ApiPinReason, UpgradeApproval,
+};
 use pom_resolver::cluster::ClusterPhase;
 use pom_resolver::fbc::MaxOpenShiftVersion;
 use pom_resolver::pin::{Pin, PinReason, pin_for};
@@ -45,6 +47,60 @@ pub struct PoDecision {
     /// `spec.paused` (issue 23 item 5): what POM withholds and how to resume, for the admin.
     /// The action is then never a write ([`Action::Nothing`] or [`Action::WaitForCatalog`]).
     pub paused: Option<String>,
+    /// The configuration of the operator's Deployments (`spec.config` and the cluster proxy)
+    /// the action renders them with: what a move carries (what is asked for now), or for a
+    /// re-apply what runs, unless a configuration change starts. `None` when nothing is
+    /// rendered.
+    pub config: Option<AppliedConfig>,
+    /// A change of the configuration of what runs (issue 23 items 3, 4): a move of its own
+    /// kind, since it restarts the operator. Starting (applied by this re-apply) or held.
+    pub config_change: Option<ConfigChange>,
+}
+
+/// A change of the configuration of the operator that runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigChange {
+    /// The PlatformOperator (for the override's command).
+    pub po: String,
+    /// The digest of the configuration it applies.
+    pub digest: String,
+    /// Why it waits; `None`: it starts now.
+    pub held: Option<HoldReason>,
+}
+
+impl ConfigChange {
+    /// The command that applies this change although the operator says `Upgradeable=False`.
+    #[must_use]
+    pub fn override_command(&self) -> String {
+        format!(
+            "`kubectl annotate platformoperator {} {}={} --overwrite`",
+            self.po,
+            pom_api::labels::CONFIG_CHANGE_OVERRIDE,
+            self.digest
+        )
+    }
+}
+
+impl std::fmt::Display for ConfigChange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the configuration change {} (spec.config or the cluster proxy) restarts the operator",
+            self.digest
+        )?;
+        match &self.held {
+            None => write!(f, "; it is applied now"),
+            Some(why @ HoldReason::MoveNotSettled) => {
+                write!(f, "; it waits: {why}; it is applied once that has settled")
+            }
+            Some(why @ HoldReason::Paused { .. }) => write!(f, "; it waits: {why}"),
+            Some(why) => write!(
+                f,
+                "; it waits: {why}; it is applied once the operator allows it, or apply it anyway with {}",
+                self.override_command()
+            ),
+        }
+    }
 }
 
 /// What to put on the cluster.
@@ -273,6 +329,15 @@ pub struct Problem {
 }
 
 impl PoDecision {
+    /// Whether the action applies a configuration change (a re-apply that restarts the
+    /// operator): what the last full check saw no longer holds.
+    #[must_use]
+    pub fn reconfigures(&self) -> bool {
+        self.config_change
+            .as_ref()
+            .is_some_and(|c| c.held.is_none())
+    }
+
     fn new(action: Action, verdict: Upgradeability) -> Self {
         Self {
             action,
@@ -285,6 +350,8 @@ impl PoDecision {
             unsettled_move_action: None,
             judged_for: None,
             paused: None,
+            config: None,
+            config_change: None,
         }
     }
 
@@ -307,10 +374,65 @@ pub fn decide(snapshot: &PoSnapshot<'_>) -> PoDecision {
         decision.deadline_exceeded = !hop.settled
             && crate::snapshot::elapsed(snapshot.now, hop.started_at) > request.progress_deadline;
     }
+    decide_config(&mut decision, snapshot);
     if snapshot.paused {
         pause(&mut decision, snapshot);
     }
     decision
+}
+
+/// The configuration the action renders the Deployments with, and whether a change of it
+/// starts or waits (issue 23 items 3, 4). A move carries what is asked for now (the operator
+/// restarts anyway). A re-apply keeps what runs unless the configuration changed: the change
+/// restarts the operator, so it is a move of its own kind: it waits for the move in flight to
+/// settle, and for the running operator to allow it (`Upgradeable=False`, or no `Upgradeable`
+/// for its current generation where it must report, holds it, as it holds a hop), unless the
+/// admin's override names its digest. A spec that cannot be read starts nothing.
+fn decide_config(decision: &mut PoDecision, s: &PoSnapshot<'_>) {
+    let applied = s.config.applied();
+    match &decision.action {
+        Action::Move(_) => decision.config = Some(s.config.desired.clone()),
+        Action::Keep if s.config.changed() && s.installed.is_some() => {
+            let Ok(request) = &s.request else {
+                decision.config = Some(applied);
+                return;
+            };
+            let held = config_hold(s, request);
+            decision.config = Some(if held.is_none() {
+                s.config.desired.clone()
+            } else {
+                applied
+            });
+            decision.config_change = Some(ConfigChange {
+                po: s.name.clone(),
+                digest: s.config.desired.digest.clone(),
+                held,
+            });
+        }
+        Action::Keep => decision.config = Some(applied),
+        Action::Nothing | Action::WaitForCatalog { .. } => {}
+    }
+}
+
+/// Why a configuration change waits, as a hop would (§7); `None` when it may start.
+fn config_hold(s: &PoSnapshot<'_>, request: &PoRequest) -> Option<HoldReason> {
+    if s.hop.as_ref().is_some_and(|h| !h.settled) {
+        return Some(HoldReason::MoveNotSettled);
+    }
+    if s.config.override_digest.as_deref() == Some(s.config.desired.digest.as_str()) {
+        return None;
+    }
+    match &s.gate.reading {
+        GateReading::Says {
+            upgradeable: false,
+            message,
+            ..
+        } => Some(HoldReason::OperatorNotUpgradeable {
+            message: message.clone(),
+        }),
+        _ => unreadable_gate(s, request)
+            .map(|message| HoldReason::OperatorConditionPending { message }),
+    }
 }
 
 /// `spec.paused` (issue 23 item 5): the decision as made, with every write withheld. A move is
@@ -340,6 +462,13 @@ fn pause(decision: &mut PoDecision, s: &PoSnapshot<'_>) {
         };
         format!("; {what} {} waits", held.to.name)
     });
+    if let Some(change) = decision.config_change.as_mut()
+        && change.held.is_none()
+    {
+        change.held = Some(HoldReason::Paused { po: po.to_owned() });
+    }
+    // Nothing is rendered while paused.
+    decision.config = None;
     decision.unsettled_move_action = None;
     decision.deadline_exceeded = false;
     decision.paused = Some(format!(

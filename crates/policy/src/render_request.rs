@@ -5,14 +5,27 @@
 use std::collections::BTreeSet;
 
 use pom_api::PlatformOperator;
-use pom_api::platform_operator::{Consent, ExceptableContentRule};
+use pom_api::platform_operator::{AppliedConfig, Consent, ExceptableContentRule};
+use pom_resolver::render::deployment_config::DeploymentConfigError;
 use pom_resolver::render::{
-    ContentException, ContentRule, OmittedObject, PowerClass, RenderOptions,
+    ContentException, ContentRule, DeploymentConfig, OmittedObject, PowerClass, ProxyEnv,
+    RenderOptions,
 };
 
-/// The render options for `po`, installed into `install_namespace`.
-pub fn render_options(po: &PlatformOperator, install_namespace: &str) -> RenderOptions {
-    RenderOptions {
+/// The render options for `po`, installed into `install_namespace`, with its Deployments
+/// configured by `config` (`spec.config` and the cluster proxy: [`AppliedConfig::of`]; the
+/// manager passes the one its decision renders with, see `decide`'s `config`).
+///
+/// # Errors
+/// When the configuration does not read as a Deployment configuration (it always does when it
+/// came from a `PlatformOperator` the API server validated).
+pub fn render_options(
+    po: &PlatformOperator,
+    install_namespace: &str,
+    config: &AppliedConfig,
+) -> Result<RenderOptions, DeploymentConfigError> {
+    let (deployment_config, proxy) = deployment_config(config)?;
+    Ok(RenderOptions {
         exceptions: content_exceptions(po),
         consent: consented_classes(&po.spec.consent),
         omit: po
@@ -25,8 +38,31 @@ pub fn render_options(po: &PlatformOperator, install_namespace: &str) -> RenderO
             })
             .collect(),
         watch_namespace: po.spec.watch_namespace.clone(),
+        deployment_config,
+        proxy,
         ..RenderOptions::new(install_namespace)
-    }
+    })
+}
+
+/// The renderer's form of a configuration: OLM's `SubscriptionConfig` as JSON, and the proxy.
+///
+/// # Errors
+/// When the configuration does not read as a Deployment configuration.
+pub fn deployment_config(
+    config: &AppliedConfig,
+) -> Result<(Option<DeploymentConfig>, Option<ProxyEnv>), DeploymentConfigError> {
+    let deployment_config = match &config.config {
+        None => None,
+        Some(config) => Some(DeploymentConfig::from_json(
+            serde_json::to_value(config).map_err(DeploymentConfigError::Json)?,
+        )?),
+    };
+    let proxy = config.proxy.as_ref().map(|p| ProxyEnv {
+        http_proxy: p.http_proxy.clone(),
+        https_proxy: p.https_proxy.clone(),
+        no_proxy: p.no_proxy.clone(),
+    });
+    Ok((deployment_config, proxy))
 }
 
 /// The admin's content-policy exceptions. The deprecated rules (whose findings are now power
@@ -98,7 +134,7 @@ mod tests {
                 {"rule": "EscalatingRole", "kind": "ClusterRole", "name": "y"},
             ],
         }));
-        let opts = render_options(&po, "p");
+        let opts = render_options(&po, "p", &AppliedConfig::none()).unwrap();
         assert_eq!(opts.install_namespace, "p");
         assert_eq!(opts.watch_namespace.as_deref(), Some("team-a"));
         assert_eq!(
@@ -114,6 +150,39 @@ mod tests {
             }],
             "a deprecated rule lifts nothing"
         );
+    }
+
+    /// The configuration and the proxy reach the renderer as they are, so `pomctl render`
+    /// and the manager configure the Deployments alike.
+    #[test]
+    fn the_config_and_the_proxy_map_to_render_options() {
+        let po = po(serde_json::json!({
+            "package": {"name": "p"},
+            "config": {
+                "env": [{"name": "HTTP_PROXY", "value": ""}],
+                "nodeSelector": {"infra": "true"},
+                "tolerations": [{"key": "infra", "operator": "Exists"}],
+            },
+        }));
+        let proxy = pom_api::platform_operator::ClusterProxyEnv {
+            http_proxy: "http://proxy:3128".into(),
+            ..Default::default()
+        };
+        let config = AppliedConfig::of(po.spec.config.as_ref(), Some(&proxy));
+        let opts = render_options(&po, "p", &config).unwrap();
+        let deployment_config = opts.deployment_config.unwrap();
+        assert_eq!(
+            deployment_config.env,
+            vec![serde_json::json!({"name": "HTTP_PROXY", "value": ""})]
+        );
+        assert_eq!(
+            deployment_config.node_selector,
+            Some([("infra".to_owned(), "true".to_owned())].into())
+        );
+        assert_eq!(deployment_config.tolerations.len(), 1);
+        assert_eq!(opts.proxy.unwrap().http_proxy, "http://proxy:3128");
+        let none = render_options(&po, "p", &AppliedConfig::none()).unwrap();
+        assert_eq!((none.deployment_config, none.proxy), (None, None));
     }
 
     #[test]

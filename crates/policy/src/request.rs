@@ -116,6 +116,7 @@ mod tests {
             upgrade_approval: UpgradeApproval::Automatic,
             approved_bundle: None,
             paused: false,
+            config: None,
         }
     }
 

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
-use pom_api::platform_operator::{ActiveHop, InstalledBundle};
+use pom_api::platform_operator::{ActiveHop, AppliedConfig, ClusterProxyEnv, InstalledBundle};
 use pom_resolver::cluster::ClusterPhase;
 use pom_resolver::fbc::{Catalog, MaxOpenShiftVersion};
 use semver::Version;
@@ -43,6 +43,76 @@ pub struct PoSnapshot<'a> {
     /// `spec.paused`: POM writes nothing for the PO but its status (issue 23 item 5). Read
     /// apart from [`PoSnapshot::request`], so that a spec that cannot be parsed is paused too.
     pub paused: bool,
+    /// The configuration of the operator's Deployments: asked for, and applied (issue 23
+    /// items 3, 4).
+    pub config: ConfigView,
+}
+
+/// The configuration of a PlatformOperator's Deployments (`spec.config` and the cluster
+/// proxy), as asked for and as applied.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigView {
+    /// What `spec.config` and the cluster proxy ask for now.
+    pub desired: AppliedConfig,
+    /// `status.appliedConfig`: what the Deployments run with, or what the configuration change
+    /// in flight applies (`None`: none recorded, which is no configuration).
+    pub recorded: Option<AppliedConfig>,
+    /// The admin's `config-change-override` annotation: the digest of a configuration to apply
+    /// although the operator says `Upgradeable=False`.
+    pub override_digest: Option<String>,
+}
+
+impl Default for ConfigView {
+    /// No configuration asked for, none applied.
+    fn default() -> Self {
+        Self {
+            desired: AppliedConfig::none(),
+            recorded: None,
+            override_digest: None,
+        }
+    }
+}
+
+impl ConfigView {
+    /// The view for `po` with the cluster proxy `proxy` (`None`: no proxy is injected).
+    #[must_use]
+    pub fn of(po: &pom_api::PlatformOperator, proxy: Option<&ClusterProxyEnv>) -> Self {
+        Self {
+            desired: AppliedConfig::of(po.spec.config.as_ref(), proxy),
+            recorded: po.status.as_ref().and_then(|s| s.applied_config.clone()),
+            override_digest: po
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(pom_api::labels::CONFIG_CHANGE_OVERRIDE))
+                .map(|v| v.trim().to_owned()),
+        }
+    }
+
+    /// The view for `po` when the cluster proxy is not known (not read yet, or `pomctl plan`,
+    /// which does not read it): with the proxy what runs was applied with, so a proxy that
+    /// was not read changes nothing.
+    #[must_use]
+    pub fn keeping_proxy(po: &pom_api::PlatformOperator) -> Self {
+        let applied = po
+            .status
+            .as_ref()
+            .and_then(|s| s.applied_config.as_ref())
+            .and_then(|c| c.proxy.as_ref());
+        Self::of(po, applied)
+    }
+
+    /// What runs now (none recorded is no configuration).
+    #[must_use]
+    pub fn applied(&self) -> AppliedConfig {
+        self.recorded.clone().unwrap_or_else(AppliedConfig::none)
+    }
+
+    /// Whether what is asked for differs from what runs.
+    #[must_use]
+    pub fn changed(&self) -> bool {
+        self.applied().digest != self.desired.digest
+    }
 }
 
 /// The manager's admission guard as the API server holds it: the layer that keeps a buggy or

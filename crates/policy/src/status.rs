@@ -6,8 +6,8 @@ use std::time::Duration;
 use k8s_openapi::jiff::Timestamp;
 use pom_api::conditions::{ConditionStatus, Reason, types};
 use pom_api::platform_operator::{
-    ActiveHop, InstalledBundle, InventoryObject, PinStatus, PlatformOperatorStatus, PowerSummary,
-    UpgradeGate,
+    ActiveHop, AppliedConfig, InstalledBundle, InventoryObject, PinStatus, PlatformOperatorStatus,
+    PowerSummary, UpgradeGate,
 };
 use pom_resolver::fbc::MaxOpenShiftVersion;
 
@@ -278,9 +278,92 @@ impl StatusInput<'_> {
 /// the decision starts no move.
 #[must_use]
 pub fn intent(input: &StatusInput<'_>) -> Option<PlatformOperatorStatus> {
-    let Action::Move(target) = &input.decision.action else {
+    match &input.decision.action {
+        Action::Move(target) => move_intent(input, target),
+        Action::Keep => config_intent(input),
+        Action::Nothing | Action::WaitForCatalog { .. } => None,
+    }
+}
+
+/// The status that records a configuration change of what runs before its first write (issue
+/// 23 item 4): the configuration it applies as `appliedConfig` (so a manager that dies during
+/// the apply re-applies it, and the change is not judged again), and a move of the running
+/// bundle to itself, unsettled, carrying the configuration's digest: it settles as a move does
+/// (the Deployments roll out, the operator reports), and the next move waits for it. `None`
+/// when no change starts, or it is recorded already.
+fn config_intent(input: &StatusInput<'_>) -> Option<PlatformOperatorStatus> {
+    let decision = input.decision;
+    let change = decision
+        .config_change
+        .as_ref()
+        .filter(|c| c.held.is_none())?;
+    let config = decision.config.as_ref()?;
+    let previous = input.previous;
+    let installed = previous.installed_bundle.as_ref()?;
+    if recorded_config_digest(previous) == config.digest {
         return None;
-    };
+    }
+    let now = to_api_time(input.now);
+    let conditions = vec![
+        Desired::new(
+            types::PROGRESSING,
+            ConditionStatus::True,
+            Reason::Reconfiguring,
+            format!(
+                "applying configuration {} to {}: its Deployments roll out again (the operator restarts)",
+                change.digest, installed.name
+            ),
+        ),
+        degraded_condition(
+            decision.problem.as_ref(),
+            false,
+            Some(installed.name.as_str()),
+            &[],
+            &[],
+        ),
+        Desired::new(
+            types::UPGRADEABLE,
+            ConditionStatus::False,
+            Reason::MoveNotSettled,
+            format!(
+                "the configuration change {} of {} has started; wait for it before updating the cluster",
+                change.digest, installed.name
+            ),
+        ),
+    ];
+    Some(PlatformOperatorStatus {
+        observed_generation: input.generation,
+        conditions: merge(&previous.conditions, &conditions, input.generation, &now),
+        active_hop: Some(ActiveHop {
+            from: Some(installed.name.clone()),
+            to: installed.name.clone(),
+            started_at: now.clone(),
+            settled: false,
+            waiting_for: Some(format!("configuration {} to be applied", change.digest)),
+            image: installed.image.clone(),
+            failed_attempts: 0,
+            rolled_out_at: None,
+            config: Some(change.digest.clone()),
+        }),
+        applied_config: Some(config.clone()).filter(|c| !c.is_empty()),
+        ..previous.clone()
+    })
+}
+
+/// The digest of the configuration `status` records as applied (none recorded: none).
+#[must_use]
+pub fn recorded_config_digest(status: &PlatformOperatorStatus) -> String {
+    status
+        .applied_config
+        .as_ref()
+        .map_or_else(|| AppliedConfig::none().digest, |c| c.digest.clone())
+}
+
+/// The status that records a move of the bundle (see [`intent`]).
+fn move_intent(
+    input: &StatusInput<'_>,
+    target: &crate::decide::MoveTarget,
+) -> Option<PlatformOperatorStatus> {
     let previous = input.previous;
     // Already recorded (a retry of the same move): nothing to add, and rewriting the
     // conditions would make a refused move flap between Installing and its refusal.
@@ -325,6 +408,7 @@ pub fn intent(input: &StatusInput<'_>) -> Option<PlatformOperatorStatus> {
             image: input.applying_image.map(str::to_owned),
             failed_attempts: 0,
             rolled_out_at: None,
+            config: None,
         },
     };
     let first_install = installed.is_none();
@@ -382,6 +466,7 @@ pub fn intent(input: &StatusInput<'_>) -> Option<PlatformOperatorStatus> {
         inventory: crate::inventory::with_bundle(&previous.inventory, &target.name, input.applying),
         install_namespace: input.install_namespace(),
         powers: previous.powers.clone(),
+        applied_config: previous.applied_config.clone(),
     })
 }
 
@@ -431,6 +516,7 @@ pub fn compute(input: &StatusInput<'_>) -> PlatformOperatorStatus {
                     image: now_installed.image.clone(),
                     failed_attempts: 0,
                     rolled_out_at: None,
+                    config: None,
                 },
             };
             // Applied: the failures before it are over.
@@ -587,6 +673,13 @@ pub fn compute(input: &StatusInput<'_>) -> PlatformOperatorStatus {
             ActOutcome::Applied(report) => report.powers.clone(),
             ActOutcome::Skipped | ActOutcome::Failed(_) => previous.powers.clone(),
         },
+        // What was applied runs with the configuration the decision rendered.
+        applied_config: match (input.outcome, &decision.config) {
+            (ActOutcome::Applied(_), Some(config)) => {
+                Some(config.clone()).filter(|c| !c.is_empty())
+            }
+            _ => previous.applied_config.clone(),
+        },
     }
 }
 
@@ -741,6 +834,20 @@ fn progressing_condition(p: ProgressingInput<'_>) -> Desired {
             Some(why) => format!("held: {why}"),
         };
         return progressing(Reason::Upgrading, format!("moving to {to}: {why}"));
+    }
+    // A configuration change that waits: nothing progresses until what holds it is over.
+    if let Some(change) = p
+        .decision
+        .config_change
+        .as_ref()
+        .filter(|c| c.held.is_some())
+    {
+        return Desired::new(
+            types::PROGRESSING,
+            ConditionStatus::False,
+            Reason::ConfigChangeHeld,
+            change.to_string(),
+        );
     }
     if let Some(problem) = p.problem {
         return Desired::new(

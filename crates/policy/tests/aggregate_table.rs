@@ -174,6 +174,7 @@ impl Po {
                 upgrade_approval: UpgradeApproval::Automatic,
                 approved_bundle: None,
                 paused: false,
+                config: None,
             },
         );
         po.metadata.generation = Some(self.generation);
@@ -217,11 +218,13 @@ impl Po {
                     image: None,
                     failed_attempts: 0,
                     rolled_out_at: None,
+                    config: None,
                 }),
                 max_open_shift_version: None,
                 inventory: Vec::new(),
                 install_namespace: None,
                 powers: Vec::new(),
+                applied_config: None,
             });
         }
         Arc::new(po)

@@ -16,10 +16,13 @@ mod fixture {
 
     use k8s_openapi::jiff::Timestamp;
     use pom_api::PlatformOperatorSpec;
-    use pom_api::platform_operator::{InstalledBundle, PackageSpec, UpgradeApproval, UpgradeGate};
+    use pom_api::platform_operator::{
+        AppliedConfig, ClusterProxyEnv, InstalledBundle, OperatorConfig, PackageSpec,
+        UpgradeApproval, UpgradeGate,
+    };
     use pom_policy::snapshot::{
-        CatalogContent, CatalogView, ClusterView, GateReading, GuardState, Hop, Installed,
-        OperatorGate, PoSnapshot, UnsettledMoveAction,
+        CatalogContent, CatalogView, ClusterView, ConfigView, GateReading, GuardState, Hop,
+        Installed, OperatorGate, PoSnapshot, UnsettledMoveAction,
     };
     use pom_policy::{PoRequest, RequestError};
     use pom_resolver::cluster::{ClusterPhase, PhaseKind};
@@ -220,6 +223,34 @@ mod fixture {
         /// The `unsettled-move` annotation's value.
         pub unsettled_move: Option<String>,
         pub guard: GuardState,
+        /// The cluster proxy as listed.
+        pub proxy: Option<ClusterProxyEnv>,
+        /// `status.appliedConfig`.
+        pub recorded_config: Option<AppliedConfig>,
+        /// The `config-change-override` annotation's value (`DESIRED`: the digest asked for).
+        pub config_override: Option<&'static str>,
+    }
+
+    /// In `config_override`: the digest of the configuration asked for.
+    pub const DESIRED: &str = "<desired>";
+
+    /// An admin's `spec.config`: one env var, a node selector and resources.
+    pub fn operator_config(level: &str) -> OperatorConfig {
+        serde_json::from_value(serde_json::json!({
+            "env": [{"name": "LOG_LEVEL", "value": level}],
+            "nodeSelector": {"node-role.kubernetes.io/infra": ""},
+            "resources": {"limits": {"memory": "256Mi"}},
+        }))
+        .unwrap()
+    }
+
+    /// A cluster proxy.
+    pub fn cluster_proxy(http: &str) -> ClusterProxyEnv {
+        ClusterProxyEnv {
+            http_proxy: http.to_owned(),
+            https_proxy: http.to_owned(),
+            no_proxy: ".cluster.local".to_owned(),
+        }
     }
 
     /// Nothing installed, OpenShift steady, the catalog ready, no gate.
@@ -246,11 +277,15 @@ mod fixture {
                 upgrade_approval: UpgradeApproval::Automatic,
                 approved_bundle: None,
                 paused: false,
+                config: None,
             },
             duplicate_of: None,
             found_bundle_label: None,
             unsettled_move: None,
             guard: GuardState::Intact,
+            proxy: None,
+            recorded_config: None,
+            config_override: None,
         }
     }
 
@@ -380,6 +415,39 @@ mod fixture {
             self
         }
 
+        /// `spec.config` (what runs is not changed: see [`World::config_applied`]).
+        pub fn config(mut self, config: OperatorConfig) -> Self {
+            self.spec.config = Some(config);
+            self
+        }
+
+        /// The cluster proxy as listed.
+        pub fn proxy(mut self, proxy: ClusterProxyEnv) -> Self {
+            self.proxy = Some(proxy);
+            self
+        }
+
+        /// What runs was applied with `config` and `proxy` (`status.appliedConfig`).
+        pub fn config_applied(
+            mut self,
+            config: Option<OperatorConfig>,
+            proxy: Option<ClusterProxyEnv>,
+        ) -> Self {
+            self.recorded_config = Some(AppliedConfig::of(config.as_ref(), proxy.as_ref()));
+            self
+        }
+
+        /// The admin's `config-change-override` annotation.
+        pub fn config_override(mut self, value: &'static str) -> Self {
+            self.config_override = Some(value);
+            self
+        }
+
+        /// The configuration asked for.
+        pub fn desired_config(&self) -> AppliedConfig {
+            AppliedConfig::of(self.spec.config.as_ref(), self.proxy.as_ref())
+        }
+
         pub fn duplicate_of(mut self, winner: &str) -> Self {
             self.duplicate_of = Some(winner.to_owned());
             self
@@ -465,6 +533,17 @@ mod fixture {
                     .map(|a| UnsettledMoveAction::parse(&a)),
                 guard: self.guard.clone(),
                 paused: self.spec.paused,
+                config: ConfigView {
+                    desired: self.desired_config(),
+                    recorded: self.recorded_config.clone(),
+                    override_digest: self.config_override.map(|value| {
+                        if value == DESIRED {
+                            self.desired_config().digest
+                        } else {
+                            value.to_owned()
+                        }
+                    }),
+                },
             }
         }
     }
@@ -475,7 +554,10 @@ mod fixture {
     }
 }
 
-use fixture::{Catalogs, Cluster, Gate, LastHop, World, bundle_name, world};
+use fixture::{
+    Catalogs, Cluster, DESIRED, Gate, LastHop, World, bundle_name, cluster_proxy, operator_config,
+    world,
+};
 use pom_api::conditions::{ConditionStatus, Reason};
 use pom_api::platform_operator::{PinReason, UpgradeGate};
 use pom_policy::snapshot::GuardState;
@@ -543,23 +625,36 @@ impl Outcome {
                 }
             },
             pin: decision.pin.as_ref().map(|p| (p.reason, p.range.clone())),
-            held: decision.held.as_ref().map(|h| {
-                let why = match h.why {
-                    HoldReason::MoveNotSettled => Why::MoveNotSettled,
-                    HoldReason::OperatorNotUpgradeable { .. } => Why::OperatorNotUpgradeable,
-                    HoldReason::OperatorConditionPending { .. } => Why::OperatorConditionPending,
-                    HoldReason::ClusterVersionUnknown { .. } => Why::ClusterVersionUnknown,
-                    HoldReason::AwaitingApproval { .. } => Why::AwaitingApproval,
-                    HoldReason::Paused { .. } => Why::Paused,
-                };
-                (h.to.version.clone(), why)
-            }),
+            held: decision
+                .held
+                .as_ref()
+                .map(|h| (h.to.version.clone(), why_of(&h.why))),
             verdict: (decision.verdict.status, decision.verdict.reason),
             problem: decision.problem.as_ref().map(|p| (p.reason, p.degrades)),
             deadline_exceeded: decision.deadline_exceeded,
             paused: decision.paused.is_some(),
         }
     }
+}
+
+fn why_of(why: &HoldReason) -> Why {
+    match why {
+        HoldReason::MoveNotSettled => Why::MoveNotSettled,
+        HoldReason::OperatorNotUpgradeable { .. } => Why::OperatorNotUpgradeable,
+        HoldReason::OperatorConditionPending { .. } => Why::OperatorConditionPending,
+        HoldReason::ClusterVersionUnknown { .. } => Why::ClusterVersionUnknown,
+        HoldReason::AwaitingApproval { .. } => Why::AwaitingApproval,
+        HoldReason::Paused { .. } => Why::Paused,
+    }
+}
+
+/// Which configuration the action renders the Deployments with (issue 23 item 4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Renders {
+    /// What `spec.config` and the proxy ask for now.
+    Desired,
+    /// What runs (`status.appliedConfig`).
+    Applied,
 }
 
 /// The expected outcome, built field by field; anything not set is expected absent (no pin,
@@ -577,6 +672,13 @@ struct Expect {
     paused_says: Vec<&'static str>,
     /// Texts no message may contain.
     never_says: Vec<&'static str>,
+    /// A configuration change: `Some(None)` starts, `Some(Some(why))` is held. Unset: none.
+    config_change: Option<Option<Why>>,
+    /// The configuration rendered, when a row sets it; unset: what is asked for (rows that
+    /// change no configuration, where it is also what runs), or none without a write.
+    renders: Option<Renders>,
+    /// Texts the configuration change's message must contain.
+    config_says: Vec<&'static str>,
 }
 
 fn expect(action: Act) -> Expect {
@@ -595,6 +697,9 @@ fn expect(action: Act) -> Expect {
         held_says: vec![],
         paused_says: vec![],
         never_says: vec![],
+        config_change: None,
+        renders: None,
+        config_says: vec![],
     }
 }
 
@@ -667,6 +772,30 @@ impl Expect {
 
     fn paused_says(mut self, text: &'static str) -> Self {
         self.paused_says.push(text);
+        self
+    }
+
+    /// A configuration change starts (rendered with what is asked for).
+    fn reconfigures(mut self) -> Self {
+        self.config_change = Some(None);
+        self.renders = Some(Renders::Desired);
+        self
+    }
+
+    /// A configuration change is held for `why` (what runs is rendered as it runs).
+    fn config_held(mut self, why: Why) -> Self {
+        self.config_change = Some(Some(why));
+        self.renders = Some(Renders::Applied);
+        self
+    }
+
+    fn renders(mut self, renders: Renders) -> Self {
+        self.renders = Some(renders);
+        self
+    }
+
+    fn config_says(mut self, text: &'static str) -> Self {
+        self.config_says.push(text);
         self
     }
 
@@ -1569,6 +1698,175 @@ fn rows() -> Vec<Row> {
                 .hop(LastHop::Unsettled { age: 3600 }),
             keep().unknown().problem(Reason::ResolutionFailed, true),
         ),
+        // Issue 23 items 3, 4: a change of the configuration (spec.config or the cluster
+        // proxy) restarts the operator, so it is a move of its own kind.
+        row(
+            "config: a first install carries the configuration",
+            world().config(operator_config("debug")),
+            move_to("2.0.0", Steady, "=2.0.0").pin(Install, "*"),
+        ),
+        row(
+            "config: what runs has the configuration asked for: no change",
+            world()
+                .installed("1.1.0")
+                .config(operator_config("debug"))
+                .config_applied(Some(operator_config("debug")), None),
+            keep().pin(Steady, "=1.1.0"),
+        ),
+        row(
+            "config: a change on a settled operator starts",
+            world()
+                .installed("1.1.0")
+                .config(operator_config("info"))
+                .config_applied(Some(operator_config("debug")), None),
+            keep()
+                .pin(Steady, "=1.1.0")
+                .reconfigures()
+                .config_says("restarts the operator; it is applied now"),
+        ),
+        row(
+            "config: spec.config removed: the change starts",
+            world()
+                .installed("1.1.0")
+                .config_applied(Some(operator_config("debug")), None),
+            keep().pin(Steady, "=1.1.0").reconfigures(),
+        ),
+        row(
+            "config: a PO recorded before configuration existed, nothing asked: no change",
+            world().installed("1.1.0"),
+            keep().pin(Steady, "=1.1.0"),
+        ),
+        row(
+            "config: the operator says Upgradeable=False: held, with its message and the override",
+            world()
+                .installed("1.1.0")
+                .gate(Gate::Forbids)
+                .config(operator_config("debug")),
+            keep()
+                .pin(Steady, "=1.1.0")
+                .verdict(False, Reason::OperatorNotUpgradeable)
+                .config_held(Why::OperatorNotUpgradeable)
+                .config_says("migrating the database to schema 12")
+                .config_says("kubectl annotate platformoperator demo platform.openshift.io/config-change-override=sha256:"),
+        ),
+        row(
+            "config: the override naming the change's digest applies it anyway",
+            world()
+                .installed("1.1.0")
+                .gate(Gate::Forbids)
+                .config(operator_config("debug"))
+                .config_override(DESIRED),
+            keep()
+                .pin(Steady, "=1.1.0")
+                .verdict(False, Reason::OperatorNotUpgradeable)
+                .reconfigures(),
+        ),
+        row(
+            "config: an override naming another digest is inert",
+            world()
+                .installed("1.1.0")
+                .gate(Gate::Forbids)
+                .config(operator_config("debug"))
+                .config_override("sha256:0000"),
+            keep()
+                .pin(Steady, "=1.1.0")
+                .verdict(False, Reason::OperatorNotUpgradeable)
+                .config_held(Why::OperatorNotUpgradeable),
+        ),
+        row(
+            "config: an operator that reported has no Upgradeable for its generation: held",
+            world()
+                .installed("1.1.0")
+                .gate(Gate::Pending { reported: true })
+                .config(operator_config("debug")),
+            keep()
+                .pin(Steady, "=1.1.0")
+                .unknown()
+                .config_held(Why::OperatorConditionPending),
+        ),
+        row(
+            "config: an operator that never reported (gate Auto) does not hold it",
+            world()
+                .installed("1.1.0")
+                .gate(Gate::Pending { reported: false })
+                .config(operator_config("debug")),
+            keep().pin(Steady, "=1.1.0").reconfigures(),
+        ),
+        row(
+            "config: a move in flight: the change waits for it to settle, not for the override",
+            world()
+                .installed("1.1.0")
+                .hop(LastHop::Unsettled { age: 60 })
+                .config(operator_config("debug"))
+                .config_override(DESIRED),
+            keep()
+                .pin(Steady, "=1.1.0")
+                .config_held(Why::MoveNotSettled)
+                .config_says("it is applied once that has settled"),
+        ),
+        row(
+            "config: a hop carries the configuration asked for (no change of its own)",
+            world()
+                .installed("1.1.0")
+                .cluster(Cluster::Patch)
+                .config(operator_config("debug")),
+            move_to("1.1.1", PatchUpgrade, ">=1.1.1 <1.2.0-0")
+                .pin(PatchUpgrade, ">=1.1.0 <1.2.0-0")
+                .renders(Renders::Desired),
+        ),
+        row(
+            "config: a held hop and a configuration change held by the same gate",
+            world()
+                .installed("1.1.0")
+                .cluster(Cluster::Patch)
+                .gate(Gate::Forbids)
+                .config(operator_config("debug")),
+            keep()
+                .pin(PatchUpgrade, ">=1.1.0 <1.2.0-0")
+                .held("1.1.1", Why::OperatorNotUpgradeable)
+                .verdict(False, Reason::OperatorNotUpgradeable)
+                .config_held(Why::OperatorNotUpgradeable),
+        ),
+        row(
+            "config: a cluster proxy change is a configuration change",
+            world().installed("1.1.0").proxy(cluster_proxy("http://proxy:3128")),
+            keep().pin(Steady, "=1.1.0").reconfigures(),
+        ),
+        row(
+            "config: a cluster proxy change is held by Upgradeable=False too",
+            world()
+                .installed("1.1.0")
+                .gate(Gate::Forbids)
+                .proxy(cluster_proxy("http://proxy:3128"))
+                .config_applied(None, Some(cluster_proxy("http://old:3128"))),
+            keep()
+                .pin(Steady, "=1.1.0")
+                .verdict(False, Reason::OperatorNotUpgradeable)
+                .config_held(Why::OperatorNotUpgradeable),
+        ),
+        row(
+            "config: paused holds the change, nothing is rendered",
+            world()
+                .installed("1.1.0")
+                .config(operator_config("debug"))
+                .paused(),
+            nothing()
+                .pin(Steady, "=1.1.0")
+                .paused()
+                .verdict(False, Reason::Paused)
+                .config_held(Why::Paused),
+        ),
+        row(
+            "config: a spec that cannot be read starts no change",
+            world()
+                .installed("1.1.0")
+                .progress_deadline("soon")
+                .config(operator_config("debug")),
+            keep()
+                .unknown()
+                .problem(Reason::ResolutionFailed, true)
+                .renders(Renders::Applied),
+        ),
     ]
 }
 
@@ -1630,6 +1928,7 @@ fn decide_table() {
                 ));
             }
         }
+        check_config(row, &decision, &mut failures);
         for text in &row.expect.never_says {
             if decision.verdict.message.contains(text) || problem.contains(text) {
                 failures.push(format!(
@@ -1646,6 +1945,53 @@ fn decide_table() {
         rows.len(),
         failures.join("\n")
     );
+}
+
+/// The configuration part of a row (issue 23 items 3, 4): the change, and what is rendered.
+fn check_config(row: &Row, decision: &PoDecision, failures: &mut Vec<String>) {
+    let change = decision
+        .config_change
+        .as_ref()
+        .map(|c| c.held.as_ref().map(why_of));
+    if change != row.expect.config_change {
+        failures.push(format!(
+            "{}: configuration change expected {:?}, got {change:?}",
+            row.name, row.expect.config_change
+        ));
+    }
+    let desired = row.given.desired_config();
+    let applied = row
+        .given
+        .recorded_config
+        .clone()
+        .unwrap_or_else(pom_api::platform_operator::AppliedConfig::none);
+    let writes = matches!(decision.action, Action::Keep | Action::Move(_));
+    let expected = match (writes, row.expect.renders) {
+        (false, _) => None,
+        (true, Some(Renders::Applied)) => Some(applied),
+        (true, Some(Renders::Desired) | None) => Some(desired),
+    };
+    if decision.config != expected {
+        failures.push(format!(
+            "{}: renders {:?}, expected {:?}",
+            row.name,
+            decision.config.as_ref().map(|c| &c.digest),
+            expected.as_ref().map(|c| &c.digest)
+        ));
+    }
+    let said = decision
+        .config_change
+        .as_ref()
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    for text in &row.expect.config_says {
+        if !said.contains(text) {
+            failures.push(format!(
+                "{}: configuration change message lacks {text:?}: {said}",
+                row.name
+            ));
+        }
+    }
 }
 
 /// Row names are unique, so a failure names one row.

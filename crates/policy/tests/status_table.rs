@@ -69,6 +69,8 @@ fn decision(action: Action, pin: Option<PinState>, verdict: Upgradeability) -> P
         unsettled_move_action: None,
         judged_for: Some(Version::new(4, 17, 0)),
         paused: None,
+        config: None,
+        config_change: None,
     }
 }
 
@@ -1960,4 +1962,250 @@ fn the_pin_records_the_cluster_version_it_was_judged_for() {
     )
     .run();
     assert_eq!(pin_of(&status).cluster_version, None);
+}
+
+// Issue 23 items 3, 4: a configuration change is a move of its own kind.
+
+/// A configuration setting `LOG_LEVEL` to `level`.
+fn log_level(level: &str) -> pom_api::platform_operator::AppliedConfig {
+    let config: pom_api::platform_operator::OperatorConfig =
+        serde_json::from_value(serde_json::json!({"env": [{"name": "LOG_LEVEL", "value": level}]}))
+            .unwrap();
+    pom_api::platform_operator::AppliedConfig::of(Some(&config), None)
+}
+
+/// `d` changing the configuration to `to`: starting (`held: None`) or held.
+fn changing_config(
+    mut d: PoDecision,
+    to: &pom_api::platform_operator::AppliedConfig,
+    renders: pom_api::platform_operator::AppliedConfig,
+    held: Option<HoldReason>,
+) -> PoDecision {
+    d.config = Some(renders);
+    d.config_change = Some(pom_policy::decide::ConfigChange {
+        po: "demo".to_owned(),
+        digest: to.digest.clone(),
+        held,
+    });
+    d
+}
+
+fn intent_of(
+    previous: &PlatformOperatorStatus,
+    decision: &PoDecision,
+    now: i64,
+) -> Option<PlatformOperatorStatus> {
+    status::intent(&StatusInput {
+        previous,
+        generation: Some(GENERATION),
+        now: at(now),
+        decision,
+        outcome: &ActOutcome::Skipped,
+        upgrade_gate: UpgradeGate::Auto,
+        reported_before: false,
+        applying: &[],
+        applying_image: None,
+        applying_namespace: None,
+        auto_settle_window: std::time::Duration::ZERO,
+    })
+}
+
+fn condition_of(status: &PlatformOperatorStatus, type_: &str) -> (ConditionStatus, String) {
+    let c = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .unwrap_or_else(|| panic!("no {type_}"));
+    let status = match c.status.as_str() {
+        "True" => True,
+        "False" => False,
+        _ => Unknown,
+    };
+    (status, c.reason.clone())
+}
+
+/// The change records its intent before its first write (the configuration it applies, and a
+/// move of the running bundle to itself carrying its digest), settles as a move does (the
+/// Deployments roll out), and the intent is written once.
+#[test]
+fn a_configuration_change_records_its_intent_and_settles_as_a_move() {
+    let debug = log_level("debug");
+    let steady = || keep(pin(PinReason::Steady, "=1.1.0"));
+    let starting = changing_config(steady(), &debug, debug.clone(), None);
+    let before = settled_at_1_1_0();
+    assert_eq!(before.applied_config, None);
+
+    let intent = intent_of(&before, &starting, 600).expect("an intent");
+    assert_eq!(intent.applied_config.as_ref(), Some(&debug));
+    let hop = intent.active_hop.clone().unwrap();
+    assert_eq!(
+        (
+            hop.from.as_deref(),
+            hop.to.as_str(),
+            hop.settled,
+            hop.config.as_deref()
+        ),
+        (
+            Some(name("1.1.0").as_str()),
+            name("1.1.0").as_str(),
+            false,
+            Some(debug.digest.as_str())
+        )
+    );
+    assert_eq!(hop.started_at, Time(at(600)));
+    assert_eq!(
+        condition_of(&intent, types::PROGRESSING),
+        (True, Reason::Reconfiguring.as_str().to_owned())
+    );
+    assert_eq!(
+        condition_of(&intent, types::UPGRADEABLE),
+        (False, Reason::MoveNotSettled.as_str().to_owned())
+    );
+    assert_eq!(intent.installed_bundle, before.installed_bundle);
+    // Recorded: a retry (or a new leader after a crash) writes no second intent.
+    assert_eq!(intent_of(&intent, &starting, 610), None);
+
+    // A new leader reads the recorded configuration as what runs: it re-applies it (no
+    // change left to judge) and the move waits for the rollout.
+    let resumed = PoDecision {
+        config: Some(debug.clone()),
+        ..steady()
+    };
+    let rolling = step(
+        &intent,
+        620,
+        resumed.clone(),
+        applied(report("1.1.0", Some("4.17"), vec![rollout()])),
+    )
+    .run();
+    assert_eq!(rolling.applied_config.as_ref(), Some(&debug));
+    let hop = rolling.active_hop.clone().unwrap();
+    assert!(!hop.settled);
+    assert_eq!(hop.config.as_deref(), Some(debug.digest.as_str()));
+    assert_eq!(
+        condition_of(&rolling, types::PROGRESSING),
+        (True, Reason::WaitingForRollout.as_str().to_owned())
+    );
+    assert_eq!(
+        condition_of(&rolling, types::UPGRADEABLE),
+        (False, Reason::MoveNotSettled.as_str().to_owned())
+    );
+    let settled = step(
+        &rolling,
+        680,
+        resumed,
+        applied(report("1.1.0", Some("4.17"), vec![])),
+    )
+    .run();
+    assert!(settled.active_hop.as_ref().unwrap().settled);
+    assert_eq!(settled.applied_config.as_ref(), Some(&debug));
+    assert_eq!(
+        condition_of(&settled, types::PROGRESSING),
+        (False, Reason::AsExpected.as_str().to_owned())
+    );
+    assert_eq!(
+        condition_of(&settled, types::UPGRADEABLE),
+        (True, Reason::AsExpected.as_str().to_owned())
+    );
+}
+
+/// A held change writes no intent, keeps what runs configured as it is, and says why and how
+/// to apply it anyway.
+#[test]
+fn a_held_configuration_change_changes_nothing_and_says_why() {
+    let (debug, info) = (log_level("debug"), log_level("info"));
+    let mut before = settled_at_1_1_0();
+    before.applied_config = Some(debug.clone());
+    let held = changing_config(
+        with_verdict(
+            keep(pin(PinReason::Steady, "=1.1.0")),
+            Upgradeability::no(
+                Reason::OperatorNotUpgradeable,
+                "the operator reports Upgradeable=False: migrating the database to schema 12",
+            ),
+        ),
+        &info,
+        debug.clone(),
+        Some(HoldReason::OperatorNotUpgradeable {
+            message: "migrating the database to schema 12".to_owned(),
+        }),
+    );
+    assert_eq!(intent_of(&before, &held, 600), None);
+    let after = step(
+        &before,
+        600,
+        held,
+        applied(report("1.1.0", Some("4.17"), vec![])),
+    )
+    .run();
+    assert_eq!(after.applied_config.as_ref(), Some(&debug));
+    assert_eq!(after.active_hop, before.active_hop);
+    assert_eq!(
+        condition_of(&after, types::PROGRESSING),
+        (False, Reason::ConfigChangeHeld.as_str().to_owned())
+    );
+    let said = message(&after, types::PROGRESSING);
+    for text in [
+        info.digest.as_str(),
+        "migrating the database to schema 12",
+        "kubectl annotate platformoperator demo platform.openshift.io/config-change-override=",
+    ] {
+        assert!(said.contains(text), "{text:?} in {said}");
+    }
+    assert_eq!(
+        condition_of(&after, types::UPGRADEABLE),
+        (False, Reason::OperatorNotUpgradeable.as_str().to_owned())
+    );
+}
+
+/// A move (install or hop) applies the configuration asked for and records it; no
+/// configuration is recorded as none.
+#[test]
+fn a_move_records_the_configuration_it_applied() {
+    let debug = log_level("debug");
+    let mut hop = move_to(
+        "1.1.1",
+        Some("4.17"),
+        pin(PinReason::PatchUpgrade, ">=1.1.0 <1.2.0-0"),
+        pin(PinReason::PatchUpgrade, ">=1.1.1 <1.2.0-0"),
+    );
+    hop.config = Some(debug.clone());
+    let applied_hop = step(
+        &settled_at_1_1_0(),
+        600,
+        hop.clone(),
+        applied(report("1.1.1", Some("4.17"), vec![rollout()])),
+    )
+    .run();
+    assert_eq!(applied_hop.applied_config.as_ref(), Some(&debug));
+    // Its intent records none: a move abandoned before it applied keeps what ran configured
+    // as it was.
+    assert_eq!(
+        intent_of(&settled_at_1_1_0(), &hop, 600).and_then(|s| s.applied_config),
+        None
+    );
+    let mut before = settled_at_1_1_0();
+    before.applied_config = Some(debug);
+    hop.config = Some(pom_api::platform_operator::AppliedConfig::none());
+    let unconfigured = step(
+        &before,
+        600,
+        hop.clone(),
+        applied(report("1.1.1", Some("4.17"), vec![rollout()])),
+    )
+    .run();
+    assert_eq!(unconfigured.applied_config, None);
+    // A failed apply changes nothing recorded.
+    let failed = step(
+        &before,
+        600,
+        hop,
+        ActOutcome::Failed(Problem {
+            reason: Reason::InstallFailed,
+            message: "refused".to_owned(),
+            degrades: true,
+        }),
+    )
+    .run();
+    assert_eq!(failed.applied_config, before.applied_config);
 }

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 
 use pom_resolver::render::webhooks::inject_ca_bundle;
 use pom_resolver::render::{
-    BundleFiles, BundleFormat, CertificateSource, ContentException, ContentRule, InstallMode,
-    RenderError, RenderOptions, RenderedBundle, WebhookService, render,
+    BundleFiles, BundleFormat, CertificateSource, ContentException, ContentRule, DeploymentConfig,
+    InstallMode, ProxyEnv, RenderError, RenderOptions, RenderedBundle, WebhookService, render,
 };
 use serde_json::{Value, json};
 
@@ -239,6 +239,108 @@ fn operator_condition_wiring() {
         .find(|r| r["metadata"]["name"] == "widget-operator.v1.2.0")
         .expect("OperatorCondition binding");
     assert_eq!(binding["subjects"][0]["name"], "widget-operator");
+}
+
+/// `spec.config` and the cluster proxy reach every container of every Deployment of a
+/// registry+v1 bundle (issue 23 items 3, 4), with `OPERATOR_CONDITION_NAME` kept as rendering
+/// set it; the admin's env names a proxy variable, so none of the cluster's is injected.
+#[test]
+fn deployment_config_and_proxy_reach_every_registry_v1_deployment() {
+    let config = DeploymentConfig::from_json(json!({
+        "env": [{"name": "LOG_LEVEL", "value": "debug"}],
+        "nodeSelector": {"node-role.kubernetes.io/infra": ""},
+        "resources": {"limits": {"memory": "256Mi"}},
+    }))
+    .unwrap();
+    let proxy = ProxyEnv {
+        http_proxy: "http://proxy:3128".into(),
+        https_proxy: String::new(),
+        no_proxy: ".cluster.local".into(),
+    };
+    let opts = RenderOptions {
+        operator_condition: true,
+        deployment_config: Some(config.clone()),
+        proxy: Some(proxy.clone()),
+        ..RenderOptions::new("widgets")
+    };
+    let bundle = render(&fixture("registry-v1"), &opts).unwrap();
+    let deployments = find(&bundle, "Deployment", "");
+    assert!(!deployments.is_empty());
+    for deployment in deployments {
+        let pod = &deployment["spec"]["template"]["spec"];
+        assert_eq!(
+            pod["nodeSelector"],
+            json!({"node-role.kubernetes.io/infra": ""})
+        );
+        for container in pod["containers"].as_array().unwrap() {
+            assert_eq!(
+                container["resources"],
+                json!({"limits": {"memory": "256Mi"}})
+            );
+            let env: Vec<(&str, &str)> = container["env"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| {
+                    (
+                        e["name"].as_str().unwrap(),
+                        e["value"].as_str().unwrap_or(""),
+                    )
+                })
+                .collect();
+            for expected in [
+                ("LOG_LEVEL", "debug"),
+                ("HTTP_PROXY", "http://proxy:3128"),
+                ("NO_PROXY", ".cluster.local"),
+                ("OPERATOR_CONDITION_NAME", "widget-operator.v1.2.0"),
+            ] {
+                assert!(env.contains(&expected), "{expected:?} in {env:?}");
+            }
+            assert!(
+                !env.iter().any(|(name, _)| *name == "HTTPS_PROXY"),
+                "{env:?}"
+            );
+        }
+    }
+    // Without either, rendering is unchanged.
+    let plain_render = render_fixture("registry-v1", true).unwrap();
+    let empty = RenderOptions {
+        operator_condition: true,
+        deployment_config: Some(DeploymentConfig::default()),
+        proxy: Some(ProxyEnv::default()),
+        ..RenderOptions::new("widgets")
+    };
+    assert_eq!(
+        render(&fixture("registry-v1"), &empty).unwrap(),
+        plain_render
+    );
+}
+
+/// A plain+v0 bundle's manifests are applied as they are: a configuration for it is refused
+/// (not silently dropped), and no proxy is injected into it.
+#[test]
+fn deployment_config_is_refused_for_a_plain_bundle_and_no_proxy_is_injected() {
+    let configured = RenderOptions {
+        deployment_config: Some(
+            DeploymentConfig::from_json(json!({"env": [{"name": "A", "value": "b"}]})).unwrap(),
+        ),
+        ..RenderOptions::new("widgets")
+    };
+    assert!(matches!(
+        render(&fixture("plain-v0"), &configured),
+        Err(RenderError::ConfigOnPlainBundle)
+    ));
+    let proxied = RenderOptions {
+        proxy: Some(ProxyEnv {
+            http_proxy: "http://proxy:3128".into(),
+            ..ProxyEnv::default()
+        }),
+        ..RenderOptions::new("widgets")
+    };
+    assert_eq!(
+        render(&fixture("plain-v0"), &proxied).unwrap(),
+        render_fixture("plain-v0", false).unwrap()
+    );
 }
 
 #[test]

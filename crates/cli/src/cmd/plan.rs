@@ -58,11 +58,11 @@ use pom_oci::ImagePuller;
 use pom_policy::hop_powers::hop_powers;
 use pom_policy::plan::{self, MAX_PLANNED_HOPS, PlanEnd};
 use pom_policy::render_request;
-use pom_policy::snapshot::GuardState;
 use pom_policy::snapshot::{
     CatalogContent, CatalogView, ClusterView, Hop, Installed, OperatorGate, PoSnapshot, gate_of,
     unsettled_move_of,
 };
+use pom_policy::snapshot::{ConfigView, GuardState};
 use pom_policy::{PinState, PoRequest, Upgradeability, decide};
 use pom_resolver::cluster::{
     ClusterPhase, ClusterVersionSnapshot, HistoryEntry, PhaseKind, cluster_phase,
@@ -199,6 +199,9 @@ pub struct PoPlan {
     pub waiting_for_approval: Option<String>,
     /// `spec.paused`: the PO moves nothing until it is resumed.
     pub paused: bool,
+    /// A change of the operator's configuration (`spec.config`) the manager would apply now,
+    /// or holds and why (issue 23 item 4), from the same `decide`.
+    pub config_change: Option<String>,
 }
 
 /// The powers of a PO's first hop (issue 24): the controller's render of the bundle.
@@ -611,6 +614,9 @@ fn po_snapshot<'a>(
         // manager's own check (its ClusterOperator says when it may not).
         guard: GuardState::Unchecked,
         paused: po.spec.paused,
+        // `spec.config` against what runs; the cluster proxy is the manager's to read (a
+        // proxy change shows on the PO's status once the manager judged it).
+        config: ConfigView::keeping_proxy(po),
     }
 }
 
@@ -779,7 +785,9 @@ fn attach_hop_powers(plan: &mut Plan, inputs: &Inputs, bundles: &FetchedBundles)
             .install_namespace
             .or_else(|| po.spec.install_namespace.clone())
             .unwrap_or_else(|| po.name_any());
-        let options = render_request::render_options(po, &namespace);
+        // What the first hop carries: the spec's configuration (the proxy adds no power).
+        let config = pom_api::platform_operator::AppliedConfig::of(po.spec.config.as_ref(), None);
+        let options = render_request::render_options(po, &namespace, &config);
         let installed = status
             .installed_bundle
             .as_ref()
@@ -791,8 +799,9 @@ fn attach_hop_powers(plan: &mut Plan, inputs: &Inputs, bundles: &FetchedBundles)
             consent_needed: Vec::new(),
             error: None,
         };
-        match bundles.get(&hop.to) {
-            Some(Ok(next)) => match hop_powers(next, installed, &options) {
+        match (bundles.get(&hop.to), options) {
+            (_, Err(e)) => powers.error = Some(e.to_string()),
+            (Some(Ok(next)), Ok(options)) => match hop_powers(next, installed, &options) {
                 Ok(judged) => {
                     powers.classes = judged
                         .classes
@@ -808,8 +817,8 @@ fn attach_hop_powers(plan: &mut Plan, inputs: &Inputs, bundles: &FetchedBundles)
                 }
                 Err(e) => powers.error = Some(e.to_string()),
             },
-            Some(Err(e)) => powers.error = Some(e.clone()),
-            None => powers.error = Some(format!("bundle {} was not fetched", hop.to)),
+            (Some(Err(e)), Ok(_)) => powers.error = Some(e.clone()),
+            (None, Ok(_)) => powers.error = Some(format!("bundle {} was not fetched", hop.to)),
         }
         view.next_hop_powers = Some(powers);
     }
@@ -859,6 +868,7 @@ fn plan_po(
         next_hop_powers: None,
         waiting_for_approval: waiting_for_approval(po),
         paused: po.spec.paused,
+        config_change: walk.first.config_change.as_ref().map(ToString::to_string),
     };
     result.end = match &walk.end {
         PlanEnd::Settled => "Settled".to_owned(),
@@ -1098,6 +1108,9 @@ pub fn human(plan: &Plan) -> String {
                     "    paused (spec.paused): it moves nothing until resumed (spec.paused: false)\n",
                 );
             }
+            if let Some(change) = &p.config_change {
+                out.push_str(&format!("    configuration: {change}\n"));
+            }
             if let Some(bundle) = &p.waiting_for_approval {
                 out.push_str(&format!(
                     "    waiting now for the admin's approval of {bundle}: pomctl approve {} --bundle {bundle}\n",
@@ -1286,6 +1299,13 @@ mod tests {
                     serde_json::json!({"paused": true}),
                     serde_json::json!([condition("Upgradeable", "False", "Paused")]),
                 ),
+                // Stays on 1.0.0 with a configuration it does not run yet (issue 23 item 4).
+                with(
+                    "configured",
+                    serde_json::json!({"package": {"name": "p", "versionRange": "1.0.0"},
+                        "config": {"env": [{"name": "LOG_LEVEL", "value": "debug"}]}}),
+                    serde_json::json!([condition("Upgradeable", "True", "AsExpected")]),
+                ),
             ],
             catalogs: vec![FetchedCatalog {
                 name: "ops".into(),
@@ -1336,6 +1356,9 @@ mod tests {
         );
         assert!(of("resting").blocks_update);
         assert_eq!(of("resting").upgradeable.reason, "Paused");
+        assert!(of("configured").hops.is_empty());
+        assert!(of("configured").config_change.is_some());
+        assert_eq!(of("ahead").config_change, None);
         let text = human(&plan);
         for line in [
             "  ahead: p.v1.0.0 -> p.v1.1.0 -> p.v1.2.0 (needs approval)\n",
@@ -1344,6 +1367,8 @@ mod tests {
             "    paused (spec.paused): it moves nothing until resumed",
             "  - PlatformOperator/waiting (UpgradePendingApproval)",
             "  - PlatformOperator/resting (Paused)",
+            "    configuration: the configuration change sha256:",
+            "restarts the operator; it is applied now\n",
         ] {
             assert!(text.contains(line), "{line:?} not in:\n{text}");
         }

@@ -143,7 +143,16 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         }
     };
     let mut opts = match &po {
-        Some(po) => render_request::render_options(po, &namespace),
+        // The spec's configuration, without the cluster proxy (offline: none to read; the
+        // manager adds the cluster's, see docs/decisions.md).
+        Some(po) => render_request::render_options(
+            po,
+            &namespace,
+            &pom_api::platform_operator::AppliedConfig::of(po.spec.config.as_ref(), None),
+        )
+        .map_err(|e| {
+            anyhow::anyhow!("PlatformOperator {}: {e}", kube::ResourceExt::name_any(po))
+        })?,
         None => RenderOptions::new(namespace),
     };
     opts.operator_condition = args.operator_condition;

@@ -27,9 +27,10 @@ use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 
 use crate::catalog::{CatalogCache, CatalogState, ServedCatalog};
+use crate::cluster_proxy::OperatorProxy;
 use crate::error::Error;
 use crate::watch_cache::{Readiness, cached_watcher};
-use pom_policy::snapshot::{GuardState, gate_of};
+use pom_policy::snapshot::{ConfigView, GuardState, gate_of};
 
 /// The API group whose presence makes a cluster OpenShift.
 pub const OPENSHIFT_CONFIG_GROUP: &str = "config.openshift.io";
@@ -434,6 +435,7 @@ pub fn snapshot<'a>(
     now: Timestamp,
     found_bundle_label: Option<String>,
     guard: GuardState,
+    proxy: &OperatorProxy,
 ) -> PoSnapshot<'a> {
     let name = po.name_any();
     let status = po.status.clone().unwrap_or_default();
@@ -464,6 +466,16 @@ pub fn snapshot<'a>(
         unsettled_move: unsettled_move_of(po),
         guard,
         paused: po.spec.paused,
+        config: config_view(po, proxy),
+    }
+}
+
+/// The configuration asked for with the cluster proxy as last listed; before it is listed,
+/// with the proxy what runs was applied with (a proxy POM has not read restarts nothing).
+fn config_view(po: &PlatformOperator, proxy: &OperatorProxy) -> ConfigView {
+    match proxy {
+        OperatorProxy::Listed(proxy) => ConfigView::of(po, proxy.as_ref()),
+        OperatorProxy::Unknown => ConfigView::keeping_proxy(po),
     }
 }
 
@@ -471,6 +483,35 @@ pub fn snapshot<'a>(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    /// Issue 23 item 3: the listed proxy is what is asked for; an unread one is what runs.
+    #[test]
+    fn an_unread_proxy_asks_for_what_runs() {
+        use pom_api::platform_operator::{AppliedConfig, ClusterProxyEnv};
+        let running = ClusterProxyEnv {
+            http_proxy: "http://old:3128".into(),
+            ..ClusterProxyEnv::default()
+        };
+        let listed = ClusterProxyEnv {
+            http_proxy: "http://new:3128".into(),
+            ..ClusterProxyEnv::default()
+        };
+        let mut po: PlatformOperator = serde_json::from_value(serde_json::json!({
+            "apiVersion": "platform.openshift.io/v1alpha1", "kind": "PlatformOperator",
+            "metadata": {"name": "p"}, "spec": {"package": {"name": "p"}},
+        }))
+        .unwrap();
+        po.status = Some(pom_api::platform_operator::PlatformOperatorStatus {
+            applied_config: Some(AppliedConfig::of(None, Some(&running))),
+            ..Default::default()
+        });
+        let unread = config_view(&po, &OperatorProxy::Unknown);
+        assert!(!unread.changed());
+        let read = config_view(&po, &OperatorProxy::Listed(Some(listed.clone())));
+        assert!(read.changed());
+        assert_eq!(read.desired, AppliedConfig::of(None, Some(&listed)));
+        assert!(config_view(&po, &OperatorProxy::Listed(None)).changed());
+    }
 
     /// Issue 22 item 4: a bundle looked up by name is looked up by catalog priority, never in
     /// the order the cache lists catalogs.

@@ -13,7 +13,7 @@ use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use pom_api::PlatformOperator;
 use pom_api::labels;
-use pom_api::platform_operator::{InstalledBundle, InventoryObject};
+use pom_api::platform_operator::{AppliedConfig, InstalledBundle, InventoryObject};
 use pom_policy::inventory::is_webhook_configuration;
 use pom_policy::ownership::{self, Ownership};
 use pom_policy::status::{
@@ -23,8 +23,8 @@ use pom_policy::{MoveTarget, render_request};
 use pom_resolver::fbc::{Bundle, Catalog as FbcCatalog, MaxOpenShiftVersion};
 use pom_resolver::render::webhooks::inject_ca_bundle;
 use pom_resolver::render::{
-    self, BundleFiles, CertificateSource, NamespaceMetadata, PowerClass, RenderOptions,
-    check_crd_upgrade, pod_security,
+    self, BundleFiles, CertificateSource, NamespaceMetadata, PowerClass, RenderError,
+    RenderOptions, check_crd_upgrade, pod_security,
 };
 use serde_json::Value;
 
@@ -251,6 +251,8 @@ pub struct Prepared {
     image: Option<String>,
     /// The namespace it is applied into.
     namespace: String,
+    /// The unsafe CRD changes applied anyway on the admin's override (issue 23 item 5).
+    crd_safety_overridden: Option<String>,
 }
 
 impl Prepared {
@@ -273,6 +275,12 @@ impl Prepared {
         });
         let omitted = self.rendered.omitted.iter().map(ToString::to_string);
         exceptions.chain(consents).chain(omitted).collect()
+    }
+
+    /// The unsafe CRD changes the admin's `crd-safety-override` annotation lets through.
+    #[must_use]
+    pub fn crd_safety_overridden(&self) -> Option<&str> {
+        self.crd_safety_overridden.as_deref()
     }
 
     /// The bundle image by digest (`None` for catalog-carried objects), recorded with the
@@ -321,6 +329,7 @@ pub async fn prepare(
     namespace: Option<&str>,
     target: &Target,
     certificates: CertificateSource,
+    config: &AppliedConfig,
     now: Timestamp,
     po_exists: &(dyn Fn(&str) -> bool + Sync),
 ) -> Result<Prepared, Error> {
@@ -397,17 +406,19 @@ pub async fn prepare(
         )?;
     }
 
-    // Render (pure).
+    // Render (pure), with the configuration the decision renders the Deployments with.
+    let render_error = |e: RenderError| Error::Render {
+        bundle: target.name.clone(),
+        source: Box::new(e),
+    };
     let options = RenderOptions {
         operator_condition: true,
         manager_namespace: Some(ctx.settings.manager_namespace.clone()),
         certificates,
-        ..render_request::render_options(po, namespace)
+        ..render_request::render_options(po, namespace, config)
+            .map_err(|e| render_error(e.into()))?
     };
-    let rendered = render::render(&files, &options).map_err(|e| Error::Render {
-        bundle: target.name.clone(),
-        source: Box::new(e),
-    })?;
+    let rendered = render::render(&files, &options).map_err(render_error)?;
     // The catalog's property wins; a bundle's own metadata is read the same way (one decoder).
     let max_ocp = target.max_openshift_version.clone().or_else(|| {
         rendered
@@ -525,12 +536,16 @@ pub async fn prepare(
             )?;
         }
     }
-    if !unsafe_changes.is_empty() {
-        return Err(Error::UnsafeCrdChange {
-            bundle: target.name.clone(),
-            details: unsafe_changes.join("; "),
-        });
-    }
+    // The admin's break-glass names this bundle: applied anyway, and said so (a Warning Event).
+    let crd_safety_overridden = match crd_safety_verdict(po, &target.name, &unsafe_changes) {
+        Ok(overridden) => overridden,
+        Err(details) => {
+            return Err(Error::UnsafeCrdChange {
+                bundle: target.name.clone(),
+                details,
+            });
+        }
+    };
     Ok(Prepared {
         rendered,
         desired,
@@ -538,7 +553,33 @@ pub async fn prepare(
         max_openshift_version: max_ocp,
         image,
         namespace: namespace.to_owned(),
+        crd_safety_overridden,
     })
+}
+
+/// Whether unsafe CRD changes refuse the bundle (`Err`: the details) or are applied anyway
+/// because the PO's `crd-safety-override` annotation names `bundle` (`Ok(Some)`: the details,
+/// for the Warning Event); `Ok(None)` when there are none. Pure.
+fn crd_safety_verdict(
+    po: &PlatformOperator,
+    bundle: &str,
+    unsafe_changes: &[String],
+) -> Result<Option<String>, String> {
+    if unsafe_changes.is_empty() {
+        return Ok(None);
+    }
+    let details = unsafe_changes.join("; ");
+    let overridden = po
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(labels::CRD_SAFETY_OVERRIDE))
+        .is_some_and(|named| named == bundle);
+    if overridden {
+        Ok(Some(details))
+    } else {
+        Err(details)
+    }
 }
 
 /// Where a first install goes when the PO names no namespace: the bundle's suggested one
@@ -591,6 +632,7 @@ pub async fn apply(
         max_openshift_version: max_ocp,
         image,
         namespace: _,
+        crd_safety_overridden: _,
     } = prepared;
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     let privileged = rendered

@@ -246,7 +246,10 @@ pub async fn run(ctx: Arc<Context>, state: ClusterState, shutdown: CancellationT
                     .collect::<Vec<_>>()
             },
         )
-        .reconcile_on(triggers)
+        .reconcile_on(futures::stream::select(
+            triggers,
+            proxy_triggers(ctx.operator_proxy.subscribe(), store.clone()),
+        ))
         .graceful_shutdown_on(shutdown.cancelled_owned())
         .run(reconcile, error_policy, po_ctx)
         .for_each(|result| async move {
@@ -295,6 +298,19 @@ fn package_triggers(
     .flat_map(move |packages| {
         futures::stream::iter(pos_of_packages(&store.state(), packages.as_deref()))
     })
+}
+
+/// Every PO, each time the cluster proxy operators get changes (issue 23 item 3): a proxy
+/// change is a configuration change of every operator, judged by each PO's reconcile.
+fn proxy_triggers(
+    rx: tokio::sync::watch::Receiver<crate::cluster_proxy::OperatorProxy>,
+    store: Store<PlatformOperator>,
+) -> impl futures::Stream<Item = ObjectRef<PlatformOperator>> + Send {
+    futures::stream::unfold(rx, |mut rx| async move {
+        rx.changed().await.ok()?;
+        Some(((), rx))
+    })
+    .flat_map(move |()| futures::stream::iter(pos_of_packages(&store.state(), None)))
 }
 
 /// The POs naming one of `packages` (every PO when `None`).
@@ -470,6 +486,7 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
         Timestamp::now(),
         found_bundle_label,
         guard,
+        &ctx.operator_proxy.borrow(),
     );
 
     // Decide.
@@ -483,18 +500,10 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
         return Ok(RequeueAction::requeue(CATALOG_WARMUP_RETRY));
     }
 
-    // A prune after settle that a crash (or a failed write) cut short is finished before the
-    // next move starts: a move never records more than the two bundles it moves between, and
-    // what only an older bundle had does not outlive a second move (found by the chaos suite).
-    if matches!(decision.action, Action::Move(_))
-        && let Some(hop) = previous.active_hop.as_ref().filter(|h| h.settled)
-        && installed_name == Some(hop.to.as_str())
-        && inventory::has_other_bundles(&previous.inventory, &hop.to)
-    {
-        let settled = hop.to.clone();
+    if let Some(settled) = interrupted_prune(&decision, &previous, installed_name) {
         tracing::info!(po = %name, bundle = %settled, "finishing an interrupted prune before the next move");
         pctx.stage(&name, "prune");
-        prune_settled(po, pctx, &previous, &settled, true).await?;
+        prune_settled(po, pctx, &previous, settled, true).await?;
         return Ok(RequeueAction::requeue(Duration::from_secs(1)));
     }
 
@@ -505,7 +514,7 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
     let mut previous = previous;
     pctx.stage(&name, "prepare");
     let quiet_keep = match (&decision.action, &reusable) {
-        (Action::Keep, Some(clean)) => Some(clean.report.clone()),
+        (Action::Keep, Some(clean)) if !decision.reconfigures() => Some(clean.report.clone()),
         _ => None,
     };
     let full_check = quiet_keep.is_none();
@@ -550,6 +559,9 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
                 }
                 if matches!(decision.action, Action::Move(_)) {
                     report_exceptions(po, pctx, &target.name, &prepared.lifted()).await;
+                    if let Some(details) = prepared.crd_safety_overridden() {
+                        report_crd_safety_override(po, pctx, &target.name, details).await;
+                    }
                     if let Some(action) = &decision.unsettled_move_action {
                         report_unsettled_move_action(po, pctx, action, &target.name).await;
                     }
@@ -666,6 +678,22 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
     }
     pctx.stage(&name, "done");
     Ok(RequeueAction::requeue(requeue))
+}
+
+/// The settled bundle whose prune after settle a crash (or a failed write) cut short, when the
+/// decision starts a move: it is finished first, so a move never records more than the two
+/// bundles it moves between, and what only an older bundle had does not outlive a second move
+/// (found by the chaos suite).
+fn interrupted_prune<'a>(
+    decision: &PoDecision,
+    previous: &'a PlatformOperatorStatus,
+    installed: Option<&str>,
+) -> Option<&'a str> {
+    let hop = previous.active_hop.as_ref().filter(|h| h.settled)?;
+    (matches!(decision.action, Action::Move(_))
+        && installed == Some(hop.to.as_str())
+        && inventory::has_other_bundles(&previous.inventory, &hop.to))
+    .then_some(hop.to.as_str())
 }
 
 /// Removes what only the bundles `settled` replaced owned, by the inventory (nothing to do,
@@ -793,6 +821,7 @@ async fn prepare(
         namespace,
         &target,
         certificates,
+        decision.config.as_ref().unwrap_or(&snapshot.config.desired),
         snapshot.now,
         &|owner: &str| {
             pctx.store
@@ -890,6 +919,31 @@ async fn report_exceptions(po: &PlatformOperator, pctx: &PoContext, bundle: &str
         reason: Reason::ContentExceptionUsed.as_str().to_owned(),
         note: Some(note.chars().take(1000).collect()),
         action: "Install".to_owned(),
+        secondary: None,
+    };
+    if let Err(err) = pctx.ctx.events.publish(&event, &po.object_ref(&())).await {
+        tracing::debug!(%err, "publishing an event");
+    }
+}
+
+/// An unsafe CRD change is applied on the admin's `crd-safety-override` annotation: a Warning
+/// Event and a log line say which bundle and what the check refused (issue 23 item 5).
+async fn report_crd_safety_override(
+    po: &PlatformOperator,
+    pctx: &PoContext,
+    bundle: &str,
+    details: &str,
+) {
+    let note = format!(
+        "bundle {bundle} changes CRDs in a way POM judges unsafe ({details}); applied anyway because annotation {}={bundle} says so",
+        labels::CRD_SAFETY_OVERRIDE
+    );
+    tracing::warn!(po = %po.name_any(), %bundle, %details, "applying an unsafe CRD change on the admin's override");
+    let event = Event {
+        type_: EventType::Warning,
+        reason: Reason::CRDSafetyOverridden.as_str().to_owned(),
+        note: Some(note.chars().take(1000).collect()),
+        action: "Upgrade".to_owned(),
         secondary: None,
     };
     if let Err(err) = pctx.ctx.events.publish(&event, &po.object_ref(&())).await {

@@ -248,6 +248,7 @@ impl World {
                         upgrade_approval: UpgradeApproval::Automatic,
                         approved_bundle: None,
                         paused: false,
+                        config: None,
                     },
                 );
                 po.metadata.generation = Some(1);
@@ -545,6 +546,9 @@ impl World {
             unsettled_move: None,
             guard: GuardState::Intact,
             paused: sim.po.spec.paused,
+            // The simulated operators are not configured (issue 23's configuration changes
+            // are judged by the decide and status tables).
+            config: pom_policy::snapshot::ConfigView::default(),
         };
         let decision = decide(&snapshot);
         if let Action::WaitForCatalog { .. } = &decision.action {

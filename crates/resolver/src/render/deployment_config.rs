@@ -96,7 +96,7 @@ impl ProxyEnv {
 /// Kubernetes type crates: `DeploymentConfig::from_json(serde_json::to_value(&config)?)`.
 /// Entries are the Kubernetes objects verbatim (`EnvVar`, `EnvFromSource`, `Volume`,
 /// `VolumeMount`, `Toleration`, `ResourceRequirements`, `Affinity`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DeploymentConfig {
     /// Set in every container by name; see [`injected_env`] for the proxy.

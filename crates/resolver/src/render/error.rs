@@ -195,4 +195,16 @@ pub enum RenderError {
         source_name: String,
         problem: String,
     },
+
+    /// The admin's `spec.config` (or the cluster proxy) cannot be applied to a Deployment.
+    #[error("{0}")]
+    DeploymentConfig(#[from] super::deployment_config::DeploymentConfigError),
+
+    /// `spec.config` is set for a plain+v0 bundle: it configures the Deployments of a
+    /// registry+v1 bundle's ClusterServiceVersion (as OLM v1's `deploymentConfig`), and a
+    /// plain bundle's manifests are applied as they are.
+    #[error(
+        "spec.config configures the Deployments of registry+v1 bundles only, and this bundle is plain+v0 (its manifests are applied as they are); remove spec.config, or set what it says in the bundle's manifests"
+    )]
+    ConfigOnPlainBundle,
 }

@@ -45,6 +45,7 @@ pub use content_policy::{
     PolicyViolations,
 };
 pub use crd_safety::{CrdViolation, CrdViolationKind, check_crd_upgrade};
+pub use deployment_config::{DeploymentConfig, ProxyEnv};
 pub use error::RenderError;
 pub use namespace_metadata::NamespaceMetadata;
 pub use powers::{Power, PowerClass, Powers};
@@ -79,6 +80,13 @@ pub struct RenderOptions {
     pub watch_namespace: Option<String>,
     /// Who signs webhook serving certificates (OpenShift's service-ca, or POM).
     pub certificates: CertificateSource,
+    /// The admin's configuration of the operator's Deployments (`spec.config`), applied to
+    /// every Deployment of a registry+v1 bundle with OLM v0's rules
+    /// ([`deployment_config::apply_deployment_config`]); refused for a plain+v0 bundle.
+    pub deployment_config: Option<DeploymentConfig>,
+    /// The cluster-wide proxy injected into every Deployment of a registry+v1 bundle (unless
+    /// `deployment_config` names a proxy variable); plain+v0 bundles get none, as in OLM v1.
+    pub proxy: Option<ProxyEnv>,
 }
 
 impl RenderOptions {
@@ -94,6 +102,8 @@ impl RenderOptions {
             omit: Vec::new(),
             watch_namespace: None,
             certificates: CertificateSource::default(),
+            deployment_config: None,
+            proxy: None,
         }
     }
 }
@@ -219,6 +229,7 @@ pub fn render(files: &BundleFiles, opts: &RenderOptions) -> Result<RenderedBundl
     };
     let (objects, omitted) = omit(parts.objects, &opts.omit);
     let assembled = assemble::assemble(objects, &opts.install_namespace, namespace_policy)?;
+    let assembled = configure_deployments(assembled, format, opts)?;
     let judgement = content_policy::check(
         &assembled.objects,
         &assembled.origins,
@@ -253,6 +264,33 @@ pub fn render(files: &BundleFiles, opts: &RenderOptions) -> Result<RenderedBundl
         webhook_services: parts.webhook_services,
         namespace_metadata: parts.namespace_metadata,
     })
+}
+
+/// Applies the admin's `spec.config` and the cluster proxy to every Deployment (issue 23 items
+/// 3 and 4), before the content policy judges them: what the configuration adds (a volume, a
+/// toleration) is judged like what the bundle ships. A registry+v1 bundle's Deployments are
+/// those of its CSV's install strategy, as OLM configures them; a plain+v0 bundle's manifests
+/// are applied as they are (OLM v1 configures registry+v1 bundles only): a configuration for
+/// one is refused, and no proxy is injected.
+fn configure_deployments(
+    mut assembled: assemble::Assembled,
+    format: BundleFormat,
+    opts: &RenderOptions,
+) -> Result<assemble::Assembled, RenderError> {
+    let config = opts.deployment_config.as_ref().filter(|c| !c.is_empty());
+    match format {
+        BundleFormat::PlainV0 if config.is_some() => Err(RenderError::ConfigOnPlainBundle),
+        BundleFormat::PlainV0 => Ok(assembled),
+        BundleFormat::RegistryV1 => {
+            for object in assembled.objects.iter_mut().filter(|o| {
+                o.get("kind").and_then(Value::as_str) == Some("Deployment")
+                    && o.get("apiVersion").and_then(Value::as_str) == Some("apps/v1")
+            }) {
+                deployment_config::apply_deployment_config(object, config, opts.proxy.as_ref())?;
+            }
+            Ok(assembled)
+        }
+    }
 }
 
 /// Leaves out the bindings the bundle ships that `omit` names (never one rendering generated);
