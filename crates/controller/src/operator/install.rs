@@ -385,7 +385,7 @@ pub async fn prepare(
 
     let namespace = match namespace {
         Some(fixed) => fixed.to_owned(),
-        None => first_install_namespace(client, &files, &po_name, &target.name).await?,
+        None => first_install_namespace(client, &files, &po_name, package, &target.name).await?,
     };
     let namespace = namespace.as_str();
     // The install namespace is this PO's, or handed to it by an admin (issue 22 item 5): POM
@@ -590,6 +590,7 @@ async fn first_install_namespace(
     client: &kube::Client,
     files: &BundleFiles,
     po: &str,
+    package: &str,
     bundle: &str,
 ) -> Result<String, Error> {
     let suggested = render::default_install_namespace(files, po).map_err(|e| Error::Render {
@@ -599,10 +600,35 @@ async fn first_install_namespace(
     if suggested == po {
         return Ok(suggested);
     }
-    let live = Api::<Namespace>::all(client.clone())
+    let namespaces = Api::<Namespace>::all(client.clone());
+    let mut live = namespaces
         .get_opt(&suggested)
         .await
         .map_err(Error::kube(format!("reading namespace {suggested}")))?;
+    if live.is_none() {
+        // Claimed by creating it, labelled as this PO's: two POs suggested the same namespace
+        // (the ACK controllers all suggest `ack-system`) and reconciled at once must not both
+        // see it free. The API server lets one create win; the other reads the winner's.
+        let claim = serde_json::from_value::<Namespace>(serde_json::json!({
+            "metadata": {"name": suggested, "labels": labels::owner_labels(po, package, None)},
+        }))
+        .map_err(|e| {
+            Error::kube(format!("claiming namespace {suggested}"))(kube::Error::SerdeError(e))
+        })?;
+        match namespaces
+            .create(&kube::api::PostParams::default(), &claim)
+            .await
+        {
+            Ok(_) => return Ok(suggested),
+            Err(kube::Error::Api(status)) if status.code == 409 => {
+                live = namespaces
+                    .get_opt(&suggested)
+                    .await
+                    .map_err(Error::kube(format!("reading namespace {suggested}")))?;
+            }
+            Err(err) => return Err(Error::kube(format!("claiming namespace {suggested}"))(err)),
+        }
+    }
     // Free: absent, already this PO's, or handed to it by the admin.
     let taken = live.is_some_and(|ns| {
         ns.labels().get(labels::OWNER_PO) != Some(&labels::label_value(po))
@@ -927,6 +953,18 @@ async fn ensure_namespace(
     wanted.extend(bundle_asks.labels.clone());
     if let Some(live) = &live {
         let live_labels = live.labels();
+        // Judged in `prepare`; checked again here, since another PO may have created it since
+        // (never taken over: another package's PO owns it).
+        if let Some(owner) = live_labels.get(labels::OWNER_PO)
+            && *owner != labels::label_value(po)
+            && live_labels.get(labels::PACKAGE) != Some(&labels::label_value(package))
+        {
+            return Err(Error::OwnershipConflict {
+                kind: "Namespace".to_owned(),
+                name: namespace.to_owned(),
+                owner: owner.clone(),
+            });
+        }
         let current = wanted
             .iter()
             .all(|(key, value)| live_labels.get(key) == Some(value))
