@@ -24,6 +24,7 @@ pub mod request;
 pub mod snapshot;
 pub mod source_trust;
 pub mod status;
+pub mod steps;
 
 pub use decide::{
     Action, Held, HoldReason, MoveTarget, PinState, PoDecision, Problem, Upgradeability, decide,

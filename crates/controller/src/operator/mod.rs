@@ -1,10 +1,12 @@
 //! The PlatformOperator reconciler: gather → decide (`pom-policy`) → act (fetch, render,
 //! apply, prune, wait) → report (§8.1), with drift repair and a cleanup finalizer.
 
+mod announce;
 pub mod gather;
 mod install;
 mod objects;
 mod operator_condition;
+mod pipeline;
 mod quiet;
 mod reconcile;
 pub(crate) mod webhook_certs;

@@ -1,0 +1,150 @@
+//! The Kubernetes Events a PlatformOperator reconcile publishes: what a move carries out on the
+//! admin's word (content-policy exceptions, an unsafe CRD change overridden, the action on a
+//! move that did not settle), and one Event per condition that changed. An Event that cannot be
+//! published is logged at debug and never fails the reconcile: Events are a courtesy to the
+//! admin, the status is the record.
+
+use kube::{Resource, ResourceExt};
+use pom_api::PlatformOperator;
+use pom_api::conditions::{ConditionStatus, Reason, types};
+use pom_api::labels;
+use pom_api::platform_operator::PlatformOperatorStatus;
+use pom_policy::snapshot::UnsettledMoveAction;
+
+use super::reconcile::PoContext;
+use crate::conditions;
+use crate::events::{Event, EventType};
+
+/// The longest note an Event carries (the API server's own limit is 1 KiB).
+const NOTE_LIMIT: usize = 1000;
+
+/// Publishes `event` on `po`.
+async fn publish(po: &PlatformOperator, pctx: &PoContext, event: Event) {
+    if let Err(err) = pctx.ctx.events.publish(&event, &po.object_ref(&())).await {
+        tracing::debug!(%err, "publishing an event");
+    }
+}
+
+/// `note` cut to [`NOTE_LIMIT`] characters.
+fn bounded(note: &str) -> String {
+    note.chars().take(NOTE_LIMIT).collect()
+}
+
+/// A move applied with the admin's content-policy exceptions says so, once per move (a
+/// Warning Event on the PlatformOperator and a log line): an exception is never silent.
+pub(super) async fn exceptions(
+    po: &PlatformOperator,
+    pctx: &PoContext,
+    bundle: &str,
+    list: &[String],
+) {
+    if list.is_empty() {
+        return;
+    }
+    let note = format!(
+        "bundle {bundle} is applied with what spec.contentExceptions and spec.consent allow: {}",
+        list.join("; ")
+    );
+    tracing::warn!(po = %po.name_any(), %bundle, exceptions = %list.join("; "), "applying a bundle with content-policy exceptions");
+    let event = Event {
+        type_: EventType::Warning,
+        reason: Reason::ContentExceptionUsed.as_str().to_owned(),
+        note: Some(bounded(&note)),
+        action: "Install".to_owned(),
+        secondary: None,
+    };
+    publish(po, pctx, event).await;
+}
+
+/// An unsafe CRD change is applied on the admin's `crd-safety-override` annotation: a Warning
+/// Event and a log line say which bundle and what the check refused (issue 23 item 5).
+pub(super) async fn crd_safety_override(
+    po: &PlatformOperator,
+    pctx: &PoContext,
+    bundle: &str,
+    details: &str,
+) {
+    let note = format!(
+        "bundle {bundle} changes CRDs in a way POM judges unsafe ({details}); applied anyway because annotation {}={bundle} says so",
+        labels::CRD_SAFETY_OVERRIDE
+    );
+    tracing::warn!(po = %po.name_any(), %bundle, %details, "applying an unsafe CRD change on the admin's override");
+    let event = Event {
+        type_: EventType::Warning,
+        reason: Reason::CRDSafetyOverridden.as_str().to_owned(),
+        note: Some(bounded(&note)),
+        action: "Upgrade".to_owned(),
+        secondary: None,
+    };
+    publish(po, pctx, event).await;
+}
+
+/// The admin's action on a move that did not settle is carried out: a Normal Event and a log
+/// line say which move and what starts now (issue 25 item 2).
+pub(super) async fn unsettled_move_action(
+    po: &PlatformOperator,
+    pctx: &PoContext,
+    action: &UnsettledMoveAction,
+    bundle: &str,
+) {
+    let (reason, note) = match action {
+        UnsettledMoveAction::Skip(unsettled) => (
+            Reason::UnsettledMoveSkipped,
+            format!(
+                "the move to {unsettled} had not settled; as annotation {} asks, the move to {bundle} starts",
+                labels::UNSETTLED_MOVE
+            ),
+        ),
+        UnsettledMoveAction::Abandon(unsettled) => (
+            Reason::UnsettledMoveAbandoned,
+            format!(
+                "the move to {unsettled} had not settled; as annotation {} asks, POM moves back to {bundle}, which ran before it",
+                labels::UNSETTLED_MOVE
+            ),
+        ),
+    };
+    tracing::warn!(po = %po.name_any(), %bundle, %note, "carrying out the admin's action on an unsettled move");
+    let event = Event {
+        type_: EventType::Normal,
+        reason: reason.as_str().to_owned(),
+        note: Some(note),
+        action: "Upgrade".to_owned(),
+        secondary: None,
+    };
+    publish(po, pctx, event).await;
+}
+
+/// One Kubernetes Event per condition that changed status or reason.
+pub(super) async fn transitions(
+    po: &PlatformOperator,
+    pctx: &PoContext,
+    previous: &PlatformOperatorStatus,
+    new: &PlatformOperatorStatus,
+) {
+    for condition in &new.conditions {
+        let old = conditions::find(&previous.conditions, &condition.type_);
+        if old.is_some_and(|o| o.status == condition.status && o.reason == condition.reason) {
+            continue;
+        }
+        let status = ConditionStatus::parse_lenient(&condition.status);
+        let bad = (condition.type_ == types::DEGRADED && status == ConditionStatus::True)
+            || (condition.type_ == types::INSTALLED
+                && status == ConditionStatus::False
+                && condition.reason != Reason::Installing.as_str());
+        let event = Event {
+            type_: if bad {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            reason: condition.reason.clone(),
+            note: Some(bounded(&format!(
+                "{}={}: {}",
+                condition.type_, condition.status, condition.message
+            ))),
+            action: condition.type_.clone(),
+            secondary: None,
+        };
+        publish(po, pctx, event).await;
+    }
+}

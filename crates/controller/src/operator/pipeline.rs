@@ -1,0 +1,610 @@
+//! The PlatformOperator reconcile's gather step and the executor of its planned steps.
+//!
+//! [`gather`] reads everything one reconcile judges from, once ([`Gathered`]); the reconcile
+//! then decides ([`pom_policy::decide`]) and plans ([`pom_policy::steps::plan`]), both pure,
+//! and hands each [`Step`] to [`Run::execute`]. The executor carries out one step's I/O and
+//! records its typed outcome on the [`Run`]; it decides nothing a pure function could (which
+//! steps run, whether a check is clean, what settled, what the status says are all in
+//! `pom-policy`). A new feature is a new step or a new case of a pure function, never a branch
+//! here.
+
+use std::time::Duration;
+
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
+use kube::api::{Api, Patch, PatchParams};
+use pom_api::PlatformOperator;
+use pom_api::labels;
+use pom_api::platform_operator::PlatformOperatorStatus;
+use pom_policy::snapshot::{ClusterView, GuardState, OperatorGate};
+use pom_policy::status::{self, ActOutcome, StatusInput};
+use pom_policy::steps::{self, Next, Step};
+use pom_policy::{Action, PoDecision, PoSnapshot, Problem, inventory};
+
+use super::announce;
+use super::gather::{self, GatheredCatalogs};
+use super::install::{self, Content, Target};
+use super::quiet;
+use super::reconcile::PoContext;
+use crate::context::{PO_ANNOTATIONS_FIELD_MANAGER, PO_STATUS_FIELD_MANAGER};
+use crate::error::Error;
+use crate::fail_point::{self, FailPoint};
+
+/// Everything one reconcile of a PO judges from, read once.
+pub(super) struct Gathered {
+    /// What a full check starts from (read first: an event from here on makes it stale).
+    pub observed: quiet::Observed,
+    pub catalogs: GatheredCatalogs,
+    /// The last clean full check, when nothing it read has changed.
+    pub reusable: Option<quiet::Clean>,
+    /// The operator's gate: as the reusable check read it, or read now.
+    pub gate: OperatorGate,
+    cluster: ClusterView,
+    kube_version: Option<semver::Version>,
+    found_bundle_label: Option<String>,
+    guard: GuardState,
+    duplicate_of: Option<String>,
+}
+
+impl Gathered {
+    /// The PO's snapshot, judged at `Timestamp::now()`.
+    pub fn snapshot(&self, po: &PlatformOperator, pctx: &PoContext) -> PoSnapshot<'_> {
+        gather::snapshot(
+            po,
+            self.duplicate_of.clone(),
+            self.cluster.clone(),
+            self.kube_version.clone(),
+            &self.catalogs,
+            self.gate.clone(),
+            Timestamp::now(),
+            self.found_bundle_label.clone(),
+            self.guard.clone(),
+            &pctx.ctx.operator_proxy.borrow(),
+        )
+    }
+}
+
+/// Gathers what `po`'s reconcile judges from; `None` while the Catalog objects have not been
+/// listed once (an empty store right after a start would read as "no Catalog" and judge a
+/// running operator on nothing).
+pub(super) async fn gather(
+    po: &PlatformOperator,
+    pctx: &PoContext,
+) -> Result<Option<Gathered>, Error> {
+    let ctx = &pctx.ctx;
+    let name = po.name_any();
+    let observed = quiet::Observed {
+        epoch: pctx.checks.epoch(&name),
+        catalogs: ctx.catalogs.package_generation(&po.spec.package.name),
+        generation: po.metadata.generation,
+    };
+    pctx.stage(&name, "gather: catalog store");
+    if pctx.catalog_objects_ready.wait().await.is_err() {
+        return Ok(None);
+    }
+    pctx.stage(&name, "gather: cluster view");
+    let (cluster, kube_version) = pctx.cluster.view().await?;
+    let catalogs = gather_catalogs(po, pctx);
+    let installed = installed_name(po);
+    // A clean full check still holds when nothing it read has changed: its gate is current
+    // (an OperatorCondition event would have made it stale) and no read is needed.
+    let reusable = pctx.checks.reusable(&name, &observed, installed);
+    let gate = match &reusable {
+        Some(clean) => clean.gate.clone(),
+        None => {
+            pctx.stage(&name, "gather: operator condition");
+            let namespace = fixed_namespace(po).unwrap_or_else(|| name.clone());
+            gather::operator_gate(&ctx.client, po, &namespace, installed).await?
+        }
+    };
+    pctx.stage(&name, "gather: objects of a lost status");
+    let found_bundle_label = gather::found_bundle_label(&ctx.client, po).await?;
+    pctx.stage(&name, "gather: admission guard");
+    let guard = pctx
+        .state
+        .admission_guard(ctx.settings.require_admission_guard)
+        .await;
+    Ok(Some(Gathered {
+        observed,
+        catalogs,
+        reusable,
+        gate,
+        cluster,
+        kube_version,
+        found_bundle_label,
+        guard,
+        duplicate_of: pctx.duplicate_winner(po),
+    }))
+}
+
+/// The Catalogs `po` may resolve from, as the catalog cache holds them.
+fn gather_catalogs(po: &PlatformOperator, pctx: &PoContext) -> GatheredCatalogs {
+    let known: Vec<String> = pctx
+        .catalog_objects
+        .state()
+        .iter()
+        .map(|c| c.name_any())
+        .collect();
+    gather::catalogs(
+        &pctx.ctx.catalogs,
+        &po.spec.package.name,
+        po.spec.package.catalog.as_deref(),
+        &known,
+    )
+}
+
+/// The installed bundle's name, as the status records it.
+fn installed_name(po: &PlatformOperator) -> Option<&str> {
+    po.status
+        .as_ref()
+        .and_then(|s| s.installed_bundle.as_ref())
+        .map(|b| b.name.as_str())
+}
+
+/// The install namespace when it is already fixed: as recorded at the first install; else as
+/// the spec names it; else, for a PO installed before POM recorded it, its name. `None`: the
+/// bundle's suggestion, chosen when the bundle is read.
+fn fixed_namespace(po: &PlatformOperator) -> Option<String> {
+    let status = po.status.as_ref();
+    status
+        .and_then(|s| s.install_namespace.clone())
+        .or_else(|| po.spec.install_namespace.clone())
+        .or_else(|| {
+            status
+                .is_some_and(|s| s.installed_bundle.is_some() || !s.inventory.is_empty())
+                .then(|| po.name_any())
+        })
+}
+
+/// One reconcile in flight: what it judged, and what each step found so far.
+pub(super) struct Run<'a> {
+    po: &'a PlatformOperator,
+    pctx: &'a PoContext,
+    name: String,
+    gathered: &'a Gathered,
+    snapshot: &'a PoSnapshot<'a>,
+    decision: &'a PoDecision,
+    /// The status as recorded: as read, then as the intent wrote it.
+    recorded: PlatformOperatorStatus,
+    /// What [`Step::Prepare`] readied, until [`Step::Apply`] takes it.
+    prepared: Option<(Target, install::Prepared)>,
+    /// The namespace the prepared bundle installs into.
+    applied_namespace: Option<String>,
+    outcome: ActOutcome,
+    /// The status [`Step::Report`] computed.
+    reported: Option<PlatformOperatorStatus>,
+    /// Whether the status held an inventory before [`Step::WriteStatus`]: without one, prune
+    /// sweeps by owner label (a PO installed by a manager that kept none).
+    inventory_before_write: bool,
+}
+
+impl<'a> Run<'a> {
+    pub fn new(
+        po: &'a PlatformOperator,
+        pctx: &'a PoContext,
+        gathered: &'a Gathered,
+        snapshot: &'a PoSnapshot<'a>,
+        decision: &'a PoDecision,
+    ) -> Self {
+        Self {
+            po,
+            pctx,
+            name: po.name_any(),
+            gathered,
+            snapshot,
+            decision,
+            recorded: po.status.clone().unwrap_or_default(),
+            prepared: None,
+            applied_namespace: None,
+            outcome: ActOutcome::Skipped,
+            reported: None,
+            inventory_before_write: false,
+        }
+    }
+
+    /// Carries out `step`; `Some(delay)` ends the reconcile with a requeue after `delay`.
+    pub async fn execute(&mut self, step: Step) -> Result<Option<Duration>, Error> {
+        self.pctx.stage(&self.name, step.name());
+        match step {
+            Step::FinishInterruptedPrune { bundle } => {
+                self.finish_interrupted_prune(&bundle).await?
+            }
+            Step::ReuseCleanCheck => self.reuse_clean_check(),
+            Step::Prepare => self.prepare().await,
+            Step::RecordIntent => self.record_intent().await?,
+            Step::AnnounceMove => self.announce_move().await,
+            Step::Apply => self.apply().await,
+            Step::MarkReported => self.mark_reported().await?,
+            Step::Report => self.report(),
+            Step::RememberCleanCheck => self.remember_clean_check(),
+            Step::WriteStatus => self.write_status().await?,
+            Step::PruneAfterSettle => self.prune_after_settle().await?,
+            Step::Requeue(next) => return Ok(Some(self.delay(next))),
+        }
+        Ok(None)
+    }
+
+    async fn finish_interrupted_prune(&self, bundle: &str) -> Result<(), Error> {
+        tracing::info!(po = %self.name, %bundle, "finishing an interrupted prune before the next move");
+        prune_settled(self.po, self.pctx, &self.recorded, bundle, true).await
+    }
+
+    /// Nothing the last full check read has changed: what it found still holds.
+    fn reuse_clean_check(&mut self) {
+        if let Some(clean) = &self.gathered.reusable {
+            self.outcome = ActOutcome::Applied(Box::new(clean.report.clone()));
+        }
+    }
+
+    async fn prepare(&mut self) {
+        match prepare(
+            self.pctx,
+            self.po,
+            self.snapshot,
+            self.decision,
+            &self.gathered.catalogs,
+        )
+        .await
+        {
+            Err(problem) => self.fail(problem),
+            Ok(None) => self.outcome = ActOutcome::Skipped,
+            Ok(Some((target, prepared))) => {
+                self.applied_namespace = Some(prepared.namespace().to_owned());
+                self.prepared = Some((target, prepared));
+            }
+        }
+    }
+
+    async fn record_intent(&mut self) -> Result<(), Error> {
+        let (Some((_, prepared)), Some(namespace)) = (&self.prepared, &self.applied_namespace)
+        else {
+            return Ok(());
+        };
+        let applying = prepared.inventory(namespace);
+        let intent = status::intent(&StatusInput {
+            applying: &applying,
+            applying_image: prepared.image(),
+            applying_namespace: Some(namespace),
+            ..self.status_input(&ActOutcome::Skipped)
+        });
+        if let Some(intent) = intent {
+            write_status(self.po, self.pctx, &self.recorded, intent.clone()).await?;
+            self.recorded = intent;
+        }
+        Ok(())
+    }
+
+    async fn announce_move(&self) {
+        let Some((target, prepared)) = &self.prepared else {
+            return;
+        };
+        announce::exceptions(self.po, self.pctx, &target.name, &prepared.lifted()).await;
+        if let Some(details) = prepared.crd_safety_overridden() {
+            announce::crd_safety_override(self.po, self.pctx, &target.name, details).await;
+        }
+        if let Some(action) = &self.decision.unsettled_move_action {
+            announce::unsettled_move_action(self.po, self.pctx, action, &target.name).await;
+        }
+    }
+
+    async fn apply(&mut self) {
+        let (Some((target, prepared)), Some(namespace)) =
+            (self.prepared.take(), self.applied_namespace.clone())
+        else {
+            return;
+        };
+        let ctx = &self.pctx.ctx;
+        let applied = install::apply(
+            ctx,
+            self.po,
+            &namespace,
+            &target,
+            prepared,
+            &self.pctx.applied_secrets,
+        )
+        .await;
+        match applied {
+            Ok(report) => {
+                if report.wrote > 0 {
+                    fail_point::hit(FailPoint::BetweenApplyAndStatus);
+                    tracing::info!(po = %self.name, bundle = %report.bundle.name, objects = report.wrote, "applied bundle objects");
+                }
+                if let Content::Objects(objects) = &target.content {
+                    self.pctx.remember_objects(&target.name, objects);
+                }
+                self.outcome = ActOutcome::Applied(Box::new(report));
+            }
+            Err(err) => self.fail(problem_of(&err, true)),
+        }
+    }
+
+    /// The act failed: what ran before keeps running.
+    fn fail(&mut self, problem: Problem) {
+        tracing::warn!(po = %self.name, reason = %problem.reason, message = %problem.message, "applying the decision failed; what ran before keeps running");
+        self.outcome = ActOutcome::Failed(problem);
+    }
+
+    async fn mark_reported(&self) -> Result<(), Error> {
+        if steps::marks_reported(self.snapshot.gate.reported, &self.outcome) {
+            let written = mark_reported(&self.pctx.ctx.client, &self.name).await?;
+            self.pctx.remember_write(&self.name, &written);
+        }
+        Ok(())
+    }
+
+    fn report(&mut self) {
+        self.reported = Some(status::compute(&StatusInput {
+            applying_namespace: self.applied_namespace.as_deref(),
+            ..self.status_input(&self.outcome)
+        }));
+    }
+
+    /// A full check of what runs that wrote nothing and found it settled can stand for the
+    /// next reconciles until something it read changes.
+    fn remember_clean_check(&self) {
+        let checks = &self.pctx.checks;
+        match (&self.outcome, &self.reported) {
+            (ActOutcome::Applied(report), Some(status))
+                if steps::keeps_clean_check(self.decision, &self.outcome, status) =>
+            {
+                checks.record(
+                    &self.name,
+                    quiet::Clean {
+                        observed: self.gathered.observed,
+                        bundle: report.bundle.name.clone(),
+                        gate: self.gathered.gate.clone(),
+                        report: (**report).clone(),
+                        checked_at: std::time::Instant::now(),
+                    },
+                );
+            }
+            _ => checks.forget(&self.name),
+        }
+    }
+
+    async fn write_status(&mut self) -> Result<(), Error> {
+        let Some(status) = &self.reported else {
+            return Ok(());
+        };
+        self.inventory_before_write = !self.recorded.inventory.is_empty();
+        write_status(self.po, self.pctx, &self.recorded, status.clone()).await
+    }
+
+    /// Prune after settle (§6, §7): what the bundle moved from still owns stays until the move
+    /// has settled; a failed or unsettled move removes nothing.
+    async fn prune_after_settle(&self) -> Result<(), Error> {
+        let Some(status) = &self.reported else {
+            return Ok(());
+        };
+        match steps::settled_on(&self.outcome, status) {
+            Some(bundle) => {
+                prune_settled(
+                    self.po,
+                    self.pctx,
+                    status,
+                    &bundle,
+                    self.inventory_before_write,
+                )
+                .await
+            }
+            None => Ok(()),
+        }
+    }
+
+    fn delay(&self, next: Next) -> Duration {
+        let resync = self.pctx.ctx.settings.resync_interval;
+        match (next.fixed_delay(), &self.reported) {
+            (Some(delay), _) => delay,
+            (None, Some(status)) => {
+                status::requeue(status, &self.outcome, resync, self.snapshot.now)
+            }
+            (None, None) => resync,
+        }
+    }
+
+    /// What the status is computed from, with `outcome`.
+    fn status_input<'s>(&'s self, outcome: &'s ActOutcome) -> StatusInput<'s> {
+        StatusInput {
+            applying: &[],
+            applying_image: None,
+            applying_namespace: None,
+            previous: &self.recorded,
+            generation: self.po.metadata.generation,
+            now: self.snapshot.now,
+            decision: self.decision,
+            outcome,
+            upgrade_gate: self.po.spec.upgrade_gate,
+            reported_before: self.snapshot.gate.reported,
+            auto_settle_window: self.pctx.ctx.settings.auto_settle_window,
+        }
+    }
+}
+
+/// The bundle the decision puts on the cluster, fetched, rendered and checked (nothing
+/// written): `None` when there is nothing to put; a problem says why it cannot be (what ran
+/// before keeps running).
+async fn prepare(
+    pctx: &PoContext,
+    po: &PlatformOperator,
+    snapshot: &PoSnapshot<'_>,
+    decision: &PoDecision,
+    catalogs: &GatheredCatalogs,
+) -> Result<Option<(Target, install::Prepared)>, Problem> {
+    let Some(target) = target_of(pctx, po, snapshot, decision, catalogs)? else {
+        return Ok(None);
+    };
+    let certificates = pctx
+        .cluster
+        .discovery()
+        .await
+        .map_err(|err| problem_of(&err, true))?
+        .certificates;
+    let namespace = fixed_namespace(po);
+    let prepared = install::prepare(
+        &pctx.ctx,
+        &pctx.kinds,
+        po,
+        namespace.as_deref(),
+        &target,
+        certificates,
+        decision.config.as_ref().unwrap_or(&snapshot.config.desired),
+        snapshot.now,
+        &|owner: &str| pctx.is_po_owner_label(owner),
+    )
+    .await
+    .map_err(|err| problem_of(&err, true))?;
+    Ok(Some((target, prepared)))
+}
+
+/// What the decision puts on the cluster: the move's target, or what runs (drift repair).
+fn target_of(
+    pctx: &PoContext,
+    po: &PlatformOperator,
+    snapshot: &PoSnapshot<'_>,
+    decision: &PoDecision,
+    catalogs: &GatheredCatalogs,
+) -> Result<Option<Target>, Problem> {
+    let contents = catalogs.contents();
+    match &decision.action {
+        Action::Nothing | Action::WaitForCatalog { .. } => Ok(None),
+        Action::Move(target) => {
+            let mut target =
+                Target::for_move(target, &contents).map_err(|err| problem_of(&err, true))?;
+            // A move recorded before a crash applies the digest its intent recorded, not what
+            // the catalog's tag names now: the running operator only changes through a move.
+            if let Some(digest) = recorded_digest(po, &target.name)
+                && matches!(target.content, Content::Image(_))
+            {
+                target.content = Content::Image(digest);
+            }
+            Ok(Some(target))
+        }
+        Action::Keep => {
+            let Some(installed) = &snapshot.installed else {
+                return Ok(None);
+            };
+            let max = installed.max_openshift_version.clone();
+            match Target::for_keep(&installed.bundle, max.clone(), &contents) {
+                Ok(target) => Ok(Some(target)),
+                Err(err) => match pctx.remembered_objects(&installed.bundle.name) {
+                    Some(objects) => Ok(Some(Target {
+                        name: installed.bundle.name.clone(),
+                        version: installed.bundle.version.clone(),
+                        content: Content::Objects(objects.to_vec()),
+                        max_openshift_version: max,
+                        catalog: None,
+                    })),
+                    // What runs keeps running; only its repair is lost (not a failure of it).
+                    None => Err(problem_of(&err, false)),
+                },
+            }
+        }
+    }
+}
+
+/// The image digest the intent of the unsettled move to `bundle` recorded.
+fn recorded_digest(po: &PlatformOperator, bundle: &str) -> Option<String> {
+    po.status
+        .as_ref()
+        .and_then(|s| s.active_hop.as_ref())
+        .filter(|hop| !hop.settled && hop.to == bundle)
+        .and_then(|hop| hop.image.clone())
+}
+
+/// A failure to report; `degrades` unless only drift repair of a running operator is lost.
+fn problem_of(err: &Error, degrades: bool) -> Problem {
+    Problem {
+        reason: err.reason(),
+        message: if degrades {
+            err.to_string()
+        } else {
+            format!("drift repair is paused: {err}")
+        },
+        degrades,
+    }
+}
+
+/// Removes what only the bundles `settled` replaced owned, by the inventory (nothing to do,
+/// and no API call, in a steady state), then drops their entries from it. A PO installed by a
+/// manager that kept no inventory is swept once by owner label instead.
+pub(super) async fn prune_settled(
+    po: &PlatformOperator,
+    pctx: &PoContext,
+    status: &PlatformOperatorStatus,
+    settled: &str,
+    recorded_before: bool,
+) -> Result<(), Error> {
+    let name = po.name_any();
+    let client = &pctx.ctx.client;
+    let pruned = if recorded_before {
+        if !inventory::has_other_bundles(&status.inventory, settled) {
+            return Ok(());
+        }
+        let doomed = inventory::to_prune(&status.inventory, settled);
+        super::objects::delete_recorded(&pctx.kinds, client, &name, &doomed, FailPoint::MidPrune)
+            .await?
+    } else {
+        super::objects::prune(&pctx.kinds, client, &name, Some(settled)).await?
+    };
+    if pruned > 0 {
+        tracing::info!(po = %name, bundle = %settled, pruned, "removed what older bundles had and this one does not");
+    }
+    let after = PlatformOperatorStatus {
+        inventory: inventory::after_prune(&status.inventory, settled),
+        ..status.clone()
+    };
+    write_status(po, pctx, status, after).await
+}
+
+/// Remembers on the PO that its operator reports OperatorConditions (`upgradeGate: Auto`).
+async fn mark_reported(client: &kube::Client, name: &str) -> Result<PlatformOperator, Error> {
+    let api: Api<PlatformOperator> = Api::all(client.clone());
+    let patch = serde_json::json!({
+        "apiVersion": "platform.openshift.io/v1alpha1",
+        "kind": "PlatformOperator",
+        "metadata": {"name": name, "annotations": {labels::OPERATOR_CONDITION_REPORTED: "true"}},
+    });
+    api.patch(
+        name,
+        &PatchParams::apply(PO_ANNOTATIONS_FIELD_MANAGER),
+        &Patch::Apply(&patch),
+    )
+    .await
+    .map_err(Error::kube(format!("annotating PlatformOperator {name}")))
+}
+
+/// Writes `new` as `po`'s status when it differs from `previous`, after publishing an Event per
+/// condition that changed.
+async fn write_status(
+    po: &PlatformOperator,
+    pctx: &PoContext,
+    previous: &PlatformOperatorStatus,
+    new: PlatformOperatorStatus,
+) -> Result<(), Error> {
+    if &new == previous {
+        return Ok(());
+    }
+    let name = po.name_any();
+    pctx.stage(&name, "events");
+    announce::transitions(po, pctx, previous, &new).await;
+    let api: Api<PlatformOperator> = Api::all(pctx.ctx.client.clone());
+    let patch = serde_json::json!({
+        "apiVersion": "platform.openshift.io/v1alpha1",
+        "kind": "PlatformOperator",
+        "status": new,
+    });
+    // Shared with other PO writes; excludes the aggregator's check-and-write of Upgradeable=True.
+    let _ordered = pctx.ctx.status_writes.read().await;
+    let written = api
+        .patch_status(
+            &name,
+            &PatchParams::apply(PO_STATUS_FIELD_MANAGER).force(),
+            &Patch::Apply(&patch),
+        )
+        .await
+        .map_err(Error::kube(format!(
+            "writing the status of PlatformOperator {name}"
+        )))?;
+    pctx.remember_write(&name, &written);
+    Ok(())
+}

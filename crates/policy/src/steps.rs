@@ -1,0 +1,236 @@
+//! The PlatformOperator reconcile as a list of named steps (gather → decide → **plan** → act →
+//! report).
+//!
+//! [`plan`] turns a decision and what the PO's status records into the ordered [`Step`]s one
+//! reconcile takes; the controller's executor runs each step's I/O, in order, and nothing else.
+//! Why a list: every feature the reconcile gained (reusing a clean check, finishing an
+//! interrupted prune, recording intent, announcing the admin's overrides, remembering that an
+//! operator reports, prune after settle) used to be one more branch of one function, and the
+//! states nobody could leave lived where those branches met. Here each is a step with one
+//! job, the order is data a table test reads, and a new feature is a new step or a new case of
+//! [`plan`], never a branch inside the executor.
+//!
+//! The predicates a step needs from what earlier steps found ([`settled_on`],
+//! [`keeps_clean_check`], [`marks_reported`]) are pure too, and tested here.
+
+use std::time::Duration;
+
+use pom_api::platform_operator::PlatformOperatorStatus;
+
+use crate::decide::{Action, PoDecision};
+use crate::inventory;
+use crate::status::{self, ActOutcome};
+
+/// How soon to look again while a Catalog the PO uses has not been read since the start.
+pub const CATALOG_WARMUP_RETRY: Duration = Duration::from_secs(2);
+/// How soon to look again after finishing an interrupted prune: the move it held back starts
+/// then, from a fresh gather.
+pub const AFTER_PRUNE_RETRY: Duration = Duration::from_secs(1);
+
+/// One step of a PlatformOperator reconcile. The executor runs them in the order [`plan`]
+/// lists them; a step whose input an earlier step did not produce (nothing prepared, a move
+/// that did not settle) does nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// Finish the prune after settle of `bundle` that a crash (or a failed write) cut short,
+    /// before the next move starts: a move never records more than the two bundles it moves
+    /// between.
+    FinishInterruptedPrune { bundle: String },
+    /// Stand on the last clean full check: nothing it read has changed, so no read is needed.
+    ReuseCleanCheck,
+    /// Fetch, render and check the bundle the decision puts on the cluster (reads only).
+    Prepare,
+    /// Record the move's intent in status before its first object is written, so a crash
+    /// anywhere in the apply resumes the move and never skips it.
+    RecordIntent,
+    /// Say what a move carries out on the admin's word: content-policy exceptions, an unsafe
+    /// CRD change overridden, the action on a move that did not settle (Warning/Normal Events).
+    AnnounceMove,
+    /// Apply the prepared bundle (server-side apply, in dependency order).
+    Apply,
+    /// Remember on the PO that its operator reports OperatorConditions (`upgradeGate: Auto`),
+    /// when the gather or the apply saw it report.
+    MarkReported,
+    /// Compute the status from the decision and the outcome ([`status::compute`], pure).
+    Report,
+    /// Keep a full check that found a settled bundle and wrote nothing for reuse, or forget
+    /// the last one.
+    RememberCleanCheck,
+    /// Write the status [`Step::Report`] computed, when it changed.
+    WriteStatus,
+    /// Remove what only the bundles a settled move replaced owned.
+    PruneAfterSettle,
+    /// Look again after `Next`.
+    Requeue(Next),
+}
+
+impl Step {
+    /// The step's name, as the reconcile's stage: a reconcile cut at its deadline says which
+    /// step it was in.
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::FinishInterruptedPrune { .. } => "finish an interrupted prune",
+            Self::ReuseCleanCheck => "reuse the clean check",
+            Self::Prepare => "prepare",
+            Self::RecordIntent => "record intent",
+            Self::AnnounceMove => "announce the move",
+            Self::Apply => "apply",
+            Self::MarkReported => "mark reported",
+            Self::Report => "report",
+            Self::RememberCleanCheck => "remember the clean check",
+            Self::WriteStatus => "write status",
+            Self::PruneAfterSettle => "prune after settle",
+            Self::Requeue(_) => "requeue",
+        }
+    }
+}
+
+/// When the reconcile looks again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// After [`CATALOG_WARMUP_RETRY`]: judging before the catalog is read would report a
+    /// running operator as failed.
+    CatalogWarmup,
+    /// After [`AFTER_PRUNE_RETRY`].
+    AfterPrune,
+    /// When the status just computed says ([`status::requeue`]).
+    AsStatusSays,
+}
+
+impl Next {
+    /// The fixed delay of this requeue; `None` for [`Next::AsStatusSays`].
+    #[must_use]
+    pub fn fixed_delay(self) -> Option<Duration> {
+        match self {
+            Self::CatalogWarmup => Some(CATALOG_WARMUP_RETRY),
+            Self::AfterPrune => Some(AFTER_PRUNE_RETRY),
+            Self::AsStatusSays => None,
+        }
+    }
+}
+
+/// What the plan is made of besides the decision: what the status records and what the
+/// gather found.
+#[derive(Debug, Clone, Copy)]
+pub struct PlanInput<'a> {
+    pub decision: &'a PoDecision,
+    /// The PO's status as recorded.
+    pub recorded: &'a PlatformOperatorStatus,
+    /// The last clean full check still holds (nothing it read has changed).
+    pub clean_check_reusable: bool,
+    /// The admission guard is in place: the manager may write more than status.
+    pub writes_allowed: bool,
+    /// The PO already carries the annotation saying its operator reports.
+    pub reported_mark_present: bool,
+}
+
+/// The ordered steps of one reconcile.
+#[must_use]
+pub fn plan(input: &PlanInput<'_>) -> Vec<Step> {
+    if let Action::WaitForCatalog { .. } = input.decision.action {
+        return vec![Step::Requeue(Next::CatalogWarmup)];
+    }
+    if let Some(bundle) = interrupted_prune(input.decision, input.recorded) {
+        return vec![
+            Step::FinishInterruptedPrune {
+                bundle: bundle.to_owned(),
+            },
+            Step::Requeue(Next::AfterPrune),
+        ];
+    }
+    let mut steps = act_steps(input);
+    if input.writes_allowed && !input.reported_mark_present {
+        steps.push(Step::MarkReported);
+    }
+    steps.push(Step::Report);
+    if !reuses_clean_check(input) {
+        steps.push(Step::RememberCleanCheck);
+    }
+    steps.extend([
+        Step::WriteStatus,
+        Step::PruneAfterSettle,
+        Step::Requeue(Next::AsStatusSays),
+    ]);
+    steps
+}
+
+/// The steps that put the decision on the cluster: a reused clean check, or prepare → intent
+/// → (announce) → apply.
+fn act_steps(input: &PlanInput<'_>) -> Vec<Step> {
+    if reuses_clean_check(input) {
+        return vec![Step::ReuseCleanCheck];
+    }
+    let mut steps = vec![Step::Prepare, Step::RecordIntent];
+    if matches!(input.decision.action, Action::Move(_)) {
+        steps.push(Step::AnnounceMove);
+    }
+    steps.push(Step::Apply);
+    steps
+}
+
+/// A steady Keep with a clean check that still holds, and no configuration change to apply,
+/// needs no read: what the check found still holds.
+fn reuses_clean_check(input: &PlanInput<'_>) -> bool {
+    input.clean_check_reusable
+        && matches!(input.decision.action, Action::Keep)
+        && !input.decision.reconfigures()
+}
+
+/// The settled bundle whose prune after settle a crash (or a failed write) cut short, when the
+/// decision starts a move: it is finished first, so what only an older bundle had does not
+/// outlive a second move (found by the chaos suite).
+#[must_use]
+pub fn interrupted_prune<'a>(
+    decision: &PoDecision,
+    recorded: &'a PlatformOperatorStatus,
+) -> Option<&'a str> {
+    let hop = recorded.active_hop.as_ref().filter(|h| h.settled)?;
+    let installed = recorded.installed_bundle.as_ref().map(|b| b.name.as_str());
+    (matches!(decision.action, Action::Move(_))
+        && installed == Some(hop.to.as_str())
+        && inventory::has_other_bundles(&recorded.inventory, &hop.to))
+    .then_some(hop.to.as_str())
+}
+
+/// The bundle to prune after: the one applied, when the status just computed has no move in
+/// flight. A failed or unsettled move removes nothing.
+#[must_use]
+pub fn settled_on(outcome: &ActOutcome, status: &PlatformOperatorStatus) -> Option<String> {
+    match outcome {
+        ActOutcome::Applied(report) if move_settled(status) => Some(report.bundle.name.clone()),
+        _ => None,
+    }
+}
+
+/// Whether a full check may stand for the next reconciles: it kept what runs, wrote nothing
+/// and found it settled.
+#[must_use]
+pub fn keeps_clean_check(
+    decision: &PoDecision,
+    outcome: &ActOutcome,
+    status: &PlatformOperatorStatus,
+) -> bool {
+    matches!(outcome, ActOutcome::Applied(report) if report.wrote == 0)
+        && matches!(decision.action, Action::Keep)
+        && move_settled(status)
+}
+
+/// Whether the PO is to be marked as one whose operator reports: seen by the gather or by the
+/// apply. Remembered whenever it is seen, so an operator that reported keeps gating its moves
+/// under `upgradeGate: Auto` even when the apply that saw it failed or its OperatorCondition is
+/// gone since (found by the state-machine test).
+#[must_use]
+pub fn marks_reported(reported_before: bool, outcome: &ActOutcome) -> bool {
+    reported_before
+        || matches!(outcome, ActOutcome::Applied(report) if status::reported_now(report))
+}
+
+/// No move in flight: none recorded, or the last one settled.
+fn move_settled(status: &PlatformOperatorStatus) -> bool {
+    status.active_hop.as_ref().is_none_or(|h| h.settled)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests;

@@ -1,0 +1,416 @@
+//! The plan as a table: (decision, recorded status, what the gather found) → the steps one
+//! reconcile takes, and the predicates later steps use.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use pom_api::platform_operator::{ActiveHop, BundleInventory, InstalledBundle};
+use semver::Version;
+
+use super::*;
+use crate::decide::{ConfigChange, HoldReason, MoveTarget, PinState, Upgradeability};
+use crate::status::InstallReport;
+
+fn decision(action: Action) -> PoDecision {
+    PoDecision {
+        action,
+        pin: None,
+        held: None,
+        verdict: Upgradeability::yes("nothing installed"),
+        problem: None,
+        deadline_exceeded: false,
+        deprecations: vec![],
+        unsettled_move_action: None,
+        judged_for: None,
+        paused: None,
+        config: None,
+        config_change: None,
+    }
+}
+
+fn move_to(version: &str) -> PoDecision {
+    decision(Action::Move(MoveTarget {
+        name: format!("op.v{version}"),
+        version: Version::parse(version).unwrap(),
+        image: None,
+        catalog: "c".to_owned(),
+        max_openshift_version: None,
+        pin_after: PinState {
+            range: format!("={version}"),
+            reason: pom_api::platform_operator::PinReason::Steady,
+        },
+    }))
+}
+
+fn reconfiguring(held: Option<HoldReason>) -> PoDecision {
+    PoDecision {
+        config_change: Some(ConfigChange {
+            po: "po".to_owned(),
+            digest: "d".to_owned(),
+            held,
+        }),
+        ..decision(Action::Keep)
+    }
+}
+
+fn inventory(bundles: &[&str]) -> Vec<BundleInventory> {
+    bundles
+        .iter()
+        .map(|b| BundleInventory {
+            bundle: (*b).to_owned(),
+            objects: vec![],
+        })
+        .collect()
+}
+
+fn installed(name: &str) -> Option<InstalledBundle> {
+    Some(InstalledBundle {
+        name: name.to_owned(),
+        version: "1.0.0".to_owned(),
+        image: None,
+        objects_digest: None,
+    })
+}
+
+fn hop(to: &str, settled: bool) -> Option<ActiveHop> {
+    Some(ActiveHop {
+        from: Some("op.v0".to_owned()),
+        to: to.to_owned(),
+        started_at: Time(Timestamp::UNIX_EPOCH),
+        settled,
+        waiting_for: None,
+        image: None,
+        failed_attempts: 0,
+        rolled_out_at: None,
+        config: None,
+    })
+}
+
+/// v1 installed, its move settled, v0's objects still recorded: a prune a crash cut short.
+fn prune_cut_short() -> PlatformOperatorStatus {
+    PlatformOperatorStatus {
+        installed_bundle: installed("op.v1"),
+        active_hop: hop("op.v1", true),
+        inventory: inventory(&["op.v0", "op.v1"]),
+        ..PlatformOperatorStatus::default()
+    }
+}
+
+/// v1 installed and settled, only its own objects recorded.
+fn steady() -> PlatformOperatorStatus {
+    PlatformOperatorStatus {
+        installed_bundle: installed("op.v1"),
+        active_hop: hop("op.v1", true),
+        inventory: inventory(&["op.v1"]),
+        ..PlatformOperatorStatus::default()
+    }
+}
+
+struct Row {
+    name: &'static str,
+    decision: PoDecision,
+    recorded: PlatformOperatorStatus,
+    reusable: bool,
+    writes_allowed: bool,
+    mark_present: bool,
+    steps: Vec<Step>,
+}
+
+fn row(name: &'static str, decision: PoDecision, recorded: PlatformOperatorStatus) -> Row {
+    Row {
+        name,
+        decision,
+        recorded,
+        reusable: false,
+        writes_allowed: true,
+        mark_present: true,
+        steps: vec![],
+    }
+}
+
+impl Row {
+    fn reusable(mut self) -> Self {
+        self.reusable = true;
+        self
+    }
+    fn guard_missing(mut self) -> Self {
+        self.writes_allowed = false;
+        self
+    }
+    fn unmarked(mut self) -> Self {
+        self.mark_present = false;
+        self
+    }
+    fn steps(mut self, steps: &[Step]) -> Self {
+        self.steps = steps.to_vec();
+        self
+    }
+}
+
+use Step::*;
+
+/// Prepare, intent, apply, then the report of a full check.
+const FULL_KEEP: &[Step] = &[
+    Prepare,
+    RecordIntent,
+    Apply,
+    Report,
+    RememberCleanCheck,
+    WriteStatus,
+    PruneAfterSettle,
+    Requeue(Next::AsStatusSays),
+];
+
+const MOVE: &[Step] = &[
+    Prepare,
+    RecordIntent,
+    AnnounceMove,
+    Apply,
+    Report,
+    RememberCleanCheck,
+    WriteStatus,
+    PruneAfterSettle,
+    Requeue(Next::AsStatusSays),
+];
+
+#[test]
+fn the_plan_of_each_case() {
+    let finish = |bundle: &str| {
+        vec![
+            FinishInterruptedPrune {
+                bundle: bundle.to_owned(),
+            },
+            Requeue(Next::AfterPrune),
+        ]
+    };
+    let rows = [
+        row(
+            "the catalog is still being read: nothing but a requeue",
+            decision(Action::WaitForCatalog {
+                catalog: "c".into(),
+            }),
+            prune_cut_short(),
+        )
+        .steps(&[Requeue(Next::CatalogWarmup)]),
+        row(
+            "a move after a prune cut short: the prune first, then a fresh look",
+            move_to("2.0.0"),
+            prune_cut_short(),
+        )
+        .steps(&finish("op.v1")),
+        row(
+            "a keep after a prune cut short: the prune after settle finishes it",
+            decision(Action::Keep),
+            prune_cut_short(),
+        )
+        .steps(FULL_KEEP),
+        row("a move from a clean state", move_to("2.0.0"), steady()).steps(MOVE),
+        row(
+            "a move whose previous move has not settled records no prune to finish",
+            move_to("2.0.0"),
+            PlatformOperatorStatus {
+                active_hop: hop("op.v1", false),
+                ..prune_cut_short()
+            },
+        )
+        .steps(MOVE),
+        row(
+            "a keep with no clean check: a full check",
+            decision(Action::Keep),
+            steady(),
+        )
+        .steps(FULL_KEEP),
+        row(
+            "a keep with a clean check: no read, nothing remembered anew",
+            decision(Action::Keep),
+            steady(),
+        )
+        .reusable()
+        .steps(&[
+            ReuseCleanCheck,
+            Report,
+            WriteStatus,
+            PruneAfterSettle,
+            Requeue(Next::AsStatusSays),
+        ]),
+        row(
+            "a configuration change starting is a full check even with a clean one",
+            reconfiguring(None),
+            steady(),
+        )
+        .reusable()
+        .steps(FULL_KEEP),
+        row(
+            "a held configuration change keeps the clean check",
+            reconfiguring(Some(HoldReason::OperatorNotUpgradeable {
+                message: "migrating".into(),
+            })),
+            steady(),
+        )
+        .reusable()
+        .steps(&[
+            ReuseCleanCheck,
+            Report,
+            WriteStatus,
+            PruneAfterSettle,
+            Requeue(Next::AsStatusSays),
+        ]),
+        row(
+            "a clean check never stands for a move",
+            move_to("2.0.0"),
+            steady(),
+        )
+        .reusable()
+        .steps(MOVE),
+        row(
+            "nothing to do: prepare finds nothing, the status is still written",
+            decision(Action::Nothing),
+            PlatformOperatorStatus::default(),
+        )
+        .steps(FULL_KEEP),
+        row(
+            "an operator not yet marked as reporting is marked before the status write",
+            decision(Action::Keep),
+            steady(),
+        )
+        .unmarked()
+        .steps(&[
+            Prepare,
+            RecordIntent,
+            Apply,
+            MarkReported,
+            Report,
+            RememberCleanCheck,
+            WriteStatus,
+            PruneAfterSettle,
+            Requeue(Next::AsStatusSays),
+        ]),
+        row(
+            "without the admission guard the mark (a write) is not planned",
+            decision(Action::Keep),
+            steady(),
+        )
+        .unmarked()
+        .guard_missing()
+        .steps(FULL_KEEP),
+    ];
+    for row in rows {
+        let steps = plan(&PlanInput {
+            decision: &row.decision,
+            recorded: &row.recorded,
+            clean_check_reusable: row.reusable,
+            writes_allowed: row.writes_allowed,
+            reported_mark_present: row.mark_present,
+        });
+        assert_eq!(steps, row.steps, "{}", row.name);
+    }
+}
+
+#[test]
+fn every_plan_ends_in_one_requeue_and_writes_before_it_prunes() {
+    let decisions = [
+        decision(Action::Nothing),
+        decision(Action::Keep),
+        move_to("2.0.0"),
+        reconfiguring(None),
+        decision(Action::WaitForCatalog {
+            catalog: "c".into(),
+        }),
+    ];
+    for d in &decisions {
+        for recorded in [
+            steady(),
+            prune_cut_short(),
+            PlatformOperatorStatus::default(),
+        ] {
+            for reusable in [false, true] {
+                let steps = plan(&PlanInput {
+                    decision: d,
+                    recorded: &recorded,
+                    clean_check_reusable: reusable,
+                    writes_allowed: true,
+                    reported_mark_present: false,
+                });
+                let requeues = steps.iter().filter(|s| matches!(s, Requeue(_))).count();
+                assert_eq!(requeues, 1, "{steps:?}");
+                assert!(matches!(steps.last(), Some(Requeue(_))), "{steps:?}");
+                let at = |wanted: &Step| steps.iter().position(|s| s == wanted);
+                if let (Some(intent), Some(apply)) = (at(&RecordIntent), at(&Apply)) {
+                    assert!(intent < apply, "intent before the first write: {steps:?}");
+                }
+                if let (Some(write), Some(prune)) = (at(&WriteStatus), at(&PruneAfterSettle)) {
+                    assert!(write < prune, "prune only after the status says settled");
+                }
+                if let (Some(report), Some(write)) = (at(&Report), at(&WriteStatus)) {
+                    assert!(report < write, "the status written is the one reported");
+                }
+            }
+        }
+    }
+}
+
+fn report(wrote: usize) -> ActOutcome {
+    ActOutcome::Applied(Box::new(InstallReport {
+        bundle: installed("op.v1").unwrap(),
+        max_openshift_version: None,
+        waits: vec![],
+        operator_condition: None,
+        wrote,
+        objects: vec![],
+        powers: vec![],
+        unavailable: vec![],
+    }))
+}
+
+#[test]
+fn a_failed_or_unsettled_move_prunes_nothing() {
+    let unsettled = PlatformOperatorStatus {
+        active_hop: hop("op.v1", false),
+        ..steady()
+    };
+    assert_eq!(settled_on(&report(3), &steady()).as_deref(), Some("op.v1"));
+    assert_eq!(settled_on(&report(3), &unsettled), None);
+    assert_eq!(settled_on(&ActOutcome::Skipped, &steady()), None);
+    let failed = ActOutcome::Failed(crate::Problem {
+        reason: pom_api::conditions::Reason::InstallFailed,
+        message: "refused".into(),
+        degrades: true,
+    });
+    assert_eq!(settled_on(&failed, &steady()), None);
+    assert_eq!(
+        settled_on(&report(0), &PlatformOperatorStatus::default()).as_deref(),
+        Some("op.v1"),
+        "no move recorded: nothing in flight"
+    );
+}
+
+#[test]
+fn only_a_settled_keep_that_wrote_nothing_is_a_clean_check() {
+    let keep = decision(Action::Keep);
+    let unsettled = PlatformOperatorStatus {
+        active_hop: hop("op.v1", false),
+        ..steady()
+    };
+    assert!(keeps_clean_check(&keep, &report(0), &steady()));
+    assert!(!keeps_clean_check(&keep, &report(1), &steady()), "wrote");
+    assert!(
+        !keeps_clean_check(&keep, &report(0), &unsettled),
+        "in flight"
+    );
+    assert!(!keeps_clean_check(&move_to("2.0.0"), &report(0), &steady()));
+    assert!(!keeps_clean_check(&keep, &ActOutcome::Skipped, &steady()));
+}
+
+#[test]
+fn a_report_seen_before_is_remembered_even_when_the_apply_failed() {
+    let failed = ActOutcome::Failed(crate::Problem {
+        reason: pom_api::conditions::Reason::InstallFailed,
+        message: "refused".into(),
+        degrades: true,
+    });
+    assert!(marks_reported(true, &failed));
+    assert!(!marks_reported(false, &failed));
+    assert!(
+        !marks_reported(false, &report(0)),
+        "no OperatorCondition seen"
+    );
+}
