@@ -36,7 +36,7 @@ seed() {
   mkdir -p "$corpora/$target"
   case "$target" in
     fbc_parse)
-      find "$shared/testdata/real" "$repo/crates/resolver/tests/fixtures" -type f \
+      find "$shared/testdata/real" "$repo/crates/render/tests/fixtures" -type f \
         \( -name '*.json' -o -name '*.yaml' -o -name '*.yml' \) -size -256k -path '*catalog*' \
         -exec cp -f {} "$corpora/$target/" \; 2>/dev/null || true ;;
     masterminds_range | blang_range)
@@ -58,12 +58,12 @@ PY
       while IFS= read -r -d '' file; do
         n=$((n + 1))
         { printf '%b' "\\x$(printf '%02x' $((n % 2)))"; cat "$file"; } > "$corpora/$target/seed-$n"
-      done < <(find "$shared/testdata/real" "$repo/crates/resolver/tests/fixtures/bundles" -type f \
+      done < <(find "$shared/testdata/real" "$repo/crates/render/tests/fixtures/bundles" -type f \
         -path '*manifests*' -name '*.yaml' -size -128k -print0 2>/dev/null)
       ;;
     powers)
       # Each fixture bundle's manifests as one JSON list of objects.
-      python3 - "$repo/crates/resolver/tests/fixtures/bundles" "$corpora/$target" <<'PY'
+      python3 - "$repo/crates/render/tests/fixtures/bundles" "$corpora/$target" <<'PY'
 import json, pathlib, sys
 src, out = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
 try:
@@ -84,7 +84,7 @@ PY
       ;;
     layer_extract)
       local dir
-      for dir in "$repo"/crates/resolver/tests/fixtures/bundles/*/; do
+      for dir in "$repo"/crates/render/tests/fixtures/bundles/*/; do
         tar -C "$dir" -cf "$corpora/$target/$(basename "$dir").tar" --transform 's,^\./,configs/,' .
         gzip -c "$corpora/$target/$(basename "$dir").tar" > "$corpora/$target/$(basename "$dir").tar.gz"
       done

@@ -3,7 +3,7 @@
 //! waits for before it says `Installed=True`, with nothing else (no catalogs, no status, no
 //! Events, no finalizers, no reads before writing).
 //!
-//! The objects come from the same library call the manager makes (`pom_resolver::render::render`
+//! The objects come from the same library call the manager makes (`pom_render::render`
 //! with the options `crates/controller/src/operator/install.rs` passes: OperatorCondition wiring
 //! on, the manager's namespace reserved), fed with the same manifests the bench's catalogs carry
 //! (`TestBundle::manifests`, which the catalog holds base64-encoded as `olm.bundle.object`), and
@@ -28,7 +28,7 @@ use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Client, ResourceExt as _};
 use pom_api::labels;
 use pom_controller::operator::{is_rolled_out, label};
-use pom_resolver::render::{self, BundleFiles, RenderOptions};
+use pom_render::{BundleFiles, RenderOptions};
 use serde_json::{Value, json};
 
 use crate::HarnessError;
@@ -85,7 +85,7 @@ pub fn render_bundle(
         ..RenderOptions::new(namespace.clone())
     };
     let files = BundleFiles::from_objects(bundle.manifests());
-    let rendered = render::render(&files, &options)
+    let rendered = pom_render::render(&files, &options)
         .map_err(|e| HarnessError::Other(format!("rendering {bundle_name}: {e}")))?;
     let objects = rendered
         .objects

@@ -26,7 +26,7 @@ use pom_api::PlatformOperator;
 use pom_e2e::Registry;
 use pom_e2e::manager::{Manager, eventually};
 use pom_e2e::scenario::{configmap_catalog, create_po, simulated_plane, wait_catalog_serves};
-use pom_resolver::render::{
+use pom_render::{
     BundleFiles, ContentRule, InstallMode, Lift, PowerClass, RenderError, RenderOptions,
     RenderedBundle, default_install_namespace, render,
 };

@@ -7,8 +7,8 @@
 use std::collections::BTreeSet;
 
 use libfuzzer_sys::fuzz_target;
-use pom_resolver::render::content_policy::{PolicyContext, check};
-use pom_resolver::render::powers;
+use pom_render::content_policy::{PolicyContext, check};
+use pom_render::powers;
 use serde_json::Value;
 
 fuzz_target!(|data: &[u8]| {

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use libfuzzer_sys::fuzz_target;
-use pom_resolver::render::{BundleFiles, RenderOptions, render};
+use pom_render::{BundleFiles, RenderOptions, render};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&first, manifest)) = data.split_first() else {

@@ -330,9 +330,9 @@ pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
 pub async fn bundle_files(
     puller: &ImagePuller,
     bundle: &pom_resolver::fbc::Bundle,
-) -> Result<pom_resolver::render::BundleFiles, String> {
+) -> Result<pom_render::BundleFiles, String> {
     if !bundle.properties.objects.is_empty() {
-        return Ok(pom_resolver::render::BundleFiles::from_objects(
+        return Ok(pom_render::BundleFiles::from_objects(
             bundle.properties.objects.clone(),
         ));
     }
@@ -352,7 +352,7 @@ pub async fn bundle_files(
 pub async fn bundle_image_files(
     puller: &ImagePuller,
     image: &str,
-) -> Result<pom_resolver::render::BundleFiles, String> {
+) -> Result<pom_render::BundleFiles, String> {
     let mirrors = MIRRORS.get().ok_or_else(|| {
         format!(
             "pulling bundle image {image}: the cluster's image mirror configuration has not been \
@@ -362,7 +362,7 @@ pub async fn bundle_image_files(
     puller
         .pull_files(image, "", &RegistryAccess::anonymous(), mirrors)
         .await
-        .map(|pulled| pom_resolver::render::BundleFiles::new(pulled.content))
+        .map(|pulled| pom_render::BundleFiles::new(pulled.content))
         .map_err(|e| format!("pulling bundle image {image}: {e}"))
 }
 

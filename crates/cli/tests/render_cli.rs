@@ -1,4 +1,4 @@
-//! `pomctl render` end to end: the real binary on the resolver's fixture bundles.
+//! `pomctl render` end to end: the real binary on the renderer's fixture bundles.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
@@ -6,7 +6,7 @@ use std::process::{Command, Output};
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../resolver/tests/fixtures/bundles")
+        .join("../render/tests/fixtures/bundles")
         .join(name)
 }
 

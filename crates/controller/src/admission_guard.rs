@@ -42,7 +42,7 @@ use pom_api::openshift::AGGREGATED_CLUSTER_OPERATOR;
 use pom_policy::snapshot::GuardState;
 
 use crate::manifests::{NAME, NAMESPACE, cluster_role_rules};
-use pom_resolver::render::content_policy::{
+use pom_render::content_policy::{
     BENIGN_BUILT_IN_ROLES, INSTALL_NAMESPACE_BUILT_IN_ROLES, MONITORING_SUBJECT,
 };
 

@@ -1,7 +1,7 @@
 //! The manager's errors, each mapped to the CamelCase condition reason it surfaces as.
 
 use pom_api::conditions::Reason;
-use pom_resolver::render::RenderError;
+use pom_render::RenderError;
 
 /// Why a reconcile could not do what it set out to do.
 #[derive(Debug, thiserror::Error)]

@@ -341,6 +341,17 @@ const OBJECT_VERBS: &[&str] = &["get", "list", "watch", "create", "patch", "dele
 /// Every rule, with the call that needs it.
 #[must_use]
 pub fn cluster_role_rules() -> Vec<PolicyRule> {
+    [
+        own_kind_rules(),
+        cluster_state_rules(),
+        bundle_object_rules(),
+        guard_event_and_metrics_rules(),
+    ]
+    .concat()
+}
+
+/// POM's own kinds, PlatformOperators and Catalogs: what their controllers read and write.
+fn own_kind_rules() -> Vec<PolicyRule> {
     vec![
         // PlatformOperator and Catalog controllers: watch, finalizer (JSON patch), status (SSA).
         rule(
@@ -361,6 +372,13 @@ pub fn cluster_role_rules() -> Vec<PolicyRule> {
             &["platformoperators/finalizers", "catalogs/finalizers"],
             &["update"],
         ),
+    ]
+}
+
+/// The cluster's own state: what POM reads to judge and pull (version, mirrors, proxy), and
+/// the aggregated ClusterOperator it reports through.
+fn cluster_state_rules() -> Vec<PolicyRule> {
+    vec![
         // Cluster phase (§4.1): the PO controller reads and watches ClusterVersion `version`.
         rule(
             &["config.openshift.io"],
@@ -400,6 +418,13 @@ pub fn cluster_role_rules() -> Vec<PolicyRule> {
                 &["get", "patch"],
             )
         },
+    ]
+}
+
+/// The objects bundles ship and POM writes for them: applied, watched for drift, settled on,
+/// and pruned through the inventory.
+fn bundle_object_rules() -> Vec<PolicyRule> {
+    vec![
         // OperatorConditions POM creates per bundle, copies spec to status for, and prunes (§7).
         rule(
             &["operators.coreos.com"],
@@ -469,6 +494,13 @@ pub fn cluster_role_rules() -> Vec<PolicyRule> {
                 "get", "list", "watch", "create", "patch", "delete", "escalate", "bind",
             ],
         ),
+    ]
+}
+
+/// What the manager needs for itself beyond any object: its admission guard, its Events, and
+/// the checks guarding `/metrics`.
+fn guard_event_and_metrics_rules() -> Vec<PolicyRule> {
+    vec![
         // Its own admission guard, by name, watched: without it POM writes nothing but status
         // (issue 22 item 2).
         rule(
@@ -821,97 +853,104 @@ fn probe(path: &str, period: i32, initial_delay: i32) -> Probe {
 
 fn deployment(flavor: Flavor) -> Deployment {
     let labels = BTreeMap::from([(APP_LABEL.0.to_owned(), APP_LABEL.1.to_owned())]);
-    let mut args = strings(&[
-        "--leader-elect",
-        "--health-bind-address=:8081",
-        "--shutdown-timeout=25s",
-    ]);
-    let mut ports = vec![ContainerPort {
-        name: Some("health".into()),
-        container_port: HEALTH_PORT,
-        ..ContainerPort::default()
-    }];
-    let mut mounts = vec![VolumeMount {
-        name: "tmp".into(),
-        mount_path: "/tmp".into(),
-        ..VolumeMount::default()
-    }];
-    let mut volumes = vec![Volume {
-        name: "tmp".into(),
-        empty_dir: Some(EmptyDirVolumeSource {
-            size_limit: Some(Quantity(format!("{}Mi", CATALOG_VOLUME_BYTES >> 20))),
-            ..EmptyDirVolumeSource::default()
+    Deployment {
+        metadata: meta(NAME, Some(NAMESPACE)),
+        spec: Some(DeploymentSpec {
+            replicas: Some(1),
+            selector: LabelSelector {
+                match_labels: Some(labels.clone()),
+                ..LabelSelector::default()
+            },
+            template: PodTemplateSpec {
+                metadata: Some(pod_metadata(flavor, labels)),
+                spec: Some(pod_spec(flavor)),
+            },
+            ..DeploymentSpec::default()
         }),
-        ..Volume::default()
-    }];
-    match flavor {
-        Flavor::OpenShift => {
-            args.extend([
-                format!("--metrics-bind-address=:{METRICS_PORT}"),
-                format!("--metrics-tls-cert-file={SERVING_CERT_DIR}/tls.crt"),
-                format!("--metrics-tls-key-file={SERVING_CERT_DIR}/tls.key"),
-            ]);
-            ports.push(ContainerPort {
-                name: Some("metrics".into()),
-                container_port: METRICS_PORT,
-                ..ContainerPort::default()
-            });
-            mounts.push(VolumeMount {
-                name: "serving-cert".into(),
-                mount_path: SERVING_CERT_DIR.into(),
-                read_only: Some(true),
-                ..VolumeMount::default()
-            });
-            volumes.push(Volume {
-                name: "serving-cert".into(),
-                secret: Some(SecretVolumeSource {
-                    secret_name: Some(METRICS_TLS_SECRET.into()),
-                    ..SecretVolumeSource::default()
-                }),
-                ..Volume::default()
-            });
-        }
-        // No service-ca: plain HTTP on the pod's loopback, reachable by `kubectl port-forward`.
-        Flavor::Kubernetes => args.push("--metrics-bind-address=127.0.0.1:8080".into()),
+        ..Deployment::default()
     }
-    let container = Container {
+}
+
+/// The manager pod's labels, and on OpenShift the annotation that lets the cluster's workload
+/// partitioning run it on the management CPUs like the rest of the control plane.
+fn pod_metadata(flavor: Flavor, labels: BTreeMap<String, String>) -> ObjectMeta {
+    ObjectMeta {
+        labels: Some(labels),
+        annotations: (flavor == Flavor::OpenShift).then(|| {
+            BTreeMap::from([(
+                "target.workload.openshift.io/management".to_owned(),
+                r#"{"effect": "PreferredDuringScheduling"}"#.to_owned(),
+            )])
+        }),
+        ..ObjectMeta::default()
+    }
+}
+
+/// The manager pod: restricted, critical, and on OpenShift placed on the control plane.
+fn pod_spec(flavor: Flavor) -> PodSpec {
+    let mut pod = PodSpec {
+        service_account_name: Some(NAME.into()),
+        priority_class_name: Some("system-cluster-critical".into()),
+        // Longer than --shutdown-timeout, so in-flight reconciles finish and the Lease is released.
+        termination_grace_period_seconds: Some(30),
+        security_context: Some(PodSecurityContext {
+            run_as_non_root: Some(true),
+            seccomp_profile: Some(runtime_default_seccomp()),
+            ..PodSecurityContext::default()
+        }),
+        containers: vec![manager_container(flavor)],
+        volumes: Some(manager_volumes(flavor)),
+        ..PodSpec::default()
+    };
+    if flavor == Flavor::OpenShift {
+        pod.node_selector = Some(BTreeMap::from([(
+            "node-role.kubernetes.io/master".to_owned(),
+            String::new(),
+        )]));
+        pod.tolerations = Some(control_plane_tolerations());
+    }
+    pod
+}
+
+/// Tolerations of a control-plane component: it runs on masters, and is moved off a node that
+/// is unreachable or not ready after 2 minutes rather than the default 5.
+fn control_plane_tolerations() -> Vec<Toleration> {
+    vec![
+        Toleration {
+            key: Some("node-role.kubernetes.io/master".into()),
+            operator: Some("Exists".into()),
+            effect: Some("NoSchedule".into()),
+            ..Toleration::default()
+        },
+        Toleration {
+            key: Some("node.kubernetes.io/unreachable".into()),
+            operator: Some("Exists".into()),
+            effect: Some("NoExecute".into()),
+            toleration_seconds: Some(120),
+            ..Toleration::default()
+        },
+        Toleration {
+            key: Some("node.kubernetes.io/not-ready".into()),
+            operator: Some("Exists".into()),
+            effect: Some("NoExecute".into()),
+            toleration_seconds: Some(120),
+            ..Toleration::default()
+        },
+    ]
+}
+
+/// The manager container: probes on the health port, bounded memory, and the restricted
+/// security context (no privilege, read-only root: the catalog volume is its only scratch).
+fn manager_container(flavor: Flavor) -> Container {
+    Container {
         name: "manager".into(),
         image: Some(flavor.image().into()),
-        args: Some(args),
-        env: Some(vec![
-            EnvVar {
-                name: "RELEASE_VERSION".into(),
-                value: Some(RELEASE_VERSION.into()),
-                ..EnvVar::default()
-            },
-            field_env("POD_NAME", "metadata.name"),
-            field_env("POD_NAMESPACE", "metadata.namespace"),
-            // glibc keeps one malloc arena per thread that allocated (catalog loads and pulls
-            // run on blocking threads) and does not give their pages back: two arenas take
-            // 5 MiB off the manager's peak with a 150 MB catalog and 10 POs (45.5-46.0 against
-            // 50.6-51.6 MiB, e2e/src/bin/pom-catalog-rss.rs, 3 runs each) with no load-time
-            // cost above the noise (catalog_memory's json-split loads); mimalloc and jemalloc
-            // as the global allocator did no better (47-101 MiB).
-            EnvVar {
-                name: "MALLOC_ARENA_MAX".into(),
-                value: Some("2".into()),
-                ..EnvVar::default()
-            },
-        ]),
-        ports: Some(ports),
+        args: Some(manager_args(flavor)),
+        env: Some(manager_env()),
+        ports: Some(manager_ports(flavor)),
         liveness_probe: Some(probe("/healthz", 20, 15)),
         readiness_probe: Some(probe("/readyz", 10, 5)),
-        resources: Some(ResourceRequirements {
-            requests: Some(BTreeMap::from([
-                ("cpu".to_owned(), Quantity("10m".into())),
-                ("memory".to_owned(), Quantity(MEMORY_REQUEST.into())),
-            ])),
-            limits: Some(BTreeMap::from([(
-                "memory".to_owned(),
-                Quantity(MEMORY_LIMIT.into()),
-            )])),
-            ..ResourceRequirements::default()
-        }),
+        resources: Some(manager_resources()),
         security_context: Some(SecurityContext {
             allow_privilege_escalation: Some(false),
             read_only_root_filesystem: Some(true),
@@ -920,85 +959,144 @@ fn deployment(flavor: Flavor) -> Deployment {
                 drop: Some(strings(&["ALL"])),
                 ..Capabilities::default()
             }),
-            seccomp_profile: Some(SeccompProfile {
-                type_: "RuntimeDefault".into(),
-                ..SeccompProfile::default()
-            }),
+            seccomp_profile: Some(runtime_default_seccomp()),
             ..SecurityContext::default()
         }),
         termination_message_policy: Some("FallbackToLogsOnError".into()),
-        volume_mounts: Some(mounts),
+        volume_mounts: Some(manager_mounts(flavor)),
         ..Container::default()
-    };
-    let mut pod_meta = ObjectMeta {
-        labels: Some(labels.clone()),
-        ..ObjectMeta::default()
-    };
-    let mut pod = PodSpec {
-        service_account_name: Some(NAME.into()),
-        priority_class_name: Some("system-cluster-critical".into()),
-        // Longer than --shutdown-timeout, so in-flight reconciles finish and the Lease is released.
-        termination_grace_period_seconds: Some(30),
-        security_context: Some(PodSecurityContext {
-            run_as_non_root: Some(true),
-            seccomp_profile: Some(SeccompProfile {
-                type_: "RuntimeDefault".into(),
-                ..SeccompProfile::default()
-            }),
-            ..PodSecurityContext::default()
-        }),
-        containers: vec![container],
-        volumes: Some(volumes),
-        ..PodSpec::default()
-    };
+    }
+}
+
+/// The container runtime's default seccomp profile, which the restricted Pod Security level
+/// requires of the pod and the container.
+fn runtime_default_seccomp() -> SeccompProfile {
+    SeccompProfile {
+        type_: "RuntimeDefault".into(),
+        ..SeccompProfile::default()
+    }
+}
+
+/// The manager's flags: `/metrics` over HTTPS with the service-ca's certificate on OpenShift;
+/// without a service-ca, plain HTTP on the pod's loopback, reachable by `kubectl port-forward`.
+fn manager_args(flavor: Flavor) -> Vec<String> {
+    let mut args = strings(&[
+        "--leader-elect",
+        "--health-bind-address=:8081",
+        "--shutdown-timeout=25s",
+    ]);
+    match flavor {
+        Flavor::OpenShift => args.extend([
+            format!("--metrics-bind-address=:{METRICS_PORT}"),
+            format!("--metrics-tls-cert-file={SERVING_CERT_DIR}/tls.crt"),
+            format!("--metrics-tls-key-file={SERVING_CERT_DIR}/tls.key"),
+        ]),
+        Flavor::Kubernetes => args.push("--metrics-bind-address=127.0.0.1:8080".into()),
+    }
+    args
+}
+
+/// The manager's environment: its release version, its own pod's name and namespace, and
+/// the malloc arena cap that keeps its memory down.
+fn manager_env() -> Vec<EnvVar> {
+    vec![
+        EnvVar {
+            name: "RELEASE_VERSION".into(),
+            value: Some(RELEASE_VERSION.into()),
+            ..EnvVar::default()
+        },
+        field_env("POD_NAME", "metadata.name"),
+        field_env("POD_NAMESPACE", "metadata.namespace"),
+        // glibc keeps one malloc arena per thread that allocated (catalog loads and pulls
+        // run on blocking threads) and does not give their pages back: two arenas take
+        // 5 MiB off the manager's peak with a 150 MB catalog and 10 POs (45.5-46.0 against
+        // 50.6-51.6 MiB, e2e/src/bin/pom-catalog-rss.rs, 3 runs each) with no load-time
+        // cost above the noise (catalog_memory's json-split loads); mimalloc and jemalloc
+        // as the global allocator did no better (47-101 MiB).
+        EnvVar {
+            name: "MALLOC_ARENA_MAX".into(),
+            value: Some("2".into()),
+            ..EnvVar::default()
+        },
+    ]
+}
+
+/// The health port everywhere; the HTTPS metrics port only where `/metrics` is served off the
+/// loopback (OpenShift).
+fn manager_ports(flavor: Flavor) -> Vec<ContainerPort> {
+    let mut ports = vec![ContainerPort {
+        name: Some("health".into()),
+        container_port: HEALTH_PORT,
+        ..ContainerPort::default()
+    }];
     if flavor == Flavor::OpenShift {
-        pod_meta.annotations = Some(BTreeMap::from([(
-            "target.workload.openshift.io/management".to_owned(),
-            r#"{"effect": "PreferredDuringScheduling"}"#.to_owned(),
-        )]));
-        pod.node_selector = Some(BTreeMap::from([(
-            "node-role.kubernetes.io/master".to_owned(),
-            String::new(),
-        )]));
-        pod.tolerations = Some(vec![
-            Toleration {
-                key: Some("node-role.kubernetes.io/master".into()),
-                operator: Some("Exists".into()),
-                effect: Some("NoSchedule".into()),
-                ..Toleration::default()
-            },
-            Toleration {
-                key: Some("node.kubernetes.io/unreachable".into()),
-                operator: Some("Exists".into()),
-                effect: Some("NoExecute".into()),
-                toleration_seconds: Some(120),
-                ..Toleration::default()
-            },
-            Toleration {
-                key: Some("node.kubernetes.io/not-ready".into()),
-                operator: Some("Exists".into()),
-                effect: Some("NoExecute".into()),
-                toleration_seconds: Some(120),
-                ..Toleration::default()
-            },
-        ]);
+        ports.push(ContainerPort {
+            name: Some("metrics".into()),
+            container_port: METRICS_PORT,
+            ..ContainerPort::default()
+        });
     }
-    Deployment {
-        metadata: meta(NAME, Some(NAMESPACE)),
-        spec: Some(DeploymentSpec {
-            replicas: Some(1),
-            selector: LabelSelector {
-                match_labels: Some(labels),
-                ..LabelSelector::default()
-            },
-            template: PodTemplateSpec {
-                metadata: Some(pod_meta),
-                spec: Some(pod),
-            },
-            ..DeploymentSpec::default()
+    ports
+}
+
+/// Requests sized to the measured peak and a memory limit far above it (see
+/// [`MEMORY_REQUEST`] and [`MEMORY_LIMIT`]): a leak is stopped, real load never is.
+fn manager_resources() -> ResourceRequirements {
+    ResourceRequirements {
+        requests: Some(BTreeMap::from([
+            ("cpu".to_owned(), Quantity("10m".into())),
+            ("memory".to_owned(), Quantity(MEMORY_REQUEST.into())),
+        ])),
+        limits: Some(BTreeMap::from([(
+            "memory".to_owned(),
+            Quantity(MEMORY_LIMIT.into()),
+        )])),
+        ..ResourceRequirements::default()
+    }
+}
+
+/// The catalog volume at `/tmp` (the root filesystem is read-only), and on OpenShift the
+/// metrics serving certificate.
+fn manager_mounts(flavor: Flavor) -> Vec<VolumeMount> {
+    let mut mounts = vec![VolumeMount {
+        name: "tmp".into(),
+        mount_path: "/tmp".into(),
+        ..VolumeMount::default()
+    }];
+    if flavor == Flavor::OpenShift {
+        mounts.push(VolumeMount {
+            name: "serving-cert".into(),
+            mount_path: SERVING_CERT_DIR.into(),
+            read_only: Some(true),
+            ..VolumeMount::default()
+        });
+    }
+    mounts
+}
+
+/// The volumes [`manager_mounts`] mounts: the catalog emptyDir, sized by
+/// [`CATALOG_VOLUME_BYTES`] so the kubelet never evicts the manager for a large catalog, and
+/// on OpenShift the Secret the service-ca writes the metrics certificate into.
+fn manager_volumes(flavor: Flavor) -> Vec<Volume> {
+    let mut volumes = vec![Volume {
+        name: "tmp".into(),
+        empty_dir: Some(EmptyDirVolumeSource {
+            size_limit: Some(Quantity(format!("{}Mi", CATALOG_VOLUME_BYTES >> 20))),
+            ..EmptyDirVolumeSource::default()
         }),
-        ..Deployment::default()
+        ..Volume::default()
+    }];
+    if flavor == Flavor::OpenShift {
+        volumes.push(Volume {
+            name: "serving-cert".into(),
+            secret: Some(SecretVolumeSource {
+                secret_name: Some(METRICS_TLS_SECRET.into()),
+                ..SecretVolumeSource::default()
+            }),
+            ..Volume::default()
+        });
     }
+    volumes
 }
 
 /// `spec: {}` and `versions` seeded with the release version: the CVO waits until the manager

@@ -3,7 +3,7 @@
 //! when POM creates and owns them for the PlatformOperator (many of Red Hat's optional
 //! operators suggest one: `openshift-logging`, `openshift-nmstate`, `openshift-adp`).
 //!
-//! One list, read by the pure renderer (`pom-resolver`, which depends on no kube types) and by
+//! One list, read by the pure renderer (`pom-render`, which depends on no kube types) and by
 //! `pom-api`, which generates the CRD's CEL rule and the manager's admission guard from it.
 
 /// Names the platform owns.

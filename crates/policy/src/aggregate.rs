@@ -5,11 +5,11 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use pom_api::PlatformOperator;
 use pom_api::conditions::{ConditionStatus, Reason, types};
 use pom_api::openshift::{ClusterOperatorStatus, ObjectReference, OperandVersion};
-use pom_api::platform_operator::{PinReason, PinStatus};
+use pom_api::platform_operator::{PinReason, PinStatus, PlatformOperatorStatus};
 use pom_resolver::cluster::PhaseKind;
 
 use crate::conditions::{self, Desired, merge_cluster_operator};
@@ -133,175 +133,19 @@ pub fn compute(
 ) -> ClusterOperatorStatus {
     let mut pos: Vec<&PlatformOperator> = pos.iter().map(AsRef::as_ref).collect();
     pos.sort_by_key(name_of);
-    let cond = |po: &PlatformOperator, t: &str| {
-        po.status
-            .as_ref()
-            .and_then(|s| conditions::find(&s.conditions, t).cloned())
-    };
-
-    let mut not_available = Vec::new();
-    let mut progressing = Vec::new();
-    let mut degraded = Vec::new();
-    let mut verdicts = Vec::new();
-    let mut all_at_pin = true;
-    for po in &pos {
-        let name = name_of(po);
-        let status = po.status.clone().unwrap_or_default();
-        let current = status.observed_generation == po.metadata.generation;
-        let installed = cond(po, types::INSTALLED);
-        if status.installed_bundle.is_none()
-            && let Some(c) = installed.as_ref().filter(|c| {
-                let reason = c.reason.parse::<Reason>().ok();
-                // Not failures: an install in progress, a duplicate (the winner runs), and an
-                // install the admin holds (paused, or waiting for approval: issue 23 item 5).
-                c.status == ConditionStatus::False.as_str()
-                    && !matches!(
-                        reason,
-                        Some(
-                            Reason::Installing
-                                | Reason::DuplicatePackage
-                                | Reason::Paused
-                                | Reason::UpgradePendingApproval
-                        )
-                    )
-            })
-        {
-            not_available.push(format!("{name}: {}", c.message));
-        }
-        if let Some(c) =
-            cond(po, types::PROGRESSING).filter(|c| c.status == ConditionStatus::True.as_str())
-        {
-            progressing.push(format!("{name}: {}", c.reason));
-        }
-        if let Some(c) =
-            cond(po, types::DEGRADED).filter(|c| c.status == ConditionStatus::True.as_str())
-        {
-            degraded.push(format!("{name}: {}", c.message));
-            // A settled operator that stopped working has nothing working (§8.2); a move in
-            // progress never reports this reason.
-            if c.reason.parse::<Reason>().ok() == Some(Reason::OperatorUnavailable) {
-                not_available.push(format!("{name}: {}", c.message));
-            }
-        }
-        // Fail closed: a PO that has not reported Upgradeable for its current generation is
-        // not judged upgradeable (seed 000).
-        let verdict = match cond(po, types::UPGRADEABLE) {
-            Some(c) if current => match c.reason.parse::<Reason>() {
-                // Not upgradeable with the happy reason (a hand-edited or foreign status)
-                // cannot be read: never write `Upgradeable=False` with reason `AsExpected`.
-                Ok(Reason::AsExpected) if c.status != ConditionStatus::True.as_str() => {
-                    Upgradeability::unknown(format!(
-                        "Upgradeable is {:?} with reason AsExpected: {}",
-                        c.status, c.message
-                    ))
-                }
-                Ok(reason) => Upgradeability {
-                    status: ConditionStatus::parse_lenient(&c.status),
-                    reason,
-                    message: c.message,
-                },
-                Err(unknown) => Upgradeability::unknown(format!("{unknown}: {}", c.message)),
-            },
-            _ => Upgradeability::unknown("has not reported whether it is upgradeable yet"),
-        };
-        // Nothing installed and nothing running: a PO whose verdict blocks although its status
-        // records no bundle (objects of a bundle it cannot adopt, a recovered bundle not yet
-        // re-applied) has something running, and holds the release (state-machine test).
-        let failed_without_install = status.installed_bundle.is_none() && verdict.allows_update();
-        let pin_for_phase = status.pin.as_ref().is_some_and(|p| cluster.matches(p));
-        // A PO judged for another cluster phase (its status predates the update that just
-        // started, or the cluster cannot be judged) is not judged for this one: fail closed.
-        let verdict = if verdict.allows_update() && !failed_without_install && !pin_for_phase {
-            Upgradeability::unknown(
-                "has not been judged for the cluster's current update phase yet",
-            )
-        } else {
-            verdict
-        };
-        verdicts.push((name, verdict));
-        let settled = status.active_hop.as_ref().is_some_and(|h| h.settled)
-            && status.desired_bundle.is_none();
-        all_at_pin &= current && ((settled && pin_for_phase) || failed_without_install);
-    }
-
-    let mut desired = Vec::new();
-    if not_available.is_empty() {
-        let msg = if pos.is_empty() {
-            "No platform operators are present in the cluster".to_owned()
-        } else {
-            "All platform operators have a working installation".to_owned()
-        };
-        desired.push(Desired::new(
-            types::AVAILABLE,
-            ConditionStatus::True,
-            Reason::AsExpected,
-            msg,
-        ));
-    } else {
-        desired.push(Desired::new(
-            types::AVAILABLE,
-            ConditionStatus::False,
-            Reason::PlatformOperatorFailed,
-            per_po_message(not_available),
-        ));
-    }
-    if progressing.is_empty() {
-        desired.push(Desired::new(
-            types::PROGRESSING,
-            ConditionStatus::False,
-            Reason::AsExpected,
-            "All platform operators are at their desired bundles",
-        ));
-    } else {
-        desired.push(Desired::new(
-            types::PROGRESSING,
-            ConditionStatus::True,
-            Reason::PlatformOperatorsProgressing,
-            per_po_message(progressing),
-        ));
-    }
-    if let Some(message) = guard.problem() {
-        // The manager's own fault, not a PO's: it heads the condition (issue 22 item 2).
-        let message = if degraded.is_empty() {
-            message
-        } else {
-            format!("{message}\n{}", per_po_message(degraded))
-        };
-        desired.push(Desired::new(
-            types::DEGRADED,
-            ConditionStatus::True,
-            Reason::AdmissionGuardMissing,
-            message,
-        ));
-    } else if degraded.is_empty() {
-        desired.push(Desired::new(
-            types::DEGRADED,
-            ConditionStatus::False,
-            Reason::AsExpected,
-            "No platform operator is degraded",
-        ));
-    } else {
-        desired.push(Desired::new(
-            types::DEGRADED,
-            ConditionStatus::True,
-            Reason::PlatformOperatorFailed,
-            per_po_message(degraded),
-        ));
-    }
-    let upgradeable = if verdicts.is_empty() {
-        Upgradeability::yes("No platform operators are present in the cluster")
-    } else {
-        fold_upgradeable(&verdicts)
-    };
-    // Unknown is not upgradeable: the CVO treats Unknown as "not False", so say False.
-    let upgradeable_status = ConditionStatus::from_bool(upgradeable.allows_update());
-    desired.push(Desired::new(
-        types::UPGRADEABLE,
-        upgradeable_status,
-        upgradeable.reason,
-        upgradeable.message,
-    ));
-
+    let Readings {
+        not_available,
+        progressing,
+        degraded,
+        verdicts,
+        all_at_pin,
+    } = Readings::of(&pos, &cluster);
+    let desired = vec![
+        available_condition(not_available, pos.is_empty()),
+        progressing_condition(progressing),
+        degraded_condition(degraded, guard),
+        upgradeable_condition(&verdicts),
+    ];
     let versions = if all_at_pin {
         vec![OperandVersion {
             name: "operator".into(),
@@ -310,6 +154,250 @@ pub fn compute(
     } else {
         previous.versions.clone()
     };
+    ClusterOperatorStatus {
+        conditions: merge_cluster_operator(&previous.conditions, &desired, now),
+        versions,
+        related_objects: related_objects(&pos, manager_namespace),
+    }
+}
+
+/// Every PO's part of the aggregated conditions, one line per PO in name order.
+struct Readings {
+    /// POs with no working installation.
+    not_available: Vec<String>,
+    progressing: Vec<String>,
+    degraded: Vec<String>,
+    /// Each PO's Upgradeable, as far as it can be trusted for this phase.
+    verdicts: Vec<(String, Upgradeability)>,
+    /// Every PO has settled at its pin for the cluster's current phase.
+    all_at_pin: bool,
+}
+
+impl Readings {
+    /// Reads every PO (sorted by name) for the cluster phase `cluster`.
+    fn of(pos: &[&PlatformOperator], cluster: &ClusterPhaseView) -> Self {
+        let mut readings = Self {
+            not_available: Vec::new(),
+            progressing: Vec::new(),
+            degraded: Vec::new(),
+            verdicts: Vec::new(),
+            all_at_pin: true,
+        };
+        for po in pos {
+            readings.read(po, cluster);
+        }
+        readings
+    }
+
+    /// Adds one PO's lines, its verdict, and whether it is at its pin.
+    fn read(&mut self, po: &PlatformOperator, cluster: &ClusterPhaseView) {
+        let name = name_of(&po);
+        let status = po.status.clone().unwrap_or_default();
+        let current = status.observed_generation == po.metadata.generation;
+        if let Some(c) = failed_install(po, &status) {
+            self.not_available.push(format!("{name}: {}", c.message));
+        }
+        if let Some(c) = condition_true(po, types::PROGRESSING) {
+            self.progressing.push(format!("{name}: {}", c.reason));
+        }
+        if let Some(c) = condition_true(po, types::DEGRADED) {
+            self.degraded.push(format!("{name}: {}", c.message));
+            // A settled operator that stopped working has nothing working (§8.2); a move in
+            // progress never reports this reason.
+            if c.reason.parse::<Reason>().ok() == Some(Reason::OperatorUnavailable) {
+                self.not_available.push(format!("{name}: {}", c.message));
+            }
+        }
+        let verdict = reported_verdict(po, current);
+        // Nothing installed and nothing running: a PO whose verdict blocks although its status
+        // records no bundle (objects of a bundle it cannot adopt, a recovered bundle not yet
+        // re-applied) has something running, and holds the release (state-machine test).
+        let failed_without_install = status.installed_bundle.is_none() && verdict.allows_update();
+        let pin_for_phase = status.pin.as_ref().is_some_and(|p| cluster.matches(p));
+        self.verdicts.push((
+            name,
+            judged_for_phase(verdict, failed_without_install, pin_for_phase),
+        ));
+        let settled = status.active_hop.as_ref().is_some_and(|h| h.settled)
+            && status.desired_bundle.is_none();
+        self.all_at_pin &= current && ((settled && pin_for_phase) || failed_without_install);
+    }
+}
+
+/// The PO's condition of type `type_`, if it reported one.
+fn condition(po: &PlatformOperator, type_: &str) -> Option<Condition> {
+    po.status
+        .as_ref()
+        .and_then(|s| conditions::find(&s.conditions, type_).cloned())
+}
+
+/// The PO's condition of type `type_` when it is True.
+fn condition_true(po: &PlatformOperator, type_: &str) -> Option<Condition> {
+    condition(po, type_).filter(|c| c.status == ConditionStatus::True.as_str())
+}
+
+/// The PO's Installed condition when nothing is installed for a failure. Not failures: an
+/// install in progress, a duplicate (the winner runs), and an install the admin holds
+/// (paused, or waiting for approval: issue 23 item 5).
+fn failed_install(po: &PlatformOperator, status: &PlatformOperatorStatus) -> Option<Condition> {
+    if status.installed_bundle.is_some() {
+        return None;
+    }
+    condition(po, types::INSTALLED).filter(|c| {
+        let reason = c.reason.parse::<Reason>().ok();
+        c.status == ConditionStatus::False.as_str()
+            && !matches!(
+                reason,
+                Some(
+                    Reason::Installing
+                        | Reason::DuplicatePackage
+                        | Reason::Paused
+                        | Reason::UpgradePendingApproval
+                )
+            )
+    })
+}
+
+/// The PO's Upgradeable as it reported it. Fail closed: a PO that has not reported
+/// Upgradeable for its current generation is not judged upgradeable (seed 000).
+fn reported_verdict(po: &PlatformOperator, current: bool) -> Upgradeability {
+    match condition(po, types::UPGRADEABLE) {
+        Some(c) if current => match c.reason.parse::<Reason>() {
+            // Not upgradeable with the happy reason (a hand-edited or foreign status)
+            // cannot be read: never write `Upgradeable=False` with reason `AsExpected`.
+            Ok(Reason::AsExpected) if c.status != ConditionStatus::True.as_str() => {
+                Upgradeability::unknown(format!(
+                    "Upgradeable is {:?} with reason AsExpected: {}",
+                    c.status, c.message
+                ))
+            }
+            Ok(reason) => Upgradeability {
+                status: ConditionStatus::parse_lenient(&c.status),
+                reason,
+                message: c.message,
+            },
+            Err(unknown) => Upgradeability::unknown(format!("{unknown}: {}", c.message)),
+        },
+        _ => Upgradeability::unknown("has not reported whether it is upgradeable yet"),
+    }
+}
+
+/// A PO judged for another cluster phase (its status predates the update that just started,
+/// or the cluster cannot be judged) is not judged for this one: fail closed.
+fn judged_for_phase(
+    verdict: Upgradeability,
+    failed_without_install: bool,
+    pin_for_phase: bool,
+) -> Upgradeability {
+    if verdict.allows_update() && !failed_without_install && !pin_for_phase {
+        Upgradeability::unknown("has not been judged for the cluster's current update phase yet")
+    } else {
+        verdict
+    }
+}
+
+/// Available: every PO has a working installation, else which do not.
+fn available_condition(not_available: Vec<String>, no_pos: bool) -> Desired {
+    if !not_available.is_empty() {
+        return Desired::new(
+            types::AVAILABLE,
+            ConditionStatus::False,
+            Reason::PlatformOperatorFailed,
+            per_po_message(not_available),
+        );
+    }
+    let msg = if no_pos {
+        "No platform operators are present in the cluster"
+    } else {
+        "All platform operators have a working installation"
+    };
+    Desired::new(
+        types::AVAILABLE,
+        ConditionStatus::True,
+        Reason::AsExpected,
+        msg,
+    )
+}
+
+/// Progressing: which POs are on their way to their desired bundles.
+fn progressing_condition(progressing: Vec<String>) -> Desired {
+    if progressing.is_empty() {
+        return Desired::new(
+            types::PROGRESSING,
+            ConditionStatus::False,
+            Reason::AsExpected,
+            "All platform operators are at their desired bundles",
+        );
+    }
+    Desired::new(
+        types::PROGRESSING,
+        ConditionStatus::True,
+        Reason::PlatformOperatorsProgressing,
+        per_po_message(progressing),
+    )
+}
+
+/// Degraded: the manager's own fault heads the condition (issue 22 item 2), then the POs'.
+fn degraded_condition(degraded: Vec<String>, guard: &GuardState) -> Desired {
+    if let Some(message) = guard.problem() {
+        let message = if degraded.is_empty() {
+            message
+        } else {
+            format!("{message}\n{}", per_po_message(degraded))
+        };
+        return Desired::new(
+            types::DEGRADED,
+            ConditionStatus::True,
+            Reason::AdmissionGuardMissing,
+            message,
+        );
+    }
+    if degraded.is_empty() {
+        return Desired::new(
+            types::DEGRADED,
+            ConditionStatus::False,
+            Reason::AsExpected,
+            "No platform operator is degraded",
+        );
+    }
+    Desired::new(
+        types::DEGRADED,
+        ConditionStatus::True,
+        Reason::PlatformOperatorFailed,
+        per_po_message(degraded),
+    )
+}
+
+/// Upgradeable: the POs' verdicts folded. Unknown is not upgradeable: the CVO treats
+/// Unknown as "not False", so say False.
+fn upgradeable_condition(verdicts: &[(String, Upgradeability)]) -> Desired {
+    let upgradeable = if verdicts.is_empty() {
+        Upgradeability::yes("No platform operators are present in the cluster")
+    } else {
+        fold_upgradeable(verdicts)
+    };
+    Desired::new(
+        types::UPGRADEABLE,
+        ConditionStatus::from_bool(upgradeable.allows_update()),
+        upgradeable.reason,
+        upgradeable.message,
+    )
+}
+
+/// What `oc adm inspect` collects for the ClusterOperator: the manager's namespace, the POM
+/// APIs, and every PO's install namespace once.
+/// Where `po`'s operator runs, for must-gather: the namespace its status recorded at the first
+/// install (a bundle's suggested namespace included), else the one its spec names, else its
+/// name (where POM installs when neither says otherwise).
+fn install_namespace(po: &PlatformOperator) -> String {
+    po.status
+        .as_ref()
+        .and_then(|s| s.install_namespace.clone())
+        .or_else(|| po.spec.install_namespace.clone())
+        .unwrap_or_else(|| name_of(&po))
+}
+
+fn related_objects(pos: &[&PlatformOperator], manager_namespace: &str) -> Vec<ObjectReference> {
     let mut related = vec![
         ObjectReference {
             group: String::new(),
@@ -330,15 +418,7 @@ pub fn compute(
             name: String::new(),
         },
     ];
-    let mut install_namespaces: Vec<String> = pos
-        .iter()
-        .map(|po| {
-            po.spec
-                .install_namespace
-                .clone()
-                .unwrap_or_else(|| name_of(po))
-        })
-        .collect();
+    let mut install_namespaces: Vec<String> = pos.iter().map(|po| install_namespace(po)).collect();
     install_namespaces.sort();
     install_namespaces.dedup();
     related.extend(install_namespaces.into_iter().map(|ns| ObjectReference {
@@ -347,12 +427,7 @@ pub fn compute(
         namespace: None,
         name: ns,
     }));
-
-    ClusterOperatorStatus {
-        conditions: merge_cluster_operator(&previous.conditions, &desired, now),
-        versions,
-        related_objects: related,
-    }
+    related
 }
 
 /// Folds per-PO verdicts into the aggregated `Upgradeable`: all True gives True/AsExpected;

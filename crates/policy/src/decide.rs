@@ -2,6 +2,8 @@
 //! cluster now, under which pin, whether a chosen move is held and why, and what the PO's part
 //! of `Upgradeable` is. Pure: the same snapshot always gives the same decision.
 
+use std::ops::ControlFlow;
+
 use pom_api::conditions::{ConditionStatus, Reason};
 use pom_api::platform_operator::{
     AppliedConfig, BundleRef, PinReason as ApiPinReason, UpgradeApproval,
@@ -13,7 +15,7 @@ use pom_resolver::select::{self, CatalogInput, InstalledBundle, PinPolicy, Resol
 use pom_resolver::verdict::{self, Judgement, Verdict};
 use semver::Version;
 
-use crate::request::PoRequest;
+use crate::request::{PoRequest, RequestError};
 use crate::snapshot::{
     CatalogContent, CatalogView, ClusterView, GateReading, Hop, Installed, PoSnapshot,
     UnsettledMoveAction,
@@ -422,6 +424,12 @@ fn config_hold(s: &PoSnapshot<'_>, request: &PoRequest) -> Option<HoldReason> {
     if s.config.override_digest.as_deref() == Some(s.config.desired.digest.as_str()) {
         return None;
     }
+    operator_hold(s, request)
+}
+
+/// Why the running operator holds a move or a configuration change (§7): it says
+/// `Upgradeable=False`, or its gate must be read and cannot be; `None` when it allows it.
+fn operator_hold(s: &PoSnapshot<'_>, request: &PoRequest) -> Option<HoldReason> {
     match &s.gate.reading {
         GateReading::Says {
             upgradeable: false,
@@ -492,150 +500,195 @@ fn pause(decision: &mut PoDecision, s: &PoSnapshot<'_>) {
     }
 }
 
+/// The snapshot's parts a resolution starts from, each found usable by [`usable`].
+struct Usable<'s> {
+    request: &'s PoRequest,
+    catalogs: &'s [CatalogContent<'s>],
+    /// Catalogs that may offer the package but are unavailable now (no verdict then, §8.3).
+    unavailable: &'s [String],
+    installed: Option<&'s Installed>,
+    /// The installed version, read (`None`: nothing installed).
+    installed_version: Option<&'s Version>,
+}
+
+/// Decides what to do before config and pause are applied: a snapshot that cannot be used
+/// is refused as such, anything else is resolved.
 fn decide_action(s: &PoSnapshot<'_>) -> PoDecision {
-    // Without the admission guard nothing is written (issue 22 item 2): not a move, not a
-    // re-apply. What runs keeps running; the verdict cannot vouch for a manager unguarded.
+    match usable(s) {
+        ControlFlow::Break(refused) => refused,
+        ControlFlow::Continue(usable) => decide_usable(s, &usable),
+    }
+}
+
+/// The snapshot's parts a resolution needs, checked in this order, since each refusal says
+/// what the admin must fix first: `Break` with the decision for the first that cannot be used.
+fn usable<'s>(s: &'s PoSnapshot<'_>) -> ControlFlow<PoDecision, Usable<'s>> {
     if let Some(message) = s.guard.problem() {
-        return PoDecision::new(Action::Nothing, Upgradeability::unknown(message.clone()))
-            .with_problem(Reason::AdmissionGuardMissing, message, true);
+        return ControlFlow::Break(unguarded(message));
     }
     let installed = s.installed.as_ref();
-    let keep_or_nothing = if installed.is_some() {
-        Action::Keep
-    } else {
-        Action::Nothing
-    };
     if let Some(winner) = &s.duplicate_of {
-        // A loser that installed something before the winner existed still has it running:
-        // it is not "not installed", and POM does not judge it (issue 25 item 10).
-        let verdict = match installed {
-            None => Upgradeability::yes("not installed by this PlatformOperator"),
-            Some(i) => Upgradeability::unknown(format!(
-                "{} still runs from this PlatformOperator, which no longer manages the package (PlatformOperator {winner} does): POM does not judge it; delete this PlatformOperator or {winner}",
-                i.bundle.name
-            )),
-        };
-        return PoDecision::new(Action::Nothing, verdict)
-        .with_problem(
-            Reason::DuplicatePackage,
-            format!(
-                "package is already managed by PlatformOperator {winner} (the older one wins); delete this PlatformOperator or {winner}"
-            ),
-            true,
-        );
+        return ControlFlow::Break(duplicate(installed, winner));
     }
     let request = match &s.request {
         Ok(request) => request,
-        Err(err) => {
-            return PoDecision::new(
-                keep_or_nothing,
-                Upgradeability::unknown(format!("cannot judge: {err}")),
-            )
-            .with_problem(Reason::ResolutionFailed, err.to_string(), true);
-        }
+        Err(err) => return ControlFlow::Break(unreadable_request(installed, err)),
     };
-    let (catalogs, unavailable) = match &s.catalogs {
-        CatalogView::Loading { catalog } => {
-            return PoDecision::new(
-                Action::WaitForCatalog {
-                    catalog: catalog.clone(),
-                },
-                Upgradeability::unknown(format!(
-                    "Catalog {catalog} has not been read since the manager started"
-                )),
-            );
-        }
-        CatalogView::Unavailable(message) => {
-            let decision = PoDecision::new(
-                keep_or_nothing,
-                Upgradeability::unknown(format!(
-                    "no catalog content to judge from: {message}; fix the Catalog"
-                )),
-            );
-            // Something runs: it keeps running and is repaired; only the judgement is lost.
-            return decision.with_problem(
-                Reason::SourceFailed,
-                message.clone(),
-                installed.is_none(),
-            );
-        }
-        CatalogView::Ready {
-            catalogs,
-            unavailable,
-        } => (catalogs, unavailable),
-    };
+    let (catalogs, unavailable) = ready_catalogs(&s.catalogs, installed)?;
     // A status that records nothing while objects of this PO are on the cluster is a PO
     // restored without its status, not a first install: the snapshot recovered what runs from
     // the objects' bundle label when a catalog lists that bundle; when none does, nothing is
     // installed over them (issue 25 item 4).
     if let (None, Some(label)) = (installed, &s.found_bundle_label) {
-        return PoDecision::new(
-            Action::Nothing,
-            Upgradeability::unknown("what runs cannot be known: the status records nothing installed"),
-        )
-        .with_problem(
-            Reason::AdoptionRefused,
-            format!(
-                "objects of bundle {label} labelled for this PlatformOperator are on the cluster, but its status records nothing installed (was it restored without its status?) and no catalog lists that bundle: POM will not install over them; add the catalog that offers it, or delete those objects"
-            ),
-            true,
-        );
+        return ControlFlow::Break(adoption_refused(label));
     }
-    let installed_version = match installed.map(|i| &i.version) {
-        None => None,
-        Some(Ok(version)) => Some(version),
-        Some(Err(message)) => {
-            return PoDecision::new(Action::Keep, Upgradeability::unknown(message.clone()))
-                .with_problem(Reason::ResolutionFailed, message.clone(), true);
-        }
+    let installed_version = installed_version(installed)?;
+    ControlFlow::Continue(Usable {
+        request,
+        catalogs,
+        unavailable,
+        installed,
+        installed_version,
+    })
+}
+
+/// Without the admission guard nothing is written (issue 22 item 2): not a move, not a
+/// re-apply. What runs keeps running; the verdict cannot vouch for a manager unguarded.
+fn unguarded(message: String) -> PoDecision {
+    PoDecision::new(Action::Nothing, Upgradeability::unknown(message.clone())).with_problem(
+        Reason::AdmissionGuardMissing,
+        message,
+        true,
+    )
+}
+
+/// A PO that lost its package to an older one manages nothing. A loser that installed
+/// something before the winner existed still has it running: it is not "not installed", and
+/// POM does not judge it (issue 25 item 10).
+fn duplicate(installed: Option<&Installed>, winner: &str) -> PoDecision {
+    let verdict = match installed {
+        None => Upgradeability::yes("not installed by this PlatformOperator"),
+        Some(i) => Upgradeability::unknown(format!(
+            "{} still runs from this PlatformOperator, which no longer manages the package (PlatformOperator {winner} does): POM does not judge it; delete this PlatformOperator or {winner}",
+            i.bundle.name
+        )),
     };
+    PoDecision::new(Action::Nothing, verdict).with_problem(
+        Reason::DuplicatePackage,
+        format!(
+            "package is already managed by PlatformOperator {winner} (the older one wins); delete this PlatformOperator or {winner}"
+        ),
+        true,
+    )
+}
+
+/// A spec that cannot be read judges nothing; what runs is still re-applied.
+fn unreadable_request(installed: Option<&Installed>, err: &RequestError) -> PoDecision {
+    PoDecision::new(
+        keep_or_nothing(installed),
+        Upgradeability::unknown(format!("cannot judge: {err}")),
+    )
+    .with_problem(Reason::ResolutionFailed, err.to_string(), true)
+}
+
+/// The catalogs to resolve from; `Break` while one has not been read since the manager
+/// started (judge nothing yet) or none is usable (only the judgement is lost).
+fn ready_catalogs<'s>(
+    view: &'s CatalogView<'_>,
+    installed: Option<&Installed>,
+) -> ControlFlow<PoDecision, (&'s [CatalogContent<'s>], &'s [String])> {
+    match view {
+        CatalogView::Loading { catalog } => ControlFlow::Break(PoDecision::new(
+            Action::WaitForCatalog {
+                catalog: catalog.clone(),
+            },
+            Upgradeability::unknown(format!(
+                "Catalog {catalog} has not been read since the manager started"
+            )),
+        )),
+        CatalogView::Unavailable(message) => {
+            let decision = PoDecision::new(
+                keep_or_nothing(installed),
+                Upgradeability::unknown(format!(
+                    "no catalog content to judge from: {message}; fix the Catalog"
+                )),
+            );
+            // Something runs: it keeps running and is repaired; only the judgement is lost.
+            ControlFlow::Break(decision.with_problem(
+                Reason::SourceFailed,
+                message.clone(),
+                installed.is_none(),
+            ))
+        }
+        CatalogView::Ready {
+            catalogs,
+            unavailable,
+        } => ControlFlow::Continue((catalogs, unavailable)),
+    }
+}
+
+/// Objects labelled for this PO run, but status records nothing installed and no catalog
+/// lists their bundle: POM will not install over what it cannot identify.
+fn adoption_refused(label: &str) -> PoDecision {
+    PoDecision::new(
+        Action::Nothing,
+        Upgradeability::unknown("what runs cannot be known: the status records nothing installed"),
+    )
+    .with_problem(
+        Reason::AdoptionRefused,
+        format!(
+            "objects of bundle {label} labelled for this PlatformOperator are on the cluster, but its status records nothing installed (was it restored without its status?) and no catalog lists that bundle: POM will not install over them; add the catalog that offers it, or delete those objects"
+        ),
+        true,
+    )
+}
+
+/// The installed bundle's version; `Break` when status records one that cannot be read, so
+/// what runs is re-applied but never judged as some other version.
+fn installed_version(installed: Option<&Installed>) -> ControlFlow<PoDecision, Option<&Version>> {
+    match installed.map(|i| &i.version) {
+        None => ControlFlow::Continue(None),
+        Some(Ok(version)) => ControlFlow::Continue(Some(version)),
+        Some(Err(message)) => {
+            ControlFlow::Break(
+                PoDecision::new(Action::Keep, Upgradeability::unknown(message.clone()))
+                    .with_problem(Reason::ResolutionFailed, message.clone(), true),
+            )
+        }
+    }
+}
+
+/// Decides from usable inputs: judges what runs, then carries out a move already chosen (by
+/// the admin, or recorded as intent) before a fresh resolution may choose another.
+fn decide_usable(s: &PoSnapshot<'_>, u: &Usable<'_>) -> PoDecision {
     // An OpenShift cluster whose ClusterVersion cannot be judged is resolved as steady: the
     // steady pin holds what runs (only the admin's explicit steadyStateVersionRange moves it),
     // a first install may proceed, and the verdict is Unknown until the cluster can be judged.
     let phase = s.cluster.phase();
-
-    let inputs: Vec<CatalogInput<'_>> = catalogs
-        .iter()
-        .map(|c| (c.name.as_str(), c.priority, c.content))
-        .collect();
-    let installed_for_resolver =
-        installed
-            .zip(installed_version)
-            .map(|(i, version)| InstalledBundle {
-                name: i.bundle.name.clone(),
-                version: version.clone(),
-            });
-    let resolve_request = resolve_request(
-        request,
-        &inputs,
-        installed_for_resolver.clone(),
-        phase,
-        s.kube_version.as_ref(),
-    );
+    let inputs = catalog_inputs(u.catalogs);
+    let running = running_bundle(u);
     let verdict = verdict_now(
         s,
-        request,
-        catalogs,
-        unavailable,
-        installed_for_resolver.as_ref(),
+        u.request,
+        u.catalogs,
+        u.unavailable,
+        running.as_ref(),
         phase,
     );
-    let current_pin = installed_version.map(|v| {
-        PinState::from(&pin_for(
-            Some(v),
-            phase,
-            request.steady_state_range.as_ref(),
-        ))
-    });
-
+    let current_pin = current_pin(u, phase);
     // What runs was recovered from a lost status: re-apply it first, so the status records it
     // (and its objects in the inventory) before any move starts from it.
-    if s.found_bundle_label.is_some() && installed.is_some() {
-        let mut decision = PoDecision::new(Action::Keep, verdict);
-        decision.pin = current_pin;
-        return decision;
+    if s.found_bundle_label.is_some() && u.installed.is_some() {
+        return keep(verdict, current_pin);
     }
-    let resolved = select::resolve(&resolve_request);
+    let resolver_request =
+        resolve_request(u.request, &inputs, running, phase, s.kube_version.as_ref());
+    let resolved = select::resolve(&resolver_request);
+    // The admin's way out of a move that does not settle (issue 25 item 2): back to what ran
+    // before, by name, never automatically.
+    if let Some((hop, UnsettledMoveAction::Abandon(_))) = admin_unsettled_action(s, u.installed) {
+        return back_to_before(hop, u, phase, verdict, current_pin);
+    }
     // A move recorded in status (intent, §7) but not yet applied is resumed, never replaced:
     // a new leader after a crash between the intent and the apply must not jump past it, and
     // must finish it even when the catalog no longer lists the bundle that runs now (so a
@@ -644,57 +697,133 @@ fn decide_action(s: &PoSnapshot<'_>) -> PoDecision {
     // versionRange or channel excludes it, or the cluster can no longer run it. What runs is
     // then kept (its re-apply prunes whatever of the target was applied) and resolution
     // starts again from it.
-    // The admin's way out of a move that does not settle (issue 25 item 2): back to what ran
-    // before, by name, never automatically.
-    if let Some((hop, UnsettledMoveAction::Abandon(_))) = admin_unsettled_action(s, installed) {
-        let before = hop
-            .from
-            .as_deref()
-            .and_then(|from| find_bundle(catalogs, &request.package, from));
-        let Some((catalog, bundle)) = before else {
-            let mut decision = PoDecision::new(Action::Keep, verdict);
-            decision.pin = current_pin;
-            return decision.with_problem(
-                Reason::InvalidUnsettledMoveAction,
-                format!(
-                    "the move to {} cannot be abandoned: the bundle that ran before it ({}) is in no catalog; remove annotation {} or add a catalog that offers it",
-                    hop.to,
-                    hop.from.as_deref().unwrap_or("none: it was the first install"),
-                    pom_api::labels::UNSETTLED_MOVE
-                ),
-                false,
-            );
-        };
-        let mut decision = PoDecision::new(
-            Action::Move(move_target(catalog, bundle, request, phase)),
-            verdict,
-        );
-        decision.pin = current_pin;
-        decision.unsettled_move_action = Some(UnsettledMoveAction::Abandon(hop.to.clone()));
-        return decision;
-    }
-    let abandoned = match recorded_move(s, request, catalogs, &inputs, installed, phase) {
-        Recorded::Resume(target) => {
-            let mut decision = PoDecision::new(Action::Move(*target), verdict);
-            decision.pin = match &resolved {
-                Ok(resolution) => Some(PinState::from(&resolution.pin)),
-                Err(_) => current_pin,
-            };
-            return decision;
-        }
+    let abandoned = match recorded_move(s, u.request, u.catalogs, &inputs, u.installed, phase) {
+        Recorded::Resume(target) => return resume(*target, &resolved, verdict, current_pin),
         Recorded::Abandon { to, why } => Some(format!(
             "the move to {to} recorded in status was abandoned, {} keeps running: {why}",
-            installed.map_or("nothing", |i| i.bundle.name.as_str())
+            u.installed.map_or("nothing", |i| i.bundle.name.as_str())
         )),
         Recorded::None => None,
     };
-    let mut decision = decide_fresh(s, request, resolved, verdict, installed, phase, current_pin);
-    if let Some(Err(message)) = &s.unsettled_move
-        && decision.problem.is_none()
-    {
-        decision =
-            decision.with_problem(Reason::InvalidUnsettledMoveAction, message.clone(), false);
+    let decision = decide_fresh(
+        s,
+        u.request,
+        resolved,
+        verdict,
+        u.installed,
+        phase,
+        current_pin,
+    );
+    note_abandoned(note_unreadable_unsettled_action(decision, s), abandoned)
+}
+
+/// The catalogs in the form the resolver takes them.
+fn catalog_inputs<'c>(catalogs: &'c [CatalogContent<'_>]) -> Vec<CatalogInput<'c>> {
+    catalogs
+        .iter()
+        .map(|c| (c.name.as_str(), c.priority, c.content))
+        .collect()
+}
+
+/// What runs, in the form the resolver and the verdict take it (`None`: nothing installed).
+fn running_bundle(u: &Usable<'_>) -> Option<InstalledBundle> {
+    u.installed
+        .zip(u.installed_version)
+        .map(|(i, version)| InstalledBundle {
+            name: i.bundle.name.clone(),
+            version: version.clone(),
+        })
+}
+
+/// The pin of what runs in the cluster's phase: the pin of a decision that moves nothing.
+fn current_pin(u: &Usable<'_>, phase: Option<&ClusterPhase>) -> Option<PinState> {
+    u.installed_version.map(|v| {
+        PinState::from(&pin_for(
+            Some(v),
+            phase,
+            u.request.steady_state_range.as_ref(),
+        ))
+    })
+}
+
+/// `Keep` if something runs (re-applied: drift repair), else `Nothing`.
+fn keep_or_nothing(installed: Option<&Installed>) -> Action {
+    if installed.is_some() {
+        Action::Keep
+    } else {
+        Action::Nothing
     }
+}
+
+/// Re-applies what runs under the pin it has now.
+fn keep(verdict: Upgradeability, pin: Option<PinState>) -> PoDecision {
+    let mut decision = PoDecision::new(Action::Keep, verdict);
+    decision.pin = pin;
+    decision
+}
+
+/// Carries out the admin's abandon of the unsettled move `hop`: a move back to the bundle that
+/// ran before it, or, when no catalog has that bundle, a refusal that says so.
+fn back_to_before(
+    hop: &Hop,
+    u: &Usable<'_>,
+    phase: Option<&ClusterPhase>,
+    verdict: Upgradeability,
+    current_pin: Option<PinState>,
+) -> PoDecision {
+    let before = hop
+        .from
+        .as_deref()
+        .and_then(|from| find_bundle(u.catalogs, &u.request.package, from));
+    let Some((catalog, bundle)) = before else {
+        return keep(verdict, current_pin).with_problem(
+            Reason::InvalidUnsettledMoveAction,
+            format!(
+                "the move to {} cannot be abandoned: the bundle that ran before it ({}) is in no catalog; remove annotation {} or add a catalog that offers it",
+                hop.to,
+                hop.from.as_deref().unwrap_or("none: it was the first install"),
+                pom_api::labels::UNSETTLED_MOVE
+            ),
+            false,
+        );
+    };
+    let mut decision = PoDecision::new(
+        Action::Move(move_target(catalog, bundle, u.request, phase)),
+        verdict,
+    );
+    decision.pin = current_pin;
+    decision.unsettled_move_action = Some(UnsettledMoveAction::Abandon(hop.to.clone()));
+    decision
+}
+
+/// Resumes the move recorded as intent, under the pin a fresh resolution states (the current
+/// one when none can be resolved).
+fn resume(
+    target: MoveTarget,
+    resolved: &Result<select::Resolution, select::ResolveError>,
+    verdict: Upgradeability,
+    current_pin: Option<PinState>,
+) -> PoDecision {
+    let mut decision = PoDecision::new(Action::Move(target), verdict);
+    decision.pin = match resolved {
+        Ok(resolution) => Some(PinState::from(&resolution.pin)),
+        Err(_) => current_pin,
+    };
+    decision
+}
+
+/// An unreadable annotation on an unsettled move is reported, unless a problem is already.
+fn note_unreadable_unsettled_action(decision: PoDecision, s: &PoSnapshot<'_>) -> PoDecision {
+    match &s.unsettled_move {
+        Some(Err(message)) if decision.problem.is_none() => {
+            decision.with_problem(Reason::InvalidUnsettledMoveAction, message.clone(), false)
+        }
+        _ => decision,
+    }
+}
+
+/// A recorded move abandoned for what runs is reported, after any problem already found.
+fn note_abandoned(decision: PoDecision, abandoned: Option<String>) -> PoDecision {
     match abandoned {
         None => decision,
         Some(message) => match decision.problem {
@@ -720,63 +849,95 @@ fn decide_fresh(
     phase: Option<&ClusterPhase>,
     current_pin: Option<PinState>,
 ) -> PoDecision {
-    let keep_or_nothing = if installed.is_some() {
-        Action::Keep
-    } else {
-        Action::Nothing
-    };
     let resolution = match resolved {
         Ok(resolution) => resolution,
-        Err(err) => {
-            let mut decision = PoDecision::new(keep_or_nothing, verdict);
-            decision.pin = current_pin;
-            let message = match installed {
-                Some(i) => format!(
-                    "{} keeps running; POM cannot choose a bundle: {err}",
-                    i.bundle.name
-                ),
-                None => err.to_string(),
-            };
-            return decision.with_problem(Reason::ResolutionFailed, message, installed.is_none());
-        }
+        Err(err) => return unresolvable(&err, verdict, installed, current_pin),
     };
-    let mut decision = PoDecision::new(
-        if installed.is_some() {
-            Action::Keep
-        } else {
-            Action::Nothing
-        },
-        verdict,
-    );
+    let mut decision = PoDecision::new(keep_or_nothing(installed), verdict);
     decision.pin = Some(PinState::from(&resolution.pin));
-    decision.deprecations = [
+    decision.deprecations = deprecations(&resolution);
+    if resolution.stays {
+        return decision;
+    }
+    let chosen = &resolution.bundle;
+    if let Some(abandoned) = abandoned_again(s, &chosen.name) {
+        return decision.with_problem(
+            Reason::MoveAbandoned,
+            abandoned_again_message(abandoned),
+            false,
+        );
+    }
+    let target = chosen_target(chosen, request, phase);
+    let skipped = matches!(
+        admin_unsettled_action(s, installed),
+        Some((_, UnsettledMoveAction::Skip(_)))
+    );
+    // The admin's approval is asked last: once nothing else holds the move, it is the move
+    // the admin approves (OLM v0's Manual InstallPlan, the first install included).
+    let hold = safety_hold(s, request, chosen, installed.is_some(), skipped)
+        .or_else(|| awaiting_approval(s, request, &target.name));
+    start_or_hold(decision, target, hold, s, skipped)
+}
+
+/// No bundle can be chosen: what runs keeps running under its pin (then only reported);
+/// with nothing installed it is a real failure.
+fn unresolvable(
+    err: &select::ResolveError,
+    verdict: Upgradeability,
+    installed: Option<&Installed>,
+    current_pin: Option<PinState>,
+) -> PoDecision {
+    let mut decision = PoDecision::new(keep_or_nothing(installed), verdict);
+    decision.pin = current_pin;
+    let message = match installed {
+        Some(i) => format!(
+            "{} keeps running; POM cannot choose a bundle: {err}",
+            i.bundle.name
+        ),
+        None => err.to_string(),
+    };
+    decision.with_problem(Reason::ResolutionFailed, message, installed.is_none())
+}
+
+/// The deprecation notices of the package, channel and bundle resolved, for the admin.
+fn deprecations(resolution: &select::Resolution) -> Vec<String> {
+    [
         resolution.package_deprecation.clone(),
         resolution.channel_deprecation.clone(),
         resolution.bundle.deprecation.clone(),
     ]
     .into_iter()
     .flatten()
-    .collect();
-    if resolution.stays {
-        return decision;
+    .collect()
+}
+
+/// The bundle the admin abandoned a move to, when resolution chose it again: it is not
+/// started again while the annotation names it (else the next resolution from what ran
+/// before would pick it again, and the annotation would send it back: a loop).
+fn abandoned_again<'s>(s: &'s PoSnapshot<'_>, chosen: &str) -> Option<&'s str> {
+    match &s.unsettled_move {
+        Some(Ok(UnsettledMoveAction::Abandon(abandoned))) if chosen == *abandoned => {
+            Some(abandoned)
+        }
+        _ => None,
     }
-    let chosen = &resolution.bundle;
-    // A move the admin abandoned is not started again while the annotation names it (else the
-    // next resolution from what ran before would pick it again, and the annotation would send
-    // it back: a loop).
-    if let Some(Ok(UnsettledMoveAction::Abandon(abandoned))) = &s.unsettled_move
-        && chosen.name == *abandoned
-    {
-        return decision.with_problem(
-            Reason::MoveAbandoned,
-            format!(
-                "the move to {abandoned} was abandoned (annotation {}); it is not started again while the annotation names it: exclude it with spec.package.versionRange before removing the annotation, or remove the annotation to try it again",
-                pom_api::labels::UNSETTLED_MOVE
-            ),
-            false,
-        );
-    }
-    let target = MoveTarget {
+}
+
+/// Why a move abandoned by the admin is not started again, and the ways out.
+fn abandoned_again_message(abandoned: &str) -> String {
+    format!(
+        "the move to {abandoned} was abandoned (annotation {}); it is not started again while the annotation names it: exclude it with spec.package.versionRange before removing the annotation, or remove the annotation to try it again",
+        pom_api::labels::UNSETTLED_MOVE
+    )
+}
+
+/// A move to the bundle resolution chose, with the pin it will have once applied.
+fn chosen_target(
+    chosen: &select::ChosenBundle,
+    request: &PoRequest,
+    phase: Option<&ClusterPhase>,
+) -> MoveTarget {
+    MoveTarget {
         name: chosen.name.clone(),
         version: chosen.version.clone(),
         image: chosen.image.clone().filter(|i| !i.is_empty()),
@@ -787,40 +948,46 @@ fn decide_fresh(
             phase,
             request.steady_state_range.as_ref(),
         )),
-    };
-    let skipped = matches!(
-        admin_unsettled_action(s, installed),
-        Some((_, UnsettledMoveAction::Skip(_)))
-    );
-    let safety_hold = if let ClusterView::OpenShift(Err(message)) = &s.cluster
+    }
+}
+
+/// Why the chosen move must wait for the cluster, the move in flight or the running operator
+/// (§7); `None` when nothing of that holds it (the admin's approval is asked apart).
+fn safety_hold(
+    s: &PoSnapshot<'_>,
+    request: &PoRequest,
+    chosen: &select::ChosenBundle,
+    installed: bool,
+    skipped: bool,
+) -> Option<HoldReason> {
+    if let ClusterView::OpenShift(Err(message)) = &s.cluster
         && chosen.max_openshift_version.is_some()
     {
         // Without a phase the resolver checked no maxOpenShiftVersion: a bundle that declares
         // one may not support the cluster it would run on. (One that declares none has
         // nothing to check.)
-        Some(HoldReason::ClusterVersionUnknown {
+        return Some(HoldReason::ClusterVersionUnknown {
             message: message.clone(),
-        })
-    } else if installed.is_none() {
-        None
-    } else if s.hop.as_ref().is_some_and(|h| !h.settled) && !skipped {
-        Some(HoldReason::MoveNotSettled)
-    } else {
-        match &s.gate.reading {
-            GateReading::Says {
-                upgradeable: false,
-                message,
-                ..
-            } => Some(HoldReason::OperatorNotUpgradeable {
-                message: message.clone(),
-            }),
-            _ => unreadable_gate(s, request)
-                .map(|message| HoldReason::OperatorConditionPending { message }),
-        }
-    };
-    // The admin's approval is asked last: once nothing else holds the move, it is the move
-    // the admin approves (OLM v0's Manual InstallPlan, the first install included).
-    let hold = safety_hold.or_else(|| awaiting_approval(s, request, &target.name));
+        });
+    }
+    if !installed {
+        return None;
+    }
+    if s.hop.as_ref().is_some_and(|h| !h.settled) && !skipped {
+        return Some(HoldReason::MoveNotSettled);
+    }
+    operator_hold(s, request)
+}
+
+/// Starts the move, or records why it waits. A start that skips the unsettled move carries
+/// the admin's action, so that it is announced when the move is applied.
+fn start_or_hold(
+    mut decision: PoDecision,
+    target: MoveTarget,
+    hold: Option<HoldReason>,
+    s: &PoSnapshot<'_>,
+    skipped: bool,
+) -> PoDecision {
     match hold {
         Some(why) => {
             decision.held = Some(Held {

@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use pom_resolver::render::{
+use pom_render::{
     BundleFiles, Lift, Power, PowerClass, Powers, RenderError, RenderOptions, render,
 };
 

@@ -6,8 +6,8 @@ use std::collections::BTreeSet;
 
 use pom_api::PlatformOperator;
 use pom_api::platform_operator::{AppliedConfig, Consent, ExceptableContentRule};
-use pom_resolver::render::deployment_config::DeploymentConfigError;
-use pom_resolver::render::{
+use pom_render::deployment_config::DeploymentConfigError;
+use pom_render::{
     ContentException, ContentRule, DeploymentConfig, OmittedObject, PowerClass, ProxyEnv,
     RenderOptions,
 };
@@ -211,7 +211,7 @@ mod shared_lists {
     #[test]
     fn the_renderer_and_the_api_agree_on_the_owner_label() {
         assert_eq!(
-            pom_resolver::render::webhooks::MANAGED_OBJECT_LABEL,
+            pom_render::webhooks::MANAGED_OBJECT_LABEL,
             pom_api::labels::OWNER_PO
         );
     }

@@ -3,11 +3,12 @@
 
 use std::time::Duration;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use pom_api::conditions::{ConditionStatus, Reason, types};
 use pom_api::platform_operator::{
-    ActiveHop, AppliedConfig, InstalledBundle, InventoryObject, PinStatus, PlatformOperatorStatus,
-    PowerSummary, UpgradeGate,
+    ActiveHop, AppliedConfig, BundleInventory, BundleRef, InstalledBundle, InventoryObject,
+    PinStatus, PlatformOperatorStatus, PowerSummary, UpgradeGate,
 };
 use pom_resolver::fbc::MaxOpenShiftVersion;
 
@@ -77,7 +78,7 @@ pub const MAX_POWER_EXAMPLE_BYTES: usize = 256;
 /// The powers of a bundle as status shows them: per class, a count and the first examples,
 /// bounded (a bundle can declare thousands of rules; status must stay small).
 #[must_use]
-pub fn power_summaries(powers: &pom_resolver::render::Powers) -> Vec<PowerSummary> {
+pub fn power_summaries(powers: &pom_render::Powers) -> Vec<PowerSummary> {
     powers
         .classes()
         .into_iter()
@@ -367,53 +368,93 @@ fn move_intent(
     let previous = input.previous;
     // Already recorded (a retry of the same move): nothing to add, and rewriting the
     // conditions would make a refused move flap between Installing and its refusal.
-    // Only the inventory may need the target's objects (a move recorded before they were
-    // known, e.g. by an older manager): then it alone is added.
-    // The same holds for the image digest, recorded once and then kept.
     if let Some(hop) = previous
         .active_hop
         .as_ref()
         .filter(|hop| hop.to == target.name && !hop.settled)
     {
-        let inventory =
-            crate::inventory::with_bundle(&previous.inventory, &target.name, input.applying);
-        let image = hop
-            .image
-            .clone()
-            .or_else(|| input.applying_image.map(str::to_owned));
-        let install_namespace = input.install_namespace();
-        let unchanged = inventory == previous.inventory
-            && image == hop.image
-            && install_namespace == previous.install_namespace;
-        return (!unchanged).then(|| PlatformOperatorStatus {
-            inventory,
-            install_namespace,
-            active_hop: Some(ActiveHop {
-                image,
-                ..hop.clone()
-            }),
-            ..previous.clone()
-        });
+        return retried_move(input, target, hop);
     }
     let now = to_api_time(input.now);
     let installed = previous.installed_bundle.as_ref();
-    let hop = match &previous.active_hop {
-        Some(hop) if hop.to == target.name && !hop.settled => hop.clone(),
-        _ => ActiveHop {
-            from: installed.map(|b| b.name.clone()),
-            to: target.name.clone(),
-            started_at: now.clone(),
-            settled: false,
-            waiting_for: Some(format!("{} to be applied", target.name)),
-            image: input.applying_image.map(str::to_owned),
-            failed_attempts: 0,
-            rolled_out_at: None,
-            config: None,
-        },
-    };
-    let first_install = installed.is_none();
+    let conditions = move_started_conditions(input, target, installed);
+    Some(PlatformOperatorStatus {
+        observed_generation: input.generation,
+        conditions: merge(&previous.conditions, &conditions, input.generation, &now),
+        installed_bundle: installed.cloned(),
+        desired_bundle: Some(target.bundle_ref()),
+        pin: previous.pin.clone(),
+        active_hop: Some(started_hop(input, target, &now)),
+        max_open_shift_version: previous.max_open_shift_version.clone(),
+        inventory: crate::inventory::with_bundle(&previous.inventory, &target.name, input.applying),
+        install_namespace: input.install_namespace(),
+        powers: previous.powers.clone(),
+        applied_config: previous.applied_config.clone(),
+    })
+}
+
+/// A retry of the move `hop` already records: only the inventory may need the target's
+/// objects (a move recorded before they were known, e.g. by an older manager), and the image
+/// digest and install namespace, recorded once and then kept; `None` when nothing is added.
+fn retried_move(
+    input: &StatusInput<'_>,
+    target: &crate::decide::MoveTarget,
+    hop: &ActiveHop,
+) -> Option<PlatformOperatorStatus> {
+    let previous = input.previous;
+    let inventory =
+        crate::inventory::with_bundle(&previous.inventory, &target.name, input.applying);
+    let image = hop
+        .image
+        .clone()
+        .or_else(|| input.applying_image.map(str::to_owned));
+    let install_namespace = input.install_namespace();
+    let unchanged = inventory == previous.inventory
+        && image == hop.image
+        && install_namespace == previous.install_namespace;
+    (!unchanged).then(|| PlatformOperatorStatus {
+        inventory,
+        install_namespace,
+        active_hop: Some(ActiveHop {
+            image,
+            ..hop.clone()
+        }),
+        ..previous.clone()
+    })
+}
+
+/// The unsettled hop a new move records as intent: from what is installed to the target.
+fn started_hop(
+    input: &StatusInput<'_>,
+    target: &crate::decide::MoveTarget,
+    now: &Time,
+) -> ActiveHop {
+    ActiveHop {
+        from: input
+            .previous
+            .installed_bundle
+            .as_ref()
+            .map(|b| b.name.clone()),
+        to: target.name.clone(),
+        started_at: now.clone(),
+        settled: false,
+        waiting_for: Some(format!("{} to be applied", target.name)),
+        image: input.applying_image.map(str::to_owned),
+        failed_attempts: 0,
+        rolled_out_at: None,
+        config: None,
+    }
+}
+
+/// The conditions of a move about to be applied: what runs is unchanged, the move
+/// progresses, and Upgradeable is False until it settles.
+fn move_started_conditions(
+    input: &StatusInput<'_>,
+    target: &crate::decide::MoveTarget,
+    installed: Option<&InstalledBundle>,
+) -> Vec<Desired> {
     let applying = format!("applying {} {}", target.name, target.version);
-    let conditions = vec![
+    vec![
         match installed {
             Some(b) => Desired::new(
                 types::INSTALLED,
@@ -431,7 +472,7 @@ fn move_intent(
         Desired::new(
             types::PROGRESSING,
             ConditionStatus::True,
-            if first_install {
+            if installed.is_none() {
                 Reason::Installing
             } else {
                 Reason::Upgrading
@@ -454,20 +495,7 @@ fn move_intent(
                 target.name
             ),
         ),
-    ];
-    Some(PlatformOperatorStatus {
-        observed_generation: input.generation,
-        conditions: merge(&previous.conditions, &conditions, input.generation, &now),
-        installed_bundle: installed.cloned(),
-        desired_bundle: Some(target.bundle_ref()),
-        pin: previous.pin.clone(),
-        active_hop: Some(hop),
-        max_open_shift_version: previous.max_open_shift_version.clone(),
-        inventory: crate::inventory::with_bundle(&previous.inventory, &target.name, input.applying),
-        install_namespace: input.install_namespace(),
-        powers: previous.powers.clone(),
-        applied_config: previous.applied_config.clone(),
-    })
+    ]
 }
 
 /// Computes the new status.
@@ -476,9 +504,67 @@ pub fn compute(input: &StatusInput<'_>) -> PlatformOperatorStatus {
     let previous = input.previous;
     let decision = input.decision;
     let now = to_api_time(input.now);
-    let installed_before = previous.installed_bundle.clone();
+    let mut act = after_act(input);
+    let active_hop = active_hop_after(input, &mut act, &now);
+    let settled = active_hop.as_ref().is_none_or(|h| h.settled);
+    let verdict = verdict_shown(act.installed.as_ref(), decision);
+    let stopped_working = stopped_working(input.outcome, settled && !act.moved);
+    let desired = desired_bundle(decision, act.installed.as_ref());
+    let pin = pin_status(decision, act.applied, previous);
+    let problem = problem_shown(input.outcome, decision, active_hop.as_ref());
+    let first_install = previous.installed_bundle.is_none()
+        || active_hop.as_ref().is_some_and(|h| h.from.is_none());
+    let conditions = po_conditions(&Facts {
+        decision,
+        installed: act.installed.as_ref(),
+        problem: problem.as_ref(),
+        settled,
+        moved: act.moved,
+        first_install,
+        waits: &act.waits,
+        desired: desired.as_ref().map(|d| d.name.as_str()),
+        hop: active_hop.as_ref(),
+        stopped_working: &stopped_working,
+        verdict: &verdict,
+    });
+    let ApplyRecords {
+        inventory,
+        install_namespace,
+        powers,
+        applied_config,
+    } = apply_records(input);
+    PlatformOperatorStatus {
+        observed_generation: input.generation,
+        conditions: merge(&previous.conditions, &conditions, input.generation, &now),
+        installed_bundle: act.installed,
+        desired_bundle: desired,
+        pin,
+        active_hop,
+        max_open_shift_version: act.max_ocp,
+        inventory,
+        install_namespace,
+        powers,
+        applied_config,
+    }
+}
 
-    let (installed, max_ocp, mut waits, applied) = match input.outcome {
+/// What is installed after the act step, and what its rollout waits for.
+struct AfterAct {
+    installed: Option<InstalledBundle>,
+    /// `olm.maxOpenShiftVersion` of what is installed, as status records it.
+    max_ocp: Option<String>,
+    waits: Vec<Wait>,
+    /// The bundle's objects were applied.
+    applied: bool,
+    /// The apply changed the installed bundle: a move started.
+    moved: bool,
+}
+
+/// What the act step leaves installed: an apply records its bundle and its waits; a skip or
+/// a failure leaves what was recorded.
+fn after_act(input: &StatusInput<'_>) -> AfterAct {
+    let previous = input.previous;
+    let (installed, max_ocp, waits, applied) = match input.outcome {
         ActOutcome::Applied(report) => (
             Some(report.bundle.clone()),
             report
@@ -489,90 +575,138 @@ pub fn compute(input: &StatusInput<'_>) -> PlatformOperatorStatus {
             true,
         ),
         ActOutcome::Skipped | ActOutcome::Failed(_) => (
-            installed_before.clone(),
+            previous.installed_bundle.clone(),
             previous.max_open_shift_version.clone(),
             Vec::new(),
             false,
         ),
     };
     let moved = applied
-        && installed.as_ref().map(|b| &b.name) != installed_before.as_ref().map(|b| &b.name);
+        && installed.as_ref().map(|b| &b.name)
+            != previous.installed_bundle.as_ref().map(|b| &b.name);
+    AfterAct {
+        installed,
+        max_ocp,
+        waits,
+        applied,
+        moved,
+    }
+}
 
-    // The active hop: a new move starts when the installed bundle changes; once settled, it
-    // stays settled (a later rollout is drift, not a move).
-    let active_hop = match (&installed, applied) {
-        (Some(now_installed), true) => {
-            let mut hop = match &previous.active_hop {
-                // The same move: still settling, or recorded as intent before this apply.
-                Some(hop) if hop.to == now_installed.name && (!moved || !hop.settled) => {
-                    hop.clone()
-                }
-                _ => ActiveHop {
-                    from: installed_before.as_ref().map(|b| b.name.clone()),
-                    to: now_installed.name.clone(),
-                    started_at: now.clone(),
-                    settled: false,
-                    waiting_for: None,
-                    image: now_installed.image.clone(),
-                    failed_attempts: 0,
-                    rolled_out_at: None,
-                    config: None,
-                },
-            };
-            // Applied: the failures before it are over.
-            hop.failed_attempts = 0;
-            if let (ActOutcome::Applied(report), false) = (input.outcome, moved || hop.settled) {
-                waits.extend(first_report_window(&mut hop, &waits, report, input));
-            }
-            // A move is never settled by the reconcile that applied it: the verdict of this
-            // reconcile was made for what ran before, so the next one judges the new bundle
-            // before Upgradeable may say True.
-            hop.settled = hop.settled || (waits.is_empty() && !moved);
-            hop.waiting_for = (!hop.settled).then(|| join(&waits));
-            Some(hop)
-        }
-        // A recorded move whose apply failed (after its intent): count it, so retries back
-        // off and the admin sees how many failed (issue 25 item 3).
-        _ => match (&previous.active_hop, input.outcome, &decision.action) {
-            (Some(hop), ActOutcome::Failed(_), Action::Move(target))
-                if !hop.settled && hop.to == target.name =>
-            {
-                Some(ActiveHop {
-                    failed_attempts: hop.failed_attempts.saturating_add(1),
-                    ..hop.clone()
-                })
-            }
-            _ => previous.active_hop.clone(),
+/// The active hop after the act step: a new move starts when the installed bundle changes;
+/// once settled, it stays settled (a later rollout is drift, not a move).
+fn active_hop_after(input: &StatusInput<'_>, act: &mut AfterAct, now: &Time) -> Option<ActiveHop> {
+    match (&act.installed, act.applied) {
+        (Some(now_installed), true) => Some(applied_hop(
+            input,
+            now_installed,
+            act.moved,
+            &mut act.waits,
+            now,
+        )),
+        _ => unapplied_hop(input),
+    }
+}
+
+/// The hop of an apply: the same move, or a new one; settled once nothing is waited for,
+/// never by the reconcile that applied it. Adds the first-report window to `waits`.
+fn applied_hop(
+    input: &StatusInput<'_>,
+    now_installed: &InstalledBundle,
+    moved: bool,
+    waits: &mut Vec<Wait>,
+    now: &Time,
+) -> ActiveHop {
+    let previous = input.previous;
+    let mut hop = match &previous.active_hop {
+        // The same move: still settling, or recorded as intent before this apply.
+        Some(hop) if hop.to == now_installed.name && (!moved || !hop.settled) => hop.clone(),
+        _ => ActiveHop {
+            from: previous.installed_bundle.as_ref().map(|b| b.name.clone()),
+            to: now_installed.name.clone(),
+            started_at: now.clone(),
+            settled: false,
+            waiting_for: None,
+            image: now_installed.image.clone(),
+            failed_attempts: 0,
+            rolled_out_at: None,
+            config: None,
         },
     };
-    let settled = active_hop.as_ref().is_none_or(|h| h.settled);
-    // What runs was recovered from its objects (a status restored without it) but its re-apply
-    // failed: the status still records nothing installed, so the recovered bundle's verdict
-    // vouches for nothing the status shows (found by the state-machine test).
-    let verdict = match (&installed, &decision.action) {
+    // Applied: the failures before it are over.
+    hop.failed_attempts = 0;
+    if let (ActOutcome::Applied(report), false) = (input.outcome, moved || hop.settled) {
+        let window = first_report_window(&mut hop, waits, report, input);
+        waits.extend(window);
+    }
+    // A move is never settled by the reconcile that applied it: the verdict of this
+    // reconcile was made for what ran before, so the next one judges the new bundle
+    // before Upgradeable may say True.
+    hop.settled = hop.settled || (waits.is_empty() && !moved);
+    hop.waiting_for = (!hop.settled).then(|| join(waits));
+    hop
+}
+
+/// The hop when nothing was applied: a recorded move whose apply failed (after its intent)
+/// is counted, so retries back off and the admin sees how many failed (issue 25 item 3);
+/// any other hop stays as recorded.
+fn unapplied_hop(input: &StatusInput<'_>) -> Option<ActiveHop> {
+    let previous = input.previous;
+    match (&previous.active_hop, input.outcome, &input.decision.action) {
+        (Some(hop), ActOutcome::Failed(_), Action::Move(target))
+            if !hop.settled && hop.to == target.name =>
+        {
+            Some(ActiveHop {
+                failed_attempts: hop.failed_attempts.saturating_add(1),
+                ..hop.clone()
+            })
+        }
+        _ => previous.active_hop.clone(),
+    }
+}
+
+/// The verdict status shows. What runs was recovered from its objects (a status restored
+/// without it) but its re-apply failed: the status still records nothing installed, so the
+/// recovered bundle's verdict vouches for nothing the status shows (found by the
+/// state-machine test).
+fn verdict_shown(installed: Option<&InstalledBundle>, decision: &PoDecision) -> Upgradeability {
+    match (installed, &decision.action) {
         (None, Action::Keep) => Upgradeability::unknown(format!(
             "objects of this PlatformOperator run, but re-applying them to record them in status failed; {}",
             decision.verdict.message
         )),
         _ => decision.verdict.clone(),
-    };
-    // A settled operator whose Deployment is no longer available stopped working: that is not
-    // a move (nothing is re-judged or re-applied for it), it is a fault to report (§8.1).
-    let stopped_working: Vec<&UnavailableDeployment> = match input.outcome {
-        ActOutcome::Applied(report) if settled && !moved => report.unavailable.iter().collect(),
-        _ => Vec::new(),
-    };
+    }
+}
 
-    // Where the PO is heading: the move chosen (started, refused by the cluster, or failed:
-    // it is still owed, so the PO is not at its pin), or the one held.
-    let desired = match (&decision.action, &decision.held) {
+/// A settled operator whose Deployment is no longer available stopped working: that is not
+/// a move (nothing is re-judged or re-applied for it), it is a fault to report (§8.1).
+fn stopped_working(outcome: &ActOutcome, settled_unmoved: bool) -> Vec<&UnavailableDeployment> {
+    match outcome {
+        ActOutcome::Applied(report) if settled_unmoved => report.unavailable.iter().collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Where the PO is heading: the move chosen (started, refused by the cluster, or failed:
+/// it is still owed, so the PO is not at its pin), or the one held; `None` once installed.
+fn desired_bundle(decision: &PoDecision, installed: Option<&InstalledBundle>) -> Option<BundleRef> {
+    match (&decision.action, &decision.held) {
         (_, Some(held)) => Some(held.to.clone()),
         (Action::Move(target), None) => Some(target.bundle_ref()),
         _ => None,
     }
-    .filter(|d| installed.as_ref().is_none_or(|i| i.name != d.name));
+    .filter(|d| installed.is_none_or(|i| i.name != d.name))
+}
 
-    let pin = match (&decision.action, applied) {
+/// The pin status shows: a move applied now runs under its target's pin, anything else
+/// under the decision's; the one recorded when the decision states none.
+fn pin_status(
+    decision: &PoDecision,
+    applied: bool,
+    previous: &PlatformOperatorStatus,
+) -> Option<PinStatus> {
+    match (&decision.action, applied) {
         (Action::Move(target), true) => Some(&target.pin_after),
         _ => decision.pin.as_ref(),
     }
@@ -581,115 +715,147 @@ pub fn compute(input: &StatusInput<'_>) -> PlatformOperatorStatus {
         reason: p.reason,
         cluster_version: decision.judged_for.as_ref().map(ToString::to_string),
     })
-    .or_else(|| previous.pin.clone());
+    .or_else(|| previous.pin.clone())
+}
 
-    let counted;
-    let problem = match input.outcome {
-        ActOutcome::Failed(problem) => {
-            match active_hop.as_ref().filter(|h| {
-                h.failed_attempts > 0
-                    && matches!(&decision.action, Action::Move(target) if target.name == h.to)
-            }) {
-                Some(hop) => {
-                    counted = Problem {
-                        message: format!(
-                            "{} ({} failed attempts to apply {}; POM tries again in {}s)",
-                            problem.message,
-                            hop.failed_attempts,
-                            hop.to,
-                            failure_backoff(hop.failed_attempts).as_secs()
-                        ),
-                        ..problem.clone()
-                    };
-                    Some(&counted)
-                }
-                None => Some(problem),
-            }
-        }
-        _ => decision.problem.as_ref(),
+/// The problem status shows: a failed apply (counted, with when POM tries again, when it
+/// retries the recorded move), else the decision's.
+fn problem_shown(
+    outcome: &ActOutcome,
+    decision: &PoDecision,
+    hop: Option<&ActiveHop>,
+) -> Option<Problem> {
+    let ActOutcome::Failed(problem) = outcome else {
+        return decision.problem.clone();
     };
-    let first_install =
-        installed_before.is_none() || active_hop.as_ref().is_some_and(|h| h.from.is_none());
+    let retried = hop.filter(|h| {
+        h.failed_attempts > 0
+            && matches!(&decision.action, Action::Move(target) if target.name == h.to)
+    });
+    match retried {
+        Some(hop) => Some(Problem {
+            message: format!(
+                "{} ({} failed attempts to apply {}; POM tries again in {}s)",
+                problem.message,
+                hop.failed_attempts,
+                hop.to,
+                failure_backoff(hop.failed_attempts).as_secs()
+            ),
+            ..problem.clone()
+        }),
+        None => Some(problem.clone()),
+    }
+}
 
-    let conditions = vec![
+/// What a PO's four conditions are decided from.
+struct Facts<'a> {
+    decision: &'a PoDecision,
+    installed: Option<&'a InstalledBundle>,
+    problem: Option<&'a Problem>,
+    settled: bool,
+    moved: bool,
+    first_install: bool,
+    waits: &'a [Wait],
+    desired: Option<&'a str>,
+    hop: Option<&'a ActiveHop>,
+    stopped_working: &'a [&'a UnavailableDeployment],
+    verdict: &'a Upgradeability,
+}
+
+/// The PO's conditions, in the order status lists them.
+fn po_conditions(f: &Facts<'_>) -> Vec<Desired> {
+    vec![
         installed_condition(
-            installed.as_ref(),
-            problem,
-            settled,
-            first_install,
-            &waits,
-            decision,
+            f.installed,
+            f.problem,
+            f.settled,
+            f.first_install,
+            f.waits,
+            f.decision,
         ),
         progressing_condition(ProgressingInput {
-            decision,
-            problem,
-            settled,
-            moved,
-            first_install,
-            waits: &waits,
-            desired: desired.as_ref().map(|d| d.name.as_str()),
+            decision: f.decision,
+            problem: f.problem,
+            settled: f.settled,
+            moved: f.moved,
+            first_install: f.first_install,
+            waits: f.waits,
+            desired: f.desired,
         }),
         degraded_condition(
-            problem,
-            decision.deadline_exceeded && !settled,
-            active_hop.as_ref().map(|h| h.to.as_str()),
-            &waits,
-            &stopped_working,
+            f.problem,
+            f.decision.deadline_exceeded && !f.settled,
+            f.hop.map(|h| h.to.as_str()),
+            f.waits,
+            f.stopped_working,
         ),
         upgradeable_condition(UpgradeableInput {
-            verdict: &verdict,
-            settled,
-            hop: active_hop.as_ref(),
-            desired: desired.as_ref().map(|d| d.name.as_str()),
-            installed: installed.is_some(),
-            stopped_working: &stopped_working,
-            blocked: problem.filter(|p| p.degrades),
-            held: decision.held.as_ref().map(|h| &h.why),
-            paused: decision.paused.is_some(),
+            verdict: f.verdict,
+            settled: f.settled,
+            hop: f.hop,
+            desired: f.desired,
+            installed: f.installed.is_some(),
+            stopped_working: f.stopped_working,
+            blocked: f.problem.filter(|p| p.degrades),
+            held: f.decision.held.as_ref().map(|h| &h.why),
+            paused: f.decision.paused.is_some(),
         }),
-    ];
+    ]
+}
 
-    PlatformOperatorStatus {
-        observed_generation: input.generation,
-        conditions: merge(&previous.conditions, &conditions, input.generation, &now),
-        installed_bundle: installed,
-        desired_bundle: desired,
-        pin,
-        active_hop,
-        max_open_shift_version: max_ocp,
-        inventory: match input.outcome {
-            ActOutcome::Applied(report) => crate::inventory::with_bundle(
-                &previous.inventory,
-                &report.bundle.name,
-                &report.objects,
-            ),
-            ActOutcome::Skipped | ActOutcome::Failed(_) => previous.inventory.clone(),
-        },
-        install_namespace: match input.outcome {
-            ActOutcome::Applied(_) => input.install_namespace(),
-            ActOutcome::Skipped | ActOutcome::Failed(_) => previous.install_namespace.clone(),
-        },
-        powers: match input.outcome {
-            ActOutcome::Applied(report) => report.powers.clone(),
-            ActOutcome::Skipped | ActOutcome::Failed(_) => previous.powers.clone(),
-        },
+/// What status records of the act step besides the bundle.
+struct ApplyRecords {
+    inventory: Vec<BundleInventory>,
+    install_namespace: Option<String>,
+    powers: Vec<PowerSummary>,
+    applied_config: Option<AppliedConfig>,
+}
+
+/// An apply records its objects in the inventory, the namespace it was applied into, its
+/// powers, and the configuration the decision rendered; a skip or failure keeps the records.
+fn apply_records(input: &StatusInput<'_>) -> ApplyRecords {
+    let previous = input.previous;
+    let ActOutcome::Applied(report) = input.outcome else {
+        return ApplyRecords {
+            inventory: previous.inventory.clone(),
+            install_namespace: previous.install_namespace.clone(),
+            powers: previous.powers.clone(),
+            applied_config: previous.applied_config.clone(),
+        };
+    };
+    ApplyRecords {
+        inventory: crate::inventory::with_bundle(
+            &previous.inventory,
+            &report.bundle.name,
+            &report.objects,
+        ),
+        install_namespace: input.install_namespace(),
+        powers: report.powers.clone(),
         // What was applied runs with the configuration the decision rendered.
-        applied_config: match (input.outcome, &decision.config) {
-            (ActOutcome::Applied(_), Some(config)) => {
-                Some(config.clone()).filter(|c| !c.is_empty())
-            }
-            _ => previous.applied_config.clone(),
+        applied_config: match &input.decision.config {
+            Some(config) => Some(config.clone()).filter(|c| !c.is_empty()),
+            None => previous.applied_config.clone(),
         },
     }
 }
 
+/// What a move waits for, as the end of a "waiting for ..." sentence. With no typed wait
+/// (the reconcile that applied the move, or an apply that did not happen) the move waits for
+/// its objects to be applied and checked again, and says so rather than ending in nothing
+/// (issue 34 item 7).
 fn join(waits: &[Wait]) -> String {
+    if waits.is_empty() {
+        return NO_TYPED_WAIT.to_owned();
+    }
     waits
         .iter()
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join(", ")
 }
+
+/// [`join`] of no waits.
+const NO_TYPED_WAIT: &str = "its objects to be applied and checked again";
 
 fn installed_condition(
     installed: Option<&InstalledBundle>,
@@ -935,107 +1101,123 @@ struct UpgradeableInput<'a> {
 /// This PO's Upgradeable: the decision's verdict, and False while a move is unsettled or
 /// another one is pending (the CVO may read at any instant), or the PO is paused.
 fn upgradeable_condition(u: UpgradeableInput<'_>) -> Desired {
-    let UpgradeableInput {
-        verdict,
-        settled,
-        hop,
-        desired,
-        installed,
-        stopped_working,
-        blocked,
-        held,
-        paused,
-    } = u;
-    // Paused with something installed: `decide` says why it is not vouched for (and what
-    // waits); nothing moves or settles while paused, so that is the one thing to act on.
-    if paused && !verdict.allows_update() {
-        return Desired::new(
-            types::UPGRADEABLE,
+    UPGRADEABLE_RULES
+        .iter()
+        .find_map(|rule| rule(&u))
+        .unwrap_or_else(|| {
+            upgradeable(
+                u.verdict.status,
+                u.verdict.reason,
+                u.verdict.message.clone(),
+            )
+        })
+}
+
+/// The rules that override the verdict, in precedence order: the first that applies is what
+/// the admin must act on first.
+const UPGRADEABLE_RULES: [fn(&UpgradeableInput<'_>) -> Option<Desired>; 4] = [
+    paused_unvouched,
+    stopped_working_blocks,
+    unsettled_move_blocks,
+    pending_move_blocks,
+];
+
+/// An Upgradeable condition, so that each rule states only status, reason and message.
+fn upgradeable(status: ConditionStatus, reason: Reason, message: impl Into<String>) -> Desired {
+    Desired::new(types::UPGRADEABLE, status, reason, message)
+}
+
+/// Paused with something installed: `decide` says why it is not vouched for (and what
+/// waits); nothing moves or settles while paused, so that is the one thing to act on.
+fn paused_unvouched(u: &UpgradeableInput<'_>) -> Option<Desired> {
+    (u.paused && !u.verdict.allows_update()).then(|| {
+        upgradeable(
             ConditionStatus::False,
-            verdict.reason,
-            verdict.message.clone(),
-        );
-    }
-    if !stopped_working.is_empty() {
-        // An operator that is not running cannot vouch for the next minor (fail closed).
-        return Desired::new(
-            types::UPGRADEABLE,
+            u.verdict.reason,
+            u.verdict.message.clone(),
+        )
+    })
+}
+
+/// An operator that is not running cannot vouch for the next minor (fail closed).
+fn stopped_working_blocks(u: &UpgradeableInput<'_>) -> Option<Desired> {
+    (!u.stopped_working.is_empty()).then(|| {
+        upgradeable(
             ConditionStatus::False,
             Reason::OperatorUnavailable,
-            stopped_working_message(stopped_working),
-        );
+            stopped_working_message(u.stopped_working),
+        )
+    })
+}
+
+/// A move in flight that has not settled: the cluster waits for it.
+fn unsettled_move_blocks(u: &UpgradeableInput<'_>) -> Option<Desired> {
+    if !u.installed || u.settled {
+        return None;
     }
-    if installed && !settled {
-        let to = hop.map(|h| h.to.as_str()).unwrap_or_default();
-        let waiting = hop
-            .and_then(|h| h.waiting_for.as_deref())
-            .unwrap_or("settling");
-        return Desired::new(
-            types::UPGRADEABLE,
+    let to = u.hop.map(|h| h.to.as_str()).unwrap_or_default();
+    let waiting = u
+        .hop
+        .and_then(|h| h.waiting_for.as_deref())
+        .unwrap_or("settling");
+    Some(upgradeable(
+        ConditionStatus::False,
+        Reason::MoveNotSettled,
+        format!(
+            "the move to {to} has not settled (waiting for {waiting}); wait for it before updating the cluster"
+        ),
+    ))
+}
+
+/// A move pending for what runs: never anything but False, with what keeps it pending.
+fn pending_move_blocks(u: &UpgradeableInput<'_>) -> Option<Desired> {
+    let to = u.desired.filter(|_| u.installed)?;
+    // What runs already blocks on its own (the operator says Upgradeable=False, the
+    // bundle is incompatible, or it cannot be judged): that is what the admin must act on,
+    // with its message (§8.3), and it is also why the move waits. An Unknown verdict keeps
+    // its reason (issue 25 item 10), never hidden behind the pending move; a pending move
+    // is never anything but False.
+    if u.verdict.status != ConditionStatus::True {
+        let message = match u.held.filter(|why| why.awaits_approval()) {
+            Some(why) => format!(
+                "{}; the move to {to} waits for the admin's approval ({why})",
+                u.verdict.message
+            ),
+            None => format!("{}; a move to {to} is pending", u.verdict.message),
+        };
+        return Some(upgradeable(
+            ConditionStatus::False,
+            u.verdict.reason,
+            message,
+        ));
+    }
+    // The pin in force needs a move the admin has not approved (issue 23 item 5): the PO
+    // is not where the cluster needs it until the admin approves it and it settles.
+    if let Some(why) = u.held.filter(|why| why.awaits_approval()) {
+        return Some(upgradeable(
+            ConditionStatus::False,
+            Reason::UpgradePendingApproval,
+            format!(
+                "the move to {to} waits for the admin's approval ({why}); the cluster is not upgradeable until it is approved and has settled"
+            ),
+        ));
+    }
+    // A move refused when it was applied does not happen by waiting: say what blocks it.
+    if let Some(problem) = u.blocked {
+        return Some(upgradeable(
             ConditionStatus::False,
             Reason::MoveNotSettled,
             format!(
-                "the move to {to} has not settled (waiting for {waiting}); wait for it before updating the cluster"
+                "the move to {to} is blocked ({}): {}; it will not happen by waiting, fix that before updating the cluster",
+                problem.reason, problem.message
             ),
-        );
+        ));
     }
-    if let Some(to) = desired.filter(|_| installed) {
-        // What runs already blocks on its own (the operator says Upgradeable=False, the
-        // bundle is incompatible, or it cannot be judged): that is what the admin must act on,
-        // with its message (§8.3), and it is also why the move waits. An Unknown verdict keeps
-        // its reason (issue 25 item 10), never hidden behind the pending move; a pending move
-        // is never anything but False.
-        if verdict.status != ConditionStatus::True {
-            return Desired::new(
-                types::UPGRADEABLE,
-                ConditionStatus::False,
-                verdict.reason,
-                match held.filter(|why| why.awaits_approval()) {
-                    Some(why) => format!(
-                        "{}; the move to {to} waits for the admin's approval ({why})",
-                        verdict.message
-                    ),
-                    None => format!("{}; a move to {to} is pending", verdict.message),
-                },
-            );
-        }
-        // The pin in force needs a move the admin has not approved (issue 23 item 5): the PO
-        // is not where the cluster needs it until the admin approves it and it settles.
-        if let Some(why) = held.filter(|why| why.awaits_approval()) {
-            return Desired::new(
-                types::UPGRADEABLE,
-                ConditionStatus::False,
-                Reason::UpgradePendingApproval,
-                format!(
-                    "the move to {to} waits for the admin's approval ({why}); the cluster is not upgradeable until it is approved and has settled"
-                ),
-            );
-        }
-        // A move refused when it was applied does not happen by waiting: say what blocks it.
-        if let Some(problem) = blocked {
-            return Desired::new(
-                types::UPGRADEABLE,
-                ConditionStatus::False,
-                Reason::MoveNotSettled,
-                format!(
-                    "the move to {to} is blocked ({}): {}; it will not happen by waiting, fix that before updating the cluster",
-                    problem.reason, problem.message
-                ),
-            );
-        }
-        return Desired::new(
-            types::UPGRADEABLE,
-            ConditionStatus::False,
-            Reason::MoveNotSettled,
-            format!("a move to {to} is pending; wait for it before updating the cluster"),
-        );
-    }
-    Desired::new(
-        types::UPGRADEABLE,
-        verdict.status,
-        verdict.reason,
-        verdict.message.clone(),
-    )
+    Some(upgradeable(
+        ConditionStatus::False,
+        Reason::MoveNotSettled,
+        format!("a move to {to} is pending; wait for it before updating the cluster"),
+    ))
 }
 
 /// The window of [`Wait::FirstReport`] for a move whose every other wait is over: records

@@ -876,6 +876,41 @@ fn related_objects_name_every_install_namespace_once() {
     );
 }
 
+/// Issue 34 item 6: must-gather collects where the operator runs, which is the namespace the
+/// status recorded (a bundle's suggested namespace) rather than the PO's name, and stays the
+/// recorded one when the spec names another afterwards.
+#[test]
+fn related_objects_name_the_recorded_install_namespace() {
+    let mut suggested = po("a").build();
+    Arc::make_mut(&mut suggested)
+        .status
+        .get_or_insert_with(Default::default)
+        .install_namespace = Some("openshift-suggested".to_owned());
+    let mut moved_spec = po("b").build();
+    let moved = Arc::make_mut(&mut moved_spec);
+    moved.spec.install_namespace = Some("elsewhere".to_owned());
+    moved
+        .status
+        .get_or_insert_with(Default::default)
+        .install_namespace = Some("where-it-runs".to_owned());
+    let status = aggregate::compute(
+        &[suggested, moved_spec],
+        &ClusterOperatorStatus::default(),
+        RELEASE,
+        MANAGER_NAMESPACE,
+        known(PhaseKind::Steady),
+        &GuardState::Intact,
+        &now(),
+    );
+    let namespaces: Vec<&str> = status
+        .related_objects
+        .iter()
+        .filter(|r| r.resource == "namespaces" && r.name != MANAGER_NAMESPACE)
+        .map(|r| r.name.as_str())
+        .collect();
+    assert_eq!(namespaces, ["openshift-suggested", "where-it-runs"]);
+}
+
 #[test]
 fn an_unchanged_input_gives_an_equal_status() {
     let row = &rows()[1];

@@ -1652,7 +1652,7 @@ fn powers_in_status_are_counted_by_class_and_bounded() {
             "rules": [{"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"], "verbs": ["escalate"]}]
         }));
     }
-    let powers = pom_resolver::render::powers::compute(&objects);
+    let powers = pom_render::powers::compute(&objects);
     let summaries = power_summaries(&powers);
     let admin = summaries
         .iter()
@@ -2208,4 +2208,39 @@ fn a_move_records_the_configuration_it_applied() {
     )
     .run();
     assert_eq!(failed.applied_config, before.applied_config);
+}
+
+/// Issue 34 item 7: a move past its deadline whose last apply was refused has no typed wait;
+/// its messages still say what it waits for instead of ending in "waiting for ".
+#[test]
+fn a_deadline_with_no_typed_wait_says_what_the_move_waits_for() {
+    let refused = ActOutcome::Failed(Problem {
+        reason: Reason::InstallFailed,
+        message: "admission webhook denied the Deployment".to_owned(),
+        degrades: true,
+    });
+    for outcome in [refused, ActOutcome::Skipped] {
+        let status = step(
+            &hopping_to_1_1_1(),
+            1300,
+            deadline_exceeded(keep(pin(PinReason::PatchUpgrade, ">=1.1.1 <1.2.0-0"))),
+            outcome,
+        )
+        .run();
+        for condition in &status.conditions {
+            assert!(
+                !condition.message.trim_end().ends_with("waiting for")
+                    && !condition.message.contains("waiting for )")
+                    && !condition.message.contains("waiting for ;"),
+                "{}: {:?}",
+                condition.type_,
+                condition.message
+            );
+        }
+        let waiting = status
+            .active_hop
+            .as_ref()
+            .and_then(|h| h.waiting_for.as_deref());
+        assert_ne!(waiting, Some(""), "an empty wait is no wait");
+    }
 }

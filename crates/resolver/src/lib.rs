@@ -11,13 +11,14 @@
 //! - [`cluster`] and [`pin`]: the cluster's update phase and the version pin it implies (§4).
 //! - [`select`]: candidate selection with an explanation for every rejected bundle (§5).
 //! - [`verdict`]: whether an installed bundle lets the cluster take its next minor update (§8.3).
-//! - [`render`]: registry+v1 and plain+v0 bundles into the objects POM applies (§6).
+//!
+//! Rendering bundles into the objects POM applies (§6) and judging them (content policy, powers,
+//! CRD upgrade safety) is the `pom-render` crate: it uses nothing of resolution.
 
 pub mod cluster;
 pub mod fbc;
 pub mod pin;
 pub mod range;
-pub mod render;
 pub mod select;
 pub mod verdict;
 pub mod version;

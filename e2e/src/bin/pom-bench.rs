@@ -9,7 +9,7 @@
 //! some (the breakdown by verb and resource is printed), 2 when the benchmark could not run.
 //!
 //! With `--floor` (issue 10 items 1 and 4) it also measures the floor (`pom_e2e::floor`): the
-//! very objects POM applies for each PO (rendered by the same `pom_resolver` call), applied by
+//! very objects POM applies for each PO (rendered by the same `pom_render` call), applied by
 //! a minimal server-side-apply client with `--floor-concurrency` bundles in flight, waited for
 //! like POM waits (CRDs Established, Deployments rolled out). Each floor run and each POM run
 //! gets a fresh control plane; with `--rounds R` they alternate (floor, POM, floor, POM, ...)

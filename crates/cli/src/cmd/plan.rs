@@ -64,10 +64,10 @@ use pom_policy::snapshot::{
 };
 use pom_policy::snapshot::{ConfigView, GuardState};
 use pom_policy::{PinState, PoRequest, Upgradeability, decide};
+use pom_render::BundleFiles;
 use pom_resolver::cluster::{
     ClusterPhase, ClusterVersionSnapshot, HistoryEntry, PhaseKind, cluster_phase,
 };
-use pom_resolver::render::BundleFiles;
 use pom_resolver::select::{CatalogInput, InstalledBundle as ResolverInstalled};
 use pom_resolver::version::parse_tolerant;
 use semver::Version;

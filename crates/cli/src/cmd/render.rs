@@ -17,7 +17,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use pom_api::PlatformOperator;
 use pom_policy::render_request;
-use pom_resolver::render::{
+use pom_render::{
     BundleFiles, ContentException, ContentRule, OmittedObject, PowerClass, RenderOptions,
     RenderedBundle, default_install_namespace, render,
 };
@@ -240,7 +240,7 @@ fn permissions_json(bundle: &RenderedBundle) -> serde_json::Value {
 /// The default install namespace: the package name, as POM defaults it to the PO's name, which
 /// is usually the package's.
 fn package_name(files: &BundleFiles, dir: &std::path::Path) -> anyhow::Result<String> {
-    let package = pom_resolver::render::package_name(files)
+    let package = pom_render::package_name(files)
         .with_context(|| format!("POM would refuse bundle {}", dir.display()))?;
     package.ok_or_else(|| {
         anyhow::anyhow!(

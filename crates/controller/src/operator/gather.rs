@@ -20,9 +20,9 @@ use pom_policy::snapshot::{
     CatalogContent, CatalogView, ClusterView, Hop, Installed, OperatorGate, PoSnapshot,
     recover_installed, unsettled_move_of,
 };
+use pom_render::CertificateSource;
 use pom_resolver::cluster::cluster_phase;
 use pom_resolver::fbc::Catalog as FbcCatalog;
-use pom_resolver::render::CertificateSource;
 use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 

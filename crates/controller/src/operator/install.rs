@@ -4,13 +4,15 @@
 //! pruned only once the move settled (`reconcile.rs`): until then both stay, and a failed move
 //! removes nothing (§6, §7).
 
+use std::collections::BTreeSet;
+
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams};
 use pom_api::PlatformOperator;
 use pom_api::labels;
 use pom_api::platform_operator::{AppliedConfig, InstalledBundle, InventoryObject};
@@ -20,12 +22,12 @@ use pom_policy::status::{
     self, InstallReport, OperatorConditionReport, UnavailableDeployment, Wait,
 };
 use pom_policy::{MoveTarget, render_request};
-use pom_resolver::fbc::{Bundle, Catalog as FbcCatalog, MaxOpenShiftVersion};
-use pom_resolver::render::webhooks::inject_ca_bundle;
-use pom_resolver::render::{
-    self, BundleFiles, CertificateSource, NamespaceMetadata, PowerClass, RenderError,
+use pom_render::webhooks::inject_ca_bundle;
+use pom_render::{
+    self as render, BundleFiles, CertificateSource, NamespaceMetadata, PowerClass, RenderError,
     RenderOptions, check_crd_upgrade, pod_security,
 };
+use pom_resolver::fbc::{Bundle, Catalog as FbcCatalog, MaxOpenShiftVersion};
 use serde_json::Value;
 
 use super::objects::{self, KindCache, apply_if_changed, get_opt, label, object_id};
@@ -334,218 +336,42 @@ pub async fn prepare(
     po_exists: &(dyn Fn(&str) -> bool + Sync),
 ) -> Result<Prepared, Error> {
     let client = &ctx.client;
-    let po_name = po.name_any();
-    let package = &po.spec.package.name;
+    let writer = WritingPo::of(po, po_exists);
 
-    // Fetch. A bundle image named by tag is resolved to its digest here, and the digest is
-    // what gets recorded as applied (`installedBundle.image`): drift repair re-applies that
-    // digest, so a tag that moves never changes the running operator outside a move.
-    let cached = match &target.content {
-        Content::Image(image) => ctx.images.cached_files(image, ""),
-        Content::Objects(_) => None,
-    };
-    let (files, image) = match (&target.content, cached) {
-        // Content already pulled by digest needs no credentials (nor their Secrets): a running
-        // bundle is repaired even while its catalog's pull secret is broken.
-        (Content::Image(_), Some((by_digest, pulled))) => {
-            (BundleFiles::new(pulled), Some(by_digest))
-        }
-        (Content::Image(image), None) => {
-            let pull_error = |source| Error::BundlePull {
-                image: image.clone(),
-                source: Box::new(source),
-            };
-            let access = access::for_catalog(ctx, target.catalog.as_deref())
-                .await
-                .map_err(|source| Error::RegistryAccess {
-                    image: image.clone(),
-                    source: Box::new(source),
-                })?;
-            let mirrors = ctx
-                .image_mirrors
-                .for_pull(image)
-                .await
-                .map_err(pull_error)?;
-            let by_digest = ctx
-                .images
-                .resolve_digest(image, &access, mirrors.rules())
-                .await
-                .map(|resolved| resolved.by_digest)
-                .map_err(|err| pull_error(mirrors.explain(image, err)))?;
-            let pulled = ctx
-                .images
-                .pull_files(&by_digest, "", &access, mirrors.rules())
-                .await
-                .map(|pulled| pulled.content)
-                .map_err(|err| pull_error(mirrors.explain(&by_digest, err)))?;
-            (BundleFiles::new(pulled), Some(by_digest))
-        }
-        (Content::Objects(objects), _) => (BundleFiles::from_objects(objects.clone()), None),
-    };
-
+    let (files, image) = fetch(ctx, target).await?;
     let namespace = match namespace {
         Some(fixed) => fixed.to_owned(),
-        None => first_install_namespace(client, &files, &po_name, package, &target.name).await?,
+        None => {
+            first_install_namespace(client, &files, &writer.po, writer.package, &target.name)
+                .await?
+        }
     };
     let namespace = namespace.as_str();
-    // The install namespace is this PO's, or handed to it by an admin (issue 22 item 5): POM
-    // never installs into a namespace it did not create, nor into another PO's (one's
-    // Deployment could run as the other's ServiceAccount).
-    let live_namespace = Api::<Namespace>::all(client.clone())
-        .get_opt(namespace)
-        .await
-        .map_err(Error::kube(format!("reading namespace {namespace}")))?;
-    if let Some(live) = &live_namespace {
-        may_write(
-            live.metadata.labels.as_ref(),
-            live.metadata.annotations.as_ref(),
-            "Namespace",
-            (None, namespace),
-            (&po_name, package),
-            po_exists,
-        )?;
-    }
+    let namespace_exists = install_namespace_if_ours(client, namespace, &writer)
+        .await?
+        .is_some();
 
-    // Render (pure), with the configuration the decision renders the Deployments with.
-    let render_error = |e: RenderError| Error::Render {
-        bundle: target.name.clone(),
-        source: Box::new(e),
-    };
-    let options = RenderOptions {
-        operator_condition: true,
-        manager_namespace: Some(ctx.settings.manager_namespace.clone()),
+    let rendered = render_bundle(ctx, po, namespace, config, certificates, target, &files)?;
+    let max_ocp = max_openshift_version(target, &rendered);
+    let bundle_objects = with_webhook_certificates(
+        client,
         certificates,
-        ..render_request::render_options(po, namespace, config)
-            .map_err(|e| render_error(e.into()))?
-    };
-    let rendered = render::render(&files, &options).map_err(render_error)?;
-    // The catalog's property wins; a bundle's own metadata is read the same way (one decoder).
-    let max_ocp = target.max_openshift_version.clone().or_else(|| {
-        rendered
-            .property_values("olm.maxOpenShiftVersion")
-            .first()
-            .map(|v| {
-                MaxOpenShiftVersion::parse(
-                    v.as_str()
-                        .map_or_else(|| v.to_string(), str::to_owned)
-                        .as_str(),
-                )
-            })
-    });
-
-    // Webhook serving certificates from POM's CA (the service-ca's, by annotation, on
-    // OpenShift): their Secrets join the bundle's objects, and its webhooks trust the CA.
-    let mut bundle_objects = rendered.objects.clone();
-    if certificates == CertificateSource::Pom && !rendered.webhook_services.is_empty() {
-        let provided =
-            webhook_certs::provide(client, namespace, &rendered.webhook_services, &po_name, now)
-                .await?;
-        // POM's certificate Secrets are POM's: a bundle shipping one of those names would
-        // write its own key material over them (both are applied by one field manager).
-        if let Some(name) = provided.secrets.iter().find_map(|ours| {
-            let name = ours["metadata"]["name"].as_str()?;
-            bundle_objects
-                .iter()
-                .any(|o| {
-                    o["kind"] == "Secret"
-                        && o["apiVersion"] == "v1"
-                        && o["metadata"]["name"] == name
-                })
-                .then(|| name.to_owned())
-        }) {
-            return Err(Error::ReservedSecretName {
-                bundle: target.name.clone(),
-                name,
-            });
-        }
-        inject_ca_bundle(
-            &mut bundle_objects,
-            &rendered.webhook_services,
-            &provided.ca_bundle,
-        );
-        // Before the Deployments that mount them.
-        let at = bundle_objects
-            .iter()
-            .position(|o| o["kind"] == "Deployment" && o["apiVersion"] == "apps/v1")
-            .unwrap_or(bundle_objects.len());
-        bundle_objects.splice(at..at, provided.secrets);
-    }
+        &rendered,
+        namespace,
+        &writer.po,
+        target,
+        now,
+    )
+    .await?;
 
     // Refuse what would break running things, before writing anything.
-    let mut desired: Vec<(objects::ObjectId, Value)> = Vec::new();
-    for mut object in bundle_objects {
-        label(&mut object, &po_name, package, &target.name);
-        desired.push((object_id(&object, &target.name)?, object));
-    }
-    // What this PO recorded before: a Secret named there is its own.
-    let recorded: std::collections::BTreeSet<InventoryObject> = po
-        .status
-        .iter()
-        .flat_map(|s| &s.inventory)
-        .flat_map(|entry| entry.objects.iter().cloned())
-        .collect();
-    let mut live_objects = Vec::with_capacity(desired.len());
-    let mut unsafe_changes = Vec::new();
-    for (id, object) in &desired {
-        let ns = id.namespace.as_deref();
-        let (api, _) = kinds.api(client, &id.gvk, ns).await?;
-        // Secrets are never read (issue 22 item 3: the manager has no `get` on them but POM's
-        // webhook CA): they are applied as the inventory says. Their ownership is the install
-        // namespace's, judged above (no other PO installs there), and the admission guard
-        // refuses the manager's change of a Secret it does not own.
-        let live = if is_secret(&id.gvk) {
-            if live_namespace.is_some() {
-                unread_secret_is_free(&api, id, object, &recorded).await?;
-            }
-            None
-        } else {
-            get_opt(&api, &id.name).await?
-        };
-        if let Some(live) = &live {
-            may_write(
-                live.metadata.labels.as_ref(),
-                live.metadata.annotations.as_ref(),
-                &id.gvk.kind,
-                (id.namespace.as_deref(), &id.name),
-                (&po_name, package),
-                po_exists,
-            )?;
-            if id.gvk.kind == "CustomResourceDefinition" {
-                // The CRD just read (not a second read of it).
-                let old = serde_json::to_value(live).unwrap_or(Value::Null);
-                if let Err(violations) = check_crd_upgrade(&old, object) {
-                    unsafe_changes.extend(violations.iter().map(ToString::to_string));
-                }
-            }
-        }
-        live_objects.push((api, live));
-    }
-    // The bundle's OperatorCondition is written at apply (before its Deployment); one POM did
-    // not create for this PO is never overwritten (issue 22 item 5): checked with the rest,
-    // before anything is written.
-    if let Some(csv) = &rendered.csv_name {
-        let live = operator_condition::live(client, namespace, csv).await?;
-        if let Some(live) = live {
-            may_write(
-                live.metadata.labels.as_ref(),
-                live.metadata.annotations.as_ref(),
-                "OperatorCondition",
-                (Some(namespace), csv),
-                (&po_name, package),
-                po_exists,
-            )?;
-        }
-    }
+    let desired = labelled(bundle_objects, &writer.po, writer.package, &target.name)?;
+    let (live_objects, unsafe_changes) =
+        read_and_judge_live(client, kinds, &desired, namespace_exists, &writer).await?;
+    operator_condition_is_writable(client, namespace, rendered.csv_name.as_deref(), &writer)
+        .await?;
     // The admin's break-glass names this bundle: applied anyway, and said so (a Warning Event).
-    let crd_safety_overridden = match crd_safety_verdict(po, &target.name, &unsafe_changes) {
-        Ok(overridden) => overridden,
-        Err(details) => {
-            return Err(Error::UnsafeCrdChange {
-                bundle: target.name.clone(),
-                details,
-            });
-        }
-    };
+    let crd_safety_overridden = crd_safety_verdict(po, &target.name, &unsafe_changes)?;
     Ok(Prepared {
         rendered,
         desired,
@@ -557,14 +383,334 @@ pub async fn prepare(
     })
 }
 
-/// Whether unsafe CRD changes refuse the bundle (`Err`: the details) or are applied anyway
-/// because the PO's `crd-safety-override` annotation names `bundle` (`Ok(Some)`: the details,
-/// for the Warning Event); `Ok(None)` when there are none. Pure.
+/// The PO about to write: who it is, as ownership judges it (so each object read is checked
+/// by one call), and what it recorded owning before.
+struct WritingPo<'a> {
+    po: String,
+    package: &'a str,
+    po_exists: &'a (dyn Fn(&str) -> bool + Sync),
+    /// What this PO's inventory recorded before: a Secret named there is its own.
+    recorded: BTreeSet<InventoryObject>,
+}
+
+impl<'a> WritingPo<'a> {
+    /// `po` as it writes now: its name and package, and the inventory its status records.
+    fn of(po: &'a PlatformOperator, po_exists: &'a (dyn Fn(&str) -> bool + Sync)) -> Self {
+        Self {
+            po: po.name_any(),
+            package: &po.spec.package.name,
+            po_exists,
+            recorded: recorded_inventory(po),
+        }
+    }
+
+    /// [`may_write`] for an object the cluster holds, judged by its labels and annotations.
+    fn may_write(
+        &self,
+        live: &ObjectMeta,
+        kind: &str,
+        (namespace, name): (Option<&str>, &str),
+    ) -> Result<(), Error> {
+        may_write(
+            live.labels.as_ref(),
+            live.annotations.as_ref(),
+            kind,
+            (namespace, name),
+            (&self.po, self.package),
+            self.po_exists,
+        )
+    }
+}
+
+/// The bundle's files, and the image digest to record as applied (`None` for catalog-carried
+/// objects). A bundle image named by tag is resolved to its digest here, and the digest is
+/// what gets recorded as applied (`installedBundle.image`): drift repair re-applies that
+/// digest, so a tag that moves never changes the running operator outside a move.
+async fn fetch(ctx: &Context, target: &Target) -> Result<(BundleFiles, Option<String>), Error> {
+    match &target.content {
+        Content::Image(image) => {
+            let (files, by_digest) = match ctx.images.cached_files(image, "") {
+                // Content already pulled by digest needs no credentials (nor their Secrets): a
+                // running bundle is repaired even while its catalog's pull secret is broken.
+                Some((by_digest, pulled)) => (BundleFiles::new(pulled), by_digest),
+                None => pull_bundle_image(ctx, target.catalog.as_deref(), image).await?,
+            };
+            Ok((files, Some(by_digest)))
+        }
+        Content::Objects(objects) => Ok((BundleFiles::from_objects(objects.clone()), None)),
+    }
+}
+
+/// Pulls a bundle image with the credentials and CA of the Catalog that lists it, through the
+/// cluster's mirrors as the nodes pull; returns its files and its reference by digest.
+async fn pull_bundle_image(
+    ctx: &Context,
+    catalog: Option<&str>,
+    image: &str,
+) -> Result<(BundleFiles, String), Error> {
+    let pull_error = |source| Error::BundlePull {
+        image: image.to_owned(),
+        source: Box::new(source),
+    };
+    let access =
+        access::for_catalog(ctx, catalog)
+            .await
+            .map_err(|source| Error::RegistryAccess {
+                image: image.to_owned(),
+                source: Box::new(source),
+            })?;
+    let mirrors = ctx
+        .image_mirrors
+        .for_pull(image)
+        .await
+        .map_err(pull_error)?;
+    let by_digest = ctx
+        .images
+        .resolve_digest(image, &access, mirrors.rules())
+        .await
+        .map(|resolved| resolved.by_digest)
+        .map_err(|err| pull_error(mirrors.explain(image, err)))?;
+    let pulled = ctx
+        .images
+        .pull_files(&by_digest, "", &access, mirrors.rules())
+        .await
+        .map(|pulled| pulled.content)
+        .map_err(|err| pull_error(mirrors.explain(&by_digest, err)))?;
+    Ok((BundleFiles::new(pulled), by_digest))
+}
+
+/// The install namespace as the cluster holds it (`None`: not created yet), refused unless it
+/// is this PO's or handed to it by an admin (issue 22 item 5): POM never installs into a
+/// namespace it did not create, nor into another PO's (one's Deployment could run as the
+/// other's ServiceAccount).
+async fn install_namespace_if_ours(
+    client: &kube::Client,
+    namespace: &str,
+    writer: &WritingPo<'_>,
+) -> Result<Option<Namespace>, Error> {
+    let live_namespace = Api::<Namespace>::all(client.clone())
+        .get_opt(namespace)
+        .await
+        .map_err(Error::kube(format!("reading namespace {namespace}")))?;
+    if let Some(live) = &live_namespace {
+        writer.may_write(&live.metadata, "Namespace", (None, namespace))?;
+    }
+    Ok(live_namespace)
+}
+
+/// Renders the bundle (pure), with the configuration the decision renders the Deployments
+/// with, so that what is applied is what was decided.
+fn render_bundle(
+    ctx: &Context,
+    po: &PlatformOperator,
+    namespace: &str,
+    config: &AppliedConfig,
+    certificates: CertificateSource,
+    target: &Target,
+    files: &BundleFiles,
+) -> Result<render::RenderedBundle, Error> {
+    let render_error = |e: RenderError| Error::Render {
+        bundle: target.name.clone(),
+        source: Box::new(e),
+    };
+    let options = RenderOptions {
+        operator_condition: true,
+        manager_namespace: Some(ctx.settings.manager_namespace.clone()),
+        certificates,
+        ..render_request::render_options(po, namespace, config)
+            .map_err(|e| render_error(e.into()))?
+    };
+    render::render(files, &options).map_err(render_error)
+}
+
+/// The highest OpenShift version the bundle supports: the catalog's property wins; a bundle's
+/// own metadata is read the same way (one decoder).
+fn max_openshift_version(
+    target: &Target,
+    rendered: &render::RenderedBundle,
+) -> Option<MaxOpenShiftVersion> {
+    target.max_openshift_version.clone().or_else(|| {
+        rendered
+            .property_values("olm.maxOpenShiftVersion")
+            .first()
+            .map(|v| {
+                MaxOpenShiftVersion::parse(
+                    v.as_str()
+                        .map_or_else(|| v.to_string(), str::to_owned)
+                        .as_str(),
+                )
+            })
+    })
+}
+
+/// The bundle's objects, with webhook serving certificates from POM's CA when POM provides
+/// them (the service-ca's, by annotation, on OpenShift): their Secrets join the bundle's
+/// objects, before the Deployments that mount them, and its webhooks trust the CA.
+async fn with_webhook_certificates(
+    client: &kube::Client,
+    certificates: CertificateSource,
+    rendered: &render::RenderedBundle,
+    namespace: &str,
+    po_name: &str,
+    target: &Target,
+    now: Timestamp,
+) -> Result<Vec<Value>, Error> {
+    let mut bundle_objects = rendered.objects.clone();
+    if certificates != CertificateSource::Pom || rendered.webhook_services.is_empty() {
+        return Ok(bundle_objects);
+    }
+    let provided =
+        webhook_certs::provide(client, namespace, &rendered.webhook_services, po_name, now).await?;
+    if let Some(name) = reserved_secret_shipped(&provided.secrets, &bundle_objects) {
+        return Err(Error::ReservedSecretName {
+            bundle: target.name.clone(),
+            name,
+        });
+    }
+    inject_ca_bundle(
+        &mut bundle_objects,
+        &rendered.webhook_services,
+        &provided.ca_bundle,
+    );
+    // Before the Deployments that mount them.
+    let at = bundle_objects
+        .iter()
+        .position(|o| o["kind"] == "Deployment" && o["apiVersion"] == "apps/v1")
+        .unwrap_or(bundle_objects.len());
+    bundle_objects.splice(at..at, provided.secrets);
+    Ok(bundle_objects)
+}
+
+/// The name of one of POM's certificate Secrets that the bundle ships too. POM's certificate
+/// Secrets are POM's: a bundle shipping one of those names would write its own key material
+/// over them (both are applied by one field manager).
+fn reserved_secret_shipped(ours: &[Value], bundle_objects: &[Value]) -> Option<String> {
+    ours.iter().find_map(|ours| {
+        let name = ours["metadata"]["name"].as_str()?;
+        bundle_objects
+            .iter()
+            .any(|o| {
+                o["kind"] == "Secret" && o["apiVersion"] == "v1" && o["metadata"]["name"] == name
+            })
+            .then(|| name.to_owned())
+    })
+}
+
+/// Each object labelled as this PO's and this bundle's, with its identity: the labels are how
+/// ownership, cleanup and drift watches find it.
+fn labelled(
+    bundle_objects: Vec<Value>,
+    po_name: &str,
+    package: &str,
+    bundle: &str,
+) -> Result<Vec<(objects::ObjectId, Value)>, Error> {
+    let mut desired = Vec::with_capacity(bundle_objects.len());
+    for mut object in bundle_objects {
+        label(&mut object, po_name, package, bundle);
+        desired.push((object_id(&object, bundle)?, object));
+    }
+    Ok(desired)
+}
+
+/// What this PO recorded before: a Secret named there is its own.
+fn recorded_inventory(po: &PlatformOperator) -> BTreeSet<InventoryObject> {
+    po.status
+        .iter()
+        .flat_map(|s| &s.inventory)
+        .flat_map(|entry| entry.objects.iter().cloned())
+        .collect()
+}
+
+/// An object's API and what the cluster holds of it (`None`: absent, or a Secret, never read).
+type LiveObject = (
+    Api<kube::api::DynamicObject>,
+    Option<kube::api::DynamicObject>,
+);
+
+/// Reads what the cluster holds of each desired object, refuses one another PO owns (or no
+/// PO), and collects the unsafe changes the bundle's CRDs would make: all before anything is
+/// written, so a refusal leaves nothing half-applied.
+async fn read_and_judge_live(
+    client: &kube::Client,
+    kinds: &KindCache,
+    desired: &[(objects::ObjectId, Value)],
+    namespace_exists: bool,
+    writer: &WritingPo<'_>,
+) -> Result<(Vec<LiveObject>, Vec<String>), Error> {
+    let mut live_objects = Vec::with_capacity(desired.len());
+    let mut unsafe_changes = Vec::new();
+    for (id, object) in desired {
+        let ns = id.namespace.as_deref();
+        let (api, _) = kinds.api(client, &id.gvk, ns).await?;
+        let live = read_unless_secret(&api, id, object, namespace_exists, &writer.recorded).await?;
+        if let Some(live) = &live {
+            writer.may_write(&live.metadata, &id.gvk.kind, (ns, &id.name))?;
+            if id.gvk.kind == "CustomResourceDefinition" {
+                unsafe_changes.extend(unsafe_crd_changes(live, object));
+            }
+        }
+        live_objects.push((api, live));
+    }
+    Ok((live_objects, unsafe_changes))
+}
+
+/// What the cluster holds of one object; `None` for a Secret, which is never read (issue 22
+/// item 3: the manager has no `get` on them but POM's webhook CA): they are applied as the
+/// inventory says. Their ownership is the install namespace's, judged before (no other PO
+/// installs there), and the admission guard refuses the manager's change of a Secret it does
+/// not own.
+async fn read_unless_secret(
+    api: &Api<kube::api::DynamicObject>,
+    id: &objects::ObjectId,
+    object: &Value,
+    namespace_exists: bool,
+    recorded: &BTreeSet<InventoryObject>,
+) -> Result<Option<kube::api::DynamicObject>, Error> {
+    if !is_secret(&id.gvk) {
+        return get_opt(api, &id.name).await;
+    }
+    if namespace_exists {
+        unread_secret_is_free(api, id, object, recorded).await?;
+    }
+    Ok(None)
+}
+
+/// The unsafe changes applying CRD `desired` over `live` would make, judged on the CRD just
+/// read (not a second read of it).
+fn unsafe_crd_changes(live: &kube::api::DynamicObject, desired: &Value) -> Vec<String> {
+    let old = serde_json::to_value(live).unwrap_or(Value::Null);
+    match check_crd_upgrade(&old, desired) {
+        Ok(()) => Vec::new(),
+        Err(violations) => violations.iter().map(ToString::to_string).collect(),
+    }
+}
+
+/// The bundle's OperatorCondition is written at apply (before its Deployment); one POM did
+/// not create for this PO is never overwritten (issue 22 item 5): checked with the rest,
+/// before anything is written.
+async fn operator_condition_is_writable(
+    client: &kube::Client,
+    namespace: &str,
+    csv: Option<&str>,
+    writer: &WritingPo<'_>,
+) -> Result<(), Error> {
+    let Some(csv) = csv else {
+        return Ok(());
+    };
+    if let Some(live) = operator_condition::live(client, namespace, csv).await? {
+        writer.may_write(&live.metadata, "OperatorCondition", (Some(namespace), csv))?;
+    }
+    Ok(())
+}
+
+/// Whether unsafe CRD changes refuse the bundle (`Err`: the refusal, with the details) or are
+/// applied anyway because the PO's `crd-safety-override` annotation names `bundle`
+/// (`Ok(Some)`: the details, for the Warning Event); `Ok(None)` when there are none. Pure.
 fn crd_safety_verdict(
     po: &PlatformOperator,
     bundle: &str,
     unsafe_changes: &[String],
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, Error> {
     if unsafe_changes.is_empty() {
         return Ok(None);
     }
@@ -578,7 +724,10 @@ fn crd_safety_verdict(
     if overridden {
         Ok(Some(details))
     } else {
-        Err(details)
+        Err(Error::UnsafeCrdChange {
+            bundle: bundle.to_owned(),
+            details,
+        })
     }
 }
 
@@ -660,118 +809,231 @@ pub async fn apply(
         namespace: _,
         crd_safety_overridden: _,
     } = prepared;
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let privileged = rendered
-        .consents_used
-        .contains(&PowerClass::PrivilegedWorkloads);
     ensure_namespace(
         client,
         namespace,
         &po_name,
         package,
-        privileged,
+        rendered
+            .consents_used
+            .contains(&PowerClass::PrivilegedWorkloads),
         &rendered.namespace_metadata,
     )
     .await?;
+    let operator_condition =
+        ensure_operator_condition(client, namespace, po, &target.name, &rendered).await?;
 
-    // The OperatorCondition (§7) exists before the operator's Deployment is written, as OLM v0
-    // does: an operator built on operator-lib writes its condition at start-up.
-    let operator_condition = match &rendered.csv_name {
-        Some(csv) => {
-            let gate = operator_condition::ensure(
-                client,
-                &OperatorConditionFor {
-                    namespace,
-                    csv,
-                    bundle: &target.name,
-                    deployments: &rendered.deployments,
-                    service_accounts: &rendered.service_accounts,
-                    po: &po_name,
-                    package,
-                },
-            )
-            .await?;
-            Some(OperatorConditionReport {
-                namespace: namespace.to_owned(),
-                name: csv.clone(),
-                gate,
-            })
-        }
-        None => None,
-    };
-
-    // Apply what differs (drift repair included), webhook configurations aside. What the
-    // server holds now, per object: the apply's answer, or the object just read when nothing
-    // was written.
     let mut wrote = 0;
+    let (now, webhooks) =
+        apply_objects(&desired, live_objects, applied_secrets, &mut wrote).await?;
+    let (mut waits, unavailable) = settle(client, namespace, &rendered, &desired, &now).await?;
+    register_webhooks_once_served(
+        client,
+        namespace,
+        &rendered.webhook_services,
+        webhooks,
+        &mut waits,
+        &mut wrote,
+    )
+    .await?;
+
+    Ok(InstallReport {
+        bundle: installed_bundle(target, image),
+        max_openshift_version: max_ocp,
+        waits,
+        operator_condition,
+        wrote,
+        objects: inventory,
+        powers: status::power_summaries(&rendered.powers),
+        unavailable,
+    })
+}
+
+/// The OperatorCondition (§7) exists before the operator's Deployment is written, as OLM v0
+/// does: an operator built on operator-lib writes its condition at start-up.
+async fn ensure_operator_condition(
+    client: &kube::Client,
+    namespace: &str,
+    po: &PlatformOperator,
+    bundle: &str,
+    rendered: &render::RenderedBundle,
+) -> Result<Option<OperatorConditionReport>, Error> {
+    let Some(csv) = &rendered.csv_name else {
+        return Ok(None);
+    };
+    let gate = operator_condition::ensure(
+        client,
+        &OperatorConditionFor {
+            namespace,
+            csv,
+            bundle,
+            deployments: &rendered.deployments,
+            service_accounts: &rendered.service_accounts,
+            po: &po.name_any(),
+            package: &po.spec.package.name,
+        },
+    )
+    .await?;
+    Ok(Some(OperatorConditionReport {
+        namespace: namespace.to_owned(),
+        name: csv.clone(),
+        gate,
+    }))
+}
+
+/// A webhook configuration held back until what it calls is served, with its API and what
+/// the cluster held of it.
+struct HeldWebhook<'a> {
+    id: &'a objects::ObjectId,
+    object: &'a Value,
+    api: Api<kube::api::DynamicObject>,
+    live: Option<kube::api::DynamicObject>,
+}
+
+/// Applies what differs (drift repair included), webhook configurations aside (held back,
+/// see [`register_webhooks_once_served`]). Returns what the server holds now, per object (the
+/// apply's answer, or the object just read when nothing was written), and the webhooks held.
+async fn apply_objects<'a>(
+    desired: &'a [(objects::ObjectId, Value)],
+    live_objects: Vec<LiveObject>,
+    applied_secrets: &objects::AppliedSecrets,
+    wrote: &mut usize,
+) -> Result<(Vec<Option<kube::api::DynamicObject>>, Vec<HeldWebhook<'a>>), Error> {
     let mut now: Vec<Option<kube::api::DynamicObject>> = Vec::with_capacity(desired.len());
     let mut webhooks = Vec::new();
     for ((id, object), (api, live)) in desired.iter().zip(live_objects) {
         if is_webhook_configuration(&id.to_inventory()) {
-            webhooks.push((id, object, api, live.clone()));
+            webhooks.push(HeldWebhook {
+                id,
+                object,
+                api,
+                live: live.clone(),
+            });
             now.push(live);
             continue;
         }
-        let applied = apply_if_changed(&api, &id.name, object, live.as_ref()).await?;
-        let unchanged_secret = is_secret(&id.gvk)
-            && applied.as_ref().is_some_and(|applied| {
-                !applied_secrets.changed(
-                    id.namespace.as_deref().unwrap_or_default(),
-                    &id.name,
-                    applied.metadata.resource_version.as_deref(),
-                )
-            });
-        if unchanged_secret {
-            now.push(applied);
-            continue;
-        }
-        now.push(wrote_one(&mut wrote, applied, live));
+        now.push(apply_one(&api, id, object, live, applied_secrets, wrote).await?);
     }
-    // A CRD or Deployment of the bundle as the server holds it after the apply, from the
-    // answers above (no read); read only if the bundle did not carry it.
-    let held = |kind: &str, name: &str| {
-        desired
-            .iter()
-            .zip(&now)
-            .find(|((id, _), _)| id.gvk.kind == kind && id.name == name)
-            .and_then(|(_, object)| object.as_ref())
-            .and_then(|object| serde_json::to_value(object).ok())
-    };
+    Ok((now, webhooks))
+}
 
-    // Settle (rollout part of §7; never a readiness probe).
-    let mut waits = Vec::new();
-    for crd_name in &rendered.crds {
-        let crd: Option<CustomResourceDefinition> = match held("CustomResourceDefinition", crd_name)
-        {
-            Some(value) => serde_json::from_value(value).ok(),
-            None => crds
-                .get_opt(crd_name)
+/// Applies one object if it differs, counting the write; returns what the server holds of it
+/// now. A Secret is never read, so it is always applied: one whose apply changed nothing (same
+/// resourceVersion as the last apply returned) is not counted as a write.
+async fn apply_one(
+    api: &Api<kube::api::DynamicObject>,
+    id: &objects::ObjectId,
+    object: &Value,
+    live: Option<kube::api::DynamicObject>,
+    applied_secrets: &objects::AppliedSecrets,
+    wrote: &mut usize,
+) -> Result<Option<kube::api::DynamicObject>, Error> {
+    let applied = apply_if_changed(api, &id.name, object, live.as_ref()).await?;
+    let unchanged_secret = is_secret(&id.gvk)
+        && applied.as_ref().is_some_and(|applied| {
+            !applied_secrets.changed(
+                id.namespace.as_deref().unwrap_or_default(),
+                &id.name,
+                applied.metadata.resource_version.as_deref(),
+            )
+        });
+    if unchanged_secret {
+        return Ok(applied);
+    }
+    Ok(wrote_one(wrote, applied, live))
+}
+
+/// The bundle's objects as the server holds them after the apply, from the apply's answers:
+/// settling on them costs no read.
+struct HeldAfterApply<'a> {
+    desired: &'a [(objects::ObjectId, Value)],
+    now: &'a [Option<kube::api::DynamicObject>],
+}
+
+impl HeldAfterApply<'_> {
+    /// `name` of kind `K` as the apply left it; read only if the bundle did not carry it
+    /// (`what` names the kind in the error).
+    async fn or_read<K>(&self, api: &Api<K>, name: &str, what: &str) -> Result<Option<K>, Error>
+    where
+        K: k8s_openapi::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    {
+        let held = self
+            .desired
+            .iter()
+            .zip(self.now)
+            .find(|((id, _), _)| id.gvk.kind == K::KIND && id.name == name)
+            .and_then(|(_, object)| object.as_ref())
+            .and_then(|object| serde_json::to_value(object).ok());
+        match held {
+            Some(value) => Ok(serde_json::from_value(value).ok()),
+            None => api
+                .get_opt(name)
                 .await
-                .map_err(Error::kube(format!("reading CRD {crd_name}")))?,
-        };
-        let established = crd
-            .and_then(|c| c.status)
-            .and_then(|s| s.conditions)
-            .is_some_and(|c| {
-                c.iter()
-                    .any(|c| c.type_ == "Established" && c.status == "True")
-            });
-        if !established {
+                .map_err(Error::kube(format!("reading {what} {name}"))),
+        }
+    }
+}
+
+/// What the bundle still waits for to settle (rollout part of §7; never a readiness probe),
+/// judged on what the apply left (`desired` and `now`, one to one), and the Deployments that
+/// exist but are not available.
+async fn settle(
+    client: &kube::Client,
+    namespace: &str,
+    rendered: &render::RenderedBundle,
+    desired: &[(objects::ObjectId, Value)],
+    now: &[Option<kube::api::DynamicObject>],
+) -> Result<(Vec<Wait>, Vec<UnavailableDeployment>), Error> {
+    let held = HeldAfterApply { desired, now };
+    let mut waits = crd_waits(client, &rendered.crds, &held).await?;
+    let (rollouts, unavailable) =
+        deployment_waits(client, namespace, &rendered.deployments, &held).await?;
+    waits.extend(rollouts);
+    Ok((waits, unavailable))
+}
+
+/// A wait for each of the bundle's CRDs not Established yet: nothing may use them before.
+async fn crd_waits(
+    client: &kube::Client,
+    crd_names: &[String],
+    held: &HeldAfterApply<'_>,
+) -> Result<Vec<Wait>, Error> {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let mut waits = Vec::new();
+    for crd_name in crd_names {
+        let crd = held.or_read(&crds, crd_name, "CRD").await?;
+        if !is_established(crd) {
             waits.push(Wait::CrdEstablished {
                 name: crd_name.clone(),
             });
         }
     }
+    Ok(waits)
+}
+
+/// Whether a CRD reports `Established`: its API is served.
+fn is_established(crd: Option<CustomResourceDefinition>) -> bool {
+    crd.and_then(|c| c.status)
+        .and_then(|s| s.conditions)
+        .is_some_and(|c| {
+            c.iter()
+                .any(|c| c.type_ == "Established" && c.status == "True")
+        })
+}
+
+/// A wait for each of the bundle's Deployments not rolled out yet, and those that exist but
+/// are not available, with why (reported, so an operator that cannot start is visible).
+async fn deployment_waits(
+    client: &kube::Client,
+    namespace: &str,
+    names: &[String],
+    held: &HeldAfterApply<'_>,
+) -> Result<(Vec<Wait>, Vec<UnavailableDeployment>), Error> {
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), namespace);
+    let mut waits = Vec::new();
     let mut unavailable = Vec::new();
-    for name in &rendered.deployments {
-        let deployment: Option<Deployment> = match held("Deployment", name) {
-            Some(value) => serde_json::from_value(value).ok(),
-            None => deployments
-                .get_opt(name)
-                .await
-                .map_err(Error::kube(format!("reading Deployment {name}")))?,
-        };
+    for name in names {
+        let deployment = held.or_read(&deployments, name, "Deployment").await?;
         if !deployment.as_ref().is_some_and(is_rolled_out) {
             waits.push(Wait::Rollout {
                 namespace: namespace.to_owned(),
@@ -786,29 +1048,34 @@ pub async fn apply(
             });
         }
     }
+    Ok((waits, unavailable))
+}
 
-    // Webhook configurations call the bundle's Deployments: they are registered (or changed
-    // to the new bundle's) only once those have rolled out and each webhook Service lists a
-    // ready endpoint, so no request reaches a webhook with nothing behind it (§6); until then
-    // the bundle moved from keeps serving its own. A move settles only once its webhooks are
-    // served (§7), conversion-only ones included.
+/// Webhook configurations call the bundle's Deployments: they are registered (or changed
+/// to the new bundle's) only once those have rolled out and each webhook Service lists a
+/// ready endpoint, so no request reaches a webhook with nothing behind it (§6); until then
+/// the bundle moved from keeps serving its own. A move settles only once its webhooks are
+/// served (§7), conversion-only ones included.
+async fn register_webhooks_once_served(
+    client: &kube::Client,
+    namespace: &str,
+    services: &[render::WebhookService],
+    webhooks: Vec<HeldWebhook<'_>>,
+    waits: &mut Vec<Wait>,
+    wrote: &mut usize,
+) -> Result<(), Error> {
     let rolled_out = !waits.iter().any(|w| matches!(w, Wait::Rollout { .. }));
-    let mut served = rolled_out;
-    if rolled_out {
-        for service in &rendered.webhook_services {
-            if !has_ready_endpoint(client, namespace, &service.name).await? {
-                served = false;
-                waits.push(Wait::WebhookServed {
-                    kind: "Service".to_owned(),
-                    name: service.name.clone(),
-                });
-            }
-        }
-    }
-    for (id, object, api, live) in webhooks {
+    let served = rolled_out && webhook_services_served(client, namespace, services, waits).await?;
+    for HeldWebhook {
+        id,
+        object,
+        api,
+        live,
+    } in webhooks
+    {
         if served {
             let applied = apply_if_changed(&api, &id.name, object, live.as_ref()).await?;
-            wrote_one(&mut wrote, applied, live);
+            wrote_one(wrote, applied, live);
         } else {
             waits.push(Wait::WebhookServed {
                 kind: id.gvk.kind.clone(),
@@ -816,25 +1083,42 @@ pub async fn apply(
             });
         }
     }
+    Ok(())
+}
 
-    Ok(InstallReport {
-        bundle: InstalledBundle {
-            name: target.name.clone(),
-            version: target.version.clone(),
-            image,
-            objects_digest: match &target.content {
-                Content::Objects(objects) => Some(objects_digest(objects)),
-                Content::Image(_) => None,
-            },
+/// Whether every webhook Service lists a ready endpoint; a wait for each that does not (all
+/// are checked, so the status names every one).
+async fn webhook_services_served(
+    client: &kube::Client,
+    namespace: &str,
+    services: &[render::WebhookService],
+    waits: &mut Vec<Wait>,
+) -> Result<bool, Error> {
+    let mut served = true;
+    for service in services {
+        if !has_ready_endpoint(client, namespace, &service.name).await? {
+            served = false;
+            waits.push(Wait::WebhookServed {
+                kind: "Service".to_owned(),
+                name: service.name.clone(),
+            });
+        }
+    }
+    Ok(served)
+}
+
+/// The bundle as recorded applied: the image by digest, or the digest of the catalog-carried
+/// manifests, so drift repair re-applies exactly this content.
+fn installed_bundle(target: &Target, image: Option<String>) -> InstalledBundle {
+    InstalledBundle {
+        name: target.name.clone(),
+        version: target.version.clone(),
+        image,
+        objects_digest: match &target.content {
+            Content::Objects(objects) => Some(objects_digest(objects)),
+            Content::Image(_) => None,
         },
-        max_openshift_version: max_ocp,
-        waits,
-        operator_condition,
-        wrote,
-        objects: inventory,
-        powers: status::power_summaries(&rendered.powers),
-        unavailable,
-    })
+    }
 }
 
 /// Whether `service`'s EndpointSlices list an endpoint that is ready (absent readiness counts

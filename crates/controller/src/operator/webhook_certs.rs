@@ -21,7 +21,7 @@ use kube::api::Api;
 use pom_policy::certificates::{
     self, CA_VALIDITY_SECONDS, CaAction, CaFacts, SERVING_VALIDITY_SECONDS, ServingFacts,
 };
-use pom_resolver::render::WebhookService;
+use pom_render::WebhookService;
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     KeyUsagePurpose,
@@ -117,21 +117,85 @@ fn issue(
         .iter()
         .map(|service| ca_secret.and_then(|ca| kept_serving(ca, &service.secret)))
         .collect();
-    let wanted: Vec<(Vec<String>, Option<ServingFacts>)> = services
+    let wanted = wanted_serving(services, &serving_secrets);
+    let ca_facts = ca_secret.and_then(ca_facts);
+    let plan = certificates::plan(ca_facts.as_ref(), &wanted, now);
+
+    let ca = signing_ca(&plan, ca_secret, ca_facts.as_ref(), namespace, now)?;
+    let (ca_annotations, mut ca_data) = ca.record();
+    let issuer = ca.issuer(namespace)?;
+    let mut secrets = Vec::with_capacity(services.len() + 1);
+    for (index, (service, (names, _))) in services.iter().zip(&wanted).enumerate() {
+        let kept = serving_secrets
+            .get(index)
+            .and_then(Option::as_ref)
+            .filter(|_| !plan.issue_serving.contains(&index));
+        let serving = serving_certificate(kept, names, &issuer, namespace, &service.secret, now)?;
+        let facts = json!({
+            NOT_AFTER: serving.not_after,
+            SIGNED_BY: ca.fingerprint,
+            DNS_NAMES: names.join(","),
+        });
+        record_serving(&mut ca_data, &service.secret, &serving, &facts);
+        secrets.push(serving_secret(
+            namespace,
+            &service.secret,
+            &serving,
+            facts,
+            &ca.bundle,
+        ));
+    }
+    secrets.insert(
+        0,
+        secret_object(namespace, CA_SECRET, "Opaque", ca_annotations, ca_data),
+    );
+    Ok(Provided {
+        secrets,
+        ca_bundle: ca.bundle,
+    })
+}
+
+/// What the plan is asked to judge, per Service: the names its certificate must cover
+/// (sorted, so an unchanged set never reads as a change) and what the kept one records.
+fn wanted_serving(
+    services: &[WebhookService],
+    serving_secrets: &[Option<Secret>],
+) -> Vec<(Vec<String>, Option<ServingFacts>)> {
+    services
         .iter()
-        .zip(&serving_secrets)
+        .zip(serving_secrets)
         .map(|(service, secret)| {
             (
                 sorted(service.dns_names()),
                 secret.as_ref().and_then(serving_facts),
             )
         })
-        .collect();
-    let ca_facts = ca_secret.and_then(ca_facts);
-    let plan = certificates::plan(ca_facts.as_ref(), &wanted, now);
+        .collect()
+}
 
-    // The CA to sign with, and the bundle to trust.
-    let (ca_cert, ca_key, previous) = match (plan.ca, ca_secret) {
+/// The CA that signs a namespace's serving certificates, and the bundle its webhooks trust.
+struct SigningCa {
+    cert: String,
+    key: String,
+    /// The CA this one replaced, with its validity end: still trusted until then, so
+    /// certificates it signed keep working while they are reissued.
+    previous: Option<(String, i64)>,
+    not_after: i64,
+    fingerprint: String,
+    /// The current CA, then the previous one while it is kept.
+    bundle: String,
+}
+
+/// The CA to sign with, as the plan says: the one the Secret holds (its previous one kept
+/// unless the plan drops it), or a new one (on renewal, the one it replaces kept as previous).
+fn signing_ca(
+    plan: &certificates::CertificatePlan,
+    ca_secret: Option<&Secret>,
+    ca_facts: Option<&CaFacts>,
+    namespace: &str,
+    now: i64,
+) -> Result<SigningCa, CertError> {
+    let (cert, key, previous) = match (plan.ca, ca_secret) {
         (CaAction::Keep, Some(secret)) => {
             let cert = text(secret, CA_CERT_KEY, namespace, CA_SECRET)?;
             let key = text(secret, CA_KEY_KEY, namespace, CA_SECRET)?;
@@ -154,77 +218,120 @@ fn issue(
             (cert, key, previous)
         }
     };
-    let ca_not_after = match plan.ca {
-        CaAction::Keep => ca_facts.as_ref().map_or(now, |f| f.not_after),
+    let not_after = match plan.ca {
+        CaAction::Keep => ca_facts.map_or(now, |f| f.not_after),
         CaAction::Issue | CaAction::Renew => now + CA_VALIDITY_SECONDS,
     };
-    let fingerprint = fingerprint(&ca_cert);
-    let mut ca_bundle = ca_cert.clone();
+    let fingerprint = fingerprint(&cert);
+    let mut bundle = cert.clone();
     if let Some((previous_cert, _)) = &previous {
-        ca_bundle.push_str(previous_cert);
+        bundle.push_str(previous_cert);
+    }
+    Ok(SigningCa {
+        cert,
+        key,
+        previous,
+        not_after,
+        fingerprint,
+        bundle,
+    })
+}
+
+impl SigningCa {
+    /// The CA Secret's annotations (what the next plan reads of the CA) and data (the key pair,
+    /// the bundle, the previous CA); the serving records are added to the data as issued.
+    fn record(&self) -> (Value, Value) {
+        let mut annotations = json!({
+            NOT_AFTER: self.not_after.to_string(),
+            FINGERPRINT: self.fingerprint,
+        });
+        let mut data = json!({
+            CA_CERT_KEY: b64(&self.cert),
+            CA_KEY_KEY: b64(&self.key),
+            CA_BUNDLE_KEY: b64(&self.bundle),
+        });
+        if let Some((previous_cert, end)) = &self.previous {
+            annotations[PREVIOUS_NOT_AFTER] = json!(end.to_string());
+            data[PREVIOUS_CA_KEY] = json!(b64(previous_cert));
+        }
+        (annotations, data)
     }
 
-    let mut ca_annotations = json!({
-        NOT_AFTER: ca_not_after.to_string(),
-        FINGERPRINT: fingerprint,
-    });
-    let mut ca_data = json!({
-        CA_CERT_KEY: b64(&ca_cert),
-        CA_KEY_KEY: b64(&ca_key),
-        CA_BUNDLE_KEY: b64(&ca_bundle),
-    });
-    if let Some((previous_cert, end)) = &previous {
-        ca_annotations[PREVIOUS_NOT_AFTER] = json!(end.to_string());
-        ca_data[PREVIOUS_CA_KEY] = json!(b64(previous_cert));
-    }
-    let mut secrets = Vec::with_capacity(services.len() + 1);
-
-    let issuer_key = KeyPair::from_pem(&ca_key).map_err(|_| CertError::Unusable {
-        namespace: namespace.to_owned(),
-        name: CA_SECRET.to_owned(),
-        key: CA_KEY_KEY,
-    })?;
-    let issuer =
-        Issuer::from_ca_cert_pem(&ca_cert, issuer_key).map_err(|_| CertError::Unusable {
+    /// The issuer serving certificates are signed by; a key or certificate that does not parse
+    /// is named, so the admin knows which Secret to delete.
+    fn issuer(&self, namespace: &str) -> Result<Issuer<'static, KeyPair>, CertError> {
+        let unusable = |key| CertError::Unusable {
             namespace: namespace.to_owned(),
             name: CA_SECRET.to_owned(),
-            key: CA_CERT_KEY,
-        })?;
-    for (index, (service, (names, _))) in services.iter().zip(&wanted).enumerate() {
-        let existing = serving_secrets.get(index).and_then(Option::as_ref);
-        let (cert, key, not_after) = match existing {
-            Some(secret) if !plan.issue_serving.contains(&index) => (
-                text(secret, TLS_CERT_KEY, namespace, &service.secret)?,
-                text(secret, TLS_KEY_KEY, namespace, &service.secret)?,
-                annotation(secret, NOT_AFTER).unwrap_or_default().to_owned(),
-            ),
-            _ => {
-                let (cert, key) = new_serving(names, &issuer, now)?;
-                (cert, key, (now + SERVING_VALIDITY_SECONDS).to_string())
-            }
+            key,
         };
-        let facts = json!({
-            NOT_AFTER: not_after,
-            SIGNED_BY: fingerprint,
-            DNS_NAMES: names.join(","),
-        });
-        // The record the next plan reads, in the one Secret that is read.
-        ca_data[format!("{}.{TLS_CERT_KEY}", service.secret)] = json!(b64(&cert));
-        ca_data[format!("{}.{TLS_KEY_KEY}", service.secret)] = json!(b64(&key));
-        ca_data[format!("{}.{FACTS_SUFFIX}", service.secret)] = json!(b64(&facts.to_string()));
-        secrets.push(secret_object(
-            namespace,
-            &service.secret,
-            "kubernetes.io/tls",
-            facts,
-            json!({TLS_CERT_KEY: b64(&cert), TLS_KEY_KEY: b64(&key), "ca.crt": b64(&ca_bundle)}),
-        ));
+        let issuer_key = KeyPair::from_pem(&self.key).map_err(|_| unusable(CA_KEY_KEY))?;
+        Issuer::from_ca_cert_pem(&self.cert, issuer_key).map_err(|_| unusable(CA_CERT_KEY))
     }
-    secrets.insert(
-        0,
-        secret_object(namespace, CA_SECRET, "Opaque", ca_annotations, ca_data),
-    );
-    Ok(Provided { secrets, ca_bundle })
+}
+
+/// One Service's serving certificate: its key pair and validity end (`NOT_AFTER`'s text).
+struct Serving {
+    cert: String,
+    key: String,
+    not_after: String,
+}
+
+/// The serving certificate `kept` records when the plan keeps it, else a new one for `names`
+/// signed by `issuer`.
+fn serving_certificate(
+    kept: Option<&Secret>,
+    names: &[String],
+    issuer: &Issuer<'_, KeyPair>,
+    namespace: &str,
+    secret: &str,
+    now: i64,
+) -> Result<Serving, CertError> {
+    Ok(match kept {
+        Some(kept) => Serving {
+            cert: text(kept, TLS_CERT_KEY, namespace, secret)?,
+            key: text(kept, TLS_KEY_KEY, namespace, secret)?,
+            not_after: annotation(kept, NOT_AFTER).unwrap_or_default().to_owned(),
+        },
+        None => {
+            let (cert, key) = new_serving(names, issuer, now)?;
+            Serving {
+                cert,
+                key,
+                not_after: (now + SERVING_VALIDITY_SECONDS).to_string(),
+            }
+        }
+    })
+}
+
+/// Records serving certificate `secret` in the CA Secret's data: the one Secret read back,
+/// so the next plan judges it without reading the serving Secret.
+fn record_serving(ca_data: &mut Value, secret: &str, serving: &Serving, facts: &Value) {
+    ca_data[format!("{secret}.{TLS_CERT_KEY}")] = json!(b64(&serving.cert));
+    ca_data[format!("{secret}.{TLS_KEY_KEY}")] = json!(b64(&serving.key));
+    ca_data[format!("{secret}.{FACTS_SUFFIX}")] = json!(b64(&facts.to_string()));
+}
+
+/// The `kubernetes.io/tls` Secret the operator mounts: the key pair it serves with, the CA
+/// bundle as `ca.crt`, and its facts as annotations.
+fn serving_secret(
+    namespace: &str,
+    name: &str,
+    serving: &Serving,
+    facts: Value,
+    ca_bundle: &str,
+) -> Value {
+    secret_object(
+        namespace,
+        name,
+        "kubernetes.io/tls",
+        facts,
+        json!({
+            TLS_CERT_KEY: b64(&serving.cert),
+            TLS_KEY_KEY: b64(&serving.key),
+            "ca.crt": b64(ca_bundle),
+        }),
+    )
 }
 
 fn new_ca(namespace: &str, now: i64) -> Result<(String, String), CertError> {

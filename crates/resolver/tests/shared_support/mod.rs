@@ -1,6 +1,6 @@
 //! The one policy for tests that read `../shared/testdata` (real catalogs and bundles, upstream
 //! CRDs, range cases): shared by the resolver's tests through `mod shared_support;` and by
-//! pomctl's through `#[path = "../../resolver/tests/shared_support/mod.rs"]`.
+//! the renderer's and pomctl's through `#[path = "../../resolver/tests/shared_support/mod.rs"]`.
 //!
 //! Why a policy at all: a test that returns early passes, and libtest captures what a passing
 //! test prints with `println!`/`eprintln!`, so the old `println!("skipped: ...")` was invisible

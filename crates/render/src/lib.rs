@@ -1,5 +1,12 @@
-//! Bundle rendering: the files of a registry+v1 or plain+v0 bundle in, the objects POM applies
-//! out (§6), plus the CRD upgrade-safety check POM runs before it replaces a CRD ([`crd_safety`]).
+//! Bundle rendering and judging: the files of a registry+v1 or plain+v0 bundle in, the objects
+//! POM applies out (§6); the content policy that decides what a bundle may ask POM to apply, the
+//! powers its ServiceAccounts would hold, and the CRD upgrade-safety check POM runs before it
+//! replaces a CRD ([`crd_safety`]).
+//!
+//! Its own crate because it judges bundles and depends on nothing of resolution (versions,
+//! catalogs, pins, selection live in `pom-resolver`), and resolution nothing of it: a change to
+//! one neither rebuilds nor retests the other, and bundle judging is read, tested and fuzzed on
+//! its own.
 //!
 //! Pure: [`render`] takes the bundle's files already in memory ([`BundleFiles`]) and returns
 //! plain JSON objects in apply order. The controller adds its ownership labels and applies them

@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use pom_resolver::render::{
+use pom_render::{
     BundleFiles, ContentException, ContentRule, Lift, PowerClass, RenderError, RenderOptions,
     RenderedBundle, render,
 };
@@ -454,7 +454,7 @@ fn a_lift_lifts_only_its_finding_and_is_reported() {
                 // Neither consent to everything nor omitting another binding lifts it.
                 let mut everything = options(&[]);
                 everything.consent = PowerClass::ALL.into_iter().collect();
-                everything.omit.push(pom_resolver::render::OmittedObject {
+                everything.omit.push(pom_render::OmittedObject {
                     kind: omission.kind.clone(),
                     name: "someone-else".into(),
                 });

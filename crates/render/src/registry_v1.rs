@@ -24,7 +24,7 @@ use serde_json::{Map, Value, json};
 
 use super::assemble::Sourced;
 use super::content_policy::reserved_namespace;
-use super::csv::{CSV_GROUP, CSV_KIND, Csv, Permission, StrategyDeployment};
+use super::csv::{CSV_GROUP, CSV_KIND, Csv, Permission, Strategy, StrategyDeployment};
 use super::error::RenderError;
 use super::layout::Layout;
 use super::names::is_dns1123_label;
@@ -55,27 +55,9 @@ pub fn render(
     let ns = opts.install_namespace.as_str();
 
     let (install_mode, watch_namespace) = install_mode(&csv, opts)?;
-    let apiservices = csv.owned_apiservices();
-    if !apiservices.is_empty() {
-        return Err(RenderError::ApiServicesNotSupported {
-            csv: csv.name.to_owned(),
-            apiservices,
-        });
-    }
+    refuse_apiservices(&csv)?;
     let strategy = csv.strategy()?;
-    let webhook_definitions = csv.webhook_definitions(&strategy.deployments)?;
-    let webhooks = webhooks::render(
-        &csv,
-        &webhook_definitions,
-        &strategy.deployments,
-        &WebhookContext {
-            install_namespace: ns,
-            install_mode,
-            watch_namespace: &watch_namespace,
-            manager_namespace: opts.manager_namespace.as_deref(),
-            certificates: opts.certificates,
-        },
-    )?;
+    let webhooks = render_webhooks(&csv, &strategy, opts, install_mode, &watch_namespace)?;
 
     let others: Vec<&Manifest> = manifests
         .iter()
@@ -84,31 +66,165 @@ pub fn render(
     check_removed_apis(manifests)?;
     check_owned_crds(&csv, &others)?;
 
-    let generated_origin = format!(
-        "generated from ClusterServiceVersion {} ({})",
-        csv.name, csv.file
+    let generated = Generated::new(&csv, ns);
+    let mut objects = shipped_objects(&others);
+    let rendered_webhooks = add_webhooks(&csv, &mut objects, &webhooks, &generated)?;
+    let deployment_accounts = deployment_service_accounts(&strategy.deployments);
+    add_service_accounts(&mut objects, &strategy, &deployment_accounts, &generated);
+    add_permissions(
+        &mut objects,
+        &strategy.permissions,
+        install_mode,
+        &watch_namespace,
+        &generated,
     );
-    let generated = |value: Value| Sourced {
-        value,
-        origin: generated_origin.clone(),
-        generated: true,
-    };
-    // Roles name the CSV entry they come from, so `rules[i]` in a message is the CSV's.
-    let generated_from = |value: Value, entry: String| Sourced {
-        value,
-        origin: format!("{generated_origin}, {entry}"),
-        generated: true,
-    };
-    let mut objects: Vec<Sourced> = others
+    add_cluster_permissions(&mut objects, &strategy.cluster_permissions, &generated);
+    add_deployments(
+        &mut objects,
+        &csv,
+        &strategy.deployments,
+        &watch_namespace,
+        opts,
+        &webhooks,
+        &generated,
+    );
+    if opts.operator_condition {
+        add_operator_condition_access(&mut objects, &deployment_accounts, &generated);
+    }
+
+    Ok(Parts {
+        csv: Some((csv_manifest.file.clone(), csv_manifest.value.clone())),
+        csv_name: Some(csv.name.to_owned()),
+        objects,
+        install_mode: Some(install_mode),
+        watch_namespace: Some(watch_namespace),
+        suggested_namespace: csv.suggested_namespace(),
+        webhook_services: webhooks.services,
+        rendered_webhooks,
+        namespace_metadata: namespace_metadata::of(&csv, ns),
+    })
+}
+
+/// What every object generated from the CSV shares: its origin (so a content-policy finding
+/// names the CSV it came from), the CSV's name and the install namespace.
+struct Generated<'c> {
+    origin: String,
+    csv_name: &'c str,
+    namespace: &'c str,
+}
+
+impl<'c> Generated<'c> {
+    fn new(csv: &Csv<'c>, namespace: &'c str) -> Self {
+        Self {
+            origin: format!(
+                "generated from ClusterServiceVersion {} ({})",
+                csv.name, csv.file
+            ),
+            csv_name: csv.name,
+            namespace,
+        }
+    }
+
+    /// An object generated from the CSV as a whole.
+    fn object(&self, value: Value) -> Sourced {
+        Sourced {
+            value,
+            origin: self.origin.clone(),
+            generated: true,
+        }
+    }
+
+    /// A role generated from one CSV entry: it names the entry, so `rules[i]` in a message is
+    /// the CSV's.
+    fn entry_object(&self, value: Value, entry: String) -> Sourced {
+        Sourced {
+            value,
+            origin: format!("{}, {entry}", self.origin),
+            generated: true,
+        }
+    }
+
+    /// A binding of `role_kind` `name` to the ServiceAccounts `accounts` of the install
+    /// namespace.
+    fn binding(
+        &self,
+        kind: &str,
+        role_kind: &str,
+        name: &str,
+        namespace: Option<&str>,
+        accounts: &[&str],
+    ) -> Sourced {
+        self.object(binding(
+            kind,
+            role_kind,
+            name,
+            namespace,
+            accounts,
+            self.namespace,
+        ))
+    }
+}
+
+/// APIServices need a serving setup POM does not render: refused before anything else is
+/// built, naming them.
+fn refuse_apiservices(csv: &Csv<'_>) -> Result<(), RenderError> {
+    let apiservices = csv.owned_apiservices();
+    if apiservices.is_empty() {
+        return Ok(());
+    }
+    Err(RenderError::ApiServicesNotSupported {
+        csv: csv.name.to_owned(),
+        apiservices,
+    })
+}
+
+/// The CSV's webhook definitions rendered as OLM renders them for this install mode and
+/// watched namespace (configurations, Services, conversions, certificates).
+fn render_webhooks(
+    csv: &Csv<'_>,
+    strategy: &Strategy,
+    opts: &RenderOptions,
+    install_mode: InstallMode,
+    watch_namespace: &str,
+) -> Result<WebhookParts, RenderError> {
+    let webhook_definitions = csv.webhook_definitions(&strategy.deployments)?;
+    webhooks::render(
+        csv,
+        &webhook_definitions,
+        &strategy.deployments,
+        &WebhookContext {
+            install_namespace: opts.install_namespace.as_str(),
+            install_mode,
+            watch_namespace,
+            manager_namespace: opts.manager_namespace.as_deref(),
+            certificates: opts.certificates,
+        },
+    )
+}
+
+/// The bundle's own manifests (all but the CSV), as shipped, each naming its file.
+fn shipped_objects(others: &[&Manifest]) -> Vec<Sourced> {
+    others
         .iter()
         .map(|m| Sourced {
             value: m.value.clone(),
             origin: m.origin(),
             generated: false,
         })
-        .collect();
-    let mut rendered_webhooks = set_conversions(&csv, &mut objects, &webhooks)?;
-    for object in &mut objects {
+        .collect()
+}
+
+/// Wires the rendered webhooks in: conversions set on the bundle's CRDs (a conversion no
+/// webhook serves is dropped, since the API server could not call it) and the webhook objects
+/// added. Returns (kind, name) of every webhook configuration and converted CRD rendered.
+fn add_webhooks(
+    csv: &Csv<'_>,
+    objects: &mut Vec<Sourced>,
+    webhooks: &WebhookParts,
+    generated: &Generated<'_>,
+) -> Result<BTreeSet<(String, String)>, RenderError> {
+    let mut rendered_webhooks = set_conversions(csv, objects, webhooks)?;
+    for object in objects.iter_mut() {
         let key = ObjectKey::of(&object.value);
         if !rendered_webhooks.contains(&(key.kind, key.name)) {
             webhooks::drop_uncallable_conversion(&mut object.value);
@@ -119,10 +235,20 @@ pub fn render(
         if key.group == "admissionregistration.k8s.io" {
             rendered_webhooks.insert((key.kind, key.name));
         }
-        objects.push(generated(object.clone()));
+        objects.push(generated.object(object.clone()));
     }
+    Ok(rendered_webhooks)
+}
 
-    let deployment_accounts = deployment_service_accounts(&strategy.deployments);
+/// Creates every ServiceAccount the CSV names (but `default`), and points the bindings the
+/// bundle ships at them in the install namespace.
+fn add_service_accounts(
+    objects: &mut Vec<Sourced>,
+    strategy: &Strategy,
+    deployment_accounts: &[String],
+    generated: &Generated<'_>,
+) {
+    let ns = generated.namespace;
     let mut accounts: BTreeSet<&str> = deployment_accounts.iter().map(String::as_str).collect();
     accounts.extend(
         strategy
@@ -147,124 +273,126 @@ pub fn render(
         let key = ObjectKey::of(&o.value);
         (key.group.is_empty() && key.kind == "ServiceAccount").then_some(key.name)
     }));
-    for object in &mut objects {
+    for object in objects.iter_mut() {
         subjects::adopt_own_service_accounts(&mut object.value, &own_accounts, ns);
     }
     for account in accounts.into_iter().filter(|a| *a != "default") {
-        objects.push(generated(json!({
+        objects.push(generated.object(json!({
             "apiVersion": "v1",
             "kind": "ServiceAccount",
             "metadata": {"name": account, "namespace": ns},
         })));
     }
+}
 
-    // `permissions` are namespaced: a Role and RoleBinding in the install namespace, plus, as
-    // OLM v0 and v1 render them, a copy where the operator watches: in every namespace (a
-    // ClusterRole, with read access to namespaces) for AllNamespaces, in the watched namespace
-    // for SingleNamespace.
-    for (index, permission) in strategy.permissions.iter().enumerate() {
+/// `permissions` are namespaced: a Role and RoleBinding in the install namespace, plus, as
+/// OLM v0 and v1 render them, a copy where the operator watches: in every namespace (a
+/// ClusterRole, with read access to namespaces) for AllNamespaces, in the watched namespace
+/// for SingleNamespace.
+fn add_permissions(
+    objects: &mut Vec<Sourced>,
+    permissions: &[Permission],
+    install_mode: InstallMode,
+    watch_namespace: &str,
+    generated: &Generated<'_>,
+) {
+    let csv_name = generated.csv_name;
+    for (index, permission) in permissions.iter().enumerate() {
         let entry = format!("spec.install.spec.permissions[{index}]");
-        let name = rbac_name(csv.name, "permissions", permission, &permission.rules);
-        let mut namespaces = vec![ns];
+        let account = [permission.service_account.as_str()];
+        let name = rbac_name(csv_name, "permissions", permission, &permission.rules);
+        let mut namespaces = vec![generated.namespace];
         if install_mode == InstallMode::SingleNamespace {
-            namespaces.push(watch_namespace.as_str());
+            namespaces.push(watch_namespace);
         }
         for namespace in namespaces {
-            objects.push(generated_from(
+            objects.push(generated.entry_object(
                 role("Role", &name, Some(namespace), &permission.rules),
                 entry.clone(),
             ));
-            objects.push(generated(binding(
+            objects.push(generated.binding(
                 "RoleBinding",
                 "Role",
                 &name,
                 Some(namespace),
-                &[&permission.service_account],
-                ns,
-            )));
+                &account,
+            ));
         }
         if install_mode != InstallMode::AllNamespaces {
             continue;
         }
         let mut rules = permission.rules.clone();
         rules.push(json!({"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]}));
-        let name = rbac_name(csv.name, "promotedPermissions", permission, &rules);
-        objects.push(generated_from(
-            role("ClusterRole", &name, None, &rules),
-            entry,
-        ));
-        objects.push(generated(binding(
-            "ClusterRoleBinding",
-            "ClusterRole",
-            &name,
-            None,
-            &[&permission.service_account],
-            ns,
-        )));
+        let name = rbac_name(csv_name, "promotedPermissions", permission, &rules);
+        objects.push(generated.entry_object(role("ClusterRole", &name, None, &rules), entry));
+        objects.push(generated.binding("ClusterRoleBinding", "ClusterRole", &name, None, &account));
     }
-    for (index, permission) in strategy.cluster_permissions.iter().enumerate() {
+}
+
+/// `clusterPermissions`: a ClusterRole and ClusterRoleBinding per entry.
+fn add_cluster_permissions(
+    objects: &mut Vec<Sourced>,
+    permissions: &[Permission],
+    generated: &Generated<'_>,
+) {
+    for (index, permission) in permissions.iter().enumerate() {
         let name = rbac_name(
-            csv.name,
+            generated.csv_name,
             "clusterPermissions",
             permission,
             &permission.rules,
         );
-        objects.push(generated_from(
+        objects.push(generated.entry_object(
             role("ClusterRole", &name, None, &permission.rules),
             format!("spec.install.spec.clusterPermissions[{index}]"),
         ));
-        objects.push(generated(binding(
-            "ClusterRoleBinding",
-            "ClusterRole",
-            &name,
-            None,
-            &[&permission.service_account],
-            ns,
-        )));
+        let account = [permission.service_account.as_str()];
+        objects.push(generated.binding("ClusterRoleBinding", "ClusterRole", &name, None, &account));
     }
+}
 
-    let pod_annotations = pod_annotations(&csv, &watch_namespace);
-    for deployment in &strategy.deployments {
-        objects.push(generated(render_deployment(
+/// The install strategy's Deployments, with the CSV's annotations and the watched namespace on
+/// their pod templates (operator-sdk operators read it there), OperatorCondition wiring and
+/// their webhooks' serving certificates mounted.
+fn add_deployments(
+    objects: &mut Vec<Sourced>,
+    csv: &Csv<'_>,
+    deployments: &[StrategyDeployment],
+    watch_namespace: &str,
+    opts: &RenderOptions,
+    webhooks: &WebhookParts,
+    generated: &Generated<'_>,
+) {
+    let pod_annotations = pod_annotations(csv, watch_namespace);
+    for deployment in deployments {
+        objects.push(generated.object(render_deployment(
             deployment,
-            ns,
+            generated.namespace,
             &pod_annotations,
             opts,
             csv.name,
             webhooks.secret_of(&deployment.name),
         )));
     }
+}
 
-    if opts.operator_condition {
-        let rules = [json!({
-            "apiGroups": [CSV_GROUP],
-            "resources": ["operatorconditions"],
-            "resourceNames": [csv.name],
-            "verbs": ["get", "update", "patch"],
-        })];
-        let subjects: Vec<&str> = deployment_accounts.iter().map(String::as_str).collect();
-        objects.push(generated(role("Role", csv.name, Some(ns), &rules)));
-        objects.push(generated(binding(
-            "RoleBinding",
-            "Role",
-            csv.name,
-            Some(ns),
-            &subjects,
-            ns,
-        )));
-    }
-
-    Ok(Parts {
-        csv: Some((csv_manifest.file.clone(), csv_manifest.value.clone())),
-        csv_name: Some(csv.name.to_owned()),
-        objects,
-        install_mode: Some(install_mode),
-        watch_namespace: Some(watch_namespace),
-        suggested_namespace: csv.suggested_namespace(),
-        webhook_services: webhooks.services,
-        rendered_webhooks,
-        namespace_metadata: namespace_metadata::of(&csv, ns),
-    })
+/// A Role and RoleBinding (named after the CSV) letting the Deployments' ServiceAccounts get,
+/// update and patch their OperatorCondition, as OLM v0's OperatorCondition controller does.
+fn add_operator_condition_access(
+    objects: &mut Vec<Sourced>,
+    deployment_accounts: &[String],
+    generated: &Generated<'_>,
+) {
+    let (csv_name, ns) = (generated.csv_name, generated.namespace);
+    let rules = [json!({
+        "apiGroups": [CSV_GROUP],
+        "resources": ["operatorconditions"],
+        "resourceNames": [csv_name],
+        "verbs": ["get", "update", "patch"],
+    })];
+    let subjects: Vec<&str> = deployment_accounts.iter().map(String::as_str).collect();
+    objects.push(generated.object(role("Role", csv_name, Some(ns), &rules)));
+    objects.push(generated.binding("RoleBinding", "Role", csv_name, Some(ns), &subjects));
 }
 
 /// Sets `spec.conversion` on each CRD a conversion webhook names (whatever the CRD said: the

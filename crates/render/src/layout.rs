@@ -125,7 +125,7 @@ impl Layout {
             }),
             None if manifests
                 .iter()
-                .any(|m| m.is(crate::render::csv::CSV_GROUP, crate::render::csv::CSV_KIND)) =>
+                .any(|m| m.is(crate::csv::CSV_GROUP, crate::csv::CSV_KIND)) =>
             {
                 Ok(BundleFormat::RegistryV1)
             }

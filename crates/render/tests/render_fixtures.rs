@@ -5,8 +5,8 @@
 
 use std::path::PathBuf;
 
-use pom_resolver::render::webhooks::inject_ca_bundle;
-use pom_resolver::render::{
+use pom_render::webhooks::inject_ca_bundle;
+use pom_render::{
     BundleFiles, BundleFormat, CertificateSource, ContentException, ContentRule, DeploymentConfig,
     InstallMode, ProxyEnv, RenderError, RenderOptions, RenderedBundle, WebhookService, render,
 };

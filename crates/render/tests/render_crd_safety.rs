@@ -2,9 +2,10 @@
 //! ../shared/testdata/crds compared with themselves and with edited copies.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "../../resolver/tests/shared_support/mod.rs"]
 mod shared_support;
 
-use pom_resolver::render::{CrdViolation, CrdViolationKind as K, check_crd_upgrade};
+use pom_render::{CrdViolation, CrdViolationKind as K, check_crd_upgrade};
 use serde_json::{Value, json};
 
 /// A namespaced CRD `widgets.example.com` with one served+storage version `v1`.

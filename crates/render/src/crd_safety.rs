@@ -172,43 +172,81 @@ pub fn check_crd_upgrade(old: &Value, new: &Value) -> Result<(), Vec<CrdViolatio
         old_name
     } else {
         new_name
-    }
-    .to_owned();
-    let violation = |version: Option<&str>, path: Option<&str>, kind| CrdViolation {
-        crd: crd.clone(),
-        version: version.map(str::to_owned),
-        path: path.map(str::to_owned),
-        kind,
     };
-    let mut violations = Vec::new();
-
+    let mut findings = Findings {
+        crd: crd.to_owned(),
+        violations: Vec::new(),
+    };
     if old_name != new_name {
-        violations.push(violation(
+        findings.push(
             None,
             None,
             CrdViolationKind::DifferentCrd {
                 old: old_name.to_owned(),
                 new: new_name.to_owned(),
             },
-        ));
-        return Err(violations);
+        );
+        return Err(findings.violations);
     }
 
+    check_scope(old, new, &mut findings);
+    let old_versions = versions(old);
+    let new_versions = versions(new);
+    check_removed_versions(old, &old_versions, &new_versions, &mut findings);
+    for (name, old_version) in &old_versions {
+        if let Some(new_version) = new_versions.get(name) {
+            check_schema(name, old_version.schema, new_version.schema, &mut findings);
+        }
+    }
+
+    if findings.violations.is_empty() {
+        Ok(())
+    } else {
+        Err(findings.violations)
+    }
+}
+
+/// The violations found so far, in the order found: every one names the same CRD.
+struct Findings {
+    crd: String,
+    violations: Vec<CrdViolation>,
+}
+
+impl Findings {
+    fn push(&mut self, version: Option<&str>, path: Option<&str>, kind: CrdViolationKind) {
+        self.violations.push(CrdViolation {
+            crd: self.crd.clone(),
+            version: version.map(str::to_owned),
+            path: path.map(str::to_owned),
+            kind,
+        });
+    }
+}
+
+/// A namespaced CRD cannot become cluster-scoped (or back): its objects would not be found.
+fn check_scope(old: &Value, new: &Value, findings: &mut Findings) {
     let old_scope = str_at(old, &["spec", "scope"]).unwrap_or_default();
     let new_scope = str_at(new, &["spec", "scope"]).unwrap_or_default();
     if old_scope != new_scope {
-        violations.push(violation(
+        findings.push(
             None,
             None,
             CrdViolationKind::ScopeChanged {
                 from: old_scope.to_owned(),
                 to: new_scope.to_owned(),
             },
-        ));
+        );
     }
+}
 
-    let old_versions = versions(old);
-    let new_versions = versions(new);
+/// A version that holds data (stored: `status.storedVersions` or the `storage: true` one)
+/// may not disappear, nor may a served one, whose clients would break.
+fn check_removed_versions(
+    old: &Value,
+    old_versions: &BTreeMap<&str, Version<'_>>,
+    new_versions: &BTreeMap<&str, Version<'_>>,
+    findings: &mut Findings,
+) {
     let mut stored: BTreeSet<&str> = match at(old, &["status", "storedVersions"]) {
         Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
         _ => BTreeSet::new(),
@@ -216,11 +254,7 @@ pub fn check_crd_upgrade(old: &Value, new: &Value) -> Result<(), Vec<CrdViolatio
     stored.extend(old_versions.values().filter(|v| v.storage).map(|v| v.name));
     for version in &stored {
         if !new_versions.contains_key(version) {
-            violations.push(violation(
-                Some(version),
-                None,
-                CrdViolationKind::StoredVersionRemoved,
-            ));
+            findings.push(Some(version), None, CrdViolationKind::StoredVersionRemoved);
         }
     }
     for version in old_versions.values() {
@@ -228,45 +262,34 @@ pub fn check_crd_upgrade(old: &Value, new: &Value) -> Result<(), Vec<CrdViolatio
             && !stored.contains(version.name)
             && !new_versions.contains_key(version.name)
         {
-            violations.push(violation(
+            findings.push(
                 Some(version.name),
                 None,
                 CrdViolationKind::ServedVersionRemoved,
-            ));
+            );
         }
     }
+}
 
-    for (name, old_version) in &old_versions {
-        let Some(new_version) = new_versions.get(name) else {
+/// One version's schema, field by field: a removed field is one violation (not one per
+/// descendant: a removed parent covers its children), a kept one is compared keyword by keyword.
+fn check_schema(version: &str, old: &Value, new: &Value, findings: &mut Findings) {
+    let old_fields = flatten(old);
+    let new_fields = flatten(new);
+    for (path, old_field) in &old_fields {
+        let Some(new_field) = new_fields.get(path) else {
+            let parent_removed = old_field
+                .parent
+                .as_ref()
+                .is_some_and(|parent| !new_fields.contains_key(parent));
+            if !parent_removed {
+                findings.push(Some(version), Some(path), CrdViolationKind::FieldRemoved);
+            }
             continue;
         };
-        let old_fields = flatten(old_version.schema);
-        let new_fields = flatten(new_version.schema);
-        for (path, old_field) in &old_fields {
-            let Some(new_field) = new_fields.get(path) else {
-                let parent_removed = old_field
-                    .parent
-                    .as_ref()
-                    .is_some_and(|parent| !new_fields.contains_key(parent));
-                if !parent_removed {
-                    violations.push(violation(
-                        Some(name),
-                        Some(path),
-                        CrdViolationKind::FieldRemoved,
-                    ));
-                }
-                continue;
-            };
-            for kind in compare_field(&old_field.keywords, &new_field.keywords) {
-                violations.push(violation(Some(name), Some(path), kind));
-            }
+        for kind in compare_field(&old_field.keywords, &new_field.keywords) {
+            findings.push(Some(version), Some(path), kind);
         }
-    }
-
-    if violations.is_empty() {
-        Ok(())
-    } else {
-        Err(violations)
     }
 }
 

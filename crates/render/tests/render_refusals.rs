@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use pom_resolver::render::{BundleFiles, ContentRule, RenderError, RenderOptions, render};
+use pom_render::{BundleFiles, ContentRule, RenderError, RenderOptions, render};
 use proptest::prelude::*;
 
 const ANNOTATIONS: &str =
@@ -19,9 +19,7 @@ fn bundle(files: &[(&str, &str)]) -> BundleFiles {
     )
 }
 
-fn render_files(
-    files: &[(&str, &str)],
-) -> Result<pom_resolver::render::RenderedBundle, RenderError> {
+fn render_files(files: &[(&str, &str)]) -> Result<pom_render::RenderedBundle, RenderError> {
     render(&bundle(files), &RenderOptions::new("ns"))
 }
 

@@ -149,14 +149,34 @@ pub(crate) fn render(
     if definitions.is_empty() {
         return Ok(parts);
     }
-    let invalid = |field: String, problem: String| csv.invalid(field, problem);
-    // One Service per serving Deployment, one port per containerPort.
+    let ports = service_ports(csv, definitions)?;
+    for (deployment_name, by_port) in &ports {
+        if let Some((object, service)) =
+            serving_service(csv, deployment_name, by_port, deployments, ctx)?
+        {
+            parts.objects.push(object);
+            parts.services.push(service);
+        }
+    }
+    for (index, definition) in definitions.iter().enumerate() {
+        add_definition(&mut parts, csv, index, definition, ctx)?;
+    }
+    Ok(parts)
+}
+
+/// The ports of each serving Deployment's Service (one Service per Deployment, one port per
+/// containerPort, each forwarding to its targetPort), refusing a containerPort that two
+/// definitions forward to different pod ports: one Service port cannot reach both.
+fn service_ports<'d>(
+    csv: &Csv<'_>,
+    definitions: &'d [WebhookDefinition],
+) -> Result<BTreeMap<&'d str, BTreeMap<i64, &'d Value>>, RenderError> {
     let mut ports: BTreeMap<&str, BTreeMap<i64, &Value>> = BTreeMap::new();
     for (index, definition) in definitions.iter().enumerate() {
         let by_port = ports.entry(definition.deployment.as_str()).or_default();
         match by_port.get(&definition.container_port) {
             Some(target) if **target != definition.target_port => {
-                return Err(invalid(
+                return Err(csv.invalid(
                     format!("spec.webhookdefinitions[{index}].targetPort"),
                     format!(
                         "containerPort {} of Deployment {:?} already forwards to {target}; one Service port cannot reach two pod ports",
@@ -169,99 +189,127 @@ pub(crate) fn render(
             }
         }
     }
-    for (deployment_name, by_port) in &ports {
-        let name = service_name(deployment_name);
-        if !is_dns1123_label(&name) || name.starts_with(|c: char| c.is_ascii_digit()) {
-            return Err(invalid(
-                "spec.webhookdefinitions[].deploymentName".to_owned(),
-                format!(
-                    "the webhook Service of Deployment {deployment_name:?} would be named {name:?}, which is not a valid Service name (a DNS-1035 label of at most 63 characters); the Deployment needs a shorter name"
-                ),
+    Ok(ports)
+}
+
+/// The Service in front of one serving Deployment's pods and what it records (the Secret of
+/// its serving certificate), refusing a Service name the API server would reject or a
+/// Deployment without the selector the Service needs. `None` when the strategy has no such
+/// Deployment.
+fn serving_service(
+    csv: &Csv<'_>,
+    deployment_name: &str,
+    by_port: &BTreeMap<i64, &Value>,
+    deployments: &[StrategyDeployment],
+    ctx: &WebhookContext<'_>,
+) -> Result<Option<(Value, WebhookService)>, RenderError> {
+    let name = service_name(deployment_name);
+    if !is_dns1123_label(&name) || name.starts_with(|c: char| c.is_ascii_digit()) {
+        return Err(csv.invalid(
+            "spec.webhookdefinitions[].deploymentName".to_owned(),
+            format!(
+                "the webhook Service of Deployment {deployment_name:?} would be named {name:?}, which is not a valid Service name (a DNS-1035 label of at most 63 characters); the Deployment needs a shorter name"
+            ),
+        ));
+    }
+    let Some((index, deployment)) = deployments
+        .iter()
+        .enumerate()
+        .find(|(_, d)| d.name == *deployment_name)
+    else {
+        return Ok(None);
+    };
+    let selector = match at(&deployment.spec, &["selector", "matchLabels"]) {
+        Some(Value::Object(labels)) if !labels.is_empty() => labels.clone(),
+        _ => {
+            return Err(csv.invalid(
+                format!("spec.install.spec.deployments[{index}].spec.selector.matchLabels"),
+                "is missing: the webhook Service selects the Deployment's pods by it".to_owned(),
             ));
         }
-        let Some((index, deployment)) = deployments
-            .iter()
-            .enumerate()
-            .find(|(_, d)| d.name == *deployment_name)
-        else {
-            continue;
-        };
-        let selector = match at(&deployment.spec, &["selector", "matchLabels"]) {
-            Some(Value::Object(labels)) if !labels.is_empty() => labels.clone(),
-            _ => {
-                return Err(invalid(
-                    format!("spec.install.spec.deployments[{index}].spec.selector.matchLabels"),
-                    "is missing: the webhook Service selects the Deployment's pods by it"
-                        .to_owned(),
+    };
+    let service_ports: Vec<Value> = by_port
+        .iter()
+        .map(|(port, target)| json!({"name": port.to_string(), "port": port, "targetPort": target, "protocol": "TCP"}))
+        .collect();
+    let secret = format!("{name}-cert");
+    let mut metadata = json!({"name": name, "namespace": ctx.install_namespace});
+    if ctx.certificates == CertificateSource::ServiceCa {
+        set_annotation(&mut metadata, SERVING_CERT_SECRET_ANNOTATION, &secret);
+    }
+    let object = json!({
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": metadata,
+        "spec": {"selector": selector, "ports": service_ports},
+    });
+    let service = WebhookService {
+        namespace: ctx.install_namespace.to_owned(),
+        name,
+        secret,
+        deployment: deployment_name.to_owned(),
+    };
+    Ok(Some((object, service)))
+}
+
+/// One definition rendered: an admission webhook becomes its configuration, a conversion
+/// webhook the `spec.conversion` of each CRD it names (only in AllNamespaces mode, since it
+/// serves every namespace's objects).
+fn add_definition(
+    parts: &mut WebhookParts,
+    csv: &Csv<'_>,
+    index: usize,
+    definition: &WebhookDefinition,
+    ctx: &WebhookContext<'_>,
+) -> Result<(), RenderError> {
+    let service = client_service(definition, ctx);
+    let review_versions = at(&definition.raw, &["admissionReviewVersions"])
+        .filter(|v| v.as_array().is_some_and(|a| !a.is_empty()))
+        .cloned()
+        .unwrap_or_else(|| json!(["v1"]));
+    match definition.kind {
+        WebhookType::Conversion => {
+            if ctx.install_mode != InstallMode::AllNamespaces {
+                return Err(csv.invalid(
+                    format!("spec.webhookdefinitions[{index}]"),
+                    format!(
+                        "a ConversionWebhook serves every namespace's objects, so the operator must be installed in AllNamespaces mode, not {}; remove spec.watchNamespace from the PlatformOperator",
+                        ctx.install_mode
+                    ),
                 ));
             }
-        };
-        let service_ports: Vec<Value> = by_port
-            .iter()
-            .map(|(port, target)| json!({"name": port.to_string(), "port": port, "targetPort": target, "protocol": "TCP"}))
-            .collect();
-        let secret = format!("{name}-cert");
-        let mut metadata = json!({"name": name, "namespace": ctx.install_namespace});
-        if ctx.certificates == CertificateSource::ServiceCa {
-            set_annotation(&mut metadata, SERVING_CERT_SECRET_ANNOTATION, &secret);
+            let conversion = json!({
+                "strategy": "Webhook",
+                "webhook": {
+                    "clientConfig": {"service": service},
+                    "conversionReviewVersions": review_versions,
+                },
+            });
+            for crd in &definition.conversion_crds {
+                parts.conversions.insert(crd.clone(), conversion.clone());
+            }
         }
-        parts.objects.push(json!({
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": metadata,
-            "spec": {"selector": selector, "ports": service_ports},
-        }));
-        parts.services.push(WebhookService {
-            namespace: ctx.install_namespace.to_owned(),
-            name,
-            secret,
-            deployment: (*deployment_name).to_owned(),
-        });
+        WebhookType::Validating | WebhookType::Mutating => {
+            parts
+                .objects
+                .push(configuration(definition, service, review_versions, ctx));
+        }
     }
+    Ok(())
+}
 
-    for (index, definition) in definitions.iter().enumerate() {
-        let mut service = json!({
-            "namespace": ctx.install_namespace,
-            "name": service_name(&definition.deployment),
-            "port": definition.container_port,
-        });
-        if let Some(path) = str_at(&definition.raw, &["webhookPath"]).filter(|p| !p.is_empty()) {
-            set(&mut service, "path", json!(path));
-        }
-        let review_versions = at(&definition.raw, &["admissionReviewVersions"])
-            .filter(|v| v.as_array().is_some_and(|a| !a.is_empty()))
-            .cloned()
-            .unwrap_or_else(|| json!(["v1"]));
-        match definition.kind {
-            WebhookType::Conversion => {
-                if ctx.install_mode != InstallMode::AllNamespaces {
-                    return Err(invalid(
-                        format!("spec.webhookdefinitions[{index}]"),
-                        format!(
-                            "a ConversionWebhook serves every namespace's objects, so the operator must be installed in AllNamespaces mode, not {}; remove spec.watchNamespace from the PlatformOperator",
-                            ctx.install_mode
-                        ),
-                    ));
-                }
-                let conversion = json!({
-                    "strategy": "Webhook",
-                    "webhook": {
-                        "clientConfig": {"service": service},
-                        "conversionReviewVersions": review_versions,
-                    },
-                });
-                for crd in &definition.conversion_crds {
-                    parts.conversions.insert(crd.clone(), conversion.clone());
-                }
-            }
-            WebhookType::Validating | WebhookType::Mutating => {
-                parts
-                    .objects
-                    .push(configuration(definition, service, review_versions, ctx));
-            }
-        }
+/// The `clientConfig.service` the API server calls a definition's webhook at: its
+/// Deployment's Service, its containerPort, and its `webhookPath` when set.
+fn client_service(definition: &WebhookDefinition, ctx: &WebhookContext<'_>) -> Value {
+    let mut service = json!({
+        "namespace": ctx.install_namespace,
+        "name": service_name(&definition.deployment),
+        "port": definition.container_port,
+    });
+    if let Some(path) = str_at(&definition.raw, &["webhookPath"]).filter(|p| !p.is_empty()) {
+        set(&mut service, "path", json!(path));
     }
-    Ok(parts)
+    service
 }
 
 /// A CRD that serves a single version is never converted, so a conversion webhook it names

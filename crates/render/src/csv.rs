@@ -148,117 +148,175 @@ impl<'a> Csv<'a> {
         };
         let mut definitions: Vec<WebhookDefinition> = Vec::with_capacity(entries.len());
         for (index, entry) in entries.iter().enumerate() {
-            let field = |name: &str| format!("spec.webhookdefinitions[{index}].{name}");
-            if !entry.is_object() {
-                return Err(self.invalid(
-                    format!("spec.webhookdefinitions[{index}]"),
-                    "is not a mapping",
-                ));
-            }
-            let kind = match str_at(entry, &["type"]) {
-                Some(t) => WebhookType::parse(t).ok_or_else(|| {
-                    self.invalid(
-                        field("type"),
-                        format!("{t:?} is not ValidatingAdmissionWebhook, MutatingAdmissionWebhook or ConversionWebhook"),
-                    )
-                })?,
-                None => return Err(self.invalid(field("type"), "is missing or not a string")),
-            };
-            let generate_name = str_at(entry, &["generateName"])
-                .filter(|n| super::names::is_dns1123_subdomain(n))
-                .ok_or_else(|| {
-                    self.invalid(field("generateName"), "is missing or not a DNS-1123 subdomain (it names the webhook and its configuration)")
-                })?;
-            if definitions
-                .iter()
-                .any(|d| d.kind == kind && d.generate_name == generate_name)
-            {
-                return Err(self.invalid(
-                    field("generateName"),
-                    format!("{generate_name:?} names two {kind} definitions"),
-                ));
-            }
-            let deployment = str_at(entry, &["deploymentName"]).unwrap_or_default();
-            if !deployments.iter().any(|d| d.name == deployment) {
-                return Err(self.invalid(
-                    field("deploymentName"),
-                    format!("{deployment:?} is not a Deployment of spec.install.spec.deployments (the webhook must be served by the operator's own Deployment)"),
-                ));
-            }
-            let container_port = match entry.get("containerPort") {
-                None | Some(Value::Null) => DEFAULT_WEBHOOK_PORT,
-                Some(port) => port
-                    .as_i64()
-                    .filter(|p| (1..=65535).contains(p))
-                    .ok_or_else(|| {
-                        self.invalid(field("containerPort"), "is not a port number (1-65535)")
-                    })?,
-            };
-            // 0 and "" are Go's zero IntOrString, which the API server defaults to the port.
-            let target_port = match entry.get("targetPort") {
-                None | Some(Value::Null) => Value::from(container_port),
-                Some(Value::Number(n)) if n.as_i64() == Some(0) => Value::from(container_port),
-                Some(Value::String(s)) if s.is_empty() => Value::from(container_port),
-                Some(Value::Number(n)) if n.as_i64().is_some_and(|p| (1..=65535).contains(&p)) => {
-                    Value::Number(n.clone())
-                }
-                Some(Value::String(name))
-                    if super::names::is_dns1123_label(name) && name.len() <= 15 =>
-                {
-                    Value::String(name.clone())
-                }
-                Some(_) => {
-                    return Err(self.invalid(
-                        field("targetPort"),
-                        "is not a port number (1-65535) or a port name",
-                    ));
-                }
-            };
-            let conversion_crds: Vec<String> = match entry.get("conversionCRDs") {
-                None | Some(Value::Null) => Vec::new(),
-                Some(Value::Array(names)) => names
-                    .iter()
-                    .map(|n| n.as_str().map(str::to_owned))
-                    .collect::<Option<_>>()
-                    .ok_or_else(|| {
-                        self.invalid(field("conversionCRDs"), "is not a list of CRD names")
-                    })?,
-                Some(_) => {
-                    return Err(self.invalid(field("conversionCRDs"), "is not a list of CRD names"));
-                }
-            };
-            if kind == WebhookType::Conversion && conversion_crds.is_empty() {
-                return Err(self.invalid(
-                    field("conversionCRDs"),
-                    "is empty: a ConversionWebhook must name the CRDs it converts",
-                ));
-            }
-            if kind != WebhookType::Conversion && !conversion_crds.is_empty() {
-                return Err(self.invalid(
-                    field("conversionCRDs"),
-                    format!("is set on a {kind}; only a ConversionWebhook converts CRDs"),
-                ));
-            }
-            if let Some(crd) = conversion_crds
-                .iter()
-                .find(|crd| definitions.iter().any(|d| d.conversion_crds.contains(crd)))
-            {
-                return Err(self.invalid(
-                    field("conversionCRDs"),
-                    format!("CRD {crd:?} is converted by two webhooks"),
-                ));
-            }
-            definitions.push(WebhookDefinition {
-                kind,
-                generate_name: generate_name.to_owned(),
-                deployment: deployment.to_owned(),
-                container_port,
-                target_port,
-                conversion_crds,
-                raw: entry.clone(),
-            });
+            let definition = self.webhook_definition(index, entry, deployments, &definitions)?;
+            definitions.push(definition);
         }
         Ok(definitions)
+    }
+
+    /// Entry `index` of `spec.webhookdefinitions`, checked field by field in the order OLM
+    /// checks them; names and CRDs are unique across the entries before it (`earlier`).
+    fn webhook_definition(
+        &self,
+        index: usize,
+        entry: &Value,
+        deployments: &[StrategyDeployment],
+        earlier: &[WebhookDefinition],
+    ) -> Result<WebhookDefinition, RenderError> {
+        if !entry.is_object() {
+            return Err(self.invalid(
+                format!("spec.webhookdefinitions[{index}]"),
+                "is not a mapping",
+            ));
+        }
+        let field = |name: &str| definition_field(index, name);
+        let kind = self.webhook_type(index, entry)?;
+        let generate_name = self.webhook_name(index, entry, kind, earlier)?;
+        let deployment = str_at(entry, &["deploymentName"]).unwrap_or_default();
+        if !deployments.iter().any(|d| d.name == deployment) {
+            return Err(self.invalid(
+                field("deploymentName"),
+                format!("{deployment:?} is not a Deployment of spec.install.spec.deployments (the webhook must be served by the operator's own Deployment)"),
+            ));
+        }
+        let container_port = self.container_port(index, entry)?;
+        let target_port = self.target_port(index, entry, container_port)?;
+        let conversion_crds = self.conversion_crds(index, entry, kind, earlier)?;
+        Ok(WebhookDefinition {
+            kind,
+            generate_name: generate_name.to_owned(),
+            deployment: deployment.to_owned(),
+            container_port,
+            target_port,
+            conversion_crds,
+            raw: entry.clone(),
+        })
+    }
+
+    /// A definition's `type`: one of the three OLM knows.
+    fn webhook_type(&self, index: usize, entry: &Value) -> Result<WebhookType, RenderError> {
+        let field = definition_field(index, "type");
+        match str_at(entry, &["type"]) {
+            Some(t) => WebhookType::parse(t).ok_or_else(|| {
+                self.invalid(
+                    field,
+                    format!("{t:?} is not ValidatingAdmissionWebhook, MutatingAdmissionWebhook or ConversionWebhook"),
+                )
+            }),
+            None => Err(self.invalid(field, "is missing or not a string")),
+        }
+    }
+
+    /// A definition's `generateName`: it names the webhook and its configuration, so it must
+    /// be a DNS-1123 subdomain and unique among the definitions of its type.
+    fn webhook_name<'e>(
+        &self,
+        index: usize,
+        entry: &'e Value,
+        kind: WebhookType,
+        earlier: &[WebhookDefinition],
+    ) -> Result<&'e str, RenderError> {
+        let field = || definition_field(index, "generateName");
+        let generate_name = str_at(entry, &["generateName"])
+            .filter(|n| super::names::is_dns1123_subdomain(n))
+            .ok_or_else(|| {
+                self.invalid(field(), "is missing or not a DNS-1123 subdomain (it names the webhook and its configuration)")
+            })?;
+        if earlier
+            .iter()
+            .any(|d| d.kind == kind && d.generate_name == generate_name)
+        {
+            return Err(self.invalid(
+                field(),
+                format!("{generate_name:?} names two {kind} definitions"),
+            ));
+        }
+        Ok(generate_name)
+    }
+
+    /// A definition's `containerPort`: a port number, [`DEFAULT_WEBHOOK_PORT`] when unset.
+    fn container_port(&self, index: usize, entry: &Value) -> Result<i64, RenderError> {
+        match entry.get("containerPort") {
+            None | Some(Value::Null) => Ok(DEFAULT_WEBHOOK_PORT),
+            Some(port) => port
+                .as_i64()
+                .filter(|p| (1..=65535).contains(p))
+                .ok_or_else(|| {
+                    self.invalid(
+                        definition_field(index, "containerPort"),
+                        "is not a port number (1-65535)",
+                    )
+                }),
+        }
+    }
+
+    /// A definition's `targetPort`: a port number or name, the containerPort when unset.
+    fn target_port(
+        &self,
+        index: usize,
+        entry: &Value,
+        container_port: i64,
+    ) -> Result<Value, RenderError> {
+        // 0 and "" are Go's zero IntOrString, which the API server defaults to the port.
+        match entry.get("targetPort") {
+            None | Some(Value::Null) => Ok(Value::from(container_port)),
+            Some(Value::Number(n)) if n.as_i64() == Some(0) => Ok(Value::from(container_port)),
+            Some(Value::String(s)) if s.is_empty() => Ok(Value::from(container_port)),
+            Some(Value::Number(n)) if n.as_i64().is_some_and(|p| (1..=65535).contains(&p)) => {
+                Ok(Value::Number(n.clone()))
+            }
+            Some(Value::String(name))
+                if super::names::is_dns1123_label(name) && name.len() <= 15 =>
+            {
+                Ok(Value::String(name.clone()))
+            }
+            Some(_) => Err(self.invalid(
+                definition_field(index, "targetPort"),
+                "is not a port number (1-65535) or a port name",
+            )),
+        }
+    }
+
+    /// A definition's `conversionCRDs`: set exactly on conversion webhooks, and no CRD
+    /// converted by two of them (the `earlier` definitions).
+    fn conversion_crds(
+        &self,
+        index: usize,
+        entry: &Value,
+        kind: WebhookType,
+        earlier: &[WebhookDefinition],
+    ) -> Result<Vec<String>, RenderError> {
+        let field = || definition_field(index, "conversionCRDs");
+        let conversion_crds: Vec<String> = match entry.get("conversionCRDs") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(names)) => names
+                .iter()
+                .map(|n| n.as_str().map(str::to_owned))
+                .collect::<Option<_>>()
+                .ok_or_else(|| self.invalid(field(), "is not a list of CRD names"))?,
+            Some(_) => {
+                return Err(self.invalid(field(), "is not a list of CRD names"));
+            }
+        };
+        if kind == WebhookType::Conversion && conversion_crds.is_empty() {
+            return Err(self.invalid(
+                field(),
+                "is empty: a ConversionWebhook must name the CRDs it converts",
+            ));
+        }
+        if kind != WebhookType::Conversion && !conversion_crds.is_empty() {
+            return Err(self.invalid(
+                field(),
+                format!("is set on a {kind}; only a ConversionWebhook converts CRDs"),
+            ));
+        }
+        if let Some(crd) = conversion_crds
+            .iter()
+            .find(|crd| earlier.iter().any(|d| d.conversion_crds.contains(crd)))
+        {
+            return Err(self.invalid(field(), format!("CRD {crd:?} is converted by two webhooks")));
+        }
+        Ok(conversion_crds)
     }
 
     /// Owned API services as `<version>.<group>` (the APIService object name).
@@ -427,6 +485,11 @@ impl<'a> Csv<'a> {
             Some(_) => Err(self.invalid(format!("spec.install.spec.{key}"), "is not a list")),
         }
     }
+}
+
+/// The path of field `name` of entry `index` of `spec.webhookdefinitions`, as errors name it.
+fn definition_field(index: usize, name: &str) -> String {
+    format!("spec.webhookdefinitions[{index}].{name}")
 }
 
 /// The list at `path`, or nothing when absent or not a list.

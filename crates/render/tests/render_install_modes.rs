@@ -5,9 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use pom_resolver::render::{
-    BundleFiles, InstallMode, RenderError, RenderOptions, RenderedBundle, render,
-};
+use pom_render::{BundleFiles, InstallMode, RenderError, RenderOptions, RenderedBundle, render};
 use serde_json::Value;
 
 const ANNOTATIONS: &str =
