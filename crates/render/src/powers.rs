@@ -9,15 +9,21 @@
 //! wildcard matching (`*` verbs, groups and resources; `pods/*`, `*/exec`), plus the pod
 //! templates of its workloads judged against the `baseline` Pod Security level.
 //!
-//! The classes ([`PowerClass`]):
+//! The classes ([`PowerClass`]), each cluster-wide grant by the escalation path it opens (one
+//! row of `CLUSTER_CHECKS` per path, each naming where the path is documented):
 //! - `ClusterAdminEquivalent`: grants that let the holder give itself anything: `escalate`,
-//!   `bind`, `impersonate`, tokens for other accounts, admission and CRD conversion control,
-//!   aggregated APIs, the kubelet API (`nodes/proxy`), `exec`/`attach` in every pod, signing
-//!   certificates, SCC definitions, and roles whose rules are collected by an aggregationRule;
-//! - `PrivilegedWorkloads`: pod templates beyond `baseline`, or `use` of an SCC other than the
-//!   restricted and nonroot ones;
+//!   `bind`, `impersonate`, tokens for other accounts (token requests, Secret writes), admission
+//!   and CRD conversion control, aggregated APIs, the kubelet API (`nodes/proxy`),
+//!   `exec`/`attach`/ephemeral containers in every pod, creating or changing workloads in every
+//!   namespace (a pod runs as any ServiceAccount), signing certificates, SCC definitions,
+//!   installing operators (POM's, OLM v0's and v1's kinds), OpenShift's OAuth tokens, users and
+//!   groups, and roles whose rules are collected by an aggregationRule;
+//! - `PrivilegedWorkloads`: pod templates beyond `baseline`, `use` of an SCC other than the
+//!   restricted and nonroot ones, relabelling namespaces (their Pod Security level), writing
+//!   PersistentVolumes (hostPath);
 //! - `PlatformConfig`: writes to the platform's configuration (`config.openshift.io`,
-//!   `machineconfiguration.openshift.io`, `operator.openshift.io`);
+//!   `machineconfiguration.openshift.io`, `operator.openshift.io`) and to Endpoints and
+//!   EndpointSlices in every namespace (where any Service's traffic goes, CVE-2021-25740);
 //! - `SecretsClusterWide`: reading Secrets in every namespace (shown, no consent needed: 86% of
 //!   the community bundles POM renders do).
 //!
@@ -292,16 +298,59 @@ impl<'a> Rule<'a> {
 /// The verbs that change objects.
 const WRITE_VERBS: &[&str] = &["create", "update", "patch", "delete", "deletecollection"];
 
-/// A grant and the class it puts its holder in (cluster scope).
+/// The verbs that give an object the content an escalation needs (deleting gives nothing).
+const CREATE_OR_CHANGE: &[&str] = &["create", "update", "patch"];
+
+/// Changing an existing object's content.
+const CHANGE: &[&str] = &["update", "patch"];
+
+/// One escalation path: a cluster-wide grant, the class it puts its holder in, and where the
+/// path is documented. A rule matches when it allows one of `verbs` on one of `resources` of
+/// `group` with RBAC's own matching ([`Rule::has_resource`]); no `resources` means any resource
+/// of the group.
 struct Check {
     class: PowerClass,
     verbs: &'static [&'static str],
     group: &'static str,
     resources: &'static [&'static str],
+    /// What the grant lets its holder do, shown as the power's evidence.
     what: &'static str,
+    /// Where the path is documented (shown after `what`).
+    source: &'static str,
+    /// The path needs the verb on *every* object of the resource (any namespace's workloads,
+    /// any account's token Secret). A rule restricted by `resourceNames` reaches only the
+    /// objects it names, so it does not count, except for `create`: RBAC cannot restrict
+    /// `create` by name, so a rule that lists it with names is counted (conservatively).
+    every_object: bool,
 }
 
-/// Cluster-wide grants that make their holder cluster-admin-equivalent.
+impl Check {
+    fn granted_by(&self, rule: &Rule<'_>) -> bool {
+        let named = self.every_object && !rule.names.is_empty();
+        let verb = self
+            .verbs
+            .iter()
+            .any(|v| (!named || *v == "create") && rule.has_verb(v));
+        let resource = if self.resources.is_empty() {
+            !rule.resources.is_empty()
+        } else {
+            self.resources.iter().any(|r| rule.has_resource(r))
+        };
+        verb && rule.has_group(self.group) && resource
+    }
+}
+
+/// Running a pod as any ServiceAccount: the pod and every controller that makes pods.
+const WORKLOAD_CREATION: &str = "runs pods as any ServiceAccount of any namespace";
+const WORKLOAD_SOURCE: &str =
+    "Kubernetes RBAC good practices: workload creation; rbac-police: assign_sa";
+
+/// Writes that install operators (POM's, OLM v0's, OLM v1's): any operator, any power.
+const INSTALLS_OPERATORS: &str = "installs any operator, with whatever powers its bundle declares";
+
+/// The escalation paths a cluster-wide grant opens, one row per path (PRODUCT §6: classified
+/// by the escalation path it opens). Each row names its source; docs/content-policy.md lists
+/// them ("Powers: escalation paths").
 const CLUSTER_CHECKS: &[Check] = &[
     Check {
         class: PowerClass::ClusterAdminEquivalent,
@@ -309,6 +358,8 @@ const CLUSTER_CHECKS: &[Check] = &[
         group: RBAC_GROUP,
         resources: &["roles", "clusterroles"],
         what: "escalate on roles (grant permissions it does not hold)",
+        source: "Kubernetes RBAC good practices: escalate verb; rbac-police: escalate_roles",
+        every_object: false,
     },
     Check {
         class: PowerClass::ClusterAdminEquivalent,
@@ -316,6 +367,8 @@ const CLUSTER_CHECKS: &[Check] = &[
         group: RBAC_GROUP,
         resources: &["roles", "clusterroles"],
         what: "bind on roles (bind any role, cluster-admin included)",
+        source: "Kubernetes RBAC good practices: bind verb; rbac-police: bind_roles",
+        every_object: false,
     },
     Check {
         class: PowerClass::ClusterAdminEquivalent,
@@ -323,6 +376,8 @@ const CLUSTER_CHECKS: &[Check] = &[
         group: "",
         resources: &["users", "groups", "serviceaccounts"],
         what: "impersonate users, groups or service accounts",
+        source: "Kubernetes RBAC good practices: impersonate verb; rbac-police: impersonate",
+        every_object: false,
     },
     Check {
         class: PowerClass::ClusterAdminEquivalent,
@@ -330,6 +385,8 @@ const CLUSTER_CHECKS: &[Check] = &[
         group: "authentication.k8s.io",
         resources: &["userextras/scopes", "uids"],
         what: "impersonate user extras or uids",
+        source: "Kubernetes RBAC good practices: impersonate verb",
+        every_object: false,
     },
     Check {
         class: PowerClass::ClusterAdminEquivalent,
@@ -337,6 +394,17 @@ const CLUSTER_CHECKS: &[Check] = &[
         group: "",
         resources: &["serviceaccounts/token"],
         what: "create tokens for any ServiceAccount",
+        source: "Kubernetes RBAC good practices: token request; rbac-police: token_request",
+        every_object: false,
+    },
+    Check {
+        class: PowerClass::ClusterAdminEquivalent,
+        verbs: CREATE_OR_CHANGE,
+        group: "",
+        resources: &["secrets"],
+        what: "writes Secrets in every namespace (mints ServiceAccount token Secrets for any account)",
+        source: "rbac-police: issue_token_secrets",
+        every_object: true,
     },
     Check {
         class: PowerClass::ClusterAdminEquivalent,
@@ -351,6 +419,8 @@ const CLUSTER_CHECKS: &[Check] = &[
             "mutatingadmissionpolicybindings",
         ],
         what: "writes admission webhooks or policies (sees or changes every request)",
+        source: "Kubernetes RBAC good practices: control admission webhooks; rbac-police: control_webhooks",
+        every_object: false,
     },
     Check {
         class: PowerClass::ClusterAdminEquivalent,
@@ -358,6 +428,8 @@ const CLUSTER_CHECKS: &[Check] = &[
         group: "apiextensions.k8s.io",
         resources: &["customresourcedefinitions"],
         what: "writes CustomResourceDefinitions (a conversion webhook on any CRD sees all its objects)",
+        source: "PRODUCT §6: CRD conversion is a webhook",
+        every_object: false,
     },
     Check {
         class: PowerClass::ClusterAdminEquivalent,
@@ -365,6 +437,8 @@ const CLUSTER_CHECKS: &[Check] = &[
         group: "apiregistration.k8s.io",
         resources: &["apiservices"],
         what: "writes APIServices (serves any API group)",
+        source: "PRODUCT §6: aggregated APIs",
+        every_object: false,
     },
     Check {
         class: PowerClass::ClusterAdminEquivalent,
@@ -372,6 +446,8 @@ const CLUSTER_CHECKS: &[Check] = &[
         group: "",
         resources: &["nodes/proxy"],
         what: "nodes/proxy (the kubelet API: exec in any pod on any node)",
+        source: "Kubernetes RBAC good practices: access to proxy subresource of Nodes; rbac-police: nodes_proxy",
+        every_object: false,
     },
     Check {
         class: PowerClass::ClusterAdminEquivalent,
@@ -379,6 +455,71 @@ const CLUSTER_CHECKS: &[Check] = &[
         group: "",
         resources: &["pods/exec", "pods/attach"],
         what: "exec or attach in pods of every namespace",
+        source: "rbac-police: pods_exec",
+        every_object: false,
+    },
+    Check {
+        class: PowerClass::ClusterAdminEquivalent,
+        verbs: CHANGE,
+        group: "",
+        resources: &["pods/ephemeralcontainers"],
+        what: "adds ephemeral containers to pods of every namespace (runs code in any pod, like exec)",
+        source: "rbac-police: pods_ephemeral_ctrs",
+        every_object: false,
+    },
+    Check {
+        class: PowerClass::ClusterAdminEquivalent,
+        verbs: &["create"],
+        group: "",
+        resources: &["pods"],
+        what: WORKLOAD_CREATION,
+        source: WORKLOAD_SOURCE,
+        every_object: true,
+    },
+    Check {
+        class: PowerClass::ClusterAdminEquivalent,
+        verbs: CHANGE,
+        group: "",
+        resources: &["pods"],
+        what: "changes pods of every namespace (a new image runs as the pod's ServiceAccount)",
+        source: "rbac-police: modify_pods",
+        every_object: true,
+    },
+    Check {
+        class: PowerClass::ClusterAdminEquivalent,
+        verbs: CREATE_OR_CHANGE,
+        group: "",
+        resources: &["replicationcontrollers"],
+        what: WORKLOAD_CREATION,
+        source: WORKLOAD_SOURCE,
+        every_object: true,
+    },
+    Check {
+        class: PowerClass::ClusterAdminEquivalent,
+        verbs: CREATE_OR_CHANGE,
+        group: "apps",
+        resources: &["deployments", "replicasets", "statefulsets", "daemonsets"],
+        what: WORKLOAD_CREATION,
+        source: WORKLOAD_SOURCE,
+        every_object: true,
+    },
+    Check {
+        class: PowerClass::ClusterAdminEquivalent,
+        verbs: CREATE_OR_CHANGE,
+        group: "batch",
+        resources: &["jobs", "cronjobs"],
+        what: WORKLOAD_CREATION,
+        source: WORKLOAD_SOURCE,
+        every_object: true,
+    },
+    Check {
+        class: PowerClass::ClusterAdminEquivalent,
+        verbs: CREATE_OR_CHANGE,
+        group: "apps.openshift.io",
+        resources: &["deploymentconfigs"],
+        what: WORKLOAD_CREATION,
+        source: WORKLOAD_SOURCE,
+        every_object: true,
     },
     Check {
         class: PowerClass::ClusterAdminEquivalent,
@@ -386,6 +527,8 @@ const CLUSTER_CHECKS: &[Check] = &[
         group: "certificates.k8s.io",
         resources: &["certificatesigningrequests/approval"],
         what: "approves certificate signing requests",
+        source: "Kubernetes RBAC good practices: CSRs and certificate issuing; rbac-police: approve_csrs",
+        every_object: false,
     },
     Check {
         class: PowerClass::ClusterAdminEquivalent,
@@ -393,6 +536,8 @@ const CLUSTER_CHECKS: &[Check] = &[
         group: "certificates.k8s.io",
         resources: &["signers"],
         what: "approves or signs for certificate signers",
+        source: "Kubernetes RBAC good practices: CSRs and certificate issuing",
+        every_object: false,
     },
     Check {
         class: PowerClass::ClusterAdminEquivalent,
@@ -400,6 +545,132 @@ const CLUSTER_CHECKS: &[Check] = &[
         group: "security.openshift.io",
         resources: &["securitycontextconstraints"],
         what: "writes SecurityContextConstraints",
+        source: "OpenShift: SCCs decide which pods are admitted",
+        every_object: false,
+    },
+    Check {
+        class: PowerClass::ClusterAdminEquivalent,
+        verbs: CREATE_OR_CHANGE,
+        group: "platform.openshift.io",
+        resources: &["platformoperators", "catalogs"],
+        what: INSTALLS_OPERATORS,
+        source: "PRODUCT §6: POM installs what its PlatformOperators and Catalogs name",
+        every_object: false,
+    },
+    Check {
+        class: PowerClass::ClusterAdminEquivalent,
+        verbs: CREATE_OR_CHANGE,
+        group: "operators.coreos.com",
+        resources: &[
+            "subscriptions",
+            "installplans",
+            "clusterserviceversions",
+            "operatorgroups",
+            "catalogsources",
+        ],
+        what: INSTALLS_OPERATORS,
+        source: "OLM v0: a CSV, Subscription or InstallPlan installs an operator with its RBAC",
+        every_object: false,
+    },
+    Check {
+        class: PowerClass::ClusterAdminEquivalent,
+        verbs: CREATE_OR_CHANGE,
+        group: "olm.operatorframework.io",
+        resources: &["clusterextensions", "clustercatalogs"],
+        what: INSTALLS_OPERATORS,
+        source: "OLM v1: a ClusterExtension installs an operator with its RBAC",
+        every_object: false,
+    },
+    Check {
+        class: PowerClass::ClusterAdminEquivalent,
+        verbs: CREATE_OR_CHANGE,
+        group: "oauth.openshift.io",
+        resources: &[
+            "oauthaccesstokens",
+            "oauthauthorizetokens",
+            "oauthclients",
+            "useroauthaccesstokens",
+        ],
+        what: "writes OAuth tokens or clients (authenticates as any user)",
+        source: "OpenShift authentication: OAuth access tokens are bearer credentials",
+        every_object: false,
+    },
+    Check {
+        class: PowerClass::ClusterAdminEquivalent,
+        verbs: CREATE_OR_CHANGE,
+        group: "user.openshift.io",
+        resources: &["users", "groups", "identities", "useridentitymappings"],
+        what: "writes users, groups or identities (joins any group, logs in as any user)",
+        source: "OpenShift authentication: group membership and identity mappings grant roles",
+        every_object: false,
+    },
+    Check {
+        class: PowerClass::PrivilegedWorkloads,
+        verbs: CHANGE,
+        group: "",
+        resources: &["namespaces"],
+        what: "relabels namespaces (pod-security and openshift.io/run-level labels lift confinement)",
+        source: "Kubernetes RBAC good practices: namespace modification",
+        every_object: false,
+    },
+    Check {
+        class: PowerClass::PrivilegedWorkloads,
+        verbs: CREATE_OR_CHANGE,
+        group: "",
+        resources: &["persistentvolumes"],
+        what: "writes PersistentVolumes (hostPath PersistentVolumes reach the node's filesystem)",
+        source: "Kubernetes RBAC good practices: persistent volume creation",
+        every_object: false,
+    },
+    // Endpoints redirect a Service's traffic wherever they say: not a grant to the holder (no
+    // identity, no privileged pod), but a change to what every client of the cluster's
+    // Services reaches, cluster-wide. That is the platform's configuration (as its network
+    // and ingress configuration is), so it needs that consent. Kubernetes removed these writes
+    // from the aggregated `edit` and `admin` roles for the same reason (docs/decisions.md).
+    Check {
+        class: PowerClass::PlatformConfig,
+        verbs: CREATE_OR_CHANGE,
+        group: "",
+        resources: &["endpoints"],
+        what: "writes Endpoints in every namespace (redirects any Service's traffic)",
+        source: "CVE-2021-25740",
+        every_object: false,
+    },
+    Check {
+        class: PowerClass::PlatformConfig,
+        verbs: CREATE_OR_CHANGE,
+        group: "discovery.k8s.io",
+        resources: &["endpointslices"],
+        what: "writes EndpointSlices in every namespace (redirects any Service's traffic)",
+        source: "CVE-2021-25740",
+        every_object: false,
+    },
+    Check {
+        class: PowerClass::PlatformConfig,
+        verbs: WRITE_VERBS,
+        group: "config.openshift.io",
+        resources: &[],
+        what: "writes the platform's configuration (config.openshift.io)",
+        source: "OpenShift: the cluster's configuration API",
+        every_object: false,
+    },
+    Check {
+        class: PowerClass::PlatformConfig,
+        verbs: WRITE_VERBS,
+        group: "machineconfiguration.openshift.io",
+        resources: &[],
+        what: "writes the nodes' configuration (machineconfiguration.openshift.io)",
+        source: "OpenShift: the Machine Config Operator's API",
+        every_object: false,
+    },
+    Check {
+        class: PowerClass::PlatformConfig,
+        verbs: WRITE_VERBS,
+        group: "operator.openshift.io",
+        resources: &[],
+        what: "writes the platform operators' configuration (operator.openshift.io)",
+        source: "OpenShift: the cluster operators' configuration API",
+        every_object: false,
     },
     Check {
         class: PowerClass::SecretsClusterWide,
@@ -407,14 +678,9 @@ const CLUSTER_CHECKS: &[Check] = &[
         group: "",
         resources: &["secrets"],
         what: "reads Secrets in every namespace",
+        source: "Kubernetes RBAC good practices: listing secrets; rbac-police: list_secrets",
+        every_object: false,
     },
-];
-
-/// API groups that hold the platform's own configuration.
-const PLATFORM_CONFIG_GROUPS: &[&str] = &[
-    "config.openshift.io",
-    "machineconfiguration.openshift.io",
-    "operator.openshift.io",
 ];
 
 /// SCCs that add nothing to what the restricted level allows.
@@ -456,21 +722,16 @@ fn role_powers(role: &Value, scope: Scope) -> Vec<(PowerClass, String)> {
             });
             continue;
         }
-        let mut by_class: BTreeMap<PowerClass, Vec<&str>> = BTreeMap::new();
-        if scope == Scope::Cluster {
-            for check in CLUSTER_CHECKS {
-                if rule.allows(check.verbs, check.group, check.resources) {
-                    by_class.entry(check.class).or_default().push(check.what);
-                }
+        let mut by_class: BTreeMap<PowerClass, Vec<String>> = BTreeMap::new();
+        let mut add = |class: PowerClass, what: String| {
+            let whats = by_class.entry(class).or_default();
+            if !whats.contains(&what) {
+                whats.push(what);
             }
-            let writes_platform = PLATFORM_CONFIG_GROUPS
-                .iter()
-                .any(|group| writes_any_in(&rule, group));
-            if writes_platform {
-                by_class
-                    .entry(PowerClass::PlatformConfig)
-                    .or_default()
-                    .push("writes the platform's configuration (config, machine-config or operator groups)");
+        };
+        if scope == Scope::Cluster {
+            for check in CLUSTER_CHECKS.iter().filter(|c| c.granted_by(&rule)) {
+                add(check.class, format!("{} [{}]", check.what, check.source));
             }
         }
         let uses_scc = rule.allows(
@@ -484,23 +745,16 @@ fn role_powers(role: &Value, scope: Scope) -> Vec<(PowerClass, String)> {
                 .iter()
                 .all(|name| UNPRIVILEGED_SCCS.contains(name));
         if uses_scc && !only_unprivileged {
-            by_class
-                .entry(PowerClass::PrivilegedWorkloads)
-                .or_default()
-                .push("uses SecurityContextConstraints other than restricted or nonroot");
+            add(
+                PowerClass::PrivilegedWorkloads,
+                "uses SecurityContextConstraints other than restricted or nonroot".to_owned(),
+            );
         }
         for (class, what) in by_class {
             found.push((class, format!("rules[{index}] grants: {}", what.join("; "))));
         }
     }
     found
-}
-
-/// Whether the rule writes some resource of `group` (the group named, any resource).
-fn writes_any_in(rule: &Rule<'_>, group: &str) -> bool {
-    rule.has_group(group)
-        && !rule.resources.is_empty()
-        && WRITE_VERBS.iter().any(|v| rule.has_verb(v))
 }
 
 #[cfg(test)]
@@ -566,8 +820,15 @@ mod tests {
     #[test]
     fn ordinary_operator_rules_are_in_no_class() {
         let cases = [
-            rule(&["apps"], &["deployments"], &["*"]),
-            rule(&[""], &["configmaps", "services", "pods"], &["*"]),
+            // Reading and deleting workloads everywhere runs nothing (creating them does:
+            // `escalation_paths_have_their_classes`).
+            rule(
+                &["apps"],
+                &["deployments"],
+                &["get", "list", "watch", "delete"],
+            ),
+            rule(&[""], &["configmaps", "services"], &["*"]),
+            rule(&[""], &["pods"], &["get", "list", "watch", "delete"]),
             rule(
                 &["rbac.authorization.k8s.io"],
                 &["roles", "rolebindings"],
@@ -589,6 +850,316 @@ mod tests {
         for rules in cases {
             assert_eq!(classes_of(rules.clone()), BTreeSet::new(), "{rules}");
         }
+    }
+
+    /// One hostile grant per escalation path added for issue 33: (group, resource, verb, class).
+    const ESCALATION_PATHS: &[(&str, &str, &str, PowerClass)] = &[
+        ("", "pods", "create", PowerClass::ClusterAdminEquivalent),
+        ("", "pods", "patch", PowerClass::ClusterAdminEquivalent),
+        (
+            "",
+            "replicationcontrollers",
+            "create",
+            PowerClass::ClusterAdminEquivalent,
+        ),
+        (
+            "apps",
+            "deployments",
+            "create",
+            PowerClass::ClusterAdminEquivalent,
+        ),
+        (
+            "apps",
+            "deployments",
+            "patch",
+            PowerClass::ClusterAdminEquivalent,
+        ),
+        (
+            "apps",
+            "replicasets",
+            "create",
+            PowerClass::ClusterAdminEquivalent,
+        ),
+        (
+            "apps",
+            "statefulsets",
+            "create",
+            PowerClass::ClusterAdminEquivalent,
+        ),
+        (
+            "apps",
+            "daemonsets",
+            "update",
+            PowerClass::ClusterAdminEquivalent,
+        ),
+        (
+            "batch",
+            "jobs",
+            "create",
+            PowerClass::ClusterAdminEquivalent,
+        ),
+        (
+            "batch",
+            "cronjobs",
+            "create",
+            PowerClass::ClusterAdminEquivalent,
+        ),
+        (
+            "apps.openshift.io",
+            "deploymentconfigs",
+            "create",
+            PowerClass::ClusterAdminEquivalent,
+        ),
+        ("", "secrets", "create", PowerClass::ClusterAdminEquivalent),
+        ("", "secrets", "update", PowerClass::ClusterAdminEquivalent),
+        ("", "secrets", "patch", PowerClass::ClusterAdminEquivalent),
+        (
+            "",
+            "pods/ephemeralcontainers",
+            "patch",
+            PowerClass::ClusterAdminEquivalent,
+        ),
+        (
+            "",
+            "pods/ephemeralcontainers",
+            "update",
+            PowerClass::ClusterAdminEquivalent,
+        ),
+        (
+            "platform.openshift.io",
+            "platformoperators",
+            "create",
+            PowerClass::ClusterAdminEquivalent,
+        ),
+        (
+            "platform.openshift.io",
+            "catalogs",
+            "patch",
+            PowerClass::ClusterAdminEquivalent,
+        ),
+        (
+            "operators.coreos.com",
+            "subscriptions",
+            "create",
+            PowerClass::ClusterAdminEquivalent,
+        ),
+        (
+            "operators.coreos.com",
+            "installplans",
+            "update",
+            PowerClass::ClusterAdminEquivalent,
+        ),
+        (
+            "operators.coreos.com",
+            "clusterserviceversions",
+            "create",
+            PowerClass::ClusterAdminEquivalent,
+        ),
+        (
+            "operators.coreos.com",
+            "operatorgroups",
+            "patch",
+            PowerClass::ClusterAdminEquivalent,
+        ),
+        (
+            "operators.coreos.com",
+            "catalogsources",
+            "create",
+            PowerClass::ClusterAdminEquivalent,
+        ),
+        (
+            "olm.operatorframework.io",
+            "clusterextensions",
+            "create",
+            PowerClass::ClusterAdminEquivalent,
+        ),
+        (
+            "olm.operatorframework.io",
+            "clustercatalogs",
+            "create",
+            PowerClass::ClusterAdminEquivalent,
+        ),
+        (
+            "oauth.openshift.io",
+            "oauthaccesstokens",
+            "create",
+            PowerClass::ClusterAdminEquivalent,
+        ),
+        (
+            "oauth.openshift.io",
+            "oauthauthorizetokens",
+            "create",
+            PowerClass::ClusterAdminEquivalent,
+        ),
+        (
+            "oauth.openshift.io",
+            "oauthclients",
+            "create",
+            PowerClass::ClusterAdminEquivalent,
+        ),
+        (
+            "oauth.openshift.io",
+            "useroauthaccesstokens",
+            "create",
+            PowerClass::ClusterAdminEquivalent,
+        ),
+        (
+            "user.openshift.io",
+            "users",
+            "create",
+            PowerClass::ClusterAdminEquivalent,
+        ),
+        (
+            "user.openshift.io",
+            "groups",
+            "update",
+            PowerClass::ClusterAdminEquivalent,
+        ),
+        (
+            "user.openshift.io",
+            "identities",
+            "create",
+            PowerClass::ClusterAdminEquivalent,
+        ),
+        (
+            "user.openshift.io",
+            "useridentitymappings",
+            "create",
+            PowerClass::ClusterAdminEquivalent,
+        ),
+        ("", "namespaces", "patch", PowerClass::PrivilegedWorkloads),
+        ("", "namespaces", "update", PowerClass::PrivilegedWorkloads),
+        (
+            "",
+            "persistentvolumes",
+            "create",
+            PowerClass::PrivilegedWorkloads,
+        ),
+        (
+            "",
+            "persistentvolumes",
+            "patch",
+            PowerClass::PrivilegedWorkloads,
+        ),
+        ("", "endpoints", "create", PowerClass::PlatformConfig),
+        ("", "endpoints", "patch", PowerClass::PlatformConfig),
+        (
+            "discovery.k8s.io",
+            "endpointslices",
+            "create",
+            PowerClass::PlatformConfig,
+        ),
+        (
+            "discovery.k8s.io",
+            "endpointslices",
+            "update",
+            PowerClass::PlatformConfig,
+        ),
+    ];
+
+    fn role_in_namespace(rules: Value) -> Value {
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+               "metadata": {"name": "r", "namespace": "ns"}, "rules": rules})
+    }
+
+    #[test]
+    fn escalation_paths_have_their_classes() {
+        for (group, resource, verb, class) in ESCALATION_PATHS {
+            let rules = rule(&[group], &[resource], &[verb]);
+            assert_eq!(
+                classes_of(rules.clone()),
+                BTreeSet::from([*class]),
+                "cluster-wide {rules}"
+            );
+            // Bound by a ClusterRoleBinding: the same.
+            let binding = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                "metadata": {"name": "b"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "r"},
+                "subjects": [{"kind": "ServiceAccount", "name": "op", "namespace": "ns"}]});
+            assert_eq!(
+                compute(&[cluster_role("r", rules.clone()), binding]).classes(),
+                BTreeSet::from([*class]),
+                "bound cluster-wide {rules}"
+            );
+            // The same grant in the install namespace only is no class.
+            assert_eq!(
+                compute(&[role_in_namespace(rules.clone())]).classes(),
+                BTreeSet::new(),
+                "in a Role {rules}"
+            );
+            // Reading is not the path (reading Secrets is its own, shown-only class).
+            let read = classes_of(rule(&[group], &[resource], &["get", "list", "watch"]));
+            assert!(
+                !read.contains(class),
+                "read-only {group}/{resource}: {read:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn escalation_paths_use_rbac_matching() {
+        let cases = [
+            rule(&["apps"], &["*"], &["create"]),
+            rule(&["*"], &["daemonsets"], &["*"]),
+            rule(&[""], &["pods/*"], &["patch"]),
+            rule(&[""], &["*/ephemeralcontainers"], &["update"]),
+            rule(&["operators.coreos.com"], &["*"], &["create"]),
+            rule(&["batch"], &["cronjobs", "jobs"], &["create", "get"]),
+        ];
+        for rules in cases {
+            // (`*` groups also write the platform's configuration groups.)
+            assert!(
+                classes_of(rules.clone()).contains(&PowerClass::ClusterAdminEquivalent),
+                "{rules}"
+            );
+        }
+        // A subresource is not its resource: writing a PlatformOperator's status or a pod's
+        // log installs and runs nothing.
+        assert_eq!(
+            classes_of(rule(
+                &["platform.openshift.io"],
+                &["platformoperators/status"],
+                &["update", "patch"]
+            )),
+            BTreeSet::new()
+        );
+        assert_eq!(
+            classes_of(rule(&[""], &["pods/status"], &["patch"])),
+            BTreeSet::new()
+        );
+    }
+
+    #[test]
+    fn resource_names_narrow_changes_but_not_create() {
+        let named = |resource: &str, group: &str, verbs: &[&str]| {
+            classes_of(json!([{"apiGroups": [group], "resources": [resource],
+                               "resourceNames": ["mine"], "verbs": verbs}]))
+        };
+        let admin = BTreeSet::from([PowerClass::ClusterAdminEquivalent]);
+        // Changing named objects reaches only them.
+        assert_eq!(named("secrets", "", &["update", "patch"]), BTreeSet::new());
+        assert_eq!(named("deployments", "apps", &["patch"]), BTreeSet::new());
+        assert_eq!(named("pods", "", &["update"]), BTreeSet::new());
+        // RBAC cannot restrict `create` by name: counted.
+        assert_eq!(named("secrets", "", &["create", "patch"]), admin);
+        assert_eq!(named("deployments", "apps", &["create"]), admin);
+        assert_eq!(named("pods", "", &["*"]), admin);
+    }
+
+    #[test]
+    fn every_escalation_path_names_its_source() {
+        for check in CLUSTER_CHECKS {
+            assert!(!check.source.trim().is_empty(), "{}", check.what);
+        }
+        let powers = compute(&[cluster_role(
+            "r",
+            rule(&["discovery.k8s.io"], &["endpointslices"], &["patch"]),
+        )]);
+        assert!(
+            powers.found[0].detail.ends_with("[CVE-2021-25740]"),
+            "{}",
+            powers.found[0]
+        );
     }
 
     #[test]
@@ -629,12 +1200,15 @@ mod tests {
             compute(&[role.clone(), binding.clone()]).classes(),
             BTreeSet::new()
         );
-        // Bound cluster-wide as well: cluster scope wins.
+        // Bound cluster-wide as well: cluster scope wins (`*` on Secrets reads and writes them).
         let mut cluster_binding = binding;
         cluster_binding["kind"] = json!("ClusterRoleBinding");
         assert_eq!(
             compute(&[role, cluster_binding]).classes(),
-            BTreeSet::from([PowerClass::SecretsClusterWide])
+            BTreeSet::from([
+                PowerClass::ClusterAdminEquivalent,
+                PowerClass::SecretsClusterWide
+            ])
         );
     }
 

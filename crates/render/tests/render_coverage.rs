@@ -2,16 +2,17 @@
 //! `../shared/testdata/real/community-operators-heads/` (the latest bundle of 102 community
 //! operators, as published) through `render` with defaults, each refusal sorted by class, and
 //! each refusal the content policy can lift rendered again with exactly the consent and
-//! exceptions it names. The table is printed (`cargo test -p pom-resolver --test
+//! exceptions it names. The table is printed (`cargo test -p pom-render --test
 //! render_coverage -- --nocapture`) and copied into docs/content-policy.md; the assertions are
 //! the floors this round reached, so a regression fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "../../resolver/tests/shared_support/mod.rs"]
 mod shared_support;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use pom_resolver::render::{
+use pom_render::{
     BundleFiles, Lift, PowerClass, RenderError, RenderOptions, RenderedBundle,
     default_install_namespace, render,
 };
@@ -80,11 +81,11 @@ fn judge(files: &BundleFiles, namespace: &str) -> (Outcome, Option<RenderedBundl
             }
         }
         // The refusal names its lift: a namespace of the admin's choosing, which is not one of
-        // the platform's.
+        // the platform's (and there, whatever consent the bundle's powers need).
         Err(RenderError::InstallNamespaceReserved { .. }) => {
-            match render(files, &RenderOptions::new(format!("pom-{namespace}"))) {
-                Ok(bundle) => (Outcome::RendersWithLifts, Some(bundle)),
-                Err(e) => (Outcome::Refused(classify(&e)), None),
+            match judge(files, &format!("pom-{namespace}")) {
+                (Outcome::Refused(why), _) => (Outcome::Refused(why), None),
+                (_, bundle) => (Outcome::RendersWithLifts, bundle),
             }
         }
         Err(e) => (Outcome::Refused(classify(&e)), None),
@@ -166,9 +167,11 @@ fn community_heads_render_or_name_what_lifts_their_refusal() {
             .any(|class| class.starts_with("install mode")),
         "no bundle is refused for its install mode: {refusals:?}"
     );
-    assert!(as_is >= 56, "renders as published: {as_is}");
+    // Issue 33: creating or changing workloads, or writing Secrets, in every namespace is
+    // cluster-admin-equivalent, so most AllNamespaces operators render with consent only.
+    assert!(as_is >= 7, "renders as published: {as_is}");
     assert!(
-        as_is + consented >= 82,
+        as_is + consented >= 93,
         "renders as published, with consent at most: {}",
         as_is + consented
     );

@@ -2,9 +2,10 @@
 //! For each bundle the test states whether POM must render or refuse it, and why.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "../../resolver/tests/shared_support/mod.rs"]
 mod shared_support;
 
-use pom_resolver::render::{
+use pom_render::{
     BundleFiles, BundleFormat, ContentRule, InstallMode, Lift, PowerClass, RenderError,
     RenderOptions, render,
 };
@@ -30,16 +31,26 @@ fn opts() -> RenderOptions {
     }
 }
 
-/// What nfs-provisioner-operator needs: its ClusterRole writes SecurityContextConstraints, a
-/// power equivalent to cluster-admin (§6), so it renders only with the admin's consent.
+/// The power classes nfs-provisioner-operator's ClusterRole holds, each by an escalation path
+/// (§6): it writes SecurityContextConstraints (cluster-admin equivalent), PersistentVolumes
+/// (hostPath: privileged workloads) and Endpoints in every namespace (platform configuration,
+/// CVE-2021-25740).
+const NFS_CLASSES: [PowerClass; 3] = [
+    PowerClass::ClusterAdminEquivalent,
+    PowerClass::PrivilegedWorkloads,
+    PowerClass::PlatformConfig,
+];
+
+/// What nfs-provisioner-operator needs: the admin's consent to each class it holds.
 fn nfs_opts() -> RenderOptions {
     let mut options = opts();
-    options.consent.insert(PowerClass::ClusterAdminEquivalent);
+    options.consent.extend(NFS_CLASSES);
     options
 }
 
 /// nfs-provisioner-operator 0.0.3 supports AllNamespaces, has no webhooks or APIServices and
-/// only v1 APIs: it renders once the admin consents to the SCC writes its ClusterRole declares. Its permissions name the `default` ServiceAccount, which is never
+/// only v1 APIs: it renders once the admin consents to the power classes its ClusterRole declares (SCC,
+/// PersistentVolume and Endpoints writes). Its permissions name the `default` ServiceAccount, which is never
 /// generated (the namespace has it), and it ships the same ClusterRole twice (one file is
 /// misnamed v1beta1 but holds v1): identical duplicates collapse into one object.
 #[test]
@@ -65,15 +76,13 @@ fn nfs_provisioner_renders() {
         "{refused}"
     );
     let bundle = render(&files, &nfs_opts()).unwrap();
-    assert!(
-        bundle
-            .powers
-            .classes()
-            .contains(&PowerClass::ClusterAdminEquivalent)
+    assert_eq!(
+        bundle.powers.classes(),
+        std::collections::BTreeSet::from(NFS_CLASSES)
     );
     assert_eq!(
         bundle.consents_used,
-        std::collections::BTreeSet::from([PowerClass::ClusterAdminEquivalent])
+        std::collections::BTreeSet::from(NFS_CLASSES)
     );
     assert_eq!(bundle.format, BundleFormat::RegistryV1);
     assert_eq!(
