@@ -44,6 +44,9 @@ pub(super) struct Gathered {
     found_bundle_label: Option<String>,
     guard: GuardState,
     duplicate_of: Option<String>,
+    /// The install namespace when it is already fixed ([`fixed_namespace`]), read once for the
+    /// OperatorCondition read and the prepare step alike.
+    namespace: Option<String>,
 }
 
 impl Gathered {
@@ -86,6 +89,7 @@ pub(super) async fn gather(
     let (cluster, kube_version) = pctx.cluster.view().await?;
     let catalogs = gather_catalogs(po, pctx);
     let installed = installed_name(po);
+    let namespace = fixed_namespace(po);
     // A clean full check still holds when nothing it read has changed: its gate is current
     // (an OperatorCondition event would have made it stale) and no read is needed.
     let reusable = pctx.checks.reusable(&name, &observed, installed);
@@ -93,7 +97,7 @@ pub(super) async fn gather(
         Some(clean) => clean.gate.clone(),
         None => {
             pctx.stage(&name, "gather: operator condition");
-            let namespace = fixed_namespace(po).unwrap_or_else(|| name.clone());
+            let namespace = namespace.clone().unwrap_or_else(|| name.clone());
             gather::operator_gate(&ctx.client, po, &namespace, installed).await?
         }
     };
@@ -114,6 +118,7 @@ pub(super) async fn gather(
         found_bundle_label,
         guard,
         duplicate_of: pctx.duplicate_winner(po),
+        namespace,
     }))
 }
 
@@ -156,6 +161,10 @@ fn fixed_namespace(po: &PlatformOperator) -> Option<String> {
         })
 }
 
+/// Whether the status recorded an inventory before the status write.
+#[derive(Debug, Clone, Copy)]
+struct InventoryBefore(bool);
+
 /// One reconcile in flight: what it judged, and what each step found so far.
 pub(super) struct Run<'a> {
     po: &'a PlatformOperator,
@@ -173,9 +182,11 @@ pub(super) struct Run<'a> {
     outcome: ActOutcome,
     /// The status [`Step::Report`] computed.
     reported: Option<PlatformOperatorStatus>,
-    /// Whether the status held an inventory before [`Step::WriteStatus`]: without one, prune
-    /// sweeps by owner label (a PO installed by a manager that kept none).
-    inventory_before_write: bool,
+    /// Set once [`Step::WriteStatus`] wrote (or found nothing to write): whether the status
+    /// held an inventory before it. Without one, prune sweeps by owner label (a PO installed by
+    /// a manager that kept none); `None` (no status written) prunes nothing, so no plan can
+    /// prune before a settled status is recorded.
+    status_written: Option<InventoryBefore>,
 }
 
 impl<'a> Run<'a> {
@@ -198,7 +209,7 @@ impl<'a> Run<'a> {
             applied_namespace: None,
             outcome: ActOutcome::Skipped,
             reported: None,
-            inventory_before_write: false,
+            status_written: None,
         }
     }
 
@@ -226,7 +237,8 @@ impl<'a> Run<'a> {
 
     async fn finish_interrupted_prune(&self, bundle: &str) -> Result<(), Error> {
         tracing::info!(po = %self.name, %bundle, "finishing an interrupted prune before the next move");
-        prune_settled(self.po, self.pctx, &self.recorded, bundle, true).await
+        let recorded_before = !self.recorded.inventory.is_empty();
+        prune_settled(self.po, self.pctx, &self.recorded, bundle, recorded_before).await
     }
 
     /// Nothing the last full check read has changed: what it found still holds.
@@ -242,7 +254,7 @@ impl<'a> Run<'a> {
             self.po,
             self.snapshot,
             self.decision,
-            &self.gathered.catalogs,
+            self.gathered,
         )
         .await
         {
@@ -366,26 +378,23 @@ impl<'a> Run<'a> {
         let Some(status) = &self.reported else {
             return Ok(());
         };
-        self.inventory_before_write = !self.recorded.inventory.is_empty();
-        write_status(self.po, self.pctx, &self.recorded, status.clone()).await
+        let before = InventoryBefore(!self.recorded.inventory.is_empty());
+        write_status(self.po, self.pctx, &self.recorded, status.clone()).await?;
+        self.status_written = Some(before);
+        Ok(())
     }
 
     /// Prune after settle (§6, §7): what the bundle moved from still owns stays until the move
     /// has settled; a failed or unsettled move removes nothing.
     async fn prune_after_settle(&self) -> Result<(), Error> {
-        let Some(status) = &self.reported else {
+        let (Some(status), Some(InventoryBefore(recorded_before))) =
+            (&self.reported, self.status_written)
+        else {
             return Ok(());
         };
         match steps::settled_on(&self.outcome, status) {
             Some(bundle) => {
-                prune_settled(
-                    self.po,
-                    self.pctx,
-                    status,
-                    &bundle,
-                    self.inventory_before_write,
-                )
-                .await
+                prune_settled(self.po, self.pctx, status, &bundle, recorded_before).await
             }
             None => Ok(()),
         }
@@ -428,9 +437,9 @@ async fn prepare(
     po: &PlatformOperator,
     snapshot: &PoSnapshot<'_>,
     decision: &PoDecision,
-    catalogs: &GatheredCatalogs,
+    gathered: &Gathered,
 ) -> Result<Option<(Target, install::Prepared)>, Problem> {
-    let Some(target) = target_of(pctx, po, snapshot, decision, catalogs)? else {
+    let Some(target) = target_of(pctx, po, snapshot, decision, &gathered.catalogs)? else {
         return Ok(None);
     };
     let certificates = pctx
@@ -439,12 +448,11 @@ async fn prepare(
         .await
         .map_err(|err| problem_of(&err, true))?
         .certificates;
-    let namespace = fixed_namespace(po);
     let prepared = install::prepare(
         &pctx.ctx,
         &pctx.kinds,
         po,
-        namespace.as_deref(),
+        gathered.namespace.as_deref(),
         &target,
         certificates,
         decision.config.as_ref().unwrap_or(&snapshot.config.desired),
@@ -587,6 +595,7 @@ async fn write_status(
     let name = po.name_any();
     pctx.stage(&name, "events");
     announce::transitions(po, pctx, previous, &new).await;
+    pctx.stage(&name, "write status: patch");
     let api: Api<PlatformOperator> = Api::all(pctx.ctx.client.clone());
     let patch = serde_json::json!({
         "apiVersion": "platform.openshift.io/v1alpha1",

@@ -439,6 +439,7 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
         return Ok(RequeueAction::requeue(OWN_WRITE_RETRY));
     }
     let Some(gathered) = pipeline::gather(po, pctx).await? else {
+        pctx.forget_attempts(&name);
         return Ok(RequeueAction::requeue(steps::CATALOG_WARMUP_RETRY));
     };
     pctx.stage(&name, "decide");

@@ -268,7 +268,7 @@ fn the_plan_of_each_case() {
         )
         .steps(FULL_KEEP),
         row(
-            "an operator not yet marked as reporting is marked before the status write",
+            "an operator not yet marked as reporting: the mark is planned before the report",
             decision(Action::Keep),
             steady(),
         )
@@ -306,7 +306,7 @@ fn the_plan_of_each_case() {
 }
 
 #[test]
-fn every_plan_ends_in_one_requeue_and_writes_before_it_prunes() {
+fn every_plan_ends_in_one_requeue_and_orders_its_writes() {
     let decisions = [
         decision(Action::Nothing),
         decision(Action::Keep),
@@ -322,30 +322,70 @@ fn every_plan_ends_in_one_requeue_and_writes_before_it_prunes() {
             prune_cut_short(),
             PlatformOperatorStatus::default(),
         ] {
-            for reusable in [false, true] {
+            for (reusable, writes_allowed, mark_present) in
+                flag_combinations([false, true], [false, true], [false, true])
+            {
                 let steps = plan(&PlanInput {
                     decision: d,
                     recorded: &recorded,
                     clean_check_reusable: reusable,
-                    writes_allowed: true,
-                    reported_mark_present: false,
+                    writes_allowed,
+                    reported_mark_present: mark_present,
                 });
-                let requeues = steps.iter().filter(|s| matches!(s, Requeue(_))).count();
-                assert_eq!(requeues, 1, "{steps:?}");
-                assert!(matches!(steps.last(), Some(Requeue(_))), "{steps:?}");
-                let at = |wanted: &Step| steps.iter().position(|s| s == wanted);
-                if let (Some(intent), Some(apply)) = (at(&RecordIntent), at(&Apply)) {
-                    assert!(intent < apply, "intent before the first write: {steps:?}");
-                }
-                if let (Some(write), Some(prune)) = (at(&WriteStatus), at(&PruneAfterSettle)) {
-                    assert!(write < prune, "prune only after the status says settled");
-                }
-                if let (Some(report), Some(write)) = (at(&Report), at(&WriteStatus)) {
-                    assert!(report < write, "the status written is the one reported");
-                }
+                check_order(&steps);
             }
         }
     }
+}
+
+/// Every (a, b, c) of the three pairs.
+fn flag_combinations(
+    a: [bool; 2],
+    b: [bool; 2],
+    c: [bool; 2],
+) -> impl Iterator<Item = (bool, bool, bool)> {
+    a.into_iter()
+        .flat_map(move |x| b.into_iter().map(move |y| (x, y)))
+        .flat_map(move |(x, y)| c.into_iter().map(move |z| (x, y, z)))
+}
+
+/// The ordering rules every plan keeps: one requeue, last; a write is preceded by the steps it
+/// depends on (present, not only ordered when both happen to be there).
+fn check_order(steps: &[Step]) {
+    let at = |wanted: &Step| steps.iter().position(|s| s == wanted);
+    let requeues = steps.iter().filter(|s| matches!(s, Requeue(_))).count();
+    assert_eq!(requeues, 1, "{steps:?}");
+    assert!(matches!(steps.last(), Some(Requeue(_))), "{steps:?}");
+    let before = |first: &Step, then: &Step| {
+        if let Some(then_at) = at(then) {
+            let first_at = at(first);
+            assert!(
+                first_at.is_some_and(|f| f < then_at),
+                "{then:?} needs {first:?} before it: {steps:?}"
+            );
+        }
+    };
+    before(&Prepare, &Apply);
+    before(&RecordIntent, &Apply);
+    before(&Report, &WriteStatus);
+    before(&WriteStatus, &PruneAfterSettle);
+    before(&Report, &RememberCleanCheck);
+    if let (Some(remember), Some(write)) = (at(&RememberCleanCheck), at(&WriteStatus)) {
+        assert!(
+            remember < write,
+            "the check is kept from the status computed: {steps:?}"
+        );
+    }
+    if let (Some(mark), Some(report)) = (at(&MarkReported), at(&Report)) {
+        assert!(mark < report, "{steps:?}");
+    }
+    let finishes_prune = steps
+        .iter()
+        .any(|s| matches!(s, FinishInterruptedPrune { .. }));
+    assert!(
+        !(finishes_prune && at(&Apply).is_some()),
+        "an interrupted prune is finished alone: {steps:?}"
+    );
 }
 
 fn report(wrote: usize) -> ActOutcome {
