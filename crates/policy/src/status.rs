@@ -773,15 +773,7 @@ fn po_conditions(f: &Facts<'_>) -> Vec<Desired> {
             f.waits,
             f.decision,
         ),
-        progressing_condition(ProgressingInput {
-            decision: f.decision,
-            problem: f.problem,
-            settled: f.settled,
-            moved: f.moved,
-            first_install: f.first_install,
-            waits: f.waits,
-            desired: f.desired,
-        }),
+        progressing_condition(f),
         degraded_condition(
             f.problem,
             f.decision.deadline_exceeded && !f.settled,
@@ -927,17 +919,7 @@ fn installed_condition(
     }
 }
 
-struct ProgressingInput<'a> {
-    decision: &'a PoDecision,
-    problem: Option<&'a Problem>,
-    settled: bool,
-    moved: bool,
-    first_install: bool,
-    waits: &'a [Wait],
-    desired: Option<&'a str>,
-}
-
-fn progressing_condition(p: ProgressingInput<'_>) -> Desired {
+fn progressing_condition(p: &Facts<'_>) -> Desired {
     let progressing = |reason, message: String| {
         Desired::new(types::PROGRESSING, ConditionStatus::True, reason, message)
     };

@@ -25,6 +25,17 @@ async fn publish(po: &PlatformOperator, pctx: &PoContext, event: Event) {
     }
 }
 
+/// An Event on the PO with `reason` for `action`, its note cut to [`NOTE_LIMIT`].
+fn event(type_: EventType, reason: Reason, note: &str, action: &str) -> Event {
+    Event {
+        type_,
+        reason: reason.as_str().to_owned(),
+        note: Some(bounded(note)),
+        action: action.to_owned(),
+        secondary: None,
+    }
+}
+
 /// `note` cut to [`NOTE_LIMIT`] characters.
 fn bounded(note: &str) -> String {
     note.chars().take(NOTE_LIMIT).collect()
@@ -46,13 +57,12 @@ pub(super) async fn exceptions(
         list.join("; ")
     );
     tracing::warn!(po = %po.name_any(), %bundle, exceptions = %list.join("; "), "applying a bundle with content-policy exceptions");
-    let event = Event {
-        type_: EventType::Warning,
-        reason: Reason::ContentExceptionUsed.as_str().to_owned(),
-        note: Some(bounded(&note)),
-        action: "Install".to_owned(),
-        secondary: None,
-    };
+    let event = event(
+        EventType::Warning,
+        Reason::ContentExceptionUsed,
+        &note,
+        "Install",
+    );
     publish(po, pctx, event).await;
 }
 
@@ -69,13 +79,12 @@ pub(super) async fn crd_safety_override(
         labels::CRD_SAFETY_OVERRIDE
     );
     tracing::warn!(po = %po.name_any(), %bundle, %details, "applying an unsafe CRD change on the admin's override");
-    let event = Event {
-        type_: EventType::Warning,
-        reason: Reason::CRDSafetyOverridden.as_str().to_owned(),
-        note: Some(bounded(&note)),
-        action: "Upgrade".to_owned(),
-        secondary: None,
-    };
+    let event = event(
+        EventType::Warning,
+        Reason::CRDSafetyOverridden,
+        &note,
+        "Upgrade",
+    );
     publish(po, pctx, event).await;
 }
 
@@ -104,14 +113,8 @@ pub(super) async fn unsettled_move_action(
         ),
     };
     tracing::warn!(po = %po.name_any(), %bundle, %note, "carrying out the admin's action on an unsettled move");
-    let event = Event {
-        type_: EventType::Normal,
-        reason: reason.as_str().to_owned(),
-        note: Some(note),
-        action: "Upgrade".to_owned(),
-        secondary: None,
-    };
-    publish(po, pctx, event).await;
+    // The note names two bundles and an annotation: far below the limit.
+    publish(po, pctx, event(EventType::Normal, reason, &note, "Upgrade")).await;
 }
 
 /// One Kubernetes Event per condition that changed status or reason.
