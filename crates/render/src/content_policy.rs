@@ -8,12 +8,17 @@
 //!
 //! - refusals no admin can lift: the kinds in [`NEVER_ALLOWED`]; namespaced objects outside the
 //!   install namespace (but the Roles an Own/SingleNamespace operator needs where it watches);
-//!   bindings of users, groups, `system:` principals or foreign ServiceAccounts (but the narrow
-//!   monitoring binding, [`MONITORING_SUBJECT`]); bindings to roles the bundle does not ship
-//!   (but [`BENIGN_BUILT_IN_ROLES`], and [`INSTALL_NAMESPACE_BUILT_IN_ROLES`] in the install
-//!   namespace); `aggregate-to-*` labels beyond the bundle's own API
-//!   groups; CRD conversion webhooks that are not the bundle's own; CRDs in built-in API groups;
-//!   Services with `externalIPs`;
+//!   bindings to roles the bundle does not ship (but [`BENIGN_BUILT_IN_ROLES`], and
+//!   [`INSTALL_NAMESPACE_BUILT_IN_ROLES`] in the install namespace); `aggregate-to-*` labels
+//!   beyond the bundle's own API groups; CRD conversion webhooks that are not the bundle's own;
+//!   CRDs claiming what Kubernetes or the platform serves; Services with `externalIPs`; a
+//!   PriorityClass that is the cluster's global default; ServiceAccount token Secrets;
+//! - subjects by who they are (`subjects::who`): the install namespace's ServiceAccounts are
+//!   the bundle's own; [`PLATFORM_READERS`] may read non-secret objects of the install namespace,
+//!   and anything more to them is a power (consent); POM's manager never; anyone else (users,
+//!   groups, other namespaces' accounts) is refused and omittable, but shown as a
+//!   `ClusterAdminEquivalent` power instead when the admin consented to that class (such an
+//!   operator could make the binding itself at runtime);
 //! - refusals an admin lifts for one named object ([`ContentException`],
 //!   `spec.contentExceptions`): kinds outside the format's allowlist, LoadBalancer Services;
 //! - powers ([`super::powers`]): the classes that need consent (`spec.consent`) refuse the
@@ -28,9 +33,11 @@ use serde_json::Value;
 
 use super::BundleFormat;
 use super::assemble::bundle_crd_scopes;
+use super::csv::CLUSTER_MONITORING_LABEL;
 use super::kinds::{PLAIN_V0_KINDS, REGISTRY_V1_KINDS};
 use super::objects::{ObjectKey, str_at};
-use super::powers::{self, PowerClass, Powers};
+use super::powers::{self, Power, PowerClass, Powers};
+use super::subjects::{self, Who};
 
 /// Kinds no bundle may carry, exception or not: they would let a bundle take over the cluster
 /// or other tenants (namespaces, admission, aggregated APIs, node and certificate objects).
@@ -90,18 +97,18 @@ pub const BENIGN_BUILT_IN_ROLES: &[(&str, &str)] = &[
     ("ClusterRole", "system:openshift:scc:nonroot-v2"),
 ];
 
-/// The one foreign subject a bundle may bind: OpenShift's Prometheus, so it can scrape the
-/// operator's metrics (the console and OLM bundles do this), to a read-only role in the install
-/// namespace ([`MONITORING_RESOURCES`]).
+/// OpenShift's platform Prometheus, the first of [`PLATFORM_READERS`] (the admission guard
+/// lets the manager bind it in a RoleBinding).
 pub const MONITORING_SUBJECT: (&str, &str) = ("openshift-monitoring", "prometheus-k8s");
 
-/// What the monitoring binding's role may grant: get/list/watch on these (group, resource).
-pub const MONITORING_RESOURCES: &[(&str, &str)] = &[
-    ("", "services"),
-    ("", "endpoints"),
-    ("", "pods"),
-    ("discovery.k8s.io", "endpointslices"),
-];
+pub use super::subjects::PLATFORM_READERS;
+
+/// The verbs of read-only access, what a [`PLATFORM_READERS`] identity may receive.
+const READ_VERBS: &[&str] = &["get", "list", "watch"];
+
+/// The subresources a read-only grant may name (`get pods/exec` is exec, `get
+/// services/proxy` reaches the Service: not reading).
+const READ_SUBRESOURCES: &[&str] = &["status", "log"];
 
 /// Label prefixes whose `aggregate-to-*` labels feed the cluster's built-in roles (admin, edit,
 /// view, cluster-reader...): a role carrying one gives every holder of those roles its rules.
@@ -141,7 +148,6 @@ const BUILT_IN_API_GROUPS: &[&str] = &[
     "machine.openshift.io",
     "machineconfiguration.openshift.io",
     "oauth.openshift.io",
-    "operator.openshift.io",
     "operators.coreos.com",
     "platform.openshift.io",
     "project.openshift.io",
@@ -151,6 +157,43 @@ const BUILT_IN_API_GROUPS: &[&str] = &[
     "template.openshift.io",
     "user.openshift.io",
 ];
+
+/// API groups the platform shares with operators: it serves the resources listed (plural names),
+/// and an optional operator may define others in the group (`certmanagers.operator.openshift.io`
+/// is served by nothing but cert-manager-operator). From openshift/api, `operator/v1` and
+/// `operator/v1alpha1` (OpenShift 4.12 to 4.20), and the resources OpenShift served earlier.
+const SHARED_PLATFORM_GROUPS: &[(&str, &[&str])] = &[(
+    "operator.openshift.io",
+    &[
+        "authentications",
+        "cloudcredentials",
+        "clustercsidrivers",
+        "clusterversionoperators",
+        "configs",
+        "consoles",
+        "csisnapshotcontrollers",
+        "dnses",
+        "etcdbackups",
+        "etcds",
+        "imagecontentsourcepolicies",
+        "ingresscontrollers",
+        "ingresses",
+        "insightsoperators",
+        "kubeapiservers",
+        "kubecontrollermanagers",
+        "kubeschedulers",
+        "kubestorageversionmigrators",
+        "machineconfigurations",
+        "networks",
+        "olms",
+        "openshiftapiservers",
+        "openshiftcontrollermanagers",
+        "servicecas",
+        "servicecatalogapiservers",
+        "servicecatalogcontrollermanagers",
+        "storages",
+    ],
+)];
 
 pub use pom_platform::{PLATFORM_NAMESPACE_PREFIXES, PLATFORM_NAMESPACES, is_platform_namespace};
 
@@ -188,11 +231,17 @@ pub enum ContentRule {
     /// An admission webhook whose rules could match POM's own kinds (`platform.openshift.io`,
     /// or every group).
     WebhookMatchesPlatformOperators,
+    /// A PriorityClass with `globalDefault: true`: every pod of the cluster without a
+    /// `priorityClassName` would get its priority.
+    PriorityClassGlobalDefault,
+    /// A Secret of type `kubernetes.io/service-account-token`: the token controller fills it
+    /// with a long-lived token of the ServiceAccount it names.
+    ServiceAccountTokenSecret,
 }
 
 impl ContentRule {
     /// Every rule, in the order they are documented.
-    pub const ALL: [ContentRule; 15] = [
+    pub const ALL: [ContentRule; 17] = [
         Self::KindNotAllowed,
         Self::KindNeverAllowed,
         Self::ObjectOutsideInstallNamespace,
@@ -208,6 +257,8 @@ impl ContentRule {
         Self::PowerNotConsented,
         Self::WebhookRuleOutsideBundle,
         Self::WebhookMatchesPlatformOperators,
+        Self::PriorityClassGlobalDefault,
+        Self::ServiceAccountTokenSecret,
     ];
 
     /// The CamelCase name (as written in `spec.contentExceptions[].rule`).
@@ -228,6 +279,8 @@ impl ContentRule {
             Self::PowerNotConsented => "PowerNotConsented",
             Self::WebhookRuleOutsideBundle => "WebhookRuleOutsideBundle",
             Self::WebhookMatchesPlatformOperators => "WebhookMatchesPlatformOperators",
+            Self::PriorityClassGlobalDefault => "PriorityClassGlobalDefault",
+            Self::ServiceAccountTokenSecret => "ServiceAccountTokenSecret",
         }
     }
 
@@ -462,6 +515,10 @@ pub struct PolicyContext<'a> {
     /// What POM rendered from `spec.webhookdefinitions`, as (kind, name): the webhook
     /// configurations, and the CRDs whose conversion it set. Only these may carry webhooks.
     pub rendered_webhooks: &'a BTreeSet<(String, String)>,
+    /// Whether the bundle asks for its install namespace to be labelled
+    /// `openshift.io/cluster-monitoring=true` (the CSV's `operatorframework.io/cluster-monitoring`
+    /// annotation, or its suggested-namespace template): a `PlatformConfig` power.
+    pub cluster_monitoring: bool,
 }
 
 /// What a bundle that passes the policy holds and needed.
@@ -498,9 +555,62 @@ pub fn check(
     let origin_of = |index: usize| origins.get(index).map_or("the bundle", String::as_str);
     let mut used = BTreeSet::new();
     let mut violations = Vec::new();
+    let mut powers = powers::compute(objects);
+    // Whether the bundle's own ServiceAccounts are cluster-admin-equivalent (then a grant to
+    // another principal asks that same consent), and whether the admin trusts it so.
+    let holds_admin = powers
+        .classes()
+        .contains(&PowerClass::ClusterAdminEquivalent);
+    let trusted_admin = ctx.consent.contains(&PowerClass::ClusterAdminEquivalent);
+    let mut granted = Vec::new();
+    if ctx.cluster_monitoring {
+        granted.push(Power {
+            class: PowerClass::PlatformConfig,
+            kind: "Namespace".to_owned(),
+            name: ctx.install_namespace.to_owned(),
+            detail: format!(
+                "the bundle asks for its install namespace to be labelled {CLUSTER_MONITORING_LABEL}=true (the ClusterServiceVersion's operatorframework.io/cluster-monitoring annotation or suggested-namespace template): the platform's Prometheus then scrapes its ServiceMonitors and evaluates its PrometheusRules with the cluster's own alerting [OpenShift: cluster monitoring; the console asks for the same opt-in]"
+            ),
+        });
+    }
     for (index, object) in objects.iter().enumerate() {
         let key = ObjectKey::of(object);
-        for (rule, detail) in findings(object, &key, ctx, &own) {
+        let mut found = findings(object, &key, ctx, &own);
+        if key.group == RBAC_GROUP
+            && matches!(key.kind.as_str(), "RoleBinding" | "ClusterRoleBinding")
+        {
+            for subject in subject_findings(object, &key, ctx, &own) {
+                let power = |class: PowerClass, detail: String| Power {
+                    class,
+                    kind: key.kind.clone(),
+                    name: key.name.clone(),
+                    detail,
+                };
+                match subject {
+                    SubjectFinding::Refused(rule, detail) => found.push((rule, detail)),
+                    SubjectFinding::Power(class, detail) => granted.push(power(class, detail)),
+                    SubjectFinding::Foreign { grant, .. } if trusted_admin => {
+                        granted.push(power(PowerClass::ClusterAdminEquivalent, grant));
+                    }
+                    SubjectFinding::Foreign { rule, detail, .. } if holds_admin => {
+                        violations.push(PolicyViolation {
+                            rule,
+                            object: key.to_string(),
+                            origin: origin_of(index).to_owned(),
+                            detail: format!(
+                                "{detail}; the bundle's own ServiceAccounts are {} already, and an operator trusted so could make this binding itself at runtime, so that consent allows it (or install without it: spec.omitObjects: [{{kind: {}, name: {}}}])",
+                                PowerClass::ClusterAdminEquivalent,
+                                key.kind,
+                                key.name
+                            ),
+                            lift: Some(Lift::Consent(PowerClass::ClusterAdminEquivalent)),
+                        });
+                    }
+                    SubjectFinding::Foreign { rule, detail, .. } => found.push((rule, detail)),
+                }
+            }
+        }
+        for (rule, detail) in found {
             let exception = ContentException {
                 rule,
                 kind: key.kind.clone(),
@@ -529,7 +639,9 @@ pub fn check(
             });
         }
     }
-    let powers = powers::compute(objects);
+    powers.found.extend(granted);
+    powers.found.sort();
+    powers.found.dedup();
     let mut consents_used = BTreeSet::new();
     for class in powers.classes().into_iter().filter(|c| c.needs_consent()) {
         if ctx.consent.contains(&class) {
@@ -661,17 +773,36 @@ fn findings(
     }
     match group_kind {
         (RBAC_GROUP, "RoleBinding" | "ClusterRoleBinding") => {
-            found.extend(binding_findings(object, key, ctx, own));
+            found.extend(binding_findings(object, key, own));
         }
         (RBAC_GROUP, "ClusterRole") => found.extend(aggregation_label_findings(object, own)),
         ("apiextensions.k8s.io", "CustomResourceDefinition") => {
             found.extend(crd_findings(object, ctx, own, rendered_webhook));
         }
         ("", "Service") => found.extend(service_findings(object)),
+        ("scheduling.k8s.io", "PriorityClass")
+            if object.get("globalDefault").and_then(Value::as_bool) == Some(true) =>
+        {
+            found.push((
+                ContentRule::PriorityClassGlobalDefault,
+                "it sets globalDefault: true, so every pod of the cluster created without a priorityClassName would get its priority (preempting, or being preempted by, every other workload); a bundle's PriorityClass must be one its own pods name".to_owned(),
+            ));
+        }
+        ("", "Secret") if str_at(object, &["type"]) == Some(SERVICE_ACCOUNT_TOKEN_TYPE) => {
+            found.push((
+                ContentRule::ServiceAccountTokenSecret,
+                format!(
+                    "it is of type {SERVICE_ACCOUNT_TOKEN_TYPE}, which the token controller fills with a long-lived token of the ServiceAccount it names (of any account, the platform's included); operators get short-lived tokens from the TokenRequest API (projected volumes)"
+                ),
+            ));
+        }
         _ => {}
     }
     found
 }
+
+/// The Secret type the token controller fills with a ServiceAccount's token.
+const SERVICE_ACCOUNT_TOKEN_TYPE: &str = "kubernetes.io/service-account-token";
 
 fn kind_display(key: &ObjectKey) -> String {
     if key.group.is_empty() {
@@ -712,7 +843,6 @@ fn allowed_list(format: Option<BundleFormat>) -> String {
 fn binding_findings(
     object: &Value,
     key: &ObjectKey,
-    ctx: &PolicyContext<'_>,
     own: &OwnObjects,
 ) -> Vec<(ContentRule, String)> {
     let mut found = Vec::new();
@@ -741,95 +871,160 @@ fn binding_findings(
             ),
         ));
     }
+    found
+}
+
+/// What a binding's subject means for the bundle (besides the role it binds).
+enum SubjectFinding {
+    /// Never allowed (POM's manager): refused, omittable.
+    Refused(ContentRule, String),
+    /// A grant that is a power of the bundle (more than reading to a platform identity).
+    Power(PowerClass, String),
+    /// A grant to anyone else: refused (omittable), or a `ClusterAdminEquivalent` power under
+    /// that consent (`grant` is its evidence).
+    Foreign {
+        rule: ContentRule,
+        detail: String,
+        grant: String,
+    },
+}
+
+/// Each subject of a binding the bundle ships that is not the bundle's own, judged by who it is
+/// (`subjects::who`) and, for a platform identity, by what the binding grants.
+fn subject_findings(
+    object: &Value,
+    key: &ObjectKey,
+    ctx: &PolicyContext<'_>,
+    own: &OwnObjects,
+) -> Vec<SubjectFinding> {
+    let role_kind = str_at(object, &["roleRef", "kind"]).unwrap_or_default();
+    let role_name = str_at(object, &["roleRef", "name"]).unwrap_or_default();
     let subjects = object
         .get("subjects")
         .and_then(Value::as_array)
         .map(Vec::as_slice)
         .unwrap_or_default();
+    let mut found = Vec::new();
     for subject in subjects {
-        let kind = str_at(subject, &["kind"]).unwrap_or_default();
-        let name = str_at(subject, &["name"]).unwrap_or_default();
-        match kind {
-            "User" | "Group" if name.starts_with("system:") => found.push((
-                ContentRule::SystemSubjectBinding,
-                format!("it binds the {} {name:?}: system: users and groups are the platform's own (all authenticated users, nodes, service accounts of every namespace)", kind.to_lowercase()),
+        let who = subjects::who(
+            subject,
+            &key.namespace,
+            ctx.install_namespace,
+            (ctx.manager_namespace, ctx.manager_service_account),
+        );
+        match who {
+            Who::Own | Who::Unknown => {}
+            Who::Manager(whom) => found.push(SubjectFinding::Refused(
+                ContentRule::ForeignServiceAccountBinding,
+                format!(
+                    "it binds {whom}, POM's own ServiceAccount: a bundle may never grant the manager anything; a bundle may bind ServiceAccounts of its install namespace {:?}",
+                    ctx.install_namespace
+                ),
             )),
-            "User" | "Group" => found.push((
-                ContentRule::UserOrGroupBinding,
-                format!("it binds the {} {name:?}: a bundle may grant only its own ServiceAccounts; granting people is the admin's job, with RBAC of their own", kind.to_lowercase()),
-            )),
-            "ServiceAccount" => {
-                // A subject without a namespace means the binding's own (none for a
-                // ClusterRoleBinding, which the API server then refuses).
-                let namespace = str_at(subject, &["namespace"])
-                    .filter(|n| !n.is_empty())
-                    .unwrap_or(key.namespace.as_str());
-                if namespace == ctx.install_namespace {
-                    continue;
+            Who::PlatformReader(whom) => {
+                if let Some(beyond) = reader_grant_beyond(key, role_kind, role_name, ctx, own) {
+                    for (class, what) in beyond {
+                        found.push(SubjectFinding::Power(
+                            class,
+                            format!(
+                                "grants the platform identity {whom} more than read-only access to non-secret objects of the install namespace (what it may get without consent): {what}"
+                            ),
+                        ));
+                    }
                 }
-                if (namespace, name) == MONITORING_SUBJECT
-                    && monitoring_binding_is_narrow(key, ctx, own.roles.get(&role))
-                {
-                    continue;
-                }
-                let whose = if Some(namespace) == ctx.manager_namespace
-                    && ctx.manager_service_account.is_none_or(|sa| sa == name)
-                {
-                    " (POM's own ServiceAccount: a bundle may never grant the manager anything)"
-                } else if (namespace, name) == MONITORING_SUBJECT {
-                    " (OpenShift's Prometheus may be bound only by a RoleBinding in the install namespace to a role of the bundle granting get, list and watch on services, endpoints, endpointslices and pods)"
-                } else {
-                    ""
-                };
-                found.push((
-                    ContentRule::ForeignServiceAccountBinding,
-                    format!(
-                        "it binds ServiceAccount {name:?} in namespace {namespace:?}{whose}; a bundle may bind only ServiceAccounts of its install namespace {:?}",
-                        ctx.install_namespace
-                    ),
-                ));
             }
-            _ => {}
+            Who::Other(rule, whom) => found.push(SubjectFinding::Foreign {
+                rule,
+                detail: format!(
+                    "it binds {whom} to {role_kind} {role_name:?}; a bundle may bind the ServiceAccounts of its install namespace {:?} (and give the platform's monitoring read-only access there), no other principal",
+                    ctx.install_namespace
+                ),
+                grant: format!(
+                    "binds {whom} to {role_kind} {role_name:?}: a grant to a principal other than the bundle's own, allowed because the admin trusts the operator as cluster-admin-equivalent (it could make this binding itself at runtime) [PRODUCT §6: who receives a grant]"
+                ),
+            }),
         }
     }
     found
 }
 
-/// Whether a binding of OpenShift's Prometheus is the narrow one monitoring needs: a
-/// RoleBinding in the install namespace, to a role of the bundle that only reads
-/// [`MONITORING_RESOURCES`].
-fn monitoring_binding_is_narrow(
+/// What a binding grants a platform identity beyond read-only access (`get`, `list`, `watch`)
+/// to non-secret objects of the install namespace, by class, or `None` when it grants no more.
+/// The classes are those of the escalation paths its role opens at the binding's scope
+/// (`powers`); a grant beyond reading that opens none (writes in the install namespace, its
+/// Secrets) is a grant to another principal, `ClusterAdminEquivalent` as for anyone else.
+fn reader_grant_beyond(
     binding: &ObjectKey,
+    role_kind: &str,
+    role_name: &str,
     ctx: &PolicyContext<'_>,
-    rules: Option<&Vec<Value>>,
-) -> bool {
-    let Some(rules) = rules else {
-        return false;
+    own: &OwnObjects,
+) -> Option<Vec<(PowerClass, String)>> {
+    let in_install_namespace =
+        binding.kind == "RoleBinding" && binding.namespace == ctx.install_namespace;
+    let rules = own.roles.get(&(role_kind.to_owned(), role_name.to_owned()));
+    let built_in = BENIGN_BUILT_IN_ROLES.contains(&(role_kind, role_name))
+        || INSTALL_NAMESPACE_BUILT_IN_ROLES.contains(&(role_kind, role_name));
+    let reads_only = match rules {
+        Some(rules) => !rules.is_empty() && rules.iter().all(rule_reads_non_secrets),
+        // The built-in `view`: read access to what a namespace holds, Secrets excepted.
+        None if (role_kind, role_name) == ("ClusterRole", "view") => true,
+        // Another built-in role: beyond reading. A role nobody ships is refused already
+        // (`ForeignRoleBinding`): no power to ask for.
+        None if built_in => false,
+        None => return None,
     };
-    let strings = |rule: &Value, field: &str| -> Option<Vec<String>> {
-        rule.get(field)?
-            .as_array()?
-            .iter()
-            .map(|v| v.as_str().map(str::to_owned))
-            .collect()
+    if in_install_namespace && reads_only {
+        return None;
+    }
+    let cluster_wide = binding.kind == "ClusterRoleBinding";
+    let scope = if cluster_wide {
+        "cluster-wide"
+    } else {
+        "in its namespace"
     };
-    binding.kind == "RoleBinding"
-        && binding.namespace == ctx.install_namespace
-        && !rules.is_empty()
-        && rules.iter().all(|rule| {
-            let verbs = strings(rule, "verbs").unwrap_or_default();
-            let groups = strings(rule, "apiGroups").unwrap_or_default();
-            let resources = strings(rule, "resources").unwrap_or_default();
-            rule.get("nonResourceURLs").is_none()
-                && !verbs.is_empty()
-                && verbs
-                    .iter()
-                    .all(|v| matches!(v.as_str(), "get" | "list" | "watch"))
-                && groups.iter().all(|group| {
-                    resources.iter().all(|resource| {
-                        MONITORING_RESOURCES.contains(&(group.as_str(), resource.as_str()))
-                    })
-                })
+    let role = serde_json::json!({ "rules": rules.cloned().unwrap_or_default() });
+    let mut classes: Vec<(PowerClass, String)> = powers::grant_powers(&role, cluster_wide)
+        .into_iter()
+        .filter(|(class, _)| class.needs_consent())
+        .map(|(class, what)| (class, format!("{role_kind} {role_name:?} {scope}: {what}")))
+        .collect();
+    if classes.is_empty() {
+        classes.push((
+            PowerClass::ClusterAdminEquivalent,
+            format!(
+                "{role_kind} {role_name:?} {scope} (writes, Secrets, or beyond the install namespace: a grant to another principal)"
+            ),
+        ));
+    }
+    Some(classes)
+}
+
+/// Whether a rule only reads (`get`, `list`, `watch`) named resources that are not Secrets
+/// (nor a wildcard that includes them, nor a subresource that does more than read).
+fn rule_reads_non_secrets(rule: &Value) -> bool {
+    let strings = |field: &str| -> Vec<&str> {
+        rule.get(field)
+            .and_then(Value::as_array)
+            .map(|items| items.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default()
+    };
+    let verbs = strings("verbs");
+    let groups = strings("apiGroups");
+    let resources = strings("resources");
+    let core = groups.iter().any(|g| g.is_empty() || *g == "*");
+    rule.get("nonResourceURLs").is_none()
+        && !verbs.is_empty()
+        && verbs.iter().all(|v| READ_VERBS.contains(v))
+        && !resources.is_empty()
+        && resources.iter().all(|resource| {
+            let (base, sub) = match resource.split_once('/') {
+                Some((base, sub)) => (base, Some(sub)),
+                None => (*resource, None),
+            };
+            base != "*"
+                && !(core && base == "secrets")
+                && sub.is_none_or(|sub| READ_SUBRESOURCES.contains(&sub))
         })
 }
 
@@ -897,7 +1092,18 @@ fn crd_findings(
 ) -> Vec<(ContentRule, String)> {
     let mut found = Vec::new();
     let group = str_at(object, &["spec", "group"]).unwrap_or_default();
-    if BUILT_IN_API_GROUPS.contains(&group) || group.is_empty() {
+    let plural = str_at(object, &["spec", "names", "plural"]).unwrap_or_default();
+    let served_by_platform = SHARED_PLATFORM_GROUPS
+        .iter()
+        .any(|(shared, served)| *shared == group && served.contains(&plural));
+    if served_by_platform {
+        found.push((
+            ContentRule::BuiltInApiGroup,
+            format!(
+                "it defines {plural}.{group}, which the platform serves (the group holds the platform's own configuration next to optional operators' kinds); a bundle's CRDs must define kinds of its own"
+            ),
+        ));
+    } else if BUILT_IN_API_GROUPS.contains(&group) || group.is_empty() {
         found.push((
             ContentRule::BuiltInApiGroup,
             format!(

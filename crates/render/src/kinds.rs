@@ -292,6 +292,13 @@ pub const REGISTRY_V1_KINDS: &[(&str, &str)] = &[
     ("monitoring.coreos.com", "PrometheusRule"),
     ("monitoring.coreos.com", "ServiceMonitor"),
     ("console.openshift.io", "ConsoleYAMLSample"),
+    // OLM v0's other supported kinds: console content (a tutorial, a download link, a link in
+    // the console's menus), cluster-scoped and shown only, and a NetworkPolicy, which POM
+    // moves into the install namespace where it confines only the bundle's own pods.
+    ("console.openshift.io", "ConsoleQuickStart"),
+    ("console.openshift.io", "ConsoleCLIDownload"),
+    ("console.openshift.io", "ConsoleLink"),
+    ("networking.k8s.io", "NetworkPolicy"),
     ("autoscaling.k8s.io", "VerticalPodAutoscaler"),
 ];
 
@@ -319,6 +326,9 @@ pub const PLAIN_V0_KINDS: &[(&str, &str)] = &[
     ("monitoring.coreos.com", "PrometheusRule"),
     ("monitoring.coreos.com", "ServiceMonitor"),
     ("console.openshift.io", "ConsoleYAMLSample"),
+    ("console.openshift.io", "ConsoleQuickStart"),
+    ("console.openshift.io", "ConsoleCLIDownload"),
+    ("console.openshift.io", "ConsoleLink"),
     ("autoscaling.k8s.io", "VerticalPodAutoscaler"),
 ];
 

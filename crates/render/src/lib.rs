@@ -249,6 +249,11 @@ pub fn render(files: &BundleFiles, opts: &RenderOptions) -> Result<RenderedBundl
             consent: &opts.consent,
             watch_namespace: parts.watch_namespace.as_deref().filter(|ns| !ns.is_empty()),
             rendered_webhooks: &parts.rendered_webhooks,
+            cluster_monitoring: parts
+                .namespace_metadata
+                .labels
+                .get(csv::CLUSTER_MONITORING_LABEL)
+                .is_some_and(|value| value == "true"),
         },
     )
     .map_err(RenderError::ContentPolicy)?;

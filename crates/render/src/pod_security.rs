@@ -86,6 +86,23 @@ pub fn baseline_violations(object: &Value) -> Vec<String> {
         return Vec::new();
     };
     let mut found = Vec::new();
+    if let Some(annotations) = pod_metadata_path(path)
+        .and_then(|metadata| at(object, &metadata))
+        .and_then(|metadata| metadata.get("annotations"))
+        .and_then(Value::as_object)
+    {
+        for (key, value) in annotations {
+            let Some(container) = key.strip_prefix(APPARMOR_ANNOTATION_PREFIX) else {
+                continue;
+            };
+            let profile = value.as_str().unwrap_or_default();
+            if !apparmor_annotation_allowed(profile) {
+                found.push(format!(
+                    "container {container:?} runs with AppArmor profile {profile:?} (annotation {key})"
+                ));
+            }
+        }
+    }
     for field in ["hostNetwork", "hostPID", "hostIPC"] {
         if pod.get(field).and_then(Value::as_bool) == Some(true) {
             found.push(format!("spec.{field}: true shares the node's namespaces"));
@@ -132,6 +149,25 @@ pub fn baseline_violations(object: &Value) -> Vec<String> {
     found
 }
 
+/// The pod template annotation that sets a container's AppArmor profile (before
+/// `securityContext.appArmorProfile`, Kubernetes 1.30; still honoured).
+const APPARMOR_ANNOTATION_PREFIX: &str = "container.apparmor.security.beta.kubernetes.io/";
+
+/// Baseline allows the runtime's default AppArmor profile and profiles loaded on the node
+/// (`localhost/...`), never `unconfined` (nor anything else).
+fn apparmor_annotation_allowed(profile: &str) -> bool {
+    profile.is_empty() || profile == "runtime/default" || profile.starts_with("localhost/")
+}
+
+/// Where the pod metadata sits next to the pod spec at `spec_path` (`.../template/spec` →
+/// `.../template/metadata`; a Pod's own `metadata`).
+fn pod_metadata_path(spec_path: &[&'static str]) -> Option<Vec<&'static str>> {
+    let (_, parent) = spec_path.split_last()?;
+    let mut path = parent.to_vec();
+    path.push("metadata");
+    Some(path)
+}
+
 fn judge_container_context(context: &Value, who: &str, found: &mut Vec<String>) {
     if context.get("privileged").and_then(Value::as_bool) == Some(true) {
         found.push(format!("{who} is privileged"));
@@ -161,8 +197,10 @@ fn judge_security_context(context: &Value, who: &str, found: &mut Vec<String>) {
     if str_at(context, &["seccompProfile", "type"]) == Some("Unconfined") {
         found.push(format!("{who} runs with seccomp Unconfined"));
     }
-    if str_at(context, &["appArmorProfile", "type"]) == Some("Unconfined") {
-        found.push(format!("{who} runs with AppArmor Unconfined"));
+    if let Some(kind) = str_at(context, &["appArmorProfile", "type"])
+        && !matches!(kind, "RuntimeDefault" | "Localhost")
+    {
+        found.push(format!("{who} runs with AppArmor {kind}"));
     }
     if at(context, &["windowsOptions", "hostProcess"]).and_then(Value::as_bool) == Some(true) {
         found.push(format!("{who} is a Windows host process"));
@@ -250,6 +288,14 @@ mod tests {
                 json!({"containers": [{"name": "c", "securityContext": {"procMount": "Unmasked"}}]}),
                 "procMount",
             ),
+            (
+                json!({"containers": [{"name": "c", "securityContext": {"appArmorProfile": {"type": "Unconfined"}}}]}),
+                "AppArmor Unconfined",
+            ),
+            (
+                json!({"securityContext": {"appArmorProfile": {"type": "Unconfined"}}, "containers": []}),
+                "the pod runs with AppArmor Unconfined",
+            ),
         ];
         for (pod, expected) in cases {
             let found = baseline_violations(&deployment(pod.clone()));
@@ -257,6 +303,42 @@ mod tests {
                 found.iter().any(|f| f.contains(expected)),
                 "{pod}: {found:?}"
             );
+        }
+    }
+
+    /// Issue 33 item 5: the AppArmor annotation lowers confinement as the field does.
+    #[test]
+    fn apparmor_annotations_beyond_the_default_are_named() {
+        let with = |annotation: &str| {
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+                   "spec": {"template": {
+                       "metadata": {"annotations": {"container.apparmor.security.beta.kubernetes.io/manager": annotation}},
+                       "spec": {"containers": [{"name": "manager", "image": "i"}]}}}})
+        };
+        let found = baseline_violations(&with("unconfined"));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].contains("container \"manager\"") && found[0].contains("unconfined"));
+        for allowed in ["runtime/default", "localhost/my-profile", ""] {
+            assert_eq!(
+                baseline_violations(&with(allowed)),
+                Vec::<String>::new(),
+                "{allowed}"
+            );
+        }
+        let pod = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "annotations": {"container.apparmor.security.beta.kubernetes.io/c": "unconfined"}},
+            "spec": {"containers": [{"name": "c"}]}});
+        assert_eq!(baseline_violations(&pod).len(), 1);
+        let cron = json!({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "c"},
+            "spec": {"jobTemplate": {"spec": {"template": {
+                "metadata": {"annotations": {"container.apparmor.security.beta.kubernetes.io/c": "unconfined"}},
+                "spec": {"containers": [{"name": "c"}]}}}}}});
+        assert_eq!(baseline_violations(&cron).len(), 1);
+        for allowed in ["RuntimeDefault", "Localhost"] {
+            let object = deployment(
+                json!({"containers": [{"name": "c", "securityContext": {"appArmorProfile": {"type": allowed}}}]}),
+            );
+            assert!(baseline_violations(&object).is_empty(), "{allowed}");
         }
     }
 

@@ -692,6 +692,20 @@ const UNPRIVILEGED_SCCS: &[&str] = &[
     "nonroot-v2",
 ];
 
+/// The classes `role`'s rules put a holder in, with a sentence each: cluster-wide (a
+/// ClusterRoleBinding) or in one namespace (a RoleBinding). What a binding to another
+/// principal than the bundle's own grants is judged with the same table (content policy).
+pub(crate) fn grant_powers(role: &Value, cluster_wide: bool) -> Vec<(PowerClass, String)> {
+    role_powers(
+        role,
+        if cluster_wide {
+            Scope::Cluster
+        } else {
+            Scope::Namespace
+        },
+    )
+}
+
 /// The classes one role puts its holders in, with a sentence each.
 fn role_powers(role: &Value, scope: Scope) -> Vec<(PowerClass, String)> {
     let mut found = Vec::new();

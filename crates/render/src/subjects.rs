@@ -16,12 +16,122 @@
 //! Neither grants anything the bundle could not grant by naming the install namespace itself
 //! (subjects of the install namespace are the bundle's own to bind, PRODUCT §6); every other
 //! foreign subject stays refused (`ForeignServiceAccountBinding`).
+//!
+//! [`who`] then says who a binding's subject is (issue 33: subjects by who they are): the
+//! bundle's own (the install namespace's ServiceAccounts, in any of the three ways RBAC names
+//! them), POM's manager, one of the [`PLATFORM_READERS`], or anyone else.
 
 use std::collections::BTreeSet;
 
 use serde_json::Value;
 
+use super::content_policy::ContentRule;
 use super::objects::{ObjectKey, str_at};
+
+/// Platform identities a bundle may grant read-only access to non-secret objects of its install
+/// namespace without consent: OpenShift's Prometheus instances (platform and user-workload
+/// monitoring), which scrape an operator's metrics through a ServiceMonitor and need to list
+/// its Services, Endpoints and Pods (and read a ConfigMap or two). Anything more to them is a
+/// power of the bundle, and asks consent.
+pub const PLATFORM_READERS: &[(&str, &str)] = &[
+    ("openshift-monitoring", "prometheus-k8s"),
+    (
+        "openshift-user-workload-monitoring",
+        "prometheus-user-workload",
+    ),
+];
+
+/// Who a binding's subject is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Who {
+    /// The bundle's own: a ServiceAccount of the install namespace, that namespace's
+    /// `system:serviceaccounts:<ns>` group, or the user `system:serviceaccount:<ns>:<name>`.
+    Own,
+    /// POM's own manager: a bundle may never grant it anything.
+    Manager(String),
+    /// One of [`PLATFORM_READERS`], described.
+    PlatformReader(String),
+    /// Anyone else, with the rule that refuses it and a description.
+    Other(ContentRule, String),
+    /// Not a subject RBAC knows (ignored, as the API server does).
+    Unknown,
+}
+
+/// Who `subject` of a binding in `binding_namespace` is, for a bundle installed in
+/// `install_namespace`, with the manager's namespace and ServiceAccount when known.
+pub(crate) fn who(
+    subject: &Value,
+    binding_namespace: &str,
+    install_namespace: &str,
+    manager: (Option<&str>, Option<&str>),
+) -> Who {
+    let kind = str_at(subject, &["kind"]).unwrap_or_default();
+    let name = str_at(subject, &["name"]).unwrap_or_default();
+    // (namespace, Some(account)) for one ServiceAccount, (namespace, None) for all of them.
+    let account: Option<(&str, Option<&str>)> = match kind {
+        // A subject without a namespace means the binding's own (none for a
+        // ClusterRoleBinding, which the API server then refuses).
+        "ServiceAccount" => Some((
+            str_at(subject, &["namespace"])
+                .filter(|n| !n.is_empty())
+                .unwrap_or(binding_namespace),
+            Some(name),
+        )),
+        "User" => name
+            .strip_prefix("system:serviceaccount:")
+            .and_then(|rest| rest.split_once(':'))
+            .map(|(ns, sa)| (ns, Some(sa))),
+        "Group" => name
+            .strip_prefix("system:serviceaccounts:")
+            .map(|ns| (ns, None)),
+        _ => return Who::Unknown,
+    };
+    let (manager_namespace, manager_account) = manager;
+    match account {
+        Some((namespace, _)) if namespace == install_namespace => Who::Own,
+        Some((namespace, account))
+            if Some(namespace) == manager_namespace
+                && (account.is_none() || manager_account.is_none_or(|sa| Some(sa) == account)) =>
+        {
+            Who::Manager(describe(kind, name, namespace, account))
+        }
+        Some((namespace, Some(account))) if PLATFORM_READERS.contains(&(namespace, account)) => {
+            Who::PlatformReader(format!("ServiceAccount {namespace}/{account}"))
+        }
+        Some((namespace, account)) => Who::Other(
+            ContentRule::ForeignServiceAccountBinding,
+            describe(kind, name, namespace, account),
+        ),
+        None if name.starts_with("system:") => Who::Other(
+            ContentRule::SystemSubjectBinding,
+            format!(
+                "the {} {name:?} (system: users and groups are the platform's own: all authenticated users, nodes, the accounts of every namespace)",
+                kind.to_lowercase()
+            ),
+        ),
+        None => Who::Other(
+            ContentRule::UserOrGroupBinding,
+            format!(
+                "the {} {name:?} (granting people is the admin's job, with RBAC of their own)",
+                kind.to_lowercase()
+            ),
+        ),
+    }
+}
+
+fn describe(kind: &str, name: &str, namespace: &str, account: Option<&str>) -> String {
+    match (kind, account) {
+        ("ServiceAccount", Some(account)) => {
+            format!("ServiceAccount {account:?} of namespace {namespace:?}")
+        }
+        (_, Some(account)) => {
+            format!("the user {name:?} (ServiceAccount {account:?} of namespace {namespace:?})")
+        }
+        (_, None) => {
+            format!("the group {name:?} (every ServiceAccount of namespace {namespace:?})")
+        }
+    }
+}
 
 /// The namespace kubebuilder's RBAC scaffolding names before kustomize rewrites it.
 pub const KUBEBUILDER_PLACEHOLDER_NAMESPACE: &str = "system";
@@ -128,6 +238,80 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn subjects_are_judged_by_who_they_are() {
+        let manager = (Some("pom"), Some("pom-manager"));
+        let judge = |subject: Value| who(&subject, "ns", "ns", manager);
+        for own in [
+            json!({"kind": "ServiceAccount", "name": "op", "namespace": "ns"}),
+            json!({"kind": "ServiceAccount", "name": "op"}),
+            json!({"kind": "Group", "name": "system:serviceaccounts:ns"}),
+            json!({"kind": "User", "name": "system:serviceaccount:ns:op"}),
+        ] {
+            assert_eq!(judge(own.clone()), Who::Own, "{own}");
+        }
+        for manager in [
+            json!({"kind": "ServiceAccount", "name": "pom-manager", "namespace": "pom"}),
+            json!({"kind": "Group", "name": "system:serviceaccounts:pom"}),
+            json!({"kind": "User", "name": "system:serviceaccount:pom:pom-manager"}),
+        ] {
+            assert!(
+                matches!(judge(manager.clone()), Who::Manager(_)),
+                "{manager}"
+            );
+        }
+        for reader in [
+            json!({"kind": "ServiceAccount", "name": "prometheus-k8s", "namespace": "openshift-monitoring"}),
+            json!({"kind": "ServiceAccount", "name": "prometheus-user-workload", "namespace": "openshift-user-workload-monitoring"}),
+            json!({"kind": "User", "name": "system:serviceaccount:openshift-monitoring:prometheus-k8s"}),
+        ] {
+            assert!(
+                matches!(judge(reader.clone()), Who::PlatformReader(_)),
+                "{reader}"
+            );
+        }
+        for (other, rule) in [
+            (
+                json!({"kind": "ServiceAccount", "name": "prometheus-k8s", "namespace": "monitoring"}),
+                ContentRule::ForeignServiceAccountBinding,
+            ),
+            (
+                json!({"kind": "ServiceAccount", "name": "alertmanager-main", "namespace": "openshift-monitoring"}),
+                ContentRule::ForeignServiceAccountBinding,
+            ),
+            (
+                json!({"kind": "Group", "name": "system:serviceaccounts:operand"}),
+                ContentRule::ForeignServiceAccountBinding,
+            ),
+            (
+                json!({"kind": "Group", "name": "system:serviceaccounts"}),
+                ContentRule::SystemSubjectBinding,
+            ),
+            (
+                json!({"kind": "Group", "name": "system:authenticated"}),
+                ContentRule::SystemSubjectBinding,
+            ),
+            (
+                json!({"kind": "Group", "name": "system:wicd-nodes"}),
+                ContentRule::SystemSubjectBinding,
+            ),
+            (
+                json!({"kind": "User", "name": "alice"}),
+                ContentRule::UserOrGroupBinding,
+            ),
+            (
+                json!({"kind": "Group", "name": "admins"}),
+                ContentRule::UserOrGroupBinding,
+            ),
+        ] {
+            assert!(
+                matches!(judge(other.clone()), Who::Other(r, _) if r == rule),
+                "{other}"
+            );
+        }
+        assert_eq!(judge(json!({"kind": "Robot", "name": "x"})), Who::Unknown);
     }
 
     #[test]

@@ -184,9 +184,10 @@ fn cases() -> Vec<(
             "group \"system:authenticated\"",
         ),
         (
+            // Issue 33: a subject by who it is: this user is kube-system's default account.
             "a binding of a system: user",
             view_binding("{kind: User, name: 'system:serviceaccount:kube-system:default', apiGroup: rbac.authorization.k8s.io}"),
-            ContentRule::SystemSubjectBinding,
+            ContentRule::ForeignServiceAccountBinding,
             "\"grab\"",
             "user \"system:serviceaccount:kube-system:default\"",
         ),
@@ -216,15 +217,17 @@ fn cases() -> Vec<(
             view_binding("{kind: ServiceAccount, name: builder, namespace: ci}"),
             ContentRule::ForeignServiceAccountBinding,
             "\"grab\"",
-            "ServiceAccount \"builder\" in namespace \"ci\"",
+            "ServiceAccount \"builder\" of namespace \"ci\"",
         ),
         (
             "a cluster-wide binding of OpenShift's Prometheus",
             format!("{}---\n{CLUSTER_ROLE_BINDING}roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: scrape}}\nsubjects: [{{kind: ServiceAccount, name: prometheus-k8s, namespace: openshift-monitoring}}]\n",
                 cluster_role("scrape", "- {apiGroups: [''], resources: [pods, services, endpoints], verbs: [get, list, watch]}\n")),
-            ContentRule::ForeignServiceAccountBinding,
+            // Issue 33: a platform identity given more than reading in the install namespace
+            // is a power of the bundle, asking consent.
+            ContentRule::PowerNotConsented,
             "\"grab\"",
-            "OpenShift's Prometheus may be bound only by a RoleBinding in the install namespace",
+            "grants the platform identity ServiceAccount openshift-monitoring/prometheus-k8s more than read-only access",
         ),
         (
             "a role aggregated into view",
@@ -451,14 +454,36 @@ fn a_lift_lifts_only_its_finding_and_is_reported() {
                             && o["metadata"]["name"] == omission.name.as_str()),
                     "{what}"
                 );
-                // Neither consent to everything nor omitting another binding lifts it.
+                // Omitting another binding lifts nothing; consent to everything lifts only a
+                // grant to another principal (issue 33: trusted as cluster-admin-equivalent,
+                // the operator could make it at runtime), never one to POM's manager or of a
+                // role the bundle does not ship.
                 let mut everything = options(&[]);
                 everything.consent = PowerClass::ALL.into_iter().collect();
                 everything.omit.push(pom_render::OmittedObject {
                     kind: omission.kind.clone(),
                     name: "someone-else".into(),
                 });
-                assert_eq!(refusal(render(&files, &everything)).0, rule, "{what}");
+                let to_another_principal = matches!(
+                    rule,
+                    ContentRule::SystemSubjectBinding
+                        | ContentRule::UserOrGroupBinding
+                        | ContentRule::ForeignServiceAccountBinding
+                ) && !manifest.contains("pom-system");
+                if to_another_principal {
+                    let bundle =
+                        render(&files, &everything).unwrap_or_else(|e| panic!("{what}: {e}"));
+                    assert!(
+                        bundle
+                            .powers
+                            .of(PowerClass::ClusterAdminEquivalent)
+                            .any(|p| p.kind == omission.kind && p.name == omission.name),
+                        "{what}: {:?}",
+                        bundle.powers
+                    );
+                } else {
+                    assert_eq!(refusal(render(&files, &everything)).0, rule, "{what}");
+                }
             }
             None => {
                 // Neither an exception naming it nor consent to everything lifts it.
@@ -509,22 +534,31 @@ fn the_narrow_monitoring_binding_and_benign_built_ins_are_allowed() {
     );
     render(&plain(&manifest), &options(&[])).unwrap();
     // One verb more on the same role, and the allowance is gone.
+    // Issue 33: reading ConfigMaps too is still read-only access to non-secret objects.
+    let configmaps = manifest.replace(
+        "resources: [pods, services, endpoints]",
+        "resources: [pods, services, endpoints, configmaps]",
+    );
+    render(&plain(&configmaps), &options(&[])).unwrap();
+    // One verb more on the same role, or Secrets, and it is a power of the bundle: consent.
     let wider = manifest.replace(
         "verbs: [get, list, watch]",
         "verbs: [get, list, watch, delete]",
-    );
-    assert_eq!(
-        refusal(render(&plain(&wider), &options(&[]))).0,
-        ContentRule::ForeignServiceAccountBinding
     );
     let secrets = manifest.replace(
         "resources: [pods, services, endpoints]",
         "resources: [pods, secrets]",
     );
-    assert_eq!(
-        refusal(render(&plain(&secrets), &options(&[]))).0,
-        ContentRule::ForeignServiceAccountBinding
-    );
+    for beyond in [wider, secrets] {
+        let (rule, object, _, lift) = refusal_and_lift(render(&plain(&beyond), &options(&[])));
+        assert_eq!(rule, ContentRule::PowerNotConsented, "{beyond}");
+        assert!(object.contains("RoleBinding \"scrape\""), "{object}");
+        assert_eq!(
+            lift,
+            Some(Lift::Consent(PowerClass::ClusterAdminEquivalent)),
+            "{beyond}"
+        );
+    }
 }
 
 /// OpenShift's registry roles are bindable in the install namespace only: a RoleBinding there

@@ -170,13 +170,16 @@ fn community_heads_render_or_name_what_lifts_their_refusal() {
     // Issue 33: creating or changing workloads, or writing Secrets, in every namespace is
     // cluster-admin-equivalent, so most AllNamespaces operators render with consent only.
     assert!(as_is >= 7, "renders as published: {as_is}");
+    // Issue 33 item 5: automotive-dev-operator and project-onboarding-operator ship
+    // kubernetes.io/service-account-token Secrets (long-lived tokens of their metrics
+    // readers), which no bundle may ship: refused, nothing lifts it (was 93 and 100).
     assert!(
-        as_is + consented >= 93,
+        as_is + consented >= 92,
         "renders as published, with consent at most: {}",
         as_is + consented
     );
     assert!(
-        as_is + consented + lifted >= 100,
+        as_is + consented + lifted >= 98,
         "renders or names its lift: {}",
         as_is + consented + lifted
     );
