@@ -583,6 +583,44 @@ async fn the_guard_covers_every_write_the_manager_can_make() {
         )
         .await
         .expect("registry-editor in a RoleBinding of the install namespace");
+    // Subjects by who they are (issue 33 item 2): the group of one non-platform namespace's
+    // own ServiceAccounts binds (the same grant as each of them); every account of the
+    // cluster, or of a platform namespace, does not.
+    let group_binding = |name: &str, group: &str| -> ClusterRoleBinding {
+        object(json!({
+            "metadata": {"name": name, "labels": owned_labels()},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:auth-delegator"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}]
+        }))
+    };
+    bindings
+        .create(
+            &PostParams::default(),
+            &group_binding("web-own-accounts", "system:serviceaccounts:web-owned"),
+        )
+        .await
+        .expect("the group of the install namespace's own ServiceAccounts");
+    for (name, group) in [
+        ("web-all-accounts", "system:serviceaccounts"),
+        (
+            "web-kube-system-accounts",
+            "system:serviceaccounts:kube-system",
+        ),
+        (
+            "web-monitoring-accounts",
+            "system:serviceaccounts:openshift-monitoring",
+        ),
+        ("web-empty-accounts", "system:serviceaccounts:"),
+        ("web-nested-accounts", "system:serviceaccounts:web:x"),
+    ] {
+        assert_guarded(
+            bindings
+                .create(&PostParams::default(), &group_binding(name, group))
+                .await,
+            &format!("binding the group {group}"),
+            "system: users or groups",
+        );
+    }
     let token: k8s_openapi::api::core::v1::Secret = object(json!({
         "metadata": {"name": "op-token", "labels": owned_labels(),
                      "annotations": {"kubernetes.io/service-account.name": "op"}},

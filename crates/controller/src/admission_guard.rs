@@ -12,8 +12,9 @@
 //!   `default`, `openshift-config*`, `openshift-monitoring`, its own...), nor in any other
 //!   `openshift-*` namespace unless POM owns it (its owner label, read from
 //!   `namespaceObject`): Red Hat's operators install into `openshift-*` namespaces POM creates;
-//! - no binding of `system:` users or groups, nor of ServiceAccounts of platform namespaces
-//!   but OpenShift's Prometheus in a RoleBinding (the monitoring binding, §6);
+//! - no binding of `system:` users or groups but the group of a non-platform namespace's own
+//!   ServiceAccounts, nor of ServiceAccounts of platform namespaces but the content policy's
+//!   named platform readers (OpenShift's Prometheus) in a RoleBinding (§6);
 //! - no update or delete of an object POM does not own (no owner label) unless the admin
 //!   annotated it for adoption;
 //! - no webhook configuration but one shaped as the renderer shapes a bundle's: calling a
@@ -43,7 +44,7 @@ use pom_policy::snapshot::GuardState;
 
 use crate::manifests::{NAME, NAMESPACE, cluster_role_rules};
 use pom_render::content_policy::{
-    BENIGN_BUILT_IN_ROLES, INSTALL_NAMESPACE_BUILT_IN_ROLES, MONITORING_SUBJECT,
+    BENIGN_BUILT_IN_ROLES, INSTALL_NAMESPACE_BUILT_IN_ROLES, PLATFORM_READERS,
 };
 
 /// Name of the policy and of its binding.
@@ -316,21 +317,49 @@ fn validations() -> Vec<Validation> {
         rule(
             format!(
                 "!variables.binding || !has(object.subjects) || object.subjects.all(s, \
-                 !((s.kind == 'User' || s.kind == 'Group') && s.name.startsWith('system:')) && \
+                 !((s.kind == 'User' || s.kind == 'Group') && s.name.startsWith('system:') && \
+                 !({own_group})) && \
                  !(s.kind == 'ServiceAccount' && has(s.namespace) && {} && \
-                 !(request.resource.resource == 'rolebindings' && \
-                 s.namespace == '{monitoring_ns}' && s.name == '{monitoring_sa}')))",
+                 !(request.resource.resource == 'rolebindings' && ({readers}))))",
                 platform_namespace_cel("s.namespace"),
-                monitoring_ns = MONITORING_SUBJECT.0,
-                monitoring_sa = MONITORING_SUBJECT.1,
+                own_group = namespace_accounts_group_cel(),
+                readers = platform_readers_cel(),
             ),
             format!(
-                "{GUARD}: the manager may not bind system: users or groups, nor ServiceAccounts \
-                 of platform namespaces (its own included) but OpenShift's Prometheus in a \
-                 RoleBinding"
+                "{GUARD}: the manager may not bind system: users or groups (but the group of a \
+                 namespace's own ServiceAccounts outside the platform's namespaces), nor \
+                 ServiceAccounts of platform namespaces (its own included) but the platform's \
+                 named readers (OpenShift's Prometheus) in a RoleBinding"
             ),
         ),
     ]
+}
+
+/// The length of `system:serviceaccounts:`, where a namespace's accounts group names it.
+const ACCOUNTS_GROUP_PREFIX_LEN: usize = "system:serviceaccounts:".len();
+
+/// CEL: subject `s` is the group of one namespace's ServiceAccounts
+/// (`system:serviceaccounts:<ns>`) of a namespace that is not the platform's. The same grant
+/// as binding each of that namespace's ServiceAccounts, which the guard allows outside the
+/// platform's namespaces; the content policy allows only the install namespace's (issue 33
+/// item 2).
+fn namespace_accounts_group_cel() -> String {
+    let namespace = format!("s.name.substring({ACCOUNTS_GROUP_PREFIX_LEN})");
+    format!(
+        "s.kind == 'Group' && s.name.startsWith('system:serviceaccounts:') && \
+         size(s.name) > {ACCOUNTS_GROUP_PREFIX_LEN} && !{namespace}.contains(':') && !{}",
+        platform_namespace_cel(&namespace)
+    )
+}
+
+/// CEL: ServiceAccount subject `s` is one of the platform identities the content policy lets
+/// a bundle give read access to its install namespace ([`PLATFORM_READERS`]).
+fn platform_readers_cel() -> String {
+    PLATFORM_READERS
+        .iter()
+        .map(|(namespace, name)| format!("(s.namespace == '{namespace}' && s.name == '{name}')"))
+        .collect::<Vec<_>>()
+        .join(" || ")
 }
 
 /// Whether the guard the API server holds is the one shipped (issue 22 item 2): both objects
