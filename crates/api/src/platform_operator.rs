@@ -388,10 +388,11 @@ pub struct PlatformOperatorStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub powers: Vec<PowerSummary>,
     /// The configuration of the operator's Deployments (`spec.config` and the cluster proxy)
-    /// that runs, or that the configuration change in flight applies (recorded before its
-    /// first write). Drift repair re-applies this one: a change of `spec.config` or of the
-    /// cluster proxy restarts the operator, so it reaches the Deployments only as a move of its
-    /// own (issue 23 item 4).
+    /// that runs: recorded once an apply of it succeeded (a change in flight is recorded by its
+    /// digest in `activeHop.config` before its first write, so a configuration the API server
+    /// refuses is never taken for what runs). Drift repair re-applies this one: a change of
+    /// `spec.config` or of the cluster proxy restarts the operator, so it reaches the
+    /// Deployments only as a move of its own (issue 23 item 4, issue 34 item 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub applied_config: Option<AppliedConfig>,
 }

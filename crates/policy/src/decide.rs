@@ -57,6 +57,8 @@ pub struct PoDecision {
     /// A change of the configuration of what runs (issue 23 items 3, 4): a move of its own
     /// kind, since it restarts the operator. Starting (applied by this re-apply) or held.
     pub config_change: Option<ConfigChange>,
+    /// The PlatformOperator's name, for the commands status messages give the admin.
+    pub po: String,
 }
 
 /// A change of the configuration of the operator that runs.
@@ -354,6 +356,7 @@ impl PoDecision {
             paused: None,
             config: None,
             config_change: None,
+            po: String::new(),
         }
     }
 
@@ -371,6 +374,7 @@ impl PoDecision {
 #[must_use]
 pub fn decide(snapshot: &PoSnapshot<'_>) -> PoDecision {
     let mut decision = decide_action(snapshot);
+    decision.po.clone_from(&snapshot.name);
     decision.judged_for = snapshot.cluster.phase().map(|p| p.target.clone());
     if let (Ok(request), Some(hop)) = (&snapshot.request, &snapshot.hop) {
         decision.deadline_exceeded = !hop.settled
@@ -392,14 +396,28 @@ pub fn decide(snapshot: &PoSnapshot<'_>) -> PoDecision {
 /// admin's override names its digest. A spec that cannot be read starts nothing.
 fn decide_config(decision: &mut PoDecision, s: &PoSnapshot<'_>) {
     let applied = s.config.applied();
+    let unapplied = s.config.unapplied.as_deref();
     match &decision.action {
         Action::Move(_) => decision.config = Some(s.config.desired.clone()),
-        Action::Keep if s.config.changed() && s.installed.is_some() => {
+        Action::Keep if (s.config.changed() || unapplied.is_some()) && s.installed.is_some() => {
             let Ok(request) = &s.request else {
                 decision.config = Some(applied);
                 return;
             };
-            let held = config_hold(s, request);
+            if !s.config.changed() {
+                // What is asked for runs: a change that never applied is dropped (issue 34
+                // item 1: the admin's revert replaces it, never waits behind it).
+                decision.config = Some(applied);
+                return;
+            }
+            // A change recorded as intent that never applied is resumed as it was judged
+            // when it started; any other change (a newer one replaces one that never
+            // applied) is judged now.
+            let held = if unapplied == Some(s.config.desired.digest.as_str()) {
+                None
+            } else {
+                config_hold(s, request)
+            };
             decision.config = Some(if held.is_none() {
                 s.config.desired.clone()
             } else {
@@ -416,9 +434,16 @@ fn decide_config(decision: &mut PoDecision, s: &PoSnapshot<'_>) {
     }
 }
 
+/// Whether a move of what runs is in flight: the last move has not settled, and it is not a
+/// configuration change that never applied (that is not what runs, so nothing waits for it:
+/// issue 34 item 1).
+fn move_in_flight(s: &PoSnapshot<'_>) -> bool {
+    s.hop.as_ref().is_some_and(|h| !h.settled) && s.config.unapplied.is_none()
+}
+
 /// Why a configuration change waits, as a hop would (§7); `None` when it may start.
 fn config_hold(s: &PoSnapshot<'_>, request: &PoRequest) -> Option<HoldReason> {
-    if s.hop.as_ref().is_some_and(|h| !h.settled) {
+    if move_in_flight(s) {
         return Some(HoldReason::MoveNotSettled);
     }
     if s.config.override_digest.as_deref() == Some(s.config.desired.digest.as_str()) {
@@ -687,7 +712,7 @@ fn decide_usable(s: &PoSnapshot<'_>, u: &Usable<'_>) -> PoDecision {
     // The admin's way out of a move that does not settle (issue 25 item 2): back to what ran
     // before, by name, never automatically.
     if let Some((hop, UnsettledMoveAction::Abandon(_))) = admin_unsettled_action(s, u.installed) {
-        return back_to_before(hop, u, phase, verdict, current_pin);
+        return back_to_before(s, hop, u, &inputs, phase, verdict, current_pin);
     }
     // A move recorded in status (intent, §7) but not yet applied is resumed, never replaced:
     // a new leader after a crash between the intent and the apply must not jump past it, and
@@ -763,10 +788,16 @@ fn keep(verdict: Upgradeability, pin: Option<PinState>) -> PoDecision {
 }
 
 /// Carries out the admin's abandon of the unsettled move `hop`: a move back to the bundle that
-/// ran before it, or, when no catalog has that bundle, a refusal that says so.
+/// ran before it, or, when no catalog has that bundle, a refusal that says so. The way back is
+/// judged as any move is (issue 34 item 2): the bundle must still be one the PO may run on
+/// the cluster that runs now (channel, versionRange, maxOpenShiftVersion, minKubeVersion), and
+/// it waits while the ClusterVersion cannot be judged for a bundle that declares a
+/// maxOpenShiftVersion, or while the running operator's gate holds it; the status says so.
 fn back_to_before(
+    s: &PoSnapshot<'_>,
     hop: &Hop,
     u: &Usable<'_>,
+    inputs: &[CatalogInput<'_>],
     phase: Option<&ClusterPhase>,
     verdict: Upgradeability,
     current_pin: Option<PinState>,
@@ -787,13 +818,59 @@ fn back_to_before(
             false,
         );
     };
-    let mut decision = PoDecision::new(
-        Action::Move(move_target(catalog, bundle, u.request, phase)),
-        verdict,
-    );
+    let cannot = |why: String| {
+        format!(
+            "the move to {} is abandoned (annotation {}), but the way back to {} cannot be taken now: {why}",
+            hop.to,
+            pom_api::labels::UNSETTLED_MOVE,
+            bundle.name
+        )
+    };
+    if let Some(why) = disqualified(u.request, u.catalogs, inputs, bundle, phase, s) {
+        return keep(verdict, current_pin).with_problem(
+            Reason::InvalidUnsettledMoveAction,
+            cannot(format!(
+                "{why}; let the move to {} settle, or remove annotation {} and move on with skip:{} to a bundle that runs here",
+                hop.to,
+                pom_api::labels::UNSETTLED_MOVE,
+                hop.to
+            )),
+            false,
+        );
+    }
+    let target = move_target(catalog, bundle, u.request, phase);
+    let hold = cluster_version_hold(s, target.max_openshift_version.is_some())
+        .or_else(|| operator_hold(s, u.request));
+    if let Some(why) = hold {
+        let message = cannot(format!("it waits: {why}"));
+        let mut decision = keep(verdict, current_pin).with_problem(
+            Reason::InvalidUnsettledMoveAction,
+            message,
+            false,
+        );
+        decision.held = Some(Held {
+            to: target.bundle_ref(),
+            why,
+        });
+        return decision;
+    }
+    let mut decision = PoDecision::new(Action::Move(target), verdict);
     decision.pin = current_pin;
     decision.unsettled_move_action = Some(UnsettledMoveAction::Abandon(hop.to.clone()));
     decision
+}
+
+/// A move to a bundle that declares a maxOpenShiftVersion (`declares_max`) waits while the
+/// ClusterVersion cannot be judged: without a phase nothing checked it against the cluster.
+fn cluster_version_hold(s: &PoSnapshot<'_>, declares_max: bool) -> Option<HoldReason> {
+    match &s.cluster {
+        ClusterView::OpenShift(Err(message)) if declares_max => {
+            Some(HoldReason::ClusterVersionUnknown {
+                message: message.clone(),
+            })
+        }
+        _ => None,
+    }
 }
 
 /// Resumes the move recorded as intent, under the pin a fresh resolution states (the current
@@ -960,20 +1037,16 @@ fn safety_hold(
     installed: bool,
     skipped: bool,
 ) -> Option<HoldReason> {
-    if let ClusterView::OpenShift(Err(message)) = &s.cluster
-        && chosen.max_openshift_version.is_some()
-    {
-        // Without a phase the resolver checked no maxOpenShiftVersion: a bundle that declares
-        // one may not support the cluster it would run on. (One that declares none has
-        // nothing to check.)
-        return Some(HoldReason::ClusterVersionUnknown {
-            message: message.clone(),
-        });
+    // Without a phase the resolver checked no maxOpenShiftVersion: a bundle that declares one
+    // may not support the cluster it would run on. (One that declares none has nothing to
+    // check.)
+    if let Some(hold) = cluster_version_hold(s, chosen.max_openshift_version.is_some()) {
+        return Some(hold);
     }
     if !installed {
         return None;
     }
-    if s.hop.as_ref().is_some_and(|h| !h.settled) && !skipped {
+    if move_in_flight(s) && !skipped {
         return Some(HoldReason::MoveNotSettled);
     }
     operator_hold(s, request)
@@ -1057,6 +1130,22 @@ fn recorded_move(
     };
     if installed.map(|i| i.bundle.name.as_str()) == Some(hop.to.as_str()) {
         return Recorded::None;
+    }
+    // The admin's way out of a move whose apply the cluster refuses (issue 34 item 2): its
+    // target was never recorded installed, so what ran before it is what status records as
+    // running; it is kept (its re-apply prunes whatever of the target was applied), and the
+    // target is not started again while the annotation names it.
+    if hop.from.is_some()
+        && matches!(&s.unsettled_move, Some(Ok(UnsettledMoveAction::Abandon(b))) if *b == hop.to)
+    {
+        return Recorded::Abandon {
+            to: hop.to.clone(),
+            why: format!(
+                "the admin abandoned it (annotation {}=abandon:{})",
+                pom_api::labels::UNSETTLED_MOVE,
+                hop.to
+            ),
+        };
     }
     let Some((catalog, bundle)) = find_bundle(catalogs, &request.package, &hop.to) else {
         return Recorded::None;

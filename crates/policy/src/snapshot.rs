@@ -60,6 +60,10 @@ pub struct ConfigView {
     /// The admin's `config-change-override` annotation: the digest of a configuration to apply
     /// although the operator says `Upgradeable=False`.
     pub override_digest: Option<String>,
+    /// The digest of a configuration change recorded as intent (the unsettled move of the
+    /// running bundle to itself) that has not applied yet: it is not what runs, and a revert
+    /// or a newer change replaces it (issue 34 item 1). `None` when there is none.
+    pub unapplied: Option<String>,
 }
 
 impl Default for ConfigView {
@@ -69,6 +73,7 @@ impl Default for ConfigView {
             desired: AppliedConfig::none(),
             recorded: None,
             override_digest: None,
+            unapplied: None,
         }
     }
 }
@@ -86,6 +91,7 @@ impl ConfigView {
                 .as_ref()
                 .and_then(|a| a.get(pom_api::labels::CONFIG_CHANGE_OVERRIDE))
                 .map(|v| v.trim().to_owned()),
+            unapplied: po.status.as_ref().and_then(unapplied_config),
         }
     }
 
@@ -113,6 +119,21 @@ impl ConfigView {
     pub fn changed(&self) -> bool {
         self.applied().digest != self.desired.digest
     }
+}
+
+/// The digest of the configuration change `status` records as intent and that has not
+/// applied since (its hop unsettled, `status.appliedConfig` another configuration).
+#[must_use]
+pub fn unapplied_config(
+    status: &pom_api::platform_operator::PlatformOperatorStatus,
+) -> Option<String> {
+    let digest = status
+        .active_hop
+        .as_ref()
+        .filter(|h| !h.settled)?
+        .config
+        .as_ref()?;
+    (*digest != crate::status::recorded_config_digest(status)).then(|| digest.clone())
 }
 
 /// The manager's admission guard as the API server holds it: the layer that keeps a buggy or

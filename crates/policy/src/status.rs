@@ -287,11 +287,13 @@ pub fn intent(input: &StatusInput<'_>) -> Option<PlatformOperatorStatus> {
 }
 
 /// The status that records a configuration change of what runs before its first write (issue
-/// 23 item 4): the configuration it applies as `appliedConfig` (so a manager that dies during
-/// the apply re-applies it, and the change is not judged again), and a move of the running
-/// bundle to itself, unsettled, carrying the configuration's digest: it settles as a move does
-/// (the Deployments roll out, the operator reports), and the next move waits for it. `None`
-/// when no change starts, or it is recorded already.
+/// 23 item 4): a move of the running bundle to itself, unsettled, carrying the configuration's
+/// digest (so a manager that dies during the apply resumes it, and the change is not judged
+/// again): it settles as a move does (the Deployments roll out, the operator reports), and the
+/// next move waits for it once it has applied. `appliedConfig` stays what runs until the change
+/// applies: a change the API server refuses is never taken for what runs, and a revert or a
+/// newer change replaces it (issue 34 item 1). `None` when no change starts, or it is recorded
+/// already.
 fn config_intent(input: &StatusInput<'_>) -> Option<PlatformOperatorStatus> {
     let decision = input.decision;
     let change = decision
@@ -301,7 +303,11 @@ fn config_intent(input: &StatusInput<'_>) -> Option<PlatformOperatorStatus> {
     let config = decision.config.as_ref()?;
     let previous = input.previous;
     let installed = previous.installed_bundle.as_ref()?;
-    if recorded_config_digest(previous) == config.digest {
+    let recorded = previous
+        .active_hop
+        .as_ref()
+        .is_some_and(|h| !h.settled && h.config.as_deref() == Some(config.digest.as_str()));
+    if recorded || recorded_config_digest(previous) == config.digest {
         return None;
     }
     let now = to_api_time(input.now);
@@ -346,7 +352,6 @@ fn config_intent(input: &StatusInput<'_>) -> Option<PlatformOperatorStatus> {
             rolled_out_at: None,
             config: Some(change.digest.clone()),
         }),
-        applied_config: Some(config.clone()).filter(|c| !c.is_empty()),
         ..previous.clone()
     })
 }
@@ -512,6 +517,9 @@ pub fn compute(input: &StatusInput<'_>) -> PlatformOperatorStatus {
     let desired = desired_bundle(decision, act.installed.as_ref());
     let pin = pin_status(decision, act.applied, previous);
     let problem = problem_shown(input.outcome, decision, active_hop.as_ref());
+    let refused = matches!(input.outcome, ActOutcome::Failed(_))
+        .then(|| refused_move(decision, active_hop.as_ref()).map(|r| r.what()))
+        .flatten();
     let first_install = previous.installed_bundle.is_none()
         || active_hop.as_ref().is_some_and(|h| h.from.is_none());
     let conditions = po_conditions(&Facts {
@@ -526,6 +534,7 @@ pub fn compute(input: &StatusInput<'_>) -> PlatformOperatorStatus {
         hop: active_hop.as_ref(),
         stopped_working: &stopped_working,
         verdict: &verdict,
+        refused: refused.as_deref(),
     });
     let ApplyRecords {
         inventory,
@@ -633,8 +642,13 @@ fn applied_hop(
             config: None,
         },
     };
-    // Applied: the failures before it are over.
+    // Applied: the failures before it are over, and a configuration change of what runs
+    // records the configuration it applied (a revert that replaced one that never applied
+    // records the revert's).
     hop.failed_attempts = 0;
+    if let (Some(_), Some(config), false) = (&hop.config, &input.decision.config, moved) {
+        hop.config = Some(config.digest.clone());
+    }
     if let (ActOutcome::Applied(report), false) = (input.outcome, moved || hop.settled) {
         let window = first_report_window(&mut hop, waits, report, input);
         waits.extend(window);
@@ -655,6 +669,16 @@ fn unapplied_hop(input: &StatusInput<'_>) -> Option<ActiveHop> {
     match (&previous.active_hop, input.outcome, &input.decision.action) {
         (Some(hop), ActOutcome::Failed(_), Action::Move(target))
             if !hop.settled && hop.to == target.name =>
+        {
+            Some(ActiveHop {
+                failed_attempts: hop.failed_attempts.saturating_add(1),
+                ..hop.clone()
+            })
+        }
+        // A configuration change of what runs whose apply failed: counted and backed off as a
+        // hop's (issue 34 item 1).
+        (Some(hop), ActOutcome::Failed(_), Action::Keep)
+            if !hop.settled && hop.config.is_some() =>
         {
             Some(ActiveHop {
                 failed_attempts: hop.failed_attempts.saturating_add(1),
@@ -728,22 +752,76 @@ fn problem_shown(
     let ActOutcome::Failed(problem) = outcome else {
         return decision.problem.clone();
     };
-    let retried = hop.filter(|h| {
-        h.failed_attempts > 0
-            && matches!(&decision.action, Action::Move(target) if target.name == h.to)
-    });
-    match retried {
-        Some(hop) => Some(Problem {
+    match refused_move(decision, hop) {
+        Some(refused) => Some(Problem {
             message: format!(
-                "{} ({} failed attempts to apply {}; POM tries again in {}s)",
+                "{} ({} failed attempts to apply {}; POM tries again in {}s); {}",
                 problem.message,
-                hop.failed_attempts,
-                hop.to,
-                failure_backoff(hop.failed_attempts).as_secs()
+                refused.hop.failed_attempts,
+                refused.what(),
+                failure_backoff(refused.hop.failed_attempts).as_secs(),
+                refused.ways_out(decision)
             ),
             ..problem.clone()
         }),
         None => Some(problem.clone()),
+    }
+}
+
+/// A recorded move whose applies keep failing (a policy engine, a quota, an admission plugin
+/// refusing it): a bundle move retried, or a configuration change of what runs.
+struct RefusedMove<'a> {
+    hop: &'a ActiveHop,
+    /// The bundle move's target, when it is one.
+    target: Option<&'a crate::decide::MoveTarget>,
+}
+
+/// The move the decision retries whose applies failed, if any.
+fn refused_move<'a>(
+    decision: &'a PoDecision,
+    hop: Option<&'a ActiveHop>,
+) -> Option<RefusedMove<'a>> {
+    let hop = hop.filter(|h| !h.settled && h.failed_attempts > 0)?;
+    match &decision.action {
+        Action::Move(target) if target.name == hop.to => Some(RefusedMove {
+            hop,
+            target: Some(target),
+        }),
+        Action::Keep if hop.config.is_some() => Some(RefusedMove { hop, target: None }),
+        _ => None,
+    }
+}
+
+impl RefusedMove<'_> {
+    /// What is refused, as the object of "apply".
+    fn what(&self) -> String {
+        match (&self.hop.config, self.target) {
+            (Some(digest), None) => format!("configuration {digest} to {}", self.hop.to),
+            _ => self.hop.to.clone(),
+        }
+    }
+
+    /// The admin's ways out of a move the cluster refuses (issue 34 item 2): it does not
+    /// happen by waiting.
+    fn ways_out(&self, decision: &PoDecision) -> String {
+        let Some(target) = self.target else {
+            return "it will not apply by waiting: fix what refuses it, or change spec.config (or the cluster proxy) back, or to a configuration the cluster accepts: a change replaces one that never applied".to_owned();
+        };
+        let exclude = format!(
+            "exclude {} with spec.package.versionRange (add `!={}` to it)",
+            target.name, target.version
+        );
+        match &self.hop.from {
+            Some(from) => format!(
+                "it will not happen by waiting: fix what refuses it, or go back to {from} with `kubectl annotate platformoperator {} {}=abandon:{} --overwrite`, or {exclude}",
+                decision.po,
+                pom_api::labels::UNSETTLED_MOVE,
+                target.name
+            ),
+            None => format!(
+                "it will not happen by waiting: fix what refuses it, or {exclude}, or delete the PlatformOperator"
+            ),
+        }
     }
 }
 
@@ -760,6 +838,8 @@ struct Facts<'a> {
     hop: Option<&'a ActiveHop>,
     stopped_working: &'a [&'a UnavailableDeployment],
     verdict: &'a Upgradeability,
+    /// What the move the cluster refused this time applies ([`RefusedMove::what`]).
+    refused: Option<&'a str>,
 }
 
 /// The PO's conditions, in the order status lists them.
@@ -791,6 +871,7 @@ fn po_conditions(f: &Facts<'_>) -> Vec<Desired> {
             blocked: f.problem.filter(|p| p.degrades),
             held: f.decision.held.as_ref().map(|h| &h.why),
             paused: f.decision.paused.is_some(),
+            refused: f.refused,
         }),
     ]
 }
@@ -1078,6 +1159,8 @@ struct UpgradeableInput<'a> {
     held: Option<&'a HoldReason>,
     /// `spec.paused`: the verdict is `decide`'s `Paused`, whatever runs.
     paused: bool,
+    /// What the move the cluster refused this time applies.
+    refused: Option<&'a str>,
 }
 
 /// This PO's Upgradeable: the decision's verdict, and False while a move is unsettled or
@@ -1097,9 +1180,11 @@ fn upgradeable_condition(u: UpgradeableInput<'_>) -> Desired {
 
 /// The rules that override the verdict, in precedence order: the first that applies is what
 /// the admin must act on first.
-const UPGRADEABLE_RULES: [fn(&UpgradeableInput<'_>) -> Option<Desired>; 4] = [
+const UPGRADEABLE_RULES: [fn(&UpgradeableInput<'_>) -> Option<Desired>; 6] = [
     paused_unvouched,
     stopped_working_blocks,
+    refused_move_blocks,
+    unfinished_install_blocks,
     unsettled_move_blocks,
     pending_move_blocks,
 ];
@@ -1130,6 +1215,44 @@ fn stopped_working_blocks(u: &UpgradeableInput<'_>) -> Option<Desired> {
             stopped_working_message(u.stopped_working),
         )
     })
+}
+
+/// A recorded move the cluster refused when it was applied (issue 34 item 2): it does not
+/// happen by waiting, so Upgradeable says it is refused, why, and the ways out (the refusal's
+/// message names them).
+fn refused_move_blocks(u: &UpgradeableInput<'_>) -> Option<Desired> {
+    let (what, problem) = u.refused.zip(u.blocked)?;
+    let first_install = u.hop.is_some_and(|h| h.from.is_none()) && !u.installed;
+    let may_run = if first_install {
+        "; objects it applied before the refusal may run"
+    } else {
+        ""
+    };
+    Some(upgradeable(
+        ConditionStatus::False,
+        Reason::MoveNotSettled,
+        format!(
+            "the cluster refuses to apply {what} ({}): {}{may_run}; the cluster is not upgradeable until it applies and settles, or is abandoned",
+            problem.reason, problem.message
+        ),
+    ))
+}
+
+/// A first install recorded as intent that has not applied, and is still the install POM
+/// carries out (issue 34 item 3): status records nothing installed, but objects it applied
+/// before a failure (or a crash) may run, so it is not "nothing installed": fail closed.
+fn unfinished_install_blocks(u: &UpgradeableInput<'_>) -> Option<Desired> {
+    let hop = u.hop.filter(|h| {
+        !h.settled && h.from.is_none() && !u.installed && u.desired == Some(h.to.as_str())
+    })?;
+    Some(upgradeable(
+        ConditionStatus::False,
+        Reason::MoveNotSettled,
+        format!(
+            "the install of {} has started and not applied: objects it applied before a failure may run, so POM cannot vouch for the next minor; let it install (fix what refuses it: see Degraded), exclude it with spec.package.versionRange, or delete the PlatformOperator",
+            hop.to
+        ),
+    ))
 }
 
 /// A move in flight that has not settled: the cluster waits for it.

@@ -37,7 +37,7 @@ mod fixture {
     /// ```text
     /// 1.0.0 (max 4.16)
     /// 1.1.0 (max 4.17)  replaces 1.0.0
-    /// 1.1.1 (max 4.17)  replaces 1.1.0
+    /// 1.1.1 (max 4.17)  replaces 1.1.0, minKubeVersion 1.29.6 (checked in rows that set one)
     /// 1.2.0 (no max)    replaces 1.1.1, skipRange >=1.0.0 <1.2.0
     /// 2.0.0 (no max)    replaces 1.2.0, skipRange >=1.0.0 <2.0.0
     /// ```
@@ -59,7 +59,8 @@ mod fixture {
   {"type":"olm.maxOpenShiftVersion","value":"4.17"}]}
 {"schema":"olm.bundle","package":"demo","name":"demo.v1.1.1","image":"quay.example/demo-bundle:v1.1.1","properties":[
   {"type":"olm.package","value":{"packageName":"demo","version":"1.1.1"}},
-  {"type":"olm.maxOpenShiftVersion","value":"4.17"}]}
+  {"type":"olm.maxOpenShiftVersion","value":"4.17"},
+  {"type":"olm.csv.metadata","value":{"minKubeVersion":"1.29.6"}}]}
 {"schema":"olm.bundle","package":"demo","name":"demo.v1.2.0","image":"quay.example/demo-bundle:v1.2.0","properties":[
   {"type":"olm.package","value":{"packageName":"demo","version":"1.2.0"}}]}
 {"schema":"olm.bundle","package":"demo","name":"demo.v2.0.0","image":"quay.example/demo-bundle:v2.0.0","properties":[
@@ -229,6 +230,8 @@ mod fixture {
         pub recorded_config: Option<AppliedConfig>,
         /// The `config-change-override` annotation's value (`DESIRED`: the digest asked for).
         pub config_override: Option<&'static str>,
+        /// The API server's version (`None`: unknown, `minKubeVersion` unchecked).
+        pub kube_version: Option<&'static str>,
     }
 
     /// In `config_override`: the digest of the configuration asked for.
@@ -286,6 +289,7 @@ mod fixture {
             proxy: None,
             recorded_config: None,
             config_override: None,
+            kube_version: None,
         }
     }
 
@@ -437,6 +441,12 @@ mod fixture {
             self
         }
 
+        /// The API server's version.
+        pub fn kube(mut self, version: &'static str) -> Self {
+            self.kube_version = Some(version);
+            self
+        }
+
         /// The admin's `config-change-override` annotation.
         pub fn config_override(mut self, value: &'static str) -> Self {
             self.config_override = Some(value);
@@ -522,7 +532,7 @@ mod fixture {
                     }),
                 },
                 cluster: self.cluster.view(),
-                kube_version: None,
+                kube_version: self.kube_version.map(v),
                 catalogs,
                 gate: self.gate.reading(),
                 now: now(),
@@ -543,6 +553,7 @@ mod fixture {
                             value.to_owned()
                         }
                     }),
+                    unapplied: None,
                 },
             }
         }
@@ -899,6 +910,38 @@ fn rows() -> Vec<Row> {
             "rollback holds the installed version",
             world().installed("1.1.1").cluster(Cluster::Rollback),
             keep().pin(Rollback, "=1.1.1"),
+        ),
+        // Issue 34 item 4: what runs is judged on the cluster rolled back to by every check
+        // of §5 (1.1.1 needs Kubernetes 1.29.6; maxOpenShiftVersion never excludes a lower
+        // OpenShift).
+        row(
+            "rollback keeps the installed bundle while the API server still runs it",
+            world()
+                .installed("1.1.1")
+                .cluster(Cluster::Rollback)
+                .kube("1.29.7"),
+            keep().pin(Rollback, "=1.1.1"),
+        ),
+        row(
+            "rollback below the installed bundle's minKubeVersion steps down one move to a bundle that runs",
+            world()
+                .installed("1.1.1")
+                .cluster(Cluster::Rollback)
+                .kube("1.29.5"),
+            move_to("1.1.0", Rollback, "=1.1.0").pin(Rollback, ">=1.0.0 <1.1.1"),
+        ),
+        row(
+            "rollback below minKubeVersion with no lower bundle allowed keeps it and says so",
+            world()
+                .installed("1.1.1")
+                .cluster(Cluster::Rollback)
+                .kube("1.29.5")
+                .version_range(">=1.1.1"),
+            keep()
+                .pin(Rollback, "=1.1.1")
+                .problem(Reason::ResolutionFailed, false)
+                .problem_says("does not run on the cluster being rolled back to")
+                .problem_says("minKubeVersion"),
         ),
         // Held moves (§7).
         row(

@@ -24,6 +24,7 @@ fn decision(action: Action) -> PoDecision {
         paused: None,
         config: None,
         config_change: None,
+        po: "op".to_owned(),
     }
 }
 
