@@ -35,6 +35,9 @@ pub struct TestBundle {
     pub extra: Vec<Value>,
     /// A plain+v0 bundle (a Deployment plus `extra`, no CSV) instead of registry+v1.
     pub plain: bool,
+    /// A plain+v0 bundle of `extra` only, without the Deployment; see
+    /// [`TestBundle::without_deployment`].
+    pub no_deployment: bool,
     /// `spec.webhookdefinitions` of the CSV; see [`TestBundle::with_webhooks`].
     pub webhooks: Vec<Value>,
     /// More annotations of the CSV; see [`TestBundle::annotate`].
@@ -64,6 +67,7 @@ impl TestBundle {
             deployment: None,
             extra: Vec::new(),
             plain: false,
+            no_deployment: false,
             webhooks: Vec::new(),
             csv_annotations: Vec::new(),
             webhooks_served: false,
@@ -143,6 +147,15 @@ impl TestBundle {
     #[must_use]
     pub fn plain(mut self) -> Self {
         self.plain = true;
+        self
+    }
+
+    /// Makes the bundle plain+v0 with no Deployment at all: only the
+    /// [`TestBundle::with_object`] manifests (ConfigMaps, RBAC, ...).
+    #[must_use]
+    pub fn without_deployment(mut self) -> Self {
+        self.plain = true;
+        self.no_deployment = true;
         self
     }
 
@@ -271,6 +284,7 @@ impl TestBundle {
                 }
             });
             return std::iter::once(deployment.to_string())
+                .filter(|_| !self.no_deployment)
                 .chain(self.extra.iter().map(Value::to_string))
                 .collect();
         }

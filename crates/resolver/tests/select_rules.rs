@@ -621,6 +621,76 @@ fn rollback_holds_or_pivots_down() {
     ));
 }
 
+/// Issue 34 item 4: a rollback judges what runs by every check of §5 step 3 on the cluster
+/// rolled back to. `maxOpenShiftVersion` alone can never exclude a lower OpenShift version, so
+/// a lower API server below the installed bundle's `minKubeVersion` must step it down.
+#[test]
+fn rollback_steps_down_when_the_api_server_is_below_min_kube_version() {
+    let cat = PackageBuilder::new("p")
+        .bundle("0.9.0", min_kube("1.20.0"))
+        .bundle("1.0.0", min_kube("1.28.0"))
+        .bundle("1.1.0", min_kube("1.29.0"))
+        .bundle("1.2.0", min_kube("1.29.6"))
+        .chain("stable", &["0.9.0", "1.0.0", "1.1.0", "1.2.0"])
+        .catalog();
+    let cats = one(&cat);
+    let mut req = request(&cats, "p");
+    req.installed = installed("p", "1.2.0");
+    req.cluster = phase(PhaseKind::Rollback, "4.16.4", "4.16.3");
+
+    // The API server still runs what the bundle needs: hold it.
+    req.kube_version = Some(v("1.29.7"));
+    let hold = resolve(&req).unwrap();
+    assert!(hold.stays);
+    assert_eq!(
+        (hold.pin.reason, hold.pin.range.as_str()),
+        (PinReason::Rollback, "=1.2.0")
+    );
+
+    // The API server rolled back below 1.2.0's minKubeVersion: one step down, to the highest
+    // bundle of the major below it that runs there (not 1.0.0, not another major).
+    req.kube_version = Some(v("1.29.5"));
+    let pivot = resolve(&req).unwrap();
+    assert!(!pivot.stays);
+    assert_eq!(pivot.bundle.version, v("1.1.0"));
+    assert_eq!(
+        (pivot.pin.reason, pivot.pin.range.as_str()),
+        (PinReason::Rollback, ">=1.0.0 <1.2.0")
+    );
+    assert!(matches!(
+        reason_for(&req, "1.2.0"),
+        RejectReason::MinKubeVersionTooHigh { .. }
+    ));
+
+    // Lower still: 1.1.0 does not run either, 1.0.0 does.
+    req.kube_version = Some(v("1.28.3"));
+    assert_eq!(chosen(&req), "1.0.0");
+
+    // No bundle of the major runs: keep what runs, and say that it does not run there and
+    // that no lower bundle does either.
+    req.kube_version = Some(v("1.27.0"));
+    let err = resolve(&req).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("keeping the installed bundle p.v1.2.0")
+            && text.contains("does not run on the cluster being rolled back to")
+            && text.contains("no lower bundle"),
+        "{text}"
+    );
+    assert!(matches!(
+        reason_for(&req, "1.2.0"),
+        RejectReason::MinKubeVersionTooHigh { .. }
+    ));
+    assert!(matches!(
+        reason_for(&req, "1.0.0"),
+        RejectReason::MinKubeVersionTooHigh { .. }
+    ));
+
+    // Without a known API server version nothing can be judged against it: hold.
+    req.kube_version = None;
+    assert!(resolve(&req).unwrap().stays);
+}
+
 #[test]
 fn plan_walks_hop_by_hop_until_it_stays() {
     let cat = PackageBuilder::new("p")

@@ -1,14 +1,16 @@
 //! Gather: everything one decision about a PlatformOperator depends on, read once per
 //! reconcile into a [`PoSnapshot`]. The cluster's phase comes from a ClusterVersion watch, the
-//! API server's version and whether this is OpenShift from one discovery per manager run; only
-//! the PO's own OperatorCondition is read per reconcile.
+//! API server's version and whether this is OpenShift from one discovery per manager run (the
+//! API server's version is read again while the cluster rolls back); only the PO's own
+//! OperatorCondition, and the objects of a status that records nothing, are read per reconcile.
 
 use std::sync::Arc;
 
 use futures::StreamExt;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
-use kube::api::{Api, ListParams};
+use kube::api::{Api, DynamicObject, ListParams};
+use kube::core::GroupVersionKind;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use pom_api::PlatformOperator;
@@ -21,11 +23,12 @@ use pom_policy::snapshot::{
     recover_installed, unsettled_move_of,
 };
 use pom_render::CertificateSource;
-use pom_resolver::cluster::cluster_phase;
+use pom_resolver::cluster::{PhaseKind, cluster_phase};
 use pom_resolver::fbc::Catalog as FbcCatalog;
 use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 
+use super::objects::{KindCache, PRUNABLE_KINDS, is_not_served};
 use crate::catalog::{CatalogCache, CatalogState, ServedCatalog};
 use crate::cluster_proxy::OperatorProxy;
 use crate::error::Error;
@@ -182,10 +185,34 @@ impl ClusterWatch {
                 },
             }
         };
-        Ok((
-            ClusterView::OpenShift(phase),
-            discovery.kube_version.clone(),
-        ))
+        // A rollback rolls the API server back too: what runs is judged against the version
+        // it serves now, not the one it served when the manager started (issue 34 item 4).
+        let kube_version = match &phase {
+            Ok(phase) if phase.kind == PhaseKind::Rollback => {
+                self.current_kube_version(discovery).await
+            }
+            _ => discovery.kube_version.clone(),
+        };
+        Ok((ClusterView::OpenShift(phase), kube_version))
+    }
+
+    /// The API server's version, read now; the discovered one when it cannot be read.
+    async fn current_kube_version(&self, discovery: &Discovery) -> Option<semver::Version> {
+        match tokio::time::timeout(READ_DEADLINE, self.client.apiserver_version()).await {
+            Ok(Ok(info)) => pom_resolver::version::parse_tolerant(&info.git_version)
+                .ok()
+                .or_else(|| discovery.kube_version.clone()),
+            Ok(Err(err)) => {
+                tracing::warn!(%err, "reading the API server version during a rollback: judged with the version discovered at start");
+                discovery.kube_version.clone()
+            }
+            Err(_) => {
+                tracing::warn!(
+                    "reading the API server version during a rollback timed out: judged with the version discovered at start"
+                );
+                discovery.kube_version.clone()
+            }
+        }
     }
 }
 
@@ -371,15 +398,19 @@ pub async fn operator_gate(
     Ok(gate)
 }
 
-/// When `po`'s status records nothing installed: the bundle label of a Deployment that carries
-/// its owner label, if one is on the cluster (a PO restored without its status must not be
-/// installed over, issue 25 item 4). One list by label, and only then: a PO with an installed
-/// bundle in status never pays for it.
+/// When `po`'s status records nothing installed: the bundle label of the objects that carry
+/// its owner label, if any is on the cluster (a PO restored without its status must not be
+/// installed over, issue 25 item 4). Looked for through every kind POM applies and can list by
+/// label ([`lost_status_kinds`]: Deployments first, then the rest, so a plain bundle without a
+/// Deployment is found too, issue 34 item 5), at most two lists of one object each per kind,
+/// stopping at the first kind that has one; and only then: a PO with an installed bundle (or a
+/// move) in status never pays for it.
 ///
 /// # Errors
-/// When the Deployments cannot be listed.
+/// When a kind the server serves cannot be listed.
 pub async fn found_bundle_label(
     client: &kube::Client,
+    kinds: &KindCache,
     po: &PlatformOperator,
 ) -> Result<Option<String>, Error> {
     let recorded = po
@@ -392,34 +423,96 @@ pub async fn found_bundle_label(
     if recorded || moving {
         return Ok(None);
     }
-    let deployments: Api<kube::api::PartialObjectMeta<k8s_openapi::api::apps::v1::Deployment>> =
-        Api::all(client.clone());
-    let found = deployments
-        .list_metadata(&ListParams::default().labels(&labels::owned_by(&po.name_any())))
-        .await
-        .map_err(Error::kube(format!(
-            "listing Deployments labelled for PlatformOperator {}",
-            po.name_any()
-        )))?;
-    if found.items.is_empty() {
-        return Ok(None);
+    let name = po.name_any();
+    for (group, version, kind) in lost_status_kinds() {
+        let gvk = GroupVersionKind::gvk(group, version, kind);
+        let api = match kinds.api(client, &gvk, None).await {
+            Ok((api, _)) => api,
+            // A kind the server does not serve holds no objects of this PO.
+            Err(Error::Kube { source, .. }) if is_not_served(&source) => continue,
+            Err(err) => return Err(err),
+        };
+        let found = bundle_labels_of(&api, &name, kind).await?;
+        if let Some(description) = describe_found(&found) {
+            return Ok(Some(description));
+        }
     }
-    // One bundle's objects name what runs. Objects of several bundles (a status lost mid-move)
-    // or without a bundle label name nothing POM can trust: the description then matches no
-    // catalog bundle, and the PO is refused rather than installed over them.
-    let mut bundles: Vec<String> = found
-        .items
+    Ok(None)
+}
+
+/// The kinds a lost status is looked for through, in order: Deployments first (every
+/// registry+v1 bundle has one, and they are few), then every other kind of [`PRUNABLE_KINDS`]
+/// (what POM applies and may list by label, Secrets excluded), in that list's order.
+#[must_use]
+pub fn lost_status_kinds() -> Vec<(&'static str, &'static str, &'static str)> {
+    let mut kinds = PRUNABLE_KINDS.to_vec();
+    kinds.sort_by_key(|(_, _, kind)| *kind != "Deployment");
+    kinds
+}
+
+/// The bundle labels of at most two objects of one kind labelled for PO `po`: the first one
+/// found, and (when that one names a bundle) one that does not carry that bundle's label, so
+/// objects of several bundles (or without a bundle label) are seen without listing them all.
+async fn bundle_labels_of(
+    api: &Api<DynamicObject>,
+    po: &str,
+    kind: &str,
+) -> Result<Vec<Option<String>>, Error> {
+    let owned = labels::owned_by(po);
+    let mut found = list_bundle_labels(api, &owned, po, kind).await?;
+    if let Some(Some(first)) = found.first() {
+        let others = format!("{owned},{}!={first}", labels::BUNDLE);
+        found.extend(list_bundle_labels(api, &others, po, kind).await?);
+    }
+    Ok(found)
+}
+
+/// The bundle label of at most one object of `api` matching `selector` (404: none).
+async fn list_bundle_labels(
+    api: &Api<DynamicObject>,
+    selector: &str,
+    po: &str,
+    kind: &str,
+) -> Result<Vec<Option<String>>, Error> {
+    let action = format!("listing {kind} objects labelled for PlatformOperator {po}");
+    let listed = tokio::time::timeout(
+        READ_DEADLINE,
+        api.list_metadata(&ListParams::default().labels(selector).limit(1)),
+    )
+    .await
+    .map_err(|_| Error::ReadDeadline {
+        action: action.clone(),
+        deadline: READ_DEADLINE,
+    })?;
+    match listed {
+        Ok(list) => Ok(list
+            .items
+            .iter()
+            .take(1)
+            .map(|o| o.labels().get(labels::BUNDLE).cloned())
+            .collect()),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(Vec::new()),
+        Err(err) => Err(Error::kube(action)(err)),
+    }
+}
+
+/// What the objects of a lost status name, from their bundle labels (`None` for an object
+/// without one); `None` when there are none. One bundle's objects name what runs. Objects of
+/// several bundles (a status lost mid-move) or without a bundle label name nothing POM can
+/// trust: the description then matches no catalog bundle, and the PO is refused rather than
+/// installed over them.
+#[must_use]
+pub fn describe_found(bundle_labels: &[Option<String>]) -> Option<String> {
+    if bundle_labels.is_empty() {
+        return None;
+    }
+    let mut bundles: Vec<&str> = bundle_labels
         .iter()
-        .map(|d| {
-            d.labels()
-                .get(labels::BUNDLE)
-                .cloned()
-                .unwrap_or_else(|| "(no bundle label)".to_owned())
-        })
+        .map(|label| label.as_deref().unwrap_or("(no bundle label)"))
         .collect();
-    bundles.sort();
+    bundles.sort_unstable();
     bundles.dedup();
-    Ok(Some(bundles.join(" and ")))
+    Some(bundles.join(" and "))
 }
 
 /// The PO's snapshot from what was gathered.
@@ -511,6 +604,45 @@ mod tests {
         assert!(read.changed());
         assert_eq!(read.desired, AppliedConfig::of(None, Some(&listed)));
         assert!(config_view(&po, &OperatorProxy::Listed(None)).changed());
+    }
+
+    /// Issue 34 item 5: a lost status is looked for through every kind POM applies and can
+    /// list, Deployments first, not through Deployments only.
+    #[test]
+    fn a_lost_status_is_looked_for_through_every_listable_kind() {
+        let kinds = lost_status_kinds();
+        assert_eq!(kinds.first().map(|k| k.2), Some("Deployment"));
+        assert_eq!(kinds.len(), PRUNABLE_KINDS.len());
+        for kind in PRUNABLE_KINDS {
+            assert!(kinds.contains(kind), "{kind:?}");
+        }
+        for plain in [
+            "ConfigMap",
+            "ServiceAccount",
+            "Role",
+            "ClusterRole",
+            "Service",
+        ] {
+            assert!(kinds.iter().any(|k| k.2 == plain), "{plain}");
+        }
+    }
+
+    /// One bundle's objects name it; several, or one without a bundle label, name nothing a
+    /// catalog lists; none name nothing at all.
+    #[test]
+    fn found_objects_describe_their_bundle() {
+        let some = |s: &str| Some(s.to_owned());
+        assert_eq!(describe_found(&[]), None);
+        assert_eq!(describe_found(&[some("p.v1")]), some("p.v1"));
+        assert_eq!(describe_found(&[some("p.v1"), some("p.v1")]), some("p.v1"));
+        assert_eq!(
+            describe_found(&[some("p.v2"), some("p.v1")]),
+            some("p.v1 and p.v2")
+        );
+        assert_eq!(
+            describe_found(&[some("p.v1"), None]),
+            some("(no bundle label) and p.v1")
+        );
     }
 
     /// Issue 22 item 4: a bundle looked up by name is looked up by catalog priority, never in

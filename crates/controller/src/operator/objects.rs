@@ -264,7 +264,7 @@ async fn api_of(
 }
 
 /// Discovery's answer for a kind the server does not serve.
-fn is_not_served(err: &kube::Error) -> bool {
+pub(crate) fn is_not_served(err: &kube::Error) -> bool {
     match err {
         kube::Error::Api(status) => status.code == 404,
         kube::Error::Discovery(_) => true,

@@ -102,7 +102,7 @@ pub(super) async fn gather(
         }
     };
     pctx.stage(&name, "gather: objects of a lost status");
-    let found_bundle_label = gather::found_bundle_label(&ctx.client, po).await?;
+    let found_bundle_label = gather::found_bundle_label(&ctx.client, &pctx.kinds, po).await?;
     pctx.stage(&name, "gather: admission guard");
     let guard = pctx
         .state

@@ -35,10 +35,16 @@
 //! excludes them (Masterminds rules). Every other filter still applies.
 //!
 //! Rollback pivot: during a rollback the pin is `=X.Y.Z`, unless the installed bundle (looked up
-//! by name in the channel) is incompatible with the rollback target. Then the selector pivots
+//! by name in the channel) does not run on the cluster rolled back to, judged by every check of
+//! filter 3 (`maxOpenShiftVersion` against the rollback target, `minKubeVersion` against the
+//! API server's version: a lower cluster is excluded by the second, and only in a forced
+//! rollback by the first). Then the selector pivots
 //! down under [`Pin::rollback_pivot`] (`>=X.0.0 <X.Y.Z`) and *skips the successor filter*: catalog
 //! edges only point forward, so no lower bundle is ever a successor, and the pivot's purpose is
-//! to get back to a bundle that ran on the older cluster. Every other filter still applies.
+//! to get back to a bundle that ran on the older cluster. Every other filter still applies, and
+//! the highest bundle left wins (the smallest step down: one move). When none is left, the
+//! installed bundle keeps running and the `NoCandidate` error says that it does not run on the
+//! cluster rolled back to and that no lower bundle does either.
 //!
 //! Manual downgrade: `spec.steadyStateVersionRange` is how an admin moves a PO by hand, down as
 //! well as up (§3). Catalog edges only point forward, so a lower bundle is never a successor and
@@ -85,8 +91,6 @@ use crate::version::cmp_version_release;
 
 pub use plan::{Hop, HopPlan, PlanEnd, plan_hops};
 pub use reject::{RejectReason, Rejection};
-
-pub(crate) use compat::check_openshift;
 
 /// The bundle a PO runs now. Its version is carried because the bundle may have vanished from
 /// the catalog (OLM v1 allows that too).
@@ -296,6 +300,10 @@ fn no_candidate_message(
         text.push_str(&format!(" and versionRange {range:?}"));
     }
     match installed {
+        Some(installed) if pin.is_rollback_pivot() => text.push_str(&format!(
+            "; keeping the installed bundle {} ({}), although it does not run on the cluster being rolled back to: no lower bundle of its major runs there either",
+            installed.name, installed.version
+        )),
         Some(installed) => text.push_str(&format!(
             "; keeping the installed bundle {} ({})",
             installed.name, installed.version
@@ -344,11 +352,14 @@ pub fn resolve(req: &ResolveRequest<'_>) -> Result<Resolution, ResolveError> {
         ),
         PinPolicy::Unpinned => Pin::unpinned(),
     };
+    // A rollback holds what runs unless it does not run on the cluster rolled back to, judged
+    // by every compatibility check of §5 (a lower OpenShift or Kubernetes version is excluded
+    // by `minKubeVersion`, never by `maxOpenShiftVersion` alone).
     let mut installed_incompatibility = None;
     if pin.reason == PinReason::Rollback
-        && let (Some(installed), Some(phase)) = (installed, req.cluster.as_ref())
+        && let Some(installed) = installed
         && let Some(bundle) = find_installed_bundle(&sources, &installed.name)
-        && let Err(reason) = check_openshift(bundle, phase.running_on())
+        && let Err(reason) = check_runs_on(req, bundle)
     {
         pin = Pin::rollback_pivot(&installed.version);
         installed_incompatibility = Some(reason);
@@ -595,12 +606,7 @@ fn evaluate(
             range: range.to_string(),
         });
     }
-    if let Some(phase) = &req.cluster {
-        compat::check_openshift(bundle, phase.running_on())?;
-    }
-    if let Some(kube) = &req.kube_version {
-        compat::check_kube(bundle, kube)?;
-    }
+    check_runs_on(req, bundle)?;
     if !bundle.properties.dependencies.is_empty() {
         return Err(RejectReason::HasDependencies {
             dependencies: bundle
@@ -610,6 +616,21 @@ fn evaluate(
                 .map(reject::describe_dependency)
                 .collect(),
         });
+    }
+    Ok(())
+}
+
+/// Whether `bundle` runs on the cluster it would run on (§5 step 3), by every compatibility
+/// check the request can make: `maxOpenShiftVersion` against [`ClusterPhase::running_on`]
+/// (only with a ClusterVersion) and `minKubeVersion` against the API server's version (only
+/// when it is known). The one place both are asked, for candidates and for the rollback's
+/// judgement of what runs alike.
+fn check_runs_on(req: &ResolveRequest<'_>, bundle: &Bundle) -> Result<(), RejectReason> {
+    if let Some(phase) = &req.cluster {
+        compat::check_openshift(bundle, phase.running_on())?;
+    }
+    if let Some(kube) = &req.kube_version {
+        compat::check_kube(bundle, kube)?;
     }
     Ok(())
 }
