@@ -29,6 +29,8 @@ fuzz_target!(|data: &[u8]| {
         exceptions: &[],
         consent: &consent,
         rendered_webhooks: &rendered_webhooks,
+        // Both ways, chosen by the input: the opt-in is a power of its own (PlatformConfig).
+        cluster_monitoring: data.len() % 2 == 1,
     };
     if let Ok(judgement) = check(&objects, &origins, &ctx) {
         // Nothing consented: whatever passed holds no class that needs consent.
