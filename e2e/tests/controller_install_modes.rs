@@ -202,7 +202,8 @@ async fn own_and_single_namespace_operators_install_with_roles_where_they_watch(
 /// The default install namespace (PRODUCT §3): the bundle's suggestion, recorded at the first
 /// install, labelled for platform monitoring when the CSV asks; a suggestion another PO
 /// already owns (every ACK controller suggests `ack-system`) or one of the platform's own
-/// (`openshift-operators`) gives way to the PO's name.
+/// (`openshift-operators`) gives way to the PO's name. The monitoring opt-in needs the
+/// admin's `platformConfig` consent.
 #[tokio::test]
 async fn suggested_namespaces_are_used_once_and_never_the_platforms() {
     let Some(plane) = simulated_plane(false).await else {
@@ -225,7 +226,14 @@ async fn suggested_namespaces_are_used_once_and_never_the_platforms() {
     );
     let fbc = catalog_json(&[first, second, global], &[]);
     configmap_catalog(&client, "local", &fbc, 0).await;
-    create_po(&client, "acka", json!({"package": {"name": "acka"}})).await;
+    // Opting the install namespace into cluster monitoring is a platform-configuration power
+    // (issue 33 item 5): acka asks for it, so its PO consents.
+    create_po(
+        &client,
+        "acka",
+        json!({"package": {"name": "acka"}, "consent": {"platformConfig": true}}),
+    )
+    .await;
     let manager = Manager::start(client.clone(), Manager::test_settings(vec![]));
     wait_catalog_serves(&client, "local", &fbc).await;
     wait_po_condition(
