@@ -24,9 +24,15 @@ all: lint test
 e2e-binaries:
 	@bash e2e/tools/build-binaries.sh
 
+## Every test of the workspace: cargo-nextest (e2e/tools/nextest.sh installs it into ~/.cache/pom
+## on first use) runs each test in its own process and schedules all test binaries together
+## (.config/nextest.toml); then the doc tests, which nextest does not run. Either failing fails.
 test: e2e-binaries
 	@dir=$$(bash e2e/tools/build-binaries.sh | tail -n1) && \
-	  POM_TEST_BIN_DIR=$$dir PROPTEST_CASES=$${PROPTEST_CASES:-2000} $(CARGO) test --workspace --no-fail-fast -- --test-threads=2
+	  nextest=$$(bash e2e/tools/nextest.sh | tail -n1) && rc=0 && \
+	  { POM_TEST_BIN_DIR=$$dir PROPTEST_CASES=$${PROPTEST_CASES:-2000} PATH="$$(dirname "$$nextest"):$$PATH" \
+	      $(CARGO) nextest run --workspace --no-fail-fast || rc=1; } && \
+	  { $(CARGO) test --workspace --doc || rc=1; } && exit $$rc
 ## (Benchmarks are compiled by `make lint` (clippy --all-targets) and run by `make bench`.)
 
 unit:
@@ -34,7 +40,8 @@ unit:
 
 e2e: e2e-binaries
 	@dir=$$(bash e2e/tools/build-binaries.sh | tail -n1) && \
-	  POM_TEST_BIN_DIR=$$dir $(CARGO) test -p pom-e2e -- --test-threads=2
+	  nextest=$$(bash e2e/tools/nextest.sh | tail -n1) && \
+	  POM_TEST_BIN_DIR=$$dir PATH="$$(dirname "$$nextest"):$$PATH" $(CARGO) nextest run -p pom-e2e --no-fail-fast
 
 lint:
 	$(CARGO) fmt --all -- --check
