@@ -372,8 +372,18 @@ async fn measure(
     })
 }
 
-/// Until `replica` has not written for [`QUIET`]: when it last wrote (from `started`), and its
-/// counters then.
+/// Writes but the Lease's (renewed every 10 s by a leader).
+fn writes_but_lease(snapshot: &Snapshot) -> u64 {
+    snapshot
+        .requests
+        .iter()
+        .filter(|(s, _)| s.kind == "write" && s.resource != LEASES)
+        .map(|(_, n)| n)
+        .sum()
+}
+
+/// Until `replica` has not written (but its Lease) for [`QUIET`]: when it last wrote (from
+/// `started`), and its counters then.
 async fn settle(
     replica: &Replica,
     started: Instant,
@@ -386,7 +396,7 @@ async fn settle(
         tokio::time::sleep(Duration::from_millis(500)).await;
         replica.memory.sample();
         let now = replica.scrape().await?;
-        if now.writes() != last.writes() {
+        if writes_but_lease(&now) != writes_but_lease(&last) {
             last_change = Instant::now();
             settled_at = started.elapsed();
         }
