@@ -14,7 +14,7 @@ help:
 	@echo "make soak   - the decision state-machine test with SOAK_CASES sequences (default 500,000)"
 	@echo "make chaos  - the chaos suite, long run: 50 leader kills, 3 apiserver + 1 etcd restarts, registry outages (POM_CHAOS_SEED=... replays)"
 	@echo "make fuzz   - every cargo-fuzz target for FUZZ_RUNS executions (default 10^7; nightly);  make fuzz-ci - 30 s each"
-	@echo "make bench  - benchmarks (resolver);  make bench-install - 200 POs against a real control plane (BENCH_ARGS=...)"
+	@echo "make bench  - benchmarks (resolver);  make bench-install - 200 POs against a real control plane (BENCH_ARGS=..., e.g. --floor, --restart --failover)"
 	@echo "make bench-compare - catalog parsing: POM vs operator-registry's Go loader vs the parser floor (BENCH_COMPARE_ARGS=...)"
 
 all: lint test

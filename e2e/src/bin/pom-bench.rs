@@ -15,10 +15,21 @@
 //! gets a fresh control plane; with `--rounds R` they alternate (floor, POM, floor, POM, ...)
 //! so that load on the shared machine hits both, and the POM ÷ floor ratio is printed.
 //!
+//! With `--restart` and/or `--failover` (issue 32 item 4, `pom_bench/restart.rs`) it measures,
+//! with the POs settled, a fresh manager after a SIGKILL and a leader failover of two replicas:
+//! the time to a correct aggregated ClusterOperator and to every PO reconciled, the writes and
+//! API requests of the new process, against a floor measured on the same plane (a list of every
+//! PO and Catalog, the catalog load, one aggregate write). Exit code 1 when the new process
+//! wrote anything but status that changed (and, in a failover, the Lease).
+//!
 //! Run it with `make bench-install` (release build). Flags: `--pos N`, `--per-catalog N`,
 //! `--steady-seconds S`, `--resync-seconds S`, `--no-crds`, `--install-timeout-seconds S`,
 //! `--held`, `--floor`, `--floor-only`, `--floor-concurrency N[,N...]`, `--rounds R`,
-//! `--compare-manager PATH` (a second manager binary, run after the first in every round).
+//! `--compare-manager PATH` (a second manager binary, run after the first in every round),
+//! `--restart`, `--failover`.
+
+#[path = "pom_bench/restart.rs"]
+mod restart;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -71,6 +82,10 @@ struct Options {
     rounds: usize,
     /// A second manager binary, run after the first in every round (an A/B of a change).
     compare_manager: Option<PathBuf>,
+    /// Measure a restart after SIGKILL with the POs settled (`restart.rs`).
+    restart: bool,
+    /// Measure a leader failover of two replicas with the POs settled (`restart.rs`).
+    failover: bool,
 }
 
 impl Options {
@@ -90,6 +105,8 @@ impl Options {
             floor_concurrency: vec![64],
             rounds: 1,
             compare_manager: None,
+            restart: false,
+            failover: false,
         };
         let mut timeout_given = false;
         let mut args = std::env::args().skip(1);
@@ -104,6 +121,8 @@ impl Options {
             };
             match arg.as_str() {
                 "--held" => options.held = true,
+                "--restart" => options.restart = true,
+                "--failover" => options.failover = true,
                 "--floor" => options.floor = true,
                 "--floor-only" => {
                     options.floor = true;
@@ -132,7 +151,7 @@ impl Options {
                 "--no-crds" => options.crds = false,
                 "--compare-manager" => options.compare_manager = Some(value(&arg)?.into()),
                 other => bail!(
-                    "unknown argument {other:?} (flags: --pos N --per-catalog N --steady-seconds S --resync-seconds S --install-timeout-seconds S --no-crds --held --floor --floor-only --floor-concurrency N[,N...] --rounds R --compare-manager PATH)"
+                    "unknown argument {other:?} (flags: --pos N --per-catalog N --steady-seconds S --resync-seconds S --install-timeout-seconds S --no-crds --held --floor --floor-only --floor-concurrency N[,N...] --rounds R --compare-manager PATH --restart --failover)"
                 ),
             }
         }
@@ -227,6 +246,9 @@ async fn run() -> Result<u64> {
             }
         })
         .collect();
+    if options.restart || options.failover {
+        return restart::run(&options, &bundles, &manager_binary()?).await;
+    }
     let manager_bin = if options.floor_only {
         None
     } else {
@@ -383,6 +405,22 @@ async fn start_plane(options: &Options) -> Result<(ControlPlane, Client)> {
     Ok((plane, client))
 }
 
+/// The manager's flags: leader election, where it serves health and plain-HTTP metrics, the
+/// resync period.
+fn manager_args(
+    options: &Options,
+    leader_elect: bool,
+    health: SocketAddr,
+    metrics: SocketAddr,
+) -> Vec<String> {
+    vec![
+        format!("--leader-elect={leader_elect}"),
+        format!("--health-bind-address={health}"),
+        format!("--metrics-bind-address={metrics}"),
+        format!("--resync-seconds={}", options.resync_seconds),
+    ]
+}
+
 /// The floor on a fresh control plane.
 async fn run_floor(
     options: &Options,
@@ -429,13 +467,8 @@ async fn run_pom(
     let health = free_address()?;
     // Plain-HTTP metrics on loopback: the counters are read, no scraper is being measured.
     let metrics = free_address()?;
-    let args = vec![
-        // One replica: Lease renewals would be writes of leader election, not of the reconcilers.
-        "--leader-elect=false".to_owned(),
-        format!("--health-bind-address={health}"),
-        format!("--metrics-bind-address={metrics}"),
-        format!("--resync-seconds={}", options.resync_seconds),
-    ];
+    // One replica: Lease renewals would be writes of leader election, not of the reconcilers.
+    let args = manager_args(options, false, health, metrics);
     let mut manager = ManagerProcess::spawn(
         manager_bin,
         "pom-bench-manager",
