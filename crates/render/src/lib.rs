@@ -23,6 +23,7 @@
 
 mod assemble;
 mod bundle;
+pub mod built_in_roles;
 pub mod content_policy;
 pub mod crd_safety;
 mod csv;
