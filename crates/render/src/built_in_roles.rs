@@ -182,7 +182,10 @@ const AGGREGATE_TO_VIEW: &[BuiltInRule] = &[
     ),
     rule(
         &["autoscaling"],
-        &["horizontalpodautoscalers", "horizontalpodautoscalers/status"],
+        &[
+            "horizontalpodautoscalers",
+            "horizontalpodautoscalers/status",
+        ],
         READ,
     ),
     rule(
@@ -324,7 +327,9 @@ const REGISTRY_EDITOR: &[BuiltInRule] = &[
             "imagestreams/secrets",
             "imagetags",
         ],
-        &["get", "list", "watch", "create", "update", "patch", "delete"],
+        &[
+            "get", "list", "watch", "create", "update", "patch", "delete",
+        ],
     ),
     rule(IMAGE_GROUPS, &["imagestreams"], READ_WRITE),
     rule(IMAGE_GROUPS, &["imagestreams/layers"], &["get", "update"]),

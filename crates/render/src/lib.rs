@@ -22,8 +22,8 @@
 //! [`content_policy`] (what a bundle may ask POM to apply) and [`crd_safety`].
 
 mod assemble;
-mod bundle;
 pub mod built_in_roles;
+mod bundle;
 pub mod content_policy;
 pub mod crd_safety;
 mod csv;

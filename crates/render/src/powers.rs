@@ -231,7 +231,9 @@ pub(crate) fn shipped_roles(objects: &[Value]) -> BTreeSet<(String, String)> {
     objects
         .iter()
         .map(ObjectKey::of)
-        .filter(|key| key.group == RBAC_GROUP && matches!(key.kind.as_str(), "Role" | "ClusterRole"))
+        .filter(|key| {
+            key.group == RBAC_GROUP && matches!(key.kind.as_str(), "Role" | "ClusterRole")
+        })
         .map(|key| (key.kind, key.name))
         .collect()
 }
