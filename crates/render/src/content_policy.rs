@@ -304,6 +304,10 @@ impl fmt::Display for ContentRule {
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ContentException {
     pub rule: ContentRule,
+    /// The kind with its API group, as POM names objects: `Kind.group` (`Service.ecs.services.k8s.aws`,
+    /// `ValidatingWebhookConfiguration.admissionregistration.k8s.io`), or `Kind` alone for the
+    /// core group (`Service`, `Pod`). An exception matches only that group's kind (issue 33
+    /// item 6: `Service` never excuses a custom resource of kind Service).
     pub kind: String,
     pub name: String,
 }
@@ -590,15 +594,27 @@ pub fn check(
                 }
             }
         }
-        for (rule, detail) in found {
+        for (rule, mut detail) in found {
             let exception = ContentException {
                 rule,
-                kind: key.kind.clone(),
+                kind: kind_display(&key),
                 name: key.name.clone(),
             };
             if rule.exceptable() && ctx.exceptions.contains(&exception) {
                 used.insert(exception);
                 continue;
+            }
+            if rule.exceptable()
+                && !key.group.is_empty()
+                && ctx
+                    .exceptions
+                    .iter()
+                    .any(|e| e.rule == rule && e.kind == key.kind && e.name == key.name)
+            {
+                detail.push_str(&format!(
+                    " (spec.contentExceptions names kind {} without its API group, which means the core group's kind; this object is {}: name it kind: {})",
+                    key.kind, exception.kind, exception.kind
+                ));
             }
             let lift = if rule.exceptable() {
                 Some(Lift::Exception(exception))
@@ -935,7 +951,12 @@ fn reader_grant_beyond(
     let built_in = (role_kind == "ClusterRole")
         .then(|| built_in_role(role_name))
         .flatten()
-        .and_then(|role| role.cluster_role().get("rules").and_then(Value::as_array).cloned());
+        .and_then(|role| {
+            role.cluster_role()
+                .get("rules")
+                .and_then(Value::as_array)
+                .cloned()
+        });
     let rules = own
         .roles
         .get(&(role_kind.to_owned(), role_name.to_owned()))
@@ -945,7 +966,9 @@ fn reader_grant_beyond(
         // The built-in `view`: read access to what a namespace holds, Secrets excepted (its
         // `get` of `/scale` subresources included).
         _ if (role_kind, role_name) == ("ClusterRole", "view")
-            && !own.roles.contains_key(&(role_kind.to_owned(), role_name.to_owned())) =>
+            && !own
+                .roles
+                .contains_key(&(role_kind.to_owned(), role_name.to_owned())) =>
         {
             true
         }

@@ -404,7 +404,8 @@ fn a_lift_lifts_only_its_finding_and_is_reported() {
     for (what, manifest, rule, _, _) in cases() {
         let files = plain(&manifest);
         let (_, object, _, lift) = refusal_and_lift(render(&files, &options(&[])));
-        let kind = object.split(['.', ' ']).next().unwrap().to_owned();
+        // The kind with its group, as the object is named (issue 33 item 6).
+        let kind = object.split(' ').next().unwrap().to_owned();
         let name = object.split('"').nth(1).unwrap().to_owned();
         match lift {
             Some(Lift::Exception(exception)) => {
@@ -584,7 +585,10 @@ fn registry_roles_grant_a_power_only_cluster_wide() {
     assert_eq!(rule, ContentRule::PowerNotConsented);
     assert!(object.contains("\"push\""), "{object}");
     assert!(message.contains("pushes or retags images"), "{message}");
-    assert_eq!(lift, Some(Lift::Consent(PowerClass::ClusterAdminEquivalent)));
+    assert_eq!(
+        lift,
+        Some(Lift::Consent(PowerClass::ClusterAdminEquivalent))
+    );
 }
 
 /// Issue 33 item 1: a binding of a built-in role is a grant of what that role holds, judged by
@@ -594,22 +598,97 @@ fn registry_roles_grant_a_power_only_cluster_wide() {
 fn built_in_roles_are_judged_by_what_they_grant() {
     use PowerClass::{ClusterAdminEquivalent as Admin, PrivilegedWorkloads as Privileged};
     let cases: &[(&str, &str, &str, Result<&[PowerClass], ContentRule>)] = &[
-        ("cluster-admin cluster-wide", "ClusterRoleBinding", "cluster-admin", Ok(&[Admin])),
-        ("cluster-admin in the install namespace", "RoleBinding", "cluster-admin", Ok(&[Privileged])),
-        ("admin cluster-wide", "ClusterRoleBinding", "admin", Ok(&[Admin])),
-        ("admin in the install namespace", "RoleBinding", "admin", Ok(&[])),
-        ("edit cluster-wide", "ClusterRoleBinding", "edit", Ok(&[Admin])),
-        ("edit in the install namespace", "RoleBinding", "edit", Ok(&[])),
+        (
+            "cluster-admin cluster-wide",
+            "ClusterRoleBinding",
+            "cluster-admin",
+            Ok(&[Admin]),
+        ),
+        (
+            "cluster-admin in the install namespace",
+            "RoleBinding",
+            "cluster-admin",
+            Ok(&[Privileged]),
+        ),
+        (
+            "admin cluster-wide",
+            "ClusterRoleBinding",
+            "admin",
+            Ok(&[Admin]),
+        ),
+        (
+            "admin in the install namespace",
+            "RoleBinding",
+            "admin",
+            Ok(&[]),
+        ),
+        (
+            "edit cluster-wide",
+            "ClusterRoleBinding",
+            "edit",
+            Ok(&[Admin]),
+        ),
+        (
+            "edit in the install namespace",
+            "RoleBinding",
+            "edit",
+            Ok(&[]),
+        ),
         ("view cluster-wide", "ClusterRoleBinding", "view", Ok(&[])),
-        ("auth-delegator", "ClusterRoleBinding", "system:auth-delegator", Ok(&[])),
-        ("the privileged SCC", "ClusterRoleBinding", "system:openshift:scc:privileged", Ok(&[Privileged])),
-        ("the privileged SCC in the install namespace", "RoleBinding", "system:openshift:scc:privileged", Ok(&[Privileged])),
-        ("the hostnetwork SCC", "ClusterRoleBinding", "system:openshift:scc:hostnetwork", Ok(&[Privileged])),
-        ("the anyuid SCC", "RoleBinding", "system:openshift:scc:anyuid", Ok(&[Privileged])),
-        ("the restricted-v2 SCC", "ClusterRoleBinding", "system:openshift:scc:restricted-v2", Ok(&[])),
-        ("the nonroot SCC", "RoleBinding", "system:openshift:scc:nonroot", Ok(&[])),
-        ("an SCC the table does not know", "ClusterRoleBinding", "system:openshift:scc:custom", Err(ContentRule::ForeignRoleBinding)),
-        ("OLM's role", "ClusterRoleBinding", "system:controller:operator-lifecycle-manager", Err(ContentRule::ForeignRoleBinding)),
+        (
+            "auth-delegator",
+            "ClusterRoleBinding",
+            "system:auth-delegator",
+            Ok(&[]),
+        ),
+        (
+            "the privileged SCC",
+            "ClusterRoleBinding",
+            "system:openshift:scc:privileged",
+            Ok(&[Privileged]),
+        ),
+        (
+            "the privileged SCC in the install namespace",
+            "RoleBinding",
+            "system:openshift:scc:privileged",
+            Ok(&[Privileged]),
+        ),
+        (
+            "the hostnetwork SCC",
+            "ClusterRoleBinding",
+            "system:openshift:scc:hostnetwork",
+            Ok(&[Privileged]),
+        ),
+        (
+            "the anyuid SCC",
+            "RoleBinding",
+            "system:openshift:scc:anyuid",
+            Ok(&[Privileged]),
+        ),
+        (
+            "the restricted-v2 SCC",
+            "ClusterRoleBinding",
+            "system:openshift:scc:restricted-v2",
+            Ok(&[]),
+        ),
+        (
+            "the nonroot SCC",
+            "RoleBinding",
+            "system:openshift:scc:nonroot",
+            Ok(&[]),
+        ),
+        (
+            "an SCC the table does not know",
+            "ClusterRoleBinding",
+            "system:openshift:scc:custom",
+            Err(ContentRule::ForeignRoleBinding),
+        ),
+        (
+            "OLM's role",
+            "ClusterRoleBinding",
+            "system:controller:operator-lifecycle-manager",
+            Err(ContentRule::ForeignRoleBinding),
+        ),
     ];
     for (what, kind, role, expected) in cases {
         let binding = format!(
@@ -620,17 +699,23 @@ fn built_in_roles_are_judged_by_what_they_grant() {
             Ok(classes) => {
                 let mut consented = options(&[]);
                 consented.consent = classes.iter().copied().collect();
-                let bundle =
-                    render(&files, &consented).unwrap_or_else(|e| panic!("{what}: {e}"));
+                let bundle = render(&files, &consented).unwrap_or_else(|e| panic!("{what}: {e}"));
                 assert_eq!(
                     bundle.consents_used,
                     classes.iter().copied().collect::<BTreeSet<_>>(),
                     "{what}: {:?}",
                     bundle.powers
                 );
-                for power in bundle.powers.found.iter().filter(|p| p.class.needs_consent()) {
+                for power in bundle
+                    .powers
+                    .found
+                    .iter()
+                    .filter(|p| p.class.needs_consent())
+                {
                     assert!(
-                        power.detail.contains(&format!("binds the built-in ClusterRole \"{role}\"")),
+                        power
+                            .detail
+                            .contains(&format!("binds the built-in ClusterRole \"{role}\"")),
                         "{what}: {power}"
                     );
                 }
@@ -737,4 +822,52 @@ fn system_and_manager_namespaces_are_refused_as_install_namespaces() {
         render(&bundle, &RenderOptions::new(namespace))
             .unwrap_or_else(|e| panic!("{namespace}: {e}"));
     }
+}
+
+/// Issue 33 item 6: an exception names the kind with its group (`Kind.group`, or `Kind` alone for
+/// the core group) and matches only that group's kind: `Service` excuses the core Service, never
+/// a custom resource of kind Service; the refusal says how to name it.
+#[test]
+fn exceptions_name_kinds_with_their_group() {
+    let custom = "apiVersion: ecs.services.k8s.aws/v1alpha1\nkind: Service\nmetadata: {name: example}\nspec: {}\n";
+    let core = "apiVersion: v1\nkind: Service\nmetadata: {name: example}\nspec: {type: LoadBalancer, ports: [{port: 443}]}\n";
+    // The core group's kind name excuses neither the custom resource nor another rule...
+    let bare = options(&[(ContentRule::KindNotAllowed, "Service", "example")]);
+    let (rule, object, message, lift) = refusal_and_lift(render(&plain(custom), &bare));
+    assert_eq!(rule, ContentRule::KindNotAllowed);
+    assert!(
+        object.starts_with("Service.ecs.services.k8s.aws \"example\""),
+        "{object}"
+    );
+    assert!(
+        message.contains("names kind Service without its API group")
+            && message.contains(
+                "{rule: KindNotAllowed, kind: Service.ecs.services.k8s.aws, name: example}"
+            ),
+        "{message}"
+    );
+    let Some(Lift::Exception(exception)) = lift else {
+        panic!("{message}")
+    };
+    assert_eq!(exception.kind, "Service.ecs.services.k8s.aws");
+    // ... the kind with its group does.
+    let grouped = options(&[(
+        ContentRule::KindNotAllowed,
+        "Service.ecs.services.k8s.aws",
+        "example",
+    )]);
+    let bundle = render(&plain(custom), &grouped).unwrap();
+    assert_eq!(bundle.exceptions_used, vec![exception]);
+    // The core Service: `Service` alone names it, the custom group's form does not.
+    let lb = options(&[(ContentRule::LoadBalancerService, "Service", "example")]);
+    render(&plain(core), &lb).unwrap();
+    let wrong = options(&[(
+        ContentRule::LoadBalancerService,
+        "Service.ecs.services.k8s.aws",
+        "example",
+    )]);
+    assert_eq!(
+        refusal(render(&plain(core), &wrong)).0,
+        ContentRule::LoadBalancerService
+    );
 }
