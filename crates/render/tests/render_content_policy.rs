@@ -597,7 +597,8 @@ fn registry_roles_grant_a_power_only_cluster_wide() {
 #[test]
 fn built_in_roles_are_judged_by_what_they_grant() {
     use PowerClass::{ClusterAdminEquivalent as Admin, PrivilegedWorkloads as Privileged};
-    let cases: &[(&str, &str, &str, Result<&[PowerClass], ContentRule>)] = &[
+    type Expected = Result<&'static [PowerClass], ContentRule>;
+    let cases: &[(&str, &str, &str, Expected)] = &[
         (
             "cluster-admin cluster-wide",
             "ClusterRoleBinding",
