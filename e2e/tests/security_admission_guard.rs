@@ -160,8 +160,7 @@ async fn the_api_server_holds_the_manager_to_the_rules_no_exception_lifts() {
         "the manager's ClusterRole was changed"
     );
 
-    // A bundle's role to every authenticated user, even on an object it would own (binding
-    // cluster-admin is refused before it: see the next test).
+    // A bundle's role to every authenticated user, even on an object it would own.
     let everyone: ClusterRoleBinding = object(json!({
         "metadata": {"name": "web-everyone", "labels": owned_labels()},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "web-operator"},
@@ -382,7 +381,10 @@ fn dynamic_api(
 /// delete. Before, the manager could patch any CRD (a conversion webhook on another operator's
 /// CRD), any Namespace's labels (kube-system's included), any OperatorCondition's status (spoof
 /// another operator's Upgradeable), bind cluster-admin to a ServiceAccount of an ordinary
-/// namespace and mint that account's token, and rewrite a PlatformOperator's consent.
+/// namespace and mint that account's token, and rewrite a PlatformOperator's consent. Issue 33
+/// item 1: binding a built-in role the content policy's table knows (cluster-admin included)
+/// is a grant of what it holds, under consent, bounded by its subjects as a role the bundle
+/// ships is (the token stays refused); a `system:` role the table does not know stays refused.
 #[tokio::test]
 async fn the_guard_covers_every_write_the_manager_can_make() {
     let Some((_plane, admin, manager)) = guarded_plane().await else {
@@ -527,12 +529,13 @@ async fn the_guard_covers_every_write_the_manager_can_make() {
         }))
     };
     let bindings = Api::<ClusterRoleBinding>::all(manager.clone());
+    // Issue 33 item 1: a system: role the content policy's table does not know, no consent
+    // allows; the roles it knows are grants of what they hold, allowed under the consent their
+    // power needs (the guard cannot see consent: it bounds them by their subjects, as it bounds
+    // a role a bundle ships).
     for role in [
-        "cluster-admin",
-        "admin",
-        "edit",
         "system:controller:clusterrole-aggregation-controller",
-        "registry-editor",
+        "system:openshift:scc:custom",
     ] {
         assert_guarded(
             bindings
@@ -542,7 +545,7 @@ async fn the_guard_covers_every_write_the_manager_can_make() {
                 )
                 .await,
             &format!("binding {role} cluster-wide"),
-            "may not bind cluster-admin, admin, edit or a system: ClusterRole",
+            "may not bind a system: ClusterRole that the content policy's table of built-in roles does not know",
         );
     }
     let role_bindings = dynamic_api(
@@ -563,26 +566,45 @@ async fn the_guard_covers_every_write_the_manager_can_make() {
     };
     assert_guarded(
         role_bindings
-            .create(&PostParams::default(), &role_binding("web-admin", "admin"))
+            .create(
+                &PostParams::default(),
+                &role_binding("web-olm", "system:controller:operator-lifecycle-manager"),
+            )
             .await,
-        "binding admin in the install namespace",
-        "may not bind cluster-admin",
+        "binding OLM's role in the install namespace",
+        "table of built-in roles does not know",
     );
-    // What the content policy allows still binds.
-    bindings
-        .create(
-            &PostParams::default(),
-            &cluster_binding("web-auth-delegator", "system:auth-delegator"),
-        )
-        .await
-        .expect("system:auth-delegator is a benign built-in role");
-    role_bindings
-        .create(
-            &PostParams::default(),
-            &role_binding("web-registry", "registry-editor"),
-        )
-        .await
-        .expect("registry-editor in a RoleBinding of the install namespace");
+    // What the content policy allows (under consent for some) binds.
+    for role in [
+        "cluster-admin",
+        "admin",
+        "edit",
+        "registry-editor",
+        "system:auth-delegator",
+    ] {
+        bindings
+            .create(
+                &PostParams::default(),
+                &cluster_binding(&format!("web-{}", role.replace(':', "-")), role),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{role} is a built-in role the table knows: {e}"));
+    }
+    for role in [
+        "registry-editor",
+        "system:openshift:scc:privileged",
+        "system:openshift:scc:restricted-v2",
+    ] {
+        role_bindings
+            .create(
+                &PostParams::default(),
+                &role_binding(&format!("web-{}", role.replace(':', "-")), role),
+            )
+            .await
+            .unwrap_or_else(|e| {
+                panic!("{role} in a RoleBinding of the install namespace's own accounts: {e}")
+            });
+    }
     // Subjects by who they are (issue 33 item 2): the group of one non-platform namespace's
     // own ServiceAccounts binds (the same grant as each of them); every account of the
     // cluster, or of a platform namespace, does not.

@@ -101,7 +101,9 @@ fn hostile_bundles() -> Vec<(&'static str, TestBundle, &'static str, &'static st
                 "cluster-admin",
                 sa("admin", "admin"),
             )),
-            "ForeignRoleBinding",
+            // Issue 33 item 1: a grant of what cluster-admin holds, asking that consent (was
+            // refused by name as ForeignRoleBinding).
+            "PowerNotConsented",
             "\"admin-is-god\"",
         ),
         (

@@ -14,7 +14,7 @@ use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::validation::{DNS1123_LABEL, DURATION, VERSION_RANGE};
+use crate::validation::{DNS1123_LABEL, DURATION, KIND_WITH_GROUP, VERSION_RANGE};
 
 /// What the admin asks for.
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -249,8 +249,12 @@ impl Consent {
 #[serde(rename_all = "camelCase")]
 pub struct ContentExceptionSpec {
     pub rule: ExceptableContentRule,
-    /// The object's kind, e.g. `ClusterRole`.
-    #[schemars(length(min = 1, max = 63))]
+    /// The object's kind with its API group, as POM's refusals name it: `Kind.group` (e.g.
+    /// `ValidatingWebhookConfiguration.admissionregistration.k8s.io`,
+    /// `Service.ecs.services.k8s.aws`), or `Kind` alone for the core group (`Service`, `Pod`).
+    /// It matches only that group's kind: `Service` never excuses a custom resource of kind
+    /// Service.
+    #[schemars(length(min = 1, max = 317), regex(pattern = KIND_WITH_GROUP))]
     pub kind: String,
     /// The object's `metadata.name`.
     #[schemars(length(min = 1, max = 253))]

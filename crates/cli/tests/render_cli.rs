@@ -109,3 +109,60 @@ fn plain_bundle_without_package_needs_a_namespace() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--namespace"));
 }
+
+/// Issue 33 item 1: a binding of a built-in role shows the power of what the role holds, the
+/// binding as evidence; with a role that holds none, "none".
+#[test]
+fn permissions_show_what_a_bound_built_in_role_grants() {
+    let bundle = |role: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("metadata")).unwrap();
+        std::fs::create_dir_all(dir.path().join("manifests")).unwrap();
+        std::fs::write(
+            dir.path().join("metadata/annotations.yaml"),
+            "annotations:\n  operators.operatorframework.io.bundle.mediatype.v1: plain+v0\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("manifests/binding.yaml"),
+            format!(
+                "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {{name: op-scc}}\nroleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: '{role}'}}\nsubjects: [{{kind: ServiceAccount, name: op, namespace: widgets}}]\n"
+            ),
+        )
+        .unwrap();
+        dir
+    };
+    let privileged = bundle("system:openshift:scc:privileged");
+    let out = pomctl(&[
+        "render",
+        privileged.path().to_str().unwrap(),
+        "--namespace",
+        "widgets",
+        "--consent",
+        "privileged-workloads",
+        "--permissions",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("PrivilegedWorkloads (consented: spec.consent.privilegedWorkloads: true)")
+            && stdout.contains(
+                "ClusterRoleBinding \"op-scc\": binds the built-in ClusterRole \"system:openshift:scc:privileged\" cluster-wide"
+            ),
+        "{stdout}"
+    );
+    let restricted = bundle("system:openshift:scc:restricted-v2");
+    let out = pomctl(&[
+        "render",
+        restricted.path().to_str().unwrap(),
+        "--namespace",
+        "widgets",
+        "--permissions",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("powers: none"), "{stdout}");
+}

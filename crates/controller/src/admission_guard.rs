@@ -20,9 +20,11 @@
 //! - no webhook configuration but one shaped as the renderer shapes a bundle's: calling a
 //!   Service outside the platform's namespaces, excluding POM-managed objects, never matching
 //!   POM's API group or every group;
-//! - no binding of `cluster-admin`, `admin`, `edit` or a `system:` ClusterRole but the built-in
-//!   roles the content policy lets a bundle bind (issue 22 item 1), and no ServiceAccount token
-//!   Secret (with `create` on Secrets and a binding, a manager could mint itself any power);
+//! - no binding of a `system:` ClusterRole the content policy's table of built-in roles does
+//!   not know (issue 33 item 1: the roles it knows, `cluster-admin` included, are grants of what
+//!   they hold, under the consent their power needs, bounded by their subjects as a role the
+//!   bundle ships is), and no ServiceAccount token Secret (with `create` on Secrets and a
+//!   binding, a manager could mint itself any power);
 //! - no change to the spec of a PlatformOperator or Catalog (the admin's: its consent, its
 //!   exceptions), only their finalizers and status; no ClusterOperator but the aggregated one.
 //!
@@ -43,9 +45,8 @@ use pom_api::openshift::AGGREGATED_CLUSTER_OPERATOR;
 use pom_policy::snapshot::GuardState;
 
 use crate::manifests::{NAME, NAMESPACE, cluster_role_rules};
-use pom_render::content_policy::{
-    BENIGN_BUILT_IN_ROLES, INSTALL_NAMESPACE_BUILT_IN_ROLES, PLATFORM_READERS,
-};
+use pom_render::built_in_roles::{BUILT_IN_ROLES, looks_built_in};
+use pom_render::content_policy::PLATFORM_READERS;
 
 /// Name of the policy and of its binding.
 pub const GUARD: &str = "platform-operators-manager-guard";
@@ -174,26 +175,28 @@ fn rule(expression: String, message: String) -> Validation {
     }
 }
 
-/// A CEL list literal of the names of `roles` (ClusterRoles).
-fn cel_names(roles: &[(&str, &str)]) -> String {
-    let names: Vec<String> = roles
+/// A CEL list literal of the `system:` names of the built-in roles the content policy's table
+/// knows ([`BUILT_IN_ROLES`]).
+fn known_system_roles() -> String {
+    let names: Vec<String> = BUILT_IN_ROLES
         .iter()
-        .filter(|(kind, _)| *kind == "ClusterRole")
-        .map(|(_, name)| format!("'{name}'"))
+        .filter(|role| looks_built_in(role.name))
+        .map(|role| format!("'{}'", role.name))
         .collect();
     format!("[{}]", names.join(", "))
 }
 
-/// A CEL test that `role` (a binding's `roleRef.name`) is a built-in role a bundle may not bind:
-/// the aggregated `cluster-admin`/`admin`/`edit`, or a `system:` ClusterRole, but those the
-/// content policy allows (in a RoleBinding only, for the install-namespace ones).
+/// A CEL test that `role` (a binding's `roleRef.name`) is a built-in-looking ClusterRole no
+/// consent allows a bundle to bind: a `system:` role the content policy's table of built-in
+/// roles does not know. The roles the table knows (cluster-admin, admin, edit, the SCC
+/// roles...) are grants of what they hold, allowed under the consent their power needs: the
+/// guard cannot see consent, and bounds them as it bounds the roles a bundle ships (by their
+/// subjects; docs/decisions.md, issue 33).
 fn forbidden_built_in_role(role: &str) -> String {
     format!(
-        "({role} in ['cluster-admin', 'admin', 'edit'] || {role}.startsWith('system:') || \
-         {role} in {install}) && !({role} in {benign}) && \
-         !(request.resource.resource == 'rolebindings' && {role} in {install})",
-        benign = cel_names(BENIGN_BUILT_IN_ROLES),
-        install = cel_names(INSTALL_NAMESPACE_BUILT_IN_ROLES),
+        "object.roleRef.kind == 'ClusterRole' && {role}.startsWith('system:') && \
+         !({role} in {known})",
+        known = known_system_roles(),
     )
 }
 
@@ -276,9 +279,10 @@ fn validations() -> Vec<Validation> {
                 forbidden_built_in_role("object.roleRef.name")
             ),
             format!(
-                "{GUARD}: the manager may not bind cluster-admin, admin, edit or a system: \
-                 ClusterRole but the built-in roles a bundle may bind \
-                 (docs/content-policy.md); a bundle's power comes from the roles it ships"
+                "{GUARD}: the manager may not bind a system: ClusterRole that the content \
+                 policy's table of built-in roles does not know (docs/content-policy.md); a \
+                 bundle's power comes from the roles it ships and the built-in roles it binds, \
+                 judged by what they grant"
             ),
         ),
         rule(

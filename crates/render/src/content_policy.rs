@@ -8,8 +8,9 @@
 //!
 //! - refusals no admin can lift: the kinds in [`NEVER_ALLOWED`]; namespaced objects outside the
 //!   install namespace (but the Roles an Own/SingleNamespace operator needs where it watches);
-//!   bindings to roles the bundle does not ship (but [`BENIGN_BUILT_IN_ROLES`], and
-//!   [`INSTALL_NAMESPACE_BUILT_IN_ROLES`] in the install namespace); `aggregate-to-*` labels
+//!   bindings to roles the bundle does not ship (but the built-in roles
+//!   [`super::built_in_roles`] knows, a grant of what they hold, judged as powers); a `system:`
+//!   role the table does not know; `aggregate-to-*` labels
 //!   beyond the bundle's own API groups; CRD conversion webhooks that are not the bundle's own;
 //!   CRDs claiming what Kubernetes or the platform serves; Services with `externalIPs`; a
 //!   PriorityClass that is the cluster's global default; ServiceAccount token Secrets;
@@ -33,6 +34,7 @@ use serde_json::Value;
 
 use super::BundleFormat;
 use super::assemble::bundle_crd_scopes;
+use super::built_in_roles::{BUILT_IN_ROLES_VERSION, built_in_role, looks_built_in};
 use super::csv::CLUSTER_MONITORING_LABEL;
 use super::kinds::{PLAIN_V0_KINDS, REGISTRY_V1_KINDS};
 use super::objects::{ObjectKey, str_at};
@@ -72,29 +74,6 @@ pub const NEVER_ALLOWED: &[(&str, &str)] = &[
     ("config.openshift.io", "ClusterVersion"),
     ("platform.openshift.io", "PlatformOperator"),
     ("platform.openshift.io", "Catalog"),
-];
-
-/// OpenShift's built-in ClusterRoles a bundle may bind in its install namespace only (through a
-/// RoleBinding there, so they grant nothing elsewhere), although it does not ship them.
-pub const INSTALL_NAMESPACE_BUILT_IN_ROLES: &[(&str, &str)] = &[
-    // The image registry's ImageStreams of the install namespace: what an operator that builds
-    // images there (automotive-dev-operator's pipelines) pushes and pulls.
-    ("ClusterRole", "registry-editor"),
-    ("ClusterRole", "registry-viewer"),
-];
-
-/// Built-in roles a bundle may bind although it does not ship them: each grants nothing a
-/// bundle's own ServiceAccount could abuse (docs/content-policy.md lists them and why).
-pub const BENIGN_BUILT_IN_ROLES: &[(&str, &str)] = &[
-    // tokenreviews and subjectaccessreviews: what kube-rbac-proxy and metrics auth need.
-    ("ClusterRole", "system:auth-delegator"),
-    // Read access to what namespaces hold, Secrets excepted.
-    ("ClusterRole", "view"),
-    // The SCCs that add nothing to the restricted Pod Security level.
-    ("ClusterRole", "system:openshift:scc:restricted"),
-    ("ClusterRole", "system:openshift:scc:restricted-v2"),
-    ("ClusterRole", "system:openshift:scc:nonroot"),
-    ("ClusterRole", "system:openshift:scc:nonroot-v2"),
 ];
 
 /// OpenShift's platform Prometheus, the first of [`PLATFORM_READERS`] (the admission guard
@@ -212,7 +191,8 @@ pub enum ContentRule {
     UserOrGroupBinding,
     /// A binding naming a ServiceAccount outside the install namespace (but the monitoring one).
     ForeignServiceAccountBinding,
-    /// A binding to a role the bundle does not ship (but [`BENIGN_BUILT_IN_ROLES`]).
+    /// A binding to a role the bundle does not ship (but the built-in roles of
+    /// [`super::built_in_roles`], judged by what they grant).
     ForeignRoleBinding,
     /// A ClusterRole labelled to aggregate into the cluster's built-in roles.
     AggregationLabel,
@@ -324,6 +304,10 @@ impl fmt::Display for ContentRule {
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ContentException {
     pub rule: ContentRule,
+    /// The kind with its API group, as POM names objects: `Kind.group` (`Service.ecs.services.k8s.aws`,
+    /// `ValidatingWebhookConfiguration.admissionregistration.k8s.io`), or `Kind` alone for the
+    /// core group (`Service`, `Pod`). An exception matches only that group's kind (issue 33
+    /// item 6: `Service` never excuses a custom resource of kind Service).
     pub kind: String,
     pub name: String,
 }
@@ -610,15 +594,27 @@ pub fn check(
                 }
             }
         }
-        for (rule, detail) in found {
+        for (rule, mut detail) in found {
             let exception = ContentException {
                 rule,
-                kind: key.kind.clone(),
+                kind: kind_display(&key),
                 name: key.name.clone(),
             };
             if rule.exceptable() && ctx.exceptions.contains(&exception) {
                 used.insert(exception);
                 continue;
+            }
+            if rule.exceptable()
+                && !key.group.is_empty()
+                && ctx
+                    .exceptions
+                    .iter()
+                    .any(|e| e.rule == rule && e.kind == key.kind && e.name == key.name)
+            {
+                detail.push_str(&format!(
+                    " (spec.contentExceptions names kind {} without its API group, which means the core group's kind; this object is {}: name it kind: {})",
+                    key.kind, exception.kind, exception.kind
+                ));
             }
             let lift = if rule.exceptable() {
                 Some(Lift::Exception(exception))
@@ -773,7 +769,7 @@ fn findings(
     }
     match group_kind {
         (RBAC_GROUP, "RoleBinding" | "ClusterRoleBinding") => {
-            found.extend(binding_findings(object, key, own));
+            found.extend(binding_findings(object, own));
         }
         (RBAC_GROUP, "ClusterRole") => found.extend(aggregation_label_findings(object, own)),
         ("apiextensions.k8s.io", "CustomResourceDefinition") => {
@@ -840,38 +836,28 @@ fn allowed_list(format: Option<BundleFormat>) -> String {
     names.join(", ")
 }
 
-fn binding_findings(
-    object: &Value,
-    key: &ObjectKey,
-    own: &OwnObjects,
-) -> Vec<(ContentRule, String)> {
-    let mut found = Vec::new();
+fn binding_findings(object: &Value, own: &OwnObjects) -> Vec<(ContentRule, String)> {
     let role_kind = str_at(object, &["roleRef", "kind"]).unwrap_or_default();
     let role_name = str_at(object, &["roleRef", "name"]).unwrap_or_default();
     let role = (role_kind.to_owned(), role_name.to_owned());
-    let ships_role = own.roles.contains_key(&role);
-    let confined_built_in = key.kind == "RoleBinding"
-        && INSTALL_NAMESPACE_BUILT_IN_ROLES.contains(&(role_kind, role_name));
-    if !ships_role && !confined_built_in && !BENIGN_BUILT_IN_ROLES.contains(&(role_kind, role_name))
-    {
-        found.push((
-            ContentRule::ForeignRoleBinding,
-            format!(
-                "it binds {role_kind} {role_name:?}, which the bundle does not ship; a bundle may bind only its own roles, {}, and in a RoleBinding of its install namespace {}, so what its ServiceAccounts can do is visible in the bundle",
-                BENIGN_BUILT_IN_ROLES
-                    .iter()
-                    .map(|(_, name)| *name)
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                INSTALL_NAMESPACE_BUILT_IN_ROLES
-                    .iter()
-                    .map(|(_, name)| *name)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        ));
+    if own.roles.contains_key(&role) {
+        return Vec::new();
     }
-    found
+    // A built-in role the table knows: a grant of what it holds, judged by the powers table
+    // (`powers::compute`), like a role the bundle ships.
+    if role_kind == "ClusterRole" && built_in_role(role_name).is_some() {
+        return Vec::new();
+    }
+    let detail = if role_kind == "ClusterRole" && looks_built_in(role_name) {
+        format!(
+            "it binds ClusterRole {role_name:?}, which the bundle does not ship and which looks like one the cluster defines, but POM's table of built-in roles ({BUILT_IN_ROLES_VERSION}) does not know what it grants, so POM cannot show the power it would give; a bundle may bind its own roles and the built-in roles the table knows (docs/content-policy.md)"
+        )
+    } else {
+        format!(
+            "it binds {role_kind} {role_name:?}, which the bundle does not ship (another operator's or the cluster's own, whose rules are not in the bundle); a bundle may bind its own roles and the built-in roles POM's table knows (cluster-admin, admin, edit, view, the SCC roles..., judged by what they grant), so what its ServiceAccounts can do is visible"
+        )
+    };
+    vec![(ContentRule::ForeignRoleBinding, detail)]
 }
 
 /// What a binding's subject means for the bundle (besides the role it binds).
@@ -962,16 +948,33 @@ fn reader_grant_beyond(
 ) -> Option<Vec<(PowerClass, String)>> {
     let in_install_namespace =
         binding.kind == "RoleBinding" && binding.namespace == ctx.install_namespace;
-    let rules = own.roles.get(&(role_kind.to_owned(), role_name.to_owned()));
-    let built_in = BENIGN_BUILT_IN_ROLES.contains(&(role_kind, role_name))
-        || INSTALL_NAMESPACE_BUILT_IN_ROLES.contains(&(role_kind, role_name));
-    let reads_only = match rules {
+    let built_in = (role_kind == "ClusterRole")
+        .then(|| built_in_role(role_name))
+        .flatten()
+        .and_then(|role| {
+            role.cluster_role()
+                .get("rules")
+                .and_then(Value::as_array)
+                .cloned()
+        });
+    let rules = own
+        .roles
+        .get(&(role_kind.to_owned(), role_name.to_owned()))
+        .cloned()
+        .or(built_in);
+    let reads_only = match &rules {
+        // The built-in `view`: read access to what a namespace holds, Secrets excepted (its
+        // `get` of `/scale` subresources included).
+        _ if (role_kind, role_name) == ("ClusterRole", "view")
+            && !own
+                .roles
+                .contains_key(&(role_kind.to_owned(), role_name.to_owned())) =>
+        {
+            true
+        }
         Some(rules) => !rules.is_empty() && rules.iter().all(rule_reads_non_secrets),
-        // The built-in `view`: read access to what a namespace holds, Secrets excepted.
-        None if (role_kind, role_name) == ("ClusterRole", "view") => true,
-        // Another built-in role: beyond reading. A role nobody ships is refused already
-        // (`ForeignRoleBinding`): no power to ask for.
-        None if built_in => false,
+        // A role nobody ships nor the table knows is refused already (`ForeignRoleBinding`):
+        // no power to ask for.
         None => return None,
     };
     if in_install_namespace && reads_only {
@@ -983,7 +986,7 @@ fn reader_grant_beyond(
     } else {
         "in its namespace"
     };
-    let role = serde_json::json!({ "rules": rules.cloned().unwrap_or_default() });
+    let role = serde_json::json!({ "rules": rules.unwrap_or_default() });
     let mut classes: Vec<(PowerClass, String)> = powers::grant_powers(&role, cluster_wide)
         .into_iter()
         .filter(|(class, _)| class.needs_consent())

@@ -22,6 +22,7 @@
 //! [`content_policy`] (what a bundle may ask POM to apply) and [`crd_safety`].
 
 mod assemble;
+pub mod built_in_roles;
 mod bundle;
 pub mod content_policy;
 pub mod crd_safety;

@@ -35,6 +35,7 @@ use std::fmt;
 
 use serde_json::Value;
 
+use super::built_in_roles::{BUILT_IN_ROLES_VERSION, BuiltInRole, built_in_role};
 use super::objects::{ObjectKey, str_at};
 use super::pod_security;
 
@@ -173,6 +174,7 @@ enum Scope {
 /// Computes the powers of the bundle's ServiceAccounts from its rendered objects.
 pub fn compute(objects: &[Value]) -> Powers {
     let scopes = role_scopes(objects);
+    let shipped = shipped_roles(objects);
     let mut found = BTreeSet::new();
     for object in objects {
         let key = ObjectKey::of(object);
@@ -197,6 +199,21 @@ pub fn compute(objects: &[Value]) -> Powers {
                 add(class, detail);
             }
         }
+        if let Some((role, scope)) = bound_built_in_role(object, &key, &shipped) {
+            let (role_scope, scope_text) = match scope {
+                Scope::Cluster => (Scope::Cluster, "cluster-wide"),
+                Scope::Namespace => (Scope::Namespace, "in its namespace"),
+            };
+            for (class, detail) in role_powers(&role.cluster_role(), role_scope) {
+                add(
+                    class,
+                    format!(
+                        "binds the built-in ClusterRole {:?} {scope_text}, whose {detail} [its rules: {}, {}]",
+                        role.name, role.source, BUILT_IN_ROLES_VERSION
+                    ),
+                );
+            }
+        }
         for violation in pod_security::baseline_violations(object) {
             add(
                 PowerClass::PrivilegedWorkloads,
@@ -207,6 +224,43 @@ pub fn compute(objects: &[Value]) -> Powers {
     Powers {
         found: found.into_iter().collect(),
     }
+}
+
+/// The (kind, name) of every Role and ClusterRole the bundle ships.
+pub(crate) fn shipped_roles(objects: &[Value]) -> BTreeSet<(String, String)> {
+    objects
+        .iter()
+        .map(ObjectKey::of)
+        .filter(|key| {
+            key.group == RBAC_GROUP && matches!(key.kind.as_str(), "Role" | "ClusterRole")
+        })
+        .map(|key| (key.kind, key.name))
+        .collect()
+}
+
+/// The built-in ClusterRole a binding of the bundle binds (one the bundle does not ship itself,
+/// and the table knows), with the scope the binding gives it: judged as if the bundle granted
+/// its rules (issue 33: a binding of a built-in role is a grant of what that role holds).
+fn bound_built_in_role(
+    object: &Value,
+    key: &ObjectKey,
+    shipped: &BTreeSet<(String, String)>,
+) -> Option<(&'static BuiltInRole, Scope)> {
+    if key.group != RBAC_GROUP {
+        return None;
+    }
+    let scope = match key.kind.as_str() {
+        "ClusterRoleBinding" => Scope::Cluster,
+        "RoleBinding" => Scope::Namespace,
+        _ => return None,
+    };
+    let role_kind = str_at(object, &["roleRef", "kind"])?;
+    let role_name = str_at(object, &["roleRef", "name"])?;
+    if role_kind != "ClusterRole" || shipped.contains(&(role_kind.to_owned(), role_name.to_owned()))
+    {
+        return None;
+    }
+    built_in_role(role_name).map(|role| (role, scope))
 }
 
 /// (role kind, name) → scope, from the bundle's bindings. A ClusterRole bound only by
@@ -519,6 +573,21 @@ const CLUSTER_CHECKS: &[Check] = &[
         resources: &["deploymentconfigs"],
         what: WORKLOAD_CREATION,
         source: WORKLOAD_SOURCE,
+        every_object: true,
+    },
+    Check {
+        class: PowerClass::ClusterAdminEquivalent,
+        verbs: CREATE_OR_CHANGE,
+        group: "image.openshift.io",
+        resources: &[
+            "imagestreams/layers",
+            "imagestreamtags",
+            "imagetags",
+            "imagestreammappings",
+            "imagestreamimports",
+        ],
+        what: "pushes or retags images in every namespace's image streams (a workload that tracks a tag runs what it is given, as its own ServiceAccount)",
+        source: "OpenShift: image stream tags trigger deployments; the registry authorizes a push by update on imagestreams/layers",
         every_object: true,
     },
     Check {

@@ -149,32 +149,35 @@ fn cases() -> Vec<(
             "must be in the install namespace \"widgets\"",
         ),
         (
+            // Issue 33 item 1: a binding of a built-in role is a grant of what it holds (was
+            // refused by name as ForeignRoleBinding).
             "a binding of cluster-admin",
             role_binding("cluster-admin"),
-            ContentRule::ForeignRoleBinding,
-            "ClusterRoleBinding.rbac.authorization.k8s.io \"grab\"",
-            "ClusterRole \"cluster-admin\", which the bundle does not ship",
+            ContentRule::PowerNotConsented,
+            "ClusterRoleBinding \"grab\"",
+            "ClusterAdminEquivalent: binds the built-in ClusterRole \"cluster-admin\" cluster-wide",
         ),
         (
-            "a binding of edit",
-            format!("apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {{name: grab}}\nroleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: edit}}\nsubjects: [{{kind: ServiceAccount, name: default, namespace: {INSTALL_NS}}}]\n"),
+            "a binding of a role nobody ships",
+            role_binding("another-operators-role"),
             ContentRule::ForeignRoleBinding,
-            "RoleBinding.rbac.authorization.k8s.io \"grab\" in namespace \"widgets\"",
-            "\"edit\"",
+            "ClusterRoleBinding.rbac.authorization.k8s.io \"grab\"",
+            "ClusterRole \"another-operators-role\", which the bundle does not ship",
         ),
         (
             "a binding of the aggregation controller's role",
             role_binding("system:controller:clusterrole-aggregation-controller"),
             ContentRule::ForeignRoleBinding,
             "\"grab\"",
-            "system:controller:clusterrole-aggregation-controller",
+            "\"system:controller:clusterrole-aggregation-controller\", which the bundle does not ship and which looks like one the cluster defines, but POM's table of built-in roles",
         ),
         (
+            // Issue 33 item 1: was refused by name as ForeignRoleBinding.
             "a binding of the privileged SCC's role",
             role_binding("system:openshift:scc:privileged"),
-            ContentRule::ForeignRoleBinding,
+            ContentRule::PowerNotConsented,
             "\"grab\"",
-            "system:openshift:scc:privileged",
+            "PrivilegedWorkloads: binds the built-in ClusterRole \"system:openshift:scc:privileged\"",
         ),
         (
             "a binding of system:authenticated",
@@ -401,7 +404,8 @@ fn a_lift_lifts_only_its_finding_and_is_reported() {
     for (what, manifest, rule, _, _) in cases() {
         let files = plain(&manifest);
         let (_, object, _, lift) = refusal_and_lift(render(&files, &options(&[])));
-        let kind = object.split(['.', ' ']).next().unwrap().to_owned();
+        // The kind with its group, as the object is named (issue 33 item 6).
+        let kind = object.split(' ').next().unwrap().to_owned();
         let name = object.split('"').nth(1).unwrap().to_owned();
         match lift {
             Some(Lift::Exception(exception)) => {
@@ -561,22 +565,182 @@ fn the_narrow_monitoring_binding_and_benign_built_ins_are_allowed() {
     }
 }
 
-/// OpenShift's registry roles are bindable in the install namespace only: a RoleBinding there
-/// grants ImageStreams of that namespace, a ClusterRoleBinding would grant every namespace's.
+/// OpenShift's registry roles, judged by what they grant (issue 33 item 1; a ClusterRoleBinding
+/// was refused by name as ForeignRoleBinding): a RoleBinding grants the ImageStreams of the
+/// install namespace, no power; a ClusterRoleBinding pushes to every namespace's, which runs in
+/// every workload tracking a tag: ClusterAdminEquivalent.
 #[test]
-fn registry_roles_are_allowed_only_in_the_install_namespace() {
+fn registry_roles_grant_a_power_only_cluster_wide() {
     let binding = |kind: &str| {
         format!(
             "apiVersion: rbac.authorization.k8s.io/v1\nkind: {kind}\nmetadata: {{name: push}}\nroleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: registry-editor}}\nsubjects: [{{kind: ServiceAccount, name: op, namespace: {INSTALL_NS}}}]\n"
         )
     };
-    render(&plain(&binding("RoleBinding")), &options(&[])).unwrap();
-    let (rule, object, _) = refusal(render(
+    let bundle = render(&plain(&binding("RoleBinding")), &options(&[])).unwrap();
+    assert!(bundle.powers.found.is_empty(), "{:?}", bundle.powers);
+    let (rule, object, message, lift) = refusal_and_lift(render(
         &plain(&binding("ClusterRoleBinding")),
         &options(&[]),
     ));
-    assert_eq!(rule, ContentRule::ForeignRoleBinding);
+    assert_eq!(rule, ContentRule::PowerNotConsented);
     assert!(object.contains("\"push\""), "{object}");
+    assert!(message.contains("pushes or retags images"), "{message}");
+    assert_eq!(
+        lift,
+        Some(Lift::Consent(PowerClass::ClusterAdminEquivalent))
+    );
+}
+
+/// Issue 33 item 1: a binding of a built-in role is a grant of what that role holds, judged by
+/// the powers table at the binding's scope: (what, binding kind, role, the classes needing
+/// consent it asks, or the rule refusing it).
+#[test]
+fn built_in_roles_are_judged_by_what_they_grant() {
+    use PowerClass::{ClusterAdminEquivalent as Admin, PrivilegedWorkloads as Privileged};
+    type Expected = Result<&'static [PowerClass], ContentRule>;
+    let cases: &[(&str, &str, &str, Expected)] = &[
+        (
+            "cluster-admin cluster-wide",
+            "ClusterRoleBinding",
+            "cluster-admin",
+            Ok(&[Admin]),
+        ),
+        (
+            "cluster-admin in the install namespace",
+            "RoleBinding",
+            "cluster-admin",
+            Ok(&[Privileged]),
+        ),
+        (
+            "admin cluster-wide",
+            "ClusterRoleBinding",
+            "admin",
+            Ok(&[Admin]),
+        ),
+        (
+            "admin in the install namespace",
+            "RoleBinding",
+            "admin",
+            Ok(&[]),
+        ),
+        (
+            "edit cluster-wide",
+            "ClusterRoleBinding",
+            "edit",
+            Ok(&[Admin]),
+        ),
+        (
+            "edit in the install namespace",
+            "RoleBinding",
+            "edit",
+            Ok(&[]),
+        ),
+        ("view cluster-wide", "ClusterRoleBinding", "view", Ok(&[])),
+        (
+            "auth-delegator",
+            "ClusterRoleBinding",
+            "system:auth-delegator",
+            Ok(&[]),
+        ),
+        (
+            "the privileged SCC",
+            "ClusterRoleBinding",
+            "system:openshift:scc:privileged",
+            Ok(&[Privileged]),
+        ),
+        (
+            "the privileged SCC in the install namespace",
+            "RoleBinding",
+            "system:openshift:scc:privileged",
+            Ok(&[Privileged]),
+        ),
+        (
+            "the hostnetwork SCC",
+            "ClusterRoleBinding",
+            "system:openshift:scc:hostnetwork",
+            Ok(&[Privileged]),
+        ),
+        (
+            "the anyuid SCC",
+            "RoleBinding",
+            "system:openshift:scc:anyuid",
+            Ok(&[Privileged]),
+        ),
+        (
+            "the restricted-v2 SCC",
+            "ClusterRoleBinding",
+            "system:openshift:scc:restricted-v2",
+            Ok(&[]),
+        ),
+        (
+            "the nonroot SCC",
+            "RoleBinding",
+            "system:openshift:scc:nonroot",
+            Ok(&[]),
+        ),
+        (
+            "an SCC the table does not know",
+            "ClusterRoleBinding",
+            "system:openshift:scc:custom",
+            Err(ContentRule::ForeignRoleBinding),
+        ),
+        (
+            "OLM's role",
+            "ClusterRoleBinding",
+            "system:controller:operator-lifecycle-manager",
+            Err(ContentRule::ForeignRoleBinding),
+        ),
+    ];
+    for (what, kind, role, expected) in cases {
+        let binding = format!(
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: {kind}\nmetadata: {{name: grant}}\nroleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: '{role}'}}\nsubjects: [{{kind: ServiceAccount, name: op, namespace: {INSTALL_NS}}}]\n"
+        );
+        let files = plain(&binding);
+        match expected {
+            Ok(classes) => {
+                let mut consented = options(&[]);
+                consented.consent = classes.iter().copied().collect();
+                let bundle = render(&files, &consented).unwrap_or_else(|e| panic!("{what}: {e}"));
+                assert_eq!(
+                    bundle.consents_used,
+                    classes.iter().copied().collect::<BTreeSet<_>>(),
+                    "{what}: {:?}",
+                    bundle.powers
+                );
+                for power in bundle
+                    .powers
+                    .found
+                    .iter()
+                    .filter(|p| p.class.needs_consent())
+                {
+                    assert!(
+                        power
+                            .detail
+                            .contains(&format!("binds the built-in ClusterRole \"{role}\"")),
+                        "{what}: {power}"
+                    );
+                }
+                if let Some(first) = classes.first() {
+                    let mut fewer = consented.clone();
+                    fewer.consent.remove(first);
+                    let (rule, _, message, lift) = refusal_and_lift(render(&files, &fewer));
+                    assert_eq!(rule, ContentRule::PowerNotConsented, "{what}: {message}");
+                    assert_eq!(lift, Some(Lift::Consent(*first)), "{what}: {message}");
+                }
+            }
+            Err(expected_rule) => {
+                let mut everything = options(&[]);
+                everything.consent = PowerClass::ALL.into_iter().collect();
+                let (rule, _, message, lift) = refusal_and_lift(render(&files, &everything));
+                assert_eq!(rule, *expected_rule, "{what}: {message}");
+                assert!(
+                    message.contains(role) && message.contains("does not know what it grants"),
+                    "{what}: {message}"
+                );
+                assert!(matches!(lift, Some(Lift::Omit(_))), "{what}: {message}");
+            }
+        }
+    }
 }
 
 #[test]
@@ -659,4 +823,52 @@ fn system_and_manager_namespaces_are_refused_as_install_namespaces() {
         render(&bundle, &RenderOptions::new(namespace))
             .unwrap_or_else(|e| panic!("{namespace}: {e}"));
     }
+}
+
+/// Issue 33 item 6: an exception names the kind with its group (`Kind.group`, or `Kind` alone for
+/// the core group) and matches only that group's kind: `Service` excuses the core Service, never
+/// a custom resource of kind Service; the refusal says how to name it.
+#[test]
+fn exceptions_name_kinds_with_their_group() {
+    let custom = "apiVersion: ecs.services.k8s.aws/v1alpha1\nkind: Service\nmetadata: {name: example}\nspec: {}\n";
+    let core = "apiVersion: v1\nkind: Service\nmetadata: {name: example}\nspec: {type: LoadBalancer, ports: [{port: 443}]}\n";
+    // The core group's kind name excuses neither the custom resource nor another rule...
+    let bare = options(&[(ContentRule::KindNotAllowed, "Service", "example")]);
+    let (rule, object, message, lift) = refusal_and_lift(render(&plain(custom), &bare));
+    assert_eq!(rule, ContentRule::KindNotAllowed);
+    assert!(
+        object.starts_with("Service.ecs.services.k8s.aws \"example\""),
+        "{object}"
+    );
+    assert!(
+        message.contains("names kind Service without its API group")
+            && message.contains(
+                "{rule: KindNotAllowed, kind: Service.ecs.services.k8s.aws, name: example}"
+            ),
+        "{message}"
+    );
+    let Some(Lift::Exception(exception)) = lift else {
+        panic!("{message}")
+    };
+    assert_eq!(exception.kind, "Service.ecs.services.k8s.aws");
+    // ... the kind with its group does.
+    let grouped = options(&[(
+        ContentRule::KindNotAllowed,
+        "Service.ecs.services.k8s.aws",
+        "example",
+    )]);
+    let bundle = render(&plain(custom), &grouped).unwrap();
+    assert_eq!(bundle.exceptions_used, vec![exception]);
+    // The core Service: `Service` alone names it, the custom group's form does not.
+    let lb = options(&[(ContentRule::LoadBalancerService, "Service", "example")]);
+    render(&plain(core), &lb).unwrap();
+    let wrong = options(&[(
+        ContentRule::LoadBalancerService,
+        "Service.ecs.services.k8s.aws",
+        "example",
+    )]);
+    assert_eq!(
+        refusal(render(&plain(core), &wrong)).0,
+        ContentRule::LoadBalancerService
+    );
 }

@@ -698,13 +698,13 @@ fn webhook_rules_outside_the_bundle_need_an_exception_and_pom_kinds_are_never_ma
     assert_eq!(violations.0[0].rule, ContentRule::WebhookRuleOutsideBundle);
     assert!(err.to_string().contains("core (pods)"), "{err}");
     assert!(
-        err.to_string().contains("{rule: WebhookRuleOutsideBundle, kind: ValidatingWebhookConfiguration, name: vwidget.example.com}"),
+        err.to_string().contains("{rule: WebhookRuleOutsideBundle, kind: ValidatingWebhookConfiguration.admissionregistration.k8s.io, name: vwidget.example.com}"),
         "{err}"
     );
     let excepted = RenderOptions {
         exceptions: vec![ContentException {
             rule: ContentRule::WebhookRuleOutsideBundle,
-            kind: "ValidatingWebhookConfiguration".into(),
+            kind: "ValidatingWebhookConfiguration.admissionregistration.k8s.io".into(),
             name: "vwidget.example.com".into(),
         }],
         ..RenderOptions::new("widgets")

@@ -44,7 +44,9 @@ pub struct Args {
     /// Consent to a power class (repeatable), as `spec.consent` gives it.
     #[arg(long, value_enum, value_name = "CLASS")]
     pub consent: Vec<Consent>,
-    /// A content-policy exception RULE:KIND:NAME (repeatable), as in `spec.contentExceptions`.
+    /// A content-policy exception RULE:KIND:NAME (repeatable), as in `spec.contentExceptions`:
+    /// KIND with its API group (`ValidatingWebhookConfiguration.admissionregistration.k8s.io`),
+    /// alone for the core group (`Service`).
     #[arg(long, value_name = "RULE:KIND:NAME", value_parser = parse_exception)]
     pub exception: Vec<ContentException>,
     /// A binding of the bundle not to apply, KIND:NAME with KIND RoleBinding or
