@@ -93,12 +93,14 @@ async fn max_openshift_version_blocks_minor_not_patch_and_plan_predicts_the_patc
         message.contains("steadyStateVersionRange"),
         "the message must say how to move: {message}"
     );
-    let (co_status, _, co_message) = eventually(WAIT, "CO Upgradeable=False", || async {
-        co_condition(&client, "Upgradeable")
-            .await
-            .filter(|c| c.0 == "False")
-    })
-    .await;
+    // The aggregate follows the PO: wait for the judgement against the new catalog content.
+    let (co_status, _, co_message) =
+        eventually(WAIT, "CO Upgradeable=False naming 1.1.0", || async {
+            co_condition(&client, "Upgradeable")
+                .await
+                .filter(|c| c.0 == "False" && c.2.contains("compat.v1.1.0"))
+        })
+        .await;
     assert_eq!(co_status, "False");
     // In OLM v0's form (issue 35 item 5): the minor it blocks, then the PO with its bundle, its
     // limit and the way forward.
