@@ -309,7 +309,7 @@ async fn an_unavailable_catalog_makes_upgradeability_unknown_not_degraded() {
     assert!(
         co_message
             .lines()
-            .any(|l| l.starts_with("lost: ") && l.contains("Catalog local")),
+            .any(|l| l.starts_with("- lost: ") && l.contains("Catalog local")),
         "{co_message}"
     );
     delete_deployment_and_wait_recreated(&client, "lost", &bundle.deployment_name()).await;
@@ -371,7 +371,7 @@ async fn without_a_cluster_version_installs_proceed_and_upgradeability_is_unknow
                     && c.1 == "UpgradeabilityUnknown"
                     && c.2
                         .lines()
-                        .any(|l| l.starts_with("nocv: ") && l.contains("ClusterVersion"))
+                        .any(|l| l.starts_with("- nocv: ") && l.contains("ClusterVersion"))
             })
         },
     )
@@ -380,7 +380,7 @@ async fn without_a_cluster_version_installs_proceed_and_upgradeability_is_unknow
     assert!(
         co_message
             .lines()
-            .any(|l| l.starts_with("nocv: ") && l.contains("ClusterVersion")),
+            .any(|l| l.starts_with("- nocv: ") && l.contains("ClusterVersion")),
         "{co_message}"
     );
 

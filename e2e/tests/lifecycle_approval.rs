@@ -277,10 +277,14 @@ async fn manual_approval_holds_each_move_until_pomctl_approves_that_bundle() {
     .await;
     assert_eq!(reason, "UpgradePendingApproval", "{message}");
     assert!(
-        message.starts_with(&format!(
-            "{PO}: the move to {} waits for the admin's approval",
-            v101.name()
-        )),
+        message
+            .lines()
+            .nth(1)
+            .unwrap_or_default()
+            .starts_with(&format!(
+                "- {PO}: the move to {} waits for the admin's approval",
+                v101.name()
+            )),
         "{message}"
     );
 
@@ -391,7 +395,10 @@ async fn a_paused_po_repairs_nothing_until_resumed() {
     })
     .await;
     assert!(
-        message.starts_with("pauseop: paused (spec.paused)"),
+        message
+            .lines()
+            .nth(1)
+            .is_some_and(|l| l.starts_with("- pauseop: paused (spec.paused)")),
         "{reason}: {message}"
     );
 

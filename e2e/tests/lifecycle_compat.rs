@@ -93,14 +93,31 @@ async fn max_openshift_version_blocks_minor_not_patch_and_plan_predicts_the_patc
         message.contains("steadyStateVersionRange"),
         "the message must say how to move: {message}"
     );
-    let (co_status, _, co_message) = eventually(WAIT, "CO Upgradeable=False", || async {
-        co_condition(&client, "Upgradeable")
-            .await
-            .filter(|c| c.0 == "False")
-    })
-    .await;
+    // The aggregate follows the PO: wait for the judgement against the new catalog content.
+    let (co_status, _, co_message) =
+        eventually(WAIT, "CO Upgradeable=False naming 1.1.0", || async {
+            co_condition(&client, "Upgradeable")
+                .await
+                .filter(|c| c.0 == "False" && c.2.contains("compat.v1.1.0"))
+        })
+        .await;
     assert_eq!(co_status, "False");
-    assert!(co_message.contains("compat"), "{co_message}");
+    // In OLM v0's form (issue 35 item 5): the minor it blocks, then the PO with its bundle, its
+    // limit and the way forward.
+    let (header, line) = co_message.split_once('\n').unwrap();
+    assert_eq!(
+        header, "PlatformOperators blocking minor version upgrades to 4.17 or higher:",
+        "{co_message}"
+    );
+    assert!(
+        line.starts_with("- compat: bundle compat.v1.0.0 "),
+        "{co_message}"
+    );
+    assert!(
+        line.contains("supports OpenShift up to 4.16"),
+        "{co_message}"
+    );
+    assert!(line.contains("steadyStateVersionRange"), "{co_message}");
 
     let refused = cvo
         .start_update("4.17.0")

@@ -234,7 +234,13 @@ async fn minor_update_waits_for_the_operator_condition_reported_late() {
     })
     .await;
     assert_eq!(reason, "MoveNotSettled", "{message}");
-    assert!(message.starts_with("seedop: "), "{message}");
+    assert!(
+        message
+            .lines()
+            .nth(1)
+            .is_some_and(|l| l.starts_with("- seedop: ")),
+        "{message}"
+    );
     assert_eq!(status, "False");
     // The operator finishes its migration and says so, late: only now does 7.10.1 start.
     report(&client, "seedop.v7.10.0", true, "migration done").await;
@@ -311,7 +317,10 @@ async fn operator_reporting_false_holds_the_next_hop() {
         "{message}"
     );
     assert!(
-        message.starts_with("seedop: the move to seedop.v7.10.0 has not settled"),
+        message
+            .lines()
+            .nth(1)
+            .is_some_and(|l| l.starts_with("- seedop: the move to seedop.v7.10.0 has not settled")),
         "{message}"
     );
     report(&client, "seedop.v7.10.0", true, "migration done").await;

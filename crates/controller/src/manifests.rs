@@ -228,6 +228,7 @@ pub fn render(flavor: Flavor) -> Result<Vec<ManifestFile>, RenderError> {
             vec![json(flavor, &cluster_operator())],
         )?;
         add(8, "servicemonitor", vec![json(flavor, &service_monitor())])?;
+        add(9, "prometheusrule", vec![json(flavor, &prometheus_rule())])?;
         files.push(ManifestFile {
             name: "image-references".into(),
             content: image_references(),
@@ -778,6 +779,61 @@ fn service_monitor() -> serde_json::Value {
     })
 }
 
+/// The shipped alert (issue 35 item 3): a cluster update of any size, patch updates included,
+/// while a PlatformOperator is not ready for one. The CVO's `Upgradeable=False` blocks minor and
+/// major updates only; an alert labelled `openShiftUpdatePrecheck: "true"` is listed by `oc adm
+/// upgrade recommend` for every target and, where the CVO's `ClusterUpdateAcceptRisks` feature
+/// gate is on, becomes an update risk the admin must accept.
+pub const UPDATE_PRECHECK_ALERT: &str = "PlatformOperatorNotReadyForUpdate";
+
+/// The PrometheusRule's name (also its rule group's).
+pub const PROMETHEUS_RULE: &str = "platform-operators-manager";
+
+/// The PrometheusRule cluster monitoring evaluates in the manager's namespace (which carries
+/// `openshift.io/cluster-monitoring: "true"`). The expression reads
+/// `pom_platformoperator_update_risk`, which every replica serves: `max by` keeps one series per
+/// PO and risk whatever the number of replicas scraped. Ten minutes without a break keeps an
+/// ordinary hop, which settles in a few minutes, from raising it; an unsettled move that lasts
+/// is what the admin must hear about.
+fn prometheus_rule() -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": {
+            "name": PROMETHEUS_RULE,
+            "namespace": NAMESPACE,
+            "labels": {APP_LABEL.0: APP_LABEL.1},
+        },
+        "spec": {
+            "groups": [{
+                "name": PROMETHEUS_RULE,
+                "rules": [{
+                    "alert": UPDATE_PRECHECK_ALERT,
+                    "expr": "max by (platformoperator, risk) (pom_platformoperator_update_risk) == 1",
+                    "for": "10m",
+                    "labels": {
+                        "severity": "warning",
+                        "namespace": NAMESPACE,
+                        "openShiftUpdatePrecheck": "true",
+                    },
+                    "annotations": {
+                        "summary": "PlatformOperator {{ $labels.platformoperator }} is not ready for a cluster update ({{ $labels.risk }}).",
+                        "description": concat!(
+                            "PlatformOperator {{ $labels.platformoperator }} has been {{ $labels.risk }} for 10 minutes. ",
+                            "Do not update the cluster, not even to a patch release, until this alert clears: ",
+                            "POM could not move the operator to what the new release needs, or vouch for what runs. ",
+                            "unsettled: a move has not settled; `oc get platformoperator {{ $labels.platformoperator }} -o yaml` shows what status.activeHop waits for. ",
+                            "degraded: fix what its Degraded condition says. ",
+                            "paused: set spec.paused to false once the hold is over. ",
+                            "pending_approval: approve the bundle its Progressing condition names (spec.approvedBundle, or `pomctl approve`), or change its spec so that no move is needed."
+                        ),
+                    },
+                }],
+            }],
+        },
+    })
+}
+
 /// Who may reach the manager's pods: anyone on the health port (the kubelet's probes; it
 /// answers `/healthz` and `/readyz` only) and, on OpenShift, the platform Prometheus's
 /// namespace on the metrics port; nothing else. Egress is not restricted: the manager talks to
@@ -1174,6 +1230,33 @@ mod tests {
         }
     }
 
+    /// Issue 35 item 3: the precheck alert `oc adm upgrade recommend` and the CVO read, in the
+    /// namespace cluster monitoring evaluates (the e2e `clients_promtool_rules` lints it and
+    /// evaluates it against the manager's real `/metrics`).
+    #[test]
+    fn openshift_ships_the_update_precheck_alert() {
+        let files = render(Flavor::OpenShift).unwrap();
+        let file = files
+            .iter()
+            .find(|f| f.name == "0000_50_platform-operators-manager_09_prometheusrule.yaml")
+            .unwrap();
+        let rule: serde_json::Value =
+            serde_saphyr::from_str(file.content.split_once("---\n").unwrap().1).unwrap();
+        assert_eq!(rule["kind"], "PrometheusRule");
+        assert_eq!(rule["metadata"]["namespace"], NAMESPACE);
+        let alert = &rule["spec"]["groups"][0]["rules"][0];
+        assert_eq!(alert["alert"], UPDATE_PRECHECK_ALERT);
+        assert_eq!(alert["labels"]["openShiftUpdatePrecheck"], "true");
+        assert_eq!(alert["labels"]["severity"], "warning");
+        assert_eq!(alert["labels"]["namespace"], NAMESPACE);
+        assert!(
+            alert["expr"]
+                .as_str()
+                .unwrap()
+                .contains("pom_platformoperator_update_risk")
+        );
+    }
+
     #[test]
     fn kubernetes_flavor_has_no_openshift_bits() {
         let all: String = render(Flavor::Kubernetes)
@@ -1187,6 +1270,7 @@ mod tests {
         assert!(all.contains("readOnlyRootFilesystem: true"));
         // Kinds whose CRDs a plain cluster may lack, and a certificate nobody would issue.
         assert!(!all.contains("ServiceMonitor"));
+        assert!(!all.contains("PrometheusRule"));
         assert!(!all.contains("metrics-tls-cert-file"));
         assert!(all.contains("--metrics-bind-address=127.0.0.1:8080"));
     }

@@ -23,6 +23,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use kube::ResourceExt;
 use pom_api::PlatformOperator;
 use pom_api::conditions::{Reason, types};
+use pom_policy::precheck::update_risks;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::MetricType;
@@ -350,6 +351,23 @@ impl Collector for StateCollector {
             ConstGauge::new(i64::from(po_state(po) == "installed"))
                 .encode(family.encode_family(&[("platformoperator", po.name_any())])?)?;
         }
+        // Issue 35 item 3: what the shipped precheck alert reads. Every risk for every PO (0 or
+        // 1): bounded by the POs times four, and a zero is a value.
+        let mut family = encoder.encode_descriptor(
+            "platformoperator_update_risk",
+            "1 while the PlatformOperator is not ready for a cluster update, by risk: unsettled (a move has not settled), degraded, paused, pending_approval (a move waits for the admin's approval)",
+            None,
+            MetricType::Gauge,
+        )?;
+        for po in &platform_operators {
+            for (risk, applies) in update_risks(po) {
+                let labels: [(&str, String); 2] = [
+                    ("platformoperator", po.name_any()),
+                    ("risk", risk.label().to_owned()),
+                ];
+                ConstGauge::new(i64::from(applies)).encode(family.encode_family(&labels)?)?;
+            }
+        }
 
         let catalogs = state.catalogs();
         let mut family = encoder.encode_descriptor(
@@ -565,7 +583,16 @@ mod tests {
         let metrics = populated();
         let text = metrics.encode_as(Format::PrometheusText).unwrap();
         let served = declared(&text);
-        assert_eq!(served.len(), 11, "{text}");
+        assert_eq!(served.len(), 12, "{text}");
+        // Every risk of every PO, zeros included, for the precheck alert (issue 35 item 3).
+        for po in ["alpha", "beta"] {
+            for risk in ["unsettled", "degraded", "paused", "pending_approval"] {
+                let sample = format!(
+                    "pom_platformoperator_update_risk{{platformoperator=\"{po}\",risk=\"{risk}\"}} 0\n"
+                );
+                assert!(text.contains(&sample), "{sample}{text}");
+            }
+        }
         assert_eq!(
             served, documented,
             "docs/metrics.md's table must list exactly the families /metrics serves"

@@ -88,6 +88,21 @@ pub enum ClusterPhaseView {
 }
 
 impl ClusterPhaseView {
+    /// The minor update the aggregated `Upgradeable` is about: the one after the version the
+    /// cluster runs, when the view says it (steady, or a patch update or rollback within its
+    /// minor); `None` in the middle of a minor update, on plain Kubernetes, or when the cluster
+    /// cannot be judged.
+    #[must_use]
+    pub fn next_minor(&self) -> Option<(u64, u64)> {
+        match self {
+            Self::Known {
+                kind: PhaseKind::Steady | PhaseKind::PatchUpgrade | PhaseKind::Rollback,
+                target,
+            } => Some(pom_resolver::cluster::next_minor(target)),
+            Self::Known { .. } | Self::Unknown | Self::Absent => None,
+        }
+    }
+
     /// Whether a pin (and the verdict judged with it) was computed for this phase of this
     /// update: its reason names the phase, its `clusterVersion` the target (a PO judged at
     /// steady 4.16 is not judged for steady 4.17, which a manager down for a whole update
@@ -140,11 +155,12 @@ pub fn compute(
         verdicts,
         all_at_pin,
     } = Readings::of(&pos, &cluster);
+    let next = cluster.next_minor();
     let desired = vec![
         available_condition(not_available, pos.is_empty()),
         progressing_condition(progressing),
         degraded_condition(degraded, guard),
-        upgradeable_condition(&verdicts),
+        upgradeable_condition(&verdicts, next),
     ];
     let versions = if all_at_pin {
         vec![OperandVersion {
@@ -370,11 +386,14 @@ fn degraded_condition(degraded: Vec<String>, guard: &GuardState) -> Desired {
 
 /// Upgradeable: the POs' verdicts folded. Unknown is not upgradeable: the CVO treats
 /// Unknown as "not False", so say False.
-fn upgradeable_condition(verdicts: &[(String, Upgradeability)]) -> Desired {
+fn upgradeable_condition(
+    verdicts: &[(String, Upgradeability)],
+    next: Option<(u64, u64)>,
+) -> Desired {
     let upgradeable = if verdicts.is_empty() {
         Upgradeability::yes("No platform operators are present in the cluster")
     } else {
-        fold_upgradeable(verdicts)
+        fold_upgradeable(verdicts, next)
     };
     Desired::new(
         types::UPGRADEABLE,
@@ -430,12 +449,34 @@ fn related_objects(pos: &[&PlatformOperator], manager_namespace: &str) -> Vec<Ob
     related
 }
 
-/// Folds per-PO verdicts into the aggregated `Upgradeable`: all True gives True/AsExpected;
-/// otherwise False (Unknown counts as not upgradeable: the CVO only blocks on False, so it is
-/// written as False), with the blockers' common reason or `MultipleReasons`, and one line per
-/// blocking PO, `<po>: <msg>`, sorted by PO name ([`per_po_message`]).
+/// The first line of a blocking `Upgradeable` message, in the form OLM v0's
+/// `IncompatibleOperatorsInstalled` gives it (`ClusterServiceVersions blocking minor version
+/// upgrades to 4.N or higher:`), so that `oc adm upgrade` shows admins a text they know; the
+/// POs follow one per line, `- <po>: ...`.
 #[must_use]
-pub fn fold_upgradeable(items: &[(String, Upgradeability)]) -> Upgradeability {
+pub fn blocking_header(next: Option<(u64, u64)>) -> String {
+    match next {
+        Some((major, minor)) => {
+            format!(
+                "PlatformOperators blocking minor version upgrades to {major}.{minor} or higher:"
+            )
+        }
+        None => "PlatformOperators blocking minor version upgrades:".to_owned(),
+    }
+}
+
+/// Folds per-PO verdicts into the aggregated `Upgradeable`: all True gives True/AsExpected,
+/// one line per PO, `<po>: <msg>`; otherwise False (Unknown counts as not upgradeable: the CVO
+/// only blocks on False, so it is written as False), with the blockers' common reason or
+/// `MultipleReasons`, and a message in OLM v0's form (issue 35 item 5): [`blocking_header`]
+/// naming `next` (the minor update it blocks, when known), then one line per blocking PO,
+/// `- <po>: <msg>`, sorted by PO name and bounded by [`per_po_message`]. A PO's message says
+/// its bundle, the limit and the way forward (`pom_resolver::verdict`).
+#[must_use]
+pub fn fold_upgradeable(
+    items: &[(String, Upgradeability)],
+    next: Option<(u64, u64)>,
+) -> Upgradeability {
     let mut sorted: Vec<&(String, Upgradeability)> = items.iter().collect();
     sorted.sort_by(|a, b| a.0.cmp(&b.0));
     let lines = |list: &[&(String, Upgradeability)]| {
@@ -460,5 +501,10 @@ pub fn fold_upgradeable(items: &[(String, Upgradeability)]) -> Upgradeability {
         Some(only) if reasons.len() == 1 => *only,
         _ => Reason::MultipleReasons,
     };
-    Upgradeability::no(reason, lines(&blockers))
+    let listed = per_po_message(
+        blockers
+            .iter()
+            .map(|(name, verdict)| format!("- {name}: {}", verdict.message)),
+    );
+    Upgradeability::no(reason, format!("{}\n{listed}", blocking_header(next)))
 }

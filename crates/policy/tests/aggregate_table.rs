@@ -429,7 +429,7 @@ fn rows() -> Vec<Row> {
             ],
             cluster: steady(),
             want: blocked(Reason::IncompatibleOperatorsInstalled, Reported),
-            says: vec![(types::UPGRADEABLE, "a: max 4.16\nb: max 4.15")],
+            says: vec![(types::UPGRADEABLE, "PlatformOperators blocking minor version upgrades to 4.18 or higher:\n- a: max 4.16\n- b: max 4.15")],
         },
         Row {
             name: "several reasons: MultipleReasons, one line per PO sorted by name",
@@ -440,7 +440,7 @@ fn rows() -> Vec<Row> {
             ],
             cluster: steady(),
             want: blocked(Reason::MultipleReasons, Reported),
-            says: vec![(types::UPGRADEABLE, "alpha: max 4.16\nzeta: migrating")],
+            says: vec![(types::UPGRADEABLE, "- alpha: max 4.16\n- zeta: migrating")],
         },
         Row {
             name: "an unsettled PO (MoveNotSettled) and an unknown one: MultipleReasons",
@@ -965,7 +965,7 @@ fn fold_upgradeable_rows() {
             ],
             ConditionStatus::Unknown,
             Reason::UpgradeabilityUnknown,
-            "b: cannot judge",
+            "PlatformOperators blocking minor version upgrades to 4.18 or higher:\n- b: cannot judge",
         ),
         (
             "two reasons",
@@ -975,13 +975,13 @@ fn fold_upgradeable_rows() {
             ],
             False,
             Reason::MultipleReasons,
-            "a: moving\nb: migrating",
+            "PlatformOperators blocking minor version upgrades to 4.18 or higher:\n- a: moving\n- b: migrating",
         ),
     ];
     for (name, items, status, reason, message) in cases {
         let items: Vec<(String, Upgradeability)> =
             items.into_iter().map(|(n, u)| (n.to_owned(), u)).collect();
-        let folded = aggregate::fold_upgradeable(&items);
+        let folded = aggregate::fold_upgradeable(&items, Some((4, 18)));
         // Unknown folds to a blocker: `no(...)` is False whatever the inputs' status.
         let status = if status == ConditionStatus::Unknown {
             False
@@ -1036,14 +1036,27 @@ fn messages_list_a_bounded_number_of_pos_and_count_the_rest() {
         let condition = status.conditions.iter().find(|c| c.type_ == type_).unwrap();
         assert_eq!(condition.status, want, "{type_}");
         let message = condition.message.clone().unwrap_or_default();
-        let lines: Vec<&str> = message.lines().collect();
+        let mut lines: Vec<&str> = message.lines().collect();
+        // Upgradeable=False opens with OLM v0's header and lists POs as `- <po>: ...`.
+        let bullet = if type_ == types::UPGRADEABLE {
+            assert_eq!(
+                lines.remove(0),
+                "PlatformOperators blocking minor version upgrades to 4.18 or higher:"
+            );
+            "- "
+        } else {
+            ""
+        };
         assert_eq!(
             lines.len(),
             aggregate::MAX_LISTED_POS + 1,
             "{type_}: {message}"
         );
         for (i, line) in lines[..aggregate::MAX_LISTED_POS].iter().enumerate() {
-            assert!(line.starts_with(&format!("po-{i:04}: ")), "{type_}: {line}");
+            assert!(
+                line.starts_with(&format!("{bullet}po-{i:04}: ")),
+                "{type_}: {line}"
+            );
             assert!(
                 line.len() <= aggregate::MAX_LINE_BYTES,
                 "{type_}: {}",
@@ -1143,4 +1156,83 @@ fn a_missing_admission_guard_degrades_the_cluster_operator() {
             "{message}"
         );
     }
+}
+
+/// Issue 35 item 5: the blocking `Upgradeable` message opens as OLM v0's
+/// `IncompatibleOperatorsInstalled` does, naming the minor it blocks when the cluster says
+/// which one that is, and lists the POs one per line, `- <po>: ...`.
+#[test]
+fn a_blocking_message_opens_with_the_minor_it_blocks_in_olm_form() {
+    let cases = [
+        (known(PhaseKind::Steady), Some((4, 18))),
+        (known(PhaseKind::PatchUpgrade), Some((4, 18))),
+        (known(PhaseKind::Rollback), Some((4, 18))),
+        // Mid-minor-update the POs were judged against the version being left: name none.
+        (known(PhaseKind::MinorUpgrade), None),
+        (Absent, None),
+        (Unknown, None),
+    ];
+    for (cluster, next) in cases {
+        assert_eq!(cluster.next_minor(), next, "{cluster:?}");
+        let status = aggregate::compute(
+            &[po("b")
+                .upgradeable(
+                    "False",
+                    "IncompatibleOperatorsInstalled",
+                    "bundle b.v1.0.0 (1.0.0) supports OpenShift up to 4.17 (olm.maxOpenShiftVersion); move on",
+                )
+                .build()],
+            &previous(),
+            RELEASE,
+            MANAGER_NAMESPACE,
+            cluster.clone(),
+            &GuardState::Intact,
+            &now(),
+        );
+        let condition = status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == types::UPGRADEABLE)
+            .unwrap();
+        assert_eq!(
+            (condition.status.as_str(), condition.reason.as_deref()),
+            ("False", Some("IncompatibleOperatorsInstalled")),
+            "{cluster:?}"
+        );
+        let header = match next {
+            Some((major, minor)) => format!(
+                "PlatformOperators blocking minor version upgrades to {major}.{minor} or higher:"
+            ),
+            None => "PlatformOperators blocking minor version upgrades:".to_owned(),
+        };
+        assert_eq!(
+            condition.message.as_deref(),
+            Some(format!("{header}\n- b: bundle b.v1.0.0 (1.0.0) supports OpenShift up to 4.17 (olm.maxOpenShiftVersion); move on").as_str()),
+            "{cluster:?}"
+        );
+    }
+    // Upgradeable=True keeps its plain per-PO lines: nothing blocks, nothing is listed as such.
+    let status = aggregate::compute(
+        &[po("a").build()],
+        &previous(),
+        RELEASE,
+        MANAGER_NAMESPACE,
+        known(PhaseKind::Steady),
+        &GuardState::Intact,
+        &now(),
+    );
+    let condition = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == types::UPGRADEABLE)
+        .unwrap();
+    assert_eq!(condition.status, "True");
+    assert!(
+        !condition
+            .message
+            .as_deref()
+            .unwrap_or_default()
+            .contains("blocking"),
+        "{condition:?}"
+    );
 }
