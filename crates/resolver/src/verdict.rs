@@ -287,7 +287,7 @@ mod tests {
     fn bundle(name: &str, version: &str, max: Option<(u64, u64)>) -> Bundle {
         Bundle {
             name: name.to_owned(),
-            package: "p".to_owned(),
+            package: "p".into(),
             image: Some(format!("registry.example/p@sha256:{name}")),
             version: v(version),
             properties: BundleProperties {

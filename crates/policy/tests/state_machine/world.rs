@@ -888,7 +888,7 @@ fn content(present: &[bool; VERSIONS.len()], max_ocp: &[Option<u64>; VERSIONS.le
                     name.clone(),
                     Bundle {
                         name: name.clone(),
-                        package: package.to_owned(),
+                        package: package.into(),
                         image: Some(format!("registry.example/{package}@sha256:{i}")),
                         version: v(version),
                         properties: BundleProperties {

@@ -18,7 +18,9 @@ use super::fields::Str;
 use super::index::{
     BlobAt, ContentSource, PackageIndex, ScopedCatalog, SpanRecorder, read_package,
 };
-use super::model::{Bundle, Catalog, Channel, ChannelEntry, Deprecations, Origin, Package};
+use super::model::{
+    Bundle, Catalog, Channel, ChannelEntry, Deprecations, Interner, Origin, Package,
+};
 use super::parallel;
 use super::properties;
 use super::validate;
@@ -53,6 +55,8 @@ pub(crate) struct Assembler {
     /// so the join moves no bundle from one list to another.
     packages: BTreeMap<String, PackageBlobs>,
     others: Vec<Value>,
+    /// The strings bundles repeat (package, file, APIs, install modes), one copy each.
+    interner: Interner,
     /// With a scope: packages outside it are validated one at a time and kept only as index
     /// entries; every blob's span is recorded for the index.
     scoped: Option<Box<Scoping>>,
@@ -332,7 +336,16 @@ impl Assembler {
     fn add_bundle(&mut self, blob: BlobWire<'_>, origin: Origin) -> Result<String, FbcError> {
         let package = required(blob.package, &origin, SCHEMA_BUNDLE, "package")?;
         let name = required(blob.name, &origin, SCHEMA_BUNDLE, "name")?;
-        let decoded = properties::decode(blob.properties.unwrap_or_default(), &name, &origin)?;
+        let origin = Origin {
+            file: self.interner.intern(&origin.file),
+            line: origin.line,
+        };
+        let decoded = properties::decode(
+            blob.properties.unwrap_or_default(),
+            &name,
+            &origin,
+            &mut self.interner,
+        )?;
         let [package_property] = decoded.packages.as_slice() else {
             return Err(FbcError::PackagePropertyCount {
                 origin,
@@ -359,7 +372,7 @@ impl Assembler {
         })?;
         let bundle = Bundle {
             name,
-            package: package.clone(),
+            package: self.interner.intern(&package),
             image: optional(blob.image),
             version,
             properties: decoded.properties,
@@ -744,12 +757,12 @@ mod tests {
     fn bundle(name: &str, line: usize) -> Bundle {
         Bundle {
             name: name.to_owned(),
-            package: "p".to_owned(),
+            package: "p".into(),
             image: None,
             version: parse_bundle_version("1.0.0").unwrap(),
             properties: Default::default(),
             origin: Origin {
-                file: "c".to_owned(),
+                file: "c".into(),
                 line: Some(line),
             },
         }

@@ -22,7 +22,7 @@ use super::blob::{BlobWire, is_known_schema, raw_properties};
 use super::error::FbcError;
 use super::fields::fold_eq;
 use super::index::{BlobAt, BlobSpan};
-use super::model::Origin;
+use super::model::{Origin, SharedStr};
 use super::yaml_events::{self, Declined};
 
 /// The two encodings of catalog files.
@@ -117,7 +117,7 @@ pub(crate) fn decode_document(
             Ok(text) => decode_yaml_stream(label, text, at, assembler, aliases),
             Err(e) => Err(FbcError::MalformedYaml {
                 origin: Origin {
-                    file: label.to_owned(),
+                    file: label.into(),
                     line: Some(line_of(bytes, e.valid_up_to())),
                 },
                 column: 1,
@@ -159,7 +159,7 @@ pub(crate) fn decode_blob_span(
             Ok(text) => decode_yaml_stream(&span.file, text, at, assembler, aliases),
             Err(e) => Err(FbcError::MalformedYaml {
                 origin: Origin {
-                    file: span.file.to_string(),
+                    file: span.file.as_ref().into(),
                     line: Some(at.lines + line_of(bytes, e.valid_up_to())),
                 },
                 column: 1,
@@ -254,6 +254,8 @@ fn decode_json_stream(
     at: FileOffset,
     assembler: &mut Assembler,
 ) -> Result<(), FbcError> {
+    // One copy of the label for every blob of these bytes.
+    let file = SharedStr::from(label);
     let mut cursor = Cursor {
         pos: start,
         line: 1 + at.lines + count_newlines(bytes.get(..start).unwrap_or_default()),
@@ -271,7 +273,7 @@ fn decode_json_stream(
             return Ok(());
         };
         let origin = Origin {
-            file: label.to_owned(),
+            file: file.clone(),
             line: Some(cursor.line),
         };
         let mut stream = serde_json::Deserializer::from_slice(rest).into_iter::<BlobWire<'_>>();
@@ -308,7 +310,7 @@ fn decode_json_stream(
                             let (line, column) = cursor.locate(&e);
                             FbcError::MalformedJson {
                                 origin: Origin {
-                                    file: label.to_owned(),
+                                    file: label.into(),
                                     line: Some(line),
                                 },
                                 column,
@@ -323,7 +325,7 @@ fn decode_json_stream(
             Some(Err(error)) => {
                 let (line, column) = cursor.locate(&error);
                 let here = Origin {
-                    file: label.to_owned(),
+                    file: label.into(),
                     line: Some(line),
                 };
                 if !error.is_data() {
@@ -601,7 +603,7 @@ fn decode_yaml_stream(
             if cap < MAX_DOCUMENT_ALIAS_EVENTS && is_alias_replay_limit(&e) {
                 return FbcError::AliasBudgetExceeded {
                     origin: Origin {
-                        file: label.to_owned(),
+                        file: label.into(),
                         line: Some(document.content_line),
                     },
                     limit: aliases.limit,
@@ -616,7 +618,7 @@ fn decode_yaml_stream(
             };
             FbcError::MalformedYaml {
                 origin: Origin {
-                    file: label.to_owned(),
+                    file: label.into(),
                     line: Some(line),
                 },
                 column,
@@ -627,7 +629,7 @@ fn decode_yaml_stream(
             aliases.charge(&value);
         }
         let origin = Origin {
-            file: label.to_owned(),
+            file: label.into(),
             line: Some(document.content_line),
         };
         match schema_of(&value) {
@@ -743,7 +745,7 @@ pub(crate) fn decode_piece(
         // `cut` only cuts UTF-8 text.
         Err(e) => Err(FbcError::MalformedYaml {
             origin: Origin {
-                file: label.to_owned(),
+                file: label.into(),
                 line: Some(line_of(upto, range.start + e.valid_up_to())),
             },
             column: 1,

@@ -10,7 +10,7 @@ use super::model::Origin;
 pub(crate) fn at(origin: &Origin) -> String {
     match origin.line {
         Some(line) => format!("{}:{line}", origin.file),
-        None => origin.file.clone(),
+        None => origin.file.to_string(),
     }
 }
 

@@ -5,7 +5,11 @@
 //! iteration order (and hence every answer and every message) is deterministic, whatever order
 //! the files or entries came in.
 
-use std::collections::BTreeMap;
+use std::borrow::Borrow;
+use std::collections::{BTreeMap, HashSet};
+use std::fmt;
+use std::ops::Deref;
+use std::sync::Arc;
 
 use semver::Version;
 
@@ -64,7 +68,8 @@ pub struct ChannelEntry {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Bundle {
     pub name: String,
-    pub package: String,
+    /// The package's name, shared by all its bundles.
+    pub package: SharedStr,
     /// Bundle image reference (usually by digest); `None` when the catalog carries the objects.
     pub image: Option<String>,
     /// From the `olm.package` property. Build metadata, if any, is kept: it orders releases.
@@ -83,9 +88,9 @@ pub struct BundleProperties {
     /// `olm.maxOpenShiftVersion`; `None` when absent (compatible, as OLM treats it).
     pub max_openshift_version: Option<MaxOpenShiftVersion>,
     /// `olm.csv.metadata` `minKubeVersion`, verbatim.
-    pub min_kube_version: Option<String>,
+    pub min_kube_version: Option<SharedStr>,
     /// `olm.csv.metadata` `installModes` that are `supported: true`, e.g. `AllNamespaces`.
-    pub supported_install_modes: Vec<String>,
+    pub supported_install_modes: Vec<SharedStr>,
     /// `olm.gvk`: APIs the bundle provides.
     pub provided_gvks: Vec<Gvk>,
     /// `olm.gvk.required`, `olm.package.required` and `olm.constraint`: dependencies, which POM
@@ -110,9 +115,9 @@ pub enum MaxOpenShiftVersion {
 /// A group/version/kind.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Gvk {
-    pub group: String,
-    pub version: String,
-    pub kind: String,
+    pub group: SharedStr,
+    pub version: SharedStr,
+    pub kind: SharedStr,
 }
 
 /// A dependency declared by a bundle.
@@ -140,8 +145,138 @@ pub struct Deprecations {
 /// Where a blob was read from.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Origin {
-    /// The file's path as the caller named it (or a label such as `configmap/ns/name:key`).
-    pub file: String,
+    /// The file's path as the caller named it (or a label such as `configmap/ns/name:key`),
+    /// shared by the blobs of a file.
+    pub file: SharedStr,
     /// 1-based line of the blob's start when known.
     pub line: Option<usize>,
+}
+
+/// An immutable string shared by every place that holds the same text: the strings a
+/// catalog repeats per bundle (its package's name, file, APIs, install modes) are one
+/// allocation per package, not one per bundle (issue 32 item 5). Reads, prints, orders and
+/// compares as the `str` it holds (with `str`, `&str` and `String` on either side).
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SharedStr(Arc<str>);
+
+impl SharedStr {
+    /// The text.
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Default for SharedStr {
+    fn default() -> Self {
+        Self(Arc::from(""))
+    }
+}
+
+impl Deref for SharedStr {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for SharedStr {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Borrow<str> for SharedStr {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for SharedStr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl fmt::Display for SharedStr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&*self.0, f)
+    }
+}
+
+impl From<&str> for SharedStr {
+    fn from(text: &str) -> Self {
+        Self(Arc::from(text))
+    }
+}
+
+impl From<String> for SharedStr {
+    fn from(text: String) -> Self {
+        Self(Arc::from(text))
+    }
+}
+
+impl From<&String> for SharedStr {
+    fn from(text: &String) -> Self {
+        Self(Arc::from(text.as_str()))
+    }
+}
+
+impl From<SharedStr> for String {
+    fn from(text: SharedStr) -> Self {
+        text.0.as_ref().to_owned()
+    }
+}
+
+impl PartialEq<str> for SharedStr {
+    fn eq(&self, other: &str) -> bool {
+        *self.0 == *other
+    }
+}
+
+impl PartialEq<&str> for SharedStr {
+    fn eq(&self, other: &&str) -> bool {
+        *self.0 == **other
+    }
+}
+
+impl PartialEq<String> for SharedStr {
+    fn eq(&self, other: &String) -> bool {
+        *self.0 == *other.as_str()
+    }
+}
+
+impl PartialEq<SharedStr> for str {
+    fn eq(&self, other: &SharedStr) -> bool {
+        *self == *other.0
+    }
+}
+
+impl PartialEq<SharedStr> for &str {
+    fn eq(&self, other: &SharedStr) -> bool {
+        **self == *other.0
+    }
+}
+
+impl PartialEq<SharedStr> for String {
+    fn eq(&self, other: &SharedStr) -> bool {
+        *self.as_str() == *other.0
+    }
+}
+
+/// Hands out one [`SharedStr`] per distinct text: what a parse shares between the bundles of
+/// a package.
+#[derive(Debug, Default)]
+pub(crate) struct Interner(HashSet<SharedStr>);
+
+impl Interner {
+    /// The shared copy of `text`.
+    pub(crate) fn intern(&mut self, text: &str) -> SharedStr {
+        if let Some(shared) = self.0.get(text) {
+            return shared.clone();
+        }
+        let shared = SharedStr::from(text);
+        self.0.insert(shared.clone());
+        shared
+    }
 }

@@ -17,7 +17,7 @@ use super::decode::json_reason;
 use super::error::FbcError;
 use super::fields::Str;
 use super::max_ocp;
-use super::model::{BundleProperties, Dependency, Gvk, Origin};
+use super::model::{BundleProperties, Dependency, Gvk, Interner, Origin};
 
 /// The property types POM reads; every other type is checked to be a value and let go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,6 +75,7 @@ pub(crate) fn decode(
     wires: Vec<PropertyWire<'_>>,
     bundle: &str,
     origin: &Origin,
+    interner: &mut Interner,
 ) -> Result<DecodedProperties, FbcError> {
     let mut out = DecodedProperties::default();
     let mut max_ocp_raws: Vec<String> = Vec::new();
@@ -84,7 +85,7 @@ pub(crate) fn decode(
         let value = match wire.value {
             Some(PropertyValue::Skipped) => continue,
             Some(PropertyValue::CsvMetadata(metadata)) => {
-                csv_metadata(props, metadata);
+                csv_metadata(props, metadata, interner);
                 continue;
             }
             Some(PropertyValue::Package(wire)) => {
@@ -92,11 +93,13 @@ pub(crate) fn decode(
                 continue;
             }
             Some(PropertyValue::Gvk(wire)) => {
-                props.provided_gvks.push(gvk_of(wire));
+                props.provided_gvks.push(gvk_of(wire, interner));
                 continue;
             }
             Some(PropertyValue::GvkRequired(wire)) => {
-                props.dependencies.push(Dependency::Gvk(gvk_of(wire)));
+                props
+                    .dependencies
+                    .push(Dependency::Gvk(gvk_of(wire, interner)));
                 continue;
             }
             Some(PropertyValue::PackageRequired(wire)) => {
@@ -119,10 +122,12 @@ pub(crate) fn decode(
             PropertyKind::Package => out.packages.push(package_property(
                 typed::<PackagePropWire<'_>>(&value).map_err(invalid)?,
             )),
-            PropertyKind::Gvk => props.provided_gvks.push(gvk(&value).map_err(invalid)?),
+            PropertyKind::Gvk => props
+                .provided_gvks
+                .push(gvk(&value, interner).map_err(invalid)?),
             PropertyKind::GvkRequired => props
                 .dependencies
-                .push(Dependency::Gvk(gvk(&value).map_err(invalid)?)),
+                .push(Dependency::Gvk(gvk(&value, interner).map_err(invalid)?)),
             PropertyKind::PackageRequired => props.dependencies.push(package_required(
                 typed::<PackageRequiredWire<'_>>(&value).map_err(invalid)?,
             )),
@@ -130,7 +135,9 @@ pub(crate) fn decode(
                 .dependencies
                 .push(Dependency::Constraint(typed(&value).map_err(invalid)?)),
             PropertyKind::MaxOpenShiftVersion => max_ocp_raws.push(max_ocp::raw_text(&value)),
-            PropertyKind::CsvMetadata => csv_metadata(props, typed(&value).map_err(invalid)?),
+            PropertyKind::CsvMetadata => {
+                csv_metadata(props, typed(&value).map_err(invalid)?, interner);
+            }
             PropertyKind::BundleObject => {
                 props.objects.push(bundle_object(&value).map_err(invalid)?)
             }
@@ -145,20 +152,26 @@ pub(crate) fn decode(
         }
     }
     out.properties.max_openshift_version = max_ocp::decode(&max_ocp_raws);
+    // Kept for the catalog's life: no spare capacity (a push leaves room for four).
+    let props = &mut out.properties;
+    props.supported_install_modes.shrink_to_fit();
+    props.provided_gvks.shrink_to_fit();
+    props.dependencies.shrink_to_fit();
+    props.objects.shrink_to_fit();
     Ok(out)
 }
 
 /// What POM reads of `olm.csv.metadata`: `minKubeVersion` and the supported install modes.
-fn csv_metadata(props: &mut BundleProperties, wire: CsvMetadataWire<'_>) {
+fn csv_metadata(props: &mut BundleProperties, wire: CsvMetadataWire<'_>, interner: &mut Interner) {
     if let Some(min_kube) = wire.min_kube_version.filter(|s| !s.as_str().is_empty()) {
-        props.min_kube_version = Some(min_kube.into_string());
+        props.min_kube_version = Some(interner.intern(min_kube.as_str()));
     }
     props.supported_install_modes.extend(
         wire.install_modes
             .unwrap_or_default()
             .into_iter()
             .filter(|mode| mode.supported == Some(true))
-            .filter_map(|mode| mode.kind.map(|k| k.into_string())),
+            .filter_map(|mode| mode.kind.map(|k| interner.intern(k.as_str()))),
     );
 }
 
@@ -168,15 +181,17 @@ fn typed<'a, T: Deserialize<'a>>(value: &'a RawValue) -> Result<T, String> {
     serde_json::from_str(value.get()).map_err(|e| json_reason(&e))
 }
 
-fn gvk(value: &RawValue) -> Result<Gvk, String> {
-    typed::<GvkWire<'_>>(value).map(gvk_of)
+fn gvk(value: &RawValue, interner: &mut Interner) -> Result<Gvk, String> {
+    typed::<GvkWire<'_>>(value).map(|wire| gvk_of(wire, interner))
 }
 
-fn gvk_of(wire: GvkWire<'_>) -> Gvk {
+fn gvk_of(wire: GvkWire<'_>, interner: &mut Interner) -> Gvk {
+    let mut field =
+        |value: Option<Str<'_>>| interner.intern(value.as_ref().map_or("", Str::as_str));
     Gvk {
-        group: wire.group.map(|s| s.into_string()).unwrap_or_default(),
-        version: wire.version.map(|s| s.into_string()).unwrap_or_default(),
-        kind: wire.kind.map(|s| s.into_string()).unwrap_or_default(),
+        group: field(wire.group),
+        version: field(wire.version),
+        kind: field(wire.kind),
     }
 }
 

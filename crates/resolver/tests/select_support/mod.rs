@@ -44,7 +44,7 @@ impl PackageBuilder {
     pub fn bundle(mut self, version: &str, edit: impl FnOnce(&mut Bundle)) -> Self {
         let mut bundle = Bundle {
             name: name(&self.package.name, version),
-            package: self.package.name.clone(),
+            package: self.package.name.as_str().into(),
             image: Some(format!(
                 "quay.example/{}-bundle:v{version}",
                 self.package.name
@@ -52,7 +52,7 @@ impl PackageBuilder {
             version: v(version),
             properties: BundleProperties::default(),
             origin: Origin {
-                file: "test".to_owned(),
+                file: "test".into(),
                 line: None,
             },
         };
@@ -178,7 +178,7 @@ pub fn invalid_max_ocp(raw: &str) -> impl FnOnce(&mut Bundle) + '_ {
 }
 
 pub fn min_kube(raw: &str) -> impl FnOnce(&mut Bundle) + '_ {
-    move |bundle| bundle.properties.min_kube_version = Some(raw.to_owned())
+    move |bundle| bundle.properties.min_kube_version = Some(raw.into())
 }
 
 pub fn requires_package(package: &str, range: &str) -> impl FnOnce(&mut Bundle) {
