@@ -38,10 +38,11 @@ const RISK_FAMILY: &str = "pom_platformoperator_update_risk";
 /// Samples per scrape in the unit test, one a minute: longer than the alert's `for` (10m).
 const MINUTES_PER_SCRAPE: u32 = 20;
 
-/// A GET of `/metrics` in the Prometheus text format.
-async fn scrape(address: SocketAddr) -> String {
+/// A GET of `/metrics` in the Prometheus text format; `None` while nothing listens yet (the
+/// manager process binds its metrics port some time after it starts, later on a loaded machine).
+async fn scrape(address: SocketAddr) -> Option<String> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    let mut stream = tokio::net::TcpStream::connect(address).await.ok()?;
     stream
         .write_all(
             format!(
@@ -55,7 +56,7 @@ async fn scrape(address: SocketAddr) -> String {
     stream.read_to_string(&mut response).await.unwrap();
     let (head, body) = response.split_once("\r\n\r\n").unwrap();
     assert!(head.contains(" 200 "), "{head}");
-    body.to_owned()
+    Some(body.to_owned())
 }
 
 /// Every sample of `text` with an integer value (what promtool's series notation takes without
@@ -314,7 +315,7 @@ async fn the_update_precheck_alert_fires_on_held_pos_and_clears_once_they_settle
         .map(|(po, risk)| (po.to_owned(), risk.to_owned()))
         .collect();
     let first = eventually(WAIT, "alpha paused and beta pending approval", || async {
-        let samples = samples(&scrape(metrics).await);
+        let samples = samples(&scrape(metrics).await?);
         (risks_at_one(&samples) == held).then_some(samples)
     })
     .await;
@@ -356,7 +357,7 @@ async fn the_update_precheck_alert_fires_on_held_pos_and_clears_once_they_settle
         );
     }
     let second = eventually(WAIT, "no update risk left", || async {
-        let samples = samples(&scrape(metrics).await);
+        let samples = samples(&scrape(metrics).await?);
         let risks = samples
             .keys()
             .filter(|s| s.starts_with(RISK_FAMILY))
