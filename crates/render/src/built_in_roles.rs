@@ -109,9 +109,12 @@ const READ_WRITE: &[&str] = &[
     "deletecollection",
 ];
 
-/// Kubernetes' own roles. OpenShift aggregates its own kinds (builds, image streams, routes,
-/// templates) into admin, edit and view; they open no escalation path the Kubernetes rules do
-/// not open already (workload creation, Secrets, impersonation).
+/// Kubernetes' own roles. The rows of `admin`, `edit` and `view` are *at least* these rules: on
+/// OpenShift more roles aggregate into them, and the table does not model those (so a binding of
+/// them may grant more than it shows): OLM's `aggregate-olm-edit` (create/update/patch of
+/// `subscriptions.operators.coreos.com`, which installs an operator where an OperatorGroup
+/// exists), `builds`/`buildconfigs` (a build runs a pod), `deploymentconfigs` (workload
+/// creation), `projects`, and OpenShift's image streams, routes and templates.
 const KUBERNETES_BOOTSTRAP: &str =
     "Kubernetes bootstrap policy, plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go";
 
@@ -234,6 +237,9 @@ const AGGREGATE_TO_EDIT: &[BuiltInRule] = &[
     rule(&[""], &["pods/eviction"], &["create"]),
     rule(
         &[""],
+        // `events` (and `leases` below) are in OpenShift's Kubernetes (openshift/kubernetes,
+        // bootstrappolicy/policy.go), which is what the table models; kept, though upstream
+        // Kubernetes may lack them: they open no path either way.
         &[
             "replicationcontrollers",
             "replicationcontrollers/scale",
@@ -300,7 +306,8 @@ const AUTH_DELEGATOR: &[BuiltInRule] = &[
 const IMAGE_GROUPS: &[&str] = &["image.openshift.io", ""];
 const PROJECT_GROUPS: &[&str] = &["project.openshift.io", ""];
 
-/// `registry-viewer`: pulls from the registry.
+/// `registry-viewer`: pulls from the registry (bound cluster-wide: every namespace's images,
+/// shown as `SecretsClusterWide`).
 const REGISTRY_VIEWER: &[BuiltInRule] = &[
     rule(
         IMAGE_GROUPS,
@@ -317,8 +324,10 @@ const REGISTRY_VIEWER: &[BuiltInRule] = &[
     rule(PROJECT_GROUPS, &["projects"], &["get"]),
 ];
 
-/// `registry-editor`: pushes to and pulls from the registry.
+/// `registry-editor`: pushes to and pulls from the registry, with the ServiceAccounts and
+/// Secrets (pull and push credentials) of the namespaces it is bound in.
 const REGISTRY_EDITOR: &[BuiltInRule] = &[
+    rule(&[""], &["serviceaccounts", "secrets"], READ_WRITE),
     rule(
         IMAGE_GROUPS,
         &[
@@ -334,6 +343,8 @@ const REGISTRY_EDITOR: &[BuiltInRule] = &[
     rule(IMAGE_GROUPS, &["imagestreams"], READ_WRITE),
     rule(IMAGE_GROUPS, &["imagestreams/layers"], &["get", "update"]),
     rule(IMAGE_GROUPS, &["imagestreammappings"], &["create"]),
+    rule(IMAGE_GROUPS, &["imagestreamimports"], &["create"]),
+    rule(&[""], &["namespaces"], &["get"]),
     rule(PROJECT_GROUPS, &["projects"], &["get"]),
 ];
 

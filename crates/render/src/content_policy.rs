@@ -936,9 +936,9 @@ fn subject_findings(
 
 /// What a binding grants a platform identity beyond read-only access (`get`, `list`, `watch`)
 /// to non-secret objects of the install namespace, by class, or `None` when it grants no more.
-/// The classes are those of the escalation paths its role opens at the binding's scope
-/// (`powers`); a grant beyond reading that opens none (writes in the install namespace, its
-/// Secrets) is a grant to another principal, `ClusterAdminEquivalent` as for anyone else.
+/// Any grant beyond that is a grant to another principal, `ClusterAdminEquivalent` as for
+/// anyone else, together with the classes of the escalation paths its role opens at the
+/// binding's scope (`powers`).
 fn reader_grant_beyond(
     binding: &ObjectKey,
     role_kind: &str,
@@ -987,19 +987,22 @@ fn reader_grant_beyond(
         "in its namespace"
     };
     let role = serde_json::json!({ "rules": rules.unwrap_or_default() });
-    let mut classes: Vec<(PowerClass, String)> = powers::grant_powers(&role, cluster_wide)
-        .into_iter()
-        .filter(|(class, _)| class.needs_consent())
-        .map(|(class, what)| (class, format!("{role_kind} {role_name:?} {scope}: {what}")))
-        .collect();
-    if classes.is_empty() {
-        classes.push((
-            PowerClass::ClusterAdminEquivalent,
-            format!(
-                "{role_kind} {role_name:?} {scope} (writes, Secrets, or beyond the install namespace: a grant to another principal)"
-            ),
-        ));
-    }
+    // Always a grant to another principal (what the admin trusts only a cluster-admin-equivalent
+    // operator to make), besides whatever paths the role opens for that principal: the classes
+    // of its paths never stand in for it (a `cluster-admin` RoleBinding to the platform's
+    // Prometheus is not only `PrivilegedWorkloads`).
+    let mut classes: Vec<(PowerClass, String)> = vec![(
+        PowerClass::ClusterAdminEquivalent,
+        format!(
+            "{role_kind} {role_name:?} {scope} (writes, Secrets, or beyond the install namespace: a grant to another principal)"
+        ),
+    )];
+    classes.extend(
+        powers::grant_powers(&role, cluster_wide)
+            .into_iter()
+            .filter(|(class, _)| class.needs_consent())
+            .map(|(class, what)| (class, format!("{role_kind} {role_name:?} {scope}: {what}"))),
+    );
     Some(classes)
 }
 

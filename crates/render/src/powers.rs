@@ -16,16 +16,17 @@
 //!   and CRD conversion control, aggregated APIs, the kubelet API (`nodes/proxy`),
 //!   `exec`/`attach`/ephemeral containers in every pod, creating or changing workloads in every
 //!   namespace (a pod runs as any ServiceAccount), signing certificates, SCC definitions,
-//!   installing operators (POM's, OLM v0's and v1's kinds), OpenShift's OAuth tokens, users and
-//!   groups, and roles whose rules are collected by an aggregationRule;
+//!   installing operators (POM's, OLM v0's and v1's kinds; OLM v0's namespaced kinds in one
+//!   namespace too, so every verb on everything of a namespace), OpenShift's OAuth tokens, users
+//!   and groups, and roles whose rules are collected by an aggregationRule;
 //! - `PrivilegedWorkloads`: pod templates beyond `baseline`, `use` of an SCC other than the
-//!   restricted and nonroot ones, relabelling namespaces (their Pod Security level), writing
-//!   PersistentVolumes (hostPath);
+//!   restricted and nonroot ones, relabelling namespaces (their Pod Security level; a Role its
+//!   own namespace's), writing PersistentVolumes (hostPath);
 //! - `PlatformConfig`: writes to the platform's configuration (`config.openshift.io`,
 //!   `machineconfiguration.openshift.io`, `operator.openshift.io`) and to Endpoints and
 //!   EndpointSlices in every namespace (where any Service's traffic goes, CVE-2021-25740);
 //! - `SecretsClusterWide`: reading Secrets in every namespace (shown, no consent needed: 86% of
-//!   the community bundles POM renders do).
+//!   the community bundles POM renders do), or pulling every namespace's images.
 //!
 //! The first three need the admin's consent on the PlatformOperator (`spec.consent`); the
 //! content policy asks for it ([`super::content_policy`]).
@@ -50,7 +51,7 @@ pub enum PowerClass {
     PrivilegedWorkloads,
     /// Writes the platform's configuration (config, machine-config, operator groups).
     PlatformConfig,
-    /// Reads Secrets in every namespace.
+    /// Reads Secrets in every namespace (or pulls every namespace's images).
     SecretsClusterWide,
 }
 
@@ -142,7 +143,7 @@ impl Powers {
     /// class and grant, not by object: the roles POM generates from a CSV are named after the
     /// CSV (so every version's differ), and a rule that moves within its role is not new.
     pub fn added_since(&self, installed: &Powers) -> Vec<&Power> {
-        let before: BTreeSet<(PowerClass, &str)> = installed
+        let before: BTreeSet<(PowerClass, String)> = installed
             .found
             .iter()
             .map(|p| (p.class, p.grant()))
@@ -155,14 +156,36 @@ impl Powers {
 }
 
 impl Power {
-    /// What it grants, without the index of the rule that grants it.
-    fn grant(&self) -> &str {
-        match self.detail.split_once("] ") {
-            Some((index, grant)) if index.starts_with("rules[") => grant,
-            _ => &self.detail,
+    /// What it grants, as an upgrade compares it: without the index of the rule that grants it
+    /// (`rules[N] `, a built-in role's included), nor the provenance of a built-in role's rules
+    /// (` [its rules: <source>, <BUILT_IN_ROLES_VERSION>]`), which a newer table changes
+    /// without the bundle granting anything new.
+    fn grant(&self) -> String {
+        let detail = match self.detail.rfind(BUILT_IN_PROVENANCE) {
+            Some(at) if self.detail.ends_with(']') => &self.detail[..at],
+            _ => self.detail.as_str(),
+        };
+        let mut key = String::with_capacity(detail.len());
+        let mut rest = detail;
+        while let Some(at) = rest.find("rules[") {
+            key.push_str(&rest[..at]);
+            let after = &rest[at + "rules[".len()..];
+            let digits = after.len() - after.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+            match after[digits..].strip_prefix("] ") {
+                Some(tail) if digits > 0 => rest = tail,
+                _ => {
+                    key.push_str("rules[");
+                    rest = after;
+                }
+            }
         }
+        key.push_str(rest);
+        key
     }
 }
+
+/// What follows the evidence of a built-in role's power: where its rules come from.
+const BUILT_IN_PROVENANCE: &str = " [its rules: ";
 
 /// Where a role's rules apply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -208,7 +231,7 @@ pub fn compute(objects: &[Value]) -> Powers {
                 add(
                     class,
                     format!(
-                        "binds the built-in ClusterRole {:?} {scope_text}, whose {detail} [its rules: {}, {}]",
+                        "binds the built-in ClusterRole {:?} {scope_text}, whose {detail}{BUILT_IN_PROVENANCE}{}, {}]",
                         role.name, role.source, BUILT_IN_ROLES_VERSION
                     ),
                 );
@@ -376,6 +399,11 @@ struct Check {
     /// objects it names, so it does not count, except for `create`: RBAC cannot restrict
     /// `create` by name, so a rule that lists it with names is counted (conservatively).
     every_object: bool,
+    /// The path opens in one namespace too: a Role, or a ClusterRole bound by RoleBindings,
+    /// granting it where the bundle is installed reaches it (installing an operator through
+    /// OLM v0's namespaced kinds, relabelling that namespace). The other paths need the grant
+    /// in every namespace.
+    also_in_namespace: bool,
 }
 
 impl Check {
@@ -403,8 +431,9 @@ const WORKLOAD_SOURCE: &str =
 const INSTALLS_OPERATORS: &str = "installs any operator, with whatever powers its bundle declares";
 
 /// The escalation paths a cluster-wide grant opens, one row per path (PRODUCT §6: classified
-/// by the escalation path it opens). Each row names its source; docs/content-policy.md lists
-/// them ("Powers: escalation paths").
+/// by the escalation path it opens); the rows marked `also_in_namespace` open in one namespace
+/// too. Each row names its source; docs/content-policy.md lists them ("Powers: escalation
+/// paths").
 const CLUSTER_CHECKS: &[Check] = &[
     Check {
         class: PowerClass::ClusterAdminEquivalent,
@@ -414,6 +443,7 @@ const CLUSTER_CHECKS: &[Check] = &[
         what: "escalate on roles (grant permissions it does not hold)",
         source: "Kubernetes RBAC good practices: escalate verb; rbac-police: escalate_roles",
         every_object: false,
+        also_in_namespace: false,
     },
     Check {
         class: PowerClass::ClusterAdminEquivalent,
@@ -423,6 +453,7 @@ const CLUSTER_CHECKS: &[Check] = &[
         what: "bind on roles (bind any role, cluster-admin included)",
         source: "Kubernetes RBAC good practices: bind verb; rbac-police: bind_roles",
         every_object: false,
+        also_in_namespace: false,
     },
     Check {
         class: PowerClass::ClusterAdminEquivalent,
@@ -432,6 +463,7 @@ const CLUSTER_CHECKS: &[Check] = &[
         what: "impersonate users, groups or service accounts",
         source: "Kubernetes RBAC good practices: impersonate verb; rbac-police: impersonate",
         every_object: false,
+        also_in_namespace: false,
     },
     Check {
         class: PowerClass::ClusterAdminEquivalent,
@@ -441,6 +473,7 @@ const CLUSTER_CHECKS: &[Check] = &[
         what: "impersonate user extras or uids",
         source: "Kubernetes RBAC good practices: impersonate verb",
         every_object: false,
+        also_in_namespace: false,
     },
     Check {
         class: PowerClass::ClusterAdminEquivalent,
@@ -450,6 +483,7 @@ const CLUSTER_CHECKS: &[Check] = &[
         what: "create tokens for any ServiceAccount",
         source: "Kubernetes RBAC good practices: token request; rbac-police: token_request",
         every_object: false,
+        also_in_namespace: false,
     },
     Check {
         class: PowerClass::ClusterAdminEquivalent,
@@ -459,6 +493,7 @@ const CLUSTER_CHECKS: &[Check] = &[
         what: "writes Secrets in every namespace (mints ServiceAccount token Secrets for any account)",
         source: "rbac-police: issue_token_secrets",
         every_object: true,
+        also_in_namespace: false,
     },
     Check {
         class: PowerClass::ClusterAdminEquivalent,
@@ -475,6 +510,7 @@ const CLUSTER_CHECKS: &[Check] = &[
         what: "writes admission webhooks or policies (sees or changes every request)",
         source: "Kubernetes RBAC good practices: control admission webhooks; rbac-police: control_webhooks",
         every_object: false,
+        also_in_namespace: false,
     },
     Check {
         class: PowerClass::ClusterAdminEquivalent,
@@ -484,6 +520,7 @@ const CLUSTER_CHECKS: &[Check] = &[
         what: "writes CustomResourceDefinitions (a conversion webhook on any CRD sees all its objects)",
         source: "PRODUCT §6: CRD conversion is a webhook",
         every_object: false,
+        also_in_namespace: false,
     },
     Check {
         class: PowerClass::ClusterAdminEquivalent,
@@ -493,6 +530,7 @@ const CLUSTER_CHECKS: &[Check] = &[
         what: "writes APIServices (serves any API group)",
         source: "PRODUCT §6: aggregated APIs",
         every_object: false,
+        also_in_namespace: false,
     },
     Check {
         class: PowerClass::ClusterAdminEquivalent,
@@ -502,6 +540,7 @@ const CLUSTER_CHECKS: &[Check] = &[
         what: "nodes/proxy (the kubelet API: exec in any pod on any node)",
         source: "Kubernetes RBAC good practices: access to proxy subresource of Nodes; rbac-police: nodes_proxy",
         every_object: false,
+        also_in_namespace: false,
     },
     Check {
         class: PowerClass::ClusterAdminEquivalent,
@@ -511,6 +550,7 @@ const CLUSTER_CHECKS: &[Check] = &[
         what: "exec or attach in pods of every namespace",
         source: "rbac-police: pods_exec",
         every_object: false,
+        also_in_namespace: false,
     },
     Check {
         class: PowerClass::ClusterAdminEquivalent,
@@ -520,6 +560,7 @@ const CLUSTER_CHECKS: &[Check] = &[
         what: "adds ephemeral containers to pods of every namespace (runs code in any pod, like exec)",
         source: "rbac-police: pods_ephemeral_ctrs",
         every_object: false,
+        also_in_namespace: false,
     },
     Check {
         class: PowerClass::ClusterAdminEquivalent,
@@ -529,6 +570,7 @@ const CLUSTER_CHECKS: &[Check] = &[
         what: WORKLOAD_CREATION,
         source: WORKLOAD_SOURCE,
         every_object: true,
+        also_in_namespace: false,
     },
     Check {
         class: PowerClass::ClusterAdminEquivalent,
@@ -538,6 +580,7 @@ const CLUSTER_CHECKS: &[Check] = &[
         what: "changes pods of every namespace (a new image runs as the pod's ServiceAccount)",
         source: "rbac-police: modify_pods",
         every_object: true,
+        also_in_namespace: false,
     },
     Check {
         class: PowerClass::ClusterAdminEquivalent,
@@ -547,6 +590,7 @@ const CLUSTER_CHECKS: &[Check] = &[
         what: WORKLOAD_CREATION,
         source: WORKLOAD_SOURCE,
         every_object: true,
+        also_in_namespace: false,
     },
     Check {
         class: PowerClass::ClusterAdminEquivalent,
@@ -556,6 +600,7 @@ const CLUSTER_CHECKS: &[Check] = &[
         what: WORKLOAD_CREATION,
         source: WORKLOAD_SOURCE,
         every_object: true,
+        also_in_namespace: false,
     },
     Check {
         class: PowerClass::ClusterAdminEquivalent,
@@ -565,6 +610,7 @@ const CLUSTER_CHECKS: &[Check] = &[
         what: WORKLOAD_CREATION,
         source: WORKLOAD_SOURCE,
         every_object: true,
+        also_in_namespace: false,
     },
     Check {
         class: PowerClass::ClusterAdminEquivalent,
@@ -574,6 +620,7 @@ const CLUSTER_CHECKS: &[Check] = &[
         what: WORKLOAD_CREATION,
         source: WORKLOAD_SOURCE,
         every_object: true,
+        also_in_namespace: false,
     },
     Check {
         class: PowerClass::ClusterAdminEquivalent,
@@ -589,6 +636,7 @@ const CLUSTER_CHECKS: &[Check] = &[
         what: "pushes or retags images in every namespace's image streams (a workload that tracks a tag runs what it is given, as its own ServiceAccount)",
         source: "OpenShift: image stream tags trigger deployments; the registry authorizes a push by update on imagestreams/layers",
         every_object: true,
+        also_in_namespace: false,
     },
     Check {
         class: PowerClass::ClusterAdminEquivalent,
@@ -598,6 +646,7 @@ const CLUSTER_CHECKS: &[Check] = &[
         what: "approves certificate signing requests",
         source: "Kubernetes RBAC good practices: CSRs and certificate issuing; rbac-police: approve_csrs",
         every_object: false,
+        also_in_namespace: false,
     },
     Check {
         class: PowerClass::ClusterAdminEquivalent,
@@ -607,6 +656,7 @@ const CLUSTER_CHECKS: &[Check] = &[
         what: "approves or signs for certificate signers",
         source: "Kubernetes RBAC good practices: CSRs and certificate issuing",
         every_object: false,
+        also_in_namespace: false,
     },
     Check {
         class: PowerClass::ClusterAdminEquivalent,
@@ -616,6 +666,7 @@ const CLUSTER_CHECKS: &[Check] = &[
         what: "writes SecurityContextConstraints",
         source: "OpenShift: SCCs decide which pods are admitted",
         every_object: false,
+        also_in_namespace: false,
     },
     Check {
         class: PowerClass::ClusterAdminEquivalent,
@@ -625,6 +676,7 @@ const CLUSTER_CHECKS: &[Check] = &[
         what: INSTALLS_OPERATORS,
         source: "PRODUCT §6: POM installs what its PlatformOperators and Catalogs name",
         every_object: false,
+        also_in_namespace: false,
     },
     Check {
         class: PowerClass::ClusterAdminEquivalent,
@@ -635,11 +687,21 @@ const CLUSTER_CHECKS: &[Check] = &[
             "installplans",
             "clusterserviceversions",
             "operatorgroups",
-            "catalogsources",
         ],
         what: INSTALLS_OPERATORS,
-        source: "OLM v0: a CSV, Subscription or InstallPlan installs an operator with its RBAC",
+        source: "OLM v0: a CSV, Subscription or InstallPlan installs an operator with its RBAC, its cluster-wide RBAC included, from any namespace",
         every_object: false,
+        also_in_namespace: true,
+    },
+    Check {
+        class: PowerClass::ClusterAdminEquivalent,
+        verbs: CREATE_OR_CHANGE,
+        group: "operators.coreos.com",
+        resources: &["catalogsources"],
+        what: INSTALLS_OPERATORS,
+        source: "OLM v0: a CatalogSource offers its operators to every namespace's Subscriptions",
+        every_object: false,
+        also_in_namespace: false,
     },
     Check {
         class: PowerClass::ClusterAdminEquivalent,
@@ -649,6 +711,7 @@ const CLUSTER_CHECKS: &[Check] = &[
         what: INSTALLS_OPERATORS,
         source: "OLM v1: a ClusterExtension installs an operator with its RBAC",
         every_object: false,
+        also_in_namespace: false,
     },
     Check {
         class: PowerClass::ClusterAdminEquivalent,
@@ -663,6 +726,7 @@ const CLUSTER_CHECKS: &[Check] = &[
         what: "writes OAuth tokens or clients (authenticates as any user)",
         source: "OpenShift authentication: OAuth access tokens are bearer credentials",
         every_object: false,
+        also_in_namespace: false,
     },
     Check {
         class: PowerClass::ClusterAdminEquivalent,
@@ -672,15 +736,17 @@ const CLUSTER_CHECKS: &[Check] = &[
         what: "writes users, groups or identities (joins any group, logs in as any user)",
         source: "OpenShift authentication: group membership and identity mappings grant roles",
         every_object: false,
+        also_in_namespace: false,
     },
     Check {
         class: PowerClass::PrivilegedWorkloads,
         verbs: CHANGE,
         group: "",
         resources: &["namespaces"],
-        what: "relabels namespaces (pod-security and openshift.io/run-level labels lift confinement)",
+        what: "relabels namespaces (pod-security and openshift.io/run-level labels lift confinement; in a Role, its own namespace's)",
         source: "Kubernetes RBAC good practices: namespace modification",
         every_object: false,
+        also_in_namespace: true,
     },
     Check {
         class: PowerClass::PrivilegedWorkloads,
@@ -690,6 +756,7 @@ const CLUSTER_CHECKS: &[Check] = &[
         what: "writes PersistentVolumes (hostPath PersistentVolumes reach the node's filesystem)",
         source: "Kubernetes RBAC good practices: persistent volume creation",
         every_object: false,
+        also_in_namespace: false,
     },
     // Endpoints redirect a Service's traffic wherever they say: not a grant to the holder (no
     // identity, no privileged pod), but a change to what every client of the cluster's
@@ -704,6 +771,7 @@ const CLUSTER_CHECKS: &[Check] = &[
         what: "writes Endpoints in every namespace (redirects any Service's traffic)",
         source: "CVE-2021-25740",
         every_object: false,
+        also_in_namespace: false,
     },
     Check {
         class: PowerClass::PlatformConfig,
@@ -713,6 +781,7 @@ const CLUSTER_CHECKS: &[Check] = &[
         what: "writes EndpointSlices in every namespace (redirects any Service's traffic)",
         source: "CVE-2021-25740",
         every_object: false,
+        also_in_namespace: false,
     },
     Check {
         class: PowerClass::PlatformConfig,
@@ -722,6 +791,7 @@ const CLUSTER_CHECKS: &[Check] = &[
         what: "writes the platform's configuration (config.openshift.io)",
         source: "OpenShift: the cluster's configuration API",
         every_object: false,
+        also_in_namespace: false,
     },
     Check {
         class: PowerClass::PlatformConfig,
@@ -731,6 +801,7 @@ const CLUSTER_CHECKS: &[Check] = &[
         what: "writes the nodes' configuration (machineconfiguration.openshift.io)",
         source: "OpenShift: the Machine Config Operator's API",
         every_object: false,
+        also_in_namespace: false,
     },
     Check {
         class: PowerClass::PlatformConfig,
@@ -740,6 +811,7 @@ const CLUSTER_CHECKS: &[Check] = &[
         what: "writes the platform operators' configuration (operator.openshift.io)",
         source: "OpenShift: the cluster operators' configuration API",
         every_object: false,
+        also_in_namespace: false,
     },
     Check {
         class: PowerClass::SecretsClusterWide,
@@ -749,6 +821,19 @@ const CLUSTER_CHECKS: &[Check] = &[
         what: "reads Secrets in every namespace",
         source: "Kubernetes RBAC good practices: listing secrets; rbac-police: list_secrets",
         every_object: false,
+        also_in_namespace: false,
+    },
+    // A pull is a read: of every namespace's images, private ones included, the same kind of
+    // reach as reading Secrets everywhere (shown, no consent).
+    Check {
+        class: PowerClass::SecretsClusterWide,
+        verbs: &["get"],
+        group: "image.openshift.io",
+        resources: &["imagestreams/layers"],
+        what: "pulls the images of every namespace's image streams (private images included)",
+        source: "OpenShift: the registry authorizes a pull by get on imagestreams/layers",
+        every_object: true,
+        also_in_namespace: false,
     },
 ];
 
@@ -799,8 +884,8 @@ fn role_powers(role: &Value, scope: Scope) -> Vec<(PowerClass, String)> {
                     format!("rules[{index}] grants every verb on every resource of every API group (cluster-admin)"),
                 ),
                 Scope::Namespace => (
-                    PowerClass::PrivilegedWorkloads,
-                    format!("rules[{index}] grants every verb on every resource in its namespace, the use of every SCC included"),
+                    PowerClass::ClusterAdminEquivalent,
+                    format!("rules[{index}] grants every verb on every resource in its namespace: OLM v0's Subscriptions, InstallPlans, ClusterServiceVersions and OperatorGroups there included (installs any operator, with whatever powers its bundle declares, cluster-wide RBAC included), as are the use of every SCC and relabelling the namespace"),
                 ),
             });
             continue;
@@ -812,10 +897,12 @@ fn role_powers(role: &Value, scope: Scope) -> Vec<(PowerClass, String)> {
                 whats.push(what);
             }
         };
-        if scope == Scope::Cluster {
-            for check in CLUSTER_CHECKS.iter().filter(|c| c.granted_by(&rule)) {
-                add(check.class, format!("{} [{}]", check.what, check.source));
-            }
+        // In one namespace, only the paths a namespace's own objects open.
+        let opened = CLUSTER_CHECKS.iter().filter(|check| {
+            (scope == Scope::Cluster || check.also_in_namespace) && check.granted_by(&rule)
+        });
+        for check in opened {
+            add(check.class, format!("{} [{}]", check.what, check.source));
         }
         let uses_scc = rule.allows(
             &["use"],
@@ -1140,6 +1227,17 @@ mod tests {
         ),
     ];
 
+    /// The rows of `ESCALATION_PATHS` whose path opens in one namespace too: OLM v0 installs
+    /// an operator, with its cluster-wide RBAC, from a namespace's Subscription, InstallPlan,
+    /// ClusterServiceVersion or OperatorGroup; a Role may relabel its own namespace.
+    const ALSO_IN_A_NAMESPACE: &[(&str, &str)] = &[
+        ("operators.coreos.com", "subscriptions"),
+        ("operators.coreos.com", "installplans"),
+        ("operators.coreos.com", "clusterserviceversions"),
+        ("operators.coreos.com", "operatorgroups"),
+        ("", "namespaces"),
+    ];
+
     fn role_in_namespace(rules: Value) -> Value {
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
                "metadata": {"name": "r", "namespace": "ns"}, "rules": rules})
@@ -1164,10 +1262,16 @@ mod tests {
                 BTreeSet::from([*class]),
                 "bound cluster-wide {rules}"
             );
-            // The same grant in the install namespace only is no class.
+            // The same grant in the install namespace only is no class, but for the paths a
+            // namespace's own objects open.
+            let in_a_namespace = if ALSO_IN_A_NAMESPACE.contains(&(*group, *resource)) {
+                BTreeSet::from([*class])
+            } else {
+                BTreeSet::new()
+            };
             assert_eq!(
                 compute(&[role_in_namespace(rules.clone())]).classes(),
-                BTreeSet::new(),
+                in_a_namespace,
                 "in a Role {rules}"
             );
             // Reading is not the path (reading Secrets is its own, shown-only class).
@@ -1296,14 +1400,46 @@ mod tests {
     }
 
     #[test]
-    fn namespaced_escalation_is_not_cluster_admin_but_a_namespaced_scc_use_is_privileged() {
-        // Everything in its own namespace: escalate and secrets there are no class, but `*`
-        // includes `use` of every SCC, which a RoleBinding grants for pods of that namespace.
+    fn namespaced_escalation_is_judged_by_the_paths_a_namespace_opens() {
+        // Everything in its own namespace: escalate and Secrets there are no class, but `*`
+        // includes OLM v0's kinds there (an operator installed with its cluster-wide RBAC), as
+        // well as `use` of every SCC and relabelling the namespace.
         let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
             "metadata": {"name": "r", "namespace": "ns"}, "rules": rule(&["*"], &["*"], &["*"])});
+        let powers = compute(&[role]);
         assert_eq!(
-            compute(&[role]).classes(),
+            powers.classes(),
+            BTreeSet::from([PowerClass::ClusterAdminEquivalent])
+        );
+        assert!(
+            powers.found[0].detail.contains("OLM v0's Subscriptions"),
+            "{}",
+            powers.found[0]
+        );
+        // Core `*` in its namespace includes relabelling it; OLM's `*` there installs.
+        assert_eq!(
+            compute(&[role_in_namespace(rule(&[""], &["*"], &["*"]))]).classes(),
             BTreeSet::from([PowerClass::PrivilegedWorkloads])
+        );
+        assert_eq!(
+            compute(&[role_in_namespace(rule(
+                &["operators.coreos.com"],
+                &["*"],
+                &["create"]
+            ))])
+            .classes(),
+            BTreeSet::from([PowerClass::ClusterAdminEquivalent])
+        );
+        // A CatalogSource of its own namespace offers operators but installs none; reading
+        // OLM's kinds or its namespace is no path.
+        assert_eq!(
+            compute(&[role_in_namespace(json!([
+                {"apiGroups": ["operators.coreos.com"], "resources": ["catalogsources"], "verbs": ["create", "patch"]},
+                {"apiGroups": ["operators.coreos.com"], "resources": ["*"], "verbs": ["get", "list", "watch", "delete"]},
+                {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]},
+            ]))])
+            .classes(),
+            BTreeSet::new()
         );
         let rbac = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
             "metadata": {"name": "r", "namespace": "ns"},
@@ -1371,5 +1507,60 @@ mod tests {
                    {"apiGroups": [""], "resources": ["serviceaccounts/token"], "verbs": ["create"]}]),
         )]);
         assert!(renamed.added_since(&new).is_empty());
+    }
+
+    #[test]
+    fn added_since_ignores_the_built_in_role_tables_version_and_rule_indexes() {
+        let binding = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": "b"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+            "subjects": [{"kind": "ServiceAccount", "name": "op", "namespace": "ns"}]});
+        let installed = compute(&[binding]);
+        assert!(!installed.found.is_empty());
+        assert!(
+            installed
+                .found
+                .iter()
+                .all(|p| p.detail.contains(BUILT_IN_ROLES_VERSION)),
+            "{installed:?}"
+        );
+        // The same powers, as a newer table (another version, its rules reordered) shows them.
+        let mut newer = installed.clone();
+        for power in &mut newer.found {
+            power.detail = power
+                .detail
+                .replace(BUILT_IN_ROLES_VERSION, "Kubernetes 1.34, OpenShift 4.20")
+                .replace("rules[", "rules[1");
+        }
+        assert_ne!(newer, installed);
+        assert!(newer.added_since(&installed).is_empty(), "{newer:?}");
+        // A grant that is new still is.
+        let mut added = newer.clone();
+        added.found[0].detail = added.found[0].detail.replace("whose", "whose also");
+        assert_eq!(added.added_since(&installed).len(), 1);
+        // A detail that only looks like an index keeps its text.
+        let odd = Power {
+            class: PowerClass::PlatformConfig,
+            kind: "ClusterRole".to_owned(),
+            name: "r".to_owned(),
+            detail: "rules[x] grants: z".to_owned(),
+        };
+        assert_eq!(odd.grant(), "rules[x] grants: z");
+    }
+
+    #[test]
+    fn pulling_every_namespaces_images_is_shown_like_reading_their_secrets() {
+        let pull = rule(&["image.openshift.io"], &["imagestreams/layers"], &["get"]);
+        assert_eq!(
+            classes_of(pull.clone()),
+            BTreeSet::from([PowerClass::SecretsClusterWide])
+        );
+        assert_eq!(
+            compute(&[role_in_namespace(pull)]).classes(),
+            BTreeSet::new()
+        );
+        let named = json!([{"apiGroups": ["image.openshift.io"], "resources": ["imagestreams/layers"],
+                            "resourceNames": ["mine"], "verbs": ["get"]}]);
+        assert_eq!(classes_of(named), BTreeSet::new());
     }
 }

@@ -589,6 +589,88 @@ fn registry_roles_grant_a_power_only_cluster_wide() {
         lift,
         Some(Lift::Consent(PowerClass::ClusterAdminEquivalent))
     );
+    // Its rules as OpenShift defines them: the Secrets of the namespaces it is bound in too,
+    // so bound cluster-wide it reads (and writes) every namespace's.
+    let mut consented = options(&[]);
+    consented.consent = [PowerClass::ClusterAdminEquivalent].into();
+    let editor = render(&plain(&binding("ClusterRoleBinding")), &consented).unwrap();
+    let secrets: Vec<String> = editor
+        .powers
+        .of(PowerClass::SecretsClusterWide)
+        .map(ToString::to_string)
+        .collect();
+    assert!(
+        secrets.iter().any(|p| p.contains("reads Secrets")),
+        "{secrets:?}"
+    );
+    assert!(
+        editor
+            .powers
+            .of(PowerClass::ClusterAdminEquivalent)
+            .any(|p| p.detail.contains("writes Secrets in every namespace")),
+        "{:?}",
+        editor.powers
+    );
+    // registry-viewer cluster-wide pulls every namespace's images, private ones included:
+    // shown as reading Secrets everywhere is (no consent); in the install namespace, nothing.
+    let viewer = |kind: &str| binding(kind).replace("registry-editor", "registry-viewer");
+    let cluster_wide = render(&plain(&viewer("ClusterRoleBinding")), &options(&[])).unwrap();
+    assert_eq!(
+        cluster_wide.powers.classes(),
+        BTreeSet::from([PowerClass::SecretsClusterWide]),
+        "{:?}",
+        cluster_wide.powers
+    );
+    assert!(
+        cluster_wide.powers.found[0]
+            .detail
+            .contains("pulls the images of every namespace's image streams"),
+        "{:?}",
+        cluster_wide.powers
+    );
+    let namespaced = render(&plain(&viewer("RoleBinding")), &options(&[])).unwrap();
+    assert!(
+        namespaced.powers.found.is_empty(),
+        "{:?}",
+        namespaced.powers
+    );
+}
+
+/// A platform reader (OpenShift's Prometheus) given more than reading in the install namespace
+/// receives a grant as any other principal would: `ClusterAdminEquivalent`, whatever other
+/// classes the role it is given opens (they never stand in for that consent).
+#[test]
+fn a_platform_reader_given_more_than_reading_asks_the_consent_of_a_grant_to_another_principal() {
+    for role in ["cluster-admin", "system:openshift:scc:privileged"] {
+        let files = plain(&format!(
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {{name: scrape}}\nroleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: '{role}'}}\nsubjects: [{{kind: ServiceAccount, name: prometheus-k8s, namespace: openshift-monitoring}}]\n"
+        ));
+        let mut privileged = options(&[]);
+        privileged.consent = [PowerClass::PrivilegedWorkloads].into();
+        let (rule, object, message, lift) = refusal_and_lift(render(&files, &privileged));
+        assert_eq!(rule, ContentRule::PowerNotConsented, "{role}: {message}");
+        assert!(
+            object.contains("RoleBinding \"scrape\""),
+            "{role}: {object}"
+        );
+        assert_eq!(
+            lift,
+            Some(Lift::Consent(PowerClass::ClusterAdminEquivalent)),
+            "{role}: {message}"
+        );
+        let mut both = privileged.clone();
+        both.consent.insert(PowerClass::ClusterAdminEquivalent);
+        let bundle = render(&files, &both).unwrap_or_else(|e| panic!("{role}: {e}"));
+        assert!(
+            bundle
+                .powers
+                .of(PowerClass::ClusterAdminEquivalent)
+                .any(|p| p.detail.contains("prometheus-k8s")
+                    && p.detail.contains("a grant to another principal")),
+            "{role}: {:?}",
+            bundle.powers
+        );
+    }
 }
 
 /// Issue 33 item 1: a binding of a built-in role is a grant of what that role holds, judged by
@@ -606,10 +688,12 @@ fn built_in_roles_are_judged_by_what_they_grant() {
             Ok(&[Admin]),
         ),
         (
+            // Every verb in the namespace includes OLM v0's kinds there: any operator installed,
+            // its cluster-wide RBAC included.
             "cluster-admin in the install namespace",
             "RoleBinding",
             "cluster-admin",
-            Ok(&[Privileged]),
+            Ok(&[Admin]),
         ),
         (
             "admin cluster-wide",
@@ -636,6 +720,18 @@ fn built_in_roles_are_judged_by_what_they_grant() {
             Ok(&[]),
         ),
         ("view cluster-wide", "ClusterRoleBinding", "view", Ok(&[])),
+        (
+            "registry-editor cluster-wide",
+            "ClusterRoleBinding",
+            "registry-editor",
+            Ok(&[Admin]),
+        ),
+        (
+            "registry-viewer cluster-wide (shown only)",
+            "ClusterRoleBinding",
+            "registry-viewer",
+            Ok(&[]),
+        ),
         (
             "auth-delegator",
             "ClusterRoleBinding",

@@ -2,7 +2,8 @@
 //! each (workload creation, Secret writes, ephemeral containers, operator installation, OpenShift
 //! identities, namespace relabelling, PersistentVolumes, Endpoints). Each is held for exactly
 //! the consent its path's class needs and renders with it; the same grant in the install
-//! namespace (`permissions`), or read-only cluster-wide, needs none.
+//! namespace (`permissions`), or read-only cluster-wide, needs none, but for the paths a
+//! namespace's own objects open (OLM v0's namespaced kinds, relabelling that namespace).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -70,6 +71,17 @@ const PATHS: &[(&str, &str, &str, PowerClass)] = &[
     ("", "persistentvolumes", "create", PRIVILEGED),
     ("", "endpoints", "create", PLATFORM),
     ("discovery.k8s.io", "endpointslices", "patch", PLATFORM),
+];
+
+/// The paths of `PATHS` that open in the install namespace too: OLM v0 installs an operator,
+/// its cluster-wide RBAC included, from a Subscription, InstallPlan, ClusterServiceVersion or
+/// OperatorGroup of any namespace; a Role may relabel its own namespace (its Pod Security level).
+const ALSO_IN_THE_INSTALL_NAMESPACE: &[(&str, &str)] = &[
+    ("operators.coreos.com", "subscriptions"),
+    ("operators.coreos.com", "installplans"),
+    ("operators.coreos.com", "clusterserviceversions"),
+    ("operators.coreos.com", "operatorgroups"),
+    ("", "namespaces"),
 ];
 
 /// A registry+v1 bundle whose CSV grants `rule` to its operator's ServiceAccount, cluster-wide
@@ -154,17 +166,39 @@ fn each_cluster_wide_escalation_path_needs_exactly_its_consent() {
 
 #[test]
 fn the_same_grant_in_the_install_namespace_or_read_only_needs_no_consent() {
-    for (group, resource, verb, _) in PATHS {
+    for (group, resource, verb, class) in PATHS {
         let what = format!("{verb} {resource}.{group}");
         let own_namespace = RenderOptions {
             watch_namespace: Some(INSTALL_NS.to_owned()),
             ..consent(&[])
         };
-        let namespaced = render(
-            &bundle("permissions", &rule(group, resource, verb)),
-            &own_namespace,
-        )
-        .expect(&what);
+        let files = bundle("permissions", &rule(group, resource, verb));
+        if ALSO_IN_THE_INSTALL_NAMESPACE.contains(&(*group, *resource)) {
+            let refused = render(&files, &own_namespace).expect_err(&what);
+            let RenderError::ContentPolicy(violations) = &refused else {
+                panic!("{what}: expected a content-policy refusal, got {refused}");
+            };
+            assert_eq!(
+                violations.lifts(),
+                BTreeSet::from([&Lift::Consent(*class)]),
+                "{what} in a Role: {refused}"
+            );
+            let rendered = render(
+                &files,
+                &RenderOptions {
+                    watch_namespace: Some(INSTALL_NS.to_owned()),
+                    ..consent(&[*class])
+                },
+            )
+            .expect(&what);
+            assert_eq!(
+                classes(&rendered),
+                BTreeSet::from([*class]),
+                "{what} in a Role"
+            );
+            continue;
+        }
+        let namespaced = render(&files, &own_namespace).expect(&what);
         assert!(
             namespaced
                 .objects

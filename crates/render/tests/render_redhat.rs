@@ -357,7 +357,8 @@ fn platform_readers_read_non_secrets_of_the_install_namespace_and_ask_consent_fo
             "{reader}: {:?}",
             bundle.powers
         );
-        // (rules, binding kind, the class asked)
+        // (rules, binding kind, the class of the path it opens besides the grant to another
+        // principal, `ClusterAdminEquivalent`, that any grant beyond reading is)
         let beyond = [
             (
                 "{apiGroups: [''], resources: [secrets], verbs: [get]}",
@@ -390,8 +391,14 @@ fn platform_readers_read_non_secrets_of_the_install_namespace_and_ask_consent_fo
                 "ClusterRoleBinding",
                 PRIVILEGED,
             ),
+            (
+                "{apiGroups: [security.openshift.io], resources: [securitycontextconstraints], resourceNames: [privileged], verbs: [use]}",
+                "RoleBinding",
+                PRIVILEGED,
+            ),
         ];
         for (rules, kind, class) in beyond {
+            let asked: BTreeSet<PowerClass> = [ADMIN, class].into();
             let role_kind = if kind == "ClusterRoleBinding" {
                 "ClusterRole"
             } else {
@@ -407,20 +414,24 @@ fn platform_readers_read_non_secrets_of_the_install_namespace_and_ask_consent_fo
                     .all(|v| v.rule == ContentRule::PowerNotConsented),
                 "{what}: {refused}"
             );
+            let lifts: BTreeSet<Lift> = refused.lifts().into_iter().cloned().collect();
             assert_eq!(
-                refused.lifts(),
-                BTreeSet::from([&Lift::Consent(class)]),
+                lifts,
+                asked.iter().map(|c| Lift::Consent(*c)).collect(),
                 "{what}: {refused}"
             );
-            let bundle = render(&plain(&manifest), &options(&[class]))
+            let asked: Vec<PowerClass> = asked.into_iter().collect();
+            let bundle = render(&plain(&manifest), &options(&asked))
                 .unwrap_or_else(|e| panic!("{what}: {e}"));
-            assert!(
-                bundle
-                    .powers
-                    .of(class)
-                    .any(|p| p.detail.contains("platform identity")),
-                "{what}"
-            );
+            for class in asked {
+                assert!(
+                    bundle
+                        .powers
+                        .of(class)
+                        .any(|p| p.detail.contains("platform identity")),
+                    "{what}: {class}"
+                );
+            }
         }
     }
     // Another account of openshift-monitoring is anyone else.
