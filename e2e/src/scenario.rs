@@ -188,6 +188,27 @@ pub async fn wait_catalog_serves(client: &Client, name: &str, fbc: &str) -> Stri
     .await
 }
 
+/// Creates the cluster-scoped object `object` (JSON of kind `K`).
+///
+/// # Panics
+/// When `object` is not a `K` or the API refuses it.
+pub async fn create_cluster_scoped<K>(client: &Client, object: Value)
+where
+    K: kube::Resource<DynamicType = (), Scope = k8s_openapi::ClusterResourceScope>
+        + serde::de::DeserializeOwned
+        + serde::Serialize
+        + Clone
+        + std::fmt::Debug,
+{
+    let object: K = from_json(object);
+    if let Err(err) = Api::<K>::all(client.clone())
+        .create(&PostParams::default(), &object)
+        .await
+    {
+        panic!("creating {object:?}: {err}");
+    }
+}
+
 /// Creates PlatformOperator `name` with `spec`.
 ///
 /// # Panics

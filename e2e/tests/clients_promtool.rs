@@ -21,13 +21,13 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use kube::Client;
 use kube::api::{Api, PostParams};
 use pom_api::{Catalog, PlatformOperator};
 use pom_controller::metrics::{Format, Metrics};
 use pom_e2e::fixtures::{TestBundle, catalog_json};
 use pom_e2e::manager::{eventually, po_condition};
 use pom_e2e::manager_process::{ManagerProcess, free_address, manager_binary};
+use pom_e2e::scenario::create_cluster_scoped;
 use pom_e2e::{ControlPlane, Workloads, binaries};
 use serde_json::json;
 
@@ -131,22 +131,6 @@ fn documented() -> BTreeSet<String> {
         .collect()
 }
 
-/// Creates a cluster-scoped object.
-async fn create<K>(client: &Client, object: serde_json::Value)
-where
-    K: kube::Resource<DynamicType = (), Scope = k8s_openapi::ClusterResourceScope>
-        + serde::de::DeserializeOwned
-        + serde::Serialize
-        + Clone
-        + std::fmt::Debug,
-{
-    let object: K = serde_json::from_value(object).unwrap();
-    Api::<K>::all(client.clone())
-        .create(&PostParams::default(), &object)
-        .await
-        .unwrap();
-}
-
 #[tokio::test]
 async fn promtool_checks_metrics_with_every_family_populated_and_documented() {
     let mut needed = binaries::CONTROL_PLANE.to_vec();
@@ -161,7 +145,7 @@ async fn promtool_checks_metrics_with_every_family_populated_and_documented() {
     let plane = ControlPlane::start(Workloads::Simulated).await.unwrap();
     let client = plane.client().await.unwrap();
     for ns in [NAMESPACE, "catalogs"] {
-        create::<Namespace>(&client, json!({"metadata": {"name": ns}})).await;
+        create_cluster_scoped::<Namespace>(&client, json!({"metadata": {"name": ns}})).await;
     }
     let bundle = TestBundle::new("alpha", "1.0.0");
     let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "local"},
@@ -172,7 +156,7 @@ async fn promtool_checks_metrics_with_every_family_populated_and_documented() {
         .await
         .unwrap();
     pom_e2e::scenario::trust_catalog_namespace(&client, "catalogs").await;
-    create::<Catalog>(
+    create_cluster_scoped::<Catalog>(
         &client,
         json!({
             "apiVersion": "platform.openshift.io/v1alpha1", "kind": "Catalog", "metadata": {"name": "local"},
@@ -181,7 +165,7 @@ async fn promtool_checks_metrics_with_every_family_populated_and_documented() {
     )
     .await;
     for package in ["alpha", "ghost"] {
-        create::<PlatformOperator>(
+        create_cluster_scoped::<PlatformOperator>(
             &client,
             json!({
                 "apiVersion": "platform.openshift.io/v1alpha1", "kind": "PlatformOperator",

@@ -21,13 +21,13 @@ use std::process::Command;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use kube::Client;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use pom_api::{Catalog, PlatformOperator};
 use pom_controller::manifests::{PROMETHEUS_RULE, UPDATE_PRECHECK_ALERT};
 use pom_e2e::fixtures::{TestBundle, catalog_json};
 use pom_e2e::manager::{eventually, po_condition};
 use pom_e2e::manager_process::{ManagerProcess, free_address, manager_binary};
+use pom_e2e::scenario::create_cluster_scoped;
 use pom_e2e::{ControlPlane, Workloads, binaries};
 use serde_json::{Value, json};
 
@@ -199,22 +199,6 @@ fn unit_test(
     })
 }
 
-/// Creates a cluster-scoped object.
-async fn create<K>(client: &Client, object: Value)
-where
-    K: kube::Resource<DynamicType = (), Scope = k8s_openapi::ClusterResourceScope>
-        + serde::de::DeserializeOwned
-        + serde::Serialize
-        + Clone
-        + std::fmt::Debug,
-{
-    let object: K = serde_json::from_value(object).unwrap();
-    Api::<K>::all(client.clone())
-        .create(&PostParams::default(), &object)
-        .await
-        .unwrap();
-}
-
 #[tokio::test]
 async fn the_update_precheck_alert_fires_on_held_pos_and_clears_once_they_settle() {
     let mut needed = binaries::CONTROL_PLANE.to_vec();
@@ -248,7 +232,7 @@ async fn the_update_precheck_alert_fires_on_held_pos_and_clears_once_they_settle
     let plane = ControlPlane::start(Workloads::Simulated).await.unwrap();
     let client = plane.client().await.unwrap();
     for ns in [NAMESPACE, "catalogs"] {
-        create::<Namespace>(&client, json!({"metadata": {"name": ns}})).await;
+        create_cluster_scoped::<Namespace>(&client, json!({"metadata": {"name": ns}})).await;
     }
     let alpha = TestBundle::new("alpha", "1.0.0");
     let beta = TestBundle::new("beta", "1.0.0");
@@ -260,7 +244,7 @@ async fn the_update_precheck_alert_fires_on_held_pos_and_clears_once_they_settle
         .await
         .unwrap();
     pom_e2e::scenario::trust_catalog_namespace(&client, "catalogs").await;
-    create::<Catalog>(
+    create_cluster_scoped::<Catalog>(
         &client,
         json!({
             "apiVersion": "platform.openshift.io/v1alpha1", "kind": "Catalog", "metadata": {"name": "local"},
@@ -278,7 +262,7 @@ async fn the_update_precheck_alert_fires_on_held_pos_and_clears_once_they_settle
             json!({"package": {"name": "beta"}, "upgradeApproval": "Manual"}),
         ),
     ] {
-        create::<PlatformOperator>(
+        create_cluster_scoped::<PlatformOperator>(
             &client,
             json!({
                 "apiVersion": "platform.openshift.io/v1alpha1", "kind": "PlatformOperator",
