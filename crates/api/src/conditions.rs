@@ -133,6 +133,9 @@ reasons! {
     WaitingForOperatorCondition,
     /// A move is chosen but held until the one before it settles or the operator allows it.
     MovePending,
+    /// `spec.soak`: the last move settled and is left alone until its soak ends; the next hop
+    /// and the cluster's version report wait (as a PO's Upgradeable too: the cluster waits).
+    Soaking,
     /// A move recorded as intent was abandoned for what runs: its target no longer qualifies
     /// (the admin's versionRange or channel, or what the cluster can run).
     MoveAbandoned,

@@ -64,6 +64,14 @@ pub struct PlatformOperatorSpec {
     #[serde(default = "default_progress_deadline")]
     #[schemars(regex(pattern = DURATION))]
     pub progress_deadline: String,
+    /// How long a move must have settled before the next hop starts and before the cluster
+    /// version reports this operator at the new release (a Go duration such as `10m`, at most
+    /// `24h`): time for what the operator does after it reports ready, such as a database
+    /// migration. Default: no soak.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = DURATION))]
+    #[x_kube(validation = kube::core::Rule::new("duration(self) <= duration('24h')").message("spec.soak may be at most 24h"))]
+    pub soak: Option<String>,
     /// Objects of this operator's bundles that may break one rule of POM's content policy
     /// (docs/content-policy.md), each named by the admin: for operators that legitimately
     /// manage RBAC or ship a kind outside the allowlist. Rules that would reach outside the
@@ -667,6 +675,13 @@ pub struct ActiveHop {
     /// (`status.appliedConfig.digest`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<String>,
+    /// When the move settled (absent for a move that settled before POM recorded it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settled_at: Option<Time>,
+    /// While `spec.soak` holds the next hop and the release's version report after this move
+    /// settled: when that ends (`settledAt` + `spec.soak`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soak_until: Option<Time>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -769,6 +784,7 @@ mod tests {
             install_namespace: None,
             upgrade_gate: UpgradeGate::Auto,
             progress_deadline: default_progress_deadline(),
+            soak: None,
             content_exceptions: Vec::new(),
             omit_objects: Vec::new(),
             consent: Consent::default(),

@@ -234,7 +234,11 @@ impl Readings {
             name,
             judged_for_phase(verdict, failed_without_install, pin_for_phase),
         ));
-        let settled = status.active_hop.as_ref().is_some_and(|h| h.settled)
+        // A soaking move (issue 35 item 4) has not finished what the soak waits for.
+        let settled = status
+            .active_hop
+            .as_ref()
+            .is_some_and(|h| h.settled && h.soak_until.is_none())
             && status.desired_bundle.is_none();
         self.all_at_pin &= current && ((settled && pin_for_phase) || failed_without_install);
     }

@@ -4,6 +4,7 @@
 
 use std::ops::ControlFlow;
 
+use k8s_openapi::jiff::Timestamp;
 use pom_api::conditions::{ConditionStatus, Reason};
 use pom_api::platform_operator::{
     AppliedConfig, BundleRef, PinReason as ApiPinReason, UpgradeApproval,
@@ -59,6 +60,9 @@ pub struct PoDecision {
     pub config_change: Option<ConfigChange>,
     /// The PlatformOperator's name, for the commands status messages give the admin.
     pub po: String,
+    /// `spec.soak` (zero when not asked for or unreadable): status records the soak after a
+    /// settled move with it ([`crate::soak`]).
+    pub soak: std::time::Duration,
 }
 
 /// A change of the configuration of the operator that runs.
@@ -200,6 +204,9 @@ pub enum HoldReason {
     },
     /// `spec.paused`: POM writes nothing for PlatformOperator `po` but its status.
     Paused { po: String },
+    /// `spec.soak`: the move to `settled` settled less than the soak ago; the next hop
+    /// starts at `until` ([`crate::soak`]).
+    Soaking { settled: String, until: Timestamp },
 }
 
 impl HoldReason {
@@ -255,6 +262,10 @@ impl std::fmt::Display for HoldReason {
                 }
                 write!(f, ": approve it with {}", approve_commands(po, bundle))
             }
+            Self::Soaking { settled, until } => write!(
+                f,
+                "the move to {settled} soaks until {until} (spec.soak): the next hop starts then"
+            ),
             Self::Paused { po } => write!(
                 f,
                 "the PlatformOperator is paused (spec.paused): resume it with {}",
@@ -357,6 +368,7 @@ impl PoDecision {
             config: None,
             config_change: None,
             po: String::new(),
+            soak: std::time::Duration::ZERO,
         }
     }
 
@@ -376,6 +388,9 @@ pub fn decide(snapshot: &PoSnapshot<'_>) -> PoDecision {
     let mut decision = decide_action(snapshot);
     decision.po.clone_from(&snapshot.name);
     decision.judged_for = snapshot.cluster.phase().map(|p| p.target.clone());
+    if let Ok(request) = &snapshot.request {
+        decision.soak = request.soak;
+    }
     if let (Ok(request), Some(hop)) = (&snapshot.request, &snapshot.hop) {
         decision.deadline_exceeded = !hop.settled
             && crate::snapshot::elapsed(snapshot.now, hop.started_at) > request.progress_deadline;
@@ -1049,7 +1064,21 @@ fn safety_hold(
     if move_in_flight(s) && !skipped {
         return Some(HoldReason::MoveNotSettled);
     }
+    if let Some(soaking) = soak_hold(s, request) {
+        return Some(soaking);
+    }
     operator_hold(s, request)
+}
+
+/// The soak after the last move, while it lasts (issue 35 item 4): the next hop waits for it
+/// as it waits for the move to settle.
+fn soak_hold(s: &PoSnapshot<'_>, request: &PoRequest) -> Option<HoldReason> {
+    let hop = s.hop.as_ref().filter(|h| h.settled)?;
+    let until = crate::soak::soak_until(hop.settled_at, request.soak, s.now)?;
+    Some(HoldReason::Soaking {
+        settled: hop.to.clone(),
+        until,
+    })
 }
 
 /// Starts the move, or records why it waits. A start that skips the unsettled move carries

@@ -23,6 +23,7 @@ pub mod precheck;
 pub mod render_request;
 pub mod request;
 pub mod snapshot;
+pub mod soak;
 pub mod source_trust;
 pub mod status;
 pub mod steps;

@@ -124,6 +124,8 @@ pub fn plan(snapshot: &PoSnapshot<'_>) -> PoPlan {
             to: target.name.clone(),
             started_at: world.now,
             settled: true,
+            // A plan lists hops, not when: a soak delays the next one, it never blocks it.
+            settled_at: None,
         });
         // Under `upgradeGate: OperatorCondition` a move settles only on Upgradeable=True, so
         // the operator is taken to report it too.

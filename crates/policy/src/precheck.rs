@@ -18,8 +18,8 @@ use crate::conditions;
 /// `pom_platformoperator_update_risk{risk=...}` is [`UpdateRisk::label`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum UpdateRisk {
-    /// A move (install or hop) is applied and has not settled (§7): the cluster would update
-    /// under an operator in the middle of a change.
+    /// A move (install or hop) is applied and has not settled (§7), or soaks after it settled
+    /// (`spec.soak`): the cluster would update under an operator in the middle of a change.
     Unsettled,
     /// `Degraded=True`: something the admin must look at first.
     Degraded,
@@ -60,7 +60,10 @@ impl UpdateRisk {
             conditions::find(&status.conditions, type_).is_some_and(|c| c.reason == reason.as_str())
         };
         match self {
-            UpdateRisk::Unsettled => status.active_hop.as_ref().is_some_and(|h| !h.settled),
+            UpdateRisk::Unsettled => status
+                .active_hop
+                .as_ref()
+                .is_some_and(|h| !h.settled || h.soak_until.is_some()),
             UpdateRisk::Degraded => conditions::find(&status.conditions, types::DEGRADED)
                 .is_some_and(|c| c.status == ConditionStatus::True.as_str()),
             UpdateRisk::Paused => {

@@ -8,6 +8,7 @@ use pom_api::platform_operator::{UpgradeApproval, UpgradeGate};
 use pom_resolver::range::VersionRange;
 
 use crate::duration::parse_go_duration;
+use crate::soak::MAX_SOAK;
 
 /// What the admin asked for, typed.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,6 +28,9 @@ pub struct PoRequest {
     pub upgrade_approval: UpgradeApproval,
     /// `spec.approvedBundle`: the bundle the admin approved a move to.
     pub approved_bundle: Option<String>,
+    /// `spec.soak`: how long a settled move is left alone before the next hop and the
+    /// release's version report ([`crate::soak`]); zero when not asked for.
+    pub soak: Duration,
 }
 
 /// A spec field that cannot be used, naming the field, the value and what to do.
@@ -44,6 +48,10 @@ pub enum RequestError {
         "spec.progressDeadline {value:?} is not a Go duration such as \"10m\" or \"1h30m\"; fix spec.progressDeadline on the PlatformOperator"
     )]
     ProgressDeadline { value: String },
+    #[error(
+        "spec.soak {value:?} is not a Go duration of at most 24h such as \"10m\"; fix spec.soak on the PlatformOperator"
+    )]
+    Soak { value: String },
 }
 
 impl PoRequest {
@@ -76,6 +84,14 @@ impl PoRequest {
                 value: spec.progress_deadline.clone(),
             }
         })?;
+        let soak = match spec.soak.as_deref() {
+            None => Duration::ZERO,
+            Some(text) => parse_go_duration(text)
+                .filter(|soak| *soak <= MAX_SOAK)
+                .ok_or_else(|| RequestError::Soak {
+                    value: text.to_owned(),
+                })?,
+        };
         Ok(Self {
             package: spec.package.name.clone(),
             channel: spec.package.channel.clone(),
@@ -90,6 +106,7 @@ impl PoRequest {
                 .unwrap_or_else(|| name.to_owned()),
             upgrade_approval: spec.upgrade_approval,
             approved_bundle: spec.approved_bundle.clone(),
+            soak,
         })
     }
 }
@@ -109,6 +126,7 @@ mod tests {
             install_namespace: None,
             upgrade_gate: UpgradeGate::Auto,
             progress_deadline: "10m".into(),
+            soak: None,
             content_exceptions: Vec::new(),
             omit_objects: Vec::new(),
             consent: Default::default(),
@@ -138,6 +156,25 @@ mod tests {
                 .contains("spec.progressDeadline \"ten minutes\""),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_soak_is_a_bounded_duration_and_none_is_zero() {
+        assert_eq!(
+            PoRequest::from_spec("cm", &spec()).unwrap().soak,
+            Duration::ZERO
+        );
+        let mut soaking = spec();
+        soaking.soak = Some("1h30m".into());
+        assert_eq!(
+            PoRequest::from_spec("cm", &soaking).unwrap().soak,
+            Duration::from_secs(5400)
+        );
+        for bad in ["25h", "a while", ""] {
+            soaking.soak = Some(bad.into());
+            let err = PoRequest::from_spec("cm", &soaking).unwrap_err();
+            assert!(err.to_string().starts_with("spec.soak"), "{bad}: {err}");
+        }
     }
 
     #[test]

@@ -261,6 +261,8 @@ pub struct Hop {
     pub to: String,
     pub started_at: Timestamp,
     pub settled: bool,
+    /// When it settled, if POM recorded it (a soak counts from here).
+    pub settled_at: Option<Timestamp>,
 }
 
 impl From<&ActiveHop> for Hop {
@@ -270,6 +272,7 @@ impl From<&ActiveHop> for Hop {
             to: hop.to.clone(),
             started_at: hop.started_at.0,
             settled: hop.settled,
+            settled_at: hop.settled_at.as_ref().map(|t| t.0),
         }
     }
 }

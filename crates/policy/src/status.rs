@@ -351,6 +351,8 @@ fn config_intent(input: &StatusInput<'_>) -> Option<PlatformOperatorStatus> {
             failed_attempts: 0,
             rolled_out_at: None,
             config: Some(change.digest.clone()),
+            settled_at: None,
+            soak_until: None,
         }),
         ..previous.clone()
     })
@@ -448,6 +450,8 @@ fn started_hop(
         failed_attempts: 0,
         rolled_out_at: None,
         config: None,
+        settled_at: None,
+        soak_until: None,
     }
 }
 
@@ -510,7 +514,8 @@ pub fn compute(input: &StatusInput<'_>) -> PlatformOperatorStatus {
     let decision = input.decision;
     let now = to_api_time(input.now);
     let mut act = after_act(input);
-    let active_hop = active_hop_after(input, &mut act, &now);
+    let active_hop =
+        active_hop_after(input, &mut act, &now).map(|hop| with_soak(hop, decision.soak, input.now));
     let settled = active_hop.as_ref().is_none_or(|h| h.settled);
     let verdict = verdict_shown(act.installed.as_ref(), decision);
     let stopped_working = stopped_working(input.outcome, settled && !act.moved);
@@ -640,6 +645,8 @@ fn applied_hop(
             failed_attempts: 0,
             rolled_out_at: None,
             config: None,
+            settled_at: None,
+            soak_until: None,
         },
     };
     // Applied: the failures before it are over, and a configuration change of what runs
@@ -656,8 +663,24 @@ fn applied_hop(
     // A move is never settled by the reconcile that applied it: the verdict of this
     // reconcile was made for what ran before, so the next one judges the new bundle
     // before Upgradeable may say True.
+    let was_settled = hop.settled;
     hop.settled = hop.settled || (waits.is_empty() && !moved);
+    if hop.settled && !was_settled {
+        hop.settled_at = Some(now.clone());
+    }
     hop.waiting_for = (!hop.settled).then(|| join(waits));
+    hop
+}
+
+/// The hop with its soak (issue 35 item 4): `soakUntil` while `spec.soak` after its settle
+/// lasts, from the one rule ([`crate::soak::soak_until`]); recomputed on every reconcile, so a
+/// changed `spec.soak` takes effect and an ended soak is cleared.
+fn with_soak(mut hop: ActiveHop, soak: Duration, now: Timestamp) -> ActiveHop {
+    hop.soak_until = hop
+        .settled
+        .then(|| crate::soak::soak_until(hop.settled_at.as_ref().map(|t| t.0), soak, now))
+        .flatten()
+        .map(Time);
     hop
 }
 
@@ -1086,6 +1109,9 @@ fn progressing_condition(p: &Facts<'_>) -> Desired {
             problem.message.clone(),
         );
     }
+    if let Some(message) = p.hop.and_then(soaking_message) {
+        return progressing(Reason::Soaking, message);
+    }
     Desired::new(
         types::PROGRESSING,
         ConditionStatus::False,
@@ -1146,6 +1172,19 @@ fn stopped_working_message(stopped_working: &[&UnavailableDeployment]) -> String
     )
 }
 
+/// While the soak after `hop` lasts: what it holds and until when.
+fn soaking_message(hop: &ActiveHop) -> Option<String> {
+    let until = hop.soak_until.as_ref()?;
+    let settled_at = hop
+        .settled_at
+        .as_ref()
+        .map_or_else(String::new, |t| format!(" at {}", t.0));
+    Some(format!(
+        "the move to {} settled{settled_at} and soaks until {} (spec.soak): the next hop and the cluster's version report wait until then",
+        hop.to, until.0
+    ))
+}
+
 /// What a PO's Upgradeable is computed from.
 struct UpgradeableInput<'a> {
     verdict: &'a Upgradeability,
@@ -1180,13 +1219,14 @@ fn upgradeable_condition(u: UpgradeableInput<'_>) -> Desired {
 
 /// The rules that override the verdict, in precedence order: the first that applies is what
 /// the admin must act on first.
-const UPGRADEABLE_RULES: [fn(&UpgradeableInput<'_>) -> Option<Desired>; 6] = [
+const UPGRADEABLE_RULES: [fn(&UpgradeableInput<'_>) -> Option<Desired>; 7] = [
     paused_unvouched,
     stopped_working_blocks,
     refused_move_blocks,
     unfinished_install_blocks,
     unsettled_move_blocks,
     pending_move_blocks,
+    soaking_blocks,
 ];
 
 /// An Upgradeable condition, so that each rule states only status, reason and message.
@@ -1271,6 +1311,21 @@ fn unsettled_move_blocks(u: &UpgradeableInput<'_>) -> Option<Desired> {
         format!(
             "the move to {to} has not settled (waiting for {waiting}); wait for it before updating the cluster"
         ),
+    ))
+}
+
+/// A settled move that soaks (issue 35 item 4): what the soak is for (a migration after the
+/// operator said ready) is not over, so the cluster waits for it as for a move in flight.
+fn soaking_blocks(u: &UpgradeableInput<'_>) -> Option<Desired> {
+    // A verdict that blocks on its own says more (what to fix); the soak ends by itself.
+    if !u.verdict.allows_update() {
+        return None;
+    }
+    let message = u.hop.filter(|_| u.installed).and_then(soaking_message)?;
+    Some(upgradeable(
+        ConditionStatus::False,
+        Reason::Soaking,
+        format!("{message}; wait for it before updating the cluster"),
     ))
 }
 
@@ -1394,8 +1449,20 @@ pub fn requeue(
             .clamp(SETTLE_POLL_MIN, WAIT_POLL_MAX)
             .min(resync);
     }
-    if status.desired_bundle.is_some() {
-        return WAIT_POLL_MAX.min(resync);
+    let waiting = if status.desired_bundle.is_some() {
+        WAIT_POLL_MAX.min(resync)
+    } else {
+        resync
+    };
+    // A soak ends at a known instant: judged again right then (a second late, never early).
+    match status
+        .active_hop
+        .as_ref()
+        .and_then(|h| h.soak_until.as_ref())
+    {
+        Some(until) => {
+            (crate::snapshot::elapsed(until.0, now) + Duration::from_secs(1)).min(waiting)
+        }
+        None => waiting,
     }
-    resync
 }

@@ -43,6 +43,8 @@ struct Po {
     /// The cluster version the pin and verdict were judged for.
     judged_for: &'static str,
     hop_settled: Option<bool>,
+    /// The settled hop soaks (`soakUntil` recorded, issue 35 item 4).
+    soaking: bool,
     /// `(type, status, reason, message)`; the status text is written as is.
     conditions: Vec<(&'static str, &'static str, &'static str, &'static str)>,
     no_status: bool,
@@ -59,6 +61,7 @@ fn po(name: &'static str) -> Po {
         pin: Some(PinReason::Steady),
         judged_for: TARGET,
         hop_settled: Some(true),
+        soaking: false,
         conditions: vec![
             (
                 types::INSTALLED,
@@ -137,6 +140,11 @@ impl Po {
         self
     }
 
+    fn soaking(mut self) -> Self {
+        self.soaking = true;
+        self
+    }
+
     fn no_hop(mut self) -> Self {
         self.hop_settled = None;
         self
@@ -167,6 +175,7 @@ impl Po {
                 install_namespace: None,
                 upgrade_gate: UpgradeGate::Auto,
                 progress_deadline: "10m".to_owned(),
+                soak: None,
                 content_exceptions: Vec::new(),
                 omit_objects: Vec::new(),
                 consent: Default::default(),
@@ -219,6 +228,8 @@ impl Po {
                     failed_attempts: 0,
                     rolled_out_at: None,
                     config: None,
+                    settled_at: Some(now()),
+                    soak_until: self.soaking.then(now),
                 }),
                 max_open_shift_version: None,
                 inventory: Vec::new(),
@@ -489,6 +500,13 @@ fn rows() -> Vec<Row> {
         Row {
             name: "minor update: an unsettled hop withholds versions",
             pos: vec![po("a").pin(PinReason::MinorUpgrade).unsettled()],
+            cluster: minor(),
+            want: shape(HAPPY, Withheld),
+            says: vec![],
+        },
+        Row {
+            name: "minor update: a settled hop that soaks withholds versions",
+            pos: vec![po("a").pin(PinReason::MinorUpgrade).soaking()],
             cluster: minor(),
             want: shape(HAPPY, Withheld),
             says: vec![],

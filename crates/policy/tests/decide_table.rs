@@ -191,7 +191,7 @@ mod fixture {
     #[derive(Debug, Clone, Copy)]
     pub enum LastHop {
         None,
-        /// Settled, started `age` seconds ago.
+        /// Settled, started (and settled) `age` seconds ago.
         Settled {
             age: i64,
         },
@@ -273,6 +273,7 @@ mod fixture {
                 install_namespace: None,
                 upgrade_gate: UpgradeGate::Auto,
                 progress_deadline: "10m".to_owned(),
+                soak: None,
                 content_exceptions: Vec::new(),
                 omit_objects: Vec::new(),
                 consent: Default::default(),
@@ -396,6 +397,11 @@ mod fixture {
             self
         }
 
+        pub fn soak(mut self, soak: &str) -> Self {
+            self.spec.soak = Some(soak.to_owned());
+            self
+        }
+
         pub fn progress_deadline(mut self, deadline: &str) -> Self {
             self.spec.progress_deadline = deadline.to_owned();
             self
@@ -492,11 +498,13 @@ mod fixture {
                 },
             };
             let hop = |age: i64, settled: bool| {
+                let started_at = Timestamp::from_second(now().as_second() - age).unwrap();
                 self.installed.as_ref().map(|i| Hop {
                     from: Some(bundle_name("0.9.0")),
                     to: i.bundle.name.clone(),
-                    started_at: Timestamp::from_second(now().as_second() - age).unwrap(),
+                    started_at,
                     settled,
+                    settled_at: settled.then_some(started_at),
                 })
             };
             PoSnapshot {
@@ -523,12 +531,14 @@ mod fixture {
                         to: i.bundle.name.clone(),
                         started_at: Timestamp::from_second(now().as_second() - 1200).unwrap(),
                         settled: false,
+                        settled_at: None,
                     }),
                     LastHop::Recorded { to } => self.installed.as_ref().map(|i| Hop {
                         from: Some(i.bundle.name.clone()),
                         to: bundle_name(to),
                         started_at: Timestamp::from_second(now().as_second() - 30).unwrap(),
                         settled: false,
+                        settled_at: None,
                     }),
                 },
                 cluster: self.cluster.view(),
@@ -595,6 +605,7 @@ enum Why {
     ClusterVersionUnknown,
     AwaitingApproval,
     Paused,
+    Soaking,
 }
 
 /// Everything a row pins down.
@@ -656,6 +667,7 @@ fn why_of(why: &HoldReason) -> Why {
         HoldReason::ClusterVersionUnknown { .. } => Why::ClusterVersionUnknown,
         HoldReason::AwaitingApproval { .. } => Why::AwaitingApproval,
         HoldReason::Paused { .. } => Why::Paused,
+        HoldReason::Soaking { .. } => Why::Soaking,
     }
 }
 
@@ -944,6 +956,41 @@ fn rows() -> Vec<Row> {
                 .problem_says("minKubeVersion"),
         ),
         // Held moves (§7).
+        // Soak (issue 35 item 4): the next hop waits until the last move has been settled
+        // for spec.soak, then starts; without a soak it starts at once.
+        row(
+            "a soaking move holds the next hop",
+            world()
+                .installed("1.1.0")
+                .cluster(Cluster::Patch)
+                .soak("10m")
+                .hop(LastHop::Settled { age: 599 }),
+            keep()
+                .pin(PatchUpgrade, ">=1.1.0 <1.2.0-0")
+                .held("1.1.1", Why::Soaking)
+                .held_says("soaks until")
+                .held_says("spec.soak"),
+        ),
+        row(
+            "a soak that ended lets the next hop start",
+            world()
+                .installed("1.1.0")
+                .cluster(Cluster::Patch)
+                .soak("10m")
+                .hop(LastHop::Settled { age: 600 }),
+            move_to("1.1.1", PatchUpgrade, ">=1.1.1 <1.2.0-0").pin(PatchUpgrade, ">=1.1.0 <1.2.0-0"),
+        ),
+        row(
+            "an unsettled move is what holds a soaking PO's next hop",
+            world()
+                .installed("1.1.0")
+                .cluster(Cluster::Patch)
+                .soak("10m")
+                .hop(LastHop::Unsettled { age: 60 }),
+            keep()
+                .pin(PatchUpgrade, ">=1.1.0 <1.2.0-0")
+                .held("1.1.1", Why::MoveNotSettled),
+        ),
         row(
             "an unsettled hop holds the next move",
             world()

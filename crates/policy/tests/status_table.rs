@@ -6,6 +6,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::time::Duration;
+
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use pom_api::conditions::{ConditionStatus, Reason, types};
@@ -72,6 +74,7 @@ fn decision(action: Action, pin: Option<PinState>, verdict: Upgradeability) -> P
         config: None,
         config_change: None,
         po: "demo".to_owned(),
+        soak: Duration::ZERO,
     }
 }
 
@@ -2246,4 +2249,113 @@ fn a_deadline_with_no_typed_wait_says_what_the_move_waits_for() {
             .and_then(|h| h.waiting_for.as_deref());
         assert_ne!(waiting, Some(""), "an empty wait is no wait");
     }
+}
+
+/// Issue 35 item 4: a move that settles under `spec.soak` records when, soaks until
+/// `settledAt` + soak (Progressing and Upgradeable say so, the update-risk gauge counts it, the
+/// reconcile comes back when it ends), and at that instant is over: nothing is left of it.
+#[test]
+fn a_settled_move_soaks_for_spec_soak_then_nothing_is_left_of_it() {
+    let soak = |mut d: PoDecision| {
+        d.soak = Duration::from_secs(600);
+        d
+    };
+    let condition = |status: &PlatformOperatorStatus, type_: &str| {
+        let c = status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == type_)
+            .unwrap()
+            .clone();
+        (c.status, c.reason, c.message)
+    };
+    let settle = |previous: &PlatformOperatorStatus, now: i64| {
+        step(
+            previous,
+            now,
+            soak(keep(pin(PinReason::Steady, "=1.1.0"))),
+            applied(report("1.1.0", Some("4.17"), vec![])),
+        )
+        .run()
+    };
+
+    // Settles at t=60: soaking until t=660.
+    let soaking = settle(&installing(), 60);
+    let hop = soaking.active_hop.as_ref().unwrap();
+    assert!(hop.settled);
+    assert_eq!(hop.settled_at.as_ref().map(|t| t.0), Some(at(60)));
+    assert_eq!(hop.soak_until.as_ref().map(|t| t.0), Some(at(660)));
+    let (status, reason, message) = condition(&soaking, types::PROGRESSING);
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        (True.as_str(), "Soaking"),
+        "{message}"
+    );
+    assert!(
+        message.contains("soaks until") && message.contains("spec.soak"),
+        "{message}"
+    );
+    let (status, reason, message) = condition(&soaking, types::UPGRADEABLE);
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        (False.as_str(), "Soaking"),
+        "{message}"
+    );
+    let po_with = |status: &PlatformOperatorStatus| {
+        let mut po: pom_api::PlatformOperator = serde_json::from_value(serde_json::json!({
+            "apiVersion": "platform.openshift.io/v1alpha1", "kind": "PlatformOperator",
+            "metadata": {"name": "demo"}, "spec": {"package": {"name": "demo"}}
+        }))
+        .unwrap();
+        po.status = Some(status.clone());
+        po
+    };
+    let po = po_with(&soaking);
+    assert!(pom_policy::precheck::UpdateRisk::Unsettled.applies(&po));
+    let resync = Duration::from_secs(3600);
+    assert_eq!(
+        status::requeue(
+            &soaking,
+            &applied(report("1.1.0", None, vec![])),
+            resync,
+            at(60)
+        ),
+        Duration::from_secs(601),
+        "judged again a second after the soak ends"
+    );
+
+    // Half-way: the settle time is kept, the soak still counts from it.
+    let later = settle(&soaking, 400);
+    let hop = later.active_hop.as_ref().unwrap();
+    assert_eq!(hop.settled_at.as_ref().map(|t| t.0), Some(at(60)));
+    assert_eq!(hop.soak_until.as_ref().map(|t| t.0), Some(at(660)));
+
+    // At t=660 it is over.
+    let over = settle(&later, 660);
+    let hop = over.active_hop.as_ref().unwrap();
+    assert_eq!(hop.soak_until, None);
+    assert_eq!(hop.settled_at.as_ref().map(|t| t.0), Some(at(60)));
+    let (status, reason, _) = condition(&over, types::PROGRESSING);
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        (False.as_str(), "AsExpected")
+    );
+    let (status, reason, _) = condition(&over, types::UPGRADEABLE);
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        (True.as_str(), "AsExpected")
+    );
+    let po = po_with(&over);
+    assert!(!pom_policy::precheck::UpdateRisk::Unsettled.applies(&po));
+
+    // Without a soak nothing of it appears.
+    let plain = step(
+        &installing(),
+        60,
+        keep(pin(PinReason::Steady, "=1.1.0")),
+        applied(report("1.1.0", Some("4.17"), vec![])),
+    )
+    .run();
+    assert_eq!(plain.active_hop.as_ref().unwrap().soak_until, None);
+    assert_eq!(condition(&plain, types::PROGRESSING).1, "AsExpected");
 }

@@ -94,6 +94,7 @@ impl Sim {
                 install_namespace: None,
                 upgrade_gate: UpgradeGate::Rollout,
                 progress_deadline: "10m".to_owned(),
+                soak: None,
                 content_exceptions: Vec::new(),
                 omit_objects: Vec::new(),
                 consent: Default::default(),

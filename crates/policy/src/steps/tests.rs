@@ -25,6 +25,7 @@ fn decision(action: Action) -> PoDecision {
         config: None,
         config_change: None,
         po: "op".to_owned(),
+        soak: std::time::Duration::ZERO,
     }
 }
 
@@ -83,6 +84,8 @@ fn hop(to: &str, settled: bool) -> Option<ActiveHop> {
         failed_attempts: 0,
         rolled_out_at: None,
         config: None,
+        settled_at: None,
+        soak_until: None,
     })
 }
 

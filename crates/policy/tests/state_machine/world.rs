@@ -241,6 +241,7 @@ impl World {
                         install_namespace: None,
                         upgrade_gate: setup.gates[i],
                         progress_deadline: "10m".to_owned(),
+                        soak: None,
                         content_exceptions: Vec::new(),
                         omit_objects: Vec::new(),
                         consent: Default::default(),
