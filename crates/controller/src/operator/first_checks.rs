@@ -49,9 +49,10 @@ pub const SNAPSHOT_LIFETIME: Duration = Duration::from_secs(120);
 pub const MAX_SNAPSHOT_OBJECTS: usize = 25_000;
 /// Objects per list page.
 const PAGE_SIZE: u32 = 500;
-/// How long a first check waits for the snapshot (and the snapshot for the metadata watches'
-/// first lists) before reading instead.
-const WAIT_FOR_SNAPSHOT: Duration = Duration::from_secs(15);
+/// How long after the controller's start first checks wait for the snapshot (and the snapshot
+/// for the metadata watches' first lists), at most: later, they read instead. One deadline for
+/// all, so a reconcile never waits more than once.
+const WAIT_FOR_SNAPSHOT: Duration = Duration::from_secs(20);
 
 /// The kinds snapshotted: every kind POM applies that an owned-object metadata watch covers
 /// (`reconcile.rs`, `watch_owned_kinds`). A kind added there is added here.
@@ -227,6 +228,8 @@ impl KindVersions {
 
 /// The start-up snapshot and what judges it, shared by every PO reconcile of one leadership.
 pub struct FirstChecks {
+    /// Until when first checks wait for the snapshot.
+    wait_until: tokio::time::Instant,
     state: Mutex<State>,
     /// Set once the snapshot is ready or given up.
     settled: tokio::sync::watch::Sender<bool>,
@@ -242,6 +245,7 @@ pub struct FirstChecks {
 impl Default for FirstChecks {
     fn default() -> Self {
         Self {
+            wait_until: tokio::time::Instant::now() + WAIT_FOR_SNAPSHOT,
             state: Mutex::new(State::Taking),
             settled: tokio::sync::watch::channel(false).0,
             watched: Mutex::default(),
@@ -318,7 +322,7 @@ impl FirstChecks {
             })
         };
         let mut lists = self.lists.subscribe();
-        let _ = tokio::time::timeout(WAIT_FOR_SNAPSHOT, lists.wait_for(all_listed)).await;
+        let _ = tokio::time::timeout_at(self.wait_until, lists.wait_for(all_listed)).await;
     }
 
     /// The object at `key`: the snapshot's copy when it is current, else what `read` reads.
@@ -339,7 +343,7 @@ impl FirstChecks {
     /// The snapshot's copy of `key` if it is current ([`source`]); the entry is dropped.
     async fn current_copy<K: serde::de::DeserializeOwned>(&self, key: &ObjectKey) -> Option<K> {
         let mut settled = self.settled.subscribe();
-        tokio::time::timeout(WAIT_FOR_SNAPSHOT, settled.wait_for(|s| *s))
+        tokio::time::timeout_at(self.wait_until, settled.wait_for(|s| *s))
             .await
             .ok()?
             .ok()?;
