@@ -14,6 +14,7 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::{Client, ResourceExt as _};
 use pom_api::openshift::{AGGREGATED_CLUSTER_OPERATOR, ClusterOperator};
 use pom_api::{Catalog, PlatformOperator};
+use pom_controller::api_metrics::{ApiRequests, READ, RequestLabels, WRITE};
 use pom_controller::context::Settings;
 use pom_e2e::Registry;
 use pom_e2e::fixtures::{TestBundle, catalog_json};
@@ -790,5 +791,71 @@ async fn a_new_manager_repairs_drift_made_while_it_was_down_and_just_after_it_st
     )
     .await;
     manager.stop().await;
+
+    // A restart with nothing drifted: the first check reads none of the bundle's objects (each
+    // is in the snapshot, current) and writes nothing.
+    let (counted, requests) = counting_client(&plane).await;
+    let manager = Manager::start(counted, settings);
+    // The snapshot's list of OperatorConditions, then the first check's (its gate).
+    eventually(WAIT, "the first check after the restart", || async {
+        (count(&requests, "list", "operatorconditions.operators.coreos.com") >= 2).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let per_object: Vec<(&str, u64, u64)> = BUNDLE_RESOURCES
+        .iter()
+        .map(|r| (*r, count(&requests, "get", r), count(&requests, "patch", r)))
+        .collect();
+    println!("first check after a restart, (resource, gets, patches): {per_object:?}");
+    assert!(
+        per_object
+            .iter()
+            .all(|(_, gets, patches)| *gets == 0 && *patches == 0),
+        "{per_object:?}"
+    );
+    manager.stop().await;
     println!("test took {:?}", started.elapsed());
+}
+
+/// The test bundle's objects, as `pom_api_requests_total` names their resources.
+const BUNDLE_RESOURCES: &[&str] = &[
+    "namespaces",
+    "customresourcedefinitions.apiextensions.k8s.io",
+    "serviceaccounts",
+    "roles.rbac.authorization.k8s.io",
+    "rolebindings.rbac.authorization.k8s.io",
+    "clusterroles.rbac.authorization.k8s.io",
+    "clusterrolebindings.rbac.authorization.k8s.io",
+    "deployments.apps",
+    "operatorconditions.operators.coreos.com",
+];
+
+/// A client for an in-process manager that counts its requests as the manager's own process
+/// does (`pom_api_requests_total`).
+async fn counting_client(plane: &pom_e2e::ControlPlane) -> (Client, ApiRequests) {
+    let config = kube::Config::from_custom_kubeconfig(
+        plane.kubeconfig().clone(),
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    .unwrap();
+    let requests = ApiRequests::default();
+    let client = kube::client::ClientBuilder::try_from(config)
+        .unwrap()
+        .with_layer(&requests.layer())
+        .build();
+    (client, requests)
+}
+
+/// The requests `verb` (get, list: reads; patch: a write) of `resource` counted so far.
+fn count(requests: &ApiRequests, verb: &'static str, resource: &str) -> u64 {
+    let kind = if verb == "patch" { WRITE } else { READ };
+    requests
+        .family()
+        .get_or_create(&RequestLabels {
+            verb,
+            kind,
+            resource: resource.to_owned(),
+        })
+        .get()
 }

@@ -34,7 +34,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use kube::api::{ListParams, ObjectMeta};
+use kube::api::{DynamicObject, ListParams, ObjectMeta, TypeMeta};
 use kube::core::GroupVersionKind;
 use kube::runtime::watcher;
 use kube::{Client, Resource};
@@ -443,29 +443,15 @@ async fn list_owned(
                 .list(&params)
                 .await
                 .map_err(|e| failed(Error::kube(format!("listing {kind} objects"))(e)))?;
-            for mut object in page.items {
-                object.metadata.managed_fields = None;
-                let (Some(key), Some(rv)) = (
-                    ObjectKey::of(group, kind, &object.metadata),
-                    object.metadata.resource_version.clone(),
-                ) else {
-                    continue;
-                };
+            for object in page.items {
                 if objects.len() >= MAX_SNAPSHOT_OBJECTS {
                     return Err(SnapshotError::TooMany {
                         limit: MAX_SNAPSHOT_OBJECTS,
                     });
                 }
-                let Ok(json) = serde_json::to_vec(&object) else {
-                    continue;
-                };
-                objects.insert(
-                    key,
-                    Stored {
-                        resource_version: rv,
-                        json: json.into_boxed_slice(),
-                    },
-                );
+                if let Some((key, stored)) = entry(&gvk, object) {
+                    objects.insert(key, stored);
+                }
             }
             match page.metadata.continue_.filter(|c| !c.is_empty()) {
                 Some(token) => params = params.continue_token(&token),
@@ -476,11 +462,32 @@ async fn list_owned(
     Ok(objects)
 }
 
+/// A listed object as the snapshot keeps it: as a GET returns it (a list's items of built-in
+/// kinds carry no `apiVersion` and `kind`: without them every copy would differ from what is
+/// applied, and be written), without `managedFields`. `None` without a name or resourceVersion.
+fn entry(gvk: &GroupVersionKind, mut object: DynamicObject) -> Option<(ObjectKey, Stored)> {
+    object.types = Some(TypeMeta {
+        api_version: gvk.api_version(),
+        kind: gvk.kind.clone(),
+    });
+    object.metadata.managed_fields = None;
+    let key = ObjectKey::of(&gvk.group, &gvk.kind, &object.metadata)?;
+    let resource_version = object.metadata.resource_version.clone()?;
+    let json = serde_json::to_vec(&object).ok()?.into_boxed_slice();
+    Some((
+        key,
+        Stored {
+            resource_version,
+            json,
+        },
+    ))
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use k8s_openapi::api::rbac::v1::Role;
-    use kube::api::{DynamicObject, PartialObjectMeta};
+    use kube::api::PartialObjectMeta;
 
     use super::*;
 
@@ -621,6 +628,31 @@ mod tests {
             checks.watched.lock().unwrap().kinds.is_empty(),
             "no longer kept"
         );
+    }
+
+    /// A copy must read as a GET's answer: `apply_if_changed` compares the whole applied
+    /// object, `apiVersion` and `kind` included, with it.
+    #[test]
+    fn a_listed_item_is_kept_as_a_get_returns_it() {
+        let gvk = GroupVersionKind::gvk("rbac.authorization.k8s.io", "v1", "Role");
+        let item: DynamicObject = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "a", "namespace": "ns", "resourceVersion": "5",
+                "managedFields": [{"manager": "m", "operation": "Apply"}]},
+            "rules": []
+        }))
+        .unwrap();
+        let (k, stored) = entry(&gvk, item).unwrap();
+        assert_eq!(k, key("a"));
+        assert_eq!(stored.resource_version, "5");
+        let kept: serde_json::Value = serde_json::from_slice(&stored.json).unwrap();
+        assert_eq!(kept["apiVersion"], "rbac.authorization.k8s.io/v1");
+        assert_eq!(kept["kind"], "Role");
+        assert!(kept["metadata"].get("managedFields").is_none());
+        assert_eq!(kept["rules"], serde_json::json!([]));
+        let nameless: DynamicObject =
+            serde_json::from_value(serde_json::json!({"metadata": {"resourceVersion": "5"}}))
+                .unwrap();
+        assert!(entry(&gvk, nameless).is_none());
     }
 
     #[test]
