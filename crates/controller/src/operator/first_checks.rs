@@ -47,8 +47,9 @@ use crate::error::Error;
 pub const SNAPSHOT_LIFETIME: Duration = Duration::from_secs(120);
 /// The most objects a snapshot holds; a cluster with more owner-labelled objects gets none.
 pub const MAX_SNAPSHOT_OBJECTS: usize = 25_000;
-/// Objects per list page.
-const PAGE_SIZE: u32 = 500;
+/// Objects per list page: small, so that a page parsed whole (a Deployment or a CRD is a few
+/// KiB of JSON, several times that parsed) adds little to the peak memory of a start.
+const PAGE_SIZE: u32 = 100;
 /// How long after the controller's start first checks wait for the snapshot (and the snapshot
 /// for the metadata watches' first lists), at most: later, they read instead. One deadline for
 /// all, so a reconcile never waits more than once.
