@@ -14,6 +14,7 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::{Client, ResourceExt as _};
 use pom_api::openshift::{AGGREGATED_CLUSTER_OPERATOR, ClusterOperator};
 use pom_api::{Catalog, PlatformOperator};
+use pom_controller::api_metrics::{ApiRequests, READ, RequestLabels, WRITE};
 use pom_controller::context::Settings;
 use pom_e2e::Registry;
 use pom_e2e::fixtures::{TestBundle, catalog_json};
@@ -672,4 +673,189 @@ async fn manager_restarts_never_report_a_running_po_as_degraded() {
     println!("{RESTARTS} restarts: never Degraded over {held:?}");
     manager.stop().await;
     println!("test took {:?}", started.elapsed());
+}
+
+/// The first objects of kind `kind` the PO's inventory records: `(namespace, name)`.
+async fn inventory_object(client: &Client, po: &str, kind: &str) -> (Option<String>, String) {
+    let po = Api::<PlatformOperator>::all(client.clone())
+        .get(po)
+        .await
+        .unwrap();
+    po.status
+        .iter()
+        .flat_map(|s| &s.inventory)
+        .flat_map(|entry| &entry.objects)
+        .find(|o| o.kind == kind)
+        .map(|o| (o.namespace.clone(), o.name.clone()))
+        .unwrap_or_else(|| panic!("no {kind} in the inventory"))
+}
+
+/// What a drift edit changes of a Role or ClusterRole: its rules.
+fn rules_of<K: serde::Serialize>(object: &K) -> serde_json::Value {
+    serde_json::to_value(object).unwrap()["rules"].clone()
+}
+
+/// Drift made while the manager was down, and right after a new one started (around its
+/// start-up snapshot, `operator/first_checks.rs`), is repaired by the new manager: judged by
+/// what the API server holds. The first check after a start takes objects from a snapshot
+/// listed after the start, and only while their metadata watch holds the same resourceVersion:
+/// an edit made before the list is in the snapshot, one made after it is seen by the watch.
+#[tokio::test]
+async fn a_new_manager_repairs_drift_made_while_it_was_down_and_just_after_it_started() {
+    use k8s_openapi::api::rbac::v1::{ClusterRole, Role};
+    let started = Instant::now();
+    let Some(plane) = simulated_plane(false).await else {
+        return;
+    };
+    let client = plane.client().await.unwrap();
+    steady_cluster(&client).await;
+    let bundle = TestBundle::new("downtime", "1.0.0");
+    configmap_catalog(
+        &client,
+        "local",
+        &catalog_json(std::slice::from_ref(&bundle), &[]),
+        0,
+    )
+    .await;
+    create_po(
+        &client,
+        "downtime",
+        json!({"package": {"name": "downtime"}}),
+    )
+    .await;
+    let settings: Settings = Manager::test_settings(vec![]);
+    let manager = Manager::start(client.clone(), settings.clone());
+    installed_at(&client, "downtime", "1.0.0").await;
+    let (namespace, deployment) = inventory_object(&client, "downtime", "Deployment").await;
+    let namespace = namespace.unwrap();
+    let (_, role) = inventory_object(&client, "downtime", "Role").await;
+    let (_, cluster_role) = inventory_object(&client, "downtime", "ClusterRole").await;
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &namespace);
+    let roles: Api<Role> = Api::namespaced(client.clone(), &namespace);
+    let cluster_roles: Api<ClusterRole> = Api::all(client.clone());
+    let replicas = deployments
+        .get(&deployment)
+        .await
+        .unwrap()
+        .spec
+        .unwrap()
+        .replicas;
+    let role_rules = rules_of(&roles.get(&role).await.unwrap());
+    let cluster_role_rules = rules_of(&cluster_roles.get(&cluster_role).await.unwrap());
+    let drift = PatchParams::default();
+    let no_rules = Patch::Merge(
+        json!({"rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]}),
+    );
+
+    manager.stop().await;
+    // While no manager runs: an admin scales the operator and edits its Role.
+    deployments
+        .patch(
+            &deployment,
+            &drift,
+            &Patch::Merge(json!({"spec": {"replicas": 3}})),
+        )
+        .await
+        .unwrap();
+    roles.patch(&role, &drift, &no_rules).await.unwrap();
+    let manager = Manager::start(client.clone(), settings.clone());
+    // And right after the new manager started: before, during or after its snapshot.
+    for _ in 0..8 {
+        cluster_roles
+            .patch(&cluster_role, &drift, &no_rules)
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let repaired = || async {
+        let d = deployments.get(&deployment).await.ok()?;
+        let r = roles.get(&role).await.ok()?;
+        let c = cluster_roles.get(&cluster_role).await.ok()?;
+        (d.spec?.replicas == replicas
+            && rules_of(&r) == role_rules
+            && rules_of(&c) == cluster_role_rules)
+            .then_some(())
+    };
+    eventually(
+        WAIT,
+        "the drift made around the restart to be repaired",
+        repaired,
+    )
+    .await;
+    // And once the first checks are done, drift is repaired as ever (the watch sees it).
+    roles.patch(&role, &drift, &no_rules).await.unwrap();
+    eventually(
+        WAIT,
+        "the Role edited after the start to be repaired",
+        repaired,
+    )
+    .await;
+    manager.stop().await;
+
+    // A restart with nothing drifted: the first check reads none of the bundle's objects (each
+    // is in the snapshot, current) and writes nothing.
+    let (counted, requests) = counting_client(&plane).await;
+    let manager = Manager::start(counted, settings);
+    // The snapshot's list of OperatorConditions, then the first check's (its gate).
+    eventually(WAIT, "the first check after the restart", || async {
+        (count(&requests, "list", "operatorconditions.operators.coreos.com") >= 2).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let per_object: Vec<(&str, u64, u64)> = BUNDLE_RESOURCES
+        .iter()
+        .map(|r| (*r, count(&requests, "get", r), count(&requests, "patch", r)))
+        .collect();
+    println!("first check after a restart, (resource, gets, patches): {per_object:?}");
+    assert!(
+        per_object
+            .iter()
+            .all(|(_, gets, patches)| *gets == 0 && *patches == 0),
+        "{per_object:?}"
+    );
+    manager.stop().await;
+    println!("test took {:?}", started.elapsed());
+}
+
+/// The test bundle's objects, as `pom_api_requests_total` names their resources.
+const BUNDLE_RESOURCES: &[&str] = &[
+    "namespaces",
+    "customresourcedefinitions.apiextensions.k8s.io",
+    "serviceaccounts",
+    "roles.rbac.authorization.k8s.io",
+    "rolebindings.rbac.authorization.k8s.io",
+    "clusterroles.rbac.authorization.k8s.io",
+    "clusterrolebindings.rbac.authorization.k8s.io",
+    "deployments.apps",
+    "operatorconditions.operators.coreos.com",
+];
+
+/// A client for an in-process manager that counts its requests as the manager's own process
+/// does (`pom_api_requests_total`).
+async fn counting_client(plane: &pom_e2e::ControlPlane) -> (Client, ApiRequests) {
+    let config = kube::Config::from_custom_kubeconfig(
+        plane.kubeconfig().clone(),
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    .unwrap();
+    let requests = ApiRequests::default();
+    let client = kube::client::ClientBuilder::try_from(config)
+        .unwrap()
+        .with_layer(&requests.layer())
+        .build();
+    (client, requests)
+}
+
+/// The requests `verb` (get, list: reads; patch: a write) of `resource` counted so far.
+fn count(requests: &ApiRequests, verb: &'static str, resource: &str) -> u64 {
+    let kind = if verb == "patch" { WRITE } else { READ };
+    requests
+        .family()
+        .get_or_create(&RequestLabels {
+            verb,
+            kind,
+            resource: resource.to_owned(),
+        })
+        .get()
 }

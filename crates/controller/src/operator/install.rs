@@ -30,6 +30,7 @@ use pom_render::{
 use pom_resolver::fbc::{Bundle, Catalog as FbcCatalog, MaxOpenShiftVersion};
 use serde_json::Value;
 
+use super::first_checks::{FirstChecks, ObjectKey};
 use super::objects::{self, KindCache, apply_if_changed, get_opt, label, object_id};
 use super::operator_condition::{self, OperatorConditionFor};
 use super::webhook_certs;
@@ -255,6 +256,11 @@ pub struct Prepared {
     namespace: String,
     /// The unsafe CRD changes applied anyway on the admin's override (issue 23 item 5).
     crd_safety_overridden: Option<String>,
+    /// The install namespace as read and judged here (`None`: absent then): the apply writes
+    /// it from this read, not a second one.
+    live_namespace: Option<Namespace>,
+    /// The bundle's OperatorCondition as read and judged here, likewise.
+    live_operator_condition: Option<pom_api::olm::OperatorCondition>,
 }
 
 impl Prepared {
@@ -326,7 +332,7 @@ impl Prepared {
 #[allow(clippy::too_many_arguments)]
 pub async fn prepare(
     ctx: &Context,
-    kinds: &KindCache,
+    reads: &Reads<'_>,
     po: &PlatformOperator,
     namespace: Option<&str>,
     target: &Target,
@@ -347,9 +353,8 @@ pub async fn prepare(
         }
     };
     let namespace = namespace.as_str();
-    let namespace_exists = install_namespace_if_ours(client, namespace, &writer)
-        .await?
-        .is_some();
+    let live_namespace = install_namespace_if_ours(client, reads.first, namespace, &writer).await?;
+    let namespace_exists = live_namespace.is_some();
 
     let rendered = render_bundle(ctx, po, namespace, config, certificates, target, &files)?;
     let max_ocp = max_openshift_version(target, &rendered);
@@ -367,9 +372,15 @@ pub async fn prepare(
     // Refuse what would break running things, before writing anything.
     let desired = labelled(bundle_objects, &writer.po, writer.package, &target.name)?;
     let (live_objects, unsafe_changes) =
-        read_and_judge_live(client, kinds, &desired, namespace_exists, &writer).await?;
-    operator_condition_is_writable(client, namespace, rendered.csv_name.as_deref(), &writer)
-        .await?;
+        read_and_judge_live(client, reads, &desired, namespace_exists, &writer).await?;
+    let live_operator_condition = operator_condition_is_writable(
+        client,
+        reads.first,
+        namespace,
+        rendered.csv_name.as_deref(),
+        &writer,
+    )
+    .await?;
     // The admin's break-glass names this bundle: applied anyway, and said so (a Warning Event).
     let crd_safety_overridden = crd_safety_verdict(po, &target.name, &unsafe_changes)?;
     Ok(Prepared {
@@ -380,7 +391,16 @@ pub async fn prepare(
         image,
         namespace: namespace.to_owned(),
         crd_safety_overridden,
+        live_namespace,
+        live_operator_condition,
     })
+}
+
+/// Where a full check's reads come from: the kinds' APIs, and the start-up snapshot a first
+/// check after a start takes current objects from (`first_checks.rs`).
+pub struct Reads<'a> {
+    pub kinds: &'a KindCache,
+    pub first: &'a FirstChecks,
 }
 
 /// The PO about to write: who it is, as ownership judges it (so each object read is checked
@@ -485,17 +505,33 @@ async fn pull_bundle_image(
 /// other's ServiceAccount).
 async fn install_namespace_if_ours(
     client: &kube::Client,
+    first: &FirstChecks,
     namespace: &str,
     writer: &WritingPo<'_>,
 ) -> Result<Option<Namespace>, Error> {
-    let live_namespace = Api::<Namespace>::all(client.clone())
-        .get_opt(namespace)
-        .await
-        .map_err(Error::kube(format!("reading namespace {namespace}")))?;
+    let key = ObjectKey::new(
+        &kube::core::GroupVersionKind::gvk("", "v1", "Namespace"),
+        None,
+        namespace,
+    );
+    let live_namespace = first
+        .current_or(&key, read_namespace(client, namespace))
+        .await?;
     if let Some(live) = &live_namespace {
         writer.may_write(&live.metadata, "Namespace", (None, namespace))?;
     }
     Ok(live_namespace)
+}
+
+/// Namespace `namespace` as the cluster holds it now.
+async fn read_namespace(
+    client: &kube::Client,
+    namespace: &str,
+) -> Result<Option<Namespace>, Error> {
+    Api::<Namespace>::all(client.clone())
+        .get_opt(namespace)
+        .await
+        .map_err(Error::kube(format!("reading namespace {namespace}")))
 }
 
 /// Renders the bundle (pure), with the configuration the decision renders the Deployments
@@ -632,7 +668,7 @@ type LiveObject = (
 /// written, so a refusal leaves nothing half-applied.
 async fn read_and_judge_live(
     client: &kube::Client,
-    kinds: &KindCache,
+    reads: &Reads<'_>,
     desired: &[(objects::ObjectId, Value)],
     namespace_exists: bool,
     writer: &WritingPo<'_>,
@@ -641,8 +677,17 @@ async fn read_and_judge_live(
     let mut unsafe_changes = Vec::new();
     for (id, object) in desired {
         let ns = id.namespace.as_deref();
-        let (api, _) = kinds.api(client, &id.gvk, ns).await?;
-        let live = read_unless_secret(&api, id, object, namespace_exists, &writer.recorded).await?;
+        let (api, namespaced) = reads.kinds.api(client, &id.gvk, ns).await?;
+        let key = ObjectKey::new(&id.gvk, ns.filter(|_| namespaced), &id.name);
+        let live = read_unless_secret(
+            reads.first,
+            (&api, &key),
+            id,
+            object,
+            namespace_exists,
+            &writer.recorded,
+        )
+        .await?;
         if let Some(live) = &live {
             writer.may_write(&live.metadata, &id.gvk.kind, (ns, &id.name))?;
             if id.gvk.kind == "CustomResourceDefinition" {
@@ -660,14 +705,15 @@ async fn read_and_judge_live(
 /// installs there), and the admission guard refuses the manager's change of a Secret it does
 /// not own.
 async fn read_unless_secret(
-    api: &Api<kube::api::DynamicObject>,
+    first: &FirstChecks,
+    (api, key): (&Api<kube::api::DynamicObject>, &ObjectKey),
     id: &objects::ObjectId,
     object: &Value,
     namespace_exists: bool,
     recorded: &BTreeSet<InventoryObject>,
 ) -> Result<Option<kube::api::DynamicObject>, Error> {
     if !is_secret(&id.gvk) {
-        return get_opt(api, &id.name).await;
+        return first.current_or(key, get_opt(api, &id.name)).await;
     }
     if namespace_exists {
         unread_secret_is_free(api, id, object, recorded).await?;
@@ -690,17 +736,26 @@ fn unsafe_crd_changes(live: &kube::api::DynamicObject, desired: &Value) -> Vec<S
 /// before anything is written.
 async fn operator_condition_is_writable(
     client: &kube::Client,
+    first: &FirstChecks,
     namespace: &str,
     csv: Option<&str>,
     writer: &WritingPo<'_>,
-) -> Result<(), Error> {
+) -> Result<Option<pom_api::olm::OperatorCondition>, Error> {
     let Some(csv) = csv else {
-        return Ok(());
+        return Ok(None);
     };
-    if let Some(live) = operator_condition::live(client, namespace, csv).await? {
+    let key = ObjectKey::new(
+        &kube::core::GroupVersionKind::gvk("operators.coreos.com", "v2", "OperatorCondition"),
+        Some(namespace),
+        csv,
+    );
+    let live = first
+        .current_or(&key, operator_condition::live(client, namespace, csv))
+        .await?;
+    if let Some(live) = &live {
         writer.may_write(&live.metadata, "OperatorCondition", (Some(namespace), csv))?;
     }
-    Ok(())
+    Ok(live)
 }
 
 /// Whether unsafe CRD changes refuse the bundle (`Err`: the refusal, with the details) or are
@@ -808,10 +863,12 @@ pub async fn apply(
         image,
         namespace: _,
         crd_safety_overridden: _,
+        live_namespace,
+        live_operator_condition,
     } = prepared;
     ensure_namespace(
         client,
-        namespace,
+        (namespace, live_namespace),
         &po_name,
         package,
         rendered
@@ -820,8 +877,14 @@ pub async fn apply(
         &rendered.namespace_metadata,
     )
     .await?;
-    let operator_condition =
-        ensure_operator_condition(client, namespace, po, &target.name, &rendered).await?;
+    let operator_condition = ensure_operator_condition(
+        client,
+        (namespace, live_operator_condition),
+        po,
+        &target.name,
+        &rendered,
+    )
+    .await?;
 
     let mut wrote = 0;
     let (now, webhooks) =
@@ -853,7 +916,7 @@ pub async fn apply(
 /// does: an operator built on operator-lib writes its condition at start-up.
 async fn ensure_operator_condition(
     client: &kube::Client,
-    namespace: &str,
+    (namespace, read): (&str, Option<pom_api::olm::OperatorCondition>),
     po: &PlatformOperator,
     bundle: &str,
     rendered: &render::RenderedBundle,
@@ -872,6 +935,7 @@ async fn ensure_operator_condition(
             po: &po.name_any(),
             package: &po.spec.package.name,
         },
+        read,
     )
     .await?;
     Ok(Some(OperatorConditionReport {
@@ -1219,17 +1283,19 @@ pub fn is_rolled_out(deployment: &Deployment) -> bool {
 /// namespace this PO's to write (its own, or handed to it: then it is labelled as its own).
 async fn ensure_namespace(
     client: &kube::Client,
-    namespace: &str,
+    (namespace, read): (&str, Option<Namespace>),
     po: &str,
     package: &str,
     privileged: bool,
     bundle_asks: &NamespaceMetadata,
 ) -> Result<(), Error> {
     let api: Api<Namespace> = Api::all(client.clone());
-    let live = api
-        .get_opt(namespace)
-        .await
-        .map_err(Error::kube(format!("reading namespace {namespace}")))?;
+    // Read once per reconcile: the copy `prepare` judged, unless it was absent then (another
+    // PO may have created it since: read again).
+    let live = match read {
+        Some(live) => Some(live),
+        None => read_namespace(client, namespace).await?,
+    };
     let mut wanted = labels::owner_labels(po, package, None);
     for (key, value) in pod_security::namespace_labels(privileged) {
         wanted.insert(key.to_owned(), value.to_owned());

@@ -2,6 +2,7 @@
 //! apply, prune, wait) → report (§8.1), with drift repair and a cleanup finalizer.
 
 mod announce;
+mod first_checks;
 pub mod gather;
 mod install;
 mod objects;

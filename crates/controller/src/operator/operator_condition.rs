@@ -51,10 +51,13 @@ pub async fn live(
 
 /// Ensures the OperatorCondition exists with its Deployments and ServiceAccounts and an
 /// up-to-date status copy; returns its gate. `Ok(None)` when the cluster has no
-/// OperatorCondition API (the gate then cannot be used).
+/// OperatorCondition API (the gate then cannot be used). `read` is the copy this reconcile
+/// already read and judged (each object is read once per reconcile); `None` (absent then) is
+/// read again.
 pub async fn ensure(
     client: &kube::Client,
     target: &OperatorConditionFor<'_>,
+    read: Option<OperatorCondition>,
 ) -> Result<Option<OperatorGate>, Error> {
     let OperatorConditionFor {
         namespace,
@@ -66,14 +69,17 @@ pub async fn ensure(
         package,
     } = *target;
     let api: Api<OperatorCondition> = Api::namespaced(client.clone(), namespace);
-    let existing = match api.get_opt(csv).await {
-        Ok(existing) => existing,
-        Err(err) if is_missing_api(&err) => return Ok(None),
-        Err(err) => {
-            return Err(Error::kube(format!(
-                "reading OperatorCondition {namespace}/{csv}"
-            ))(err));
-        }
+    let existing = match read {
+        Some(read) => Some(read),
+        None => match api.get_opt(csv).await {
+            Ok(existing) => existing,
+            Err(err) if is_missing_api(&err) => return Ok(None),
+            Err(err) => {
+                return Err(Error::kube(format!(
+                    "reading OperatorCondition {namespace}/{csv}"
+                ))(err));
+            }
+        },
     };
     let mut deployments = deployments.to_vec();
     deployments.sort();

@@ -448,9 +448,13 @@ async fn prepare(
         .await
         .map_err(|err| problem_of(&err, true))?
         .certificates;
+    let reads = install::Reads {
+        kinds: &pctx.kinds,
+        first: &pctx.first_checks,
+    };
     let prepared = install::prepare(
         &pctx.ctx,
-        &pctx.kinds,
+        &reads,
         po,
         gathered.namespace.as_deref(),
         &target,
@@ -459,8 +463,10 @@ async fn prepare(
         snapshot.now,
         &|owner: &str| pctx.is_po_owner_label(owner),
     )
-    .await
-    .map_err(|err| problem_of(&err, true))?;
+    .await;
+    // Its first full check since the start is done (read from the snapshot or not).
+    pctx.first_checks.checked(&po.name_any());
+    let prepared = prepared.map_err(|err| problem_of(&err, true))?;
     Ok(Some((target, prepared)))
 }
 

@@ -17,10 +17,11 @@ use std::time::Duration;
 use backon::BackoffBuilder;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Service, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service, ServiceAccount};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::Api;
 use kube::runtime::controller::{Action as RequeueAction, Controller};
 use kube::runtime::finalizer::{Event as Finalizer, finalizer};
@@ -35,6 +36,7 @@ use pom_policy::steps::{self, PlanInput, plan};
 use pom_policy::{decide, inventory};
 use tokio_util::sync::CancellationToken;
 
+use super::first_checks::FirstChecks;
 use super::gather::ClusterWatch;
 use super::objects::KindCache;
 use super::pipeline::{self, Run};
@@ -50,6 +52,8 @@ use crate::watch_cache::{CachedKind, Readiness, spawn_cache};
 const RECONCILE_DEADLINE: Duration = Duration::from_secs(60);
 /// PlatformOperators reconciled at once.
 const RECONCILE_CONCURRENCY: u16 = 16;
+/// How long the start-up snapshot waits for the PO cache's first list.
+const FIRST_SNAPSHOT_WAIT: Duration = Duration::from_secs(30);
 /// How soon to look again when the watch cache has not caught up with our own status write.
 const OWN_WRITE_RETRY: Duration = Duration::from_millis(500);
 
@@ -177,6 +181,9 @@ pub struct PoContext {
     stages: Mutex<HashMap<String, &'static str>>,
     /// Last clean full checks, reused while nothing they read has changed (`quiet.rs`).
     pub(super) checks: CleanChecks,
+    /// The start-up snapshot the first full check of each PO reads from (`first_checks.rs`),
+    /// fed by the owned-object metadata watches.
+    pub(super) first_checks: Arc<FirstChecks>,
 }
 
 /// Runs the PlatformOperator controller until `shutdown`, on `state`'s PlatformOperator cache
@@ -196,7 +203,8 @@ pub async fn run(ctx: Arc<Context>, state: ClusterState, shutdown: CancellationT
     // miss a PO after a phase change).
     let triggers = package_triggers(ctx.catalogs.subscribe_changes(), store.clone());
     let all_pos = store.clone();
-    watch_owned_kinds(controller, &client, &by_owner_label)
+    tokio::spawn(take_first_snapshot(po_ctx.clone(), shutdown.clone()));
+    watch_owned_kinds(controller, &client, &by_owner_label, &po_ctx.first_checks)
         // 16 POs at a time: a PO's reconcile is a chain of requests, each waiting on the API
         // server, so with 4 (as before) 1,000 new POs queued behind each other and the manager,
         // not the rollouts, set the pace (`docs/benchmarks.md`, issue 10 item 4). The same PO
@@ -254,7 +262,25 @@ impl PoContext {
             attempts: Mutex::default(),
             stages: Mutex::default(),
             checks: CleanChecks::default(),
+            first_checks: Arc::default(),
         }
+    }
+}
+
+/// Takes the snapshot the first full check of each PO reads from (`first_checks.rs`), once
+/// the PO cache is listed (bounded: without it the snapshot is still taken, and dropped by
+/// age), and keeps it until it is no longer needed or `shutdown`.
+async fn take_first_snapshot(pctx: Arc<PoContext>, shutdown: CancellationToken) {
+    let take = async {
+        let _ = tokio::time::timeout(FIRST_SNAPSHOT_WAIT, pctx.state.wait_until_ready()).await;
+        let pos = pctx.store.state().iter().map(|po| po.name_any()).collect();
+        pctx.first_checks
+            .take(&pctx.ctx.client, &pctx.kinds, pos)
+            .await;
+    };
+    tokio::select! {
+        () = shutdown.cancelled() => {}
+        () = take => {}
     }
 }
 
@@ -288,39 +314,50 @@ type OwnerMapper =
 /// Deployments and OperatorConditions (rollout and gate), and the other kinds bundles commonly
 /// ship, so drift in them (an edit, a delete) is repaired at once and a settled PO needs no
 /// reads. Not Secrets: watching them needs `list` on every Secret; drift in a Secret a bundle
-/// ships is repaired by the hourly full check instead (`quiet.rs`).
+/// ships is repaired by the hourly full check instead (`quiet.rs`). The install namespaces and
+/// CRDs too (an edit of either is drift). Each event also tells `first` what resourceVersion
+/// the object is at (`first_checks.rs`: its `SNAPSHOT_KINDS` are these kinds).
 fn watch_owned_kinds(
     controller: Controller<PlatformOperator>,
     client: &kube::Client,
     by_owner_label: &OwnerMapper,
+    first: &Arc<FirstChecks>,
 ) -> Controller<PlatformOperator> {
-    let controller = watch_owned::<Deployment>(controller, client, by_owner_label);
-    let controller =
-        watch_owned::<pom_api::olm::OperatorCondition>(controller, client, by_owner_label);
-    let controller = watch_owned::<ServiceAccount>(controller, client, by_owner_label);
-    let controller = watch_owned::<Service>(controller, client, by_owner_label);
-    let controller = watch_owned::<ConfigMap>(controller, client, by_owner_label);
-    let controller = watch_owned::<Role>(controller, client, by_owner_label);
-    let controller = watch_owned::<RoleBinding>(controller, client, by_owner_label);
-    let controller = watch_owned::<ClusterRole>(controller, client, by_owner_label);
-    let controller = watch_owned::<ClusterRoleBinding>(controller, client, by_owner_label);
-    let controller = watch_owned::<NetworkPolicy>(controller, client, by_owner_label);
-    watch_owned::<PodDisruptionBudget>(controller, client, by_owner_label)
+    let owned = (client, by_owner_label, first);
+    let controller = watch_owned::<Deployment>(controller, owned);
+    let controller = watch_owned::<pom_api::olm::OperatorCondition>(controller, owned);
+    let controller = watch_owned::<ServiceAccount>(controller, owned);
+    let controller = watch_owned::<Service>(controller, owned);
+    let controller = watch_owned::<ConfigMap>(controller, owned);
+    let controller = watch_owned::<Role>(controller, owned);
+    let controller = watch_owned::<RoleBinding>(controller, owned);
+    let controller = watch_owned::<ClusterRole>(controller, owned);
+    let controller = watch_owned::<ClusterRoleBinding>(controller, owned);
+    let controller = watch_owned::<NetworkPolicy>(controller, owned);
+    let controller = watch_owned::<PodDisruptionBudget>(controller, owned);
+    let controller = watch_owned::<Namespace>(controller, owned);
+    watch_owned::<CustomResourceDefinition>(controller, owned)
 }
 
 /// Adds a metadata watch of the objects of kind `K` that carry an owner label, each event
-/// mapped to its PlatformOperator by `by_owner_label`.
+/// told to `first` and mapped to its PlatformOperator by `by_owner_label`.
 fn watch_owned<K: CachedKind>(
     controller: Controller<PlatformOperator>,
-    client: &kube::Client,
-    by_owner_label: &OwnerMapper,
+    (client, by_owner_label, first): (&kube::Client, &OwnerMapper, &Arc<FirstChecks>),
 ) -> Controller<PlatformOperator> {
     let map = by_owner_label.clone();
-    controller.watches(
+    let first = first.clone();
+    let events = watcher(
         Api::<kube::api::PartialObjectMeta<K>>::all(client.clone()),
         watcher::Config::default().labels(labels::OWNER_PO),
-        move |obj| map(obj.labels()),
     )
+    .inspect(move |event| {
+        if let Ok(event) = event {
+            first.observe(event);
+        }
+    })
+    .touched_objects();
+    controller.watches_stream(events, move |obj| map(obj.labels()))
 }
 
 /// The POs to re-judge after each catalog change: those of the packages it can affect, or all
