@@ -8,7 +8,11 @@
 //!   the next hop until it says True;
 //! - the admin's `spec.overrides` lets the hop proceed while the operator still says False;
 //! - a stale status (a True copied for an older generation) is never read as a yes;
-//! - the OperatorCondition of a new bundle exists before that bundle's new Deployment.
+//! - the OperatorCondition of a new bundle exists before that bundle's new Deployment;
+//! - an operator first seen reporting by the reconcile that starts its next hop is remembered
+//!   (the PO's `operator-condition-reported` annotation on the API server), and the memory
+//!   outlives its OperatorCondition and a manager restart: under `Auto` the hop waits for the
+//!   new bundle's report.
 //!
 //! Each hop is a patch update of the cluster (4.16.3 → 4.16.4) with X.Y.(Z+1) in the catalog:
 //! a hop the CVO never blocks, so only the operator's gate can hold it.
@@ -644,5 +648,103 @@ async fn new_bundles_operator_condition_is_created_before_its_deployment() {
         );
         assert_eq!(revision_of(&deployment.object), deployment.revision);
     }
+    manager.stop().await;
+}
+
+/// Whether PO `po` carries the operator-condition-reported mark on the API server.
+async fn marked_reported(client: &Client, po: &str) -> bool {
+    pos(client)
+        .get(po)
+        .await
+        .unwrap()
+        .annotations()
+        .contains_key(labels::OPERATOR_CONDITION_REPORTED)
+}
+
+/// (e) The regression "an operator seen reporting by the gather is remembered", through the
+/// reconcile. Under `Auto`, 2.0.0 settles without a report (the operator was never seen
+/// reporting: no mark). With the manager down, the operator reports Upgradeable=True on 2.0.0's
+/// OperatorCondition and the cluster starts a patch update with 2.0.1 in the catalog: the
+/// restarted manager sees the report in the same reconciles that start the hop, whose new
+/// OperatorCondition is empty. The PO gets the mark on the API server; with the manager down
+/// again and 2.0.0's OperatorCondition gone (the report's only other trace), the restarted
+/// manager still counts the operator as reporting: the hop waits for 2.0.1's own report
+/// (`WaitingForOperatorCondition`) over a window longer than every resync, and settles once
+/// it comes.
+#[tokio::test]
+async fn an_operator_seen_reporting_is_remembered_across_restarts() {
+    const PO: &str = "ocseen";
+    let Some(plane) = simulated_plane(false).await else {
+        return;
+    };
+    let client = plane.client().await.unwrap();
+    let settings = settings();
+    let v1 = TestBundle::new(PO, "2.0.0");
+    let v2 = TestBundle::new(PO, "2.0.1").replaces("2.0.0");
+    set_cluster(&client, &[("4.16.3", true)], "4.16.3").await;
+    publish(&client, std::slice::from_ref(&v1)).await;
+    create(&client, PO, "Auto").await;
+    let manager = Manager::start(client.clone(), settings.clone());
+    wait_settled(&client, PO, &v1.name()).await;
+    manager.stop().await;
+    assert!(
+        !marked_reported(&client, PO).await,
+        "marked before any report"
+    );
+
+    // Manager down: the operator reports, the next hop becomes possible.
+    report(&client, PO, &v1.csv(), true, "ready").await;
+    publish(&client, &[v1.clone(), v2.clone()]).await;
+    set_cluster(&client, &[("4.16.4", false), ("4.16.3", true)], "4.16.4").await;
+    let manager = Manager::start(client.clone(), settings.clone());
+    wait_installed(&client, PO, &v2.name()).await;
+    eventually(WAIT, "the PO marked as reporting", || async {
+        marked_reported(&client, PO).await.then_some(())
+    })
+    .await;
+    wait_po_condition(
+        &client,
+        PO,
+        "Progressing",
+        "True",
+        Some("WaitingForOperatorCondition"),
+    )
+    .await;
+    manager.stop().await;
+
+    // Manager down: 2.0.0's OperatorCondition, the report, is gone.
+    ocs(&client, PO)
+        .delete(&v1.csv(), &Default::default())
+        .await
+        .unwrap();
+    eventually(WAIT, "2.0.0's OperatorCondition gone", || async {
+        ocs(&client, PO)
+            .get_opt(&v1.csv())
+            .await
+            .ok()?
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    let window = QuietWindow::new(&settings)
+        .never(pos(&client), PO, "the hop to 2.0.1 settled", |po| {
+            po.status
+                .as_ref()
+                .and_then(|s| s.active_hop.as_ref())
+                .is_some_and(|h| h.settled)
+        })
+        .open()
+        .await;
+    let manager = Manager::start(client.clone(), settings.clone());
+    window.hold().await;
+    assert!(marked_reported(&client, PO).await);
+    let (status, reason, message) = po_condition(&client, PO, "Progressing").await.unwrap();
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("True", "WaitingForOperatorCondition"),
+        "{message}"
+    );
+    report(&client, PO, &v2.csv(), true, "ready").await;
+    wait_settled(&client, PO, &v2.name()).await;
     manager.stop().await;
 }
