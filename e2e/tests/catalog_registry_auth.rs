@@ -32,7 +32,9 @@ use pom_e2e::manager::{Manager, eventually};
 use pom_e2e::oci_publish::{PushLogin, push_files_as};
 use pom_e2e::process::{Process, free_port};
 use pom_e2e::quiet::QuietWindow;
-use pom_e2e::scenario::{WAIT, apply_catalog, create_po, simulated_plane, wait_po_condition};
+use pom_e2e::scenario::{
+    WAIT, apply_catalog, create_in, create_po, simulated_plane, wait_po_condition,
+};
 use pom_policy::source_trust::SOURCES_CONFIG_MAP;
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
@@ -145,16 +147,15 @@ impl AuthRegistry {
 async fn pull_secret(client: &Client, namespace: &str, name: &str, host: &str, password: &str) {
     let auth = base64::engine::general_purpose::STANDARD.encode(format!("{USER}:{password}"));
     let config = json!({"auths": {host: {"auth": auth}}}).to_string();
-    let secret: Secret = serde_json::from_value(json!({
-        "metadata": {"name": name, "namespace": namespace},
-        "type": "kubernetes.io/dockerconfigjson",
-        "stringData": {".dockerconfigjson": config},
-    }))
-    .unwrap();
-    Api::<Secret>::namespaced(client.clone(), namespace)
-        .create(&PostParams::default(), &secret)
-        .await
-        .unwrap();
+    create_in(
+        Api::<Secret>::namespaced(client.clone(), namespace),
+        json!({
+            "metadata": {"name": name, "namespace": namespace},
+            "type": "kubernetes.io/dockerconfigjson",
+            "stringData": {".dockerconfigjson": config},
+        }),
+    )
+    .await;
 }
 
 async fn namespace(client: &Client, name: &str) {
@@ -186,15 +187,14 @@ async fn image_catalog(
 
 /// ConfigMap `registry-ca` in `namespace` holding `pem`.
 async fn ca_config_map(client: &Client, namespace: &str, pem: &str) {
-    let ca: ConfigMap = serde_json::from_value(json!({
-        "metadata": {"name": "registry-ca", "namespace": namespace},
-        "data": {"ca-bundle.crt": pem},
-    }))
-    .unwrap();
-    Api::<ConfigMap>::namespaced(client.clone(), namespace)
-        .create(&PostParams::default(), &ca)
-        .await
-        .unwrap();
+    create_in(
+        Api::<ConfigMap>::namespaced(client.clone(), namespace),
+        json!({
+            "metadata": {"name": "registry-ca", "namespace": namespace},
+            "data": {"ca-bundle.crt": pem},
+        }),
+    )
+    .await;
 }
 
 /// Waits for Catalog `name`'s `Serving` condition to have `status` and `reason`; returns the

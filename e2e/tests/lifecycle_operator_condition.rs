@@ -26,6 +26,7 @@ use pom_api::PlatformOperator;
 use pom_api::labels;
 use pom_api::olm::OperatorCondition;
 use pom_controller::context::Settings;
+use pom_e2e::ControlPlane;
 use pom_e2e::event_log::{Change, EventLog, Recorded, revision_of};
 use pom_e2e::fixtures::{TestBundle, catalog_json};
 use pom_e2e::manager::{Manager, condition_of, eventually, po_condition};
@@ -199,6 +200,24 @@ async fn create(client: &Client, name: &str, gate: &str) {
     .await;
 }
 
+/// A control plane with the cluster at 4.16.3 and `v1` alone in the catalog, installed by PO
+/// `po` under `upgradeGate: Auto` (its move settled) by a manager with [`settings`], returned
+/// running; `None` when the plane's binaries are missing (see `simulated_plane`).
+async fn settled_under_auto(
+    po: &str,
+    v1: &TestBundle,
+) -> Option<(ControlPlane, Client, Settings, Manager)> {
+    let plane = simulated_plane(false).await?;
+    let client = plane.client().await.unwrap();
+    let settings = settings();
+    set_cluster(&client, &[("4.16.3", true)], "4.16.3").await;
+    publish(&client, std::slice::from_ref(v1)).await;
+    create(&client, po, "Auto").await;
+    let manager = Manager::start(client.clone(), settings.clone());
+    wait_settled(&client, po, &v1.name()).await;
+    Some((plane, client, settings, manager))
+}
+
 /// The OPERATOR_CONDITION_NAME env of every container of Deployment `name`.
 fn operator_condition_env(deployment: &Deployment) -> Vec<Option<String>> {
     deployment
@@ -292,14 +311,7 @@ async fn csv_named_operator_condition_is_kept_and_holds_the_hop_while_false() {
 
     // Under `upgradeGate: OperatorCondition` the install waits for the operator's word, which
     // the manager reads from the CSV-named object it found by labels.
-    wait_po_condition(
-        &client,
-        PO,
-        "Progressing",
-        "True",
-        Some("WaitingForOperatorCondition"),
-    )
-    .await;
+    wait_for_report(&client, PO).await;
     report(&client, PO, &v1.csv(), true, "ready").await;
     wait_settled(&client, PO, &v1.name()).await;
     wait_po_condition(&client, PO, "Upgradeable", "True", Some("AsExpected")).await;
@@ -419,18 +431,11 @@ async fn csv_named_operator_condition_is_kept_and_holds_the_hop_while_false() {
 #[tokio::test]
 async fn admin_override_lets_the_held_hop_proceed() {
     const PO: &str = "ocoverride";
-    let Some(plane) = simulated_plane(false).await else {
-        return;
-    };
-    let client = plane.client().await.unwrap();
-    let settings = settings();
     let v1 = TestBundle::new(PO, "2.3.0");
     let v2 = TestBundle::new(PO, "2.3.1").replaces("2.3.0");
-    set_cluster(&client, &[("4.16.3", true)], "4.16.3").await;
-    publish(&client, std::slice::from_ref(&v1)).await;
-    create(&client, PO, "Auto").await;
-    let manager = Manager::start(client.clone(), settings.clone());
-    wait_settled(&client, PO, &v1.name()).await;
+    let Some((_plane, client, settings, manager)) = settled_under_auto(PO, &v1).await else {
+        return;
+    };
     report(&client, PO, &v1.csv(), false, "backup running").await;
     wait_copied(&client, PO, &v1.csv(), "False").await;
     wait_po_condition(
@@ -470,14 +475,7 @@ async fn admin_override_lets_the_held_hop_proceed() {
     wait_installed(&client, PO, &v2.name()).await;
     // The operator reported under POM, so under `Auto` 1.0.1 must report too before the move
     // settles.
-    wait_po_condition(
-        &client,
-        PO,
-        "Progressing",
-        "True",
-        Some("WaitingForOperatorCondition"),
-    )
-    .await;
+    wait_for_report(&client, PO).await;
     report(&client, PO, &v2.csv(), true, "ready").await;
     wait_settled(&client, PO, &v2.name()).await;
     manager.stop().await;
@@ -492,20 +490,13 @@ async fn admin_override_lets_the_held_hop_proceed() {
 #[tokio::test]
 async fn stale_upgradeable_true_is_not_a_yes() {
     const PO: &str = "ocstale";
-    let Some(plane) = simulated_plane(false).await else {
-        return;
-    };
-    let client = plane.client().await.unwrap();
-    let settings = settings();
     let v1 = TestBundle::new(PO, "3.0.0").csv_name("ocstale-operator.v3.0.0");
     let v2 = TestBundle::new(PO, "3.0.1")
         .replaces("3.0.0")
         .csv_name("ocstale-operator.v3.0.1");
-    set_cluster(&client, &[("4.16.3", true)], "4.16.3").await;
-    publish(&client, std::slice::from_ref(&v1)).await;
-    create(&client, PO, "Auto").await;
-    let manager = Manager::start(client.clone(), settings.clone());
-    wait_settled(&client, PO, &v1.name()).await;
+    let Some((_plane, client, settings, manager)) = settled_under_auto(PO, &v1).await else {
+        return;
+    };
     report(&client, PO, &v1.csv(), true, "ready").await;
     wait_copied(&client, PO, &v1.csv(), "True").await;
     eventually(WAIT, "the PO marked as reporting", || async {
@@ -651,6 +642,18 @@ async fn new_bundles_operator_condition_is_created_before_its_deployment() {
     manager.stop().await;
 }
 
+/// Waits until PO `po` is Progressing because its move waits for the operator's report.
+async fn wait_for_report(client: &Client, po: &str) {
+    wait_po_condition(
+        client,
+        po,
+        "Progressing",
+        "True",
+        Some("WaitingForOperatorCondition"),
+    )
+    .await;
+}
+
 /// Whether PO `po` carries the operator-condition-reported mark on the API server.
 async fn marked_reported(client: &Client, po: &str) -> bool {
     pos(client)
@@ -674,18 +677,11 @@ async fn marked_reported(client: &Client, po: &str) -> bool {
 #[tokio::test]
 async fn an_operator_seen_reporting_is_remembered_across_restarts() {
     const PO: &str = "ocseen";
-    let Some(plane) = simulated_plane(false).await else {
-        return;
-    };
-    let client = plane.client().await.unwrap();
-    let settings = settings();
     let v1 = TestBundle::new(PO, "2.0.0");
     let v2 = TestBundle::new(PO, "2.0.1").replaces("2.0.0");
-    set_cluster(&client, &[("4.16.3", true)], "4.16.3").await;
-    publish(&client, std::slice::from_ref(&v1)).await;
-    create(&client, PO, "Auto").await;
-    let manager = Manager::start(client.clone(), settings.clone());
-    wait_settled(&client, PO, &v1.name()).await;
+    let Some((_plane, client, settings, manager)) = settled_under_auto(PO, &v1).await else {
+        return;
+    };
     manager.stop().await;
     assert!(
         !marked_reported(&client, PO).await,
@@ -702,14 +698,7 @@ async fn an_operator_seen_reporting_is_remembered_across_restarts() {
         marked_reported(&client, PO).await.then_some(())
     })
     .await;
-    wait_po_condition(
-        &client,
-        PO,
-        "Progressing",
-        "True",
-        Some("WaitingForOperatorCondition"),
-    )
-    .await;
+    wait_for_report(&client, PO).await;
     manager.stop().await;
 
     // Manager down: 2.0.0's OperatorCondition, the report, is gone.
