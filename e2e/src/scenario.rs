@@ -200,11 +200,20 @@ where
         + Clone
         + std::fmt::Debug,
 {
+    create_in(Api::<K>::all(client.clone()), object).await;
+}
+
+/// Creates the object `object` (JSON of kind `K`) through `api` (`Api::namespaced` for a
+/// namespaced kind, as the object's namespace).
+///
+/// # Panics
+/// When `object` is not a `K` or the API refuses it.
+pub async fn create_in<K>(api: Api<K>, object: Value)
+where
+    K: kube::Resource + serde::de::DeserializeOwned + serde::Serialize + Clone + std::fmt::Debug,
+{
     let object: K = from_json(object);
-    if let Err(err) = Api::<K>::all(client.clone())
-        .create(&PostParams::default(), &object)
-        .await
-    {
+    if let Err(err) = api.create(&PostParams::default(), &object).await {
         panic!("creating {object:?}: {err}");
     }
 }

@@ -12,7 +12,11 @@
 //!   password appears nowhere in the Catalog or in any Event; the Catalog's own secret keeps
 //!   precedence over the global one;
 //! - without the CA bundle the certificate is refused with `RegistryCertificateUntrusted`, and
-//!   the message names `spec.source.image.caBundle`.
+//!   the message names `spec.source.image.caBundle`;
+//! - the right pull secret or CA bundle in a namespace the admin has not listed in ConfigMap
+//!   `platform-operators-catalog-sources` is refused (`UntrustedCatalogSource`) and never read:
+//!   the Catalog never serves over a window longer than every poll and resync, and serves once
+//!   the namespace is listed.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -27,7 +31,11 @@ use pom_e2e::fixtures::{TestBundle, catalog_json};
 use pom_e2e::manager::{Manager, eventually};
 use pom_e2e::oci_publish::{PushLogin, push_files_as};
 use pom_e2e::process::{Process, free_port};
-use pom_e2e::scenario::{WAIT, apply_catalog, create_po, simulated_plane, wait_po_condition};
+use pom_e2e::quiet::QuietWindow;
+use pom_e2e::scenario::{
+    WAIT, apply_catalog, create_in, create_po, simulated_plane, wait_po_condition,
+};
+use pom_policy::source_trust::SOURCES_CONFIG_MAP;
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
     KeyPair, KeyUsagePurpose,
@@ -139,16 +147,15 @@ impl AuthRegistry {
 async fn pull_secret(client: &Client, namespace: &str, name: &str, host: &str, password: &str) {
     let auth = base64::engine::general_purpose::STANDARD.encode(format!("{USER}:{password}"));
     let config = json!({"auths": {host: {"auth": auth}}}).to_string();
-    let secret: Secret = serde_json::from_value(json!({
-        "metadata": {"name": name, "namespace": namespace},
-        "type": "kubernetes.io/dockerconfigjson",
-        "stringData": {".dockerconfigjson": config},
-    }))
-    .unwrap();
-    Api::<Secret>::namespaced(client.clone(), namespace)
-        .create(&PostParams::default(), &secret)
-        .await
-        .unwrap();
+    create_in(
+        Api::<Secret>::namespaced(client.clone(), namespace),
+        json!({
+            "metadata": {"name": name, "namespace": namespace},
+            "type": "kubernetes.io/dockerconfigjson",
+            "stringData": {".dockerconfigjson": config},
+        }),
+    )
+    .await;
 }
 
 async fn namespace(client: &Client, name: &str) {
@@ -159,22 +166,35 @@ async fn namespace(client: &Client, name: &str) {
         .unwrap();
 }
 
-/// Catalog `name` on `reference`, polled every 2 s, with the optional secret and CA bundle.
+/// Catalog `name` on `reference`, polled every 2 s, with the optional pull secret
+/// (`namespace`, `name`) and CA bundle (ConfigMap `registry-ca` of the namespace given).
 async fn image_catalog(
     client: &Client,
     name: &str,
     reference: &str,
-    secret: Option<&str>,
-    ca: bool,
+    secret: Option<(&str, &str)>,
+    ca: Option<&str>,
 ) {
     let mut image = json!({"ref": reference, "pollInterval": "2s"});
-    if let Some(secret) = secret {
-        image["pullSecret"] = json!({"name": secret, "namespace": NAMESPACE});
+    if let Some((namespace, secret)) = secret {
+        image["pullSecret"] = json!({"name": secret, "namespace": namespace});
     }
-    if ca {
-        image["caBundle"] = json!({"name": "registry-ca", "namespace": NAMESPACE});
+    if let Some(namespace) = ca {
+        image["caBundle"] = json!({"name": "registry-ca", "namespace": namespace});
     }
     apply_catalog(client, name, json!({"image": image}), 0).await;
+}
+
+/// ConfigMap `registry-ca` in `namespace` holding `pem`.
+async fn ca_config_map(client: &Client, namespace: &str, pem: &str) {
+    create_in(
+        Api::<ConfigMap>::namespaced(client.clone(), namespace),
+        json!({
+            "metadata": {"name": "registry-ca", "namespace": namespace},
+            "data": {"ca-bundle.crt": pem},
+        }),
+    )
+    .await;
 }
 
 /// Waits for Catalog `name`'s `Serving` condition to have `status` and `reason`; returns the
@@ -246,22 +266,22 @@ async fn catalogs_and_bundles_on_an_authenticated_tls_registry() {
     namespace(&client, NAMESPACE).await;
     pull_secret(&client, NAMESPACE, "good-creds", &host, PASSWORD).await;
     pull_secret(&client, NAMESPACE, "bad-creds", &host, WRONG_PASSWORD).await;
-    let ca: ConfigMap = serde_json::from_value(json!({
-        "metadata": {"name": "registry-ca", "namespace": NAMESPACE},
-        "data": {"ca-bundle.crt": registry.ca_pem.clone()},
-    }))
-    .unwrap();
-    Api::<ConfigMap>::namespaced(client.clone(), NAMESPACE)
-        .create(&PostParams::default(), &ca)
-        .await
-        .unwrap();
+    ca_config_map(&client, NAMESPACE, &registry.ca_pem).await;
 
     // No insecure registries: the registry is reached over HTTPS only.
-    let manager = Manager::start(client.clone(), Manager::test_settings(Vec::new()));
+    let settings = Manager::test_settings(Vec::new());
+    let manager = Manager::start(client.clone(), settings.clone());
 
     // The right secret and CA: the catalog serves, and the bundle image is pulled from the same
     // registry with the catalog's credentials and CA.
-    image_catalog(&client, "secure", &catalog_ref, Some("good-creds"), true).await;
+    image_catalog(
+        &client,
+        "secure",
+        &catalog_ref,
+        Some((NAMESPACE, "good-creds")),
+        Some(NAMESPACE),
+    )
+    .await;
     let serving = wait_serving(&client, "secure", "True", "Unpacked").await;
     assert!(
         serving
@@ -283,7 +303,7 @@ async fn catalogs_and_bundles_on_an_authenticated_tls_registry() {
     .await;
 
     // No pull secret at all: anonymous, refused, and the message says where credentials go.
-    image_catalog(&client, "no-secret", &catalog_ref, None, true).await;
+    image_catalog(&client, "no-secret", &catalog_ref, None, Some(NAMESPACE)).await;
     let refused = wait_serving(&client, "no-secret", "False", "RegistryUnauthorized").await;
     let message = serving_message(&refused);
     assert!(
@@ -298,8 +318,8 @@ async fn catalogs_and_bundles_on_an_authenticated_tls_registry() {
         &client,
         "wrong-password",
         &catalog_ref,
-        Some("bad-creds"),
-        true,
+        Some((NAMESPACE, "bad-creds")),
+        Some(NAMESPACE),
     )
     .await;
     let refused = wait_serving(&client, "wrong-password", "False", "RegistryUnauthorized").await;
@@ -334,8 +354,8 @@ async fn catalogs_and_bundles_on_an_authenticated_tls_registry() {
         &client,
         "untrusted",
         &catalog_ref,
-        Some("good-creds"),
-        false,
+        Some((NAMESPACE, "good-creds")),
+        None,
     )
     .await;
     let refused = wait_serving(
@@ -351,6 +371,8 @@ async fn catalogs_and_bundles_on_an_authenticated_tls_registry() {
         "{message}"
     );
 
+    unlisted_namespaces_are_never_read(&client, &settings, &registry, &catalog_ref).await;
+
     // The cluster's global pull secret: the catalog without a secret of its own now serves;
     // the catalog whose own secret is wrong stays refused (its secret takes precedence).
     namespace(&client, "openshift-config").await;
@@ -364,4 +386,69 @@ async fn catalogs_and_bundles_on_an_authenticated_tls_registry() {
     );
 
     manager.stop().await;
+}
+
+/// The right credentials and CA, copied to `registry-unlisted`, a namespace not listed in
+/// ConfigMap `platform-operators-catalog-sources`: a Catalog naming either there is refused
+/// with `UntrustedCatalogSource`, naming the namespace and the ConfigMap, and is never
+/// `Serving` over a window longer than every poll and resync (had the manager read the Secret
+/// or the ConfigMap, it would have pulled: the other reference is the right one). Once the
+/// admin lists the namespace, both serve: what was refused was the namespace, nothing else.
+async fn unlisted_namespaces_are_never_read(
+    client: &Client,
+    settings: &pom_controller::context::Settings,
+    registry: &AuthRegistry,
+    catalog_ref: &str,
+) {
+    const UNLISTED: &str = "registry-unlisted";
+    namespace(client, UNLISTED).await;
+    pull_secret(client, UNLISTED, "good-creds", &registry.host(), PASSWORD).await;
+    ca_config_map(client, UNLISTED, &registry.ca_pem).await;
+    let catalogs: Api<Catalog> = Api::all(client.clone());
+    let serves = |catalog: &Catalog| {
+        catalog.status.as_ref().is_some_and(|s| {
+            s.conditions
+                .iter()
+                .any(|c| c.type_ == "Serving" && c.status == "True")
+        })
+    };
+    image_catalog(
+        client,
+        "unlisted-secret",
+        catalog_ref,
+        Some((UNLISTED, "good-creds")),
+        Some(NAMESPACE),
+    )
+    .await;
+    image_catalog(
+        client,
+        "unlisted-ca",
+        catalog_ref,
+        Some((NAMESPACE, "good-creds")),
+        Some(UNLISTED),
+    )
+    .await;
+    let window = QuietWindow::new(settings)
+        .never(catalogs.clone(), "unlisted-secret", "Serving=True", serves)
+        .never(catalogs.clone(), "unlisted-ca", "Serving=True", serves)
+        .open()
+        .await;
+    for (name, field) in [
+        ("unlisted-secret", "spec.source.image.pullSecret"),
+        ("unlisted-ca", "spec.source.image.caBundle"),
+    ] {
+        let refused = wait_serving(client, name, "False", "UntrustedCatalogSource").await;
+        let message = serving_message(&refused);
+        assert!(
+            message.contains(UNLISTED)
+                && message.contains(SOURCES_CONFIG_MAP)
+                && message.contains(field),
+            "{name}: {message}"
+        );
+    }
+    window.hold().await;
+    pom_e2e::scenario::trust_catalog_namespace(client, UNLISTED).await;
+    for name in ["unlisted-secret", "unlisted-ca"] {
+        wait_serving(client, name, "True", "Unpacked").await;
+    }
 }

@@ -5,13 +5,21 @@
 //! watched namespace reaches the operator as `olm.targetNamespaces`; the install namespace POM
 //! creates enforces the `baseline` Pod Security level, `privileged` only for an operator whose
 //! admin consented to privileged workloads; a namespace POM did not create keeps its labels.
+//! POs whose bundles suggest the same namespace, created at once, get it once: one takes it,
+//! the others install under their own names, and nothing of one is ever written into another's.
+
+use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use kube::ResourceExt;
 use kube::api::{Api, ListParams, PostParams};
+use pom_api::labels;
+use pom_e2e::event_log::{EventLog, Recorded};
 use pom_e2e::fixtures::{TestBundle, catalog_json};
 use pom_e2e::manager::Manager;
+use pom_e2e::quiet::QuietWindow;
 use pom_e2e::scenario::{
     configmap_catalog, create_po, simulated_plane, wait_catalog_serves, wait_po_condition,
 };
@@ -306,5 +314,104 @@ async fn suggested_namespaces_are_used_once_and_never_the_platforms() {
             .is_none(),
         "POM never creates a platform namespace"
     );
+    manager.stop().await;
+}
+
+/// Every object of `events` labelled as a PO's (`platform.openshift.io/owner`) that lives
+/// outside the namespace `installed_in` records for that PO, as `kind key owned by po`.
+fn written_elsewhere<K: kube::Resource<DynamicType = ()>>(
+    events: &[Recorded<K>],
+    installed_in: &BTreeMap<String, String>,
+) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| {
+            let owner = e.object.meta().labels.as_ref()?.get(labels::OWNER_PO)?;
+            let namespace = e.object.meta().namespace.as_deref()?;
+            (installed_in.get(owner).map(String::as_str) != Some(namespace)).then(|| {
+                format!(
+                    "{} {} owned by {owner} ({:?})",
+                    K::kind(&()),
+                    e.key,
+                    e.change
+                )
+            })
+        })
+        .collect()
+}
+
+/// The shared suggested-namespace race (issue 34 item 12): three POs whose bundles all suggest
+/// `race-system`, created before the manager starts so their first reconciles run at once.
+/// Exactly one records `race-system` (the namespace carries its owner label); the others
+/// install under their own names; and no Deployment or ServiceAccount of one PO is ever
+/// written, not even for a moment, into another's namespace (every write watched from before
+/// the manager started until a window longer than every resync after the installs, judged by
+/// the objects' owner labels).
+#[tokio::test]
+async fn a_suggested_namespace_raced_for_goes_to_exactly_one_po() {
+    const SUGGESTED: &str = "race-system";
+    let Some(plane) = simulated_plane(false).await else {
+        return;
+    };
+    let client = plane.client().await.unwrap();
+    let names = ["racea", "raceb", "racec"];
+    let bundles: Vec<TestBundle> = names
+        .iter()
+        .map(|po| {
+            TestBundle::new(po, "1.0.0")
+                .annotate("operatorframework.io/suggested-namespace", SUGGESTED)
+        })
+        .collect();
+    let fbc = catalog_json(&bundles, &[]);
+    configmap_catalog(&client, "local", &fbc, 0).await;
+    for po in names {
+        create_po(&client, po, json!({"package": {"name": po}})).await;
+    }
+    let deployments = EventLog::start(Api::<Deployment>::all(client.clone())).await;
+    let accounts = EventLog::start(Api::<ServiceAccount>::all(client.clone())).await;
+    let settings = Manager::test_settings(vec![]);
+    let manager = Manager::start(client.clone(), settings.clone());
+    wait_catalog_serves(&client, "local", &fbc).await;
+    for po in names {
+        wait_po_condition(&client, po, "Installed", "True", Some("InstallSucceeded")).await;
+    }
+    // The logs keep recording through every periodic reconcile of the three POs.
+    tokio::time::sleep(QuietWindow::new(&settings).length()).await;
+    let pos = Api::<pom_api::PlatformOperator>::all(client.clone());
+    let mut installed_in = BTreeMap::new();
+    for po in names {
+        let status = pos.get(po).await.unwrap().status.unwrap();
+        installed_in.insert(po.to_owned(), status.install_namespace.unwrap());
+    }
+    let winners: Vec<&String> = installed_in
+        .iter()
+        .filter(|(_, ns)| *ns == SUGGESTED)
+        .map(|(po, _)| po)
+        .collect();
+    assert_eq!(winners.len(), 1, "{installed_in:?}");
+    let winner = winners[0].clone();
+    for (po, namespace) in &installed_in {
+        if *po != winner {
+            assert_eq!(namespace, po, "{installed_in:?}");
+        }
+        // Each runs in the namespace it records.
+        let running = Api::<Deployment>::namespaced(client.clone(), namespace)
+            .get(&format!("{po}-controller"))
+            .await
+            .unwrap();
+        assert_eq!(
+            running.labels().get(labels::OWNER_PO),
+            Some(po),
+            "{po} in {namespace}"
+        );
+    }
+    let claimed = Api::<Namespace>::all(client.clone())
+        .get(SUGGESTED)
+        .await
+        .unwrap();
+    assert_eq!(claimed.labels().get(labels::OWNER_PO), Some(&winner));
+    let mut misplaced = written_elsewhere(&deployments.events(), &installed_in);
+    misplaced.extend(written_elsewhere(&accounts.events(), &installed_in));
+    assert!(misplaced.is_empty(), "{misplaced:#?}");
     manager.stop().await;
 }

@@ -3,10 +3,13 @@
 //! real API server: a hop whose bundle changes its CRD unsafely is refused (the message names
 //! the annotation that overrides it); annotated with that bundle's name, the hop is applied
 //! with a Warning Event; the annotation acts once, so the next unsafe hop is refused again.
+//! Judged by the CRD the API server serves: unchanged while refused, changed once overridden,
+//! and unchanged again by the next refused hop.
 
 use std::time::Duration;
 
 use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use pom_api::PlatformOperator;
 use pom_api::labels::CRD_SAFETY_OVERRIDE;
@@ -24,6 +27,34 @@ async fn installed_version(pos: &Api<PlatformOperator>) -> Option<String> {
         .status?
         .installed_bundle
         .map(|b| b.version)
+}
+
+/// The type of `spec.size` in the served CRD `name` as the API server holds it (each version's
+/// schema), and whether the CRD is Established.
+async fn served_size_types(
+    crds: &Api<CustomResourceDefinition>,
+    name: &str,
+) -> (Vec<String>, bool) {
+    let crd = crds.get(name).await.unwrap();
+    let types = crd
+        .spec
+        .versions
+        .iter()
+        .map(|v| {
+            let schema = serde_json::to_value(&v.schema).unwrap();
+            schema["openAPIV3Schema"]["properties"]["spec"]["properties"]["size"]["type"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect();
+    let established = crd
+        .status
+        .and_then(|s| s.conditions)
+        .unwrap_or_default()
+        .iter()
+        .any(|c| c.type_ == "Established" && c.status == "True");
+    (types, established)
 }
 
 #[tokio::test]
@@ -63,6 +94,12 @@ async fn an_unsafe_crd_change_the_admin_overrides_is_applied_once_with_a_warning
     )
     .await;
     let pos: Api<PlatformOperator> = Api::all(client.clone());
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let crd = good.crd_name();
+    assert_eq!(
+        served_size_types(&crds, &crd).await,
+        (vec!["integer".to_owned()], true)
+    );
     let patch = |value: serde_json::Value| {
         let pos = pos.clone();
         async move {
@@ -87,6 +124,11 @@ async fn an_unsafe_crd_change_the_admin_overrides_is_applied_once_with_a_warning
         "{message}"
     );
     assert_eq!(installed_version(&pos).await.as_deref(), Some("1.0.0"));
+    // The refused change never reached the API server.
+    assert_eq!(
+        served_size_types(&crds, &crd).await,
+        (vec!["integer".to_owned()], true)
+    );
 
     // Overridden for 1.1.0: applied, with a Warning Event naming the bundle.
     patch(json!({"metadata": {"annotations": {CRD_SAFETY_OVERRIDE: unsafe_next.name()}}})).await;
@@ -95,15 +137,21 @@ async fn an_unsafe_crd_change_the_admin_overrides_is_applied_once_with_a_warning
     })
     .await;
     let events: Api<Event> = Api::all(client.clone());
-    let note = eventually(WAIT, "a CRDSafetyOverridden Event", || async {
+    let event = eventually(WAIT, "a CRDSafetyOverridden Event", || async {
         let list = events.list(&ListParams::default()).await.ok()?;
         list.items
             .into_iter()
             .find(|e| e.reason.as_deref() == Some("CRDSafetyOverridden"))
-            .and_then(|e| e.note)
     })
     .await;
+    assert_eq!(event.type_.as_deref(), Some("Warning"), "{event:?}");
+    let note = event.note.unwrap_or_default();
     assert!(note.contains(&unsafe_next.name()), "{note}");
+    // The overridden change really applied: the served CRD's field is a string now.
+    assert_eq!(
+        served_size_types(&crds, &crd).await,
+        (vec!["string".to_owned()], true)
+    );
 
     // The annotation acts once: the next unsafe hop is refused again.
     patch(json!({"spec": {"steadyStateVersionRange": "1.2.0"}})).await;
@@ -117,5 +165,10 @@ async fn an_unsafe_crd_change_the_admin_overrides_is_applied_once_with_a_warning
     .await;
     assert!(message.contains(&unsafe_after.name()), "{message}");
     assert_eq!(installed_version(&pos).await.as_deref(), Some("1.1.0"));
+    assert_eq!(
+        served_size_types(&crds, &crd).await,
+        (vec!["string".to_owned()], true),
+        "the second unsafe change, refused, reached the API server"
+    );
     manager.stop().await;
 }

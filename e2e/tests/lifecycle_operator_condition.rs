@@ -8,7 +8,11 @@
 //!   the next hop until it says True;
 //! - the admin's `spec.overrides` lets the hop proceed while the operator still says False;
 //! - a stale status (a True copied for an older generation) is never read as a yes;
-//! - the OperatorCondition of a new bundle exists before that bundle's new Deployment.
+//! - the OperatorCondition of a new bundle exists before that bundle's new Deployment;
+//! - an operator first seen reporting by the reconcile that starts its next hop is remembered
+//!   (the PO's `operator-condition-reported` annotation on the API server), and the memory
+//!   outlives its OperatorCondition and a manager restart: under `Auto` the hop waits for the
+//!   new bundle's report.
 //!
 //! Each hop is a patch update of the cluster (4.16.3 → 4.16.4) with X.Y.(Z+1) in the catalog:
 //! a hop the CVO never blocks, so only the operator's gate can hold it.
@@ -22,6 +26,7 @@ use pom_api::PlatformOperator;
 use pom_api::labels;
 use pom_api::olm::OperatorCondition;
 use pom_controller::context::Settings;
+use pom_e2e::ControlPlane;
 use pom_e2e::event_log::{Change, EventLog, Recorded, revision_of};
 use pom_e2e::fixtures::{TestBundle, catalog_json};
 use pom_e2e::manager::{Manager, condition_of, eventually, po_condition};
@@ -195,6 +200,24 @@ async fn create(client: &Client, name: &str, gate: &str) {
     .await;
 }
 
+/// A control plane with the cluster at 4.16.3 and `v1` alone in the catalog, installed by PO
+/// `po` under `upgradeGate: Auto` (its move settled) by a manager with [`settings`], returned
+/// running; `None` when the plane's binaries are missing (see `simulated_plane`).
+async fn settled_under_auto(
+    po: &str,
+    v1: &TestBundle,
+) -> Option<(ControlPlane, Client, Settings, Manager)> {
+    let plane = simulated_plane(false).await?;
+    let client = plane.client().await.unwrap();
+    let settings = settings();
+    set_cluster(&client, &[("4.16.3", true)], "4.16.3").await;
+    publish(&client, std::slice::from_ref(v1)).await;
+    create(&client, po, "Auto").await;
+    let manager = Manager::start(client.clone(), settings.clone());
+    wait_settled(&client, po, &v1.name()).await;
+    Some((plane, client, settings, manager))
+}
+
 /// The OPERATOR_CONDITION_NAME env of every container of Deployment `name`.
 fn operator_condition_env(deployment: &Deployment) -> Vec<Option<String>> {
     deployment
@@ -288,14 +311,7 @@ async fn csv_named_operator_condition_is_kept_and_holds_the_hop_while_false() {
 
     // Under `upgradeGate: OperatorCondition` the install waits for the operator's word, which
     // the manager reads from the CSV-named object it found by labels.
-    wait_po_condition(
-        &client,
-        PO,
-        "Progressing",
-        "True",
-        Some("WaitingForOperatorCondition"),
-    )
-    .await;
+    wait_for_report(&client, PO).await;
     report(&client, PO, &v1.csv(), true, "ready").await;
     wait_settled(&client, PO, &v1.name()).await;
     wait_po_condition(&client, PO, "Upgradeable", "True", Some("AsExpected")).await;
@@ -415,18 +431,11 @@ async fn csv_named_operator_condition_is_kept_and_holds_the_hop_while_false() {
 #[tokio::test]
 async fn admin_override_lets_the_held_hop_proceed() {
     const PO: &str = "ocoverride";
-    let Some(plane) = simulated_plane(false).await else {
-        return;
-    };
-    let client = plane.client().await.unwrap();
-    let settings = settings();
     let v1 = TestBundle::new(PO, "2.3.0");
     let v2 = TestBundle::new(PO, "2.3.1").replaces("2.3.0");
-    set_cluster(&client, &[("4.16.3", true)], "4.16.3").await;
-    publish(&client, std::slice::from_ref(&v1)).await;
-    create(&client, PO, "Auto").await;
-    let manager = Manager::start(client.clone(), settings.clone());
-    wait_settled(&client, PO, &v1.name()).await;
+    let Some((_plane, client, settings, manager)) = settled_under_auto(PO, &v1).await else {
+        return;
+    };
     report(&client, PO, &v1.csv(), false, "backup running").await;
     wait_copied(&client, PO, &v1.csv(), "False").await;
     wait_po_condition(
@@ -466,14 +475,7 @@ async fn admin_override_lets_the_held_hop_proceed() {
     wait_installed(&client, PO, &v2.name()).await;
     // The operator reported under POM, so under `Auto` 1.0.1 must report too before the move
     // settles.
-    wait_po_condition(
-        &client,
-        PO,
-        "Progressing",
-        "True",
-        Some("WaitingForOperatorCondition"),
-    )
-    .await;
+    wait_for_report(&client, PO).await;
     report(&client, PO, &v2.csv(), true, "ready").await;
     wait_settled(&client, PO, &v2.name()).await;
     manager.stop().await;
@@ -488,20 +490,13 @@ async fn admin_override_lets_the_held_hop_proceed() {
 #[tokio::test]
 async fn stale_upgradeable_true_is_not_a_yes() {
     const PO: &str = "ocstale";
-    let Some(plane) = simulated_plane(false).await else {
-        return;
-    };
-    let client = plane.client().await.unwrap();
-    let settings = settings();
     let v1 = TestBundle::new(PO, "3.0.0").csv_name("ocstale-operator.v3.0.0");
     let v2 = TestBundle::new(PO, "3.0.1")
         .replaces("3.0.0")
         .csv_name("ocstale-operator.v3.0.1");
-    set_cluster(&client, &[("4.16.3", true)], "4.16.3").await;
-    publish(&client, std::slice::from_ref(&v1)).await;
-    create(&client, PO, "Auto").await;
-    let manager = Manager::start(client.clone(), settings.clone());
-    wait_settled(&client, PO, &v1.name()).await;
+    let Some((_plane, client, settings, manager)) = settled_under_auto(PO, &v1).await else {
+        return;
+    };
     report(&client, PO, &v1.csv(), true, "ready").await;
     wait_copied(&client, PO, &v1.csv(), "True").await;
     eventually(WAIT, "the PO marked as reporting", || async {
@@ -644,5 +639,101 @@ async fn new_bundles_operator_condition_is_created_before_its_deployment() {
         );
         assert_eq!(revision_of(&deployment.object), deployment.revision);
     }
+    manager.stop().await;
+}
+
+/// Waits until PO `po` is Progressing because its move waits for the operator's report.
+async fn wait_for_report(client: &Client, po: &str) {
+    wait_po_condition(
+        client,
+        po,
+        "Progressing",
+        "True",
+        Some("WaitingForOperatorCondition"),
+    )
+    .await;
+}
+
+/// Whether PO `po` carries the operator-condition-reported mark on the API server.
+async fn marked_reported(client: &Client, po: &str) -> bool {
+    pos(client)
+        .get(po)
+        .await
+        .unwrap()
+        .annotations()
+        .contains_key(labels::OPERATOR_CONDITION_REPORTED)
+}
+
+/// (e) The regression "an operator seen reporting by the gather is remembered", through the
+/// reconcile. Under `Auto`, 2.0.0 settles without a report (the operator was never seen
+/// reporting: no mark). With the manager down, the operator reports Upgradeable=True on 2.0.0's
+/// OperatorCondition and the cluster starts a patch update with 2.0.1 in the catalog: the
+/// restarted manager sees the report in the same reconciles that start the hop, whose new
+/// OperatorCondition is empty. The PO gets the mark on the API server; with the manager down
+/// again and 2.0.0's OperatorCondition gone (the report's only other trace), the restarted
+/// manager still counts the operator as reporting: the hop waits for 2.0.1's own report
+/// (`WaitingForOperatorCondition`) over a window longer than every resync, and settles once
+/// it comes.
+#[tokio::test]
+async fn an_operator_seen_reporting_is_remembered_across_restarts() {
+    const PO: &str = "ocseen";
+    let v1 = TestBundle::new(PO, "2.0.0");
+    let v2 = TestBundle::new(PO, "2.0.1").replaces("2.0.0");
+    let Some((_plane, client, settings, manager)) = settled_under_auto(PO, &v1).await else {
+        return;
+    };
+    manager.stop().await;
+    assert!(
+        !marked_reported(&client, PO).await,
+        "marked before any report"
+    );
+
+    // Manager down: the operator reports, the next hop becomes possible.
+    report(&client, PO, &v1.csv(), true, "ready").await;
+    publish(&client, &[v1.clone(), v2.clone()]).await;
+    set_cluster(&client, &[("4.16.4", false), ("4.16.3", true)], "4.16.4").await;
+    let manager = Manager::start(client.clone(), settings.clone());
+    wait_installed(&client, PO, &v2.name()).await;
+    eventually(WAIT, "the PO marked as reporting", || async {
+        marked_reported(&client, PO).await.then_some(())
+    })
+    .await;
+    wait_for_report(&client, PO).await;
+    manager.stop().await;
+
+    // Manager down: 2.0.0's OperatorCondition, the report, is gone.
+    ocs(&client, PO)
+        .delete(&v1.csv(), &Default::default())
+        .await
+        .unwrap();
+    eventually(WAIT, "2.0.0's OperatorCondition gone", || async {
+        ocs(&client, PO)
+            .get_opt(&v1.csv())
+            .await
+            .ok()?
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    let window = QuietWindow::new(&settings)
+        .never(pos(&client), PO, "the hop to 2.0.1 settled", |po| {
+            po.status
+                .as_ref()
+                .and_then(|s| s.active_hop.as_ref())
+                .is_some_and(|h| h.settled)
+        })
+        .open()
+        .await;
+    let manager = Manager::start(client.clone(), settings.clone());
+    window.hold().await;
+    assert!(marked_reported(&client, PO).await);
+    let (status, reason, message) = po_condition(&client, PO, "Progressing").await.unwrap();
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("True", "WaitingForOperatorCondition"),
+        "{message}"
+    );
+    report(&client, PO, &v2.csv(), true, "ready").await;
+    wait_settled(&client, PO, &v2.name()).await;
     manager.stop().await;
 }

@@ -451,7 +451,9 @@ fn a_recovered_bundle_whose_reapply_fails_is_not_upgradeable() {
 /// annotation only from the OperatorCondition of a successful apply. An operator seen reporting
 /// at gather (here by a reconcile whose apply failed; equally by one that moves on to the next
 /// bundle, whose fresh OperatorCondition is empty) is forgotten once that OperatorCondition is
-/// gone, and under `Auto` the move then settles without its word (§7).
+/// gone, and under `Auto` the move then settles without its word (§7). Through the real
+/// reconcile, against an API server and across manager restarts:
+/// `e2e/tests/lifecycle_operator_condition.rs`, `an_operator_seen_reporting_is_remembered_across_restarts`.
 #[test]
 fn an_operator_seen_reporting_keeps_gating_its_moves() {
     let setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
