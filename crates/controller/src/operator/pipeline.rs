@@ -291,6 +291,7 @@ impl<'a> Run<'a> {
             return;
         };
         announce::exceptions(self.po, self.pctx, &target.name, &prepared.lifted()).await;
+        announce::render_warnings(self.po, self.pctx, &target.name, prepared.warnings()).await;
         if let Some(details) = prepared.crd_safety_overridden() {
             announce::crd_safety_override(self.po, self.pctx, &target.name, details).await;
         }
