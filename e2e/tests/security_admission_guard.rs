@@ -722,7 +722,7 @@ async fn the_guard_covers_every_write_the_manager_can_make() {
 }
 
 /// Issue 33 items 4 and 5: the owner label is the manager's alone. A tenant (a ServiceAccount
-/// with `edit` in its namespace, not the manager) cannot add it to its own ConfigMap or
+/// with `edit`'s rights on ConfigMaps and Deployments in its namespace, not the manager) cannot add it to its own ConfigMap or
 /// Deployment, so it cannot exempt them from the webhooks POM installs (they exclude objects
 /// carrying it), nor change or remove it on an object the manager labelled, so it cannot hand
 /// that object to another PlatformOperator. Judged by what the API server stores.
@@ -741,12 +741,26 @@ async fn a_tenant_cannot_set_or_change_the_owner_label() {
         .create(&post, &object(json!({"metadata": {"name": "tenant"}})))
         .await
         .unwrap();
+    // What `edit` grants on these kinds (the plane bootstraps no default ClusterRoles).
+    Api::<k8s_openapi::api::rbac::v1::Role>::namespaced(admin.clone(), "web")
+        .create(
+            &post,
+            &object(json!({
+                "metadata": {"name": "tenant-edit"},
+                "rules": [
+                    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["*"]},
+                    {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["*"]}
+                ]
+            })),
+        )
+        .await
+        .unwrap();
     Api::<RoleBinding>::namespaced(admin.clone(), "web")
         .create(
             &post,
             &object(json!({
                 "metadata": {"name": "tenant-edit"},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "tenant-edit"},
                 "subjects": [{"kind": "ServiceAccount", "name": "tenant", "namespace": "web"}]
             })),
         )
@@ -774,6 +788,14 @@ async fn a_tenant_cannot_set_or_change_the_owner_label() {
         assert!(message.contains("annotate it"), "{what}: {message}");
     };
 
+    let live = Api::<k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy>::all(
+        admin.clone(),
+    );
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    eprintln!(
+        "live policy: {:?}",
+        live.get(OWNER_LABEL_GUARD).await.map(|p| p.status)
+    );
     // The policy loads after its creation: until it refuses, a probe created is removed.
     eventually(
         Duration::from_secs(60),

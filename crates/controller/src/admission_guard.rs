@@ -96,13 +96,19 @@ pub fn policy() -> ValidatingAdmissionPolicy {
 /// Binds [`policy`] cluster-wide with `Deny`.
 #[must_use]
 pub fn binding() -> ValidatingAdmissionPolicyBinding {
+    deny_binding(GUARD)
+}
+
+/// A binding of the policy `name`, of the same name, cluster-wide with `Deny`.
+#[must_use]
+pub(crate) fn deny_binding(name: &str) -> ValidatingAdmissionPolicyBinding {
     ValidatingAdmissionPolicyBinding {
         metadata: ObjectMeta {
-            name: Some(GUARD.to_owned()),
+            name: Some(name.to_owned()),
             ..ObjectMeta::default()
         },
         spec: Some(ValidatingAdmissionPolicyBindingSpec {
-            policy_name: Some(GUARD.to_owned()),
+            policy_name: Some(name.to_owned()),
             validation_actions: Some(vec!["Deny".to_owned()]),
             ..ValidatingAdmissionPolicyBindingSpec::default()
         }),

@@ -21,8 +21,7 @@
 
 use k8s_openapi::api::admissionregistration::v1::{
     MatchCondition, MatchResources, NamedRuleWithOperations, ValidatingAdmissionPolicy,
-    ValidatingAdmissionPolicyBinding, ValidatingAdmissionPolicyBindingSpec,
-    ValidatingAdmissionPolicySpec, Validation,
+    ValidatingAdmissionPolicyBinding, ValidatingAdmissionPolicySpec, Validation,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use pom_api::labels::{ADOPT, OWNER_PO};
@@ -99,17 +98,7 @@ pub fn policy() -> ValidatingAdmissionPolicy {
 /// Binds [`policy`] cluster-wide with `Deny`.
 #[must_use]
 pub fn binding() -> ValidatingAdmissionPolicyBinding {
-    ValidatingAdmissionPolicyBinding {
-        metadata: ObjectMeta {
-            name: Some(OWNER_LABEL_GUARD.to_owned()),
-            ..ObjectMeta::default()
-        },
-        spec: Some(ValidatingAdmissionPolicyBindingSpec {
-            policy_name: Some(OWNER_LABEL_GUARD.to_owned()),
-            validation_actions: Some(vec!["Deny".to_owned()]),
-            ..ValidatingAdmissionPolicyBindingSpec::default()
-        }),
-    }
+    crate::admission_guard::deny_binding(OWNER_LABEL_GUARD)
 }
 
 #[cfg(test)]

@@ -65,13 +65,16 @@ spec:
   replicas: 3
 ";
 
+/// `files` on top of `base`.
+fn bundle_over(mut base: BTreeMap<String, Vec<u8>>, files: &[(&str, &str)]) -> BundleFiles {
+    for (path, text) in files {
+        base.insert((*path).to_owned(), text.as_bytes().to_vec());
+    }
+    BundleFiles::new(base)
+}
+
 fn bundle(files: &[(&str, &str)]) -> BundleFiles {
-    BundleFiles::new(
-        files
-            .iter()
-            .map(|(p, c)| ((*p).to_owned(), c.as_bytes().to_vec()))
-            .collect::<BTreeMap<_, _>>(),
-    )
+    bundle_over(BTreeMap::new(), files)
 }
 
 /// The object of `kind` whose name starts with `name`.
@@ -208,11 +211,7 @@ fn the_content_policy_judges_the_last_value() {
 fn webhooks_bundle(extra: &[(&str, &str)]) -> BundleFiles {
     let dir =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bundles/webhooks");
-    let mut files = (*BundleFiles::load_dir(&dir).unwrap().files).clone();
-    for (path, text) in extra {
-        files.insert((*path).to_owned(), text.as_bytes().to_vec());
-    }
-    BundleFiles::new(files)
+    bundle_over((*BundleFiles::load_dir(&dir).unwrap().files).clone(), extra)
 }
 
 /// A bundle Service named `<deployment>-service` (opentelemetry-operator ships one) is the
