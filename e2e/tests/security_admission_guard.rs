@@ -788,14 +788,6 @@ async fn a_tenant_cannot_set_or_change_the_owner_label() {
         assert!(message.contains("annotate it"), "{what}: {message}");
     };
 
-    let live = Api::<k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy>::all(
-        admin.clone(),
-    );
-    tokio::time::sleep(Duration::from_secs(5)).await;
-    eprintln!(
-        "live policy: {:?}",
-        live.get(OWNER_LABEL_GUARD).await.map(|p| p.status)
-    );
     // The policy loads after its creation: until it refuses, a probe created is removed.
     eventually(
         Duration::from_secs(60),
