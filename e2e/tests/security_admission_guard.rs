@@ -720,3 +720,169 @@ async fn the_guard_covers_every_write_the_manager_can_make() {
         "writes one ClusterOperator",
     );
 }
+
+/// Issue 33 items 4 and 5: the owner label is the manager's alone. A tenant (a ServiceAccount
+/// with `edit`'s rights on ConfigMaps and Deployments in its namespace, not the manager) cannot add it to its own ConfigMap or
+/// Deployment, so it cannot exempt them from the webhooks POM installs (they exclude objects
+/// carrying it), nor change or remove it on an object the manager labelled, so it cannot hand
+/// that object to another PlatformOperator. Judged by what the API server stores.
+#[tokio::test]
+async fn a_tenant_cannot_set_or_change_the_owner_label() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    use k8s_openapi::api::rbac::v1::RoleBinding;
+    use pom_controller::owner_label_guard::OWNER_LABEL_GUARD;
+
+    let Some((plane, admin, manager)) = guarded_plane().await else {
+        return;
+    };
+    let post = PostParams::default();
+    Api::<ServiceAccount>::namespaced(admin.clone(), "web")
+        .create(&post, &object(json!({"metadata": {"name": "tenant"}})))
+        .await
+        .unwrap();
+    // What `edit` grants on these kinds (the plane bootstraps no default ClusterRoles).
+    Api::<k8s_openapi::api::rbac::v1::Role>::namespaced(admin.clone(), "web")
+        .create(
+            &post,
+            &object(json!({
+                "metadata": {"name": "tenant-edit"},
+                "rules": [
+                    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["*"]},
+                    {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["*"]}
+                ]
+            })),
+        )
+        .await
+        .unwrap();
+    Api::<RoleBinding>::namespaced(admin.clone(), "web")
+        .create(
+            &post,
+            &object(json!({
+                "metadata": {"name": "tenant-edit"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "tenant-edit"},
+                "subjects": [{"kind": "ServiceAccount", "name": "tenant", "namespace": "web"}]
+            })),
+        )
+        .await
+        .unwrap();
+    let path = service_account_kubeconfig(&plane, &admin, "web", "tenant", "tenant.kubeconfig")
+        .await
+        .unwrap();
+    let tenant = client_from(&path).await;
+    let tenant_maps = Api::<ConfigMap>::namespaced(tenant.clone(), "web");
+    let stored_maps = Api::<ConfigMap>::namespaced(admin.clone(), "web");
+    let labelled = |name: &str, owner: &str| -> ConfigMap {
+        object(json!({"metadata": {"name": name, "labels": {OWNER: owner}}}))
+    };
+    let owner_of = |map: &ConfigMap| {
+        map.metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(OWNER).cloned())
+    };
+    let assert_refused = |result: kube::Result<ConfigMap>, what: &str| {
+        let (code, message) = refusal(result, what);
+        assert_eq!(code, 403, "{what}: {message}");
+        assert!(message.contains(OWNER_LABEL_GUARD), "{what}: {message}");
+        assert!(message.contains("annotate it"), "{what}: {message}");
+    };
+
+    // The policy loads after its creation: until it refuses, a probe created is removed.
+    eventually(
+        Duration::from_secs(60),
+        "the owner-label guard to load",
+        || {
+            let tenant_maps = tenant_maps.clone();
+            let probe = labelled("probe", "web");
+            async move {
+                match tenant_maps.create(&PostParams::default(), &probe).await {
+                    Err(kube::Error::Api(status)) if status.message.contains(OWNER_LABEL_GUARD) => {
+                        Some(())
+                    }
+                    Ok(_) => {
+                        tenant_maps
+                            .delete("probe", &DeleteParams::default())
+                            .await
+                            .unwrap();
+                        None
+                    }
+                    _ => None,
+                }
+            }
+        },
+    )
+    .await;
+
+    // Adding it to its own objects, at creation: a ConfigMap and a Deployment.
+    assert_refused(
+        tenant_maps.create(&post, &labelled("mine", "web")).await,
+        "a tenant creating a ConfigMap with the owner label",
+    );
+    assert!(stored_maps.get_opt("mine").await.unwrap().is_none());
+    let deployment: Deployment = object(json!({
+        "metadata": {"name": "mine", "labels": {OWNER: "web"}},
+        "spec": {
+            "selector": {"matchLabels": {"app": "mine"}},
+            "template": {
+                "metadata": {"labels": {"app": "mine"}},
+                "spec": {"containers": [{"name": "c", "image": "registry.example/c:1"}]}
+            }
+        }
+    }));
+    let (code, message) = refusal(
+        Api::<Deployment>::namespaced(tenant.clone(), "web")
+            .create(&post, &deployment)
+            .await,
+        "a tenant creating a Deployment with the owner label",
+    );
+    assert_eq!(code, 403, "{message}");
+    assert!(message.contains(OWNER_LABEL_GUARD), "{message}");
+    assert!(
+        Api::<Deployment>::namespaced(admin.clone(), "web")
+            .get_opt("mine")
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    // ...or later, to an object it created without it.
+    tenant_maps
+        .create(&post, &object(json!({"metadata": {"name": "plain"}})))
+        .await
+        .unwrap();
+    let add = json!({"metadata": {"labels": {OWNER: "web"}}});
+    assert_refused(
+        tenant_maps
+            .patch("plain", &PatchParams::default(), &Patch::Merge(&add))
+            .await,
+        "a tenant adding the owner label",
+    );
+    assert_eq!(owner_of(&stored_maps.get("plain").await.unwrap()), None);
+
+    // An object the manager labelled: its value is not changed nor removed by the tenant,
+    // while the tenant's ordinary edits (which the manager repairs as drift) go through.
+    Api::<ConfigMap>::namespaced(manager.clone(), "web")
+        .create(&post, &labelled("owned", "web"))
+        .await
+        .unwrap();
+    for (what, labels) in [
+        ("changing the owner label's value", json!({OWNER: "other"})),
+        ("removing the owner label", json!({OWNER: null})),
+    ] {
+        let patch = json!({"metadata": {"labels": labels}});
+        assert_refused(
+            tenant_maps
+                .patch("owned", &PatchParams::default(), &Patch::Merge(&patch))
+                .await,
+            what,
+        );
+    }
+    let edit = json!({"data": {"note": "tenant"}});
+    tenant_maps
+        .patch("owned", &PatchParams::default(), &Patch::Merge(&edit))
+        .await
+        .unwrap();
+    let stored = stored_maps.get("owned").await.unwrap();
+    assert_eq!(owner_of(&stored), Some("web".to_owned()));
+}

@@ -122,6 +122,12 @@ reasons! {
     AdmissionGuardMissing,
     /// (Event) A bundle was applied with the admin's content-policy exceptions.
     ContentExceptionUsed,
+    /// (Event) A bundle's manifest repeats a key: its last value, as OLM reads it, is what POM
+    /// judged and applies.
+    DuplicateManifestKey,
+    /// (Event) A bundle ships a Service named like the one POM renders for its webhooks: POM's
+    /// replaces it, as OLM v0 does.
+    WebhookServiceReplaced,
     /// The first install is in progress.
     Installing,
     // Progressing

@@ -39,7 +39,7 @@ use k8s_openapi::api::admissionregistration::v1::{
     ValidatingAdmissionPolicySpec, Validation, Variable,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
-use pom_api::labels::{ADOPT, OWNER_PO};
+use pom_api::labels::{ADOPT, OWNER_PO, PACKAGE};
 use pom_api::namespaces::{OWNED_ONLY_PREFIX, platform_namespace_cel};
 use pom_api::openshift::AGGREGATED_CLUSTER_OPERATOR;
 use pom_policy::snapshot::GuardState;
@@ -96,13 +96,19 @@ pub fn policy() -> ValidatingAdmissionPolicy {
 /// Binds [`policy`] cluster-wide with `Deny`.
 #[must_use]
 pub fn binding() -> ValidatingAdmissionPolicyBinding {
+    deny_binding(GUARD)
+}
+
+/// A binding of the policy `name`, of the same name, cluster-wide with `Deny`.
+#[must_use]
+pub(crate) fn deny_binding(name: &str) -> ValidatingAdmissionPolicyBinding {
     ValidatingAdmissionPolicyBinding {
         metadata: ObjectMeta {
-            name: Some(GUARD.to_owned()),
+            name: Some(name.to_owned()),
             ..ObjectMeta::default()
         },
         spec: Some(ValidatingAdmissionPolicyBindingSpec {
-            policy_name: Some(GUARD.to_owned()),
+            policy_name: Some(name.to_owned()),
             validation_actions: Some(vec!["Deny".to_owned()]),
             ..ValidatingAdmissionPolicyBindingSpec::default()
         }),
@@ -200,143 +206,235 @@ fn forbidden_built_in_role(role: &str) -> String {
     )
 }
 
+/// CEL: the value of label `label` on `object` (`object`, `oldObject`), `''` when it has none
+/// or is absent (a CREATE's `oldObject`, a DELETE's `object`).
+pub(crate) fn label_cel(object: &str, label: &str) -> String {
+    format!(
+        "({object} == null || !has({object}.metadata.labels) || !('{label}' in \
+         {object}.metadata.labels) ? '' : {object}.metadata.labels['{label}'])"
+    )
+}
+
+/// An object labelled for one PlatformOperator is not relabelled for another, but within its
+/// package: the manager takes over only an object whose PO is gone and that belongs to the
+/// same package (`pom_policy::ownership`); the owner label's value is compared, not only its
+/// presence (issue 33 item 5).
+fn owner_label_within_package() -> Validation {
+    let (old_owner, new_owner) = (
+        label_cel("oldObject", OWNER_PO),
+        label_cel("object", OWNER_PO),
+    );
+    let (old_package, new_package) = (
+        label_cel("oldObject", PACKAGE),
+        label_cel("object", PACKAGE),
+    );
+    rule(
+        format!(
+            "request.operation != 'UPDATE' || {old_owner} == '' || {new_owner} == '' || \
+             {new_owner} == {old_owner} || ({old_package} != '' && {new_package} == {old_package})"
+        ),
+        format!(
+            "{GUARD}: the manager may not relabel an object of one PlatformOperator \
+             ({OWNER_PO}) for another, but within its package ({PACKAGE})"
+        ),
+    )
+}
+
+/// The guard's rules on the manager, one function each, in the order the API server checks
+/// them.
 fn validations() -> Vec<Validation> {
     vec![
-        rule(
-            format!(
-                "request.resource.group != 'rbac.authorization.k8s.io' || \
-                 !variables.target.metadata.name.startsWith('{NAME}')"
-            ),
-            format!(
-                "{GUARD}: the manager may not change its own RBAC objects ({NAME}*); an admin \
-                 changes them through the install manifests"
-            ),
-        ),
-        rule(
-            // `request.namespace` is absent, not empty, for cluster-scoped objects.
-            format!(
-                "!has(request.namespace) || request.namespace == '' || ({})",
-                writable_request_namespace()
-            ),
-            format!(
-                "{GUARD}: the manager may not write objects in a platform namespace (kube-*, \
-                 default, openshift-config*, openshift-monitoring, ...) nor in an openshift-* \
-                 namespace it does not own; bundles install into their PlatformOperator's \
-                 installNamespace"
-            ),
-        ),
-        rule(
-            format!(
-                "request.resource.resource != 'namespaces' || !{}",
-                platform_namespace_cel("variables.target.metadata.name")
-            ),
-            format!("{GUARD}: the manager may not create or change a platform namespace"),
-        ),
-        rule(
-            format!(
-                "request.operation == 'CREATE' || {POM_GROUP_CEL} || \
-                 request.resource.resource == 'clusteroperators' || \
-                 (has(oldObject.metadata.labels) && '{OWNER_PO}' in oldObject.metadata.labels) || \
-                 (has(oldObject.metadata.annotations) && '{ADOPT}' in oldObject.metadata.annotations)"
-            ),
-            format!(
-                "{GUARD}: the manager may not change or delete an object it does not own (no \
-                 {OWNER_PO} label); to let a PlatformOperator adopt it, annotate it {ADOPT}=<name>"
-            ),
-        ),
-        rule(
-            // A webhook the manager registers is a bundle's, shaped as the renderer shapes it:
-            // it calls a Service outside the platform's namespaces, never sees objects POM
-            // manages, and never matches POM's API group or every group.
-            format!(
-                "object == null || !(request.resource.resource in \
-                 ['validatingwebhookconfigurations', 'mutatingwebhookconfigurations']) || \
-                 !has(object.webhooks) || object.webhooks.all(w, \
-                 has(w.clientConfig.service) && !has(w.clientConfig.url) && \
-                 !{platform} && \
-                 has(w.objectSelector) && has(w.objectSelector.matchExpressions) && \
-                 w.objectSelector.matchExpressions.exists(e, e.key == '{OWNER_PO}' && \
-                 e.operator == 'DoesNotExist') && \
-                 (!has(w.rules) || w.rules.all(r, !has(r.apiGroups) || \
-                 !r.apiGroups.exists(g, g == '*' || g == '{POM_GROUP}'))))",
-                platform = platform_namespace_cel("w.clientConfig.service.namespace"),
-                POM_GROUP = pom_api::GROUP,
-            ),
-            format!(
-                "{GUARD}: a webhook the manager registers must call a Service outside the \
-                 platform's namespaces, exclude objects labelled {OWNER_PO} and never match \
-                 the {} group or every group",
-                pom_api::GROUP
-            ),
-        ),
-        rule(
-            format!("!variables.binding || !object.roleRef.name.startsWith('{NAME}')"),
-            format!("{GUARD}: the manager may not bind its own roles ({NAME}*) to anyone"),
-        ),
-        rule(
-            format!(
-                "!variables.binding || !({})",
-                forbidden_built_in_role("object.roleRef.name")
-            ),
-            format!(
-                "{GUARD}: the manager may not bind a system: ClusterRole that the content \
-                 policy's table of built-in roles does not know (docs/content-policy.md); a \
-                 bundle's power comes from the roles it ships and the built-in roles it binds, \
-                 judged by what they grant"
-            ),
-        ),
-        rule(
-            "object == null || request.resource.resource != 'secrets' || !has(object.type) || \
-             object.type != 'kubernetes.io/service-account-token'"
-                .to_owned(),
-            format!(
-                "{GUARD}: the manager may not create ServiceAccount token Secrets; an operator's \
-                 pods get their tokens from the kubelet"
-            ),
-        ),
-        rule(
-            format!(
-                "!({POM_GROUP_CEL}) || (has(request.subResource) && request.subResource != '') || \
-                 object == null || \
-                 oldObject == null || \
-                 (has(object.spec) == has(oldObject.spec) && \
-                 (!has(object.spec) || object.spec == oldObject.spec))"
-            ),
-            format!(
-                "{GUARD}: the manager may not change the spec of a PlatformOperator or Catalog \
-                 (its consent, exceptions and source are the admin's); it writes their \
-                 finalizers and status only"
-            ),
-        ),
-        rule(
-            format!(
-                "request.resource.resource != 'clusteroperators' || \
-                 variables.target.metadata.name == '{AGGREGATED_CLUSTER_OPERATOR}'"
-            ),
-            format!(
-                "{GUARD}: the manager writes one ClusterOperator, {AGGREGATED_CLUSTER_OPERATOR}; \
-                 other operators report their own"
-            ),
-        ),
-        rule(
-            format!(
-                "!variables.binding || !has(object.subjects) || object.subjects.all(s, \
-                 !((s.kind == 'User' || s.kind == 'Group') && s.name.startsWith('system:') && \
-                 !({own_group})) && \
-                 !(s.kind == 'ServiceAccount' && has(s.namespace) && {} && \
-                 !(request.resource.resource == 'rolebindings' && ({readers}))))",
-                platform_namespace_cel("s.namespace"),
-                own_group = namespace_accounts_group_cel(),
-                readers = platform_readers_cel(),
-            ),
-            format!(
-                "{GUARD}: the manager may not bind system: users or groups (but the group of a \
-                 namespace's own ServiceAccounts outside the platform's namespaces), nor \
-                 ServiceAccounts of platform namespaces (its own included) but the platform's \
-                 named readers (OpenShift's Prometheus) in a RoleBinding"
-            ),
-        ),
+        own_rbac(),
+        platform_namespaces(),
+        platform_namespace_objects(),
+        owned_objects_only(),
+        owner_label_within_package(),
+        bundle_shaped_webhooks(),
+        own_roles_unbound(),
+        known_built_in_roles(),
+        no_token_secrets(),
+        admin_specs(),
+        one_cluster_operator(),
+        bound_subjects(),
     ]
+}
+
+/// No write to its own RBAC objects.
+fn own_rbac() -> Validation {
+    rule(
+        format!(
+            "request.resource.group != 'rbac.authorization.k8s.io' || \
+             !variables.target.metadata.name.startsWith('{NAME}')"
+        ),
+        format!(
+            "{GUARD}: the manager may not change its own RBAC objects ({NAME}*); an admin \
+             changes them through the install manifests"
+        ),
+    )
+}
+
+/// No write in a platform namespace, nor in an `openshift-*` one POM does not own.
+fn platform_namespaces() -> Validation {
+    rule(
+        // `request.namespace` is absent, not empty, for cluster-scoped objects.
+        format!(
+            "!has(request.namespace) || request.namespace == '' || ({})",
+            writable_request_namespace()
+        ),
+        format!(
+            "{GUARD}: the manager may not write objects in a platform namespace (kube-*, \
+             default, openshift-config*, openshift-monitoring, ...) nor in an openshift-* \
+             namespace it does not own; bundles install into their PlatformOperator's \
+             installNamespace"
+        ),
+    )
+}
+
+/// No creating or changing a platform namespace.
+fn platform_namespace_objects() -> Validation {
+    rule(
+        format!(
+            "request.resource.resource != 'namespaces' || !{}",
+            platform_namespace_cel("variables.target.metadata.name")
+        ),
+        format!("{GUARD}: the manager may not create or change a platform namespace"),
+    )
+}
+
+/// No update or delete of an object POM does not own, unless annotated for adoption.
+fn owned_objects_only() -> Validation {
+    rule(
+        format!(
+            "request.operation == 'CREATE' || {POM_GROUP_CEL} || \
+             request.resource.resource == 'clusteroperators' || \
+             (has(oldObject.metadata.labels) && '{OWNER_PO}' in oldObject.metadata.labels) || \
+             (has(oldObject.metadata.annotations) && '{ADOPT}' in oldObject.metadata.annotations)"
+        ),
+        format!(
+            "{GUARD}: the manager may not change or delete an object it does not own (no \
+             {OWNER_PO} label); to let a PlatformOperator adopt it, annotate it {ADOPT}=<name>"
+        ),
+    )
+}
+
+/// A webhook only in the shape the renderer gives a bundle's.
+fn bundle_shaped_webhooks() -> Validation {
+    rule(
+        // A webhook the manager registers is a bundle's, shaped as the renderer shapes it:
+        // it calls a Service outside the platform's namespaces, never sees objects POM
+        // manages, and never matches POM's API group or every group.
+        format!(
+            "object == null || !(request.resource.resource in \
+             ['validatingwebhookconfigurations', 'mutatingwebhookconfigurations']) || \
+             !has(object.webhooks) || object.webhooks.all(w, \
+             has(w.clientConfig.service) && !has(w.clientConfig.url) && \
+             !{platform} && \
+             has(w.objectSelector) && has(w.objectSelector.matchExpressions) && \
+             w.objectSelector.matchExpressions.exists(e, e.key == '{OWNER_PO}' && \
+             e.operator == 'DoesNotExist') && \
+             (!has(w.rules) || w.rules.all(r, !has(r.apiGroups) || \
+             !r.apiGroups.exists(g, g == '*' || g == '{POM_GROUP}'))))",
+            platform = platform_namespace_cel("w.clientConfig.service.namespace"),
+            POM_GROUP = pom_api::GROUP,
+        ),
+        format!(
+            "{GUARD}: a webhook the manager registers must call a Service outside the \
+             platform's namespaces, exclude objects labelled {OWNER_PO} and never match \
+             the {} group or every group",
+            pom_api::GROUP
+        ),
+    )
+}
+
+/// No binding of its own roles.
+fn own_roles_unbound() -> Validation {
+    rule(
+        format!("!variables.binding || !object.roleRef.name.startsWith('{NAME}')"),
+        format!("{GUARD}: the manager may not bind its own roles ({NAME}*) to anyone"),
+    )
+}
+
+/// No binding of a `system:` ClusterRole the built-in roles table does not know.
+fn known_built_in_roles() -> Validation {
+    rule(
+        format!(
+            "!variables.binding || !({})",
+            forbidden_built_in_role("object.roleRef.name")
+        ),
+        format!(
+            "{GUARD}: the manager may not bind a system: ClusterRole that the content \
+             policy's table of built-in roles does not know (docs/content-policy.md); a \
+             bundle's power comes from the roles it ships and the built-in roles it binds, \
+             judged by what they grant"
+        ),
+    )
+}
+
+/// No ServiceAccount token Secrets.
+fn no_token_secrets() -> Validation {
+    rule(
+        "object == null || request.resource.resource != 'secrets' || !has(object.type) || \
+         object.type != 'kubernetes.io/service-account-token'"
+            .to_owned(),
+        format!(
+            "{GUARD}: the manager may not create ServiceAccount token Secrets; an operator's \
+             pods get their tokens from the kubelet"
+        ),
+    )
+}
+
+/// No change to the spec of a PlatformOperator or Catalog.
+fn admin_specs() -> Validation {
+    rule(
+        format!(
+            "!({POM_GROUP_CEL}) || (has(request.subResource) && request.subResource != '') || \
+             object == null || \
+             oldObject == null || \
+             (has(object.spec) == has(oldObject.spec) && \
+             (!has(object.spec) || object.spec == oldObject.spec))"
+        ),
+        format!(
+            "{GUARD}: the manager may not change the spec of a PlatformOperator or Catalog \
+             (its consent, exceptions and source are the admin's); it writes their \
+             finalizers and status only"
+        ),
+    )
+}
+
+/// One ClusterOperator, the aggregated one.
+fn one_cluster_operator() -> Validation {
+    rule(
+        format!(
+            "request.resource.resource != 'clusteroperators' || \
+             variables.target.metadata.name == '{AGGREGATED_CLUSTER_OPERATOR}'"
+        ),
+        format!(
+            "{GUARD}: the manager writes one ClusterOperator, {AGGREGATED_CLUSTER_OPERATOR}; \
+             other operators report their own"
+        ),
+    )
+}
+
+/// No binding of `system:` users or groups or platform ServiceAccounts.
+fn bound_subjects() -> Validation {
+    rule(
+        format!(
+            "!variables.binding || !has(object.subjects) || object.subjects.all(s, \
+             !((s.kind == 'User' || s.kind == 'Group') && s.name.startsWith('system:') && \
+             !({own_group})) && \
+             !(s.kind == 'ServiceAccount' && has(s.namespace) && {} && \
+             !(request.resource.resource == 'rolebindings' && ({readers}))))",
+            platform_namespace_cel("s.namespace"),
+            own_group = namespace_accounts_group_cel(),
+            readers = platform_readers_cel(),
+        ),
+        format!(
+            "{GUARD}: the manager may not bind system: users or groups (but the group of a \
+             namespace's own ServiceAccounts outside the platform's namespaces), nor \
+             ServiceAccounts of platform namespaces (its own included) but the platform's \
+             named readers (OpenShift's Prometheus) in a RoleBinding"
+        ),
+    )
 }
 
 /// The length of `system:serviceaccounts:`, where a namespace's accounts group names it.
@@ -375,27 +473,73 @@ pub fn presence(
     live_policy: Option<&ValidatingAdmissionPolicy>,
     live_binding: Option<&ValidatingAdmissionPolicyBinding>,
 ) -> GuardState {
+    presence_of(GUARD, &policy(), live_policy, live_binding)
+}
+
+/// Whether both guards the install ships are in place: the manager's ([`presence`]) and the
+/// owner-label guard ([`crate::owner_label_guard`]), each found by name among the live
+/// policies and bindings; the first problem found.
+#[must_use]
+pub fn presence_of_both(
+    live_policies: &[&ValidatingAdmissionPolicy],
+    live_bindings: &[&ValidatingAdmissionPolicyBinding],
+) -> GuardState {
+    use crate::owner_label_guard::{self, OWNER_LABEL_GUARD};
+    let named = |name: &str| {
+        (
+            live_policies
+                .iter()
+                .copied()
+                .find(|p| p.metadata.name.as_deref() == Some(name)),
+            live_bindings
+                .iter()
+                .copied()
+                .find(|b| b.metadata.name.as_deref() == Some(name)),
+        )
+    };
+    let (policy_live, binding_live) = named(GUARD);
+    match presence(policy_live, binding_live) {
+        GuardState::Intact => {
+            let (policy_live, binding_live) = named(OWNER_LABEL_GUARD);
+            presence_of(
+                OWNER_LABEL_GUARD,
+                &owner_label_guard::policy(),
+                policy_live,
+                binding_live,
+            )
+        }
+        problem => problem,
+    }
+}
+
+/// Whether the guard `name` is there as `shipped` (see [`presence`]).
+fn presence_of(
+    name: &str,
+    shipped: &ValidatingAdmissionPolicy,
+    live_policy: Option<&ValidatingAdmissionPolicy>,
+    live_binding: Option<&ValidatingAdmissionPolicyBinding>,
+) -> GuardState {
     let Some(live_policy) = live_policy else {
         return GuardState::Missing {
-            object: format!("ValidatingAdmissionPolicy {GUARD}"),
+            object: format!("ValidatingAdmissionPolicy {name}"),
         };
     };
     let Some(live_binding) = live_binding else {
         return GuardState::Missing {
-            object: format!("ValidatingAdmissionPolicyBinding {GUARD}"),
+            object: format!("ValidatingAdmissionPolicyBinding {name}"),
         };
     };
-    let shipped = serde_json::to_value(&policy().spec).unwrap_or_default();
+    let shipped = serde_json::to_value(&shipped.spec).unwrap_or_default();
     let live = serde_json::to_value(&live_policy.spec).unwrap_or_default();
     if let Some(path) = first_difference(&shipped, &live, "spec") {
         return GuardState::Changed {
-            object: format!("ValidatingAdmissionPolicy {GUARD}"),
+            object: format!("ValidatingAdmissionPolicy {name}"),
             detail: format!("{path} differs from the shipped policy"),
         };
     }
     let spec = live_binding.spec.clone().unwrap_or_default();
-    let detail = if spec.policy_name.as_deref() != Some(GUARD) {
-        Some(format!("spec.policyName is not {GUARD}"))
+    let detail = if spec.policy_name.as_deref() != Some(name) {
+        Some(format!("spec.policyName is not {name}"))
     } else if !spec
         .validation_actions
         .unwrap_or_default()
@@ -410,7 +554,7 @@ pub fn presence(
     };
     match detail {
         Some(detail) => GuardState::Changed {
-            object: format!("ValidatingAdmissionPolicyBinding {GUARD}"),
+            object: format!("ValidatingAdmissionPolicyBinding {name}"),
             detail,
         },
         None => GuardState::Intact,
@@ -516,6 +660,40 @@ mod tests {
         let binding = binding().spec.unwrap();
         assert_eq!(binding.policy_name.as_deref(), Some(GUARD));
         assert_eq!(binding.validation_actions.unwrap(), ["Deny"]);
+    }
+
+    #[test]
+    fn both_guards_are_found_by_name_and_checked() {
+        use crate::owner_label_guard::{self, OWNER_LABEL_GUARD};
+        let (guard, guard_binding) = (policy(), binding());
+        let (owner, owner_binding) = (owner_label_guard::policy(), owner_label_guard::binding());
+        let mut other = policy();
+        other.metadata.name = Some("someone-elses".into());
+        assert_eq!(
+            presence_of_both(&[&other, &owner, &guard], &[&owner_binding, &guard_binding]),
+            GuardState::Intact
+        );
+        assert!(matches!(
+            presence_of_both(&[&guard, &other], &[&owner_binding, &guard_binding]),
+            GuardState::Missing { object } if object == format!("ValidatingAdmissionPolicy {OWNER_LABEL_GUARD}")
+        ));
+        let mut loosened = owner_label_guard::policy();
+        loosened
+            .spec
+            .as_mut()
+            .unwrap()
+            .validations
+            .as_mut()
+            .unwrap()[0]
+            .expression = "true".into();
+        assert!(matches!(
+            presence_of_both(&[&guard, &loosened], &[&owner_binding, &guard_binding]),
+            GuardState::Changed { object, .. } if object.contains(OWNER_LABEL_GUARD)
+        ));
+        assert!(matches!(
+            presence_of_both(&[&owner], &[&owner_binding, &guard_binding]),
+            GuardState::Missing { object } if object == format!("ValidatingAdmissionPolicy {GUARD}")
+        ));
     }
 
     #[test]

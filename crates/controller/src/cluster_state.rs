@@ -44,7 +44,8 @@ pub struct ClusterState {
     /// wait: see [`Readiness`]).
     platform_operators_ready: Readiness,
     catalogs_ready: Readiness,
-    /// The manager's admission guard, by name (issue 22 item 2): its policy and its binding.
+    /// The ValidatingAdmissionPolicies and their bindings, where the manager's admission guard
+    /// and the owner-label guard are found by name (issue 22 item 2, issue 33 item 5).
     guard_policies: Store<ValidatingAdmissionPolicy>,
     guard_bindings: Store<ValidatingAdmissionPolicyBinding>,
     guard_ready: [Readiness; 2],
@@ -82,9 +83,9 @@ impl ClusterState {
             .fields(&format!("metadata.name={AGGREGATED_CLUSTER_OPERATOR}"));
         let (cluster_operator, _) =
             spawn_cache(Api::all(client.clone()), by_name, shutdown.clone(), |_| {});
-        // The guard's two objects, by name: a change wakes the ClusterOperator writer.
-        let guard_by_name = watcher::Config::default()
-            .fields(&format!("metadata.name={}", crate::admission_guard::GUARD));
+        // The guards' objects (the manager's and the owner-label guard, found by name among the
+        // cluster's few policies): a change wakes the ClusterOperator writer.
+        let guard_by_name = watcher::Config::default();
         let notify = platform_operator_changes.clone();
         let (guard_policies, policies_ready) = spawn_cache(
             Api::all(client.clone()),
@@ -175,9 +176,11 @@ impl ClusterState {
                 };
             }
         }
-        crate::admission_guard::presence(
-            self.guard_policies.state().first().map(AsRef::as_ref),
-            self.guard_bindings.state().first().map(AsRef::as_ref),
+        let policies = self.guard_policies.state();
+        let bindings = self.guard_bindings.state();
+        crate::admission_guard::presence_of_both(
+            &policies.iter().map(AsRef::as_ref).collect::<Vec<_>>(),
+            &bindings.iter().map(AsRef::as_ref).collect::<Vec<_>>(),
         )
     }
 

@@ -36,6 +36,7 @@ pub mod liveness;
 pub mod manifests;
 pub mod metrics;
 pub mod metrics_auth;
+pub mod owner_label_guard;
 pub use pom_oci as oci;
 pub mod operator;
 pub mod run;

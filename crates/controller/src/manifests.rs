@@ -197,6 +197,8 @@ pub fn render(flavor: Flavor) -> Result<Vec<ManifestFile>, RenderError> {
         vec![
             json(flavor, &crate::admission_guard::policy()),
             json(flavor, &crate::admission_guard::binding()),
+            json(flavor, &crate::owner_label_guard::policy()),
+            json(flavor, &crate::owner_label_guard::binding()),
         ],
     )?;
     add(

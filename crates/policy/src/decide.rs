@@ -19,7 +19,7 @@ use semver::Version;
 use crate::request::{PoRequest, RequestError};
 use crate::snapshot::{
     CatalogContent, CatalogView, ClusterView, GateReading, Hop, Installed, PoSnapshot,
-    UnsettledMoveAction,
+    UnsettledMoveAction, WatchNamespaceTaken,
 };
 
 /// What to do with one PlatformOperator now.
@@ -570,6 +570,9 @@ fn usable<'s>(s: &'s PoSnapshot<'_>) -> ControlFlow<PoDecision, Usable<'s>> {
     if let Some(winner) = &s.duplicate_of {
         return ControlFlow::Break(duplicate(installed, winner));
     }
+    if let Some(taken) = &s.watch_namespace_taken {
+        return ControlFlow::Break(watch_namespace_taken(installed, taken));
+    }
     let request = match &s.request {
         Ok(request) => request,
         Err(err) => return ControlFlow::Break(unreadable_request(installed, err)),
@@ -618,6 +621,26 @@ fn duplicate(installed: Option<&Installed>, winner: &str) -> PoDecision {
         format!(
             "package is already managed by PlatformOperator {winner} (the older one wins); delete this PlatformOperator or {winner}"
         ),
+        true,
+    )
+}
+
+/// A PO whose `spec.watchNamespace` is another PO's install namespace is refused: its
+/// operator would hold a watcher's RBAC over what the other operator owns (issue 33 item 5).
+/// Nothing is written for it, as for a duplicate; what it installed before keeps running
+/// unjudged.
+fn watch_namespace_taken(installed: Option<&Installed>, taken: &WatchNamespaceTaken) -> PoDecision {
+    let WatchNamespaceTaken { namespace, other } = taken;
+    let message = format!(
+        "spec.watchNamespace {namespace:?} is the install namespace of PlatformOperator {other}: an operator may not watch (and get RBAC in) another PlatformOperator's namespace; delete and recreate this PlatformOperator with a spec.watchNamespace of its own"
+    );
+    let verdict = match installed {
+        None => Upgradeability::yes("not installed by this PlatformOperator"),
+        Some(i) => Upgradeability::unknown(format!("{} still runs: {message}", i.bundle.name)),
+    };
+    PoDecision::new(Action::Nothing, verdict).with_problem(
+        Reason::InstallModeUnsupported,
+        message,
         true,
     )
 }

@@ -21,6 +21,9 @@ pub struct PoSnapshot<'a> {
     pub request: Result<PoRequest, RequestError>,
     /// An older PlatformOperator already manages this package (it wins).
     pub duplicate_of: Option<String>,
+    /// `spec.watchNamespace` is another PlatformOperator's install namespace
+    /// ([`watch_namespace_taken`]; issue 33 item 5).
+    pub watch_namespace_taken: Option<WatchNamespaceTaken>,
     /// What runs now, from the PO's status.
     pub installed: Option<Installed>,
     /// The last move and whether it settled, from the PO's status.
@@ -222,6 +225,49 @@ impl UnsettledMoveAction {
             Self::Skip(bundle) | Self::Abandon(bundle) => bundle,
         }
     }
+}
+
+/// A PlatformOperator's `spec.watchNamespace` that is another one's install namespace: its
+/// operator would get the RBAC of a watcher in a namespace that other operator owns (its
+/// Secrets, its ServiceAccounts' tokens, its Deployments).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatchNamespaceTaken {
+    /// The watched namespace.
+    pub namespace: String,
+    /// The PlatformOperator that installs into it.
+    pub other: String,
+}
+
+/// The install namespace of `po` as the manager knows it: recorded in its status, else asked
+/// for in its spec (`None` before a first install that names none).
+#[must_use]
+pub fn known_install_namespace(po: &pom_api::PlatformOperator) -> Option<&str> {
+    po.status
+        .as_ref()
+        .and_then(|s| s.install_namespace.as_deref())
+        .or(po.spec.install_namespace.as_deref())
+}
+
+/// Whether `po`'s `spec.watchNamespace` is the install namespace of one of `others` (the
+/// PlatformOperators the manager knows; `po` itself among them is skipped, and one being
+/// deleted still owns its namespace until it is gone). The first such PO by name.
+#[must_use]
+pub fn watch_namespace_taken<'p>(
+    po: &pom_api::PlatformOperator,
+    others: impl IntoIterator<Item = &'p pom_api::PlatformOperator>,
+) -> Option<WatchNamespaceTaken> {
+    let watched = po.spec.watch_namespace.as_deref()?;
+    let name = po.metadata.name.as_deref();
+    others
+        .into_iter()
+        .filter(|other| other.metadata.name.as_deref() != name)
+        .filter(|other| known_install_namespace(other) == Some(watched))
+        .filter_map(|other| other.metadata.name.clone())
+        .min()
+        .map(|other| WatchNamespaceTaken {
+            namespace: watched.to_owned(),
+            other,
+        })
 }
 
 /// The installed bundle as the status records it, with its version parsed.

@@ -220,6 +220,9 @@ mod fixture {
         pub gate: Gate,
         pub spec: PlatformOperatorSpec,
         pub duplicate_of: Option<String>,
+        /// The other PlatformOperators the manager knows: (name, `spec.installNamespace`,
+        /// `status.installNamespace`).
+        pub others: Vec<(&'static str, Option<&'static str>, Option<&'static str>)>,
         pub found_bundle_label: Option<String>,
         /// The `unsettled-move` annotation's value.
         pub unsettled_move: Option<String>,
@@ -284,6 +287,7 @@ mod fixture {
                 config: None,
             },
             duplicate_of: None,
+            others: Vec::new(),
             found_bundle_label: None,
             unsettled_move: None,
             guard: GuardState::Intact,
@@ -469,6 +473,50 @@ mod fixture {
             self
         }
 
+        /// `spec.watchNamespace`.
+        pub fn watching(mut self, namespace: &str) -> Self {
+            self.spec.watch_namespace = Some(namespace.to_owned());
+            self
+        }
+
+        /// Another PlatformOperator, installing into `spec` (asked) or `status` (recorded).
+        pub fn other(
+            mut self,
+            name: &'static str,
+            spec: Option<&'static str>,
+            status: Option<&'static str>,
+        ) -> Self {
+            self.others.push((name, spec, status));
+            self
+        }
+
+        /// What the manager's gather step finds: this PO's watch namespace among the others'
+        /// install namespaces, by the pure function it calls.
+        pub fn watch_namespace_taken(&self) -> Option<pom_policy::snapshot::WatchNamespaceTaken> {
+            let po = |name: &str, spec: PlatformOperatorSpec, status: Option<&str>| {
+                let mut po = pom_api::PlatformOperator::new(name, spec);
+                po.status = status.map(|ns| pom_api::platform_operator::PlatformOperatorStatus {
+                    install_namespace: Some(ns.to_owned()),
+                    ..Default::default()
+                });
+                po
+            };
+            let this = po("demo", self.spec.clone(), None);
+            let others: Vec<_> = self
+                .others
+                .iter()
+                .map(|(name, spec_ns, status_ns)| {
+                    let spec = PlatformOperatorSpec {
+                        install_namespace: spec_ns.map(str::to_owned),
+                        ..self.spec.clone()
+                    };
+                    po(name, spec, *status_ns)
+                })
+                .chain([this.clone()])
+                .collect();
+            pom_policy::snapshot::watch_namespace_taken(&this, &others)
+        }
+
         pub fn request(&self) -> Result<PoRequest, RequestError> {
             PoRequest::from_spec("demo", &self.spec)
         }
@@ -511,6 +559,7 @@ mod fixture {
                 name: "demo".to_owned(),
                 request: self.request(),
                 duplicate_of: self.duplicate_of.clone(),
+                watch_namespace_taken: self.watch_namespace_taken(),
                 // As the manager's gather step builds it: a lost status recovered from the
                 // objects' bundle label when a catalog lists the bundle.
                 installed: self.installed.clone().or_else(|| {
@@ -1488,6 +1537,35 @@ fn rows() -> Vec<Row> {
             nothing()
                 .problem(Reason::DuplicatePackage, true)
                 .problem_says("demo-older"),
+        ),
+        // Issue 33 item 5: a watchNamespace is never another PO's install namespace, recorded
+        // in its status or asked in its spec; its own install namespace (OwnNamespace) and a
+        // namespace no PO installs into are watched.
+        row(
+            "watchNamespace is another PO's recorded install namespace: nothing, named",
+            world().watching("team-b").other("b", None, Some("team-b")),
+            nothing()
+                .problem(Reason::InstallModeUnsupported, true)
+                .problem_says("spec.watchNamespace \"team-b\"")
+                .problem_says("PlatformOperator b"),
+        ),
+        row(
+            "watchNamespace is another PO's asked install namespace: nothing, what runs unjudged",
+            world()
+                .installed("1.1.0")
+                .watching("team-b")
+                .other("b", Some("team-b"), None),
+            nothing()
+                .unknown()
+                .problem(Reason::InstallModeUnsupported, true)
+                .problem_says("PlatformOperator b"),
+        ),
+        row(
+            "watchNamespace no other PO installs into: installs",
+            world()
+                .watching("team-a")
+                .other("b", Some("team-b"), Some("team-b")),
+            move_to("2.0.0", Steady, "=2.0.0").pin(Install, "*"),
         ),
         // Issue 23 item 5: `spec.upgradeApproval: Manual` holds every move (the first install
         // included, as OLM v0's Manual InstallPlan) until `spec.approvedBundle` names exactly

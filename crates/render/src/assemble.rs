@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::error::RenderError;
 use super::kinds::{apply_rank, group_of, is_cluster_scoped};
 use super::objects::{ObjectKey, str_at};
+use super::warnings::RenderWarning;
 
 /// An object and where it came from, for error messages.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,6 +39,9 @@ pub struct Assembled {
     pub crds: Vec<String>,
     pub deployments: Vec<String>,
     pub service_accounts: Vec<String>,
+    /// The bundle's objects a generated one replaced (a shipped Service named like a
+    /// webhook's), in apply order.
+    pub warnings: Vec<RenderWarning>,
 }
 
 /// Metadata fields the API server owns; a manifest that carries them (often
@@ -59,6 +63,7 @@ pub fn assemble(
 ) -> Result<Assembled, RenderError> {
     let crd_scopes = bundle_crd_scopes(objects.iter().map(|o| &o.value));
     let mut ordered: BTreeMap<(u8, ObjectKey), Sourced> = BTreeMap::new();
+    let mut warnings = Vec::new();
     for mut object in objects {
         let api_version = str_at(&object.value, &["apiVersion"])
             .unwrap_or_default()
@@ -86,7 +91,7 @@ pub fn assemble(
             Entry::Vacant(slot) => {
                 slot.insert(object);
             }
-            Entry::Occupied(mut slot) => merge(&mut slot, object)?,
+            Entry::Occupied(mut slot) => warnings.extend(merge(&mut slot, object)?),
         }
     }
 
@@ -126,6 +131,7 @@ pub fn assemble(
         crds,
         deployments,
         service_accounts,
+        warnings,
     })
 }
 
@@ -178,22 +184,39 @@ fn tidy(value: &mut Value, cluster_scoped: bool, install_namespace: &str, keep_n
 }
 
 /// Two objects with one identity: identical ones collapse; a ServiceAccount the bundle ships
-/// wins over the bare one rendering generates for it; anything else is a conflict.
+/// wins over the bare one rendering generates for it; the Service rendering generates for a
+/// Deployment's webhooks (`<deployment>-service`) replaces a Service the bundle ships under
+/// that name, as OLM v0 replaces it (it deletes the existing Service and creates its own, with
+/// the webhooks' ports and the Deployment's selector), and says so; anything else is a
+/// conflict.
 fn merge(
     slot: &mut btree_map::OccupiedEntry<'_, (u8, ObjectKey), Sourced>,
     incoming: Sourced,
-) -> Result<(), RenderError> {
+) -> Result<Option<RenderWarning>, RenderError> {
     let existing = slot.get();
     if existing.value == incoming.value {
-        return Ok(());
+        return Ok(None);
     }
     let key = &slot.key().1;
-    let is_service_account = key.group.is_empty() && key.kind == "ServiceAccount";
-    if is_service_account && existing.generated != incoming.generated {
+    let core_kind = |kind: &str| key.group.is_empty() && key.kind == kind;
+    if core_kind("ServiceAccount") && existing.generated != incoming.generated {
         if existing.generated {
             slot.insert(incoming);
         }
-        return Ok(());
+        return Ok(None);
+    }
+    if core_kind("Service") && existing.generated != incoming.generated {
+        let service = key.name.clone();
+        let shipped_in = if existing.generated {
+            incoming.origin
+        } else {
+            let replaced = slot.insert(incoming);
+            replaced.origin
+        };
+        return Ok(Some(RenderWarning::WebhookServiceReplaced {
+            service,
+            file: shipped_in,
+        }));
     }
     Err(RenderError::ConflictingObjects {
         object: key.to_string(),

@@ -8,7 +8,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
+use serde::Deserialize;
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
+use serde_saphyr::options::DuplicateKeyPolicy;
 
 use super::error::RenderError;
 
@@ -123,6 +126,9 @@ pub struct Document {
     /// 1-based line where the document starts (best effort; 1 when unknown).
     pub line: usize,
     pub value: Value,
+    /// Keys that appear more than once in one mapping, as paths (`spec.replicas`), in document
+    /// order: the last value of each is in `value`, as OLM's YAML reading keeps it.
+    pub duplicate_keys: Vec<String>,
 }
 
 /// Parses a file into its non-empty YAML documents (JSON is YAML too).
@@ -138,27 +144,46 @@ pub fn parse_documents(file: &str, bytes: &[u8]) -> Result<Vec<Document>, Render
                 if chunk.trim().is_empty() {
                     continue;
                 }
-                let value = parse_chunk(file, start_line, chunk)?;
-                push_document(&mut documents, file, start_line, value);
+                let (value, duplicate_keys) = parse_chunk(file, start_line, chunk)?;
+                push_document(&mut documents, file, start_line, value, duplicate_keys);
             }
         }
         None => {
             // A document marker with content on the same line: let the YAML parser split.
-            let values: Vec<Value> = serde_saphyr::from_str_multiple(text).map_err(|err| {
-                RenderError::MalformedYaml {
-                    file: file.to_owned(),
-                    message: err.to_string(),
+            let (values, scans) = match serde_saphyr::from_str_multiple::<Value, Vec<Value>>(text) {
+                Ok(values) => (values, Vec::new()),
+                Err(strict) => {
+                    let values = serde_saphyr::from_str_multiple_with_options::<Value, Vec<Value>>(
+                        text,
+                        last_wins(),
+                    )
+                    .map_err(|_| RenderError::MalformedYaml {
+                        file: file.to_owned(),
+                        message: strict.to_string(),
+                    })?;
+                    let scans: Vec<DuplicateKeys> =
+                        serde_saphyr::from_str_multiple_with_options(text, pass_through())
+                            .unwrap_or_default();
+                    (values, scans)
                 }
-            })?;
+            };
+            let mut scans = scans.into_iter().map(|scan| scan.0);
             for value in values {
-                push_document(&mut documents, file, 1, value);
+                let duplicate_keys = scans.next().unwrap_or_default();
+                push_document(&mut documents, file, 1, value, duplicate_keys);
             }
         }
     }
     Ok(documents)
 }
 
-fn push_document(documents: &mut Vec<Document>, file: &str, line: usize, value: Value) {
+fn push_document(
+    documents: &mut Vec<Document>,
+    file: &str,
+    line: usize,
+    value: Value,
+    duplicate_keys: Vec<String>,
+) {
     if value.is_null() {
         return;
     }
@@ -168,22 +193,155 @@ fn push_document(documents: &mut Vec<Document>, file: &str, line: usize, value: 
         index,
         line,
         value,
+        duplicate_keys,
     });
 }
 
-fn parse_chunk(file: &str, start_line: usize, chunk: &str) -> Result<Value, RenderError> {
-    serde_saphyr::from_str::<Value>(chunk).map_err(|_| {
-        // Parse again behind blank lines so the parser's line numbers are the file's.
-        let padded = format!("{}{chunk}", "\n".repeat(start_line.saturating_sub(1)));
-        let message = match serde_saphyr::from_str::<Value>(&padded) {
-            Err(err) => err.to_string(),
-            Ok(_) => format!("document starting at line {start_line} does not parse"),
-        };
-        RenderError::MalformedYaml {
-            file: file.to_owned(),
-            message,
-        }
+/// Parses one document. A mapping with a repeated key parses as OLM reads it, the last value
+/// winning, and the repeated keys are returned for the render's warnings (issue 33 item 6).
+fn parse_chunk(
+    file: &str,
+    start_line: usize,
+    chunk: &str,
+) -> Result<(Value, Vec<String>), RenderError> {
+    if let Ok(value) = serde_saphyr::from_str::<Value>(chunk) {
+        return Ok((value, Vec::new()));
+    }
+    if let Ok(value) = serde_saphyr::from_str_with_options::<Value>(chunk, last_wins()) {
+        let duplicates =
+            serde_saphyr::from_str_with_options::<DuplicateKeys>(chunk, pass_through())
+                .map(|scan| scan.0)
+                .unwrap_or_default();
+        return Ok((value, duplicates));
+    }
+    // Parse again behind blank lines so the parser's line numbers are the file's.
+    let padded = format!("{}{chunk}", "\n".repeat(start_line.saturating_sub(1)));
+    let message = match serde_saphyr::from_str::<Value>(&padded) {
+        Err(err) => err.to_string(),
+        Ok(_) => format!("document starting at line {start_line} does not parse"),
+    };
+    Err(RenderError::MalformedYaml {
+        file: file.to_owned(),
+        message,
     })
+}
+
+/// The parser's options with a repeated mapping key keeping its last value.
+fn last_wins() -> serde_saphyr::Options {
+    serde_saphyr::options! { duplicate_keys: DuplicateKeyPolicy::LastWins }
+}
+
+/// The parser's options handing every repeated key to the visitor ([`DuplicateKeys`]).
+fn pass_through() -> serde_saphyr::Options {
+    serde_saphyr::options! { duplicate_keys: DuplicateKeyPolicy::PassThrough }
+}
+
+/// The paths of the keys a document repeats within one mapping, found by walking it.
+#[derive(Debug, Default)]
+struct DuplicateKeys(Vec<String>);
+
+impl<'de> Deserialize<'de> for DuplicateKeys {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let mut found = Vec::new();
+        deserializer.deserialize_any(Walk {
+            path: String::new(),
+            found: &mut found,
+        })?;
+        Ok(Self(found))
+    }
+}
+
+/// One node of the walk: its path, and where repeated keys are recorded.
+struct Walk<'f> {
+    path: String,
+    found: &'f mut Vec<String>,
+}
+
+impl Walk<'_> {
+    fn child(&mut self, segment: &str) -> Walk<'_> {
+        let path = if self.path.is_empty() || segment.starts_with('[') {
+            format!("{}{segment}", self.path)
+        } else {
+            format!("{}.{segment}", self.path)
+        };
+        Walk {
+            path,
+            found: self.found,
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Walk<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Walk<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any YAML value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i128<E>(self, _: i128) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u128<E>(self, _: u128) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_bytes<E>(self, _: &[u8]) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_none<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<(), A::Error> {
+        let mut index = 0;
+        while seq
+            .next_element_seed(self.child(&format!("[{index}]")))?
+            .is_some()
+        {
+            index += 1;
+        }
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<(), A::Error> {
+        let mut seen = std::collections::BTreeSet::new();
+        while let Some(key) = map.next_key::<Value>()? {
+            let key = match key {
+                Value::String(key) => key,
+                other => other.to_string(),
+            };
+            let walk = self.child(&key);
+            if !seen.insert(key) && !walk.found.contains(&walk.path) {
+                walk.found.push(walk.path.clone());
+            }
+            map.next_value_seed(walk)?;
+        }
+        Ok(())
+    }
 }
 
 /// Splits YAML text at document markers (`---` and `...` at column 0), returning each chunk with
@@ -242,6 +400,33 @@ mod tests {
         let err = parse_documents("manifests/x.yaml", b"a: 1\n---\nb: [\n").unwrap_err();
         let message = err.to_string();
         assert!(message.contains("manifests/x.yaml"), "{message}");
+    }
+
+    /// OLM reads a repeated key's last value (issue 33 item 6); POM does too, and says so.
+    #[test]
+    fn a_repeated_key_keeps_its_last_value_and_is_named() {
+        let cases: &[(&str, &[&str])] = &[
+            ("a: 1\nb: 2\n", &[]),
+            ("a: 1\na: 2\n", &["a"]),
+            (
+                "spec:\n  x: 1\n  replicas: 1\n  replicas: 3\n",
+                &["spec.replicas"],
+            ),
+            (
+                "l:\n- name: a\n  name: b\nl2: 0\nl2: 1\n",
+                &["l[0].name", "l2"],
+            ),
+        ];
+        for (text, expected) in cases {
+            let docs = parse_documents("f.yaml", text.as_bytes()).unwrap();
+            assert_eq!(docs[0].duplicate_keys, *expected, "{text}");
+        }
+        let docs = parse_documents("f.yaml", b"a: 1\na: 2\n").unwrap();
+        assert_eq!(docs[0].value["a"], 2);
+        let docs = parse_documents("f.yaml", b"--- {a: 1, a: 2}\n--- {b: 1}\n").unwrap();
+        assert_eq!(docs[0].value["a"], 2);
+        assert_eq!(docs[0].duplicate_keys, ["a"]);
+        assert!(docs[1].duplicate_keys.is_empty());
     }
 
     #[test]

@@ -528,6 +528,27 @@ pub fn reserved_namespace(namespace: &str, manager_namespace: Option<&str>) -> O
     None
 }
 
+/// Why `namespace` may not be watched by a SingleNamespace operator, if it may not: a
+/// namespace that may not be an install namespace ([`reserved_namespace`]), and any other
+/// `openshift-*` namespace too, since POM uses those only when it created and owns them for
+/// the PlatformOperator, which it never does for a watched namespace (issue 33 item 5; that it
+/// is not another PlatformOperator's install namespace is the manager's check, which knows
+/// them).
+#[must_use]
+pub fn reserved_watch_namespace(
+    namespace: &str,
+    manager_namespace: Option<&str>,
+) -> Option<String> {
+    reserved_namespace(namespace, manager_namespace).or_else(|| {
+        namespace.starts_with(pom_platform::OWNED_ONLY_PREFIX).then(|| {
+            format!(
+                "it is an {}* namespace, which POM uses only as a PlatformOperator's own install namespace, never as a watched one",
+                pom_platform::OWNED_ONLY_PREFIX
+            )
+        })
+    })
+}
+
 /// Checks `objects` (rendered, with their origins) against the policy. Returns the bundle's
 /// powers and the exceptions and consents it needed, or every violation, in apply order.
 pub fn check(

@@ -40,6 +40,7 @@ pub mod powers;
 mod properties;
 mod registry_v1;
 mod subjects;
+pub mod warnings;
 pub mod webhooks;
 
 use std::collections::BTreeSet;
@@ -57,6 +58,7 @@ pub use deployment_config::{DeploymentConfig, ProxyEnv};
 pub use error::RenderError;
 pub use namespace_metadata::NamespaceMetadata;
 pub use powers::{Power, PowerClass, Powers};
+pub use warnings::RenderWarning;
 pub use webhooks::{CertificateSource, WebhookService};
 
 use layout::Layout;
@@ -183,6 +185,9 @@ pub struct RenderedBundle {
     /// (`operatorframework.io/cluster-monitoring: "true"` → `openshift.io/cluster-monitoring`,
     /// and the allowlisted entries of its suggested-namespace template).
     pub namespace_metadata: NamespaceMetadata,
+    /// What the render accepted but the admin should know (a manifest's repeated key), in
+    /// file order: printed by `pomctl render`, a Warning Event on the PlatformOperator.
+    pub warnings: Vec<RenderWarning>,
 }
 
 impl RenderedBundle {
@@ -214,7 +219,7 @@ pub fn render(files: &BundleFiles, opts: &RenderOptions) -> Result<RenderedBundl
         });
     }
     let layout = Layout::detect(files)?;
-    let manifests = read_manifests(files, &layout)?;
+    let (manifests, warnings) = read_manifests(files, &layout)?;
     if manifests.is_empty() {
         return Err(RenderError::NoManifests {
             manifests_dir: layout.manifests_dir_display(),
@@ -276,6 +281,7 @@ pub fn render(files: &BundleFiles, opts: &RenderOptions) -> Result<RenderedBundl
         suggested_namespace: parts.suggested_namespace,
         webhook_services: parts.webhook_services,
         namespace_metadata: parts.namespace_metadata,
+        warnings: warnings.into_iter().chain(assembled.warnings).collect(),
     })
 }
 
@@ -358,6 +364,7 @@ pub fn default_install_namespace(
 pub fn suggested_namespace(files: &BundleFiles) -> Result<Option<String>, RenderError> {
     let layout = Layout::detect(files)?;
     Ok(read_manifests(files, &layout)?
+        .0
         .iter()
         .filter(|m| m.is(csv::CSV_GROUP, csv::CSV_KIND))
         .find_map(|m| csv::Csv::new(m).suggested_namespace()))
@@ -368,15 +375,30 @@ pub fn package_name(files: &BundleFiles) -> Result<Option<String>, RenderError> 
     Ok(Layout::detect(files)?.package.clone())
 }
 
-/// Parses every manifest file of the bundle into checked objects, in file order.
-fn read_manifests(files: &BundleFiles, layout: &Layout) -> Result<Vec<Manifest>, RenderError> {
+/// Parses every manifest file of the bundle into checked objects, in file order, with a
+/// warning for every key a manifest repeats (its last value is the one kept).
+fn read_manifests(
+    files: &BundleFiles,
+    layout: &Layout,
+) -> Result<(Vec<Manifest>, Vec<RenderWarning>), RenderError> {
     let mut manifests = Vec::new();
+    let mut warnings = Vec::new();
     for (path, bytes) in layout.manifest_files(files)? {
         for doc in bundle::parse_documents(path, bytes)? {
+            warnings.extend(
+                doc.duplicate_keys
+                    .iter()
+                    .map(|key| RenderWarning::DuplicateKey {
+                        file: doc.file.clone(),
+                        document: doc.index,
+                        line: doc.line,
+                        key: key.clone(),
+                    }),
+            );
             manifests.push(Manifest::from_document(doc)?);
         }
     }
-    Ok(manifests)
+    Ok((manifests, warnings))
 }
 
 /// Refuses objects whose API version no supported cluster serves.

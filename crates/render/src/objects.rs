@@ -29,6 +29,7 @@ impl Manifest {
             index,
             line,
             value,
+            ..
         } = doc;
         let found = match &value {
             Value::Object(_) => None,

@@ -23,7 +23,7 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value, json};
 
 use super::assemble::Sourced;
-use super::content_policy::reserved_namespace;
+use super::content_policy::reserved_watch_namespace;
 use super::csv::{CSV_GROUP, CSV_KIND, Csv, Permission, Strategy, StrategyDeployment};
 use super::error::RenderError;
 use super::layout::Layout;
@@ -470,7 +470,7 @@ fn install_mode(csv: &Csv<'_>, opts: &RenderOptions) -> Result<(InstallMode, Str
     }
     if mode == InstallMode::SingleNamespace {
         let why = if is_dns1123_label(watch) {
-            reserved_namespace(watch, opts.manager_namespace.as_deref())
+            reserved_watch_namespace(watch, opts.manager_namespace.as_deref())
         } else {
             Some("it is not a DNS-1123 label".to_owned())
         };

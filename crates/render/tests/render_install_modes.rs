@@ -159,7 +159,16 @@ fn an_undeclared_mode_is_refused_naming_the_modes_it_has() {
 
 #[test]
 fn a_reserved_watch_namespace_is_refused() {
-    for watch in ["kube-system", "openshift-config", "Not_A_Name"] {
+    // Issue 33 item 5: any openshift-* namespace too (POM uses one only as a PO's own install
+    // namespace), and `default`.
+    for watch in [
+        "kube-system",
+        "openshift-config",
+        "Not_A_Name",
+        "default",
+        "openshift-logging",
+        "openshift-anything",
+    ] {
         let err = render_with(&["SingleNamespace"], Some(watch)).unwrap_err();
         assert!(
             matches!(&err, RenderError::InvalidWatchNamespace { namespace, .. } if namespace == watch),

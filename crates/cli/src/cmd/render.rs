@@ -166,6 +166,10 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     }
     let bundle = render(&files, &opts)
         .with_context(|| format!("POM would refuse bundle {}", args.bundle_dir.display()))?;
+    // On stderr, so stdout stays the objects: what the manager publishes as Warning Events.
+    for warning in &bundle.warnings {
+        eprintln!("warning: {warning}");
+    }
     let text = match (args.permissions, args.output) {
         (true, Output::Yaml) => permissions_text(&bundle),
         (true, Output::Json) => format!(

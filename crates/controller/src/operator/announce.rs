@@ -10,6 +10,7 @@ use pom_api::conditions::{ConditionStatus, Reason, types};
 use pom_api::labels;
 use pom_api::platform_operator::PlatformOperatorStatus;
 use pom_policy::snapshot::UnsettledMoveAction;
+use pom_render::RenderWarning;
 
 use super::reconcile::PoContext;
 use crate::conditions;
@@ -64,6 +65,30 @@ pub(super) async fn exceptions(
         "Install",
     );
     publish(po, pctx, event).await;
+}
+
+/// A move applies a bundle whose render warned (a manifest's repeated key, its last value
+/// kept; a shipped Service replaced by its webhooks' Service): one Warning Event per warning and a log line (issue 33 item 6).
+pub(super) async fn render_warnings(
+    po: &PlatformOperator,
+    pctx: &PoContext,
+    bundle: &str,
+    warnings: &[RenderWarning],
+) {
+    for warning in warnings {
+        let reason = match warning {
+            RenderWarning::DuplicateKey { .. } => Reason::DuplicateManifestKey,
+            RenderWarning::WebhookServiceReplaced { .. } => Reason::WebhookServiceReplaced,
+        };
+        tracing::warn!(po = %po.name_any(), %bundle, %warning, "applying a bundle the render warned about");
+        let note = format!("bundle {bundle}: {warning}");
+        publish(
+            po,
+            pctx,
+            event(EventType::Warning, reason, &note, "Install"),
+        )
+        .await;
+    }
 }
 
 /// An unsafe CRD change is applied on the admin's `crd-safety-override` annotation: a Warning

@@ -33,7 +33,7 @@ use crate::catalog::{CatalogCache, CatalogState, ServedCatalog};
 use crate::cluster_proxy::OperatorProxy;
 use crate::error::Error;
 use crate::watch_cache::{Readiness, cached_watcher};
-use pom_policy::snapshot::{ConfigView, GuardState, gate_of};
+use pom_policy::snapshot::{ConfigView, GuardState, WatchNamespaceTaken, gate_of};
 
 /// The API group whose presence makes a cluster OpenShift.
 pub const OPENSHIFT_CONFIG_GROUP: &str = "config.openshift.io";
@@ -521,6 +521,7 @@ pub fn describe_found(bundle_labels: &[Option<String>]) -> Option<String> {
 pub fn snapshot<'a>(
     po: &PlatformOperator,
     duplicate_of: Option<String>,
+    watch_namespace_taken: Option<WatchNamespaceTaken>,
     cluster: ClusterView,
     kube_version: Option<semver::Version>,
     catalogs: &'a GatheredCatalogs,
@@ -548,6 +549,7 @@ pub fn snapshot<'a>(
         request: PoRequest::from_spec(&name, &po.spec),
         name,
         duplicate_of,
+        watch_namespace_taken,
         installed,
         hop: status.active_hop.as_ref().map(Hop::from),
         cluster,

@@ -285,6 +285,13 @@ impl Prepared {
         exceptions.chain(consents).chain(omitted).collect()
     }
 
+    /// What the render accepted with a warning (a manifest's repeated key), announced when the
+    /// bundle is applied.
+    #[must_use]
+    pub fn warnings(&self) -> &[pom_render::RenderWarning] {
+        &self.rendered.warnings
+    }
+
     /// The unsafe CRD changes the admin's `crd-safety-override` annotation lets through.
     #[must_use]
     pub fn crd_safety_overridden(&self) -> Option<&str> {

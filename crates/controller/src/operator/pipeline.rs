@@ -16,7 +16,7 @@ use kube::api::{Api, Patch, PatchParams};
 use pom_api::PlatformOperator;
 use pom_api::labels;
 use pom_api::platform_operator::PlatformOperatorStatus;
-use pom_policy::snapshot::{ClusterView, GuardState, OperatorGate};
+use pom_policy::snapshot::{ClusterView, GuardState, OperatorGate, WatchNamespaceTaken};
 use pom_policy::status::{self, ActOutcome, StatusInput};
 use pom_policy::steps::{self, Next, Step};
 use pom_policy::{Action, PoDecision, PoSnapshot, Problem, inventory};
@@ -44,6 +44,7 @@ pub(super) struct Gathered {
     found_bundle_label: Option<String>,
     guard: GuardState,
     duplicate_of: Option<String>,
+    watch_namespace_taken: Option<WatchNamespaceTaken>,
     /// The install namespace when it is already fixed ([`fixed_namespace`]), read once for the
     /// OperatorCondition read and the prepare step alike.
     namespace: Option<String>,
@@ -55,6 +56,7 @@ impl Gathered {
         gather::snapshot(
             po,
             self.duplicate_of.clone(),
+            self.watch_namespace_taken.clone(),
             self.cluster.clone(),
             self.kube_version.clone(),
             &self.catalogs,
@@ -118,6 +120,7 @@ pub(super) async fn gather(
         found_bundle_label,
         guard,
         duplicate_of: pctx.duplicate_winner(po),
+        watch_namespace_taken: pctx.watch_namespace_taken(po),
         namespace,
     }))
 }
@@ -291,6 +294,7 @@ impl<'a> Run<'a> {
             return;
         };
         announce::exceptions(self.po, self.pctx, &target.name, &prepared.lifted()).await;
+        announce::render_warnings(self.po, self.pctx, &target.name, prepared.warnings()).await;
         if let Some(details) = prepared.crd_safety_overridden() {
             announce::crd_safety_override(self.po, self.pctx, &target.name, details).await;
         }

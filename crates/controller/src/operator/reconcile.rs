@@ -113,6 +113,17 @@ impl PoContext {
             .map(|winner| winner.name_any())
     }
 
+    /// The other PlatformOperator whose install namespace `po` watches, if any (issue 33
+    /// item 5).
+    pub(super) fn watch_namespace_taken(
+        &self,
+        po: &PlatformOperator,
+    ) -> Option<pom_policy::snapshot::WatchNamespaceTaken> {
+        po.spec.watch_namespace.as_ref()?;
+        let others = self.store.state();
+        pom_policy::snapshot::watch_namespace_taken(po, others.iter().map(AsRef::as_ref))
+    }
+
     /// Whether `owner` is the owner-label value of a PlatformOperator that exists.
     pub(super) fn is_po_owner_label(&self, owner: &str) -> bool {
         self.store

@@ -1,0 +1,136 @@
+//! The owner-label guard: a ValidatingAdmissionPolicy, shipped with the install manifests
+//! beside the manager's guard ([`crate::admission_guard`]), that keeps the
+//! `platform.openshift.io/owner` label the manager's alone (issue 33 items 4, 5).
+//!
+//! Why: the label marks an object POM manages. POM's own rules read it (the manager's guard
+//! lets the manager change only what carries it; ownership between PlatformOperators compares
+//! its value), and every webhook POM installs for a bundle excludes the objects that carry it
+//! (`objectSelector` `DoesNotExist`), so that one operator's webhook never sees another's
+//! objects. A tenant who could add it to its own objects would exempt them from every such
+//! webhook, and one who could change its value would hand an object to another
+//! PlatformOperator. So no one but the manager and the platform's own identities may set,
+//! change or remove it: a CREATE that carries it and an UPDATE that changes its value (added,
+//! changed, removed) are refused.
+//!
+//! Who it applies to: every request but those of `system:` identities (the API server's
+//! controllers, nodes, and the platform's namespaces' ServiceAccounts, the manager's
+//! included), judged in the API server before the object is stored. Updates and deletes of
+//! labelled objects that leave the label alone are not refused: an operator updates the webhook
+//! configurations and CRDs POM applied for it (their CA bundles), and the manager repairs any
+//! other change as drift.
+
+use k8s_openapi::api::admissionregistration::v1::{
+    MatchCondition, MatchResources, NamedRuleWithOperations, ValidatingAdmissionPolicy,
+    ValidatingAdmissionPolicyBinding, ValidatingAdmissionPolicySpec, Validation,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use pom_api::labels::{ADOPT, OWNER_PO};
+use pom_api::namespaces::platform_namespace_cel;
+
+use crate::admission_guard::label_cel;
+use crate::manifests::NAME;
+
+/// Name of the policy and of its binding.
+pub const OWNER_LABEL_GUARD: &str = "platform-operators-owner-label-guard";
+
+/// The prefix of a ServiceAccount's username.
+const SERVICE_ACCOUNT_PREFIX: &str = "system:serviceaccount:";
+
+/// CEL: the request comes from a tenant: a user that is not a `system:` identity, or a
+/// ServiceAccount of a namespace that is not the platform's.
+fn tenant_cel() -> String {
+    let user = "request.userInfo.username";
+    let namespace = format!(
+        "{user}.substring({}).split(':')[0]",
+        SERVICE_ACCOUNT_PREFIX.len()
+    );
+    format!(
+        "!{user}.startsWith('system:') || ({user}.startsWith('{SERVICE_ACCOUNT_PREFIX}') && !{})",
+        platform_namespace_cel(&namespace)
+    )
+}
+
+/// The policy (see the module documentation).
+#[must_use]
+pub fn policy() -> ValidatingAdmissionPolicy {
+    let (old_owner, new_owner) = (
+        label_cel("oldObject", OWNER_PO),
+        label_cel("object", OWNER_PO),
+    );
+    ValidatingAdmissionPolicy {
+        metadata: ObjectMeta {
+            name: Some(OWNER_LABEL_GUARD.to_owned()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(ValidatingAdmissionPolicySpec {
+            failure_policy: Some("Fail".to_owned()),
+            match_constraints: Some(MatchResources {
+                resource_rules: Some(vec![NamedRuleWithOperations {
+                    api_groups: Some(vec!["*".to_owned()]),
+                    api_versions: Some(vec!["*".to_owned()]),
+                    operations: Some(vec!["CREATE".to_owned(), "UPDATE".to_owned()]),
+                    resources: Some(vec!["*".to_owned()]),
+                    ..NamedRuleWithOperations::default()
+                }]),
+                ..MatchResources::default()
+            }),
+            match_conditions: Some(vec![MatchCondition {
+                name: "tenants-only".to_owned(),
+                expression: tenant_cel(),
+            }]),
+            validations: Some(vec![Validation {
+                expression: format!("{new_owner} == {old_owner}"),
+                message: Some(format!(
+                    "{OWNER_LABEL_GUARD}: only {NAME} sets, changes or removes the {OWNER_PO} \
+                     label (it marks the objects POM manages, which the webhooks POM installs \
+                     leave alone); to hand an object to a PlatformOperator, annotate it \
+                     {ADOPT}=<name>"
+                )),
+                reason: Some("Forbidden".to_owned()),
+                ..Validation::default()
+            }]),
+            ..ValidatingAdmissionPolicySpec::default()
+        }),
+        status: None,
+    }
+}
+
+/// Binds [`policy`] cluster-wide with `Deny`.
+#[must_use]
+pub fn binding() -> ValidatingAdmissionPolicyBinding {
+    crate::admission_guard::deny_binding(OWNER_LABEL_GUARD)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn applies_to_tenants_on_every_kind_and_compares_the_value() {
+        let spec = policy().spec.unwrap();
+        let condition = &spec.match_conditions.unwrap()[0].expression;
+        // The manager's ServiceAccount is of a platform namespace: never a tenant.
+        assert!(
+            condition.contains("'openshift-platform-operators'")
+                || condition.contains("openshift-platform-operators"),
+            "{condition}"
+        );
+        assert!(condition.contains("!request.userInfo.username.startsWith('system:')"));
+        let rules = spec.match_constraints.unwrap().resource_rules.unwrap();
+        assert_eq!(rules[0].resources.as_deref(), Some(&["*".to_owned()][..]));
+        assert_eq!(
+            rules[0].operations.as_deref(),
+            Some(&["CREATE".to_owned(), "UPDATE".to_owned()][..])
+        );
+        let validation = &spec.validations.unwrap()[0];
+        assert!(
+            validation
+                .expression
+                .contains(&format!("metadata.labels['{OWNER_PO}']"))
+        );
+        assert_eq!(
+            binding().spec.unwrap().validation_actions,
+            Some(vec!["Deny".to_owned()])
+        );
+    }
+}
