@@ -14,7 +14,8 @@
 //!
 //! Who it applies to: every request but those of `system:` identities (the API server's
 //! controllers, nodes, and the platform's namespaces' ServiceAccounts, the manager's
-//! included), judged in the API server before the object is stored. Updates and deletes of
+//! included, but not those of the platform namespaces where third-party code runs, such as
+//! OLM v0's `openshift-operators`) and of the break-glass group `system:masters`, judged in the API server before the object is stored. Updates and deletes of
 //! labelled objects that leave the label alone are not refused: an operator updates the webhook
 //! configurations and CRDs POM applied for it (their CA bundles), and the manager repairs any
 //! other change as drift.
@@ -36,16 +37,40 @@ pub const OWNER_LABEL_GUARD: &str = "platform-operators-owner-label-guard";
 /// The prefix of a ServiceAccount's username.
 const SERVICE_ACCOUNT_PREFIX: &str = "system:serviceaccount:";
 
-/// CEL: the request comes from a tenant: a user that is not a `system:` identity, or a
-/// ServiceAccount of a namespace that is not the platform's.
+/// Platform namespaces where code the platform did not ship runs: OLM v0's global operator
+/// namespace (every AllNamespaces operator OLM installs), the catalog pods of the marketplace,
+/// and the two namespaces any admin deploys into. Their ServiceAccounts are tenants here,
+/// although the namespaces are the platform's (never an install namespace).
+const THIRD_PARTY_CODE_NAMESPACES: &[&str] = &[
+    "default",
+    "openshift",
+    "openshift-operators",
+    "openshift-marketplace",
+];
+
+/// The group whose members bypass authorization altogether (break-glass): the guard cannot
+/// restrict them (they may delete it), so it does not pretend to, and leaves them a way to
+/// detach an object from POM by hand.
+const BREAK_GLASS_GROUP: &str = "system:masters";
+
+/// CEL: the request comes from a tenant: a user that is not a `system:` identity (nor in
+/// [`BREAK_GLASS_GROUP`]), or a ServiceAccount of a namespace that is not the platform's
+/// control plane's ([`THIRD_PARTY_CODE_NAMESPACES`] count as tenants').
 fn tenant_cel() -> String {
     let user = "request.userInfo.username";
     let namespace = format!(
         "{user}.substring({}).split(':')[0]",
         SERVICE_ACCOUNT_PREFIX.len()
     );
+    let third_party = THIRD_PARTY_CODE_NAMESPACES
+        .iter()
+        .map(|n| format!("'{n}'"))
+        .collect::<Vec<_>>()
+        .join(", ");
     format!(
-        "!{user}.startsWith('system:') || ({user}.startsWith('{SERVICE_ACCOUNT_PREFIX}') && !{})",
+        "!(has(request.userInfo.groups) && '{BREAK_GLASS_GROUP}' in request.userInfo.groups) && \
+         (!{user}.startsWith('system:') || ({user}.startsWith('{SERVICE_ACCOUNT_PREFIX}') && \
+         ({namespace} in [{third_party}] || !{})))",
         platform_namespace_cel(&namespace)
     )
 }
@@ -116,6 +141,14 @@ mod tests {
             "{condition}"
         );
         assert!(condition.contains("!request.userInfo.username.startsWith('system:')"));
+        // Where OLM v0 runs third-party operators, ServiceAccounts are tenants.
+        assert!(
+            condition.contains(
+                "in ['default', 'openshift', 'openshift-operators', 'openshift-marketplace']"
+            ),
+            "{condition}"
+        );
+        assert!(condition.contains("'system:masters' in request.userInfo.groups"));
         let rules = spec.match_constraints.unwrap().resource_rules.unwrap();
         assert_eq!(rules[0].resources.as_deref(), Some(&["*".to_owned()][..]));
         assert_eq!(
