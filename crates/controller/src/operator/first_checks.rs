@@ -5,7 +5,7 @@
 //! first reconcile of every PO reads every object of its bundle: at 1,000 settled POs, ~16,000
 //! reads after each restart, the manager's whole start-up cost (`docs/benchmarks.md`, "Restart
 //! and leader failover at 1,000 POs"). Here, once the leader starts, each kind POM applies and
-//! watches ([`SNAPSHOT_KINDS`]) is listed once with the owner-label selector, paged, without
+//! watches ([`snapshot_kinds`]) is listed once with the owner-label selector, paged, without
 //! `managedFields`, and indexed by group, kind, namespace and name. A first check takes its
 //! object from that snapshot instead of a GET when, and only when, the copy is still current:
 //! its resourceVersion is the one the owned-object metadata watch of that kind holds now
@@ -40,7 +40,7 @@ use kube::runtime::watcher;
 use kube::{Client, Resource};
 use pom_api::labels;
 
-use super::objects::{KindCache, is_not_served};
+use super::objects::{KindCache, PRUNABLE_KINDS, is_not_served};
 use crate::error::Error;
 
 /// The longest a start-up snapshot is kept: first checks later than this read each object.
@@ -55,23 +55,23 @@ const PAGE_SIZE: u32 = 100;
 /// all, so a reconcile never waits more than once.
 const WAIT_FOR_SNAPSHOT: Duration = Duration::from_secs(20);
 
-/// The kinds snapshotted: every kind POM applies that an owned-object metadata watch covers
-/// (`reconcile.rs`, `watch_owned_kinds`). A kind added there is added here.
-pub const SNAPSHOT_KINDS: &[(&str, &str, &str)] = &[
+/// Kinds the snapshot holds beside the prunable ones (never pruned, but applied and watched).
+const SNAPSHOT_ONLY_KINDS: &[(&str, &str, &str)] = &[
     ("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
     ("", "v1", "Namespace"),
-    ("apps", "v1", "Deployment"),
-    ("", "v1", "ServiceAccount"),
-    ("", "v1", "Service"),
-    ("", "v1", "ConfigMap"),
-    ("rbac.authorization.k8s.io", "v1", "Role"),
-    ("rbac.authorization.k8s.io", "v1", "RoleBinding"),
-    ("rbac.authorization.k8s.io", "v1", "ClusterRole"),
-    ("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding"),
-    ("networking.k8s.io", "v1", "NetworkPolicy"),
-    ("policy", "v1", "PodDisruptionBudget"),
-    ("operators.coreos.com", "v2", "OperatorCondition"),
 ];
+
+/// The kinds snapshotted: every kind POM applies that an owned-object metadata watch covers
+/// (`reconcile.rs`, `watch_owned_kinds`): the CRDs and Namespaces, and the prunable kinds but
+/// the webhook configurations (registered only once served, never watched).
+pub fn snapshot_kinds() -> impl Iterator<Item = &'static (&'static str, &'static str, &'static str)>
+{
+    SNAPSHOT_ONLY_KINDS.iter().chain(
+        PRUNABLE_KINDS
+            .iter()
+            .filter(|(group, _, _)| *group != "admissionregistration.k8s.io"),
+    )
+}
 
 /// Where one object is: its group, kind, namespace (`None`: cluster-scoped) and name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -417,14 +417,14 @@ impl FirstChecks {
     }
 }
 
-/// Every owner-labelled object of the [`SNAPSHOT_KINDS`] the server serves, paged, without
+/// Every owner-labelled object of the [`snapshot_kinds`] the server serves, paged, without
 /// `managedFields`, by key; refused beyond [`MAX_SNAPSHOT_OBJECTS`].
 async fn list_owned(
     client: &Client,
     kinds: &KindCache,
 ) -> Result<HashMap<ObjectKey, Stored>, SnapshotError> {
     let mut objects = HashMap::new();
-    for (group, version, kind) in SNAPSHOT_KINDS {
+    for (group, version, kind) in snapshot_kinds() {
         let gvk = GroupVersionKind::gvk(group, version, kind);
         let failed = |source: Error| SnapshotError::List {
             kind: (*kind).to_owned(),
@@ -658,7 +658,9 @@ mod tests {
 
     #[test]
     fn every_snapshotted_kind_but_crds_and_namespaces_is_prunable() {
-        for (group, version, kind) in SNAPSHOT_KINDS {
+        let kinds: Vec<_> = snapshot_kinds().collect();
+        assert_eq!(kinds.len(), 13, "{kinds:?}");
+        for (group, version, kind) in kinds {
             let prunable = super::super::objects::PRUNABLE_KINDS.contains(&(group, version, kind));
             assert!(
                 prunable || matches!(*kind, "CustomResourceDefinition" | "Namespace"),

@@ -327,7 +327,7 @@ type OwnerMapper =
 /// reads. Not Secrets: watching them needs `list` on every Secret; drift in a Secret a bundle
 /// ships is repaired by the hourly full check instead (`quiet.rs`). The install namespaces and
 /// CRDs too (an edit of either is drift). Each event also tells `first` what resourceVersion
-/// the object is at (`first_checks.rs`: its `SNAPSHOT_KINDS` are these kinds).
+/// the object is at (`first_checks.rs`: its `snapshot_kinds` are these kinds).
 fn watch_owned_kinds(
     controller: Controller<PlatformOperator>,
     client: &kube::Client,
