@@ -75,6 +75,7 @@
 
 mod compat;
 mod plan;
+mod pre_update;
 mod reject;
 
 use std::cmp::Ordering;
@@ -90,6 +91,7 @@ use crate::range::VersionRange;
 use crate::version::cmp_version_release;
 
 pub use plan::{Hop, HopPlan, PlanEnd, plan_hops};
+pub use pre_update::{NoPath, PreUpdate, Shortfall, pre_update_path};
 pub use reject::{RejectReason, Rejection};
 
 /// The bundle a PO runs now. Its version is carried because the bundle may have vanished from
