@@ -306,9 +306,11 @@ async fn refusals_say_why_and_keep_what_runs() {
     // The aggregate follows the PO's status on its own reconcile, so it is awaited, not read
     // once: the refused upgrade of delta reaches the ClusterOperator as a Degraded line.
     eventually(WAIT, "Degraded=True naming delta", || async {
-        co_condition(&client, "Degraded").await.filter(|(status, _, message)| {
-            status == "True" && message.lines().any(|l| l.starts_with("delta: "))
-        })
+        co_condition(&client, "Degraded")
+            .await
+            .filter(|(status, _, message)| {
+                status == "True" && message.lines().any(|l| l.starts_with("delta: "))
+            })
     })
     .await;
     manager.stop().await;

@@ -105,6 +105,13 @@ pub struct PlatformOperatorSpec {
     /// `Manual`.
     #[serde(default)]
     pub upgrade_approval: UpgradeApproval,
+    /// What POM does when the admin requests a minor cluster update (ClusterVersion
+    /// `spec.desiredUpdate`) that this operator's bundle cannot run on (its
+    /// `maxOpenShiftVersion`), while catalog hops lead to a bundle that runs on both versions:
+    /// `Offer` (default) shows the hops and waits until `spec.approvedBundle` names the first;
+    /// `Take` takes them, one settled hop at a time, while the cluster stays where it is.
+    #[serde(default)]
+    pub pre_update_hops: PreUpdateHops,
     /// The bundle the admin approves under `upgradeApproval: Manual`: a move to exactly this
     /// bundle may start, a move to any other waits. `pomctl approve` writes the bundle the
     /// PlatformOperator waits for (`status.desiredBundle`).
@@ -122,6 +129,28 @@ pub struct PlatformOperatorSpec {
     /// restarts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<OperatorConfig>,
+}
+
+/// Hops before a requested cluster update (`spec.preUpdateHops`, issue 35 item 1).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default, JsonSchema)]
+pub enum PreUpdateHops {
+    /// The hops are shown (status, `pomctl plan`) and the first waits for the admin's
+    /// approval (`pomctl approve`): the safe default, nothing moves without the admin.
+    #[default]
+    Offer,
+    /// The hops are taken one settled hop at a time, each under every gate a move has.
+    Take,
+}
+
+impl PreUpdateHops {
+    /// The API spelling.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Offer => "Offer",
+            Self::Take => "Take",
+        }
+    }
 }
 
 /// Whether moves wait for the admin's approval (`spec.upgradeApproval`).
@@ -790,6 +819,7 @@ mod tests {
             consent: Consent::default(),
             watch_namespace: None,
             upgrade_approval: UpgradeApproval::Automatic,
+            pre_update_hops: PreUpdateHops::Offer,
             approved_bundle: None,
             paused: false,
             config: None,

@@ -16,6 +16,7 @@ use pom_resolver::select::{self, CatalogInput, InstalledBundle, PinPolicy, Resol
 use pom_resolver::verdict::{self, Judgement, Verdict};
 use semver::Version;
 
+use crate::pre_update;
 use crate::request::{PoRequest, RequestError};
 use crate::snapshot::{
     CatalogContent, CatalogView, ClusterView, GateReading, Hop, Installed, PoSnapshot,
@@ -207,13 +208,23 @@ pub enum HoldReason {
     /// `spec.soak`: the move to `settled` settled less than the soak ago; the next hop
     /// starts at `until` ([`crate::soak`]).
     Soaking { settled: String, until: Timestamp },
+    /// `spec.preUpdateHops: Offer`: the update to `requested` needs the hops `path` first
+    /// ([`crate::pre_update`]); the first waits until `spec.approvedBundle` names it.
+    PreUpdateOffered {
+        po: String,
+        requested: String,
+        path: Vec<String>,
+    },
 }
 
 impl HoldReason {
     /// Whether the move waits for the admin's approval (`spec.upgradeApproval: Manual`).
     #[must_use]
     pub fn awaits_approval(&self) -> bool {
-        matches!(self, Self::AwaitingApproval { .. })
+        matches!(
+            self,
+            Self::AwaitingApproval { .. } | Self::PreUpdateOffered { .. }
+        )
     }
 }
 
@@ -262,6 +273,16 @@ impl std::fmt::Display for HoldReason {
                 }
                 write!(f, ": approve it with {}", approve_commands(po, bundle))
             }
+            Self::PreUpdateOffered {
+                po,
+                requested,
+                path,
+            } => write!(
+                f,
+                "the requested cluster update to {requested} needs the pre-update hops {} first (spec.preUpdateHops is Offer): approve the first with {}, or set spec.preUpdateHops to Take",
+                path.join(" → "),
+                approve_commands(po, path.first().map_or("", String::as_str))
+            ),
             Self::Soaking { settled, until } => write!(
                 f,
                 "the move to {settled} soaks until {until} (spec.soak): the next hop starts then"
@@ -353,7 +374,7 @@ impl PoDecision {
             .is_some_and(|c| c.held.is_none())
     }
 
-    fn new(action: Action, verdict: Upgradeability) -> Self {
+    pub(crate) fn new(action: Action, verdict: Upgradeability) -> Self {
         Self {
             action,
             pin: None,
@@ -768,6 +789,25 @@ fn decide_usable(s: &PoSnapshot<'_>, u: &Usable<'_>) -> PoDecision {
         )),
         Recorded::None => None,
     };
+    // The steady pin holds what runs; a requested update it cannot run on may need hops
+    // first (issue 35 item 1).
+    if abandoned.is_none()
+        && matches!(&resolved, Ok(resolution) if resolution.stays)
+        && let Some(decision) = pre_update::pre_update_step(
+            s,
+            &pre_update::PreUpdateInput {
+                request: u.request,
+                inputs: &inputs,
+                running: running_bundle(u),
+                installed: u.installed,
+                phase,
+                verdict: &verdict,
+                current_pin: current_pin.as_ref(),
+            },
+        )
+    {
+        return note_unreadable_unsettled_action(decision, s);
+    }
     let decision = decide_fresh(
         s,
         u.request,
@@ -1047,7 +1087,7 @@ fn abandoned_again_message(abandoned: &str) -> String {
 }
 
 /// A move to the bundle resolution chose, with the pin it will have once applied.
-fn chosen_target(
+pub(crate) fn chosen_target(
     chosen: &select::ChosenBundle,
     request: &PoRequest,
     phase: Option<&ClusterPhase>,
@@ -1068,7 +1108,7 @@ fn chosen_target(
 
 /// Why the chosen move must wait for the cluster, the move in flight or the running operator
 /// (§7); `None` when nothing of that holds it (the admin's approval is asked apart).
-fn safety_hold(
+pub(crate) fn safety_hold(
     s: &PoSnapshot<'_>,
     request: &PoRequest,
     chosen: &select::ChosenBundle,

@@ -19,6 +19,7 @@ pub mod hop_powers;
 pub mod inventory;
 pub mod ownership;
 pub mod plan;
+pub mod pre_update;
 pub mod precheck;
 pub mod render_request;
 pub mod request;

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use pom_api::PlatformOperatorSpec;
-use pom_api::platform_operator::{UpgradeApproval, UpgradeGate};
+use pom_api::platform_operator::{PreUpdateHops, UpgradeApproval, UpgradeGate};
 use pom_resolver::range::VersionRange;
 
 use crate::duration::parse_go_duration;
@@ -28,6 +28,9 @@ pub struct PoRequest {
     pub upgrade_approval: UpgradeApproval,
     /// `spec.approvedBundle`: the bundle the admin approved a move to.
     pub approved_bundle: Option<String>,
+    /// `spec.preUpdateHops`: whether hops before a requested cluster update are offered or
+    /// taken ([`crate::pre_update`]).
+    pub pre_update_hops: PreUpdateHops,
     /// `spec.soak`: how long a settled move is left alone before the next hop and the
     /// release's version report ([`crate::soak`]); zero when not asked for.
     pub soak: Duration,
@@ -106,6 +109,7 @@ impl PoRequest {
                 .unwrap_or_else(|| name.to_owned()),
             upgrade_approval: spec.upgrade_approval,
             approved_bundle: spec.approved_bundle.clone(),
+            pre_update_hops: spec.pre_update_hops,
             soak,
         })
     }
@@ -132,6 +136,7 @@ mod tests {
             consent: Default::default(),
             watch_namespace: None,
             upgrade_approval: UpgradeApproval::Automatic,
+            pre_update_hops: Default::default(),
             approved_bundle: None,
             paused: false,
             config: None,

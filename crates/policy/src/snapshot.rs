@@ -29,6 +29,10 @@ pub struct PoSnapshot<'a> {
     /// The last move and whether it settled, from the PO's status.
     pub hop: Option<Hop>,
     pub cluster: ClusterView,
+    /// The minor or major update the admin requested (ClusterVersion `spec.desiredUpdate`)
+    /// that the CVO has not started, while the cluster is steady ([`requested_update`]):
+    /// what pre-update hops are for ([`crate::pre_update`]). `None` otherwise.
+    pub requested_update: Option<Version>,
     /// The API server's version; `None` skips the `minKubeVersion` check.
     pub kube_version: Option<Version>,
     pub catalogs: CatalogView<'a>,
@@ -458,12 +462,38 @@ pub fn cluster_version_snapshot(
             })
             .collect(),
         desired_version: Some(status.desired.version.clone()).filter(|v| !v.is_empty()),
+        requested_version: cv
+            .spec
+            .desired_update
+            .as_ref()
+            .and_then(|u| u.version.clone())
+            .filter(|v| !v.is_empty()),
         progressing: status
             .conditions
             .iter()
             .find(|c| c.type_ == "Progressing")
             .map(|c| c.status == "True"),
     })
+}
+
+/// The minor or major update requested in the ClusterVersion's `spec.desiredUpdate` and not
+/// started: the cluster is steady at `phase.current` and the request names a version of
+/// another minor or major (a patch update never waits for an operator: the CVO does not gate
+/// it on `Upgradeable`). A request the CVO refused stays in `spec.desiredUpdate`, which is how
+/// the CVO says it waits; one withdrawn (removed, or set back) ends pre-update hops.
+#[must_use]
+pub fn requested_update(
+    cv: &pom_resolver::cluster::ClusterVersionSnapshot,
+    phase: &pom_resolver::cluster::ClusterPhase,
+) -> Option<Version> {
+    if phase.kind != pom_resolver::cluster::PhaseKind::Steady {
+        return None;
+    }
+    let raw = cv.requested_version.as_deref()?;
+    let requested = pom_resolver::version::parse_tolerant(raw).ok()?;
+    let current = &phase.current;
+    let gated = (requested.major, requested.minor) > (current.major, current.minor);
+    gated.then_some(requested)
 }
 
 /// What an OperatorCondition says about upgrading away from its CSV: the admin's override if

@@ -181,6 +181,7 @@ impl Po {
                 consent: Default::default(),
                 watch_namespace: None,
                 upgrade_approval: UpgradeApproval::Automatic,
+                pre_update_hops: Default::default(),
                 approved_bundle: None,
                 paused: false,
                 config: None,

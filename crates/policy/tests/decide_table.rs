@@ -18,7 +18,7 @@ mod fixture {
     use pom_api::PlatformOperatorSpec;
     use pom_api::platform_operator::{
         AppliedConfig, ClusterProxyEnv, InstalledBundle, OperatorConfig, PackageSpec,
-        UpgradeApproval, UpgradeGate,
+        PreUpdateHops, UpgradeApproval, UpgradeGate,
     };
     use pom_policy::snapshot::{
         CatalogContent, CatalogView, ClusterView, ConfigView, GateReading, GuardState, Hop,
@@ -235,6 +235,9 @@ mod fixture {
         pub config_override: Option<&'static str>,
         /// The API server's version (`None`: unknown, `minKubeVersion` unchecked).
         pub kube_version: Option<&'static str>,
+        /// The minor update the admin requested and the CVO has not started
+        /// (`PoSnapshot::requested_update`).
+        pub requested_update: Option<&'static str>,
     }
 
     /// In `config_override`: the digest of the configuration asked for.
@@ -282,6 +285,7 @@ mod fixture {
                 consent: Default::default(),
                 watch_namespace: None,
                 upgrade_approval: UpgradeApproval::Automatic,
+                pre_update_hops: Default::default(),
                 approved_bundle: None,
                 paused: false,
                 config: None,
@@ -289,6 +293,7 @@ mod fixture {
             duplicate_of: None,
             others: Vec::new(),
             found_bundle_label: None,
+            requested_update: None,
             unsettled_move: None,
             guard: GuardState::Intact,
             proxy: None,
@@ -420,6 +425,18 @@ mod fixture {
         /// `spec.approvedBundle: <bundle of version>`.
         pub fn approved(mut self, version: &str) -> Self {
             self.spec.approved_bundle = Some(bundle_name(version));
+            self
+        }
+
+        /// The admin requested a minor update to `version` that the CVO has not started.
+        pub fn requested(mut self, version: &'static str) -> Self {
+            self.requested_update = Some(version);
+            self
+        }
+
+        /// `spec.preUpdateHops: Take`.
+        pub fn take_pre_update_hops(mut self) -> Self {
+            self.spec.pre_update_hops = PreUpdateHops::Take;
             self
         }
 
@@ -560,6 +577,7 @@ mod fixture {
                 request: self.request(),
                 duplicate_of: self.duplicate_of.clone(),
                 watch_namespace_taken: self.watch_namespace_taken(),
+                requested_update: self.requested_update.map(v),
                 // As the manager's gather step builds it: a lost status recovered from the
                 // objects' bundle label when a catalog lists the bundle.
                 installed: self.installed.clone().or_else(|| {
@@ -655,6 +673,7 @@ enum Why {
     AwaitingApproval,
     Paused,
     Soaking,
+    PreUpdateOffered,
 }
 
 /// Everything a row pins down.
@@ -717,6 +736,7 @@ fn why_of(why: &HoldReason) -> Why {
         HoldReason::AwaitingApproval { .. } => Why::AwaitingApproval,
         HoldReason::Paused { .. } => Why::Paused,
         HoldReason::Soaking { .. } => Why::Soaking,
+        HoldReason::PreUpdateOffered { .. } => Why::PreUpdateOffered,
     }
 }
 
@@ -1473,6 +1493,95 @@ fn rows() -> Vec<Row> {
                 .verdict_says("4.17")
                 .verdict_says("demo.v1.1.0")
                 .verdict_says("spec.steadyStateVersionRange to \"=1.1.0\""),
+        ),
+        // Hops before the cluster moves (issue 35 item 1): 1.0.0 (max 4.16) blocks a
+        // requested 4.17; 1.2.0 (skipRange) is one hop away and runs on both.
+        row(
+            "a requested update the bundle cannot run on: the pre-update hop is offered",
+            world().installed("1.0.0").requested("4.17.0"),
+            keep()
+                .pin(Steady, "=1.0.0")
+                .held("1.2.0", Why::PreUpdateOffered)
+                .verdict(False, Reason::IncompatibleOperatorsInstalled)
+                .verdict_says("POM offers the hops demo.v1.2.0 (spec.preUpdateHops: Offer)")
+                .held_says("pomctl approve demo --bundle demo.v1.2.0"),
+        ),
+        row(
+            "an offered pre-update hop the admin approved starts",
+            world()
+                .installed("1.0.0")
+                .requested("4.17.0")
+                .approved("1.2.0"),
+            move_to("1.2.0", Steady, "=1.2.0")
+                .pin(Steady, "=1.0.0")
+                .verdict(False, Reason::IncompatibleOperatorsInstalled),
+        ),
+        row(
+            "under preUpdateHops: Take the pre-update hop starts",
+            world()
+                .installed("1.0.0")
+                .requested("4.17.0")
+                .take_pre_update_hops(),
+            move_to("1.2.0", Steady, "=1.2.0")
+                .pin(Steady, "=1.0.0")
+                .verdict(False, Reason::IncompatibleOperatorsInstalled)
+                .verdict_says("POM takes the hops demo.v1.2.0"),
+        ),
+        row(
+            "no pre-update hop starts against the operator's own Upgradeable=False",
+            world()
+                .installed("1.0.0")
+                .requested("4.17.0")
+                .take_pre_update_hops()
+                .gate(Gate::Forbids),
+            keep()
+                .pin(Steady, "=1.0.0")
+                .held("1.2.0", Why::OperatorNotUpgradeable)
+                .verdict(False, Reason::IncompatibleOperatorsInstalled),
+        ),
+        row(
+            "a pre-update hop waits for the move in flight to settle",
+            world()
+                .installed("1.0.0")
+                .requested("4.17.0")
+                .take_pre_update_hops()
+                .hop(LastHop::Unsettled { age: 60 }),
+            keep()
+                .pin(Steady, "=1.0.0")
+                .held("1.2.0", Why::MoveNotSettled)
+                .verdict(False, Reason::IncompatibleOperatorsInstalled),
+        ),
+        row(
+            "Take under upgradeApproval: Manual still waits for the approval",
+            world()
+                .installed("1.0.0")
+                .requested("4.17.0")
+                .take_pre_update_hops()
+                .manual(),
+            keep()
+                .pin(Steady, "=1.0.0")
+                .held("1.2.0", Why::AwaitingApproval)
+                .verdict(False, Reason::IncompatibleOperatorsInstalled),
+        ),
+        row(
+            "no pre-update hop when what runs runs on the requested version",
+            world()
+                .installed("1.1.0")
+                .requested("4.17.0")
+                .take_pre_update_hops(),
+            keep().pin(Steady, "=1.1.0"),
+        ),
+        row(
+            "no pre-update path: the nearest bundle is named",
+            world()
+                .installed("1.0.0")
+                .requested("4.17.0")
+                .take_pre_update_hops()
+                .version_range("<1.1.0"),
+            keep()
+                .pin(Steady, "=1.0.0")
+                .verdict(False, Reason::IncompatibleOperatorsInstalled)
+                .verdict_says("before the requested update to 4.17.0: no catalog path"),
         ),
         row(
             "incompatible recorded maxOpenShiftVersion of a bundle gone from the catalog",

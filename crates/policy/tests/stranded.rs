@@ -100,6 +100,7 @@ impl Sim {
                 consent: Default::default(),
                 watch_namespace: None,
                 upgrade_approval: Default::default(),
+                pre_update_hops: Default::default(),
                 approved_bundle: None,
                 paused: false,
                 config: None,
@@ -130,6 +131,7 @@ impl Sim {
             request: pom_policy::PoRequest::from_spec("demo", &self.po.spec),
             duplicate_of: None,
             watch_namespace_taken: None,
+            requested_update: None,
             installed: status
                 .installed_bundle
                 .as_ref()

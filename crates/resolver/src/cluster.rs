@@ -29,6 +29,9 @@ pub struct ClusterVersionSnapshot {
     pub history: Vec<HistoryEntry>,
     /// `status.desired.version`: where the CVO is heading.
     pub desired_version: Option<String>,
+    /// `spec.desiredUpdate.version`: what the admin asked for, which the CVO may not have
+    /// accepted (a refused request stays there).
+    pub requested_version: Option<String>,
     /// The `Progressing` condition: `Some(true)` when True, `None` when absent.
     pub progressing: Option<bool>,
 }
@@ -264,6 +267,7 @@ mod tests {
         ClusterVersionSnapshot {
             history,
             desired_version: Some(desired.to_owned()),
+            requested_version: None,
             progressing,
         }
     }
@@ -400,6 +404,7 @@ mod tests {
         let missing = ClusterVersionSnapshot {
             history: vec![],
             desired_version: None,
+            requested_version: None,
             progressing: None,
         };
         assert_eq!(

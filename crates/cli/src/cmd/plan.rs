@@ -468,6 +468,7 @@ fn update_phase(live: &ClusterVersionSnapshot, to: &str) -> anyhow::Result<Clust
     let hypothetical = ClusterVersionSnapshot {
         history,
         desired_version: Some(to.to_owned()),
+        requested_version: Some(to.to_owned()),
         progressing: Some(true),
     };
     cluster_phase(&hypothetical).with_context(|| format!("--to {to:?}"))
@@ -599,6 +600,7 @@ fn po_snapshot<'a>(
         name,
         duplicate_of: None,
         watch_namespace_taken: None,
+        requested_update: None,
         installed: status
             .installed_bundle
             .as_ref()

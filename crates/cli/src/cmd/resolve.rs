@@ -243,6 +243,7 @@ fn cluster_from_flags(args: &Query) -> anyhow::Result<Option<ClusterPhase>> {
     let snapshot = ClusterVersionSnapshot {
         history,
         desired_version: Some(target.to_owned()),
+        requested_version: None,
         progressing: Some(moving),
     };
     let phase = cluster_phase(&snapshot)

@@ -196,6 +196,15 @@ impl ClusterWatch {
         Ok((ClusterView::OpenShift(phase), kube_version))
     }
 
+    /// The minor update the admin requested and the CVO has not started, judged against the
+    /// phase of `view` (issue 35 item 1; [`pom_policy::snapshot::requested_update`]).
+    pub fn requested_update(&self, view: &ClusterView) -> Option<semver::Version> {
+        let phase = view.phase()?;
+        let cv = self.cluster_versions.state().first().cloned()?;
+        let snapshot = pom_policy::snapshot::cluster_version_snapshot(&cv)?;
+        pom_policy::snapshot::requested_update(&snapshot, phase)
+    }
+
     /// The API server's version, read now; the discovered one when it cannot be read.
     async fn current_kube_version(&self, discovery: &Discovery) -> Option<semver::Version> {
         match tokio::time::timeout(READ_DEADLINE, self.client.apiserver_version()).await {
@@ -515,6 +524,16 @@ pub fn describe_found(bundle_labels: &[Option<String>]) -> Option<String> {
     Some(bundles.join(" and "))
 }
 
+/// The cluster as one reconcile reads it.
+#[derive(Debug, Clone)]
+pub struct ClusterReading {
+    pub view: ClusterView,
+    /// The API server's version.
+    pub kube_version: Option<semver::Version>,
+    /// The minor update requested and not started ([`ClusterWatch::requested_update`]).
+    pub requested_update: Option<semver::Version>,
+}
+
 /// The PO's snapshot from what was gathered.
 #[must_use]
 #[allow(clippy::too_many_arguments)]
@@ -522,8 +541,7 @@ pub fn snapshot<'a>(
     po: &PlatformOperator,
     duplicate_of: Option<String>,
     watch_namespace_taken: Option<WatchNamespaceTaken>,
-    cluster: ClusterView,
-    kube_version: Option<semver::Version>,
+    cluster: ClusterReading,
     catalogs: &'a GatheredCatalogs,
     gate: OperatorGate,
     now: Timestamp,
@@ -552,8 +570,9 @@ pub fn snapshot<'a>(
         watch_namespace_taken,
         installed,
         hop: status.active_hop.as_ref().map(Hop::from),
-        cluster,
-        kube_version,
+        cluster: cluster.view,
+        requested_update: cluster.requested_update,
+        kube_version: cluster.kube_version,
         catalogs,
         gate,
         now,

@@ -16,13 +16,13 @@ use kube::api::{Api, Patch, PatchParams};
 use pom_api::PlatformOperator;
 use pom_api::labels;
 use pom_api::platform_operator::PlatformOperatorStatus;
-use pom_policy::snapshot::{ClusterView, GuardState, OperatorGate, WatchNamespaceTaken};
+use pom_policy::snapshot::{GuardState, OperatorGate, WatchNamespaceTaken};
 use pom_policy::status::{self, ActOutcome, StatusInput};
 use pom_policy::steps::{self, Next, Step};
 use pom_policy::{Action, PoDecision, PoSnapshot, Problem, inventory};
 
 use super::announce;
-use super::gather::{self, GatheredCatalogs};
+use super::gather::{self, ClusterReading, GatheredCatalogs};
 use super::install::{self, Content, Target};
 use super::quiet;
 use super::reconcile::PoContext;
@@ -39,8 +39,7 @@ pub(super) struct Gathered {
     pub reusable: Option<quiet::Clean>,
     /// The operator's gate: as the reusable check read it, or read now.
     pub gate: OperatorGate,
-    cluster: ClusterView,
-    kube_version: Option<semver::Version>,
+    cluster: ClusterReading,
     found_bundle_label: Option<String>,
     guard: GuardState,
     duplicate_of: Option<String>,
@@ -58,7 +57,6 @@ impl Gathered {
             self.duplicate_of.clone(),
             self.watch_namespace_taken.clone(),
             self.cluster.clone(),
-            self.kube_version.clone(),
             &self.catalogs,
             self.gate.clone(),
             Timestamp::now(),
@@ -88,7 +86,12 @@ pub(super) async fn gather(
         return Ok(None);
     }
     pctx.stage(&name, "gather: cluster view");
-    let (cluster, kube_version) = pctx.cluster.view().await?;
+    let (view, kube_version) = pctx.cluster.view().await?;
+    let cluster = ClusterReading {
+        requested_update: pctx.cluster.requested_update(&view),
+        view,
+        kube_version,
+    };
     let catalogs = gather_catalogs(po, pctx);
     let installed = installed_name(po);
     let namespace = fixed_namespace(po);
@@ -116,7 +119,6 @@ pub(super) async fn gather(
         reusable,
         gate,
         cluster,
-        kube_version,
         found_bundle_label,
         guard,
         duplicate_of: pctx.duplicate_winner(po),
