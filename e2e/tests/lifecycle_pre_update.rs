@@ -223,7 +223,7 @@ async fn offered_hops_wait_for_the_admin_a_withdrawn_request_stops_them_and_no_p
     let client = plane.client().await.unwrap();
     let offered = chain(OFFERED);
     // No bundle of `stranded` runs on 4.17: its nearest is 1.1.0.
-    let stranded = vec![
+    let stranded = [
         TestBundle::new(STRANDED, "1.0.0")
             .without_crd()
             .max_ocp("4.16"),
