@@ -12,6 +12,7 @@
 
 pub mod aggregate;
 pub mod certificates;
+pub mod chain;
 pub mod conditions;
 pub mod decide;
 pub mod duration;

@@ -50,6 +50,9 @@ pub struct PoPlan {
     pub end: PlanEnd,
     /// Where the PO ends (what runs now when it does not move).
     pub last: Option<InstalledBundle>,
+    /// The same, as a snapshot's `installed` (with the `maxOpenShiftVersion` the walk's last
+    /// bundle declares): where a later walk starts ([`crate::chain`]).
+    pub installed_at_end: Option<Installed>,
     /// The PO's `Upgradeable` once settled where it ends.
     pub verdict_at_end: Upgradeability,
 }
@@ -154,6 +157,7 @@ pub fn plan(snapshot: &PoSnapshot<'_>) -> PoPlan {
         hops,
         end,
         last: world.installed.as_ref().map(|i| i.bundle.clone()),
+        installed_at_end: world.installed.clone(),
         verdict_at_end: decision.verdict,
     }
 }

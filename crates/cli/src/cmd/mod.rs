@@ -5,6 +5,7 @@ pub mod completions;
 pub mod graph;
 pub mod man;
 pub mod plan;
+pub mod plan_chain;
 pub mod render;
 pub mod resolve;
 pub mod status;

@@ -74,15 +74,21 @@ use semver::Version;
 use serde::Serialize;
 
 use crate::cmd::graph::{Format, emit};
+use crate::cmd::plan_chain;
 use crate::graph::{self, HopTo, Stop, UpgradeGraph};
 use crate::live::{self, FetchedCatalog};
 
 /// Flags of `pomctl plan`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The OpenShift version the cluster would update to (as `oc adm upgrade --to`).
+    /// The OpenShift version the cluster would update to (as `oc adm upgrade --to`). More
+    /// than one minor ahead, the plan walks every minor between (a chained update).
     #[arg(long, value_name = "VERSION")]
     pub to: String,
+    /// The versions a chained update goes through, in order (comma-separated), for paths that
+    /// are not every minor at `X.Y.0` (EUS-to-EUS: `--via 4.17.12`).
+    #[arg(long, value_name = "VERSION", value_delimiter = ',')]
+    pub via: Vec<String>,
     /// Registries to reach over plain HTTP when pulling image catalogs (`host:port`; repeat or
     /// comma-separate), as the manager's `--insecure-registries`.
     #[arg(
@@ -287,7 +293,21 @@ pub struct CatalogSummary {
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let target =
         parse_tolerant(&args.to).with_context(|| format!("--to {:?} is not a version", args.to))?;
+    let via = args
+        .via
+        .iter()
+        .map(|v| parse_tolerant(v).with_context(|| format!("--via {v:?} is not a version")))
+        .collect::<anyhow::Result<Vec<Version>>>()?;
     let inputs = live::block_on(gather(&args.insecure_registries, &args.manager_namespace))??;
+    let desired = cluster_phase(&snapshot(&inputs.cluster_version)?)
+        .context("reading the cluster's current version")?
+        .target;
+    if plan_chain::is_chain(&desired, &target, &via) {
+        if args.output == PlanOutput::Graph {
+            bail!("-o graph draws one update; plan each step with its own --to");
+        }
+        return plan_chain::print(&plan_chain::compute(&inputs, &target, &via)?, args.output);
+    }
     let mut plan = compute(&inputs, &args.to, &target)?;
     let bundles = live::block_on(fetch_hop_bundles(&plan, &inputs, &args.insecure_registries))?;
     attach_hop_powers(&mut plan, &inputs, &bundles);
@@ -310,7 +330,10 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     })
 }
 
-async fn gather(insecure_registries: &[String], manager_namespace: &str) -> anyhow::Result<Inputs> {
+pub(crate) async fn gather(
+    insecure_registries: &[String],
+    manager_namespace: &str,
+) -> anyhow::Result<Inputs> {
     let client = live::client().await?;
     let cluster_version = match Api::<ClusterVersion>::all(client.clone())
         .get_opt(CLUSTER_VERSION_NAME)
@@ -439,7 +462,7 @@ pub fn compute(inputs: &Inputs, to: &str, target: &Version) -> anyhow::Result<Pl
     })
 }
 
-fn snapshot(cv: &ClusterVersion) -> anyhow::Result<ClusterVersionSnapshot> {
+pub(crate) fn snapshot(cv: &ClusterVersion) -> anyhow::Result<ClusterVersionSnapshot> {
     pom_policy::snapshot::cluster_version_snapshot(cv).ok_or_else(|| {
         anyhow::anyhow!(
             "ClusterVersion version has no status yet: the cluster-version operator has not reported"
@@ -587,7 +610,7 @@ fn catalogs_for<'a>(po: &PlatformOperator, catalogs: &'a [FetchedCatalog]) -> Ca
 }
 
 /// What the manager would gather for `po` once the update runs (the cluster in `phase`).
-fn po_snapshot<'a>(
+pub(crate) fn po_snapshot<'a>(
     po: &PlatformOperator,
     inputs: &'a Inputs,
     phase: &ClusterPhase,
