@@ -41,6 +41,10 @@ pub(crate) fn pre_update_step(s: &PoSnapshot<'_>, i: &PreUpdateInput<'_>) -> Opt
     let requested = s.requested_update.as_ref()?;
     let phase = i.phase.filter(|p| p.kind == PhaseKind::Steady)?;
     i.installed?;
+    // The admin's steadyStateVersionRange holds the PO by hand: no hop beyond it.
+    if i.request.steady_state_range.is_some() {
+        return None;
+    }
     let req = resolve_request(
         i.request,
         i.inputs,

@@ -79,7 +79,7 @@ mod oracle;
 mod world;
 
 use pom_api::conditions::{ConditionStatus, types};
-use pom_api::platform_operator::{UpgradeApproval, UpgradeGate};
+use pom_api::platform_operator::{PreUpdateHops, UpgradeApproval, UpgradeGate};
 use proptest::prelude::*;
 use proptest::test_runner::RngSeed;
 
@@ -132,6 +132,9 @@ fn event() -> impl Strategy<Value = Event> {
         1 => catalog.prop_map(Event::CatalogUp),
         1 => Just(Event::FlipPriorities),
         1 => Just(Event::RestartManager),
+        2 => Just(Event::RequestMinor),
+        1 => Just(Event::WithdrawRequest),
+        1 => (0..PACKAGES.len(), any::<bool>()).prop_map(|(p, take)| Event::EditPreUpdate(p, take)),
         2 => prop_oneof![Just(60u64), Just(150), Just(700)].prop_map(Event::Wait),
     ]
 }
@@ -186,9 +189,10 @@ fn calm_down(world: &mut World) -> Result<(), String> {
         for i in 0..PACKAGES.len() {
             // Under Manual approval the admin approves the move POM owes (as
             // `pomctl approve --bundle` ahead of it, or what `pomctl plan` lists).
-            if world.pos[i].po.spec.upgrade_approval == UpgradeApproval::Manual
-                && let Some(owed) = oracle::next_move(world, i)
-            {
+            // Under preUpdateHops: Offer the admin approves an offered hop likewise.
+            let approves = world.pos[i].po.spec.upgrade_approval == UpgradeApproval::Manual
+                || world.pos[i].po.spec.pre_update_hops == PreUpdateHops::Offer;
+            if approves && let Some(owed) = oracle::next_move(world, i) {
                 world.apply(&Event::ApproveBundle(i, owed))?;
             }
             world.apply(&Event::Reconcile(i))?;

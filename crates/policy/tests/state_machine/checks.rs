@@ -1,14 +1,16 @@
 //! The invariants, each judged from the simulated world (see the test's header).
 
 use pom_api::conditions::{ConditionStatus, types};
-use pom_api::platform_operator::{InventoryObject, PlatformOperatorStatus, UpgradeApproval};
+use pom_api::platform_operator::{
+    InventoryObject, PlatformOperatorStatus, PreUpdateHops, UpgradeApproval,
+};
 use pom_policy::Action;
 use pom_policy::status::ActOutcome;
 use pom_resolver::cluster::PhaseKind;
 
 use super::oracle::{
-    admits, channel_of, compatible_with_next_minor, gate_requires_report, in_channel, is_edge,
-    runs_on, version, visible_phase,
+    self, admits, channel_of, compatible_with_next_minor, gate_requires_report, in_channel,
+    is_edge, runs_on, version, visible_phase,
 };
 use super::world::{PACKAGES, Read, Says, SimPo, VERSIONS, World, bundle_name};
 
@@ -161,9 +163,26 @@ pub fn decision(
     // 2 and 3. Along a catalog edge, inside the pin of the phase.
     let edge = is_edge(channel_of(sim), running, to);
     let kind = phase.map_or(PhaseKind::Steady, |p| p.kind);
+    // A pre-update hop (issue 35 item 1): a minor update requested that what runs cannot
+    // run on; newer, along an edge, in its major (it runs on the current version: checked
+    // above); under `preUpdateHops: Offer` only to the bundle the admin approved.
+    let pre_update = oracle::visible_request(world).is_some_and(|requested| {
+        !oracle::runs_on_version(world, running, requested)
+            && edge
+            && tv > rv
+            && tv.major == rv.major
+    });
+    if kind == PhaseKind::Steady
+        && over.is_none()
+        && pre_update
+        && spec.pre_update_hops == PreUpdateHops::Offer
+        && spec.approved_bundle.as_deref() != Some(target.name.as_str())
+    {
+        return fail("a pre-update hop under preUpdateHops: Offer, not approved".into());
+    }
     let ok = match kind {
         PhaseKind::Steady => match over {
-            None => false,
+            None => pre_update,
             Some(o) => admits(o, &tv) && (if tv < rv { !admits(o, &rv) } else { edge }),
         },
         PhaseKind::PatchUpgrade | PhaseKind::MinorUpgrade => {

@@ -89,6 +89,9 @@ pub fn visible_phase(world: &World) -> Option<&ClusterPhase> {
 /// when it stays (or nothing can be installed). Judged from the world: the bundle that runs,
 /// the catalogs' served content, priorities, the PO's spec and the cluster phase.
 pub fn next_move(world: &World, i: usize) -> Option<usize> {
+    if let Some(hop) = pre_update_move(world, i) {
+        return Some(hop);
+    }
     let sim = &world.pos[i];
     let spec = &sim.po.spec;
     let channel = channel_of(sim);
@@ -208,4 +211,90 @@ pub fn auto_settle_window_passed(world: &World, sim: &SimPo) -> bool {
 /// (it runs), its Deployments rolled out and are available, and the gate holds.
 pub fn settles_now(world: &World, sim: &SimPo) -> bool {
     sim.running.is_some() && sim.rolled_out && !sim.regressed && gate_holds(world, sim)
+}
+
+/// The version of a minor update requested and not started, as the PO's reconcile sees it
+/// (issue 35 item 1): the cluster steady and readable, the request of a higher minor.
+pub fn visible_request(world: &World) -> Option<&Version> {
+    let phase = visible_phase(world)?;
+    (phase.kind == PhaseKind::Steady)
+        .then_some(world.requested.as_ref())
+        .flatten()
+        .filter(|r| r.minor > phase.current.minor)
+}
+
+/// Whether bundle `index` runs on OpenShift `version` (`olm.maxOpenShiftVersion`).
+pub fn runs_on_version(world: &World, index: usize, version: &Version) -> bool {
+    world.max_ocp[index].is_none_or(|max| max >= version.minor)
+}
+
+/// This model's own pre-update hop: with a minor update requested that the running bundle
+/// cannot run on, the first hop of a shortest chain of channel edges, through bundles newer
+/// than what runs, in its major, within `versionRange`, served and running on the current
+/// version, to one that also runs on the requested version (the highest such at the shortest
+/// length). None under the admin's `steadyStateVersionRange` (the admin holds the PO by hand).
+fn pre_update_move(world: &World, i: usize) -> Option<usize> {
+    let requested = visible_request(world)?;
+    let phase = visible_phase(world)?;
+    let sim = &world.pos[i];
+    let spec = &sim.po.spec;
+    if spec.steady_state_version_range.is_some() {
+        return None;
+    }
+    let running = sim.running?;
+    if runs_on_version(world, running, requested) {
+        return None;
+    }
+    let channel = channel_of(sim);
+    let rv = version(running);
+    let served = |b: usize| {
+        world
+            .catalogs
+            .iter()
+            .any(|c| spec.package.catalog.as_deref().is_none_or(|n| n == c.name) && c.served[b])
+    };
+    let node = |b: usize| {
+        let ver = version(b);
+        served(b)
+            && in_channel(channel, b)
+            && ver > rv
+            && ver.major == rv.major
+            && spec
+                .package
+                .version_range
+                .as_deref()
+                .is_none_or(|r| admits(r, &ver))
+            && runs_on(world, b, Some(phase))
+    };
+    // The step runs only where the steady resolution stays on what runs (it is served).
+    if !served(running) || !in_channel(channel, running) {
+        return None;
+    }
+    // Breadth-first; `first[b]`: the first hop of the path that reached `b`.
+    let mut first: [Option<usize>; VERSIONS.len()] = [None; VERSIONS.len()];
+    let mut frontier = vec![running];
+    let mut visited = vec![running];
+    while !frontier.is_empty() {
+        let mut next = Vec::new();
+        for &from in &frontier {
+            for to in 0..VERSIONS.len() {
+                if visited.contains(&to) || !node(to) || !is_edge(channel, from, to) {
+                    continue;
+                }
+                visited.push(to);
+                first[to] = Some(if from == running { to } else { first[from]? });
+                next.push(to);
+            }
+        }
+        if let Some(goal) = next
+            .iter()
+            .copied()
+            .filter(|b| runs_on_version(world, *b, requested))
+            .max()
+        {
+            return first[goal];
+        }
+        frontier = next;
+    }
+    None
 }

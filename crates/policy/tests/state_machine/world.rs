@@ -12,7 +12,7 @@ use pom_api::PlatformOperator;
 use pom_api::openshift::ClusterOperatorStatus;
 use pom_api::platform_operator::{
     InstalledBundle, InventoryObject, PackageSpec, PlatformOperatorSpec, PlatformOperatorStatus,
-    UpgradeApproval, UpgradeGate,
+    PreUpdateHops, UpgradeApproval, UpgradeGate,
 };
 use pom_policy::aggregate::{self, ClusterPhaseView};
 use pom_policy::inventory;
@@ -138,6 +138,13 @@ pub enum Event {
     CatalogUp(usize),
     FlipPriorities,
     RestartManager,
+    /// The admin requests the next minor (`spec.desiredUpdate`) while the cluster is steady;
+    /// the CVO has not accepted it (issue 35 item 1).
+    RequestMinor,
+    /// The admin withdraws the request.
+    WithdrawRequest,
+    /// `spec.preUpdateHops`: Take (true) or Offer.
+    EditPreUpdate(usize, bool),
     /// Time passes (seconds).
     Wait(u64),
 }
@@ -207,6 +214,8 @@ pub struct World {
     pub refused: Vec<(usize, usize)>,
     pub phase: ClusterPhase,
     pub cv_unreadable: bool,
+    /// ClusterVersion `spec.desiredUpdate` when it names a version the CVO has not accepted.
+    pub requested: Option<Version>,
     pub now: Timestamp,
     pub co: ClusterOperatorStatus,
     pub moves: usize,
@@ -295,6 +304,7 @@ impl World {
             refused: Vec::new(),
             phase: ClusterPhase::steady(v("4.16.3")),
             cv_unreadable: false,
+            requested: None,
             now,
             co: ClusterOperatorStatus::default(),
             moves: 0,
@@ -371,6 +381,8 @@ impl World {
             }
             Event::Pause(i, paused) => self.bump(i, |s| s.paused = paused),
             Event::StartPatch if self.phase.kind == PhaseKind::Steady => {
+                // A patch request replaces the minor one in `spec.desiredUpdate`.
+                self.requested = None;
                 let c = &self.phase.current;
                 self.phase = ClusterPhase {
                     kind: PhaseKind::PatchUpgrade,
@@ -378,9 +390,25 @@ impl World {
                     target: Version::new(c.major, c.minor, c.patch + 1),
                 };
             }
+            Event::RequestMinor
+                if self.phase.kind == PhaseKind::Steady && self.phase.current.minor < 19 =>
+            {
+                let c = &self.phase.current;
+                self.requested = Some(Version::new(c.major, c.minor + 1, 0));
+            }
+            Event::WithdrawRequest => self.requested = None,
+            Event::EditPreUpdate(i, take) => self.bump(i, |s| {
+                s.pre_update_hops = if take {
+                    PreUpdateHops::Take
+                } else {
+                    PreUpdateHops::Offer
+                };
+            }),
             Event::StartMinor
                 if self.phase.kind == PhaseKind::Steady && self.phase.current.minor < 19 =>
             {
+                // The CVO accepts the update: the request is where the cluster heads.
+                self.requested = None;
                 let c = &self.phase.current;
                 self.phase = ClusterPhase {
                     kind: PhaseKind::MinorUpgrade,
@@ -538,7 +566,14 @@ impl World {
             request: PoRequest::from_spec(PACKAGES[i], &sim.po.spec),
             duplicate_of: None,
             watch_namespace_taken: None,
-            requested_update: None,
+            // As the manager reads it: a request the CVO has not started, while steady.
+            requested_update: match &cluster {
+                ClusterView::OpenShift(Ok(phase)) => self
+                    .requested
+                    .clone()
+                    .filter(|r| phase.kind == PhaseKind::Steady && r.minor > phase.current.minor),
+                _ => None,
+            },
             installed,
             hop: previous.active_hop.as_ref().map(Hop::from),
             cluster,
