@@ -598,7 +598,7 @@ fn po_snapshot<'a>(
         request: PoRequest::from_spec(&name, &po.spec),
         name,
         duplicate_of: None,
-        watch_namespace_taken: None,
+        namespace_clash: None,
         installed: status
             .installed_bundle
             .as_ref()

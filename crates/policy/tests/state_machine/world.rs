@@ -536,7 +536,7 @@ impl World {
             name: PACKAGES[i].into(),
             request: PoRequest::from_spec(PACKAGES[i], &sim.po.spec),
             duplicate_of: None,
-            watch_namespace_taken: None,
+            namespace_clash: None,
             installed,
             hop: previous.active_hop.as_ref().map(Hop::from),
             cluster,
