@@ -215,7 +215,7 @@ mod tests {
     use super::*;
     use pom_api::platform_operator::{BundleInventory, PlatformOperatorStatus};
 
-    /// A PO created `age` seconds before the epoch's 1000th second.
+    /// A PO named `name`, created at second `created` of the Unix epoch.
     fn po(name: &str, created: i64) -> PlatformOperator {
         let mut po = PlatformOperator::new(
             name,
