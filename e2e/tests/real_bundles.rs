@@ -45,7 +45,7 @@ use pom_e2e::manager::{Manager, condition_of, eventually};
 use pom_e2e::scenario::{configmap_catalog, create_po, simulated_plane, wait_catalog_serves};
 use pom_render::{
     BundleFiles, ContentException, ContentRule, InstallMode, Lift, OmittedObject, PowerClass,
-    RenderError, RenderOptions, RenderedBundle, default_install_namespace, render,
+    RenderError, RenderOptions, RenderedBundle, WebhookConsent, default_install_namespace, render,
 };
 use serde_json::{Value, json};
 
@@ -67,16 +67,18 @@ enum Shape {
 }
 
 /// One thing a listed bundle's PO grants: a consent class, a binding omitted
-/// (`spec.omitObjects`: kind, name), or a content exception (rule, kind, name).
+/// (`spec.omitObjects`: kind, name), a content exception (rule, kind, name), or a webhook's
+/// consent bound to what it covers (`spec.consent.webhooks`: name, digest).
 #[derive(Debug, Clone, Copy)]
+#[allow(dead_code)] // no listed bundle needs an exception since webhooks are consented
 enum Grant {
     Consent(PowerClass),
     Omit(&'static str, &'static str),
     Except(ContentRule, &'static str, &'static str),
+    Webhook(&'static str, &'static str),
 }
 
-use ContentRule::WebhookRuleOutsideBundle;
-use Grant::{Consent, Except, Omit};
+use Grant::{Consent, Omit, Webhook};
 use PowerClass::{ClusterAdminEquivalent, PlatformConfig, PrivilegedWorkloads};
 use Shape::{Omits, OwnNamespace, Suggested, Webhooks};
 
@@ -92,18 +94,18 @@ const BUNDLES: &[(&str, Shape, &[Grant])] = &[
     ("infinispan/2.5.14", Webhooks, &[Consent(ClusterAdminEquivalent), Consent(PlatformConfig)]),
     ("layer7-operator/1.3.0", Webhooks, &[Consent(ClusterAdminEquivalent)]),
     ("marin3r/0.13.1", Webhooks, &[Consent(ClusterAdminEquivalent),
-        Except(WebhookRuleOutsideBundle, "MutatingWebhookConfiguration.admissionregistration.k8s.io", "sidecar-injector.marin3r.3scale.net"),
+        Webhook("sidecar-injector.marin3r.3scale.net", "sha256:494830f1cd9abbce65a0d0f66e32fcc705cf3092de169cef52fa2971a2031e7d"),
     ]),
     ("ndb-operator/1.10.0", Webhooks, &[Consent(ClusterAdminEquivalent)]),
     ("nexus-operator/3.5.0", Webhooks, &[]),
     ("node-maintenance-operator/0.21.0", Webhooks, &[Consent(ClusterAdminEquivalent)]),
     ("opendatahub-operator/3.5.0", Webhooks, &[Consent(ClusterAdminEquivalent), Consent(PrivilegedWorkloads), Consent(PlatformConfig),
-        Except(WebhookRuleOutsideBundle, "MutatingWebhookConfiguration.admissionregistration.k8s.io", "connection-notebook.opendatahub.io"),
-        Except(WebhookRuleOutsideBundle, "MutatingWebhookConfiguration.admissionregistration.k8s.io", "hardwareprofile-notebook-injector.opendatahub.io"),
-        Except(WebhookRuleOutsideBundle, "MutatingWebhookConfiguration.admissionregistration.k8s.io", "podmonitor-injector.opendatahub.io"),
-        Except(WebhookRuleOutsideBundle, "MutatingWebhookConfiguration.admissionregistration.k8s.io", "servicemonitor-injector.opendatahub.io"),
-        Except(WebhookRuleOutsideBundle, "ValidatingWebhookConfiguration.admissionregistration.k8s.io", "dashboard-acceleratorprofile-validator.opendatahub.io"),
-        Except(WebhookRuleOutsideBundle, "ValidatingWebhookConfiguration.admissionregistration.k8s.io", "dashboard-hardwareprofile-validator.opendatahub.io"),
+        Webhook("connection-notebook.opendatahub.io", "sha256:4781d84e055145d658bd44149b38121616fddef0a236bbc481804fee1370155e"),
+        Webhook("dashboard-acceleratorprofile-validator.opendatahub.io", "sha256:b7b3b1d1c08ad27f689a5aa1629df846fa8d45104bce222dea55bdabcb1fcfe3"),
+        Webhook("dashboard-hardwareprofile-validator.opendatahub.io", "sha256:50b4c34bd2df04c842d56984eef77f0ba74788dd9167c7b5500d064dfead3dd7"),
+        Webhook("hardwareprofile-notebook-injector.opendatahub.io", "sha256:4781d84e055145d658bd44149b38121616fddef0a236bbc481804fee1370155e"),
+        Webhook("podmonitor-injector.opendatahub.io", "sha256:3a8ae629293c1abe0ea739ff75a8025580e65c038c491f0774776ee80e4d99d4"),
+        Webhook("servicemonitor-injector.opendatahub.io", "sha256:a45e76c7be32327f09e3b519186c3c0970e537d6ff51c926687d7434d1bbc938"),
     ]),
     ("slurm-operator/1.0.1", Webhooks, &[Consent(ClusterAdminEquivalent), Consent(PrivilegedWorkloads)]),
     ("apicurito/1.0.3", OwnNamespace, &[]),
@@ -188,10 +190,14 @@ fn lift(grant: Grant) -> Lift {
             kind: kind.to_owned(),
             name: name.to_owned(),
         }),
-        Except(rule, kind, name) => Lift::Exception(ContentException {
+        Grant::Except(rule, kind, name) => Lift::Exception(ContentException {
             rule,
             kind: kind.to_owned(),
             name: name.to_owned(),
+        }),
+        Webhook(name, covers) => Lift::Webhook(WebhookConsent {
+            name: name.to_owned(),
+            covers: covers.to_owned(),
         }),
     }
 }
@@ -227,6 +233,7 @@ fn judge(files: &BundleFiles, package: &str, grants: &[Grant]) -> (RenderedBundl
     let mut consent = serde_json::Map::new();
     let mut exceptions = Vec::new();
     let mut omissions = Vec::new();
+    let mut webhooks = Vec::new();
     for lift in listed {
         match lift {
             Lift::Consent(class) => {
@@ -241,7 +248,14 @@ fn judge(files: &BundleFiles, package: &str, grants: &[Grant]) -> (RenderedBundl
                 omissions.push(json!({"kind": o.kind, "name": o.name}));
                 lifted.omit.push(o);
             }
+            Lift::Webhook(w) => {
+                webhooks.push(json!({"name": w.name, "covers": w.covers}));
+                lifted.webhook_consent.insert(w);
+            }
         }
+    }
+    if !webhooks.is_empty() {
+        consent.insert("webhooks".to_owned(), Value::Array(webhooks));
     }
     let bundle = render(files, &lifted)
         .unwrap_or_else(|err| panic!("{package} with what the list grants: {err}"));

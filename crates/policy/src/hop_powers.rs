@@ -7,7 +7,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use pom_render::{
-    BundleFiles, Lift, Power, PowerClass, Powers, RenderError, RenderOptions, render,
+    BundleFiles, Lift, Power, PowerClass, Powers, RenderError, RenderOptions, WebhookConsent,
+    render,
 };
 
 /// The powers of a hop's bundle.
@@ -19,6 +20,9 @@ pub struct HopPowers {
     pub added: Vec<Power>,
     /// The classes the PO has not consented to: the controller holds the hop until it does.
     pub consent_needed: BTreeSet<PowerClass>,
+    /// The webhooks the PO has not consented to as they now are (`spec.consent.webhooks`, bound
+    /// to what each covers): a webhook the hop widens is here though it was consented before.
+    pub webhooks_needed: BTreeSet<WebhookConsent>,
 }
 
 /// Why a hop's powers could not be judged.
@@ -38,7 +42,7 @@ pub fn hop_powers(
     installed: Option<&BundleFiles>,
     options: &RenderOptions,
 ) -> Result<HopPowers, HopPowersError> {
-    let (powers, consent_needed) = powers_and_consent(next, options)?;
+    let (powers, needed) = powers_and_consent(next, options)?;
     // The installed bundle was applied with this PO's options; if it no longer renders (the
     // PO's consent was taken back), every power of the next bundle counts as new.
     let before = installed
@@ -52,34 +56,49 @@ pub fn hop_powers(
     Ok(HopPowers {
         classes,
         added: powers.added_since(&before).into_iter().cloned().collect(),
-        consent_needed,
+        consent_needed: needed.classes,
+        webhooks_needed: needed.webhooks,
     })
 }
 
-/// The bundle's powers, and the classes whose consent `options` lack.
+/// The consent a render lacks.
+#[derive(Debug, Default)]
+struct Needed {
+    classes: BTreeSet<PowerClass>,
+    webhooks: BTreeSet<WebhookConsent>,
+}
+
+/// The bundle's powers, and the consent (classes and webhooks) `options` lack.
 fn powers_and_consent(
     files: &BundleFiles,
     options: &RenderOptions,
-) -> Result<(Powers, BTreeSet<PowerClass>), HopPowersError> {
+) -> Result<(Powers, Needed), HopPowersError> {
     let refused = |e: RenderError| HopPowersError::Refused(Box::new(e));
     match render(files, options) {
-        Ok(bundle) => Ok((bundle.powers, BTreeSet::new())),
+        Ok(bundle) => Ok((bundle.powers, Needed::default())),
         Err(RenderError::ContentPolicy(violations))
             if violations
                 .0
                 .iter()
-                .all(|v| matches!(v.lift, Some(Lift::Consent(_)))) =>
+                .all(|v| matches!(v.lift, Some(Lift::Consent(_) | Lift::Webhook(_)))) =>
         {
-            let needed: BTreeSet<PowerClass> = violations
-                .lifts()
-                .into_iter()
-                .filter_map(|l| match l {
-                    Lift::Consent(class) => Some(*class),
-                    _ => None,
-                })
-                .collect();
+            let mut needed = Needed::default();
+            for lift in violations.lifts() {
+                match lift {
+                    Lift::Consent(class) => {
+                        needed.classes.insert(*class);
+                    }
+                    Lift::Webhook(consent) => {
+                        needed.webhooks.insert(consent.clone());
+                    }
+                    Lift::Exception(_) | Lift::Omit(_) => {}
+                }
+            }
             let mut consented = options.clone();
-            consented.consent.extend(needed.iter().copied());
+            consented.consent.extend(needed.classes.iter().copied());
+            consented
+                .webhook_consent
+                .extend(needed.webhooks.iter().cloned());
             let bundle = render(files, &consented).map_err(refused)?;
             Ok((bundle.powers, needed))
         }

@@ -377,6 +377,8 @@ fn every_refusal_class_names_the_object_and_the_rule() {
                     "{what}: {message}"
                 );
             }
+            // A plain bundle ships no webhook POM renders (tests/render_fixtures.rs has them).
+            Some(Lift::Webhook(w)) => panic!("{what}: {w}"),
             Some(Lift::Omit(omission)) => {
                 assert!(rule.omittable() && !rule.exceptable(), "{what}");
                 assert!(
@@ -444,6 +446,7 @@ fn a_lift_lifts_only_its_finding_and_is_reported() {
                     .collect();
                 assert_eq!(refusal(render(&files, &others)).0, rule, "{what}");
             }
+            Some(Lift::Webhook(w)) => panic!("{what}: {w}"),
             Some(Lift::Omit(omission)) => {
                 // Omitting the binding installs the bundle without it, and says so.
                 let mut omitting = options(&[]);

@@ -68,12 +68,15 @@ fn judge(files: &BundleFiles, namespace: &str) -> (Outcome, Option<RenderedBundl
                     }
                     Lift::Exception(e) => lifted.exceptions.push(e.clone()),
                     Lift::Omit(o) => lifted.omit.push(o.clone()),
+                    Lift::Webhook(w) => {
+                        lifted.webhook_consent.insert(w.clone());
+                    }
                 }
             }
             let consent_only = violations
                 .lifts()
                 .iter()
-                .all(|l| matches!(l, Lift::Consent(_)));
+                .all(|l| matches!(l, Lift::Consent(_) | Lift::Webhook(_)));
             match render(files, &lifted) {
                 Ok(bundle) if consent_only => (Outcome::RendersWithConsent, Some(bundle)),
                 Ok(bundle) => (Outcome::RendersWithLifts, Some(bundle)),
