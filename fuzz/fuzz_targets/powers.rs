@@ -19,6 +19,7 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(computed, powers::compute(&objects), "deterministic");
     let origins: Vec<String> = (0..objects.len()).map(|i| format!("object {i}")).collect();
     let consent = BTreeSet::new();
+    let webhook_consent = BTreeSet::new();
     let rendered_webhooks = BTreeSet::new();
     let ctx = PolicyContext {
         format: None,
@@ -28,6 +29,7 @@ fuzz_target!(|data: &[u8]| {
         manager_service_account: None,
         exceptions: &[],
         consent: &consent,
+        webhook_consent: &webhook_consent,
         rendered_webhooks: &rendered_webhooks,
         // Both ways, chosen by the input: the opt-in is a power of its own (PlatformConfig).
         cluster_monitoring: data.len() % 2 == 1,
