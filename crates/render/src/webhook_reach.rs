@@ -225,14 +225,14 @@ pub fn judge(triple: &Triple, own_plurals: &BTreeSet<(String, String)>) -> Judge
     if triple.group == "*" {
         return Judged::Wildcard(ContentRule::WebhookMatchesPlatformOperators);
     }
-    if triple.base() == "*" {
-        return Judged::Wildcard(ContentRule::WebhookMatchesProtectedKind);
-    }
     let row = REACH_TABLE.iter().find(|row| {
         row.group == triple.group
             && (row.resources.is_empty() || row.resources.contains(&triple.base()))
     });
     match row {
+        // A refused group (POM's) is refused by its own rule, `*` resources included.
+        Some(row) if matches!(row.reach, RowReach::Refused(_)) => Judged::Row(row),
+        _ if triple.base() == "*" => Judged::Wildcard(ContentRule::WebhookMatchesProtectedKind),
         Some(row) => Judged::Row(row),
         None if own_plurals.contains(&(triple.group.clone(), triple.base().to_owned())) => {
             Judged::Own
