@@ -256,16 +256,21 @@ pub struct WebhookReach {
 
 impl WebhookReach {
     /// The digest of `kind` and [`Self::covered`]: `sha256:<64 hex>`.
+    ///
+    /// Each field is hashed after its length, so no two lists of fields hash the same input
+    /// (the fields are the publisher's strings: a resource named `"pods\nDELETE pods"` must
+    /// not stand for two triples).
     pub fn covers(&self, kind: &str) -> String {
         let mut hasher = Sha256::new();
-        hasher.update(kind.as_bytes());
+        let mut field = |text: &str| {
+            hasher.update((text.len() as u64).to_le_bytes());
+            hasher.update(text.as_bytes());
+        };
+        field(kind);
         for triple in &self.covered {
-            hasher.update(b"\n");
-            hasher.update(triple.operation.as_bytes());
-            hasher.update(b" ");
-            hasher.update(triple.resource.as_bytes());
-            hasher.update(b" ");
-            hasher.update(triple.group.as_bytes());
+            field(&triple.operation);
+            field(&triple.resource);
+            field(&triple.group);
         }
         format!("sha256:{}", hex::encode(hasher.finalize()))
     }
@@ -401,4 +406,142 @@ pub fn reach(configuration: &Value, own_plurals: &BTreeSet<(String, String)>) ->
         ));
     }
     reach
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    use super::*;
+
+    fn triple(group: &str, resource: &str, operation: &str) -> Triple {
+        Triple {
+            group: group.to_owned(),
+            resource: resource.to_owned(),
+            operation: operation.to_owned(),
+        }
+    }
+
+    fn own() -> BTreeSet<(String, String)> {
+        BTreeSet::from([("example.com".to_owned(), "widgets".to_owned())])
+    }
+
+    /// What each triple is judged, one per kind of outcome and per row.
+    #[test]
+    fn triples_are_judged_kind_by_kind() {
+        let refused = |rule| {
+            move |j: Judged| {
+                matches!(j, Judged::Row(r) if r.reach == RowReach::Refused(rule))
+                    || j == Judged::Wildcard(rule)
+            }
+        };
+        let admin = |j: Judged| matches!(j, Judged::Row(r) if r.reach == RowReach::Consent(PowerClass::ClusterAdminEquivalent));
+        let protected = refused(ContentRule::WebhookMatchesProtectedKind);
+        let pom = refused(ContentRule::WebhookMatchesPlatformOperators);
+        let cases: Vec<(Triple, &dyn Fn(Judged) -> bool)> = vec![
+            (triple("example.com", "widgets", "CREATE"), &|j| {
+                j == Judged::Own
+            }),
+            (triple("example.com", "widgets/status", "UPDATE"), &|j| {
+                j == Judged::Own
+            }),
+            (triple("example.com", "gadgets", "CREATE"), &|j| {
+                j == Judged::Other
+            }),
+            (triple("example.com", "*", "CREATE"), &protected),
+            (triple("", "configmaps", "CREATE"), &|j| j == Judged::Other),
+            (triple("", "pods", "CREATE"), &admin),
+            (triple("", "pods/exec", "CONNECT"), &admin),
+            (triple("apps", "daemonsets", "UPDATE"), &admin),
+            (triple("", "secrets", "UPDATE"), &admin),
+            (triple("", "serviceaccounts/token", "CREATE"), &protected),
+            (
+                triple("rbac.authorization.k8s.io", "clusterroles", "CREATE"),
+                &protected,
+            ),
+            (triple("", "namespaces", "UPDATE"), &protected),
+            (triple("", "*", "UPDATE"), &protected),
+            (triple("*", "pods", "CREATE"), &pom),
+            (triple("platform.openshift.io", "*", "CREATE"), &pom),
+        ];
+        for (t, expected) in cases {
+            let got = judge(&t, &own());
+            assert!(expected(got), "{t:?}: {got:?}");
+        }
+    }
+
+    #[test]
+    fn every_row_names_its_source_and_no_two_rows_overlap() {
+        for (i, row) in REACH_TABLE.iter().enumerate() {
+            assert!(!row.source.is_empty() && !row.what.is_empty(), "{row:?}");
+            for other in &REACH_TABLE[i + 1..] {
+                let overlap = row.group == other.group
+                    && (row.resources.is_empty()
+                        || other.resources.is_empty()
+                        || row.resources.iter().any(|r| other.resources.contains(r)));
+                assert!(!overlap, "{row:?} / {other:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn rules_expand_to_triples_and_are_bounded() {
+        let config = |rules: Value| json!({"webhooks": [{"rules": rules}]});
+        let got = expand(&config(json!([
+            {"apiGroups": ["", "apps"], "resources": ["pods", "deployments"], "operations": ["*"]}
+        ])))
+        .unwrap();
+        assert_eq!(got.len(), 2 * 2 * OPERATIONS.len());
+        let groups: Vec<String> = (0..100).map(|i| format!("g{i}.example.com")).collect();
+        let resources: Vec<String> = (0..100).map(|i| format!("r{i}")).collect();
+        let wide = config(
+            json!([{"apiGroups": groups, "resources": resources, "operations": ["CREATE"]}]),
+        );
+        assert_eq!(expand(&wide), None);
+        let refused = reach(&wide, &own()).refused;
+        assert!(refused[0].1.contains("MAX_WEBHOOK_TRIPLES"), "{refused:?}");
+    }
+
+    proptest! {
+        /// The consent's digest is bound to what the webhook covers: two webhooks have the same
+        /// digest exactly when they cover the same triples (and are of the same kind).
+        #[test]
+        fn the_digest_is_bound_to_the_covered_triples(
+            a in proptest::collection::btree_set((0..4usize, 0..4usize, 0..4usize), 0..12),
+            b in proptest::collection::btree_set((0..4usize, 0..4usize, 0..4usize), 0..12),
+        ) {
+            let groups = ["", "apps", "other.example.org", "example.com"];
+            let resources = ["pods", "configmaps", "deployments", "things"];
+            let to_reach = |set: &BTreeSet<(usize, usize, usize)>| WebhookReach {
+                covered: set
+                    .iter()
+                    .map(|&(g, r, o)| triple(groups[g], resources[r], OPERATIONS[o]))
+                    .collect(),
+                ..WebhookReach::default()
+            };
+            let (ra, rb) = (to_reach(&a), to_reach(&b));
+            prop_assert_eq!(
+                ra.covers("ValidatingWebhookConfiguration") == rb.covers("ValidatingWebhookConfiguration"),
+                ra.covered == rb.covered
+            );
+            prop_assert_ne!(
+                ra.covers("ValidatingWebhookConfiguration"),
+                ra.covers("MutatingWebhookConfiguration")
+            );
+        }
+    }
+
+    #[test]
+    fn a_field_cannot_stand_for_two() {
+        let one = WebhookReach {
+            covered: BTreeSet::from([triple("", "pods DELETE pods", "CREATE")]),
+            ..WebhookReach::default()
+        };
+        let two = WebhookReach {
+            covered: BTreeSet::from([triple("", "pods", "CREATE"), triple("", "pods", "DELETE")]),
+            ..WebhookReach::default()
+        };
+        assert_ne!(one.covers("K"), two.covers("K"));
+    }
 }
