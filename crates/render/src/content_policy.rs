@@ -11,7 +11,8 @@
 //!   bindings to roles the bundle does not ship (but the built-in roles
 //!   [`super::built_in_roles`] knows, a grant of what they hold, judged as powers); a `system:`
 //!   role the table does not know; `aggregate-to-*` labels
-//!   beyond the bundle's own API groups; CRD conversion webhooks that are not the bundle's own;
+//!   beyond the bundle's own kinds; CRD conversion webhooks that are not the bundle's own;
+//!   admission webhooks over protected kinds (`super::webhook_reach`);
 //!   CRDs claiming what Kubernetes or the platform serves; Services with `externalIPs`; a
 //!   PriorityClass that is the cluster's global default; ServiceAccount token Secrets;
 //! - subjects by who they are (`subjects::who`): the install namespace's ServiceAccounts are
@@ -23,7 +24,10 @@
 //! - refusals an admin lifts for one named object ([`ContentException`],
 //!   `spec.contentExceptions`): kinds outside the format's allowlist, LoadBalancer Services;
 //! - powers ([`super::powers`]): the classes that need consent (`spec.consent`) refuse the
-//!   bundle until the admin gives it.
+//!   bundle until the admin gives it; an admission webhook over kinds that are not the
+//!   bundle's own is a power too (`AdmissionWebhooks`, and `ClusterAdminEquivalent` over
+//!   workloads and Secrets), consented webhook by webhook and bound to the digest of what it
+//!   covers (`spec.consent.webhooks`), so a webhook a later bundle widens asks again.
 //!
 //! What was lifted is returned with the rendered bundle ([`Judgement`]), never silent.
 
