@@ -45,7 +45,7 @@ use pom_e2e::manager::{Manager, condition_of, eventually};
 use pom_e2e::scenario::{configmap_catalog, create_po, simulated_plane, wait_catalog_serves};
 use pom_render::{
     BundleFiles, ContentException, ContentRule, InstallMode, Lift, OmittedObject, PowerClass,
-    RenderError, RenderOptions, RenderedBundle, default_install_namespace, render,
+    RenderError, RenderOptions, RenderedBundle, WebhookConsent, default_install_namespace, render,
 };
 use serde_json::{Value, json};
 
@@ -67,16 +67,18 @@ enum Shape {
 }
 
 /// One thing a listed bundle's PO grants: a consent class, a binding omitted
-/// (`spec.omitObjects`: kind, name), or a content exception (rule, kind, name).
+/// (`spec.omitObjects`: kind, name), a content exception (rule, kind, name), or a webhook's
+/// consent bound to what it covers (`spec.consent.webhooks`: name, digest).
 #[derive(Debug, Clone, Copy)]
+#[allow(dead_code)] // no listed bundle needs an exception since webhooks are consented
 enum Grant {
     Consent(PowerClass),
     Omit(&'static str, &'static str),
     Except(ContentRule, &'static str, &'static str),
+    Webhook(&'static str, &'static str),
 }
 
-use ContentRule::WebhookRuleOutsideBundle;
-use Grant::{Consent, Except, Omit};
+use Grant::{Consent, Omit, Webhook};
 use PowerClass::{ClusterAdminEquivalent, PlatformConfig, PrivilegedWorkloads};
 use Shape::{Omits, OwnNamespace, Suggested, Webhooks};
 
@@ -92,18 +94,18 @@ const BUNDLES: &[(&str, Shape, &[Grant])] = &[
     ("infinispan/2.5.14", Webhooks, &[Consent(ClusterAdminEquivalent), Consent(PlatformConfig)]),
     ("layer7-operator/1.3.0", Webhooks, &[Consent(ClusterAdminEquivalent)]),
     ("marin3r/0.13.1", Webhooks, &[Consent(ClusterAdminEquivalent),
-        Except(WebhookRuleOutsideBundle, "MutatingWebhookConfiguration.admissionregistration.k8s.io", "sidecar-injector.marin3r.3scale.net"),
+        Webhook("sidecar-injector.marin3r.3scale.net", "sha256:91d7435014ecfbae6f8d7f763e9203ba45658b109947658c832488f3e27beb36"),
     ]),
     ("ndb-operator/1.10.0", Webhooks, &[Consent(ClusterAdminEquivalent)]),
     ("nexus-operator/3.5.0", Webhooks, &[]),
     ("node-maintenance-operator/0.21.0", Webhooks, &[Consent(ClusterAdminEquivalent)]),
     ("opendatahub-operator/3.5.0", Webhooks, &[Consent(ClusterAdminEquivalent), Consent(PrivilegedWorkloads), Consent(PlatformConfig),
-        Except(WebhookRuleOutsideBundle, "MutatingWebhookConfiguration.admissionregistration.k8s.io", "connection-notebook.opendatahub.io"),
-        Except(WebhookRuleOutsideBundle, "MutatingWebhookConfiguration.admissionregistration.k8s.io", "hardwareprofile-notebook-injector.opendatahub.io"),
-        Except(WebhookRuleOutsideBundle, "MutatingWebhookConfiguration.admissionregistration.k8s.io", "podmonitor-injector.opendatahub.io"),
-        Except(WebhookRuleOutsideBundle, "MutatingWebhookConfiguration.admissionregistration.k8s.io", "servicemonitor-injector.opendatahub.io"),
-        Except(WebhookRuleOutsideBundle, "ValidatingWebhookConfiguration.admissionregistration.k8s.io", "dashboard-acceleratorprofile-validator.opendatahub.io"),
-        Except(WebhookRuleOutsideBundle, "ValidatingWebhookConfiguration.admissionregistration.k8s.io", "dashboard-hardwareprofile-validator.opendatahub.io"),
+        Webhook("connection-notebook.opendatahub.io", "sha256:938ff6880468c12244c8dca882b53c930052868cc110b2e87fb984648b350726"),
+        Webhook("dashboard-acceleratorprofile-validator.opendatahub.io", "sha256:fca108825729980ede44772065815f4e67687d540e0c4469b4f52e78ef255629"),
+        Webhook("dashboard-hardwareprofile-validator.opendatahub.io", "sha256:31c34e98011f835911ce2cd28dd009136d51a6f2e8dd355a66af342e52d1f6e7"),
+        Webhook("hardwareprofile-notebook-injector.opendatahub.io", "sha256:938ff6880468c12244c8dca882b53c930052868cc110b2e87fb984648b350726"),
+        Webhook("podmonitor-injector.opendatahub.io", "sha256:2e2f62c4279029736c5ac1c1aed94df32e7783ce76f117d3bf71abd4458eff77"),
+        Webhook("servicemonitor-injector.opendatahub.io", "sha256:0829f4867c4e84c37a9ea0582c07bf8448b760b24fad852ae68d511bf93bf18b"),
     ]),
     ("slurm-operator/1.0.1", Webhooks, &[Consent(ClusterAdminEquivalent), Consent(PrivilegedWorkloads)]),
     ("apicurito/1.0.3", OwnNamespace, &[]),
@@ -188,10 +190,14 @@ fn lift(grant: Grant) -> Lift {
             kind: kind.to_owned(),
             name: name.to_owned(),
         }),
-        Except(rule, kind, name) => Lift::Exception(ContentException {
+        Grant::Except(rule, kind, name) => Lift::Exception(ContentException {
             rule,
             kind: kind.to_owned(),
             name: name.to_owned(),
+        }),
+        Webhook(name, covers) => Lift::Webhook(WebhookConsent {
+            name: name.to_owned(),
+            covers: covers.to_owned(),
         }),
     }
 }
@@ -227,6 +233,7 @@ fn judge(files: &BundleFiles, package: &str, grants: &[Grant]) -> (RenderedBundl
     let mut consent = serde_json::Map::new();
     let mut exceptions = Vec::new();
     let mut omissions = Vec::new();
+    let mut webhooks = Vec::new();
     for lift in listed {
         match lift {
             Lift::Consent(class) => {
@@ -241,7 +248,14 @@ fn judge(files: &BundleFiles, package: &str, grants: &[Grant]) -> (RenderedBundl
                 omissions.push(json!({"kind": o.kind, "name": o.name}));
                 lifted.omit.push(o);
             }
+            Lift::Webhook(w) => {
+                webhooks.push(json!({"name": w.name, "covers": w.covers}));
+                lifted.webhook_consent.insert(w);
+            }
         }
+    }
+    if !webhooks.is_empty() {
+        consent.insert("webhooks".to_owned(), Value::Array(webhooks));
     }
     let bundle = render(files, &lifted)
         .unwrap_or_else(|err| panic!("{package} with what the list grants: {err}"));

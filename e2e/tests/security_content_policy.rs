@@ -537,3 +537,165 @@ where
 fn http_get(path: &str) -> http::Request<Vec<u8>> {
     http::Request::get(path).body(Vec::new()).unwrap()
 }
+
+/// The `covers` digest of webhook `name` in a refusal's paste-ready text.
+fn covers_in(message: &str, name: &str) -> String {
+    let from = message
+        .find(&format!("{{name: {name}, covers: \"sha256:"))
+        .unwrap_or_else(|| panic!("no consent for {name} in {message}"));
+    let start = from + message[from..].find("sha256:").unwrap();
+    message[start..start + "sha256:".len() + 64].to_owned()
+}
+
+/// Issue 33 item 4: a webhook over kinds that are not the bundle's own is a power whose consent
+/// is bound to what it covers. 1.0.0's webhook also matches ConfigMaps (CREATE): installed once
+/// the admin consents to it. 1.0.1 widens it (CREATE, UPDATE): that hop is held, the running
+/// operator and its webhook configuration as they were on the API server, until the admin
+/// consents to the webhook as it now is.
+#[tokio::test]
+async fn a_hop_whose_webhook_widens_is_held_until_the_admin_consents_again() {
+    let Some(plane) = simulated_plane(false).await else {
+        return;
+    };
+    let client = plane.client().await.unwrap();
+    let widen = |mut bundle: TestBundle, operations: Value| {
+        let group = bundle.crd_group();
+        bundle.webhooks[0]["rules"] = json!([
+            {"apiGroups": [group], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["widgets"]},
+            {"apiGroups": [""], "apiVersions": ["v1"], "operations": operations, "resources": ["configmaps"]},
+        ]);
+        bundle
+    };
+    let v1 = widen(
+        TestBundle::new("hookop", "1.0.0").with_webhooks("/v1"),
+        json!(["CREATE"]),
+    );
+    let v2 = widen(
+        TestBundle::new("hookop", "1.0.1")
+            .replaces("1.0.0")
+            .with_webhooks("/v2"),
+        json!(["CREATE", "UPDATE"]),
+    );
+    let hook_name = format!("v{}", v1.crd_name());
+    let fbc = catalog_json(&[v1.clone(), v2.clone()], &[]);
+    configmap_catalog(&client, "local", &fbc, 0).await;
+    create_po(
+        &client,
+        "hookop",
+        json!({"package": {"name": "hookop", "versionRange": "1.0.0"}}),
+    )
+    .await;
+    let manager = Manager::start(client.clone(), Manager::test_settings(vec![]));
+    let pos = Api::<PlatformOperator>::all(client.clone());
+    let patch = |spec: Value| Patch::Merge(json!({"spec": spec}));
+    let hooks =
+        Api::<k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration>::all(
+            client.clone(),
+        );
+    let configmap_operations = |hooks: Api<_>, name: String| async move {
+        let hook: k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration =
+            hooks.get_opt(&name).await.unwrap()?;
+        let rules = hook.webhooks?.into_iter().next()?.rules?;
+        rules
+            .into_iter()
+            .find(|r| r.resources.as_deref() == Some(&["configmaps".to_owned()][..]))?
+            .operations
+    };
+
+    // Nothing consented: refused, naming the webhook and what it covers; nothing applied.
+    let first = wait_po_condition(
+        &client,
+        "hookop",
+        "Degraded",
+        "True",
+        Some("ContentPolicyViolation"),
+    )
+    .await;
+    assert!(first.contains("rule PowerNotConsented"), "{first}");
+    assert!(hooks.get_opt(&hook_name).await.unwrap().is_none());
+    let covers_v1 = covers_in(&first, &hook_name);
+    pos.patch(
+        "hookop",
+        &PatchParams::default(),
+        &patch(json!({"consent": {"webhooks": [{"name": hook_name, "covers": covers_v1}]}})),
+    )
+    .await
+    .unwrap();
+    wait_po_condition(
+        &client,
+        "hookop",
+        "Installed",
+        "True",
+        Some("InstallSucceeded"),
+    )
+    .await;
+    let applied =
+        pom_e2e::manager::eventually(Duration::from_secs(120), "the webhook applied", || {
+            configmap_operations(hooks.clone(), hook_name.clone())
+        })
+        .await;
+    assert_eq!(applied, vec!["CREATE".to_owned()]);
+
+    // The hop to 1.0.1 widens the webhook: held, the running operator as it was.
+    pos.patch(
+        "hookop",
+        &PatchParams::default(),
+        &patch(
+            json!({"package": {"versionRange": null}, "steadyStateVersionRange": ">=1.0.0 <2.0.0"}),
+        ),
+    )
+    .await
+    .unwrap();
+    let held = pom_e2e::manager::eventually(
+        Duration::from_secs(120),
+        "the widened webhook refused",
+        || async {
+            let po = pos.get("hookop").await.ok()?;
+            let degraded = po
+                .status?
+                .conditions
+                .into_iter()
+                .find(|c| c.type_ == "Degraded" && c.status == "True")?;
+            degraded
+                .message
+                .contains(&v2.name())
+                .then_some(degraded.message)
+        },
+    )
+    .await;
+    let covers_v2 = covers_in(&held, &hook_name);
+    assert_ne!(covers_v1, covers_v2, "{held}");
+    let po = pos.get("hookop").await.unwrap();
+    assert_eq!(
+        po.status.unwrap().installed_bundle.unwrap().name,
+        v1.name(),
+        "the running operator stays as it was"
+    );
+    assert_eq!(
+        configmap_operations(hooks.clone(), hook_name.clone()).await,
+        Some(vec!["CREATE".to_owned()]),
+        "the API server still holds 1.0.0's webhook"
+    );
+
+    // Consent to the webhook as it now is: 1.0.1 goes in, its webhook with it.
+    pos.patch(
+        "hookop",
+        &PatchParams::default(),
+        &patch(json!({"consent": {"webhooks": [{"name": hook_name, "covers": covers_v2}]}})),
+    )
+    .await
+    .unwrap();
+    pom_e2e::manager::eventually(
+        Duration::from_secs(120),
+        "hookop to run 1.0.1 with its webhook",
+        || async {
+            let po = pos.get("hookop").await.ok()?;
+            let operations = configmap_operations(hooks.clone(), hook_name.clone()).await?;
+            (po.status?.installed_bundle?.name == v2.name()
+                && operations == ["CREATE".to_owned(), "UPDATE".to_owned()])
+            .then_some(())
+        },
+    )
+    .await;
+    manager.stop().await;
+}

@@ -19,7 +19,23 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(computed, powers::compute(&objects), "deterministic");
     let origins: Vec<String> = (0..objects.len()).map(|i| format!("object {i}")).collect();
     let consent = BTreeSet::new();
-    let rendered_webhooks = BTreeSet::new();
+    let webhook_consent = BTreeSet::new();
+    // Every admission webhook configuration of the input counts as one POM rendered, so its
+    // rules go through `webhook_reach` (issue 33 item 4).
+    let rendered_webhooks: BTreeSet<(String, String)> = objects
+        .iter()
+        .filter(|o| {
+            o["apiVersion"]
+                .as_str()
+                .is_some_and(|v| v.starts_with("admissionregistration.k8s.io/"))
+        })
+        .filter_map(|o| {
+            Some((
+                o["kind"].as_str()?.to_owned(),
+                o["metadata"]["name"].as_str()?.to_owned(),
+            ))
+        })
+        .collect();
     let ctx = PolicyContext {
         format: None,
         install_namespace: "fuzz-ns",
@@ -28,14 +44,20 @@ fuzz_target!(|data: &[u8]| {
         manager_service_account: None,
         exceptions: &[],
         consent: &consent,
+        webhook_consent: &webhook_consent,
         rendered_webhooks: &rendered_webhooks,
         // Both ways, chosen by the input: the opt-in is a power of its own (PlatformConfig).
         cluster_monitoring: data.len() % 2 == 1,
     };
     if let Ok(judgement) = check(&objects, &origins, &ctx) {
-        // Nothing consented: whatever passed holds no class that needs consent.
+        // Nothing consented (no class, no webhook): whatever passed holds no class that needs
+        // consent.
         assert!(
-            judgement.powers.classes().iter().all(|c| !c.needs_consent()),
+            judgement
+                .powers
+                .classes()
+                .iter()
+                .all(|c| !c.needs_consent()),
             "{:?}",
             judgement.powers
         );

@@ -272,13 +272,34 @@ pub struct Consent {
     /// Writes to the platform's configuration (config, machine-config, operator groups).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub platform_config: bool,
+    /// Admission webhooks over kinds that are not the bundle's own (pods, other operators'
+    /// kinds), each named with the digest of what its rules match there, as the refusal
+    /// prints it: a webhook a later bundle widens (or changes) asks again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32))]
+    pub webhooks: Vec<WebhookConsentSpec>,
 }
 
 impl Consent {
     /// No class consented to.
     pub fn is_empty(&self) -> bool {
         !(self.cluster_admin_equivalent || self.privileged_workloads || self.platform_config)
+            && self.webhooks.is_empty()
     }
+}
+
+/// The admin's consent to one admission webhook, bound to what it covers.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookConsentSpec {
+    /// The webhook configuration's name (the ClusterServiceVersion's `generateName`).
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
+    /// `sha256:<64 hex>`: the digest of the (group, resource, operation) triples its rules
+    /// match outside the bundle's own kinds, as POM's refusal and `pomctl render
+    /// --permissions` print it.
+    #[schemars(regex(pattern = r"^sha256:[0-9a-f]{64}$"))]
+    pub covers: String,
 }
 
 /// One content-policy exception: `rule` does not apply to the object of `kind` named `name`.
@@ -333,9 +354,8 @@ pub enum ExceptableContentRule {
     KindNotAllowed,
     /// A Service of type LoadBalancer.
     LoadBalancerService,
-    /// An admission webhook (`kind` ValidatingWebhookConfiguration or
-    /// MutatingWebhookConfiguration, named after its `generateName`) whose rules match objects
-    /// outside the bundle's own API groups (pods, namespaces, other operators' kinds).
+    /// Deprecated, lifts nothing: a webhook over kinds not the bundle's own is a power,
+    /// consented with `spec.consent.webhooks` (bound to what it covers).
     WebhookRuleOutsideBundle,
     /// Deprecated, lifts nothing: bindings to roles a bundle does not ship are always refused;
     /// a role that grants everything needs `spec.consent.clusterAdminEquivalent`.

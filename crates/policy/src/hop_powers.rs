@@ -7,7 +7,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use pom_render::{
-    BundleFiles, Lift, Power, PowerClass, Powers, RenderError, RenderOptions, render,
+    BundleFiles, Lift, Power, PowerClass, Powers, RenderError, RenderOptions, WebhookConsent,
+    render,
 };
 
 /// The powers of a hop's bundle.
@@ -19,6 +20,9 @@ pub struct HopPowers {
     pub added: Vec<Power>,
     /// The classes the PO has not consented to: the controller holds the hop until it does.
     pub consent_needed: BTreeSet<PowerClass>,
+    /// The webhooks the PO has not consented to as they now are (`spec.consent.webhooks`, bound
+    /// to what each covers): a webhook the hop widens is here though it was consented before.
+    pub webhooks_needed: BTreeSet<WebhookConsent>,
 }
 
 /// Why a hop's powers could not be judged.
@@ -38,7 +42,7 @@ pub fn hop_powers(
     installed: Option<&BundleFiles>,
     options: &RenderOptions,
 ) -> Result<HopPowers, HopPowersError> {
-    let (powers, consent_needed) = powers_and_consent(next, options)?;
+    let (powers, needed) = powers_and_consent(next, options)?;
     // The installed bundle was applied with this PO's options; if it no longer renders (the
     // PO's consent was taken back), every power of the next bundle counts as new.
     let before = installed
@@ -52,34 +56,49 @@ pub fn hop_powers(
     Ok(HopPowers {
         classes,
         added: powers.added_since(&before).into_iter().cloned().collect(),
-        consent_needed,
+        consent_needed: needed.classes,
+        webhooks_needed: needed.webhooks,
     })
 }
 
-/// The bundle's powers, and the classes whose consent `options` lack.
+/// The consent a render lacks.
+#[derive(Debug, Default)]
+struct Needed {
+    classes: BTreeSet<PowerClass>,
+    webhooks: BTreeSet<WebhookConsent>,
+}
+
+/// The bundle's powers, and the consent (classes and webhooks) `options` lack.
 fn powers_and_consent(
     files: &BundleFiles,
     options: &RenderOptions,
-) -> Result<(Powers, BTreeSet<PowerClass>), HopPowersError> {
+) -> Result<(Powers, Needed), HopPowersError> {
     let refused = |e: RenderError| HopPowersError::Refused(Box::new(e));
     match render(files, options) {
-        Ok(bundle) => Ok((bundle.powers, BTreeSet::new())),
+        Ok(bundle) => Ok((bundle.powers, Needed::default())),
         Err(RenderError::ContentPolicy(violations))
             if violations
                 .0
                 .iter()
-                .all(|v| matches!(v.lift, Some(Lift::Consent(_)))) =>
+                .all(|v| matches!(v.lift, Some(Lift::Consent(_) | Lift::Webhook(_)))) =>
         {
-            let needed: BTreeSet<PowerClass> = violations
-                .lifts()
-                .into_iter()
-                .filter_map(|l| match l {
-                    Lift::Consent(class) => Some(*class),
-                    _ => None,
-                })
-                .collect();
+            let mut needed = Needed::default();
+            for lift in violations.lifts() {
+                match lift {
+                    Lift::Consent(class) => {
+                        needed.classes.insert(*class);
+                    }
+                    Lift::Webhook(consent) => {
+                        needed.webhooks.insert(consent.clone());
+                    }
+                    Lift::Exception(_) | Lift::Omit(_) => {}
+                }
+            }
             let mut consented = options.clone();
-            consented.consent.extend(needed.iter().copied());
+            consented.consent.extend(needed.classes.iter().copied());
+            consented
+                .webhook_consent
+                .extend(needed.webhooks.iter().cloned());
             let bundle = render(files, &consented).map_err(refused)?;
             Ok((bundle.powers, needed))
         }
@@ -173,5 +192,86 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.to_string().contains("UserOrGroupBinding"), "{err}");
+    }
+
+    /// A registry+v1 bundle whose one validating webhook `vpod.example.com` matches
+    /// `operations` on pods (a kind no CRD of the bundle defines).
+    fn webhook_bundle(csv_name: &str, operations: &str) -> BundleFiles {
+        let csv = format!(
+            "apiVersion: operators.coreos.com/v1alpha1\nkind: ClusterServiceVersion\nmetadata: {{name: {csv_name}}}\nspec:\n  installModes: [{{type: AllNamespaces, supported: true}}]\n  install:\n    strategy: deployment\n    spec:\n      deployments:\n        - name: op\n          spec:\n            selector: {{matchLabels: {{app: op}}}}\n            template:\n              metadata: {{labels: {{app: op}}}}\n              spec: {{containers: [{{name: m, image: i}}]}}\n  webhookdefinitions:\n    - type: ValidatingAdmissionWebhook\n      generateName: vpod.example.com\n      deploymentName: op\n      containerPort: 443\n      admissionReviewVersions: [v1]\n      sideEffects: None\n      webhookPath: /validate\n      rules: [{{apiGroups: [''], apiVersions: [v1], operations: [{operations}], resources: [pods]}}]\n"
+        );
+        let files = [
+            ("metadata/annotations.yaml".to_owned(), "annotations:\n  operators.operatorframework.io.bundle.mediatype.v1: registry+v1\n  operators.operatorframework.io.bundle.package.v1: op\n".to_owned()),
+            ("manifests/csv.yaml".to_owned(), csv),
+        ];
+        BundleFiles::new(
+            files
+                .into_iter()
+                .map(|(p, c)| (p, c.into_bytes()))
+                .collect::<BTreeMap<_, _>>(),
+        )
+    }
+
+    /// Issue 33 item 4: the consent to a webhook is bound to what it covers. The PO consented
+    /// to the installed bundle's webhook (and to `ClusterAdminEquivalent`, which a webhook over
+    /// pods also is): a hop whose webhook matches the same is not held; one whose webhook
+    /// matches more (DELETE too) is held until the admin consents to it as it now is, and the
+    /// new power is shown.
+    #[test]
+    fn a_hop_whose_webhook_widens_is_held_until_the_admin_consents_again() {
+        let installed = webhook_bundle("op.v1", "CREATE, UPDATE");
+        let asked = powers_and_consent(&installed, &RenderOptions::new(INSTALL_NS))
+            .unwrap()
+            .1;
+        assert_eq!(
+            asked.classes,
+            BTreeSet::from([PowerClass::ClusterAdminEquivalent])
+        );
+        let given = match asked.webhooks.iter().collect::<Vec<_>>()[..] {
+            [one] => one.clone(),
+            _ => panic!("{asked:?}"),
+        };
+        assert_eq!(given.name, "vpod.example.com");
+        let options = RenderOptions {
+            consent: asked.classes.clone(),
+            webhook_consent: BTreeSet::from([given.clone()]),
+            ..RenderOptions::new(INSTALL_NS)
+        };
+
+        let same = hop_powers(
+            &webhook_bundle("op.v2", "CREATE, UPDATE"),
+            Some(&installed),
+            &options,
+        )
+        .unwrap();
+        assert!(
+            same.consent_needed.is_empty() && same.webhooks_needed.is_empty(),
+            "{same:?}"
+        );
+        assert!(same.added.is_empty(), "{same:?}");
+        assert_eq!(same.classes.get(&PowerClass::AdmissionWebhooks), Some(&1));
+
+        let widened = webhook_bundle("op.v2", "CREATE, UPDATE, DELETE");
+        let held = hop_powers(&widened, Some(&installed), &options).unwrap();
+        assert!(held.consent_needed.is_empty(), "{held:?}");
+        let again = match held.webhooks_needed.iter().collect::<Vec<_>>()[..] {
+            [one] => one.clone(),
+            _ => panic!("{held:?}"),
+        };
+        assert_eq!(again.name, given.name);
+        assert_ne!(again.covers, given.covers);
+        assert!(
+            held.added
+                .iter()
+                .any(|p| p.class == PowerClass::AdmissionWebhooks
+                    && p.detail.contains("CREATE, DELETE, UPDATE pods")),
+            "{held:?}"
+        );
+        // The controller's own render refuses it (the hop is held, the running bundle kept)
+        // until the admin consents to the widened webhook.
+        assert!(render(&widened, &options).is_err());
+        let mut consented = options.clone();
+        consented.webhook_consent.insert(again);
+        assert!(render(&widened, &consented).is_ok());
     }
 }

@@ -9,7 +9,7 @@ use pom_api::platform_operator::{AppliedConfig, Consent, ExceptableContentRule};
 use pom_render::deployment_config::DeploymentConfigError;
 use pom_render::{
     ContentException, ContentRule, DeploymentConfig, OmittedObject, PowerClass, ProxyEnv,
-    RenderOptions,
+    RenderOptions, WebhookConsent,
 };
 
 /// The render options for `po`, installed into `install_namespace`, with its Deployments
@@ -28,6 +28,7 @@ pub fn render_options(
     Ok(RenderOptions {
         exceptions: content_exceptions(po),
         consent: consented_classes(&po.spec.consent),
+        webhook_consent: consented_webhooks(&po.spec.consent),
         omit: po
             .spec
             .omit_objects
@@ -75,10 +76,8 @@ pub fn content_exceptions(po: &PlatformOperator) -> Vec<ContentException> {
             let rule = match e.rule {
                 ExceptableContentRule::KindNotAllowed => ContentRule::KindNotAllowed,
                 ExceptableContentRule::LoadBalancerService => ContentRule::LoadBalancerService,
-                ExceptableContentRule::WebhookRuleOutsideBundle => {
-                    ContentRule::WebhookRuleOutsideBundle
-                }
-                ExceptableContentRule::PrivilegedRoleBinding
+                ExceptableContentRule::WebhookRuleOutsideBundle
+                | ExceptableContentRule::PrivilegedRoleBinding
                 | ExceptableContentRule::EscalatingRole
                 | ExceptableContentRule::WildcardRole
                 | ExceptableContentRule::AggregatingRole => return None,
@@ -88,6 +87,18 @@ pub fn content_exceptions(po: &PlatformOperator) -> Vec<ContentException> {
                 kind: e.kind.clone(),
                 name: e.name.clone(),
             })
+        })
+        .collect()
+}
+
+/// The webhooks `consent` names, each bound to what it covers.
+pub fn consented_webhooks(consent: &Consent) -> BTreeSet<WebhookConsent> {
+    consent
+        .webhooks
+        .iter()
+        .map(|w| WebhookConsent {
+            name: w.name.clone(),
+            covers: w.covers.clone(),
         })
         .collect()
 }
@@ -191,16 +202,28 @@ mod tests {
             cluster_admin_equivalent: true,
             privileged_workloads: true,
             platform_config: true,
+            webhooks: vec![pom_api::platform_operator::WebhookConsentSpec {
+                name: "mpod.example.com".to_owned(),
+                covers: format!("sha256:{}", "0".repeat(64)),
+            }],
         };
         let given = consented_classes(&all);
         assert_eq!(
             given,
             PowerClass::ALL
                 .into_iter()
-                .filter(|c| c.needs_consent())
+                .filter(|c| c.consented_by_class())
                 .collect()
         );
         assert!(consented_classes(&Consent::default()).is_empty());
+        // Webhooks are consented one by one, bound to what they cover, never by class.
+        assert_eq!(
+            consented_webhooks(&all),
+            BTreeSet::from([WebhookConsent {
+                name: "mpod.example.com".to_owned(),
+                covers: format!("sha256:{}", "0".repeat(64)),
+            }])
+        );
     }
 }
 

@@ -41,6 +41,7 @@ mod properties;
 mod registry_v1;
 mod subjects;
 pub mod warnings;
+pub mod webhook_reach;
 pub mod webhooks;
 
 use std::collections::BTreeSet;
@@ -59,6 +60,7 @@ pub use error::RenderError;
 pub use namespace_metadata::NamespaceMetadata;
 pub use powers::{Power, PowerClass, Powers};
 pub use warnings::RenderWarning;
+pub use webhook_reach::WebhookConsent;
 pub use webhooks::{CertificateSource, WebhookService};
 
 use layout::Layout;
@@ -82,6 +84,10 @@ pub struct RenderOptions {
     pub exceptions: Vec<ContentException>,
     /// The power classes the admin consented to (`spec.consent`).
     pub consent: BTreeSet<PowerClass>,
+    /// The webhooks the admin consented to, each bound to what it covers
+    /// (`spec.consent.webhooks`): a webhook over kinds not the bundle's own renders only with
+    /// the entry naming it and the digest of what it matches.
+    pub webhook_consent: BTreeSet<WebhookConsent>,
     /// Bindings of the bundle not to apply (`spec.omitObjects`).
     pub omit: Vec<OmittedObject>,
     /// The namespace the operator watches (`spec.watchNamespace`): `None` picks AllNamespaces
@@ -109,6 +115,7 @@ impl RenderOptions {
             manager_service_account: None,
             exceptions: Vec::new(),
             consent: BTreeSet::new(),
+            webhook_consent: BTreeSet::new(),
             omit: Vec::new(),
             watch_namespace: None,
             certificates: CertificateSource::default(),
@@ -253,6 +260,7 @@ pub fn render(files: &BundleFiles, opts: &RenderOptions) -> Result<RenderedBundl
             manager_service_account: opts.manager_service_account.as_deref(),
             exceptions: &opts.exceptions,
             consent: &opts.consent,
+            webhook_consent: &opts.webhook_consent,
             watch_namespace: parts.watch_namespace.as_deref().filter(|ns| !ns.is_empty()),
             rendered_webhooks: &parts.rendered_webhooks,
             cluster_monitoring: parts

@@ -53,14 +53,20 @@ pub enum PowerClass {
     PlatformConfig,
     /// Reads Secrets in every namespace (or pulls every namespace's images).
     SecretsClusterWide,
+    /// An admission webhook over kinds that are not the bundle's own (issue 33 item 4): it
+    /// sees, and may block or change, other workloads' objects. Consented per webhook, bound to
+    /// the digest of what it covers (`spec.consent.webhooks`), never by class: a webhook a later
+    /// bundle widens asks again.
+    AdmissionWebhooks,
 }
 
 impl PowerClass {
     /// Every class, most dangerous first.
-    pub const ALL: [PowerClass; 4] = [
+    pub const ALL: [PowerClass; 5] = [
         Self::ClusterAdminEquivalent,
         Self::PrivilegedWorkloads,
         Self::PlatformConfig,
+        Self::AdmissionWebhooks,
         Self::SecretsClusterWide,
     ];
 
@@ -71,6 +77,7 @@ impl PowerClass {
             Self::PrivilegedWorkloads => "PrivilegedWorkloads",
             Self::PlatformConfig => "PlatformConfig",
             Self::SecretsClusterWide => "SecretsClusterWide",
+            Self::AdmissionWebhooks => "AdmissionWebhooks",
         }
     }
 
@@ -91,7 +98,14 @@ impl PowerClass {
             Self::PrivilegedWorkloads => "privilegedWorkloads",
             Self::PlatformConfig => "platformConfig",
             Self::SecretsClusterWide => "secretsClusterWide",
+            Self::AdmissionWebhooks => "webhooks",
         }
+    }
+
+    /// Whether `spec.consent.<field>: true` gives the class: not for
+    /// [`Self::AdmissionWebhooks`], consented webhook by webhook, each bound to what it covers.
+    pub fn consented_by_class(self) -> bool {
+        self.needs_consent() && self != Self::AdmissionWebhooks
     }
 }
 

@@ -377,6 +377,8 @@ fn every_refusal_class_names_the_object_and_the_rule() {
                     "{what}: {message}"
                 );
             }
+            // A plain bundle ships no webhook POM renders (tests/render_fixtures.rs has them).
+            Some(Lift::Webhook(w)) => panic!("{what}: {w}"),
             Some(Lift::Omit(omission)) => {
                 assert!(rule.omittable() && !rule.exceptable(), "{what}");
                 assert!(
@@ -444,6 +446,7 @@ fn a_lift_lifts_only_its_finding_and_is_reported() {
                     .collect();
                 assert_eq!(refusal(render(&files, &others)).0, rule, "{what}");
             }
+            Some(Lift::Webhook(w)) => panic!("{what}: {w}"),
             Some(Lift::Omit(omission)) => {
                 // Omitting the binding installs the bundle without it, and says so.
                 let mut omitting = options(&[]);
@@ -844,6 +847,26 @@ fn an_aggregated_role_over_the_bundles_own_groups_is_allowed() {
     let crd = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: gadgets.example.com}\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {kind: Gadget, plural: gadgets}\n  versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}]\n";
     let role = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: gadget-editor, labels: {rbac.authorization.k8s.io/aggregate-to-edit: 'true'}}\nrules:\n- {apiGroups: [example.com], resources: [gadgets, gadgets/status], verbs: ['*']}\n";
     render(&plain(&format!("{crd}---\n{role}")), &options(&[])).unwrap();
+    // Issue 33 item 3: its own kinds: a kind of example.com no CRD of the bundle defines is
+    // beyond them (`*` of its group is still allowed: docs/decisions.md, apicurito).
+    let star = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: gadget-editor, labels: {rbac.authorization.k8s.io/aggregate-to-edit: 'true'}}\nrules:\n- {apiGroups: [example.com], resources: ['*'], verbs: [get]}\n";
+    render(&plain(&format!("{crd}---\n{star}")), &options(&[])).unwrap();
+    for rule in [
+        "{apiGroups: [example.com], resources: [gadgets, widgets], verbs: [get]}",
+        "{apiGroups: [example.com, other.example.com], resources: [gadgets], verbs: [get]}",
+        "{apiGroups: [other.example.com], resources: ['*'], verbs: [get]}",
+    ] {
+        let role = format!(
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {{name: gadget-editor, labels: {{rbac.authorization.k8s.io/aggregate-to-edit: 'true'}}}}\nrules:\n- {rule}\n"
+        );
+        let (got, _, message) =
+            refusal(render(&plain(&format!("{crd}---\n{role}")), &options(&[])));
+        assert_eq!(got, ContentRule::AggregationLabel, "{rule}: {message}");
+        assert!(
+            message.contains("beyond the bundle's own kinds"),
+            "{rule}: {message}"
+        );
+    }
 }
 
 #[test]

@@ -3,12 +3,14 @@
 //! refusals for bundles POM cannot install (APIServices), and webhooks as OLM renders them.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use pom_render::webhooks::inject_ca_bundle;
 use pom_render::{
     BundleFiles, BundleFormat, CertificateSource, ContentException, ContentRule, DeploymentConfig,
-    InstallMode, ProxyEnv, RenderError, RenderOptions, RenderedBundle, WebhookService, render,
+    InstallMode, Lift, PowerClass, ProxyEnv, RenderError, RenderOptions, RenderedBundle,
+    WebhookService, render,
 };
 use serde_json::{Value, json};
 
@@ -675,45 +677,87 @@ fn fixture_without_conversion() -> BundleFiles {
     )
 }
 
-/// The webhook policy: the bundle's own groups freely; another group only with an exception
-/// naming the configuration; POM's kinds never; a webhook of a Deployment the CSV does not
+/// The webhook policy (issue 33 items 3 and 4): the bundle's own kinds freely; any other kind
+/// is a power, consented webhook by webhook and bound to what it covers (workloads also
+/// `ClusterAdminEquivalent`); POM's kinds never; a webhook of a Deployment the CSV does not
 /// have, or a conversion of a CRD the bundle does not ship, is refused naming the field.
 #[test]
-fn webhook_rules_outside_the_bundle_need_an_exception_and_pom_kinds_are_never_matched() {
+fn webhook_rules_outside_the_bundle_need_consent_bound_to_them_and_pom_kinds_are_never_matched() {
     let base = fixture_without_conversion();
-    let with_rule = |group: &str, resource: &str| {
-        let csv = csv_text(&base).replacen(
-            "        - apiGroups: [example.com]\n          apiVersions: [v1]\n          operations: [CREATE, UPDATE]\n          resources: [widgets]",
-            &format!("        - apiGroups: [\"{group}\"]\n          apiVersions: [v1]\n          operations: [CREATE, UPDATE]\n          resources: [{resource}]"),
-            1,
-        );
-        with_file(&base, "manifests/csv.yaml", csv.into_bytes())
-    };
+    let with_rule =
+        |group: &str, resource: &str| webhook_rule(&base, group, resource, "CREATE, UPDATE");
     let pods = with_rule("", "pods");
     let err = render(&pods, &RenderOptions::new("widgets")).unwrap_err();
     let RenderError::ContentPolicy(violations) = &err else {
         panic!("{err}")
     };
-    assert_eq!(violations.0.len(), 1, "{err}");
-    assert_eq!(violations.0[0].rule, ContentRule::WebhookRuleOutsideBundle);
-    assert!(err.to_string().contains("core (pods)"), "{err}");
     assert!(
-        err.to_string().contains("{rule: WebhookRuleOutsideBundle, kind: ValidatingWebhookConfiguration.admissionregistration.k8s.io, name: vwidget.example.com}"),
+        violations
+            .0
+            .iter()
+            .all(|v| v.rule == ContentRule::PowerNotConsented),
         "{err}"
     );
+    let asked = violations.lifts();
+    assert!(
+        asked.contains(&Lift::Consent(PowerClass::ClusterAdminEquivalent)),
+        "{err}"
+    );
+    let webhook = asked
+        .iter()
+        .find_map(|l| match l {
+            Lift::Webhook(w) => Some(w.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("{err}"));
+    assert_eq!(asked.len(), 2, "{err}");
+    assert_eq!(webhook.name, "vwidget.example.com");
+    assert!(err.to_string().contains("CREATE, UPDATE pods"), "{err}");
+    assert!(
+        err.to_string().contains(&format!(
+            "consent: {{clusterAdminEquivalent: true, webhooks: [{{name: vwidget.example.com, covers: \"{}\"}}]}}",
+            webhook.covers
+        )),
+        "{err}"
+    );
+    let consented = RenderOptions {
+        consent: BTreeSet::from([PowerClass::ClusterAdminEquivalent]),
+        webhook_consent: BTreeSet::from([webhook.clone()]),
+        ..RenderOptions::new("widgets")
+    };
+    let bundle = render(&pods, &consented).unwrap();
+    assert!(
+        bundle
+            .consents_used
+            .contains(&PowerClass::AdmissionWebhooks)
+    );
+    assert_eq!(bundle.powers.of(PowerClass::AdmissionWebhooks).count(), 1);
+    // The old exception by name lifts nothing any more.
     let excepted = RenderOptions {
+        consent: BTreeSet::from([PowerClass::ClusterAdminEquivalent]),
         exceptions: vec![ContentException {
-            rule: ContentRule::WebhookRuleOutsideBundle,
+            rule: ContentRule::KindNotAllowed,
             kind: "ValidatingWebhookConfiguration.admissionregistration.k8s.io".into(),
             name: "vwidget.example.com".into(),
         }],
         ..RenderOptions::new("widgets")
     };
-    let bundle = render(&pods, &excepted).unwrap();
-    assert_eq!(bundle.exceptions_used.len(), 1);
+    assert!(render(&pods, &excepted).is_err());
+
+    // Widened by a later bundle (DELETE too): the consent given no longer covers it.
+    let widened = webhook_rule(&base, "", "pods", "CREATE, UPDATE, DELETE");
+    let err = render(&widened, &consented).unwrap_err();
+    let RenderError::ContentPolicy(violations) = &err else {
+        panic!("{err}")
+    };
+    let asked: Vec<&Lift> = violations.lifts().into_iter().collect();
+    assert!(
+        matches!(asked.as_slice(), [Lift::Webhook(w)] if w.name == webhook.name && w.covers != webhook.covers),
+        "{err}"
+    );
 
     for group in ["*", "platform.openshift.io"] {
-        let err = render(&with_rule(group, "\"*\""), &excepted).unwrap_err();
+        let err = render(&with_rule(group, "\"*\""), &consented).unwrap_err();
         let RenderError::ContentPolicy(violations) = &err else {
             panic!("{err}")
         };
@@ -813,4 +857,130 @@ fn an_undeclared_crd_conversion_webhook_is_refused() {
                 && v.lift.is_none()),
         "{err}"
     );
+}
+
+/// `base` with its validating webhook's rule replaced by one over `group`/`resource` with
+/// `operations` (a YAML flow list's items).
+fn webhook_rule(base: &BundleFiles, group: &str, resource: &str, operations: &str) -> BundleFiles {
+    let csv = csv_text(base).replacen(
+        "        - apiGroups: [example.com]\n          apiVersions: [v1]\n          operations: [CREATE, UPDATE]\n          resources: [widgets]",
+        &format!("        - apiGroups: [\"{group}\"]\n          apiVersions: [v1]\n          operations: [{operations}]\n          resources: [{resource}]"),
+        1,
+    );
+    with_file(base, "manifests/csv.yaml", csv.into_bytes())
+}
+
+/// What a hostile bundle's webhook gets: refused by that rule, or exactly these consents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Expect {
+    Refused(ContentRule),
+    /// The webhook's own consent, and `ClusterAdminEquivalent` too when `true`.
+    Consent {
+        admin: bool,
+    },
+    Nothing,
+}
+
+/// Issue 33 item 4: a hostile bundle per row of the webhook table, each refused or asking
+/// exactly the consent its row names; item 3: a kind of the bundle's own group that none of its
+/// CRDs defines is not its own.
+#[test]
+fn each_webhook_row_refuses_or_asks_exactly_its_consent() {
+    use Expect::{Consent, Nothing, Refused};
+    use pom_render::webhook_reach::{REACH_TABLE, RowReach};
+    const PROTECTED: ContentRule = ContentRule::WebhookMatchesProtectedKind;
+    const POM: ContentRule = ContentRule::WebhookMatchesPlatformOperators;
+    let base = fixture_without_conversion();
+    let mut cases: Vec<(String, String, Expect)> = [
+        ("example.com", "widgets", Nothing),
+        ("example.com", "widgets/status", Nothing),
+        ("example.com", "gadgets", Consent { admin: false }),
+        ("example.com", "\"*\"", Refused(PROTECTED)),
+        ("other.example.org", "things", Consent { admin: false }),
+        ("", "configmaps", Consent { admin: false }),
+        ("", "services", Consent { admin: false }),
+        ("", "pods", Consent { admin: true }),
+        ("", "pods/ephemeralcontainers", Consent { admin: true }),
+        ("apps", "deployments", Consent { admin: true }),
+        ("batch", "cronjobs", Consent { admin: true }),
+        ("", "secrets", Consent { admin: true }),
+        ("", "serviceaccounts/token", Refused(PROTECTED)),
+        ("", "\"*/status\"", Refused(PROTECTED)),
+        ("*", "pods", Refused(POM)),
+        ("platform.openshift.io", "catalogs", Refused(POM)),
+    ]
+    .into_iter()
+    .map(|(g, r, e)| (g.to_owned(), r.to_owned(), e))
+    .collect();
+    // Every row of the table, by its first resource (or one of its group's).
+    for row in REACH_TABLE {
+        let resource = row.resources.first().copied().unwrap_or("anything");
+        let expect = match row.reach {
+            RowReach::Refused(rule) => Refused(rule),
+            RowReach::Consent(PowerClass::ClusterAdminEquivalent) => Consent { admin: true },
+            RowReach::Consent(other) => panic!("a row of class {other} has no case"),
+        };
+        cases.push((row.group.to_owned(), resource.to_owned(), expect));
+    }
+    for (group, resource, expect) in cases {
+        let what = format!("{group:?} {resource}");
+        let bundle = webhook_rule(&base, &group, &resource, "CREATE");
+        let nothing = render(&bundle, &RenderOptions::new("widgets"));
+        match (expect, nothing) {
+            (Nothing, Ok(rendered)) => {
+                assert_eq!(
+                    rendered.powers.of(PowerClass::AdmissionWebhooks).count(),
+                    0,
+                    "{what}"
+                );
+            }
+            (Refused(rule), Err(RenderError::ContentPolicy(violations))) => {
+                assert!(
+                    violations
+                        .0
+                        .iter()
+                        .any(|v| v.rule == rule && v.lift.is_none()),
+                    "{what}: {violations}"
+                );
+                // Whatever the admin consents to.
+                let mut everything = RenderOptions::new("widgets");
+                everything.consent = PowerClass::ALL.into_iter().collect();
+                let err = render(&bundle, &everything).unwrap_err();
+                assert!(err.to_string().contains(rule.as_str()), "{what}: {err}");
+            }
+            (Consent { admin }, Err(RenderError::ContentPolicy(violations))) => {
+                let asked = violations.lifts();
+                let wants_admin =
+                    asked.contains(&Lift::Consent(PowerClass::ClusterAdminEquivalent));
+                let webhooks = asked
+                    .iter()
+                    .filter(|l| matches!(l, Lift::Webhook(_)))
+                    .count();
+                assert_eq!(
+                    (wants_admin, webhooks, asked.len()),
+                    (admin, 1, 1 + usize::from(admin)),
+                    "{what}: {violations}"
+                );
+                let mut given = RenderOptions::new("widgets");
+                for lift in asked {
+                    match lift {
+                        Lift::Consent(class) => {
+                            given.consent.insert(*class);
+                        }
+                        Lift::Webhook(w) => {
+                            given.webhook_consent.insert(w.clone());
+                        }
+                        other => panic!("{what}: {other:?}"),
+                    }
+                }
+                let rendered = render(&bundle, &given).unwrap_or_else(|e| panic!("{what}: {e}"));
+                assert_eq!(
+                    rendered.powers.of(PowerClass::AdmissionWebhooks).count(),
+                    1,
+                    "{what}"
+                );
+            }
+            (expect, got) => panic!("{what}: expected {expect:?}, got {got:?}"),
+        }
+    }
 }

@@ -17,7 +17,7 @@ use std::path::PathBuf;
 
 use pom_render::{
     BundleFiles, ContentException, ContentRule, Lift, OmittedObject, PowerClass, RenderError,
-    RenderOptions, default_install_namespace, render,
+    RenderOptions, WebhookConsent, default_install_namespace, render,
 };
 use serde_json::Value;
 
@@ -82,6 +82,15 @@ fn paste(spec: &str, opts: &mut RenderOptions) {
     };
     if let Some(consent) = parsed.get("consent").and_then(Value::as_object) {
         for (field, given) in consent {
+            if field == PowerClass::AdmissionWebhooks.consent_field() {
+                for webhook in given.as_array().unwrap_or_else(|| panic!("{spec}")) {
+                    opts.webhook_consent.insert(WebhookConsent {
+                        name: text(webhook, "name"),
+                        covers: text(webhook, "covers"),
+                    });
+                }
+                continue;
+            }
             let class = PowerClass::ALL
                 .into_iter()
                 .find(|c| c.consent_field() == field)
@@ -160,6 +169,9 @@ fn judge(name: &str, files: &BundleFiles, namespace: &str) -> Outcome {
                     [one] => match &one.lift {
                         Some(Lift::Consent(class)) => {
                             format!("spec.consent.{}: true", class.consent_field())
+                        }
+                        Some(Lift::Webhook(webhook)) => {
+                            format!("spec.consent.webhooks: [{webhook}]")
                         }
                         Some(_) => format!("spec.{spec}"),
                         None => spec.clone(),

@@ -168,6 +168,9 @@ fn dbaas_renders_its_conversion_webhooks() {
                     }
                     Lift::Exception(e) => lifted.exceptions.push(e.clone()),
                     Lift::Omit(o) => lifted.omit.push(o.clone()),
+                    Lift::Webhook(w) => {
+                        lifted.webhook_consent.insert(w.clone());
+                    }
                 }
             }
             render(&files, &lifted).unwrap()

@@ -47,6 +47,9 @@ fn with_own_lift(
             }
             Lift::Exception(e) => lifted.exceptions.push(e.clone()),
             Lift::Omit(o) => lifted.omit.push(o.clone()),
+            Lift::Webhook(w) => {
+                lifted.webhook_consent.insert(w.clone());
+            }
         }
     }
     let bundle = render(files, &lifted).unwrap_or_else(|e| panic!("with its own lift: {e}"));

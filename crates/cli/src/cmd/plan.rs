@@ -839,6 +839,12 @@ fn attach_hop_powers(plan: &mut Plan, inputs: &Inputs, bundles: &FetchedBundles)
                         .consent_needed
                         .iter()
                         .map(|c| format!("spec.consent.{}: true", c.consent_field()))
+                        .chain(
+                            judged
+                                .webhooks_needed
+                                .iter()
+                                .map(|w| format!("spec.consent.webhooks: [{w}]")),
+                        )
                         .collect();
                 }
                 Err(e) => powers.error = Some(e.to_string()),

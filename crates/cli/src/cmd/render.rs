@@ -19,7 +19,7 @@ use pom_api::PlatformOperator;
 use pom_policy::render_request;
 use pom_render::{
     BundleFiles, ContentException, ContentRule, OmittedObject, PowerClass, RenderOptions,
-    RenderedBundle, default_install_namespace, render,
+    RenderedBundle, WebhookConsent, default_install_namespace, render,
 };
 
 /// Flags of `pomctl render`.
@@ -44,6 +44,10 @@ pub struct Args {
     /// Consent to a power class (repeatable), as `spec.consent` gives it.
     #[arg(long, value_enum, value_name = "CLASS")]
     pub consent: Vec<Consent>,
+    /// Consent to one admission webhook NAME=sha256:DIGEST (repeatable), as
+    /// `spec.consent.webhooks` gives it: bound to what it covers, as the refusal prints it.
+    #[arg(long, value_name = "NAME=sha256:DIGEST", value_parser = parse_webhook_consent)]
+    pub consent_webhook: Vec<WebhookConsent>,
     /// A content-policy exception RULE:KIND:NAME (repeatable), as in `spec.contentExceptions`:
     /// KIND with its API group (`ValidatingWebhookConfiguration.admissionregistration.k8s.io`),
     /// alone for the core group (`Service`).
@@ -104,6 +108,25 @@ fn parse_exception(text: &str) -> Result<ContentException, String> {
     })
 }
 
+fn parse_webhook_consent(text: &str) -> Result<WebhookConsent, String> {
+    match text.split_once('=') {
+        Some((name, covers))
+            if !name.is_empty()
+                && covers.strip_prefix("sha256:").is_some_and(|hex| {
+                    hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit())
+                }) =>
+        {
+            Ok(WebhookConsent {
+                name: name.to_owned(),
+                covers: covers.to_owned(),
+            })
+        }
+        _ => Err(format!(
+            "{text:?} is not NAME=sha256:<64 hex> (the webhook configuration's name and the digest its refusal prints)"
+        )),
+    }
+}
+
 fn parse_omission(text: &str) -> Result<OmittedObject, String> {
     match text.split_once(':') {
         Some((kind @ ("RoleBinding" | "ClusterRoleBinding"), name)) if !name.is_empty() => {
@@ -159,6 +182,8 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     };
     opts.operator_condition = args.operator_condition;
     opts.consent.extend(args.consent.iter().map(|c| c.class()));
+    opts.webhook_consent
+        .extend(args.consent_webhook.iter().cloned());
     opts.exceptions.extend(args.exception.iter().cloned());
     opts.omit.extend(args.omit.iter().cloned());
     if args.watch_namespace.is_some() {
@@ -208,7 +233,9 @@ fn permissions_text(bundle: &RenderedBundle) -> String {
         if evidence.is_empty() {
             continue;
         }
-        let consent = if class.needs_consent() {
+        let consent = if class == PowerClass::AdmissionWebhooks {
+            " (consented one by one, bound to what each covers: spec.consent.webhooks)".to_owned()
+        } else if class.needs_consent() {
             format!(" (consented: spec.consent.{}: true)", class.consent_field())
         } else {
             " (shown; no consent needed)".to_owned()
