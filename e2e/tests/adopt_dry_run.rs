@@ -205,12 +205,10 @@ async fn adopt_dry_run_judges_what_olm_v0_installed_and_writes_nothing() {
         assert_eq!(out.status.code(), Some(0), "{sub}: {}", text(&out));
         let po: PlatformOperator = serde_saphyr::from_str(&String::from_utf8_lossy(&out.stdout))
             .unwrap_or_else(|e| panic!("{sub}: not a PlatformOperator ({e}):\n{}", text(&out)));
-        if sub.starts_with("alpha") {
-            eprintln!(
-                "pomctl adopt --subscription {sub}:\n{}",
-                String::from_utf8_lossy(&out.stdout)
-            );
-        }
+        eprintln!(
+            "pomctl adopt --subscription {sub}:\n{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
         Api::<PlatformOperator>::all(client.clone())
             .create(
                 &PostParams {
