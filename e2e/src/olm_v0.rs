@@ -15,6 +15,7 @@
 //! - the CSV annotated by its OperatorGroup (`olm.operatorGroup`, `olm.operatorNamespace`,
 //!   `olm.targetNamespaces`, `""` for every namespace), annotations OLM copies onto the
 //!   Deployment's pod template; `OPERATOR_CONDITION_NAME=<csv>` injected into its containers;
+//! - copies of the CSV in the watched namespaces, labelled `olm.copiedFrom=<namespace>`;
 //! - the OperatorGroup's `status.namespaces` resolved (`[""]` for every namespace), the
 //!   Subscription's `status.installedCSV`, the CSV's `status.phase: Succeeded`.
 
@@ -230,6 +231,27 @@ pub async fn lay_out(client: &Client, install: &Install) -> Result<(), HarnessEr
     set_status(client, "operators.coreos.com/v1alpha1", "ClusterServiceVersion", ns, &csv_name,
         json!({"phase": "Succeeded", "reason": "InstallSucceeded", "message": "install strategy completed with no errors",
                "lastUpdateTime": "2026-01-01T00:00:00Z", "lastTransitionTime": "2026-01-01T00:00:00Z"})).await?;
+    // OLM copies the CSV into the namespaces the operator watches (here: each target, or
+    // `default` for every namespace), labelled with where it came from.
+    let copies: Vec<String> = match &install.targets {
+        Targets::All => vec!["default".to_owned()],
+        _ => install
+            .target_list()
+            .into_iter()
+            .filter(|t| t != ns)
+            .collect(),
+    };
+    for target in copies {
+        let mut copy = csv.data.clone();
+        copy["apiVersion"] = json!("operators.coreos.com/v1alpha1");
+        copy["kind"] = json!("ClusterServiceVersion");
+        copy["metadata"] = json!({"name": csv_name, "namespace": target,
+            "labels": {"olm.copiedFrom": ns}, "annotations": csv.metadata.annotations});
+        create(client, copy).await?;
+        set_status(client, "operators.coreos.com/v1alpha1", "ClusterServiceVersion", &target, &csv_name,
+            json!({"phase": "Succeeded", "reason": "Copied", "message": format!("The operator is running in {ns} but is managing this namespace"),
+                   "lastUpdateTime": "2026-01-01T00:00:00Z", "lastTransitionTime": "2026-01-01T00:00:00Z"})).await?;
+    }
     let owner = json!([{"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
         "name": csv_name, "uid": csv_uid, "blockOwnerDeletion": false, "controller": false}]);
 

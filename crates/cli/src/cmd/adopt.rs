@@ -21,6 +21,7 @@ use anyhow::{Context as _, bail};
 use kube::api::{Api, ListParams};
 use kube::{Client, Resource};
 use pom_api::PlatformOperator;
+use pom_api::olm::v0_install::COPIED_FROM_LABEL;
 use pom_api::olm::{ClusterServiceVersion, OperatorGroup, Subscription};
 use pom_api::openshift::{CLUSTER_VERSION_NAME, ClusterVersion, OPERATOR_GROUP};
 use pom_oci::ImagePuller;
@@ -222,9 +223,12 @@ async fn gather(
     insecure_registries: &[String],
     manager_namespace: &str,
 ) -> anyhow::Result<Inputs> {
-    let subscriptions = list_olm::<Subscription>(client).await?;
-    let csvs = list_olm::<ClusterServiceVersion>(client).await?;
-    let operator_groups = list_olm::<OperatorGroup>(client).await?;
+    let subscriptions = list_olm::<Subscription>(client, None).await?;
+    // Not OLM's copies: an AllNamespaces CSV is copied into every namespace, and a copy is
+    // never an install.
+    let not_copies = format!("!{COPIED_FROM_LABEL}");
+    let csvs = list_olm::<ClusterServiceVersion>(client, Some(&not_copies)).await?;
+    let operator_groups = list_olm::<OperatorGroup>(client, None).await?;
     let platform_operators = match Api::<PlatformOperator>::all(client.clone())
         .list(&ListParams::default())
         .await
@@ -275,16 +279,17 @@ async fn gather(
 }
 
 /// Every object of an OLM v0 kind; none when the cluster does not serve it (no OLM v0).
-async fn list_olm<K>(client: &Client) -> anyhow::Result<Vec<K>>
+async fn list_olm<K>(client: &Client, selector: Option<&str>) -> anyhow::Result<Vec<K>>
 where
     K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>,
     K: Clone + std::fmt::Debug + serde::de::DeserializeOwned,
 {
     let kind = K::kind(&());
-    match Api::<K>::all(client.clone())
-        .list(&ListParams::default().limit(MAX_OLM_OBJECTS))
-        .await
-    {
+    let mut params = ListParams::default().limit(MAX_OLM_OBJECTS);
+    if let Some(selector) = selector {
+        params = params.labels(selector);
+    }
+    match Api::<K>::all(client.clone()).list(&params).await {
         Ok(list)
             if list
                 .metadata
