@@ -186,10 +186,29 @@ pub struct Proposal {
 /// # Errors
 /// Why the install cannot be adopted, before any catalog or bundle is read.
 pub fn propose(install: &OlmInstall<'_>) -> Result<Proposal, NotAdoptable> {
+    let (csv, installed, version) = running_csv(install)?;
+    let namespace = install.namespace();
+    let target = target(&install.operator_groups, &namespace)?;
+    placement(install, &namespace)?;
+    no_dependencies(csv, &installed)?;
     let sub = install.subscription;
     let package = sub.spec.name.clone();
-    let namespace = install.namespace();
-    let status = sub.status.clone().unwrap_or_default();
+    let spec = spec(install, &installed, &version, &target)?;
+    Ok(Proposal {
+        platform_operator: PlatformOperator::new(&package, spec),
+        target,
+        bundle: installed,
+        version,
+        package,
+        install_namespace: namespace,
+    })
+}
+
+/// The CSV the Subscription installed, its name and version, when it runs as OLM intended.
+fn running_csv<'a>(
+    install: &OlmInstall<'a>,
+) -> Result<(&'a ClusterServiceVersion, String, Version), NotAdoptable> {
+    let status = install.subscription.status.clone().unwrap_or_default();
     let Some(installed) = status.installed_csv.filter(|c| !c.is_empty()) else {
         return Err(NotAdoptable::NotInstalled {
             state: status.state.unwrap_or_default(),
@@ -214,13 +233,20 @@ pub fn propose(install: &OlmInstall<'_>) -> Result<Proposal, NotAdoptable> {
         csv: installed.clone(),
         version: raw_version,
     })?;
-    let target = target(&install.operator_groups, &namespace)?;
-    if pom_api::namespaces::is_platform_namespace(&namespace) {
-        return Err(NotAdoptable::PlatformNamespace { namespace });
+    Ok((csv, installed, version))
+}
+
+/// Whether the install's namespace and package can become one PlatformOperator's.
+fn placement(install: &OlmInstall<'_>, namespace: &str) -> Result<(), NotAdoptable> {
+    let package = install.subscription.spec.name.clone();
+    if pom_api::namespaces::is_platform_namespace(namespace) {
+        return Err(NotAdoptable::PlatformNamespace {
+            namespace: namespace.to_owned(),
+        });
     }
     if !install.namespace_neighbours.is_empty() {
         return Err(NotAdoptable::SharedNamespace {
-            namespace,
+            namespace: namespace.to_owned(),
             others: install.namespace_neighbours.clone(),
         });
     }
@@ -239,6 +265,11 @@ pub fn propose(install: &OlmInstall<'_>) -> Result<Proposal, NotAdoptable> {
     if !is_package_name(&package) {
         return Err(NotAdoptable::PackageNameInvalid { package });
     }
+    Ok(())
+}
+
+/// What the CSV itself says POM cannot install: owned APIServices, required APIs.
+fn no_dependencies(csv: &ClusterServiceVersion, installed: &str) -> Result<(), NotAdoptable> {
     let owned_apis: Vec<String> = csv
         .spec
         .apiservicedefinitions
@@ -248,7 +279,7 @@ pub fn propose(install: &OlmInstall<'_>) -> Result<Proposal, NotAdoptable> {
         .collect();
     if !owned_apis.is_empty() {
         return Err(NotAdoptable::OwnsApiService {
-            csv: installed,
+            csv: installed.to_owned(),
             names: owned_apis,
         });
     }
@@ -265,17 +296,29 @@ pub fn propose(install: &OlmInstall<'_>) -> Result<Proposal, NotAdoptable> {
         )
         .map(|r| format!("{} {}", r.kind, r.name))
         .collect();
-    if !required.is_empty() {
-        return Err(NotAdoptable::Dependencies {
+    if required.is_empty() {
+        Ok(())
+    } else {
+        Err(NotAdoptable::Dependencies {
             what: format!("ClusterServiceVersion {installed}"),
             names: required,
-        });
+        })
     }
-    let config = config(sub.spec.config.as_ref())?;
+}
+
+/// The adopting PlatformOperator's spec (`docs/decisions.md` says why each field).
+fn spec(
+    install: &OlmInstall<'_>,
+    installed: &str,
+    version: &Version,
+    target: &InstallTarget,
+) -> Result<PlatformOperatorSpec, NotAdoptable> {
+    let sub = install.subscription;
+    let namespace = install.namespace();
     let manual = sub.spec.install_plan_approval.as_deref() == Some("Manual");
-    let spec = PlatformOperatorSpec {
+    Ok(PlatformOperatorSpec {
         package: PackageSpec {
-            name: package.clone(),
+            name: sub.spec.name.clone(),
             channel: sub.spec.channel.clone().filter(|c| !c.is_empty()),
             catalog: None,
             // POM's pins print an explicit `=`: a bare version is an exact pin too, but
@@ -298,17 +341,9 @@ pub fn propose(install: &OlmInstall<'_>) -> Result<Proposal, NotAdoptable> {
         },
         // The admin approved this bundle in OLM already (its InstallPlan ran): adopting it
         // must not wait for a second approval of the same bundle.
-        approved_bundle: manual.then(|| installed.clone()),
+        approved_bundle: manual.then(|| installed.to_owned()),
         paused: false,
-        config,
-    };
-    Ok(Proposal {
-        platform_operator: PlatformOperator::new(&package, spec),
-        target,
-        bundle: installed,
-        version,
-        package,
-        install_namespace: namespace,
+        config: config(sub.spec.config.as_ref())?,
     })
 }
 
