@@ -23,6 +23,7 @@ all: lint test
 ## from the Go module proxy into ~/.cache/pom (first run ~15-25 min on 2 cores; cached after).
 e2e-binaries:
 	@bash e2e/tools/build-binaries.sh
+	@bash e2e/tools/olm-v0-crds.sh >/dev/null
 
 ## Every test of the workspace: cargo-nextest (e2e/tools/nextest.sh installs it into ~/.cache/pom
 ## on first use) runs each test in its own process and schedules all test binaries together

@@ -212,7 +212,7 @@ fn skip_unless(located: Result<PathBuf, HarnessError>) -> Option<PathBuf> {
 }
 
 /// A pinned version from `e2e/tools/versions.env`.
-fn version(key: &str) -> Result<String, HarnessError> {
+pub(crate) fn version(key: &str) -> Result<String, HarnessError> {
     let versions_file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/versions.env");
     let text = std::fs::read_to_string(&versions_file).map_err(HarnessError::io(format!(
         "reading {}",
@@ -225,7 +225,7 @@ fn version(key: &str) -> Result<String, HarnessError> {
 }
 
 /// `POM_CACHE`, else `$XDG_CACHE_HOME/pom`, else `~/.cache/pom` (as the build script).
-fn cache_root() -> PathBuf {
+pub(crate) fn cache_root() -> PathBuf {
     match std::env::var_os("POM_CACHE") {
         Some(dir) => PathBuf::from(dir),
         None => match std::env::var_os("XDG_CACHE_HOME") {

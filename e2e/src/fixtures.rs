@@ -110,6 +110,8 @@ impl TestBundle {
                 "containerPort": 443,
                 "targetPort": 9443,
                 "admissionReviewVersions": ["v1"],
+                // Required by OLM v0's published CSV schema for every webhook definition.
+                "sideEffects": "None",
                 "webhookPath": format!("{path_prefix}/convert"),
                 "conversionCRDs": [self.crd_name()],
             }),

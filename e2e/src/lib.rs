@@ -27,6 +27,7 @@ pub mod forward_proxy;
 pub mod manager;
 pub mod manager_process;
 pub mod oci_publish;
+pub mod olm_v0;
 pub mod pomctl;
 pub mod process;
 pub mod quiet;

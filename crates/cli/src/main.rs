@@ -46,6 +46,10 @@ enum Command {
     /// Live: approve the move a PlatformOperator waits for under `spec.upgradeApproval: Manual`
     /// (writes `spec.approvedBundle`; exit 1 when it waits for nothing).
     Approve(cmd::approve::Args),
+    /// Live: which operators OLM v0 installed POM could adopt, and why not the others;
+    /// `--subscription NS/NAME` prints the PlatformOperator that would adopt one (writes
+    /// nothing).
+    Adopt(cmd::adopt::Args),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(cmd::completions::Args),
     /// Print the man page, or write every page into a directory with --out.
@@ -61,6 +65,7 @@ fn main() -> ExitCode {
         Command::Plan(args) => cmd::plan::run(&args),
         Command::Status(args) => cmd::status::run(&args),
         Command::Approve(args) => cmd::approve::run(&args),
+        Command::Adopt(args) => cmd::adopt::run(&args),
         Command::Completions(args) => Ok(cmd::completions::run(&args, Cli::command())),
         Command::Man(args) => cmd::man::run(&args, Cli::command()),
     };

@@ -10,6 +10,7 @@
 //! This crate has no kube client and no async runtime in its dependencies, on purpose: every
 //! function here is a function of its arguments, table- and property-tested.
 
+pub mod adopt;
 pub mod aggregate;
 pub mod certificates;
 pub mod chain;

@@ -1,5 +1,6 @@
 //! One module per `pomctl` subcommand.
 
+pub mod adopt;
 pub mod approve;
 pub mod completions;
 pub mod graph;

@@ -40,7 +40,7 @@ use pom_policy::snapshot::{ConfigView, GuardState, gate_of};
 pub const OPENSHIFT_CONFIG_GROUP: &str = "config.openshift.io";
 /// The API group of OpenShift's operator configurations, the service-ca's among them: where
 /// it is served, the service-ca signs webhook serving certificates.
-pub const OPENSHIFT_OPERATOR_GROUP: &str = "operator.openshift.io";
+pub const OPENSHIFT_OPERATOR_GROUP: &str = pom_api::openshift::OPERATOR_GROUP;
 
 /// What one discovery at start tells about the cluster.
 #[derive(Debug, Clone)]

@@ -1,0 +1,498 @@
+//! `pomctl adopt --dry-run` (live, issue 36 item 1): which operators OLM v0 installed POM could
+//! take over, and the PlatformOperator that would adopt each one. It writes nothing.
+//!
+//! It lists every Subscription, ClusterServiceVersion and OperatorGroup, the PlatformOperators,
+//! every Catalog's content (read as `pomctl plan` reads it, [`crate::live`]) and the cluster's
+//! phase, then judges each Subscription with [`pom_policy::adopt`]: the install's own facts,
+//! then the resolver's choice for the proposed PlatformOperator, then the bundle (pulled as the
+//! manager pulls it) rendered with that PlatformOperator's options. Nothing is decided here.
+//!
+//! Output: a table (subscription, package, installed CSV, install mode, verdict, why), or
+//! `-o json|yaml`; with `--subscription NAMESPACE/NAME` the PlatformOperator's YAML alone on
+//! stdout, ready to apply (with the consent its bundle needs).
+//!
+//! Exit codes: 0 the Subscriptions were judged (or the one asked for is adoptable); 1 the
+//! Subscription asked for is not adoptable, or does not exist; 2 errors (unreadable cluster,
+//! `--dry-run=false`, which issue 36 item 2 brings).
+
+use std::process::ExitCode;
+
+use anyhow::{Context as _, bail};
+use kube::api::{Api, ListParams};
+use kube::{Client, Resource};
+use pom_api::PlatformOperator;
+use pom_api::olm::v0_install::COPIED_FROM_LABEL;
+use pom_api::olm::{ClusterServiceVersion, OperatorGroup, Subscription};
+use pom_api::openshift::{CLUSTER_VERSION_NAME, ClusterVersion, OPERATOR_GROUP};
+use pom_oci::ImagePuller;
+use pom_policy::adopt::{self, Adoption, AdoptionProof, Located, RenderContext, Verdict};
+use pom_render::{BundleFiles, CertificateSource};
+use pom_resolver::cluster::{ClusterPhase, cluster_phase};
+use pom_resolver::select::CatalogInput;
+use pom_resolver::version::parse_tolerant;
+use semver::Version;
+use serde::Serialize;
+
+use crate::cmd::resolve::Output;
+use crate::live::{self, FetchedCatalog};
+
+/// Most objects of one OLM v0 kind read (one page): a cluster with more Subscriptions than
+/// this is not judged partly.
+const MAX_OLM_OBJECTS: u32 = 5_000;
+
+/// Flags of `pomctl adopt`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Only judge and print (the default, and for now the only mode: the manager's adoption
+    /// comes next).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1,
+          default_missing_value = "true", value_name = "BOOL")]
+    pub dry_run: bool,
+    /// Print the PlatformOperator that would adopt this Subscription (`NAMESPACE/NAME`), as
+    /// YAML ready to apply.
+    #[arg(long, value_name = "NAMESPACE/NAME")]
+    pub subscription: Option<String>,
+    /// Output format of the table (ignored with --subscription).
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = Output::Human)]
+    pub output: Output,
+    /// Registries to reach over plain HTTP when pulling catalogs and bundles (`host:port`), as
+    /// the manager's `--insecure-registries`.
+    #[arg(
+        long = "insecure-registry",
+        value_name = "HOST",
+        env = "POM_INSECURE_REGISTRIES",
+        value_delimiter = ','
+    )]
+    pub insecure_registries: Vec<String>,
+    /// The manager's namespace: Catalogs are read only from it and from the namespaces its
+    /// `platform-operators-catalog-sources` ConfigMap lists, as the manager reads them.
+    #[arg(
+        long,
+        value_name = "NAMESPACE",
+        env = "POD_NAMESPACE",
+        default_value = "openshift-platform-operators"
+    )]
+    pub manager_namespace: String,
+}
+
+/// What the judgement is made from, read once.
+#[derive(Debug)]
+pub struct Inputs {
+    pub subscriptions: Vec<Subscription>,
+    pub csvs: Vec<ClusterServiceVersion>,
+    pub operator_groups: Vec<OperatorGroup>,
+    pub platform_operators: Vec<PlatformOperator>,
+    pub catalogs: Vec<FetchedCatalog>,
+    /// `None` without a ClusterVersion (plain Kubernetes).
+    pub phase: Option<ClusterPhase>,
+    pub kube_version: Option<Version>,
+    pub certificates: CertificateSource,
+}
+
+/// One Subscription, as printed with `-o json|yaml`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Row {
+    pub subscription: String,
+    pub package: String,
+    #[serde(rename = "installedCSV")]
+    pub installed_csv: Option<String>,
+    /// `Adoptable`, `AdoptableWithConsent` or `NotAdoptable`.
+    pub verdict: String,
+    /// The obstacle's name when not adoptable.
+    pub reason: Option<String>,
+    pub message: Option<String>,
+    /// The `spec.consent` fields the PlatformOperator carries.
+    pub consent: Vec<String>,
+    pub proof: Option<ProofView>,
+    pub platform_operator: Option<PlatformOperator>,
+}
+
+/// What POM established about the bundle.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProofView {
+    pub bundle: String,
+    pub version: String,
+    pub catalog: String,
+    pub channel: String,
+    pub image: Option<String>,
+    pub install_mode: String,
+    /// Every object POM would apply (`Kind namespace/name`).
+    pub objects: Vec<String>,
+}
+
+impl From<&AdoptionProof> for ProofView {
+    fn from(p: &AdoptionProof) -> Self {
+        Self {
+            bundle: p.bundle.clone(),
+            version: p.version.to_string(),
+            catalog: p.catalog.clone(),
+            channel: p.channel.clone(),
+            image: p.image.clone(),
+            install_mode: p.target.to_string(),
+            objects: p.objects.iter().map(ToString::to_string).collect(),
+        }
+    }
+}
+
+/// Runs `pomctl adopt`.
+pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+    if !args.dry_run {
+        bail!(
+            "--dry-run=false: POM does not adopt yet (issue 36 item 2); apply the PlatformOperator `pomctl adopt --subscription NAMESPACE/NAME` prints once it does"
+        );
+    }
+    let wanted = args
+        .subscription
+        .as_deref()
+        .map(|s| {
+            s.split_once('/')
+                .filter(|(ns, name)| !ns.is_empty() && !name.is_empty())
+                .map(|_| s.to_owned())
+                .with_context(|| format!("--subscription {s:?} is not NAMESPACE/NAME"))
+        })
+        .transpose()?;
+    let adoptions = live::block_on(async {
+        let client = live::client().await?;
+        let inputs = gather(&client, &args.insecure_registries, &args.manager_namespace).await?;
+        for catalog in &inputs.catalogs {
+            if let Err(e) = &catalog.content {
+                eprintln!(
+                    "warning: Catalog {} cannot be read, its bundles count as absent: {}",
+                    catalog.name,
+                    live::short(e, 200)
+                );
+            }
+        }
+        anyhow::Ok(judge_all(&inputs, &args.insecure_registries, &args.manager_namespace).await)
+    })??;
+    if let Some(wanted) = wanted {
+        return one(&adoptions, &wanted);
+    }
+    let rows: Vec<Row> = adoptions.iter().map(row).collect();
+    match args.output {
+        Output::Human => print!("{}", human(&rows)),
+        Output::Json => println!("{}", serde_json::to_string_pretty(&rows)?),
+        Output::Yaml => print!("{}", serde_saphyr::to_string(&rows)?),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The PlatformOperator for `wanted` on stdout; why not on stderr (exit 1).
+fn one(adoptions: &[Adoption], wanted: &str) -> anyhow::Result<ExitCode> {
+    let Some(adoption) = adoptions.iter().find(|a| a.subscription == wanted) else {
+        eprintln!("Subscription {wanted} does not exist");
+        return Ok(ExitCode::from(1));
+    };
+    match (&adoption.verdict, &adoption.platform_operator) {
+        (Verdict::NotAdoptable(why), _) => {
+            eprintln!("Subscription {wanted} cannot be adopted: {why}");
+            Ok(ExitCode::from(1))
+        }
+        (verdict, Some(po)) => {
+            if let Verdict::AdoptableWithConsent { powers } = verdict {
+                let fields: Vec<String> = powers
+                    .iter()
+                    .map(|p| format!("spec.consent.{}", p.consent_field()))
+                    .collect();
+                eprintln!(
+                    "note: applying this PlatformOperator consents to {}: its bundle's ServiceAccounts hold those powers",
+                    fields.join(", ")
+                );
+            }
+            print!("{}", serde_saphyr::to_string(&applyable(po))?);
+            Ok(ExitCode::SUCCESS)
+        }
+        (_, None) => bail!("Subscription {wanted}: judged adoptable without a PlatformOperator"),
+    }
+}
+
+/// The PlatformOperator as an admin applies it: apiVersion, kind, name and spec only.
+fn applyable(po: &PlatformOperator) -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": PlatformOperator::api_version(&()),
+        "kind": PlatformOperator::kind(&()),
+        "metadata": {"name": po.metadata.name},
+        "spec": po.spec,
+    })
+}
+
+async fn gather(
+    client: &Client,
+    insecure_registries: &[String],
+    manager_namespace: &str,
+) -> anyhow::Result<Inputs> {
+    let subscriptions = list_olm::<Subscription>(client, None).await?;
+    // Not OLM's copies: an AllNamespaces CSV is copied into every namespace, and a copy is
+    // never an install.
+    let not_copies = format!("!{COPIED_FROM_LABEL}");
+    let csvs = list_olm::<ClusterServiceVersion>(client, Some(&not_copies)).await?;
+    let operator_groups = list_olm::<OperatorGroup>(client, None).await?;
+    let platform_operators = match Api::<PlatformOperator>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+    {
+        Ok(list) => list.items,
+        // POM not installed yet: no PlatformOperator manages anything.
+        Err(kube::Error::Api(status)) if status.code == 404 => Vec::new(),
+        Err(err) => return Err(err).context("listing PlatformOperators"),
+    };
+    let catalogs = live::fetch_catalogs(client, insecure_registries, manager_namespace).await?;
+    let phase = match Api::<ClusterVersion>::all(client.clone())
+        .get_opt(CLUSTER_VERSION_NAME)
+        .await
+    {
+        Ok(Some(cv)) => {
+            let snapshot = pom_policy::snapshot::cluster_version_snapshot(&cv).context(
+                "ClusterVersion version has no status yet: the cluster-version operator has not reported",
+            )?;
+            Some(cluster_phase(&snapshot).context("reading the cluster's version")?)
+        }
+        Ok(None) | Err(kube::Error::Api(_)) => None,
+        Err(err) => return Err(err).context("reading ClusterVersion version"),
+    };
+    let kube_version = client
+        .apiserver_version()
+        .await
+        .ok()
+        .and_then(|info| parse_tolerant(&info.git_version).ok());
+    let groups = client
+        .list_api_groups()
+        .await
+        .context("discovering API groups")?;
+    let certificates = if groups.groups.iter().any(|g| g.name == OPERATOR_GROUP) {
+        CertificateSource::ServiceCa
+    } else {
+        CertificateSource::Pom
+    };
+    Ok(Inputs {
+        subscriptions,
+        csvs,
+        operator_groups,
+        platform_operators,
+        catalogs,
+        phase,
+        kube_version,
+        certificates,
+    })
+}
+
+/// Every object of an OLM v0 kind; none when the cluster does not serve it (no OLM v0).
+async fn list_olm<K>(client: &Client, selector: Option<&str>) -> anyhow::Result<Vec<K>>
+where
+    K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>,
+    K: Clone + std::fmt::Debug + serde::de::DeserializeOwned,
+{
+    let kind = K::kind(&());
+    let mut params = ListParams::default().limit(MAX_OLM_OBJECTS);
+    if let Some(selector) = selector {
+        params = params.labels(selector);
+    }
+    match Api::<K>::all(client.clone()).list(&params).await {
+        Ok(list)
+            if list
+                .metadata
+                .continue_
+                .as_deref()
+                .is_some_and(|c| !c.is_empty()) =>
+        {
+            bail!(
+                "the cluster holds more than {MAX_OLM_OBJECTS} {kind}s; pomctl adopt does not judge part of them"
+            )
+        }
+        Ok(list) => Ok(list.items),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(Vec::new()),
+        Err(err) => Err(err).with_context(|| format!("listing {kind}s")),
+    }
+}
+
+/// Judges every Subscription: steps 1 to 3a pure, the located bundles fetched, 3b pure.
+async fn judge_all(
+    inputs: &Inputs,
+    insecure_registries: &[String],
+    manager_namespace: &str,
+) -> Vec<Adoption> {
+    let catalog_inputs: Vec<CatalogInput<'_>> = inputs
+        .catalogs
+        .iter()
+        .filter_map(|c| {
+            c.content
+                .as_ref()
+                .ok()
+                .map(|content| (c.name.as_str(), c.priority, content))
+        })
+        .collect();
+    let installs = adopt::installs(
+        &inputs.subscriptions,
+        &inputs.csvs,
+        &inputs.operator_groups,
+        &inputs.platform_operators,
+    );
+    let context = RenderContext {
+        manager_namespace: Some(manager_namespace.to_owned()),
+        certificates: inputs.certificates,
+    };
+    let puller = ImagePuller::new(insecure_registries.to_vec());
+    let mut adoptions = Vec::with_capacity(installs.len());
+    for install in &installs {
+        let located = adopt::propose(install).and_then(|proposal| {
+            adopt::locate(
+                proposal,
+                &catalog_inputs,
+                inputs.phase.as_ref(),
+                inputs.kube_version.as_ref(),
+            )
+        });
+        let mut adoption = Adoption {
+            subscription: install.key(),
+            namespace: install.namespace(),
+            package: install.subscription.spec.name.clone(),
+            installed_csv: install
+                .subscription
+                .status
+                .as_ref()
+                .and_then(|s| s.installed_csv.clone())
+                .filter(|c| !c.is_empty()),
+            verdict: Verdict::Adoptable,
+            platform_operator: None,
+            proof: None,
+        };
+        match located {
+            Err(why) => adoption.verdict = Verdict::NotAdoptable(why),
+            Ok(located) => {
+                let files = fetch_bundle(&puller, inputs, &located).await;
+                let (verdict, proof, po) =
+                    adopt::judge(&located, files.as_ref().map_err(String::as_str), &context);
+                adoption.platform_operator =
+                    (!matches!(verdict, Verdict::NotAdoptable(_))).then_some(po);
+                adoption.verdict = verdict;
+                adoption.proof = proof;
+            }
+        }
+        adoptions.push(adoption);
+    }
+    adoptions
+}
+
+/// The located bundle's files, as the manager reads them (catalog objects, else the image).
+async fn fetch_bundle(
+    puller: &ImagePuller,
+    inputs: &Inputs,
+    located: &Located,
+) -> Result<BundleFiles, String> {
+    let bundle = inputs
+        .catalogs
+        .iter()
+        .filter(|c| c.name == located.chosen.catalog)
+        .find_map(|c| {
+            c.content
+                .as_ref()
+                .ok()?
+                .packages
+                .get(&located.proposal.package)?
+                .bundles
+                .get(&located.chosen.name)
+        })
+        .ok_or_else(|| {
+            format!(
+                "Catalog {} no longer lists {}",
+                located.chosen.catalog, located.chosen.name
+            )
+        })?;
+    live::bundle_files(puller, bundle).await
+}
+
+fn row(adoption: &Adoption) -> Row {
+    let (reason, message) = match &adoption.verdict {
+        Verdict::NotAdoptable(why) => (Some(why.as_str().to_owned()), Some(why.to_string())),
+        _ => (None, None),
+    };
+    let consent = match &adoption.verdict {
+        Verdict::AdoptableWithConsent { powers } => powers
+            .iter()
+            .map(|p| format!("spec.consent.{}: true", p.consent_field()))
+            .collect(),
+        _ => Vec::new(),
+    };
+    Row {
+        subscription: adoption.subscription.clone(),
+        package: adoption.package.clone(),
+        installed_csv: adoption.installed_csv.clone(),
+        verdict: adoption.verdict.to_string(),
+        reason,
+        message,
+        consent,
+        proof: adoption.proof.as_ref().map(ProofView::from),
+        platform_operator: adoption.platform_operator.as_ref().map(|po| {
+            let mut po = po.clone();
+            po.metadata = kube::api::ObjectMeta {
+                name: po.metadata.name.clone(),
+                ..Default::default()
+            };
+            po
+        }),
+    }
+}
+
+/// The table, then one line per Subscription on what to do.
+pub fn human(rows: &[Row]) -> String {
+    if rows.is_empty() {
+        return "No OLM v0 Subscriptions.\n".to_owned();
+    }
+    let table_rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.subscription.clone(),
+                r.package.clone(),
+                r.installed_csv.clone().unwrap_or_else(|| "-".into()),
+                r.proof
+                    .as_ref()
+                    .map_or_else(|| "-".into(), |p| p.install_mode.clone()),
+                r.verdict.clone(),
+                why(r),
+            ]
+        })
+        .collect();
+    let mut out = live::table(
+        &[
+            "SUBSCRIPTION",
+            "PACKAGE",
+            "INSTALLED CSV",
+            "INSTALL MODE",
+            "VERDICT",
+            "REASON / CONSENT",
+        ],
+        &table_rows,
+    );
+    out.push('\n');
+    for r in rows {
+        match (&r.message, &r.proof) {
+            (Some(message), _) => out.push_str(&format!(
+                "{}: {}\n",
+                r.subscription,
+                live::short(message, 300)
+            )),
+            (None, Some(proof)) => out.push_str(&format!(
+                "{}: bundle {} from Catalog {} (channel {}), {} objects; `pomctl adopt --subscription {}` prints its PlatformOperator\n",
+                r.subscription,
+                proof.bundle,
+                proof.catalog,
+                proof.channel,
+                proof.objects.len(),
+                r.subscription
+            )),
+            (None, None) => {}
+        }
+    }
+    out
+}
+
+fn why(row: &Row) -> String {
+    match (&row.reason, row.consent.is_empty()) {
+        (Some(reason), _) => reason.clone(),
+        (None, false) => row.consent.join(", "),
+        (None, true) => "-".to_owned(),
+    }
+}

@@ -1,0 +1,30 @@
+//! `pomctl adopt`'s refusals that need no cluster (the live judgement is the e2e test
+//! `adopt_dry_run`).
+
+use std::process::Command;
+
+fn pomctl(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_pomctl"))
+        .args(args)
+        // Nowhere to connect: these must fail before any API call.
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .output()
+        .unwrap_or_else(|e| panic!("running pomctl: {e}"))
+}
+
+#[test]
+fn adopting_for_real_is_refused_until_the_manager_adopts() {
+    let out = pomctl(&["adopt", "--dry-run=false"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--dry-run=false"), "{stderr}");
+    assert!(stderr.contains("issue 36 item 2"), "{stderr}");
+}
+
+#[test]
+fn a_subscription_must_be_namespace_slash_name() {
+    let out = pomctl(&["adopt", "--subscription", "just-a-name"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("NAMESPACE/NAME"), "{stderr}");
+}
