@@ -406,7 +406,8 @@ async fn status_and_plan_read_the_live_cluster() {
         human.contains("PlatformOperator/beta (IncompatibleOperatorsInstalled)"),
         "{human}"
     );
-    // More than one minor: refused by the CVO whatever the POs say.
+    // More than one minor: a chained plan, one minor at a time as the CVO takes them. beta
+    // hops to 2.3.1 before 4.17 (offered), then nothing of it runs on 4.18.
     let out = pomctl(
         &kubeconfig,
         &[
@@ -421,12 +422,26 @@ async fn status_and_plan_read_the_live_cluster() {
     )
     .await;
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(
-        json_of(&out)["blockers"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|b| b["reason"] == "MultipleMinorVersionsUpdate")
+    let chain = json_of(&out);
+    assert_eq!(
+        chain["steps"],
+        json!(["4.16.3 → 4.17.0", "4.17.0 → 4.18.0"]),
+        "{chain:#}"
+    );
+    assert_eq!(
+        chain["firstBlocked"],
+        json!({"step": "4.17.0 → 4.18.0", "platformOperator": "beta"}),
+        "{chain:#}"
+    );
+    let beta = chain["platformOperators"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "beta")
+        .unwrap();
+    assert_eq!(
+        beta["steps"][0]["preUpdateHops"][0]["to"], "beta.v2.3.1",
+        "{chain:#}"
     );
 
     progress("plans checked");

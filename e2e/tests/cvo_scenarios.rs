@@ -355,8 +355,18 @@ async fn a_refused_minor_request_stays_pending_and_starts_by_itself_once_pom_lif
         "the CVO retried only {} times",
         sync_loop.syncs() - syncs
     );
+    // Still refused for the same reason; once POM saw the request, its message (which the
+    // CVO's retries carry) names the pre-update hop it offers (issue 35 item 1).
     let cv = cvs(&client).get(CLUSTER_VERSION_NAME).await.unwrap();
-    assert_eq!(cv_condition(&cv, "ReleaseAccepted"), Some(refused));
+    let again = cv_condition(&cv, "ReleaseAccepted").unwrap();
+    assert_eq!((&again.0, &again.1), (&refused.0, &refused.1));
+    assert!(
+        again
+            .2
+            .contains("before the requested update to 4.17.0 POM offers the hops compat.v1.1.0"),
+        "{}",
+        again.2
+    );
 
     // The admin moves compat to 1.1.0, as POM's message says: POM lifts the block, and the CVO
     // starts the update by itself, with no new request.

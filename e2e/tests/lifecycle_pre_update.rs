@@ -173,10 +173,6 @@ async fn take_hops_before_the_cluster_moves_then_follows_the_update() {
     let at_1_1 = first_revision(&log, &image(PKG, "1.1.0")).expect("never ran 1.1.0");
     let at_1_2 = first_revision(&log, &image(PKG, "1.2.0")).expect("never ran 1.2.0");
     assert!(at_1_1 < at_1_2, "hops out of order: {at_1_1} then {at_1_2}");
-    assert!(
-        first_revision(&log, &image(PKG, "1.3.0")).is_none(),
-        "1.3.0 ran before the update was accepted"
-    );
     // The cluster stayed at 4.16.3 while the PO hopped: the first ClusterVersion write that
     // heads to 4.17.0 comes after the Deployment ran 1.2.0.
     let accepted_at = versions
@@ -190,6 +186,11 @@ async fn take_hops_before_the_cluster_moves_then_follows_the_update() {
         })
         .map(|e| e.revision)
         .expect("the ClusterVersion log saw no acceptance");
+    // 1.3.0 is a hop of the update itself: never before the CVO accepted it.
+    assert!(
+        first_revision(&log, &image(PKG, "1.3.0")).is_none_or(|r| r > accepted_at),
+        "1.3.0 ran before the update was accepted (revision {accepted_at})"
+    );
     assert!(
         accepted_at > at_1_2,
         "the CVO accepted 4.17.0 at revision {accepted_at}, before {PKG} ran 1.2.0 at {at_1_2}"
@@ -259,6 +260,15 @@ async fn offered_hops_wait_for_the_admin_a_withdrawn_request_stops_them_and_no_p
     configmap_catalog(&client, "pre", &fbc, 0).await;
     wait_catalog_serves(&client, "pre", &fbc).await;
 
+    // Offered: nothing moves, watched from before the request over a window longer than
+    // every resync.
+    let untouched = QuietWindow::new(&settings)
+        .no_writes(
+            Api::<Deployment>::namespaced(client.clone(), OFFERED),
+            Objects::All,
+        )
+        .open()
+        .await;
     match cvo.request_update("4.17.0", false).await.unwrap() {
         Admission::Pending { .. } => {}
         accepted => panic!("accepted while both POs block: {accepted:?}"),
@@ -278,16 +288,7 @@ async fn offered_hops_wait_for_the_admin_a_withdrawn_request_stops_them_and_no_p
         "{message}"
     );
 
-    // Offered: nothing moves over a window longer than every resync.
-    QuietWindow::new(&settings)
-        .no_writes(
-            Api::<Deployment>::namespaced(client.clone(), OFFERED),
-            Objects::All,
-        )
-        .open()
-        .await
-        .hold()
-        .await;
+    untouched.hold().await;
 
     // The admin approves the first hop (as `pomctl approve` writes it).
     Api::<PlatformOperator>::all(client.clone())
@@ -310,11 +311,25 @@ async fn offered_hops_wait_for_the_admin_a_withdrawn_request_stops_them_and_no_p
         )
         .await
         .unwrap();
+    // Seen when the PO's Upgradeable is back to the installed bundle's own verdict (not the
+    // unsettled hop's, and no requested update in it).
     eventually(WAIT, "the withdrawal seen by the manager", || async {
-        let (status, _, message) = po_condition(&client, OFFERED, "Upgradeable").await?;
-        (status == "False" && !message.contains("requested update")).then_some(())
+        let (status, reason, message) = po_condition(&client, OFFERED, "Upgradeable").await?;
+        (status == "False"
+            && reason == "IncompatibleOperatorsInstalled"
+            && !message.contains("requested update"))
+        .then_some(())
     })
     .await;
+    let stays = QuietWindow::new(&settings)
+        .unchanged(
+            Api::<Deployment>::namespaced(client.clone(), OFFERED),
+            Objects::All,
+            "the operator's image",
+            |d: &Deployment| json!(image_of(d)),
+        )
+        .open()
+        .await;
     Api::<PlatformOperator>::all(client.clone())
         .patch(
             OFFERED,
@@ -323,16 +338,7 @@ async fn offered_hops_wait_for_the_admin_a_withdrawn_request_stops_them_and_no_p
         )
         .await
         .unwrap();
-    QuietWindow::new(&settings)
-        .unchanged(
-            Api::<Deployment>::namespaced(client.clone(), OFFERED),
-            Objects::All,
-            "the operator's image",
-            |d: &Deployment| json!(image_of(d)),
-        )
-        .open()
-        .await
-        .hold()
-        .await;
+    stays.hold().await;
+    wait_running(&client, OFFERED, &deployment, "1.1.0").await;
     manager.stop().await;
 }

@@ -32,6 +32,9 @@ use serde_json::json;
 
 const PO: &str = "soaker";
 const SOAK: Duration = Duration::from_secs(20);
+/// The API server keeps timestamps to the second: `settledAt` (what the soak counts from) is
+/// the settle time rounded down, so a soak may end up to a second before `SOAK` after it.
+const TIMESTAMP_PRECISION: Duration = Duration::from_secs(1);
 
 /// A 5 s resync: a soak of 20 s spans four of them, so a hop that ignored the soak would be
 /// made at one of them, well inside it. `release` is the payload the manager belongs to (what
@@ -121,7 +124,18 @@ async fn the_next_hop_and_the_version_report_wait_for_the_soak() {
     // Watches open before the update starts: what the API server held, and when it was seen.
     let deployment_log = EventLog::start(deployments.clone()).await;
     let co_log = EventLog::start(Api::<ClusterOperator>::all(client.clone())).await;
-    // The install itself soaks: until it has, the CVO's precondition refuses a minor update.
+    // The install itself soaks: until it has, the CVO's precondition refuses a minor update
+    // (asked once the aggregate says so: before the install settles it blocks for that).
+    eventually(
+        WAIT,
+        "the ClusterOperator Upgradeable=False, Soaking",
+        || async {
+            co_condition(&client, "Upgradeable")
+                .await
+                .filter(|c| c.0 == "False" && c.1 == "Soaking")
+        },
+    )
+    .await;
     match cvo.start_update("4.17.0").await {
         Err(CvoError::Refused { reason, .. }) => assert_eq!(reason, "Soaking"),
         other => panic!("a minor update was not refused while the install soaked: {other:?}"),
@@ -166,13 +180,13 @@ async fn the_next_hop_and_the_version_report_wait_for_the_soak() {
     let at_7_10_1 = first_seen(&events, "7.10.1").expect("the Deployment never ran 7.10.1");
     let ran_7_10_0 = at_7_10_1.duration_since(at_7_10_0);
     assert!(
-        ran_7_10_0 >= SOAK,
+        ran_7_10_0 + TIMESTAMP_PRECISION >= SOAK,
         "the Deployment ran 7.10.0 for {ran_7_10_0:?}, less than the {SOAK:?} soak: the next \
          hop did not wait"
     );
     let report_waited = completed_at.duration_since(at_7_10_1);
     assert!(
-        report_waited >= SOAK,
+        report_waited + TIMESTAMP_PRECISION >= SOAK,
         "the cluster update completed {report_waited:?} after the Deployment got 7.10.1, less \
          than the {SOAK:?} soak: the version report did not wait"
     );

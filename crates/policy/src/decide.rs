@@ -399,7 +399,12 @@ impl PoDecision {
         }
     }
 
-    fn with_problem(mut self, reason: Reason, message: impl Into<String>, degrades: bool) -> Self {
+    pub(crate) fn with_problem(
+        mut self,
+        reason: Reason,
+        message: impl Into<String>,
+        degrades: bool,
+    ) -> Self {
         self.problem = Some(Problem {
             reason,
             message: message.into(),
@@ -1077,7 +1082,7 @@ fn deprecations(resolution: &select::Resolution) -> Vec<String> {
 /// The bundle the admin abandoned a move to, when resolution chose it again: it is not
 /// started again while the annotation names it (else the next resolution from what ran
 /// before would pick it again, and the annotation would send it back: a loop).
-fn abandoned_again<'s>(s: &'s PoSnapshot<'_>, chosen: &str) -> Option<&'s str> {
+pub(crate) fn abandoned_again<'s>(s: &'s PoSnapshot<'_>, chosen: &str) -> Option<&'s str> {
     match &s.unsettled_move {
         Some(Ok(UnsettledMoveAction::Abandon(abandoned))) if chosen == *abandoned => {
             Some(abandoned)
@@ -1087,7 +1092,7 @@ fn abandoned_again<'s>(s: &'s PoSnapshot<'_>, chosen: &str) -> Option<&'s str> {
 }
 
 /// Why a move abandoned by the admin is not started again, and the ways out.
-fn abandoned_again_message(abandoned: &str) -> String {
+pub(crate) fn abandoned_again_message(abandoned: &str) -> String {
     format!(
         "the move to {abandoned} was abandoned (annotation {}); it is not started again while the annotation names it: exclude it with spec.package.versionRange before removing the annotation, or remove the annotation to try it again",
         pom_api::labels::UNSETTLED_MOVE
@@ -1154,7 +1159,7 @@ fn soak_hold(s: &PoSnapshot<'_>, request: &PoRequest) -> Option<HoldReason> {
 
 /// Starts the move, or records why it waits. A start that skips the unsettled move carries
 /// the admin's action, so that it is announced when the move is applied.
-fn start_or_hold(
+pub(crate) fn start_or_hold(
     mut decision: PoDecision,
     target: MoveTarget,
     hold: Option<HoldReason>,
@@ -1180,7 +1185,7 @@ fn start_or_hold(
 
 /// The admin's action on the unsettled move to what is installed now, when it names that move
 /// (an annotation naming another bundle is inert).
-fn admin_unsettled_action<'s>(
+pub(crate) fn admin_unsettled_action<'s>(
     s: &'s PoSnapshot<'_>,
     installed: Option<&Installed>,
 ) -> Option<(&'s Hop, &'s UnsettledMoveAction)> {

@@ -13,16 +13,19 @@
 //! (the snapshot no longer carries one). `Upgradeable` stays False while what runs cannot run
 //! on the requested version; its message names the path and the policy.
 
+use pom_api::conditions::Reason;
 use pom_api::platform_operator::{PreUpdateHops, UpgradeApproval};
 use pom_resolver::cluster::{ClusterPhase, PhaseKind};
+use pom_resolver::fbc::MaxOpenShiftVersion;
 use pom_resolver::select::{self, CatalogInput, InstalledBundle, PreUpdate};
 
 use crate::decide::{
-    Action, Held, HoldReason, PinState, PoDecision, Upgradeability, chosen_target, resolve_request,
-    safety_hold,
+    Action, HoldReason, PinState, PoDecision, Upgradeability, abandoned_again,
+    abandoned_again_message, admin_unsettled_action, chosen_target, resolve_request, safety_hold,
+    start_or_hold,
 };
 use crate::request::PoRequest;
-use crate::snapshot::{Installed, PoSnapshot};
+use crate::snapshot::{Installed, PoSnapshot, UnsettledMoveAction};
 
 /// What the pre-update step needs from the decision so far.
 pub(crate) struct PreUpdateInput<'a> {
@@ -58,9 +61,12 @@ pub(crate) fn pre_update_step(s: &PoSnapshot<'_>, i: &PreUpdateInput<'_>) -> Opt
     let hops = match path {
         PreUpdate::NotNeeded => return None,
         PreUpdate::NoPath(no) => {
-            decision.verdict.message = format!(
-                "{}; before the requested update to {requested}: {no}",
-                i.verdict.message
+            decision.verdict.message = way_forward(
+                i,
+                phase,
+                &format!(
+                    "before the requested update to {requested}: {no}; ask the publisher for a bundle that runs there, or remove the PlatformOperator before updating the cluster"
+                ),
             );
             return Some(decision);
         }
@@ -68,30 +74,59 @@ pub(crate) fn pre_update_step(s: &PoSnapshot<'_>, i: &PreUpdateInput<'_>) -> Opt
     };
     let names: Vec<&str> = hops.iter().map(|h| h.name.as_str()).collect();
     let policy = i.request.pre_update_hops;
-    decision.verdict.message = format!(
-        "{}; before the requested update to {requested} POM {} the hops {} (spec.preUpdateHops: {})",
-        i.verdict.message,
-        match policy {
-            PreUpdateHops::Offer => "offers",
-            PreUpdateHops::Take => "takes",
-        },
-        names.join(" → "),
-        policy.as_str()
+    decision.verdict.message = way_forward(
+        i,
+        phase,
+        &format!(
+            "before the requested update to {requested} POM {} the hops {} (spec.preUpdateHops: {})",
+            match policy {
+                PreUpdateHops::Offer => "offers",
+                PreUpdateHops::Take => "takes",
+            },
+            names.join(" → "),
+            policy.as_str()
+        ),
     );
     let first = &hops[0];
-    let target = chosen_target(first, i.request, Some(phase));
-    let hold = safety_hold(s, i.request, first, true, false)
-        .or_else(|| approval_hold(s, i.request, &first.name, requested, &names));
-    match hold {
-        Some(why) => {
-            decision.held = Some(Held {
-                to: target.bundle_ref(),
-                why,
-            });
-        }
-        None => decision.action = Action::Move(target),
+    // A hop the admin abandoned is not started again while the annotation names it (else
+    // the way back and this step would alternate for ever).
+    if let Some(abandoned) = abandoned_again(s, &first.name) {
+        return Some(decision.with_problem(
+            Reason::MoveAbandoned,
+            abandoned_again_message(abandoned),
+            false,
+        ));
     }
-    Some(decision)
+    let target = chosen_target(first, i.request, Some(phase));
+    let skipped = matches!(
+        admin_unsettled_action(s, i.installed),
+        Some((_, UnsettledMoveAction::Skip(_)))
+    );
+    let hold = safety_hold(s, i.request, first, true, skipped)
+        .or_else(|| approval_hold(s, i.request, &first.name, requested, &names));
+    Some(start_or_hold(decision, target, hold, s, skipped))
+}
+
+/// The verdict's message with `forward` as the way forward: for a bundle that blocks by its
+/// `maxOpenShiftVersion`, the pre-update path replaces the verdict's own advice (one path
+/// named, not two); any other verdict keeps its message, `forward` appended.
+fn way_forward(i: &PreUpdateInput<'_>, phase: &ClusterPhase, forward: &str) -> String {
+    let max = match i.installed.and_then(|i| i.max_openshift_version.as_ref()) {
+        Some(MaxOpenShiftVersion::Valid { major, minor }) => Some((*major, *minor)),
+        _ => None,
+    };
+    match (i.running.as_ref(), max) {
+        (Some(running), Some(max))
+            if i.verdict.reason == Reason::IncompatibleOperatorsInstalled =>
+        {
+            let next = pom_resolver::cluster::next_minor(&phase.current);
+            format!(
+                "{}; {forward}",
+                pom_resolver::verdict::incompatibility(running, max, next)
+            )
+        }
+        _ => format!("{}; {forward}", i.verdict.message),
+    }
 }
 
 /// Why the first pre-update hop waits for the admin: under `Offer` until `spec.approvedBundle`

@@ -1568,7 +1568,33 @@ fn rows() -> Vec<Row> {
                 .held("1.2.0", Why::PreUpdateOffered)
                 .verdict(False, Reason::IncompatibleOperatorsInstalled)
                 .verdict_says("POM offers the hops demo.v1.2.0 (spec.preUpdateHops: Offer)")
-                .held_says("pomctl approve demo --bundle demo.v1.2.0"),
+                .held_says("pomctl approve demo --bundle demo.v1.2.0")
+                // One way forward, not the verdict's own steadyStateVersionRange advice too.
+                .never_says("steadyStateVersionRange"),
+        ),
+        row(
+            "a pre-update hop the admin abandoned is not started again while the annotation names it",
+            world()
+                .installed("1.0.0")
+                .requested("4.17.0")
+                .take_pre_update_hops()
+                .unsettled_move("abandon:demo.v1.2.0"),
+            keep()
+                .pin(Steady, "=1.0.0")
+                .verdict(False, Reason::IncompatibleOperatorsInstalled)
+                .problem(Reason::MoveAbandoned, false),
+        ),
+        row(
+            "skip: names the unsettled move, the pre-update hop starts",
+            world()
+                .installed("1.0.0")
+                .requested("4.17.0")
+                .take_pre_update_hops()
+                .hop(LastHop::Unsettled { age: 60 })
+                .unsettled_move("skip:demo.v1.0.0"),
+            move_to("1.2.0", Steady, "=1.2.0")
+                .pin(Steady, "=1.0.0")
+                .verdict(False, Reason::IncompatibleOperatorsInstalled),
         ),
         row(
             "an offered pre-update hop the admin approved starts",

@@ -126,10 +126,8 @@ pub fn bundle_upgradeability(
             ))
         }
         Some(MaxOpenShiftVersion::Valid { major, minor }) => Verdict::incompatible(format!(
-            "{who} supports OpenShift up to {major}.{minor} (olm.maxOpenShiftVersion), so the \
-             cluster cannot be updated to {}.{}; {}",
-            next.0,
-            next.1,
+            "{}; {}",
+            incompatibility(installed, (*major, *minor), next),
             lift_advice(installed, next, package, channel)
         )),
         Some(MaxOpenShiftVersion::Invalid { raw, reason }) => Verdict::unknown(format!(
@@ -140,6 +138,18 @@ pub fn bundle_upgradeability(
             lift_advice(installed, next, package, channel)
         )),
     }
+}
+
+/// Why `installed` (whose `maxOpenShiftVersion` is `max`) blocks the minor update to `next`:
+/// the head of an incompatible verdict's message, before the way forward (which
+/// [`bundle_upgradeability`] names, and a pre-update path replaces when one was looked for).
+#[must_use]
+pub fn incompatibility(installed: &InstalledBundle, max: (u64, u64), next: (u64, u64)) -> String {
+    format!(
+        "bundle {} ({}) supports OpenShift up to {}.{} (olm.maxOpenShiftVersion), so the cluster \
+         cannot be updated to {}.{}",
+        installed.name, installed.version, max.0, max.1, next.0, next.1
+    )
 }
 
 /// Names the lowest bundle reachable from `installed` through catalog edges whose metadata
