@@ -478,9 +478,7 @@ pub fn presence(
 
 /// Whether both guards the install ships are in place: the manager's ([`presence`]) and the
 /// owner-label guard ([`crate::owner_label_guard`]), each found by name among the live
-/// policies and bindings; the first problem found. The owner-label guard bounds tenants, not
-/// the manager: without it the state is [`GuardState::OwnerLabelGuardDown`] (Degraded, writes
-/// go on), never a stop of POM's writes.
+/// policies and bindings; the first problem found.
 #[must_use]
 pub fn presence_of_both(
     live_policies: &[&ValidatingAdmissionPolicy],
@@ -503,22 +501,12 @@ pub fn presence_of_both(
     match presence(policy_live, binding_live) {
         GuardState::Intact => {
             let (policy_live, binding_live) = named(OWNER_LABEL_GUARD);
-            match presence_of(
+            presence_of(
                 OWNER_LABEL_GUARD,
                 &owner_label_guard::policy(),
                 policy_live,
                 binding_live,
-            ) {
-                GuardState::Missing { object } => GuardState::OwnerLabelGuardDown {
-                    object,
-                    detail: "does not exist".to_owned(),
-                },
-                GuardState::Changed { object, detail } => GuardState::OwnerLabelGuardDown {
-                    object,
-                    detail: format!("is not as shipped ({detail})"),
-                },
-                state => state,
-            }
+            )
         }
         problem => problem,
     }
@@ -685,14 +673,10 @@ mod tests {
             presence_of_both(&[&other, &owner, &guard], &[&owner_binding, &guard_binding]),
             GuardState::Intact
         );
-        // The owner-label guard bounds tenants: without it, Degraded while writes go on.
-        let down = presence_of_both(&[&guard, &other], &[&owner_binding, &guard_binding]);
         assert!(matches!(
-            &down,
-            GuardState::OwnerLabelGuardDown { object, detail } if *object == format!("ValidatingAdmissionPolicy {OWNER_LABEL_GUARD}") && detail == "does not exist"
+            presence_of_both(&[&guard, &other], &[&owner_binding, &guard_binding]),
+            GuardState::Missing { object } if object == format!("ValidatingAdmissionPolicy {OWNER_LABEL_GUARD}")
         ));
-        assert!(down.allows_writes() && down.problem().is_none());
-        assert!(down.degradation().unwrap().contains(OWNER_LABEL_GUARD));
         let mut loosened = owner_label_guard::policy();
         loosened
             .spec
@@ -704,11 +688,8 @@ mod tests {
             .expression = "true".into();
         assert!(matches!(
             presence_of_both(&[&guard, &loosened], &[&owner_binding, &guard_binding]),
-            GuardState::OwnerLabelGuardDown { object, detail } if object.contains(OWNER_LABEL_GUARD) && detail.contains("not as shipped")
+            GuardState::Changed { object, .. } if object.contains(OWNER_LABEL_GUARD)
         ));
-        // The manager's own guard missing still stops every write.
-        let stopped = presence_of_both(&[&owner], &[&owner_binding, &guard_binding]);
-        assert!(!stopped.allows_writes() && stopped.degradation() == stopped.problem());
         assert!(matches!(
             presence_of_both(&[&owner], &[&owner_binding, &guard_binding]),
             GuardState::Missing { object } if object == format!("ValidatingAdmissionPolicy {GUARD}")
