@@ -343,11 +343,9 @@ impl FirstChecks {
 
     /// The snapshot's copy of `key` if it is current ([`source`]); the entry is dropped.
     async fn current_copy<K: serde::de::DeserializeOwned>(&self, key: &ObjectKey) -> Option<K> {
-        let mut settled = self.settled.subscribe();
-        tokio::time::timeout_at(self.wait_until, settled.wait_for(|s| *s))
-            .await
-            .ok()?
-            .ok()?;
+        if !self.settled().await {
+            return None;
+        }
         let stored = match &mut *self.state.lock().ok()? {
             State::Ready(snapshot) => snapshot.objects.remove(key),
             State::Taking | State::Gone => return None,
@@ -379,6 +377,19 @@ impl FirstChecks {
         };
         counter.fetch_add(1, Ordering::Relaxed);
         copy
+    }
+
+    /// Waits (bounded by the same deadline) until the start-up snapshot is taken or given up,
+    /// which is also when the owned-object watches have delivered their initial lists; whether
+    /// it settled in time. A reconcile waits here before it notes what its check depends on
+    /// (`quiet::Observed`): the initial lists' events would otherwise make the first clean
+    /// check stale the moment it is recorded, and the next reconcile check everything again.
+    pub async fn settled(&self) -> bool {
+        let mut settled = self.settled.subscribe();
+        matches!(
+            tokio::time::timeout_at(self.wait_until, settled.wait_for(|s| *s)).await,
+            Ok(Ok(_))
+        )
     }
 
     /// `po` had its first full check: once every PO known at the start had, the snapshot goes.

@@ -76,6 +76,8 @@ pub(super) async fn gather(
 ) -> Result<Option<Gathered>, Error> {
     let ctx = &pctx.ctx;
     let name = po.name_any();
+    // Right after a start: not before the owned-object watches have listed (bounded).
+    pctx.first_checks.settled().await;
     let observed = quiet::Observed {
         epoch: pctx.checks.epoch(&name),
         catalogs: ctx.catalogs.package_generation(&po.spec.package.name),
