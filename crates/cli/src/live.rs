@@ -27,6 +27,29 @@ use pom_policy::source_trust::{LISTED_KEY, SOURCES_CONFIG_MAP, SourceTrust};
 use pom_resolver::fbc::Catalog as FbcCatalog;
 use pom_resolver::fbc::parse_documents;
 
+/// How `pomctl` reaches the Catalogs the manager reads (the flags `plan` and `adopt` share).
+#[derive(clap::Args, Debug, Clone)]
+pub struct CatalogAccess {
+    /// Registries to reach over plain HTTP when pulling catalogs and bundles (`host:port`;
+    /// repeat or comma-separate), as the manager's `--insecure-registries`.
+    #[arg(
+        long = "insecure-registry",
+        value_name = "HOST",
+        env = "POM_INSECURE_REGISTRIES",
+        value_delimiter = ','
+    )]
+    pub insecure_registries: Vec<String>,
+    /// The manager's namespace: Catalogs are read only from it and from the namespaces its
+    /// `platform-operators-catalog-sources` ConfigMap lists, as the manager reads them.
+    #[arg(
+        long,
+        value_name = "NAMESPACE",
+        env = "POD_NAMESPACE",
+        default_value = "openshift-platform-operators"
+    )]
+    pub manager_namespace: String,
+}
+
 /// Where index images keep their file-based catalog, and the default ConfigMap key (both as
 /// the manager reads them).
 const IMAGE_PREFIX: &str = "configs/";

@@ -55,24 +55,8 @@ pub struct Args {
     /// Output format of the table (ignored with --subscription).
     #[arg(short = 'o', long = "output", value_enum, default_value_t = Output::Human)]
     pub output: Output,
-    /// Registries to reach over plain HTTP when pulling catalogs and bundles (`host:port`), as
-    /// the manager's `--insecure-registries`.
-    #[arg(
-        long = "insecure-registry",
-        value_name = "HOST",
-        env = "POM_INSECURE_REGISTRIES",
-        value_delimiter = ','
-    )]
-    pub insecure_registries: Vec<String>,
-    /// The manager's namespace: Catalogs are read only from it and from the namespaces its
-    /// `platform-operators-catalog-sources` ConfigMap lists, as the manager reads them.
-    #[arg(
-        long,
-        value_name = "NAMESPACE",
-        env = "POD_NAMESPACE",
-        default_value = "openshift-platform-operators"
-    )]
-    pub manager_namespace: String,
+    #[command(flatten)]
+    pub access: live::CatalogAccess,
 }
 
 /// What the judgement is made from, read once.
@@ -155,7 +139,12 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         .transpose()?;
     let adoptions = live::block_on(async {
         let client = live::client().await?;
-        let inputs = gather(&client, &args.insecure_registries, &args.manager_namespace).await?;
+        let inputs = gather(
+            &client,
+            &args.access.insecure_registries,
+            &args.access.manager_namespace,
+        )
+        .await?;
         for catalog in &inputs.catalogs {
             if let Err(e) = &catalog.content {
                 eprintln!(
@@ -165,7 +154,14 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                 );
             }
         }
-        anyhow::Ok(judge_all(&inputs, &args.insecure_registries, &args.manager_namespace).await)
+        anyhow::Ok(
+            judge_all(
+                &inputs,
+                &args.access.insecure_registries,
+                &args.access.manager_namespace,
+            )
+            .await,
+        )
     })??;
     if let Some(wanted) = wanted {
         return one(&adoptions, &wanted);

@@ -89,24 +89,8 @@ pub struct Args {
     /// are not every minor at `X.Y.0` (EUS-to-EUS: `--via 4.17.12`).
     #[arg(long, value_name = "VERSION", value_delimiter = ',')]
     pub via: Vec<String>,
-    /// Registries to reach over plain HTTP when pulling image catalogs (`host:port`; repeat or
-    /// comma-separate), as the manager's `--insecure-registries`.
-    #[arg(
-        long = "insecure-registry",
-        value_name = "HOST",
-        env = "POM_INSECURE_REGISTRIES",
-        value_delimiter = ','
-    )]
-    pub insecure_registries: Vec<String>,
-    /// The manager's namespace: Catalogs are read only from it and from the namespaces its
-    /// `platform-operators-catalog-sources` ConfigMap lists, as the manager reads them.
-    #[arg(
-        long,
-        value_name = "NAMESPACE",
-        env = "POD_NAMESPACE",
-        default_value = "openshift-platform-operators"
-    )]
-    pub manager_namespace: String,
+    #[command(flatten)]
+    pub access: live::CatalogAccess,
     /// Output format; `graph` draws each PlatformOperator's upgrade graph under the update.
     #[arg(short = 'o', long = "output", value_enum, default_value_t = PlanOutput::Human)]
     pub output: PlanOutput,
@@ -298,7 +282,10 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|v| parse_tolerant(v).with_context(|| format!("--via {v:?} is not a version")))
         .collect::<anyhow::Result<Vec<Version>>>()?;
-    let inputs = live::block_on(gather(&args.insecure_registries, &args.manager_namespace))??;
+    let inputs = live::block_on(gather(
+        &args.access.insecure_registries,
+        &args.access.manager_namespace,
+    ))??;
     let desired = cluster_phase(&snapshot(&inputs.cluster_version)?)
         .context("reading the cluster's current version")?
         .target;
@@ -309,7 +296,11 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         return plan_chain::print(&plan_chain::compute(&inputs, &target, &via)?, args.output);
     }
     let mut plan = compute(&inputs, &args.to, &target)?;
-    let bundles = live::block_on(fetch_hop_bundles(&plan, &inputs, &args.insecure_registries))?;
+    let bundles = live::block_on(fetch_hop_bundles(
+        &plan,
+        &inputs,
+        &args.access.insecure_registries,
+    ))?;
     attach_hop_powers(&mut plan, &inputs, &bundles);
     match args.output {
         PlanOutput::Human => print!("{}", human(&plan)),
