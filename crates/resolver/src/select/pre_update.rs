@@ -24,7 +24,7 @@ use super::compat;
 use super::reject::RejectReason;
 use super::{
     ChosenBundle, InstalledBundle, ResolveError, ResolveRequest, Source, bundle_deprecation,
-    check_pin, check_runs_on, entries_with_bundles, find_sources, is_direct_successor,
+    entries_with_bundles, evaluate, find_sources, is_direct_successor,
 };
 use crate::cluster::{ClusterPhase, PhaseKind};
 use crate::fbc::model::{Bundle, ChannelEntry};
@@ -170,7 +170,7 @@ fn installed_bundle<'a>(sources: &[Source<'a>], installed: &InstalledBundle) -> 
 
 /// Every bundle of the channel a hop may land on: newer than what runs, admitted by the pin of
 /// a minor update to `requested` and by `versionRange`, running on the current version, and
-/// without dependencies (what [`super::evaluate`] asks, but the successor edge).
+/// without dependencies ([`evaluate`], the successor edge aside).
 fn hop_candidates<'a>(
     req: &ResolveRequest<'_>,
     sources: &[Source<'a>],
@@ -186,21 +186,9 @@ fn hop_candidates<'a>(
     let mut nodes = Vec::new();
     for (index, source) in sources.iter().enumerate() {
         for (entry, bundle) in entries_with_bundles(source) {
+            // The selector's own filters, all but the successor edge (the walk follows edges).
             let newer = bundle.version.cmp_precedence(&installed.version) == Ordering::Greater;
-            let usable = newer
-                && check_pin(
-                    &pin,
-                    &bundle.version,
-                    Some(&installed.version),
-                    req.version_range.as_ref(),
-                )
-                .is_ok()
-                && req
-                    .version_range
-                    .as_ref()
-                    .is_none_or(|range| range.matches(&bundle.version))
-                && check_runs_on(req, bundle).is_ok()
-                && bundle.properties.dependencies.is_empty();
+            let usable = newer && evaluate(req, entry, bundle, &pin, true).is_ok();
             if usable {
                 nodes.push(Node {
                     source: index,
