@@ -19,7 +19,7 @@ use pom_api::labels;
 use pom_e2e::event_log::{EventLog, Recorded};
 use pom_e2e::fixtures::{TestBundle, catalog_json};
 use pom_e2e::manager::Manager;
-use pom_e2e::quiet::QuietWindow;
+use pom_e2e::quiet::{Objects, QuietWindow};
 use pom_e2e::scenario::{
     configmap_catalog, create_po, simulated_plane, wait_catalog_serves, wait_po_condition,
 };
@@ -413,5 +413,186 @@ async fn a_suggested_namespace_raced_for_goes_to_exactly_one_po() {
     let mut misplaced = written_elsewhere(&deployments.events(), &installed_in);
     misplaced.extend(written_elsewhere(&accounts.events(), &installed_in));
     assert!(misplaced.is_empty(), "{misplaced:#?}");
+    manager.stop().await;
+}
+
+/// Issue 33 item 5 (review finding): install and watch namespaces of different POs never
+/// coincide, judged both ways. A SingleNamespace PO installed watching `team` keeps its Roles
+/// there while a younger PO asking to install into `team` (handed to it by the admin) is
+/// refused before writing anything there. Once `team` carries another PO's owner label (its
+/// install namespace on the cluster, as a PO installed by an older manager or a race leaves
+/// it), the watcher is refused and what it applied in `team` is removed, and stays removed over
+/// a window longer than every resync; its operator keeps running in its own namespace. Judged
+/// by the RoleBindings and Deployments the API server holds.
+#[tokio::test]
+async fn a_watch_namespace_is_never_another_pos_install_namespace_whichever_comes_first() {
+    let Some(plane) = simulated_plane(false).await else {
+        return;
+    };
+    let client = plane.client().await.unwrap();
+    let mut single = TestBundle::new("watcher", "1.0.0");
+    single.install_modes = vec!["SingleNamespace"];
+    let intruder = TestBundle::new("intruder", "1.0.0");
+    let fbc = catalog_json(&[single.clone(), intruder.clone()], &[]);
+    configmap_catalog(&client, "local", &fbc, 0).await;
+    let namespaces = Api::<Namespace>::all(client.clone());
+    let team: Namespace = serde_json::from_value(json!({"metadata": {"name": "team"}})).unwrap();
+    namespaces
+        .create(&PostParams::default(), &team)
+        .await
+        .unwrap();
+    // The admin's own RoleBinding in `team` (the window below watches every RoleBinding there).
+    let admins: RoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "team-admins"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "team"}]
+    }))
+    .unwrap();
+    let team_bindings = Api::<RoleBinding>::namespaced(client.clone(), "team");
+    team_bindings
+        .create(&PostParams::default(), &admins)
+        .await
+        .unwrap();
+    create_po(
+        &client,
+        "watcher",
+        json!({"package": {"name": "watcher"}, "watchNamespace": "team"}),
+    )
+    .await;
+    let settings = Manager::test_settings(vec![]);
+    let manager = Manager::start(client.clone(), settings.clone());
+    wait_catalog_serves(&client, "local", &fbc).await;
+    wait_po_condition(
+        &client,
+        "watcher",
+        "Installed",
+        "True",
+        Some("InstallSucceeded"),
+    )
+    .await;
+    let owned_by_watcher =
+        |rb: &RoleBinding| rb.labels().get(labels::OWNER_PO).map(String::as_str) == Some("watcher");
+    let watcher_bindings = || async {
+        team_bindings
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .filter(|rb| owned_by_watcher(rb))
+            .count()
+    };
+    assert!(
+        watcher_bindings().await > 0,
+        "the watcher has RoleBindings in team"
+    );
+
+    // (a) Installing into the watched namespace: the younger PO is refused, even with the
+    // admin's hand-over, and nothing of it is written.
+    namespaces
+        .patch(
+            "team",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(
+                json!({"metadata": {"annotations": {labels::ADOPT: "intruder"}}}),
+            ),
+        )
+        .await
+        .unwrap();
+    create_po(
+        &client,
+        "intruder",
+        json!({"package": {"name": "intruder"}, "installNamespace": "team"}),
+    )
+    .await;
+    let message = wait_po_condition(
+        &client,
+        "intruder",
+        "Installed",
+        "False",
+        Some("InstallModeUnsupported"),
+    )
+    .await;
+    assert!(
+        message.contains("is the spec.watchNamespace of PlatformOperator watcher"),
+        "{message}"
+    );
+    let intruders = Api::<Deployment>::namespaced(client.clone(), "team");
+    assert!(
+        intruders
+            .get_opt(&intruder.deployment_name())
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(
+        namespaces
+            .get("team")
+            .await
+            .unwrap()
+            .labels()
+            .get(labels::OWNER_PO),
+        None,
+        "the refused PO never labelled the namespace as its own"
+    );
+
+    // (c) The namespace becomes another PO's on the cluster (its owner label): the watcher is
+    // refused and withdraws its RoleBindings from it.
+    namespaces
+        .patch(
+            "team",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"metadata": {"labels": {labels::OWNER_PO: "legacy"}}})),
+        )
+        .await
+        .unwrap();
+    let message = wait_po_condition(
+        &client,
+        "watcher",
+        "Degraded",
+        "True",
+        Some("InstallModeUnsupported"),
+    )
+    .await;
+    assert!(
+        message.contains("carries the owner label of PlatformOperator legacy"),
+        "{message}"
+    );
+    pom_e2e::manager::eventually(
+        std::time::Duration::from_secs(60),
+        "the watcher's RoleBindings withdrawn from team",
+        || async { (watcher_bindings().await == 0).then_some(()) },
+    )
+    .await;
+    let pos = Api::<pom_api::PlatformOperator>::all(client.clone());
+    let status = pos.get("watcher").await.unwrap().status.unwrap();
+    assert!(
+        status
+            .inventory
+            .iter()
+            .flat_map(|e| &e.objects)
+            .all(|o| o.namespace.as_deref() != Some("team")),
+        "the inventory still records objects in team: {:?}",
+        status.inventory
+    );
+    // Withdrawn for good: no RoleBinding of the watcher comes back; its operator still runs.
+    let window = QuietWindow::new(&settings)
+        .never(
+            team_bindings.clone(),
+            Objects::All,
+            "a RoleBinding of the watcher",
+            owned_by_watcher,
+        )
+        .open()
+        .await;
+    window.hold().await;
+    assert!(
+        Api::<Deployment>::namespaced(client.clone(), "watcher")
+            .get_opt(&single.deployment_name())
+            .await
+            .unwrap()
+            .is_some(),
+        "what runs keeps running"
+    );
     manager.stop().await;
 }

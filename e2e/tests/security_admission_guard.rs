@@ -7,6 +7,7 @@
 //! webhook other than a bundle's own; while everything a bundle legitimately needs (owned roles, bindings of the
 //! operator's ServiceAccount, objects in an install namespace) still works.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
@@ -885,4 +886,305 @@ async fn a_tenant_cannot_set_or_change_the_owner_label() {
         .unwrap();
     let stored = stored_maps.get("owned").await.unwrap();
     assert_eq!(owner_of(&stored), Some("web".to_owned()));
+}
+
+/// Review finding on issue 33 item 5: an operator POM installed copies the labels of the
+/// objects POM applied for it (operator-lib's ServiceMonitor from its metrics Service,
+/// CreateOrUpdate children from the Deployment), the owner label included. A ServiceAccount of
+/// the install namespace creating, in that namespace, an object carrying the namespace's own
+/// owner value is admitted; the manager never deletes it (not over a window longer than every
+/// resync, nor when the PO goes and its objects are swept by owner label); while that same
+/// account cannot use another value or another namespace, and a tenant elsewhere still cannot
+/// set the label at all. Judged by what the API server stores.
+#[tokio::test]
+async fn an_operator_may_copy_its_own_owner_label_and_pom_never_deletes_the_copy() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::{Service, ServiceAccount};
+    use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+    use pom_controller::owner_label_guard::OWNER_LABEL_GUARD;
+    use pom_e2e::fixtures::{TestBundle, catalog_json};
+    use pom_e2e::manager::Manager;
+    use pom_e2e::quiet::QuietWindow;
+    use pom_e2e::scenario::{
+        configmap_catalog, create_po, simulated_plane, wait_catalog_serves, wait_po_condition,
+    };
+
+    let Some(plane) = simulated_plane(false).await else {
+        return;
+    };
+    let admin = plane.client().await.unwrap();
+    apply_kubernetes_manifests(&admin).await.unwrap();
+    let bundle = TestBundle::new("copier", "1.0.0");
+    let fbc = catalog_json(std::slice::from_ref(&bundle), &[]);
+    configmap_catalog(&admin, "local", &fbc, 0).await;
+    create_po(&admin, "copier", json!({"package": {"name": "copier"}})).await;
+    let settings = Manager::test_settings(vec![]);
+    let manager = Manager::start(admin.clone(), settings.clone());
+    wait_catalog_serves(&admin, "local", &fbc).await;
+    wait_po_condition(
+        &admin,
+        "copier",
+        "Installed",
+        "True",
+        Some("InstallSucceeded"),
+    )
+    .await;
+
+    // The labels POM put on the operator's Deployment, as the operator reads and copies them.
+    let deployments = Api::<Deployment>::namespaced(admin.clone(), "copier");
+    let copied = deployments
+        .get(&bundle.deployment_name())
+        .await
+        .unwrap()
+        .metadata
+        .labels
+        .unwrap();
+    assert_eq!(copied.get(OWNER).map(String::as_str), Some("copier"));
+
+    // The operator's identity: a ServiceAccount of its install namespace, allowed (by the
+    // admin, as a bundle's Role would) to write ConfigMaps and Services there and in `web`.
+    let post = PostParams::default();
+    Api::<Namespace>::all(admin.clone())
+        .create(&post, &object(json!({"metadata": {"name": "web"}})))
+        .await
+        .unwrap();
+    Api::<ServiceAccount>::namespaced(admin.clone(), "copier")
+        .create(&post, &object(json!({"metadata": {"name": "operator"}})))
+        .await
+        .unwrap();
+    for namespace in ["copier", "web"] {
+        Api::<Role>::namespaced(admin.clone(), namespace)
+            .create(
+                &post,
+                &object(json!({
+                    "metadata": {"name": "writer"},
+                    "rules": [{"apiGroups": [""], "resources": ["configmaps", "services"], "verbs": ["*"]}]
+                })),
+            )
+            .await
+            .unwrap();
+        Api::<RoleBinding>::namespaced(admin.clone(), namespace)
+            .create(
+                &post,
+                &object(json!({
+                    "metadata": {"name": "writer"},
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "writer"},
+                    "subjects": [{"kind": "ServiceAccount", "name": "operator", "namespace": "copier"}]
+                })),
+            )
+            .await
+            .unwrap();
+    }
+    let path =
+        service_account_kubeconfig(&plane, &admin, "copier", "operator", "operator.kubeconfig")
+            .await
+            .unwrap();
+    let operator = client_from(&path).await;
+    let maps =
+        |client: &Client, namespace: &str| Api::<ConfigMap>::namespaced(client.clone(), namespace);
+    let with_labels = |name: &str, labels: &BTreeMap<String, String>| -> ConfigMap {
+        object(
+            json!({"metadata": {"name": name, "labels": labels}, "data": {"state": "made by the operator"}}),
+        )
+    };
+    let assert_refused = |result: kube::Result<ConfigMap>, what: &str| {
+        let (code, message) = refusal(result, what);
+        assert_eq!(code, 403, "{what}: {message}");
+        assert!(message.contains(OWNER_LABEL_GUARD), "{what}: {message}");
+    };
+
+    // The policy takes a moment to load: until it refuses a foreign value, probes are removed.
+    let mut foreign = copied.clone();
+    foreign.insert(OWNER.to_owned(), "someone-else".to_owned());
+    eventually(
+        Duration::from_secs(60),
+        "the owner-label guard to load",
+        || {
+            let (api, probe) = (maps(&operator, "copier"), with_labels("probe", &foreign));
+            async move {
+                match api.create(&PostParams::default(), &probe).await {
+                    Err(kube::Error::Api(status)) if status.message.contains(OWNER_LABEL_GUARD) => {
+                        Some(())
+                    }
+                    Ok(_) => {
+                        api.delete("probe", &DeleteParams::default()).await.unwrap();
+                        None
+                    }
+                    _ => None,
+                }
+            }
+        },
+    )
+    .await;
+
+    // Admitted: the namespace's own value, copied onto a ConfigMap and a Service it creates.
+    maps(&operator, "copier")
+        .create(&post, &with_labels("operator-state", &copied))
+        .await
+        .expect("the operator's copy of its own namespace's owner label is admitted");
+    let service: Service = object(json!({
+        "metadata": {"name": "operator-metrics-copy", "labels": copied},
+        "spec": {"ports": [{"port": 8443}], "selector": {"app": "copier"}}
+    }));
+    Api::<Service>::namespaced(operator.clone(), "copier")
+        .create(&post, &service)
+        .await
+        .expect("a Service with the copied labels is admitted");
+    // ...and added later to an object it made without it (CreateOrUpdate on an older child).
+    maps(&operator, "copier")
+        .create(&post, &object(json!({"metadata": {"name": "older-child"}})))
+        .await
+        .unwrap();
+    maps(&operator, "copier")
+        .patch(
+            "older-child",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {OWNER: "copier"}}})),
+        )
+        .await
+        .expect("adding its own namespace's value later is admitted");
+    // Refused: another value, a change or removal of it, the same value in another namespace.
+    assert_refused(
+        maps(&operator, "copier")
+            .create(&post, &with_labels("foreign", &foreign))
+            .await,
+        "the operator marking an object for another PlatformOperator",
+    );
+    for (what, labels) in [
+        (
+            "the operator changing the value",
+            json!({OWNER: "someone-else"}),
+        ),
+        ("the operator removing the value", json!({OWNER: null})),
+    ] {
+        assert_refused(
+            maps(&operator, "copier")
+                .patch(
+                    "operator-state",
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"metadata": {"labels": labels}})),
+                )
+                .await,
+            what,
+        );
+    }
+    assert_refused(
+        maps(&operator, "web")
+            .create(&post, &with_labels("elsewhere", &copied))
+            .await,
+        "the operator's value in a namespace not its own",
+    );
+    assert!(
+        maps(&admin, "web")
+            .get_opt("elsewhere")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    // A tenant elsewhere (an ordinary namespace's ServiceAccount, in its own namespace).
+    Api::<ServiceAccount>::namespaced(admin.clone(), "web")
+        .create(&post, &object(json!({"metadata": {"name": "tenant"}})))
+        .await
+        .unwrap();
+    Api::<RoleBinding>::namespaced(admin.clone(), "web")
+        .create(
+            &post,
+            &object(json!({
+                "metadata": {"name": "tenant-writer"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "writer"},
+                "subjects": [{"kind": "ServiceAccount", "name": "tenant", "namespace": "web"}]
+            })),
+        )
+        .await
+        .unwrap();
+    let tenant_path =
+        service_account_kubeconfig(&plane, &admin, "web", "tenant", "tenant.kubeconfig")
+            .await
+            .unwrap();
+    let tenant = client_from(&tenant_path).await;
+    assert_refused(
+        maps(&tenant, "web")
+            .create(&post, &with_labels("tenant-copy", &copied))
+            .await,
+        "a tenant elsewhere setting the owner label",
+    );
+
+    // The manager never deletes the copies: not over a window longer than every resync...
+    let window = QuietWindow::new(&settings)
+        .no_writes(maps(&admin, "copier"), "operator-state")
+        .no_writes(maps(&admin, "copier"), "older-child")
+        .no_writes(
+            Api::<Service>::namespaced(admin.clone(), "copier"),
+            "operator-metrics-copy",
+        )
+        .open()
+        .await;
+    window.hold().await;
+    // ...nor when the PO goes and its objects are swept by owner label (a PO whose status
+    // records no inventory: installed by a manager that kept none). The sweep deletes what
+    // POM wrote (the Deployment) and leaves what the operator made.
+    manager.stop().await;
+    let pos = dynamic_api(
+        &admin,
+        "platform.openshift.io",
+        "v1alpha1",
+        "PlatformOperator",
+        "platformoperators",
+        None,
+    );
+    pos.patch_status(
+        "copier",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"inventory": []}})),
+    )
+    .await
+    .unwrap();
+    pos.delete("copier", &DeleteParams::default())
+        .await
+        .unwrap();
+    let manager = Manager::start(admin.clone(), settings.clone());
+    eventually(
+        Duration::from_secs(120),
+        "the PO removed by its cleanup",
+        || {
+            let pos = pos.clone();
+            async move { pos.get_opt("copier").await.unwrap().is_none().then_some(()) }
+        },
+    )
+    .await;
+    eventually(
+        Duration::from_secs(60),
+        "the sweep to delete what POM applied (the Deployment)",
+        || {
+            let (deployments, name) = (deployments.clone(), bundle.deployment_name());
+            async move {
+                deployments
+                    .get_opt(&name)
+                    .await
+                    .unwrap()
+                    .is_none()
+                    .then_some(())
+            }
+        },
+    )
+    .await;
+    for name in ["operator-state", "older-child"] {
+        assert!(
+            maps(&admin, "copier")
+                .get_opt(name)
+                .await
+                .unwrap()
+                .is_some(),
+            "the sweep deleted the operator's own ConfigMap {name}"
+        );
+    }
+    assert!(
+        Api::<Service>::namespaced(admin.clone(), "copier")
+            .get_opt("operator-metrics-copy")
+            .await
+            .unwrap()
+            .is_some(),
+        "the sweep deleted the operator's own Service"
+    );
+    manager.stop().await;
 }

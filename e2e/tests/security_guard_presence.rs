@@ -10,6 +10,10 @@
 //!   over a window longer than every resync.
 //!
 //! Once the binding is back, the Degraded clears and the drift is repaired.
+//!
+//! The owner-label guard bounds tenants, not the manager (review finding on issue 33 item 5):
+//! without its binding the ClusterOperator is Degraded (the same reason, naming it) while POM
+//! keeps writing: the Deployment deleted by hand is put back.
 
 use std::time::Duration;
 
@@ -162,6 +166,62 @@ async fn without_its_admission_guard_the_manager_writes_nothing_but_status() {
             .await
             .filter(|(s, _, _)| s == "False")
     })
+    .await;
+
+    // The owner-label guard's binding deleted: Degraded, naming it, but writes go on.
+    use pom_controller::owner_label_guard::{self, OWNER_LABEL_GUARD};
+    bindings
+        .delete(OWNER_LABEL_GUARD, &DeleteParams::default())
+        .await
+        .unwrap();
+    let (_, _, message) = eventually(
+        WAIT,
+        "the ClusterOperator Degraded (owner label)",
+        || async {
+            co_condition(&admin, "Degraded")
+                .await
+                .filter(|(s, r, _)| s == "True" && r == "AdmissionGuardMissing")
+        },
+    )
+    .await;
+    assert!(
+        message.contains(&format!(
+            "ValidatingAdmissionPolicyBinding {OWNER_LABEL_GUARD} does not exist"
+        )) && message.contains("POM keeps installing and repairing"),
+        "{message}\n{}",
+        manager.log_tail(30)
+    );
+    deployments
+        .delete(&deployment, &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(
+        WAIT,
+        "the Deployment put back without the owner-label guard",
+        || async { deployments.get_opt(&deployment).await.ok()? },
+    )
+    .await;
+    assert_eq!(
+        po_condition(&admin, "alpha", "Degraded")
+            .await
+            .map(|(s, _, _)| s)
+            .as_deref(),
+        Some("False"),
+        "the PO is not degraded by a guard that does not bound the manager"
+    );
+    bindings
+        .create(&PostParams::default(), &owner_label_guard::binding())
+        .await
+        .unwrap();
+    eventually(
+        WAIT,
+        "the ClusterOperator no longer Degraded (owner label)",
+        || async {
+            co_condition(&admin, "Degraded")
+                .await
+                .filter(|(s, _, _)| s == "False")
+        },
+    )
     .await;
     drop(manager);
 }

@@ -478,7 +478,9 @@ pub fn presence(
 
 /// Whether both guards the install ships are in place: the manager's ([`presence`]) and the
 /// owner-label guard ([`crate::owner_label_guard`]), each found by name among the live
-/// policies and bindings; the first problem found.
+/// policies and bindings; the first problem found. The owner-label guard bounds tenants, not
+/// the manager: without it the state is [`GuardState::OwnerLabelGuardDown`] (Degraded, writes
+/// go on), never a stop of POM's writes.
 #[must_use]
 pub fn presence_of_both(
     live_policies: &[&ValidatingAdmissionPolicy],
@@ -501,12 +503,22 @@ pub fn presence_of_both(
     match presence(policy_live, binding_live) {
         GuardState::Intact => {
             let (policy_live, binding_live) = named(OWNER_LABEL_GUARD);
-            presence_of(
+            match presence_of(
                 OWNER_LABEL_GUARD,
                 &owner_label_guard::policy(),
                 policy_live,
                 binding_live,
-            )
+            ) {
+                GuardState::Missing { object } => GuardState::OwnerLabelGuardDown {
+                    object,
+                    detail: "does not exist".to_owned(),
+                },
+                GuardState::Changed { object, detail } => GuardState::OwnerLabelGuardDown {
+                    object,
+                    detail: format!("is not as shipped ({detail})"),
+                },
+                state => state,
+            }
         }
         problem => problem,
     }
@@ -673,10 +685,14 @@ mod tests {
             presence_of_both(&[&other, &owner, &guard], &[&owner_binding, &guard_binding]),
             GuardState::Intact
         );
+        // The owner-label guard bounds tenants: without it, Degraded while writes go on.
+        let down = presence_of_both(&[&guard, &other], &[&owner_binding, &guard_binding]);
         assert!(matches!(
-            presence_of_both(&[&guard, &other], &[&owner_binding, &guard_binding]),
-            GuardState::Missing { object } if object == format!("ValidatingAdmissionPolicy {OWNER_LABEL_GUARD}")
+            &down,
+            GuardState::OwnerLabelGuardDown { object, detail } if *object == format!("ValidatingAdmissionPolicy {OWNER_LABEL_GUARD}") && detail == "does not exist"
         ));
+        assert!(down.allows_writes() && down.problem().is_none());
+        assert!(down.degradation().unwrap().contains(OWNER_LABEL_GUARD));
         let mut loosened = owner_label_guard::policy();
         loosened
             .spec
@@ -688,8 +704,11 @@ mod tests {
             .expression = "true".into();
         assert!(matches!(
             presence_of_both(&[&guard, &loosened], &[&owner_binding, &guard_binding]),
-            GuardState::Changed { object, .. } if object.contains(OWNER_LABEL_GUARD)
+            GuardState::OwnerLabelGuardDown { object, detail } if object.contains(OWNER_LABEL_GUARD) && detail.contains("not as shipped")
         ));
+        // The manager's own guard missing still stops every write.
+        let stopped = presence_of_both(&[&owner], &[&owner_binding, &guard_binding]);
+        assert!(!stopped.allows_writes() && stopped.degradation() == stopped.problem());
         assert!(matches!(
             presence_of_both(&[&owner], &[&owner_binding, &guard_binding]),
             GuardState::Missing { object } if object == format!("ValidatingAdmissionPolicy {GUARD}")

@@ -36,6 +36,13 @@ pub enum Error {
         pom_api::labels::CRD_SAFETY_OVERRIDE
     )]
     UnsafeCrdChange { bundle: String, details: String },
+    /// Another PlatformOperator holds the namespace this one would watch or install into
+    /// (issue 33 item 5), found when the bundle is read (a first install's default namespace)
+    /// or just before writing (the watched Namespace labelled meanwhile).
+    #[error("{}", clash.message())]
+    NamespaceClash {
+        clash: pom_policy::namespace_clash::NamespaceClash,
+    },
     #[error(
         "{kind} {name} is already installed by PlatformOperator {owner}; two PlatformOperators cannot own one object: delete one of them, or choose another spec.installNamespace (a PlatformOperator that no longer exists still owns what it left, unless it was of the same package: remove the {} label from the object to free it)",
         pom_api::labels::OWNER_PO
@@ -128,6 +135,7 @@ impl Error {
                 _ => Reason::UnpackFailed,
             },
             Self::UnsafeCrdChange { .. } => Reason::UnsafeCRDChange,
+            Self::NamespaceClash { .. } => Reason::InstallModeUnsupported,
             Self::OwnershipConflict { .. } => Reason::OwnershipConflict,
             Self::AdoptionRefused { .. } | Self::SecretExists { .. } => Reason::AdoptionRefused,
             Self::ReservedSecretName { .. } => Reason::ContentPolicyViolation,

@@ -12,6 +12,17 @@
 //! change or remove it: a CREATE that carries it and an UPDATE that changes its value (added,
 //! changed, removed) are refused.
 //!
+//! One principled exception (review finding): an operator POM installed copies labels from
+//! the objects POM applied for it (operator-lib makes a ServiceMonitor from its metrics
+//! Service's labels; controllers doing CreateOrUpdate copy the Deployment's labels onto the
+//! children), so a ServiceAccount of a namespace may mark an object *in that same namespace*
+//! with the owner label's value *that the Namespace itself carries* (the PlatformOperator POM
+//! installed there), at creation or by adding it. That marks nothing for another PO and
+//! exempts nothing outside the namespace that PO's operator already holds; it never changes
+//! nor removes the value. POM never deletes such an object: its owner-label sweep deletes only
+//! what POM's own field manager wrote (`operator/objects.rs`), and prune and cleanup otherwise
+//! delete by the inventory.
+//!
 //! Who it applies to: every request but those of `system:` identities (the API server's
 //! controllers, nodes, and the platform's namespaces' ServiceAccounts, the manager's
 //! included, but not those of the platform namespaces where third-party code runs, such as
@@ -75,13 +86,32 @@ fn tenant_cel() -> String {
     )
 }
 
+/// CEL: the request comes from a ServiceAccount of the namespace it writes in.
+fn own_namespace_service_account_cel() -> String {
+    format!(
+        "request.namespace != '' && request.userInfo.username.startsWith('{SERVICE_ACCOUNT_PREFIX}' + request.namespace + ':')"
+    )
+}
+
+/// CEL: the owner label is unchanged, or a ServiceAccount of the namespace adds (at creation
+/// or later) the value the Namespace itself carries (the exception in the module
+/// documentation). `namespaceObject` is null for cluster-scoped objects, which
+/// [`label_cel`] reads as no label.
+fn owner_label_rule() -> String {
+    let (old_owner, new_owner, namespace_owner) = (
+        label_cel("oldObject", OWNER_PO),
+        label_cel("object", OWNER_PO),
+        label_cel("namespaceObject", OWNER_PO),
+    );
+    format!(
+        "{new_owner} == {old_owner} || ({} && {old_owner} == '' && {new_owner} == {namespace_owner})",
+        own_namespace_service_account_cel()
+    )
+}
+
 /// The policy (see the module documentation).
 #[must_use]
 pub fn policy() -> ValidatingAdmissionPolicy {
-    let (old_owner, new_owner) = (
-        label_cel("oldObject", OWNER_PO),
-        label_cel("object", OWNER_PO),
-    );
     ValidatingAdmissionPolicy {
         metadata: ObjectMeta {
             name: Some(OWNER_LABEL_GUARD.to_owned()),
@@ -104,12 +134,13 @@ pub fn policy() -> ValidatingAdmissionPolicy {
                 expression: tenant_cel(),
             }]),
             validations: Some(vec![Validation {
-                expression: format!("{new_owner} == {old_owner}"),
+                expression: owner_label_rule(),
                 message: Some(format!(
                     "{OWNER_LABEL_GUARD}: only {NAME} sets, changes or removes the {OWNER_PO} \
                      label (it marks the objects POM manages, which the webhooks POM installs \
-                     leave alone); to hand an object to a PlatformOperator, annotate it \
-                     {ADOPT}=<name>"
+                     leave alone), but that an operator's ServiceAccount may copy its own \
+                     namespace's value onto what it creates there; to hand an object to a \
+                     PlatformOperator, annotate it {ADOPT}=<name>"
                 )),
                 reason: Some("Forbidden".to_owned()),
                 ..Validation::default()
@@ -161,6 +192,27 @@ mod tests {
                 .expression
                 .contains(&format!("metadata.labels['{OWNER_PO}']"))
         );
+        // Unchanged passes; otherwise only the namespace's own value, added by one of its
+        // ServiceAccounts in it, never a change or a removal.
+        let expression = &validation.expression;
+        assert!(expression.starts_with(&format!(
+            "{} == {} || (",
+            label_cel("object", OWNER_PO),
+            label_cel("oldObject", OWNER_PO)
+        )));
+        assert!(expression.contains(
+            "request.userInfo.username.startsWith('system:serviceaccount:' + request.namespace + ':')"
+        ));
+        assert!(expression.contains("request.namespace != ''"));
+        assert!(expression.contains(&format!("{} == ''", label_cel("oldObject", OWNER_PO))));
+        assert!(expression.contains(&format!(
+            "{} == {}",
+            label_cel("object", OWNER_PO),
+            label_cel("namespaceObject", OWNER_PO)
+        )));
+        // A cluster-scoped object has no namespaceObject: read as no label, so never equal
+        // to a label it carries.
+        assert!(label_cel("namespaceObject", OWNER_PO).starts_with("(namespaceObject == null ||"));
         assert_eq!(
             binding().spec.unwrap().validation_actions,
             Some(vec!["Deny".to_owned()])

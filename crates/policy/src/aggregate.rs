@@ -359,7 +359,7 @@ fn progressing_condition(progressing: Vec<String>) -> Desired {
 
 /// Degraded: the manager's own fault heads the condition (issue 22 item 2), then the POs'.
 fn degraded_condition(degraded: Vec<String>, guard: &GuardState) -> Desired {
-    if let Some(message) = guard.problem() {
+    if let Some(message) = guard.degradation() {
         let message = if degraded.is_empty() {
             message
         } else {

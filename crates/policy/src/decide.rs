@@ -16,11 +16,12 @@ use pom_resolver::select::{self, CatalogInput, InstalledBundle, PinPolicy, Resol
 use pom_resolver::verdict::{self, Judgement, Verdict};
 use semver::Version;
 
+use crate::namespace_clash::{ClashSide, NamespaceClash};
 use crate::pre_update;
 use crate::request::{PoRequest, RequestError};
 use crate::snapshot::{
     CatalogContent, CatalogView, ClusterView, GateReading, Hop, Installed, PoSnapshot,
-    UnsettledMoveAction, WatchNamespaceTaken,
+    UnsettledMoveAction,
 };
 
 /// What to do with one PlatformOperator now.
@@ -64,6 +65,10 @@ pub struct PoDecision {
     /// `spec.soak` (zero when not asked for or unreadable): status records the soak after a
     /// settled move with it ([`crate::soak`]).
     pub soak: std::time::Duration,
+    /// A namespace this PO may not hold objects in (another PO's install namespace it was
+    /// refused to watch): what its inventory records there is deleted
+    /// ([`crate::steps::Step::Withdraw`]).
+    pub withdraw_from: Option<String>,
 }
 
 /// A change of the configuration of the operator that runs.
@@ -390,6 +395,7 @@ impl PoDecision {
             config_change: None,
             po: String::new(),
             soak: std::time::Duration::ZERO,
+            withdraw_from: None,
         }
     }
 
@@ -596,8 +602,8 @@ fn usable<'s>(s: &'s PoSnapshot<'_>) -> ControlFlow<PoDecision, Usable<'s>> {
     if let Some(winner) = &s.duplicate_of {
         return ControlFlow::Break(duplicate(installed, winner));
     }
-    if let Some(taken) = &s.watch_namespace_taken {
-        return ControlFlow::Break(watch_namespace_taken(installed, taken));
+    if let Some(clash) = &s.namespace_clash {
+        return ControlFlow::Break(namespace_clash(installed, clash));
     }
     let request = match &s.request {
         Ok(request) => request,
@@ -651,24 +657,26 @@ fn duplicate(installed: Option<&Installed>, winner: &str) -> PoDecision {
     )
 }
 
-/// A PO whose `spec.watchNamespace` is another PO's install namespace is refused: its
-/// operator would hold a watcher's RBAC over what the other operator owns (issue 33 item 5).
-/// Nothing is written for it, as for a duplicate; what it installed before keeps running
-/// unjudged.
-fn watch_namespace_taken(installed: Option<&Installed>, taken: &WatchNamespaceTaken) -> PoDecision {
-    let WatchNamespaceTaken { namespace, other } = taken;
-    let message = format!(
-        "spec.watchNamespace {namespace:?} is the install namespace of PlatformOperator {other}: an operator may not watch (and get RBAC in) another PlatformOperator's namespace; delete and recreate this PlatformOperator with a spec.watchNamespace of its own"
-    );
+/// A PO that watches or installs into a namespace another PO holds is refused (issue 33
+/// item 5): its operator would hold a watcher's RBAC over what the other operator owns, or the
+/// other's over it. Nothing is written for it, as for a duplicate; what it installed before
+/// keeps running unjudged, but a refused watcher's objects in the other's namespace are
+/// withdrawn ([`PoDecision::withdraw_from`]): it keeps no powers there.
+fn namespace_clash(installed: Option<&Installed>, clash: &NamespaceClash) -> PoDecision {
+    let message = clash.message();
     let verdict = match installed {
         None => Upgradeability::yes("not installed by this PlatformOperator"),
         Some(i) => Upgradeability::unknown(format!("{} still runs: {message}", i.bundle.name)),
     };
-    PoDecision::new(Action::Nothing, verdict).with_problem(
+    let mut decision = PoDecision::new(Action::Nothing, verdict).with_problem(
         Reason::InstallModeUnsupported,
         message,
         true,
-    )
+    );
+    if clash.side == ClashSide::Watches {
+        decision.withdraw_from = Some(clash.namespace.clone());
+    }
+    decision
 }
 
 /// A spec that cannot be read judges nothing; what runs is still re-applied.

@@ -117,6 +117,37 @@ pub fn to_clean_up(inventory: &[BundleInventory]) -> Vec<InventoryObject> {
     objects
 }
 
+/// What the inventory records in `namespace` (CRDs are cluster-scoped, so never among them):
+/// what a PlatformOperator refused to watch another's install namespace withdraws from it.
+#[must_use]
+pub fn in_namespace(inventory: &[BundleInventory], namespace: &str) -> Vec<InventoryObject> {
+    inventory
+        .iter()
+        .flat_map(|e| &e.objects)
+        .filter(|o| o.namespace.as_deref() == Some(namespace))
+        .cloned()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect()
+}
+
+/// `inventory` without what it records in `namespace`, once withdrawn from it.
+#[must_use]
+pub fn without_namespace(inventory: &[BundleInventory], namespace: &str) -> Vec<BundleInventory> {
+    inventory
+        .iter()
+        .map(|e| BundleInventory {
+            bundle: e.bundle.clone(),
+            objects: e
+                .objects
+                .iter()
+                .filter(|o| o.namespace.as_deref() != Some(namespace))
+                .cloned()
+                .collect(),
+        })
+        .collect()
+}
+
 /// A Validating- or MutatingWebhookConfiguration.
 #[must_use]
 pub fn is_webhook_configuration(object: &InventoryObject) -> bool {
@@ -276,5 +307,36 @@ mod tests {
             },
         ];
         assert_eq!(to_prune(&inventory, "op.v2"), vec![gone]);
+    }
+
+    #[test]
+    fn a_namespace_is_withdrawn_from_every_bundle_and_only_it() {
+        let rb = |ns: &str| {
+            obj(
+                "rbac.authorization.k8s.io/v1",
+                "RoleBinding",
+                Some(ns),
+                "op",
+            )
+        };
+        let inventory = vec![
+            BundleInventory {
+                bundle: "op.v1".into(),
+                objects: vec![rb("team"), deployment("op"), crd("widgets.example.com")],
+            },
+            BundleInventory {
+                bundle: "op.v2".into(),
+                objects: vec![rb("team"), rb("ns")],
+            },
+        ];
+        assert_eq!(in_namespace(&inventory, "team"), vec![rb("team")]);
+        let after = without_namespace(&inventory, "team");
+        assert!(in_namespace(&after, "team").is_empty());
+        assert_eq!(
+            after[0].objects,
+            vec![deployment("op"), crd("widgets.example.com")]
+        );
+        assert_eq!(after[1].objects, vec![rb("ns")]);
+        assert!(in_namespace(&inventory, "nowhere").is_empty());
     }
 }

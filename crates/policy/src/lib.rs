@@ -19,6 +19,7 @@ pub mod decide;
 pub mod duration;
 pub mod hop_powers;
 pub mod inventory;
+pub mod namespace_clash;
 pub mod ownership;
 pub mod plan;
 pub mod pre_update;

@@ -10,6 +10,7 @@ use pom_resolver::cluster::ClusterPhase;
 use pom_resolver::fbc::{Catalog, MaxOpenShiftVersion};
 use semver::Version;
 
+use crate::namespace_clash::NamespaceClash;
 use crate::request::{PoRequest, RequestError};
 
 /// Everything `decide` depends on.
@@ -21,9 +22,9 @@ pub struct PoSnapshot<'a> {
     pub request: Result<PoRequest, RequestError>,
     /// An older PlatformOperator already manages this package (it wins).
     pub duplicate_of: Option<String>,
-    /// `spec.watchNamespace` is another PlatformOperator's install namespace
-    /// ([`watch_namespace_taken`]; issue 33 item 5).
-    pub watch_namespace_taken: Option<WatchNamespaceTaken>,
+    /// Another PlatformOperator holds the namespace this one watches or installs into
+    /// ([`crate::namespace_clash`]; issue 33 item 5).
+    pub namespace_clash: Option<NamespaceClash>,
     /// What runs now, from the PO's status.
     pub installed: Option<Installed>,
     /// The last move and whether it settled, from the PO's status.
@@ -157,20 +158,40 @@ pub enum GuardState {
     Missing { object: String },
     /// The object is there but not as shipped.
     Changed { object: String, detail: String },
+    /// The manager's guard is intact but the owner-label guard (which bounds tenants, not the
+    /// manager) is not: `object` (kind and name) `detail` ("does not exist", "is not as
+    /// shipped (...)"). The cluster operator is Degraded; POM keeps writing, since stopping
+    /// its own writes would not bound any tenant and would stop drift repair and upgrades.
+    OwnerLabelGuardDown { object: String, detail: String },
 }
 
 impl GuardState {
     /// Whether POM may write to the cluster (beyond status and Events).
     #[must_use]
     pub fn allows_writes(&self) -> bool {
-        matches!(self, Self::Intact | Self::Unchecked)
+        matches!(
+            self,
+            Self::Intact | Self::Unchecked | Self::OwnerLabelGuardDown { .. }
+        )
     }
 
-    /// What is wrong, for the admin; `None` when writes are allowed.
+    /// What degrades the cluster operator, for the admin: [`GuardState::problem`], or the
+    /// owner-label guard not in place while writes go on.
+    #[must_use]
+    pub fn degradation(&self) -> Option<String> {
+        match self {
+            Self::OwnerLabelGuardDown { object, detail } => Some(format!(
+                "the owner-label guard is not in place: {object} {detail}; any user may now set or change the platform.openshift.io/owner label (exempting objects from the webhooks POM installs); POM keeps installing and repairing (its own guard still bounds it): re-apply POM's install manifests"
+            )),
+            _ => self.problem(),
+        }
+    }
+
+    /// What stops POM's writes, for the admin; `None` when writes are allowed.
     #[must_use]
     pub fn problem(&self) -> Option<String> {
         match self {
-            Self::Intact | Self::Unchecked => None,
+            Self::Intact | Self::Unchecked | Self::OwnerLabelGuardDown { .. } => None,
             Self::Missing { object } => Some(format!(
                 "the manager's admission guard is not in place: {object} does not exist; POM writes nothing but status until it is back: re-apply POM's install manifests"
             )),
@@ -229,49 +250,6 @@ impl UnsettledMoveAction {
             Self::Skip(bundle) | Self::Abandon(bundle) => bundle,
         }
     }
-}
-
-/// A PlatformOperator's `spec.watchNamespace` that is another one's install namespace: its
-/// operator would get the RBAC of a watcher in a namespace that other operator owns (its
-/// Secrets, its ServiceAccounts' tokens, its Deployments).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WatchNamespaceTaken {
-    /// The watched namespace.
-    pub namespace: String,
-    /// The PlatformOperator that installs into it.
-    pub other: String,
-}
-
-/// The install namespace of `po` as the manager knows it: recorded in its status, else asked
-/// for in its spec (`None` before a first install that names none).
-#[must_use]
-pub fn known_install_namespace(po: &pom_api::PlatformOperator) -> Option<&str> {
-    po.status
-        .as_ref()
-        .and_then(|s| s.install_namespace.as_deref())
-        .or(po.spec.install_namespace.as_deref())
-}
-
-/// Whether `po`'s `spec.watchNamespace` is the install namespace of one of `others` (the
-/// PlatformOperators the manager knows; `po` itself among them is skipped, and one being
-/// deleted still owns its namespace until it is gone). The first such PO by name.
-#[must_use]
-pub fn watch_namespace_taken<'p>(
-    po: &pom_api::PlatformOperator,
-    others: impl IntoIterator<Item = &'p pom_api::PlatformOperator>,
-) -> Option<WatchNamespaceTaken> {
-    let watched = po.spec.watch_namespace.as_deref()?;
-    let name = po.metadata.name.as_deref();
-    others
-        .into_iter()
-        .filter(|other| other.metadata.name.as_deref() != name)
-        .filter(|other| known_install_namespace(other) == Some(watched))
-        .filter_map(|other| other.metadata.name.clone())
-        .min()
-        .map(|other| WatchNamespaceTaken {
-            namespace: watched.to_owned(),
-            other,
-        })
 }
 
 /// The installed bundle as the status records it, with its version parsed.

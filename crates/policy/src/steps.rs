@@ -51,6 +51,10 @@ pub enum Step {
     /// Remember on the PO that its operator reports OperatorConditions (`upgradeGate: Auto`),
     /// when the gather or the apply saw it report.
     MarkReported,
+    /// Delete what the inventory records in `namespace`, another PlatformOperator's install
+    /// namespace this one was refused to watch, and drop it from the inventory the status
+    /// records (issue 33 item 5): a refused PO keeps no powers there.
+    Withdraw { namespace: String },
     /// Compute the status from the decision and the outcome ([`status::compute`], pure).
     Report,
     /// Keep a full check that found a settled bundle and wrote nothing for reuse, or forget
@@ -77,6 +81,7 @@ impl Step {
             Self::AnnounceMove => "announce the move",
             Self::Apply => "apply",
             Self::MarkReported => "mark reported",
+            Self::Withdraw { .. } => "withdraw from another's namespace",
             Self::Report => "report",
             Self::RememberCleanCheck => "remember the clean check",
             Self::WriteStatus => "write status",
@@ -143,6 +148,11 @@ pub fn plan(input: &PlanInput<'_>) -> Vec<Step> {
     if input.writes_allowed && !input.reported_mark_present {
         steps.push(Step::MarkReported);
     }
+    if let Some(namespace) = withdraws_from(input) {
+        steps.push(Step::Withdraw {
+            namespace: namespace.to_owned(),
+        });
+    }
     steps.push(Step::Report);
     if !reuses_clean_check(input) {
         steps.push(Step::RememberCleanCheck);
@@ -167,6 +177,15 @@ fn act_steps(input: &PlanInput<'_>) -> Vec<Step> {
     }
     steps.push(Step::Apply);
     steps
+}
+
+/// The namespace whose recorded objects this reconcile deletes: the decision withdraws from it,
+/// the guard allows writes, and the inventory records something there.
+fn withdraws_from<'a>(input: &PlanInput<'a>) -> Option<&'a str> {
+    let namespace = input.decision.withdraw_from.as_deref()?;
+    (input.writes_allowed
+        && !inventory::in_namespace(&input.recorded.inventory, namespace).is_empty())
+    .then_some(namespace)
 }
 
 /// A steady Keep with a clean check that still holds, and no configuration change to apply,

@@ -1177,6 +1177,45 @@ fn a_missing_admission_guard_degrades_the_cluster_operator() {
     }
 }
 
+/// Review finding on issue 33 item 5: without the owner-label guard (it bounds tenants, not
+/// the manager) the ClusterOperator is Degraded with the same reason, naming it, while POM
+/// keeps writing (`GuardState::allows_writes`).
+#[test]
+fn a_missing_owner_label_guard_degrades_without_stopping_writes() {
+    let guard = GuardState::OwnerLabelGuardDown {
+        object: "ValidatingAdmissionPolicy platform-operators-owner-label-guard".to_owned(),
+        detail: "does not exist".to_owned(),
+    };
+    assert!(guard.allows_writes() && guard.problem().is_none());
+    let status = aggregate::compute(
+        &[],
+        &previous(),
+        RELEASE,
+        MANAGER_NAMESPACE,
+        known(PhaseKind::Steady),
+        &guard,
+        &now(),
+    );
+    let degraded = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == types::DEGRADED)
+        .unwrap();
+    assert_eq!(
+        (
+            degraded.status.as_str(),
+            degraded.reason.as_deref().unwrap_or_default()
+        ),
+        ("True", "AdmissionGuardMissing")
+    );
+    let message = degraded.message.clone().unwrap_or_default();
+    assert!(
+        message.contains("platform-operators-owner-label-guard does not exist")
+            && message.contains("POM keeps installing and repairing"),
+        "{message}"
+    );
+}
+
 /// Issue 35 item 5: the blocking `Upgradeable` message opens as OLM v0's
 /// `IncompatibleOperatorsInstalled` does, naming the minor it blocks when the cluster says
 /// which one that is, and lists the POs one per line, `- <po>: ...`.

@@ -67,7 +67,7 @@ fn snapshot(installed: &str, policy: PreUpdateHops) -> PoSnapshot<'static> {
         name: "demo".to_owned(),
         request: pom_policy::PoRequest::from_spec("demo", &po.spec),
         duplicate_of: None,
-        watch_namespace_taken: None,
+        namespace_clash: None,
         requested_update: None,
         installed: Some(Installed::from_status(
             &InstalledBundle {

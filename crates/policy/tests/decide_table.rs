@@ -210,6 +210,20 @@ mod fixture {
         },
     }
 
+    /// Another PlatformOperator the manager knows.
+    #[derive(Debug, Clone, Copy)]
+    pub struct Other {
+        pub name: &'static str,
+        /// `spec.installNamespace`.
+        pub spec: Option<&'static str>,
+        /// `status.installNamespace`.
+        pub status: Option<&'static str>,
+        /// `spec.watchNamespace`.
+        pub watch: Option<&'static str>,
+        /// Seconds after this PO it was created (negative: before, so older).
+        pub created_after: i64,
+    }
+
     /// A row's snapshot, in the spec's words.
     #[derive(Debug, Clone)]
     pub struct World {
@@ -222,7 +236,11 @@ mod fixture {
         pub duplicate_of: Option<String>,
         /// The other PlatformOperators the manager knows: (name, `spec.installNamespace`,
         /// `status.installNamespace`).
-        pub others: Vec<(&'static str, Option<&'static str>, Option<&'static str>)>,
+        /// Other PlatformOperators: (name, asked install namespace, recorded install
+        /// namespace, watch namespace, created `n` seconds after this PO, negative: before).
+        pub others: Vec<Other>,
+        /// The owner label of the Namespace this PO watches, as the gather reads it.
+        pub watched_owner: Option<&'static str>,
         pub found_bundle_label: Option<String>,
         /// The `unsettled-move` annotation's value.
         pub unsettled_move: Option<String>,
@@ -292,6 +310,7 @@ mod fixture {
             },
             duplicate_of: None,
             others: Vec::new(),
+            watched_owner: None,
             found_bundle_label: None,
             requested_update: None,
             unsettled_move: None,
@@ -496,42 +515,77 @@ mod fixture {
             self
         }
 
-        /// Another PlatformOperator, installing into `spec` (asked) or `status` (recorded).
+        /// Another, older PlatformOperator, installing into `spec` (asked) or `status`
+        /// (recorded).
         pub fn other(
-            mut self,
+            self,
             name: &'static str,
             spec: Option<&'static str>,
             status: Option<&'static str>,
         ) -> Self {
-            self.others.push((name, spec, status));
+            self.other_po(Other {
+                name,
+                spec,
+                status,
+                watch: None,
+                created_after: -60,
+            })
+        }
+
+        /// Another PlatformOperator, as described.
+        pub fn other_po(mut self, other: Other) -> Self {
+            self.others.push(other);
             self
         }
 
-        /// What the manager's gather step finds: this PO's watch namespace among the others'
-        /// install namespaces, by the pure function it calls.
-        pub fn watch_namespace_taken(&self) -> Option<pom_policy::snapshot::WatchNamespaceTaken> {
-            let po = |name: &str, spec: PlatformOperatorSpec, status: Option<&str>| {
-                let mut po = pom_api::PlatformOperator::new(name, spec);
-                po.status = status.map(|ns| pom_api::platform_operator::PlatformOperatorStatus {
-                    install_namespace: Some(ns.to_owned()),
-                    ..Default::default()
-                });
-                po
-            };
-            let this = po("demo", self.spec.clone(), None);
+        /// This PO asks to install into `namespace` (`spec.installNamespace`).
+        pub fn install_namespace(mut self, namespace: &str) -> Self {
+            self.spec.install_namespace = Some(namespace.to_owned());
+            self
+        }
+
+        /// The Namespace this PO watches carries `owner`'s owner label.
+        pub fn watched_owned_by(mut self, owner: &'static str) -> Self {
+            self.watched_owner = Some(owner);
+            self
+        }
+
+        /// What the manager's gather step finds: this PO's namespaces against the others', by
+        /// the pure function it calls.
+        pub fn namespace_clash(&self) -> Option<pom_policy::namespace_clash::NamespaceClash> {
+            let po =
+                |name: &str, spec: PlatformOperatorSpec, status: Option<&str>, created: i64| {
+                    let mut po = pom_api::PlatformOperator::new(name, spec);
+                    po.metadata.creation_timestamp =
+                        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                            Timestamp::from_second(now().as_second() - 3600 + created).unwrap(),
+                        ));
+                    po.status =
+                        status.map(|ns| pom_api::platform_operator::PlatformOperatorStatus {
+                            install_namespace: Some(ns.to_owned()),
+                            ..Default::default()
+                        });
+                    po
+                };
+            let mut this = po("demo", self.spec.clone(), None, 0);
+            if let Some(installed) = &self.installed {
+                this.status.get_or_insert_default().installed_bundle =
+                    Some(installed.bundle.clone());
+            }
             let others: Vec<_> = self
                 .others
                 .iter()
-                .map(|(name, spec_ns, status_ns)| {
+                .map(|other| {
                     let spec = PlatformOperatorSpec {
-                        install_namespace: spec_ns.map(str::to_owned),
+                        install_namespace: other.spec.map(str::to_owned),
+                        watch_namespace: other.watch.map(str::to_owned),
                         ..self.spec.clone()
                     };
-                    po(name, spec, *status_ns)
+                    po(other.name, spec, other.status, other.created_after)
                 })
                 .chain([this.clone()])
                 .collect();
-            pom_policy::snapshot::watch_namespace_taken(&this, &others)
+            pom_policy::namespace_clash::namespace_clash(&this, &others, self.watched_owner)
         }
 
         pub fn request(&self) -> Result<PoRequest, RequestError> {
@@ -576,7 +630,7 @@ mod fixture {
                 name: "demo".to_owned(),
                 request: self.request(),
                 duplicate_of: self.duplicate_of.clone(),
-                watch_namespace_taken: self.watch_namespace_taken(),
+                namespace_clash: self.namespace_clash(),
                 requested_update: self.requested_update.map(v),
                 // As the manager's gather step builds it: a lost status recovered from the
                 // objects' bundle label when a catalog lists the bundle.
@@ -643,8 +697,8 @@ mod fixture {
 }
 
 use fixture::{
-    Catalogs, Cluster, DESIRED, Gate, LastHop, World, bundle_name, cluster_proxy, operator_config,
-    world,
+    Catalogs, Cluster, DESIRED, Gate, LastHop, Other, World, bundle_name, cluster_proxy,
+    operator_config, world,
 };
 use pom_api::conditions::{ConditionStatus, Reason};
 use pom_api::platform_operator::{PinReason, UpgradeGate};
@@ -687,6 +741,8 @@ struct Outcome {
     deadline_exceeded: bool,
     /// `spec.paused` withheld every write.
     paused: bool,
+    /// The namespace whose recorded objects the PO withdraws (a refused watcher's).
+    withdraws: Option<String>,
 }
 
 impl Outcome {
@@ -723,6 +779,7 @@ impl Outcome {
             problem: decision.problem.as_ref().map(|p| (p.reason, p.degrades)),
             deadline_exceeded: decision.deadline_exceeded,
             paused: decision.paused.is_some(),
+            withdraws: decision.withdraw_from.clone(),
         }
     }
 }
@@ -783,6 +840,7 @@ fn expect(action: Act) -> Expect {
             problem: None,
             deadline_exceeded: false,
             paused: false,
+            withdraws: None,
         },
         verdict_says: vec![],
         problem_says: vec![],
@@ -842,6 +900,12 @@ impl Expect {
 
     fn verdict_says(mut self, text: &'static str) -> Self {
         self.verdict_says.push(text);
+        self
+    }
+
+    /// A refused watcher withdraws what it recorded in `namespace`.
+    fn withdraws(mut self, namespace: &str) -> Self {
+        self.outcome.withdraws = Some(namespace.to_owned());
         self
     }
 
@@ -1682,7 +1746,8 @@ fn rows() -> Vec<Row> {
             nothing()
                 .problem(Reason::InstallModeUnsupported, true)
                 .problem_says("spec.watchNamespace \"team-b\"")
-                .problem_says("PlatformOperator b"),
+                .problem_says("PlatformOperator b")
+                .withdraws("team-b"),
         ),
         row(
             "watchNamespace is another PO's asked install namespace: nothing, what runs unjudged",
@@ -1693,7 +1758,89 @@ fn rows() -> Vec<Row> {
             nothing()
                 .unknown()
                 .problem(Reason::InstallModeUnsupported, true)
-                .problem_says("PlatformOperator b"),
+                .problem_says("PlatformOperator b")
+                .withdraws("team-b"),
+        ),
+        row(
+            "watchNamespace is a younger PO's recorded install namespace: the older watcher wins, installs",
+            world().watching("team-b").other_po(Other {
+                name: "b",
+                spec: None,
+                status: Some("team-b"),
+                watch: None,
+                created_after: 60,
+            }),
+            move_to("2.0.0", Steady, "=2.0.0").pin(Install, "*"),
+        ),
+        row(
+            "watchNamespace labelled as a younger PO's Namespace: refused all the same (the label decides), withdrawn",
+            world()
+                .installed("1.1.0")
+                .watching("team-b")
+                .watched_owned_by("b")
+                .other_po(Other {
+                    name: "b",
+                    spec: None,
+                    status: Some("team-b"),
+                    watch: None,
+                    created_after: 60,
+                }),
+            nothing()
+                .unknown()
+                .problem(Reason::InstallModeUnsupported, true)
+                .problem_says("carries the owner label of PlatformOperator b")
+                .withdraws("team-b"),
+        ),
+        row(
+            "watchNamespace of an older PO's defaulted install namespace (installed before POM recorded it: its name)",
+            world().watching("b").other_po(Other {
+                name: "b",
+                spec: None,
+                status: None,
+                watch: None,
+                created_after: -60,
+            }),
+            // Not installed (status None): its default is not decided, judged when chosen.
+            move_to("2.0.0", Steady, "=2.0.0").pin(Install, "*"),
+        ),
+        row(
+            "installing into an older PO's watchNamespace: nothing written, named",
+            world().install_namespace("team-a").other_po(Other {
+                name: "a",
+                spec: Some("a"),
+                status: Some("a"),
+                watch: Some("team-a"),
+                created_after: -60,
+            }),
+            nothing()
+                .problem(Reason::InstallModeUnsupported, true)
+                .problem_says("install namespace \"team-a\" is the spec.watchNamespace of PlatformOperator a")
+                .problem_says("set spec.installNamespace"),
+        ),
+        row(
+            "installing into a younger PO's watchNamespace: the older installer wins, installs",
+            world().install_namespace("team-a").other_po(Other {
+                name: "a",
+                spec: Some("a"),
+                status: Some("a"),
+                watch: Some("team-a"),
+                created_after: 60,
+            }),
+            move_to("2.0.0", Steady, "=2.0.0").pin(Install, "*"),
+        ),
+        row(
+            "installed into what an older PO watches: the namespace is this PO's by its label, kept",
+            world()
+                .installed("1.1.0")
+                .install_namespace("team-a")
+                .other_po(Other {
+                    name: "a",
+                    spec: Some("a"),
+                    status: Some("a"),
+                    watch: Some("team-a"),
+                    created_after: -60,
+                }),
+            keep().pin(Steady, "=1.1.0"),
         ),
         row(
             "watchNamespace no other PO installs into: installs",

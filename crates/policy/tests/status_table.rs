@@ -75,6 +75,7 @@ fn decision(action: Action, pin: Option<PinState>, verdict: Upgradeability) -> P
         config_change: None,
         po: "demo".to_owned(),
         soak: Duration::ZERO,
+        withdraw_from: None,
     }
 }
 

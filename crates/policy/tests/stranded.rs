@@ -130,7 +130,7 @@ impl Sim {
             name: "demo".to_owned(),
             request: pom_policy::PoRequest::from_spec("demo", &self.po.spec),
             duplicate_of: None,
-            watch_namespace_taken: None,
+            namespace_clash: None,
             requested_update: None,
             installed: status
                 .installed_bundle

@@ -613,7 +613,7 @@ pub(crate) fn po_snapshot<'a>(
         request: PoRequest::from_spec(&name, &po.spec),
         name,
         duplicate_of: None,
-        watch_namespace_taken: None,
+        namespace_clash: None,
         requested_update: None,
         installed: status
             .installed_bundle

@@ -33,7 +33,8 @@ use crate::catalog::{CatalogCache, CatalogState, ServedCatalog};
 use crate::cluster_proxy::OperatorProxy;
 use crate::error::Error;
 use crate::watch_cache::{Readiness, cached_watcher};
-use pom_policy::snapshot::{ConfigView, GuardState, WatchNamespaceTaken, gate_of};
+use pom_policy::namespace_clash::NamespaceClash;
+use pom_policy::snapshot::{ConfigView, GuardState, gate_of};
 
 /// The API group whose presence makes a cluster OpenShift.
 pub const OPENSHIFT_CONFIG_GROUP: &str = "config.openshift.io";
@@ -407,6 +408,30 @@ pub async fn operator_gate(
     Ok(gate)
 }
 
+/// The owner label of the Namespace `po` watches apart from its install namespace, as the
+/// cluster holds it now (`None`: it watches no other namespace, or the Namespace is absent or
+/// unlabelled). The label says which PlatformOperator's install namespace it is (written by the
+/// create that claims it), so a watcher is judged by it whichever PO the store shows first.
+///
+/// # Errors
+/// Reading the Namespace failed.
+pub async fn watched_namespace_owner(
+    client: &kube::Client,
+    po: &PlatformOperator,
+) -> Result<Option<String>, Error> {
+    let Some(watched) = po.spec.watch_namespace.as_deref().filter(|w| !w.is_empty()) else {
+        return Ok(None);
+    };
+    if pom_policy::namespace_clash::known_install_namespace(po).as_deref() == Some(watched) {
+        return Ok(None);
+    }
+    let namespace = Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone())
+        .get_metadata_opt(watched)
+        .await
+        .map_err(Error::kube(format!("reading namespace {watched}")))?;
+    Ok(namespace.and_then(|ns| ns.labels().get(labels::OWNER_PO).cloned()))
+}
+
 /// When `po`'s status records nothing installed: the bundle label of the objects that carry
 /// its owner label, if any is on the cluster (a PO restored without its status must not be
 /// installed over, issue 25 item 4). Looked for through every kind POM applies and can list by
@@ -540,7 +565,7 @@ pub struct ClusterReading {
 pub fn snapshot<'a>(
     po: &PlatformOperator,
     duplicate_of: Option<String>,
-    watch_namespace_taken: Option<WatchNamespaceTaken>,
+    namespace_clash: Option<NamespaceClash>,
     cluster: ClusterReading,
     catalogs: &'a GatheredCatalogs,
     gate: OperatorGate,
@@ -567,7 +592,7 @@ pub fn snapshot<'a>(
         request: PoRequest::from_spec(&name, &po.spec),
         name,
         duplicate_of,
-        watch_namespace_taken,
+        namespace_clash,
         installed,
         hop: status.active_hop.as_ref().map(Hop::from),
         cluster: cluster.view,

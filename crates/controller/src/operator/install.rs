@@ -17,6 +17,7 @@ use pom_api::PlatformOperator;
 use pom_api::labels;
 use pom_api::platform_operator::{AppliedConfig, InstalledBundle, InventoryObject};
 use pom_policy::inventory::is_webhook_configuration;
+use pom_policy::namespace_clash::{ClashSide, ClashWinner, NamespaceClash};
 use pom_policy::ownership::{self, Ownership};
 use pom_policy::status::{
     self, InstallReport, OperatorConditionReport, UnavailableDeployment, Wait,
@@ -346,20 +347,32 @@ pub async fn prepare(
     certificates: CertificateSource,
     config: &AppliedConfig,
     now: Timestamp,
-    po_exists: &(dyn Fn(&str) -> bool + Sync),
+    others: &OtherPos<'_>,
 ) -> Result<Prepared, Error> {
     let client = &ctx.client;
-    let writer = WritingPo::of(po, po_exists);
+    let writer = WritingPo::of(po, others.po_exists);
 
     let (files, image) = fetch(ctx, target).await?;
     let namespace = match namespace {
         Some(fixed) => fixed.to_owned(),
         None => {
-            first_install_namespace(client, &files, &writer.po, writer.package, &target.name)
-                .await?
+            first_install_namespace(
+                client,
+                &files,
+                (&writer.po, writer.package),
+                &target.name,
+                others.install_clash,
+            )
+            .await?
         }
     };
     let namespace = namespace.as_str();
+    // Before its first write: an older PO watching the namespace chosen wins (issue 33 item 5).
+    if !pom_policy::namespace_clash::has_installed(po)
+        && let Some(clash) = (others.install_clash)(namespace)
+    {
+        return Err(Error::NamespaceClash { clash });
+    }
     let live_namespace = install_namespace_if_ours(client, reads.first, namespace, &writer).await?;
     let namespace_exists = live_namespace.is_some();
 
@@ -378,6 +391,7 @@ pub async fn prepare(
 
     // Refuse what would break running things, before writing anything.
     let desired = labelled(bundle_objects, &writer.po, writer.package, &target.name)?;
+    other_namespaces_unclaimed(client, &desired, namespace, &writer.po).await?;
     let (live_objects, unsafe_changes) =
         read_and_judge_live(client, reads, &desired, namespace_exists, &writer).await?;
     let live_operator_condition = operator_condition_is_writable(
@@ -401,6 +415,15 @@ pub async fn prepare(
         live_namespace,
         live_operator_condition,
     })
+}
+
+/// What `prepare` asks of the other PlatformOperators the manager knows.
+pub struct OtherPos<'a> {
+    /// Whether an owner-label value is that of a PlatformOperator that exists.
+    pub po_exists: &'a (dyn Fn(&str) -> bool + Sync),
+    /// Whether installing into a namespace is refused: an older PO watches it
+    /// (`pom_policy::namespace_clash::install_clash`).
+    pub install_clash: &'a (dyn Fn(&str) -> Option<NamespaceClash> + Sync),
 }
 
 /// Where a full check's reads come from: the kinds' APIs, and the start-up snapshot a first
@@ -528,6 +551,41 @@ async fn install_namespace_if_ours(
         writer.may_write(&live.metadata, "Namespace", (None, namespace))?;
     }
     Ok(live_namespace)
+}
+
+/// Judged again just before writing (the decision judged a gather's read): every namespace the
+/// bundle's objects go to besides the install namespace (where an Own/SingleNamespace operator
+/// watches) is no other PlatformOperator's install namespace by its owner label, so two POs
+/// created at once never end with one's RBAC in the other's namespace (issue 33 item 5).
+async fn other_namespaces_unclaimed(
+    client: &kube::Client,
+    desired: &[(objects::ObjectId, Value)],
+    install_namespace: &str,
+    po: &str,
+) -> Result<(), Error> {
+    let others: BTreeSet<&str> = desired
+        .iter()
+        .filter_map(|(id, _)| id.namespace.as_deref())
+        .filter(|ns| *ns != install_namespace)
+        .collect();
+    for namespace in others {
+        let owner = Api::<Namespace>::all(client.clone())
+            .get_metadata_opt(namespace)
+            .await
+            .map_err(Error::kube(format!("reading namespace {namespace}")))?
+            .and_then(|ns| ns.labels().get(labels::OWNER_PO).cloned());
+        if let Some(owner) = owner.filter(|owner| *owner != labels::label_value(po)) {
+            return Err(Error::NamespaceClash {
+                clash: NamespaceClash {
+                    namespace: namespace.to_owned(),
+                    other: owner,
+                    side: ClashSide::Watches,
+                    winner: ClashWinner::NamespaceOwner,
+                },
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Namespace `namespace` as the cluster holds it now.
@@ -800,16 +858,17 @@ fn crd_safety_verdict(
 async fn first_install_namespace(
     client: &kube::Client,
     files: &BundleFiles,
-    po: &str,
-    package: &str,
+    (po, package): (&str, &str),
     bundle: &str,
+    install_clash: &(dyn Fn(&str) -> Option<NamespaceClash> + Sync),
 ) -> Result<String, Error> {
     let suggested = render::default_install_namespace(files, po).map_err(|e| Error::Render {
         bundle: bundle.to_owned(),
         source: Box::new(e),
     })?;
-    if suggested == po {
-        return Ok(suggested);
+    // A suggestion an older PO watches is taken, as one another PO owns (issue 33 item 5).
+    if suggested == po || install_clash(&suggested).is_some() {
+        return Ok(po.to_owned());
     }
     let namespaces = Api::<Namespace>::all(client.clone());
     let mut live = namespaces

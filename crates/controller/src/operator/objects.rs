@@ -418,8 +418,28 @@ pub async fn still_present(
     Ok(present)
 }
 
+/// Whether one of POM's own field managers wrote `meta` (its managedFields name
+/// [`BUNDLE_FIELD_MANAGER`] or one of its `platform-operators-manager/...` write sites): the
+/// second marker the owner-label sweep requires. The owner label alone does not say POM made
+/// an object: an operator POM installed may copy it from the objects POM applied for it onto
+/// what it creates in its namespace (the owner-label guard admits that), and the sweep must
+/// never delete what an operator made (a ServiceMonitor, a child ConfigMap holding state).
+/// Every object POM applies is server-side applied by one of these managers, and always was.
+#[must_use]
+pub fn written_by_pom(meta: &kube::api::ObjectMeta) -> bool {
+    meta.managed_fields.iter().flatten().any(|entry| {
+        entry.manager.as_deref().is_some_and(|manager| {
+            manager == BUNDLE_FIELD_MANAGER
+                || manager
+                    .strip_prefix(BUNDLE_FIELD_MANAGER)
+                    .is_some_and(|rest| rest.starts_with('/'))
+        })
+    })
+}
+
 /// Deletes the PO's objects of the prunable kinds whose bundle label is not `keep_bundle`
-/// (all of them when `keep_bundle` is `None`); CRDs are never touched. Returns how many.
+/// (all of them when `keep_bundle` is `None`) and that POM wrote ([`written_by_pom`]); CRDs
+/// are never touched. Returns how many.
 ///
 /// The label query that predates the inventory: used once for a PO installed by a manager
 /// that kept no inventory, and by cleanup as a second sweep. A list error fails the call.
@@ -451,6 +471,10 @@ pub async fn prune(
             .await
             .map_err(Error::kube(format!("listing {kind} objects of {po}")))?;
         for object in list.items {
+            if !written_by_pom(&object.metadata) {
+                // Labelled by an operator copying labels, not applied by POM: not POM's to delete.
+                continue;
+            }
             let name = object.metadata.name.clone().unwrap_or_default();
             let api = match object.metadata.namespace.as_deref() {
                 Some(ns) => kinds.api(client, &gvk, Some(ns)).await?.0,
@@ -470,6 +494,32 @@ pub async fn prune(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_sweep_deletes_only_what_a_pom_field_manager_wrote() {
+        let meta = |managers: &[&str]| -> kube::api::ObjectMeta {
+            serde_json::from_value(json!({
+                "name": "x",
+                "labels": {"platform.openshift.io/owner": "op"},
+                "managedFields": managers.iter().map(|m| json!({"manager": m, "operation": "Apply"})).collect::<Vec<_>>(),
+            }))
+            .unwrap()
+        };
+        assert!(written_by_pom(&meta(&["platform-operators-manager"])));
+        assert!(written_by_pom(&meta(&[
+            "kube-controller-manager",
+            "platform-operators-manager/operatorcondition"
+        ])));
+        // An operator's copy of the label: created by its own manager.
+        assert!(!written_by_pom(&meta(&[
+            "operator-lib",
+            "kubectl-client-side-apply"
+        ])));
+        assert!(!written_by_pom(&meta(&[
+            "platform-operators-manager-lookalike"
+        ])));
+        assert!(!written_by_pom(&meta(&[])));
+    }
 
     #[test]
     fn subset_ignores_server_defaults_but_sees_changes() {

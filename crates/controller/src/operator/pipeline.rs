@@ -16,7 +16,8 @@ use kube::api::{Api, Patch, PatchParams};
 use pom_api::PlatformOperator;
 use pom_api::labels;
 use pom_api::platform_operator::PlatformOperatorStatus;
-use pom_policy::snapshot::{GuardState, OperatorGate, WatchNamespaceTaken};
+use pom_policy::namespace_clash::{self, NamespaceClash};
+use pom_policy::snapshot::{GuardState, OperatorGate};
 use pom_policy::status::{self, ActOutcome, StatusInput};
 use pom_policy::steps::{self, Next, Step};
 use pom_policy::{Action, PoDecision, PoSnapshot, Problem, inventory};
@@ -43,7 +44,7 @@ pub(super) struct Gathered {
     found_bundle_label: Option<String>,
     guard: GuardState,
     duplicate_of: Option<String>,
-    watch_namespace_taken: Option<WatchNamespaceTaken>,
+    namespace_clash: Option<NamespaceClash>,
     /// The install namespace when it is already fixed ([`fixed_namespace`]), read once for the
     /// OperatorCondition read and the prepare step alike.
     namespace: Option<String>,
@@ -55,7 +56,7 @@ impl Gathered {
         gather::snapshot(
             po,
             self.duplicate_of.clone(),
-            self.watch_namespace_taken.clone(),
+            self.namespace_clash.clone(),
             self.cluster.clone(),
             &self.catalogs,
             self.gate.clone(),
@@ -110,6 +111,16 @@ pub(super) async fn gather(
     };
     pctx.stage(&name, "gather: objects of a lost status");
     let found_bundle_label = gather::found_bundle_label(&ctx.client, &pctx.kinds, po).await?;
+    // The owner label of the namespace it watches, when that can have changed: any change of a
+    // labelled Namespace makes the watcher's clean check stale (`reconcile.rs`), and a refused
+    // PO never keeps one.
+    let watched_owner = match &reusable {
+        Some(_) => None,
+        None => {
+            pctx.stage(&name, "gather: watched namespace");
+            gather::watched_namespace_owner(&ctx.client, po).await?
+        }
+    };
     pctx.stage(&name, "gather: admission guard");
     let guard = pctx
         .state
@@ -124,7 +135,7 @@ pub(super) async fn gather(
         found_bundle_label,
         guard,
         duplicate_of: pctx.duplicate_winner(po),
-        watch_namespace_taken: pctx.watch_namespace_taken(po),
+        namespace_clash: pctx.namespace_clash(po, watched_owner.as_deref()),
         namespace,
     }))
 }
@@ -155,17 +166,9 @@ fn installed_name(po: &PlatformOperator) -> Option<&str> {
 
 /// The install namespace when it is already fixed: as recorded at the first install; else as
 /// the spec names it; else, for a PO installed before POM recorded it, its name. `None`: the
-/// bundle's suggestion, chosen when the bundle is read.
+/// bundle's suggestion, chosen when the bundle is read. The same rule judges namespace clashes.
 fn fixed_namespace(po: &PlatformOperator) -> Option<String> {
-    let status = po.status.as_ref();
-    status
-        .and_then(|s| s.install_namespace.clone())
-        .or_else(|| po.spec.install_namespace.clone())
-        .or_else(|| {
-            status
-                .is_some_and(|s| s.installed_bundle.is_some() || !s.inventory.is_empty())
-                .then(|| po.name_any())
-        })
+    namespace_clash::known_install_namespace(po)
 }
 
 /// Whether the status recorded an inventory before the status write.
@@ -194,6 +197,8 @@ pub(super) struct Run<'a> {
     /// a manager that kept none); `None` (no status written) prunes nothing, so no plan can
     /// prune before a settled status is recorded.
     status_written: Option<InventoryBefore>,
+    /// The namespace [`Step::Withdraw`] emptied: the status reports no inventory there.
+    withdrawn: Option<String>,
 }
 
 impl<'a> Run<'a> {
@@ -217,6 +222,7 @@ impl<'a> Run<'a> {
             outcome: ActOutcome::Skipped,
             reported: None,
             status_written: None,
+            withdrawn: None,
         }
     }
 
@@ -233,6 +239,7 @@ impl<'a> Run<'a> {
             Step::AnnounceMove => self.announce_move().await,
             Step::Apply => self.apply().await,
             Step::MarkReported => self.mark_reported().await?,
+            Step::Withdraw { namespace } => self.withdraw(&namespace).await?,
             Step::Report => self.report(),
             Step::RememberCleanCheck => self.remember_clean_check(),
             Step::WriteStatus => self.write_status().await?,
@@ -352,11 +359,33 @@ impl<'a> Run<'a> {
         Ok(())
     }
 
+    /// Deletes what the inventory records in `namespace` (another PO's, this one refused to
+    /// watch it) and drops it from the inventory the report carries; a failed deletion fails
+    /// the reconcile, which retries (the inventory still names what is left).
+    async fn withdraw(&mut self, namespace: &str) -> Result<(), Error> {
+        let doomed = inventory::in_namespace(&self.recorded.inventory, namespace);
+        let deleted = super::objects::delete_recorded(
+            &self.pctx.kinds,
+            &self.pctx.ctx.client,
+            &self.name,
+            &doomed,
+            FailPoint::MidPrune,
+        )
+        .await?;
+        tracing::warn!(po = %self.name, %namespace, deleted, "withdrew what a refused watcher had applied in another PlatformOperator's namespace");
+        self.withdrawn = Some(namespace.to_owned());
+        Ok(())
+    }
+
     fn report(&mut self) {
-        self.reported = Some(status::compute(&StatusInput {
+        let mut reported = status::compute(&StatusInput {
             applying_namespace: self.applied_namespace.as_deref(),
             ..self.status_input(&self.outcome)
-        }));
+        });
+        if let Some(namespace) = &self.withdrawn {
+            reported.inventory = inventory::without_namespace(&reported.inventory, namespace);
+        }
+        self.reported = Some(reported);
     }
 
     /// A full check of what runs that wrote nothing and found it settled can stand for the
@@ -469,7 +498,10 @@ async fn prepare(
         certificates,
         decision.config.as_ref().unwrap_or(&snapshot.config.desired),
         snapshot.now,
-        &|owner: &str| pctx.is_po_owner_label(owner),
+        &install::OtherPos {
+            po_exists: &|owner: &str| pctx.is_po_owner_label(owner),
+            install_clash: &|namespace: &str| pctx.install_clash(po, namespace),
+        },
     )
     .await;
     // Its first full check since the start is done (read from the snapshot or not).

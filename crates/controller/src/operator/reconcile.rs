@@ -95,12 +95,7 @@ impl PoContext {
 
     /// The older PlatformOperator for the same package, if `po` is not it.
     pub(super) fn duplicate_winner(&self, po: &PlatformOperator) -> Option<String> {
-        let key = |p: &PlatformOperator| {
-            (
-                p.metadata.creation_timestamp.clone().map(|t| t.0),
-                p.name_any(),
-            )
-        };
+        let key = pom_policy::namespace_clash::seniority;
         self.store
             .state()
             .iter()
@@ -113,15 +108,30 @@ impl PoContext {
             .map(|winner| winner.name_any())
     }
 
-    /// The other PlatformOperator whose install namespace `po` watches, if any (issue 33
-    /// item 5).
-    pub(super) fn watch_namespace_taken(
+    /// Another PlatformOperator holding the namespace `po` watches or installs into, if any
+    /// (issue 33 item 5); `watched_owner` is the owner label of the Namespace it watches.
+    pub(super) fn namespace_clash(
         &self,
         po: &PlatformOperator,
-    ) -> Option<pom_policy::snapshot::WatchNamespaceTaken> {
-        po.spec.watch_namespace.as_ref()?;
+        watched_owner: Option<&str>,
+    ) -> Option<pom_policy::namespace_clash::NamespaceClash> {
         let others = self.store.state();
-        pom_policy::snapshot::watch_namespace_taken(po, others.iter().map(AsRef::as_ref))
+        pom_policy::namespace_clash::namespace_clash(
+            po,
+            others.iter().map(AsRef::as_ref),
+            watched_owner,
+        )
+    }
+
+    /// Whether installing `po` into `namespace` (a first install's default, chosen when the
+    /// bundle is read) is refused: an older PlatformOperator watches it.
+    pub(super) fn install_clash(
+        &self,
+        po: &PlatformOperator,
+        namespace: &str,
+    ) -> Option<pom_policy::namespace_clash::NamespaceClash> {
+        let others = self.store.state();
+        pom_policy::namespace_clash::install_clash(po, namespace, others.iter().map(AsRef::as_ref))
     }
 
     /// Whether `owner` is the owner-label value of a PlatformOperator that exists.
@@ -208,6 +218,7 @@ pub async fn run(ctx: Arc<Context>, state: ClusterState, shutdown: CancellationT
     let (cluster, cluster_versions) = ClusterWatch::with_stream(&client);
     let po_ctx = Arc::new(PoContext::new(&ctx, &state, cluster, &shutdown));
     let by_owner_label = owner_of(store.clone(), po_ctx.clone());
+    let watchers = watchers_of(store.clone(), po_ctx.clone());
     // A catalog change re-judges the POs of the packages it can affect, and only those; a
     // change of what POM reads of the ClusterVersion re-judges every PO (below, through the
     // controller's own watch machinery: a trigger stream read against the PO store was seen to
@@ -215,34 +226,37 @@ pub async fn run(ctx: Arc<Context>, state: ClusterState, shutdown: CancellationT
     let triggers = package_triggers(ctx.catalogs.subscribe_changes(), store.clone());
     let all_pos = store.clone();
     tokio::spawn(take_first_snapshot(po_ctx.clone(), shutdown.clone()));
-    watch_owned_kinds(controller, &client, &by_owner_label, &po_ctx.first_checks)
-        // 16 POs at a time: a PO's reconcile is a chain of requests, each waiting on the API
-        // server, so with 4 (as before) 1,000 new POs queued behind each other and the manager,
-        // not the rollouts, set the pace (`docs/benchmarks.md`, issue 10 item 4). The same PO
-        // never runs twice at once.
-        .with_config(
-            kube::runtime::controller::Config::default().concurrency(RECONCILE_CONCURRENCY),
-        )
-        // Every PO is re-judged when what POM reads of the ClusterVersion changes, not on the
-        // CVO's other status churn (condition messages, heartbeats): issue 10 item 3.
-        // The stream is the gather step's own ClusterVersion watch: what triggers a reconcile
-        // is in the store it reads.
-        .watches_stream(
-            cluster_versions.predicate_filter(judged_cluster_version, PredicateConfig::default()),
-            move |_| pos_of_packages(&all_pos.state(), None),
-        )
-        .reconcile_on(futures::stream::select(
-            triggers,
-            proxy_triggers(ctx.operator_proxy.subscribe(), store.clone()),
-        ))
-        .graceful_shutdown_on(shutdown.cancelled_owned())
-        .run(reconcile, error_policy, po_ctx)
-        .for_each(|result| async move {
-            if let Err(err) = result {
-                tracing::debug!(%err, "platformoperator reconcile loop");
-            }
-        })
-        .await;
+    watch_owned_kinds(
+        controller,
+        &client,
+        (&by_owner_label, &watchers),
+        &po_ctx.first_checks,
+    )
+    // 16 POs at a time: a PO's reconcile is a chain of requests, each waiting on the API
+    // server, so with 4 (as before) 1,000 new POs queued behind each other and the manager,
+    // not the rollouts, set the pace (`docs/benchmarks.md`, issue 10 item 4). The same PO
+    // never runs twice at once.
+    .with_config(kube::runtime::controller::Config::default().concurrency(RECONCILE_CONCURRENCY))
+    // Every PO is re-judged when what POM reads of the ClusterVersion changes, not on the
+    // CVO's other status churn (condition messages, heartbeats): issue 10 item 3.
+    // The stream is the gather step's own ClusterVersion watch: what triggers a reconcile
+    // is in the store it reads.
+    .watches_stream(
+        cluster_versions.predicate_filter(judged_cluster_version, PredicateConfig::default()),
+        move |_| pos_of_packages(&all_pos.state(), None),
+    )
+    .reconcile_on(futures::stream::select(
+        triggers,
+        proxy_triggers(ctx.operator_proxy.subscribe(), store.clone()),
+    ))
+    .graceful_shutdown_on(shutdown.cancelled_owned())
+    .run(reconcile, error_policy, po_ctx)
+    .for_each(|result| async move {
+        if let Err(err) = result {
+            tracing::debug!(%err, "platformoperator reconcile loop");
+        }
+    })
+    .await;
 }
 
 impl PoContext {
@@ -321,6 +335,27 @@ fn owner_of(owners: Store<PlatformOperator>, touched: Arc<PoContext>) -> OwnerMa
 type OwnerMapper =
     Arc<dyn Fn(&BTreeMap<String, String>) -> Option<ObjectRef<PlatformOperator>> + Send + Sync>;
 
+/// What maps a Namespace's name to the POs that watch it apart from their install namespace.
+type WatchersMapper = Arc<dyn Fn(&str) -> Vec<ObjectRef<PlatformOperator>> + Send + Sync>;
+
+/// The POs whose `spec.watchNamespace` is `namespace`: a labelled Namespace's change (another
+/// PO claiming it) re-judges them, and makes their last full check stale, so a quiet watcher
+/// is refused as soon as the namespace becomes another's install namespace (issue 33 item 5).
+fn watchers_of(pos: Store<PlatformOperator>, touched: Arc<PoContext>) -> WatchersMapper {
+    Arc::new(move |namespace: &str| {
+        let watchers: Vec<ObjectRef<PlatformOperator>> = pos
+            .state()
+            .iter()
+            .filter(|po| po.spec.watch_namespace.as_deref() == Some(namespace))
+            .map(|po| ObjectRef::from_obj(po.as_ref()))
+            .collect();
+        for po in &watchers {
+            touched.checks.touch(&po.name);
+        }
+        watchers
+    })
+}
+
 /// Metadata watches of the objects POs own (owner-labelled only), each event mapped to its PO:
 /// Deployments and OperatorConditions (rollout and gate), and the other kinds bundles commonly
 /// ship, so drift in them (an edit, a delete) is repaired at once and a settled PO needs no
@@ -331,7 +366,7 @@ type OwnerMapper =
 fn watch_owned_kinds(
     controller: Controller<PlatformOperator>,
     client: &kube::Client,
-    by_owner_label: &OwnerMapper,
+    (by_owner_label, watchers): (&OwnerMapper, &WatchersMapper),
     first: &Arc<FirstChecks>,
 ) -> Controller<PlatformOperator> {
     let owned = (client, by_owner_label, first);
@@ -346,8 +381,34 @@ fn watch_owned_kinds(
     let controller = watch_owned::<ClusterRoleBinding>(controller, owned);
     let controller = watch_owned::<NetworkPolicy>(controller, owned);
     let controller = watch_owned::<PodDisruptionBudget>(controller, owned);
-    let controller = watch_owned::<Namespace>(controller, owned);
+    let controller = watch_owned_namespaces(controller, owned, watchers);
     watch_owned::<CustomResourceDefinition>(controller, owned)
+}
+
+/// [`watch_owned`] for Namespaces: each event is mapped to the PO owning the namespace and to
+/// the POs watching it ([`watchers_of`]).
+fn watch_owned_namespaces(
+    controller: Controller<PlatformOperator>,
+    (client, by_owner_label, first): (&kube::Client, &OwnerMapper, &Arc<FirstChecks>),
+    watchers: &WatchersMapper,
+) -> Controller<PlatformOperator> {
+    let (map, watchers) = (by_owner_label.clone(), watchers.clone());
+    let first = first.clone();
+    let events = watcher(
+        Api::<kube::api::PartialObjectMeta<Namespace>>::all(client.clone()),
+        watcher::Config::default().labels(labels::OWNER_PO),
+    )
+    .inspect(move |event| {
+        if let Ok(event) = event {
+            first.observe(event);
+        }
+    })
+    .touched_objects();
+    controller.watches_stream(events, move |namespace| {
+        let mut pos = watchers(&namespace.name_any());
+        pos.extend(map(namespace.labels()));
+        pos
+    })
 }
 
 /// Adds a metadata watch of the objects of kind `K` that carry an owner label, each event

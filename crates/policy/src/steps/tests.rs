@@ -26,6 +26,34 @@ fn decision(action: Action) -> PoDecision {
         config_change: None,
         po: "op".to_owned(),
         soak: std::time::Duration::ZERO,
+        withdraw_from: None,
+    }
+}
+
+/// A PO refused to watch `namespace` (another's install namespace), with `recorded`.
+fn withdrawing(namespace: &str) -> PoDecision {
+    PoDecision {
+        withdraw_from: Some(namespace.to_owned()),
+        ..decision(Action::Nothing)
+    }
+}
+
+/// An inventory whose bundle recorded a RoleBinding in `team` (a watched namespace) and a
+/// Deployment in its own.
+fn watching_team() -> PlatformOperatorStatus {
+    let object = |kind: &str, namespace: &str| pom_api::platform_operator::InventoryObject {
+        api_version: "v1".to_owned(),
+        kind: kind.to_owned(),
+        namespace: Some(namespace.to_owned()),
+        name: "op".to_owned(),
+    };
+    PlatformOperatorStatus {
+        installed_bundle: installed("op.v1"),
+        inventory: vec![BundleInventory {
+            bundle: "op.v1".to_owned(),
+            objects: vec![object("RoleBinding", "team"), object("Deployment", "own")],
+        }],
+        ..PlatformOperatorStatus::default()
     }
 }
 
@@ -289,6 +317,37 @@ fn the_plan_of_each_case() {
             Requeue(Next::AsStatusSays),
         ]),
         row(
+            "refused to watch another's namespace: what it recorded there is withdrawn before the report",
+            withdrawing("team"),
+            watching_team(),
+        )
+        .steps(&[
+            Prepare,
+            RecordIntent,
+            Apply,
+            Withdraw {
+                namespace: "team".to_owned(),
+            },
+            Report,
+            RememberCleanCheck,
+            WriteStatus,
+            PruneAfterSettle,
+            Requeue(Next::AsStatusSays),
+        ]),
+        row(
+            "refused to watch, nothing recorded there (withdrawn already): no withdrawal",
+            withdrawing("elsewhere"),
+            watching_team(),
+        )
+        .steps(FULL_KEEP),
+        row(
+            "refused to watch, without the admission guard: deleting is writing, not planned",
+            withdrawing("team"),
+            watching_team(),
+        )
+        .guard_missing()
+        .steps(FULL_KEEP),
+        row(
             "without the admission guard the mark (a write) is not planned",
             decision(Action::Keep),
             steady(),
@@ -313,6 +372,7 @@ fn the_plan_of_each_case() {
 fn every_plan_ends_in_one_requeue_and_orders_its_writes() {
     let decisions = [
         decision(Action::Nothing),
+        withdrawing("team"),
         decision(Action::Keep),
         move_to("2.0.0"),
         reconfiguring(None),
@@ -325,6 +385,7 @@ fn every_plan_ends_in_one_requeue_and_orders_its_writes() {
             steady(),
             prune_cut_short(),
             PlatformOperatorStatus::default(),
+            watching_team(),
         ] {
             for (reusable, writes_allowed, mark_present) in
                 flag_combinations([false, true], [false, true], [false, true])
@@ -382,6 +443,13 @@ fn check_order(steps: &[Step]) {
     }
     if let (Some(mark), Some(report)) = (at(&MarkReported), at(&Report)) {
         assert!(mark < report, "{steps:?}");
+    }
+    let withdraw = steps.iter().position(|s| matches!(s, Withdraw { .. }));
+    if let Some(withdraw) = withdraw {
+        assert!(
+            at(&Report).is_some_and(|report| withdraw < report),
+            "the status reports the inventory after the withdrawal: {steps:?}"
+        );
     }
     let finishes_prune = steps
         .iter()

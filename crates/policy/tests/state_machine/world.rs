@@ -565,7 +565,7 @@ impl World {
             name: PACKAGES[i].into(),
             request: PoRequest::from_spec(PACKAGES[i], &sim.po.spec),
             duplicate_of: None,
-            watch_namespace_taken: None,
+            namespace_clash: None,
             // As the manager reads it: a request the CVO has not started, while steady.
             requested_update: match &cluster {
                 ClusterView::OpenShift(Ok(phase)) => self
