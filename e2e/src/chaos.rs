@@ -129,6 +129,14 @@ impl RunRecord {
     /// leaves its seed there.
     #[must_use]
     pub fn new(seed: u64, replay: String) -> Self {
+        let file = std::env::var_os("POM_CHAOS_REPORT").map(std::path::PathBuf::from);
+        Self::writing_to(seed, replay, file)
+    }
+
+    /// [`RunRecord::new`] with the report file given: the unit test of the record's own format
+    /// passes `None`, so that it never overwrites the report of the real run `make test` keeps
+    /// (it once left "PASSED ... violations=2" there).
+    fn writing_to(seed: u64, replay: String, file: Option<std::path::PathBuf>) -> Self {
         let panic = Arc::new(Mutex::new(None::<String>));
         let kept = panic.clone();
         // Only this test's thread (a current-thread runtime runs its tasks there too): another
@@ -161,7 +169,7 @@ impl RunRecord {
             replay,
             summary: None,
             violations: Vec::new(),
-            file: std::env::var_os("POM_CHAOS_REPORT").map(std::path::PathBuf::from),
+            file,
             panic,
         };
         record.write(&format!(
@@ -962,7 +970,7 @@ mod tests {
 
     #[test]
     fn a_failed_run_ends_with_its_seed_after_each_violation_on_a_line_of_its_own() {
-        let mut record = RunRecord::new(42, "POM_CHAOS_SEED=42 make chaos".into());
+        let mut record = RunRecord::writing_to(42, "POM_CHAOS_SEED=42 make chaos".into(), None);
         record.summary("chaos summary: seed=42 kills=3 violations=2".into());
         record.violations(vec![
             "po-a@rv1: bad\n  thing".into(),
