@@ -24,6 +24,7 @@ all: lint test
 e2e-binaries:
 	@bash e2e/tools/build-binaries.sh
 	@bash e2e/tools/olm-v0-crds.sh >/dev/null
+	@bash e2e/tools/platform-crds.sh >/dev/null
 
 ## Every test of the workspace: cargo-nextest (e2e/tools/nextest.sh installs it into ~/.cache/pom
 ## on first use) runs each test in its own process and schedules all test binaries together

@@ -20,97 +20,35 @@
 //!   Subscription's `status.installedCSV`, the CSV's `status.phase: Succeeded`.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
-use kube::runtime::wait::{await_condition, conditions};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
 use crate::HarnessError;
 use crate::fixtures::TestBundle;
 
-/// The kinds of [`crds_dir`], by file.
-const CRD_FILES: &[&str] = &[
-    "operators.coreos.com_subscriptions.yaml",
-    "operators.coreos.com_clusterserviceversions.yaml",
-    "operators.coreos.com_operatorgroups.yaml",
-    "operators.coreos.com_installplans.yaml",
-    "operators.coreos.com_catalogsources.yaml",
-];
-
-/// The folder of OLM v0's published CRDs: `POM_TEST_OLM_V0_CRDS_DIR`, else the cache folder
-/// `e2e/tools/olm-v0-crds.sh` fills.
+/// The folder of OLM v0's published CRDs ([`crate::published_crds::OLM_V0`]).
 ///
 /// # Errors
-/// When a CRD file is not there (run the script).
+/// When a CRD file is not there (run `e2e/tools/olm-v0-crds.sh`).
 pub fn crds_dir() -> Result<PathBuf, HarnessError> {
-    let dir = match std::env::var_os("POM_TEST_OLM_V0_CRDS_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => crate::binaries::cache_root().join("crds").join(format!(
-            "olm-v0-api-{}",
-            crate::binaries::version("OLM_API_VERSION")?
-        )),
-    };
-    let missing: Vec<String> = CRD_FILES
-        .iter()
-        .filter(|f| !dir.join(f).is_file())
-        .map(|f| (*f).to_owned())
-        .collect();
-    if missing.is_empty() {
-        Ok(dir)
-    } else {
-        Err(HarnessError::Other(format!(
-            "OLM v0's CRDs are missing from {} ({}): run `bash e2e/tools/olm-v0-crds.sh`",
-            dir.display(),
-            missing.join(", ")
-        )))
-    }
+    crate::published_crds::OLM_V0.dir()
 }
 
 /// [`crds_dir`], or `None` when the test must skip (a failure in CI).
 #[must_use]
 pub fn require_crds() -> Option<PathBuf> {
-    match crds_dir() {
-        Ok(dir) => Some(dir),
-        Err(err) => {
-            crate::skip::skip(&err.to_string());
-            None
-        }
-    }
+    crate::published_crds::OLM_V0.require()
 }
 
-/// Installs the CRDs of `dir` and waits until they are Established.
+/// Installs OLM v0's CRDs from `dir` and waits until they are Established.
 ///
 /// # Errors
 /// A file that is not a CRD, or a CRD the API server refuses.
 pub async fn install_crds(client: &Client, dir: &Path) -> Result<(), HarnessError> {
-    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for file in CRD_FILES {
-        let path = dir.join(file);
-        let text = std::fs::read_to_string(&path)
-            .map_err(HarnessError::io(format!("reading {}", path.display())))?;
-        let crd: CustomResourceDefinition = serde_saphyr::from_str(&text)
-            .map_err(|e| HarnessError::Other(format!("{}: {e}", path.display())))?;
-        let name = crd.name_any();
-        api.patch(
-            &name,
-            &PatchParams::apply("pom-e2e").force(),
-            &Patch::Apply(&crd),
-        )
-        .await
-        .map_err(HarnessError::kube(format!("applying CRD {name}")))?;
-        tokio::time::timeout(
-            Duration::from_secs(60),
-            await_condition(api.clone(), &name, conditions::is_crd_established()),
-        )
-        .await
-        .map_err(|_| HarnessError::Other(format!("CRD {name} not Established")))?
-        .map_err(|e| HarnessError::Other(format!("waiting for CRD {name}: {e}")))?;
-    }
-    Ok(())
+    crate::published_crds::OLM_V0.install(client, dir).await
 }
 
 /// The namespaces an install's OperatorGroup targets.

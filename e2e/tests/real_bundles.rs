@@ -36,12 +36,11 @@ use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 use pom_api::PlatformOperator;
-use pom_api::labels;
 use pom_e2e::Registry;
-use pom_e2e::manager::{Manager, condition_of, eventually};
+use pom_e2e::manager::{Manager, eventually};
+use pom_e2e::real_install::{csv_identity, granting, not_installed};
 use pom_e2e::scenario::{configmap_catalog, create_po, simulated_plane, wait_catalog_serves};
 use pom_render::{
     BundleFiles, ContentException, ContentRule, InstallMode, Lift, OmittedObject, PowerClass,
@@ -160,28 +159,6 @@ fn heads() -> Option<PathBuf> {
     }
 }
 
-/// The CSV's name and version, read from the bundle's files.
-fn csv_identity(files: &BundleFiles) -> Option<(String, String)> {
-    files.files.iter().find_map(|(path, bytes)| {
-        if !path.starts_with("manifests/") {
-            return None;
-        }
-        let value: Value = serde_saphyr::from_slice(bytes).ok()?;
-        (value["kind"] == "ClusterServiceVersion").then(|| {
-            (
-                value["metadata"]["name"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned(),
-                value["spec"]["version"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned(),
-            )
-        })
-    })
-}
-
 /// The lifts a grant is, as the content policy names them.
 fn lift(grant: Grant) -> Lift {
     match grant {
@@ -229,47 +206,7 @@ fn judge(files: &BundleFiles, package: &str, grants: &[Grant]) -> (RenderedBundl
         asked, listed,
         "{package}: what the content policy asks (left) is not what the list grants (right)"
     );
-    let mut lifted = opts;
-    let mut consent = serde_json::Map::new();
-    let mut exceptions = Vec::new();
-    let mut omissions = Vec::new();
-    let mut webhooks = Vec::new();
-    for lift in listed {
-        match lift {
-            Lift::Consent(class) => {
-                lifted.consent.insert(class);
-                consent.insert(class.consent_field().to_owned(), json!(true));
-            }
-            Lift::Exception(e) => {
-                exceptions.push(json!({"rule": e.rule.as_str(), "kind": e.kind, "name": e.name}));
-                lifted.exceptions.push(e);
-            }
-            Lift::Omit(o) => {
-                omissions.push(json!({"kind": o.kind, "name": o.name}));
-                lifted.omit.push(o);
-            }
-            Lift::Webhook(w) => {
-                webhooks.push(json!({"name": w.name, "covers": w.covers}));
-                lifted.webhook_consent.insert(w);
-            }
-        }
-    }
-    if !webhooks.is_empty() {
-        consent.insert("webhooks".to_owned(), Value::Array(webhooks));
-    }
-    let bundle = render(files, &lifted)
-        .unwrap_or_else(|err| panic!("{package} with what the list grants: {err}"));
-    let mut spec = json!({"package": {"name": package}});
-    if !consent.is_empty() {
-        spec["consent"] = Value::Object(consent);
-    }
-    if !exceptions.is_empty() {
-        spec["contentExceptions"] = Value::Array(exceptions);
-    }
-    if !omissions.is_empty() {
-        spec["omitObjects"] = Value::Array(omissions);
-    }
-    (bundle, spec)
+    granting(files, package, &opts, listed)
 }
 
 fn shape(bundle: &RenderedBundle) -> Shape {
@@ -409,71 +346,6 @@ fn selects_nodes(bundle: &RenderedBundle) -> bool {
         })
 }
 
-/// What keeps listed bundle `l` from counting as installed, as the API server shows it: its
-/// PO's `Installed`, each of its Deployments (present, the PO's, rolled out) and CRDs
-/// (Established). Empty once installed.
-fn not_installed(
-    l: &Listed,
-    pos: &[PlatformOperator],
-    deployments: &[Deployment],
-    crds: &[CustomResourceDefinition],
-) -> Vec<String> {
-    let mut missing = Vec::new();
-    let po = pos
-        .iter()
-        .find(|p| p.metadata.name.as_deref() == Some(l.package.as_str()));
-    match po.and_then(|p| condition_of(p, "Installed")) {
-        Some((status, _, _)) if status == "True" => {}
-        Some((_, reason, message)) => missing.push(format!("Installed: {reason}: {message}")),
-        None => missing.push("no Installed condition".into()),
-    }
-    let namespace = po
-        .and_then(|p| p.status.as_ref())
-        .and_then(|s| s.install_namespace.clone())
-        .unwrap_or_default();
-    for name in &l.bundle.deployments {
-        let Some(d) = deployments.iter().find(|d| {
-            d.metadata.namespace.as_deref() == Some(namespace.as_str())
-                && d.metadata.name.as_deref() == Some(name.as_str())
-        }) else {
-            missing.push(format!("Deployment {namespace}/{name} absent"));
-            continue;
-        };
-        if d.labels().get(labels::OWNER_PO) != Some(&l.package) {
-            missing.push(format!(
-                "Deployment {namespace}/{name} not labelled as the PO's"
-            ));
-        }
-        let wanted = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
-        let status = d.status.clone().unwrap_or_default();
-        let rolled_out = status.observed_generation >= d.metadata.generation
-            && status.updated_replicas.unwrap_or(0) == wanted
-            && status.ready_replicas.unwrap_or(0) == wanted
-            && status.available_replicas.unwrap_or(0) == wanted
-            && status.replicas.unwrap_or(0) == wanted;
-        if !rolled_out {
-            missing.push(format!(
-                "Deployment {namespace}/{name} not rolled out: {status:?}"
-            ));
-        }
-    }
-    for name in &l.bundle.crds {
-        let established = crds
-            .iter()
-            .find(|c| c.metadata.name.as_deref() == Some(name.as_str()))
-            .and_then(|c| c.status.as_ref()?.conditions.as_ref())
-            .is_some_and(|conditions| {
-                conditions
-                    .iter()
-                    .any(|c| c.type_ == "Established" && c.status == "True")
-            });
-        if !established {
-            missing.push(format!("CRD {name} not Established"));
-        }
-    }
-    missing
-}
-
 #[tokio::test]
 async fn real_community_bundles_install_from_the_loopback_registry() {
     let Some(root) = heads() else {
@@ -536,7 +408,7 @@ async fn real_community_bundles_install_from_the_loopback_registry() {
             .map(|c| {
                 (
                     c.package.as_str(),
-                    not_installed(c, &list, &running, &defined),
+                    not_installed(&c.package, &c.bundle, &list, &running, &defined),
                 )
             })
             .filter(|(_, missing)| !missing.is_empty())
