@@ -29,7 +29,6 @@ use pom_e2e::demo::{
     Tools, sample,
 };
 use pom_e2e::event_log::{EventLog, Recorded};
-use pom_e2e::manager::eventually;
 use pom_e2e::manager_process::manager_binary;
 use pom_e2e::scenario::co_condition;
 use pom_e2e::{binaries, pomctl};
@@ -324,10 +323,15 @@ async fn make_demo_installs_pom_from_its_manifests_hops_before_the_minor_update_
             .map(String::as_str),
         Some("catalogs,team-a")
     );
-    eventually(POLICY_WAIT, "a Catalog reading team-a admitted", || async {
-        team_a_catalog_admitted(&catalogs).await.ok()
-    })
-    .await;
+    // The policy reads its parameter through an informer: asked until it admits, bounded.
+    let asked = Instant::now();
+    while let Err(err) = team_a_catalog_admitted(&catalogs).await {
+        assert!(
+            asked.elapsed() < POLICY_WAIT,
+            "a Catalog reading team-a still refused {POLICY_WAIT:?} after the README's patch: {err}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
     let binding = Api::<RoleBinding>::namespaced(client.clone(), "team-a")
         .get("platform-operators-pull-secrets")
         .await
