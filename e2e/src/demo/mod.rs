@@ -462,23 +462,34 @@ impl Demo {
     }
 
     async fn finish(&self, client: &Client, hops: &mut HopLog) -> Result<(), DemoError> {
-        // Right after an update completes the manager judges the POs for the new steady
-        // phase; the last table waits (bounded) for that judgement.
-        let judged = watch_until(
+        // Right after an update completes the aggregated ClusterOperator still carries the
+        // judgement of the update phase (pins of the update, "next minor update" of the old
+        // minor), then says UpgradeabilityUnknown until each PO is judged for the new steady
+        // phase: the last table (and what an admin runs next) waits for that judgement.
+        let next_minor = next_minor(MINOR_VERSION);
+        watch_until(
             client,
             None,
             hops,
-            "the POs judged for the cluster's new phase",
-            ADVICE_TIMEOUT,
-            |_, co, _| {
-                co.and_then(|co| report::co_condition(co, "Upgradeable"))
-                    .is_some_and(|c| c.1 != "UpgradeabilityUnknown")
+            &format!("every PO judged for the steady phase at {MINOR_VERSION} (Steady pins, the ClusterOperator naming the next minor update {next_minor})"),
+            STEP_TIMEOUT,
+            |pos, co, _| {
+                let steady = pos.iter().all(|po| {
+                    po.status
+                        .as_ref()
+                        .and_then(|s| s.pin.as_ref())
+                        .is_some_and(|p| p.reason.as_str() == "Steady")
+                });
+                steady
+                    && co
+                        .and_then(|co| report::co_condition(co, "Upgradeable"))
+                        .is_some_and(|c| {
+                            c.1 != "UpgradeabilityUnknown"
+                                && c.2.contains(&format!("next minor update: {next_minor}"))
+                        })
             },
         )
-        .await;
-        if let Err(err) = judged {
-            println!("  NOTE: {err}");
-        }
+        .await?;
         println!("\n== done: the cluster and both platform operators are updated");
         let pos = report::platform_operators(client).await;
         print!(
@@ -666,6 +677,17 @@ async fn install_pom(kubectl: &Path, kubeconfig: &Path) -> Result<(), DemoError>
         println!("  {line}");
     }
     Ok(())
+}
+
+/// The minor after `version` (`4.17.0` → `4.18`), as the manager's messages name it.
+fn next_minor(version: &str) -> String {
+    let mut parts = version.split('.');
+    let major = parts.next().unwrap_or_default();
+    let minor = parts
+        .next()
+        .and_then(|m| m.parse::<u64>().ok())
+        .map_or(0, |m| m + 1);
+    format!("{major}.{minor}")
 }
 
 /// The bundle `po` waits for the admin to approve (its `status.desiredBundle` while its
