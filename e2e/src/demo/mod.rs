@@ -416,7 +416,9 @@ impl Demo {
             ADVICE_TIMEOUT,
             |_, co, _| {
                 co.and_then(|co| report::co_condition(co, "Upgradeable"))
-                    .is_some_and(|c| c.2.contains(bundle.as_str()))
+                    .is_some_and(|c| {
+                        c.2.contains("offers the hops") && c.2.contains(bundle.as_str())
+                    })
             },
         )
         .await;
