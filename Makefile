@@ -7,7 +7,7 @@ BIN_DIR = $(shell bash e2e/tools/build-binaries.sh 2>/dev/null | tail -n1)
 .PHONY: all test unit e2e e2e-binaries lint fmt crds manifests image demo bench bench-install bench-compare soak chaos fuzz fuzz-ci clean-cache help
 
 help:
-	@echo "make demo   - start a local control plane + registry, run POM, install two operators"
+	@echo "make demo   - a local control plane + registry, POM installed from manifests/kubernetes/, two operators through a cluster update"
 	@echo "make test   - unit + property + e2e tests (builds control-plane binaries on first use)"
 	@echo "make e2e    - only the e2e suite;  make lint - fmt + clippy;  make crds - regenerate crds/"
 	@echo "make manifests - regenerate manifests/;  make image - build the manager image (podman/docker)"
@@ -69,8 +69,11 @@ image:
 	@engine=$$(command -v podman || command -v docker) || { echo "make image: needs podman or docker" >&2; exit 1; }; \
 	  $$engine build -f Containerfile -t $(IMAGE) .
 
+## The demo installs POM from manifests/kubernetes/ with kubectl (built into the cache when none
+## is on PATH) and runs the pom-manager binary, which pom-demo finds next to itself.
 demo: e2e-binaries
-	@dir=$$(bash e2e/tools/build-binaries.sh | tail -n1) && \
+	@dir=$$(POM_WITH_KUBECTL=1 bash e2e/tools/build-binaries.sh | tail -n1) && \
+	  $(CARGO) build -q -p pom-controller --bin pom-manager && \
 	  POM_TEST_BIN_DIR=$$dir $(CARGO) run -q -p pom-e2e --bin pom-demo -- $(if $(DEMO_ONCE),--once,)
 
 bench:

@@ -4,6 +4,7 @@
 //! ServiceAccount was given and nothing else.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use k8s_openapi::api::authentication::v1::TokenRequest;
 use k8s_openapi::api::core::v1::ServiceAccount;
@@ -72,6 +73,9 @@ pub async fn apply_kubernetes_manifests(client: &Client) -> Result<Vec<String>, 
     Ok(applied)
 }
 
+/// How long a test's ServiceAccount token is valid.
+const TEST_TOKEN_LIFETIME: Duration = Duration::from_secs(3600);
+
 /// A bound token (TokenRequest API, one hour) of the ServiceAccount `namespace/name`.
 ///
 /// # Errors
@@ -81,9 +85,22 @@ pub async fn service_account_token(
     namespace: &str,
     name: &str,
 ) -> Result<String, HarnessError> {
+    service_account_token_valid_for(client, namespace, name, TEST_TOKEN_LIFETIME).await
+}
+
+/// A bound token of the ServiceAccount `namespace/name`, valid for `lifetime`.
+///
+/// # Errors
+/// When the API server refuses the TokenRequest.
+pub async fn service_account_token_valid_for(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    lifetime: Duration,
+) -> Result<String, HarnessError> {
     let sas: Api<ServiceAccount> = Api::namespaced(client.clone(), namespace);
     let request: TokenRequest = serde_json::from_value(
-        serde_json::json!({"spec": {"audiences": [], "expirationSeconds": 3600}}),
+        serde_json::json!({"spec": {"audiences": [], "expirationSeconds": lifetime.as_secs()}}),
     )
     .map_err(|e| HarnessError::Other(e.to_string()))?;
     let status = sas
@@ -109,7 +126,23 @@ pub async fn service_account_kubeconfig(
     name: &str,
     file: &str,
 ) -> Result<PathBuf, HarnessError> {
-    let token = service_account_token(client, namespace, name).await?;
+    service_account_kubeconfig_valid_for(plane, client, namespace, name, file, TEST_TOKEN_LIFETIME)
+        .await
+}
+
+/// [`service_account_kubeconfig`] with a token valid for `lifetime`.
+///
+/// # Errors
+/// When no token can be had or the file cannot be written.
+pub async fn service_account_kubeconfig_valid_for(
+    plane: &ControlPlane,
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    file: &str,
+    lifetime: Duration,
+) -> Result<PathBuf, HarnessError> {
+    let token = service_account_token_valid_for(client, namespace, name, lifetime).await?;
     let cluster = plane
         .kubeconfig()
         .clusters

@@ -29,10 +29,15 @@ export CGO_ENABLED=0 GOFLAGS=-mod=mod
 have() { for b in "$@"; do [ -x "$out/$b" ] || return 1; done; }
 
 k8s_minor=$(echo "$KUBERNETES_VERSION" | cut -d. -f2)
-if ! have kube-apiserver kube-controller-manager kube-scheduler; then
-  log "building Kubernetes v$KUBERNETES_VERSION control plane (first run: ~15-25 min on 2 cores)"
-  w="$cache/work/kubernetes-$KUBERNETES_VERSION"
-  rm -rf "$w" && mkdir -p "$w" && cd "$w"
+w_k8s="$cache/work/kubernetes-$KUBERNETES_VERSION"
+ld_k8s="-s -w"
+for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  ld_k8s="$ld_k8s -X $p.gitVersion=v$KUBERNETES_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$k8s_minor"
+  ld_k8s="$ld_k8s -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
+done
+# The wrapper module in $w_k8s (see the header), made afresh.
+k8s_wrapper_module() {
+  rm -rf "$w_k8s" && mkdir -p "$w_k8s" && cd "$w_k8s"
   go mod init local.invalid/kas-build >/dev/null 2>&1
   gomod=$(go list -m -f '{{.GoMod}}' "k8s.io/kubernetes@v$KUBERNETES_VERSION") \
     || fail "cannot read k8s.io/kubernetes@v$KUBERNETES_VERSION go.mod from the module proxy"
@@ -46,15 +51,30 @@ if ! have kube-apiserver kube-controller-manager kube-scheduler; then
     go mod edit -replace="$m=$m@v0.$k8s_minor.${KUBERNETES_VERSION##*.}"
   done
   go get "k8s.io/kubernetes@v$KUBERNETES_VERSION" >&2 || fail "go get k8s.io/kubernetes@v$KUBERNETES_VERSION"
-  ld="-s -w"
-  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    ld="$ld -X $p.gitVersion=v$KUBERNETES_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$k8s_minor"
-    ld="$ld -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
-  done
-  go build -trimpath -tags selinux,notest -ldflags "$ld" -o "$out/" \
+}
+
+if ! have kube-apiserver kube-controller-manager kube-scheduler; then
+  log "building Kubernetes v$KUBERNETES_VERSION control plane (first run: ~15-25 min on 2 cores)"
+  k8s_wrapper_module
+  go build -trimpath -tags selinux,notest -ldflags "$ld_k8s" -o "$out/" \
     k8s.io/kubernetes/cmd/kube-apiserver \
     k8s.io/kubernetes/cmd/kube-controller-manager \
     k8s.io/kubernetes/cmd/kube-scheduler >&2 || fail "go build of the Kubernetes control plane"
+fi
+
+# kubectl, for `make demo` (which installs POM with `kubectl apply`, as an admin does): only
+# when asked (POM_WITH_KUBECTL=1) and none is on PATH, or always (POM_WITH_KUBECTL=always);
+# the demo prefers this one, of the control plane's own version, when present.
+case "${POM_WITH_KUBECTL:-}" in
+  always) want_kubectl=1 ;;
+  1) command -v kubectl >/dev/null && want_kubectl=0 || want_kubectl=1 ;;
+  *) want_kubectl=0 ;;
+esac
+if [ "$want_kubectl" = 1 ] && ! have kubectl; then
+  log "building kubectl v$KUBERNETES_VERSION (none on PATH; ~3-6 min on 2 cores after the control plane)"
+  [ -f "$w_k8s/go.sum" ] && cd "$w_k8s" || k8s_wrapper_module
+  go build -trimpath -ldflags "$ld_k8s" -o "$out/kubectl" k8s.io/kubernetes/cmd/kubectl >&2 \
+    || fail "go build of kubectl v$KUBERNETES_VERSION"
 fi
 
 if ! have etcd; then

@@ -1,5 +1,6 @@
-//! `make demo`: a local control plane running POM through a scripted cluster update (see
-//! `docs/demo.md` and [`pom_e2e::demo`]).
+//! `make demo`: a local control plane with POM installed from `manifests/kubernetes/`, its
+//! manager binary running under its ServiceAccount, walked through a scripted cluster update
+//! (see `docs/demo.md` and [`pom_e2e::demo`]).
 //!
 //! `--once` (`make demo DEMO_ONCE=1`): no terminal needed; exits 0 once both platform operators
 //! are installed and the scripted update completed, non-zero with the reason otherwise (the
@@ -9,7 +10,7 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use pom_e2e::demo::Demo;
+use pom_e2e::demo::{Demo, Tools};
 
 /// The bound of a `--once` run.
 const ONCE_TIMEOUT: Duration = Duration::from_secs(300);
@@ -21,7 +22,14 @@ async fn main() -> ExitCode {
     println!(
         "pom-demo: starting a control plane (etcd, kube-apiserver, controller-manager, scheduler, kwok) and an OCI registry"
     );
-    let mut demo = match Demo::start().await {
+    let tools = match Tools::from_env() {
+        Ok(tools) => tools,
+        Err(err) => {
+            eprintln!("pom-demo: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut demo = match Demo::start(tools).await {
         Ok(demo) => demo,
         Err(err) => {
             eprintln!("pom-demo: {err}");
@@ -29,12 +37,16 @@ async fn main() -> ExitCode {
         }
     };
     let kubeconfig = demo.kubeconfig_path().display().to_string();
+    let exports = format!(
+        "  export KUBECONFIG={kubeconfig} POM_DEMO_REGISTRY={}",
+        demo.registry_host()
+    );
     println!(
-        "pom-demo: cluster up in {:.1}s; to look around while it runs:",
+        "pom-demo: cluster up and POM installed in {:.1}s; to look around while it runs (README, \"Looking around the demo\"):",
         started.elapsed().as_secs_f32()
     );
-    println!("  export KUBECONFIG={kubeconfig}");
-    println!("  cargo run -q -p pomctl -- status   # or: kubectl get pop,pocat,co,clusterversion");
+    println!("{exports}");
+    println!("  pomctl status   # or: kubectl get pop,pocat,co,clusterversion");
 
     let outcome = if once {
         match tokio::time::timeout(ONCE_TIMEOUT, demo.run(started)).await {
@@ -68,12 +80,12 @@ async fn main() -> ExitCode {
     };
     if !once && outcome.is_ok() {
         println!("pom-demo: the cluster stays up; press Ctrl-C to stop and clean up.");
-        println!("  export KUBECONFIG={kubeconfig}");
-        println!("  cargo run -q -p pomctl -- status");
-        println!(
-            "  cargo run -q -p pomctl -- plan --to 4.17.1 --insecure-registry {}",
-            demo.registry_host()
-        );
+        println!("{exports}");
+        println!("  pomctl status");
+        println!("  pomctl plan --to 4.18.0 --insecure-registry \"$POM_DEMO_REGISTRY\"");
+        if let Some(log) = demo.manager_log() {
+            println!("  tail -f {}   # the manager's log", log.display());
+        }
         let _ = tokio::signal::ctrl_c().await;
         println!("pom-demo: stopping");
     }

@@ -4,14 +4,18 @@
 //! The versions tell a story the CVO contract makes visible:
 //! - `demo-metrics 2.3.0` supports OpenShift up to 4.16, so on 4.16.3 it blocks the minor
 //!   update to 4.17 (`IncompatibleOperatorsInstalled`) but not a patch update;
-//! - the publisher later ships `2.3.1` (up to 4.17) and `2.4.0` (up to 4.18): the patch update
-//!   4.16.3 → 4.16.4 moves the PO within its minor to 2.3.1, which lifts the block, and the
-//!   minor update 4.16.4 → 4.17.0 moves it within its major to 2.4.0;
-//! - `demo-logging` follows the same path from 1.0.0 (up to 4.17) without ever blocking.
+//! - stage 2 ships z-stream fixes (`demo-logging 1.0.1`, `demo-metrics 2.3.1`, still up to
+//!   4.16): the patch update 4.16.3 → 4.16.4 moves both POs within their minor, and the block
+//!   stays;
+//! - stage 3 ships `demo-metrics 2.4.0` (up to 4.17) and `2.5.0`, `demo-logging 1.1.0` (up to
+//!   4.18): when the admin asks for 4.17.0 the CVO refuses, POM offers the pre-update hop
+//!   2.3.1 → 2.4.0 (a bundle that runs on both 4.16 and 4.17), the admin approves it, the
+//!   cluster stays at 4.16.4 until it settled, and the CVO's own retry then starts 4.17.0,
+//!   under which both POs move within their major (metrics to 2.5.0, logging to 1.1.0).
 //!
-//! Stage 1 of the catalog holds only the first bundle of each package, so that the first
-//! install picks it (an install takes the highest bundle available); stage 2 is pushed to the
-//! same tag, as a publisher would, and the manager follows the tag at its next poll.
+//! Each stage is pushed to the same tag, as a publisher would, and the manager follows the
+//! tag at its next poll. Stage 1 holds only the first bundle of each package, so that the
+//! first install picks it (an install takes the highest bundle available).
 
 use crate::HarnessError;
 use crate::fixtures::{TestBundle, catalog_json};
@@ -24,41 +28,41 @@ pub const CATALOG_TAG: &str = "latest";
 /// The PlatformOperators the demo creates, each named after its package.
 pub const PACKAGES: [&str; 2] = ["demo-logging", "demo-metrics"];
 
-/// Every bundle of the demo, with whether it is in stage 1 of the catalog.
+/// Every bundle of the demo, with the catalog stage that first holds it.
 #[must_use]
-pub fn bundles() -> Vec<(TestBundle, bool)> {
+pub fn bundles() -> Vec<(TestBundle, u8)> {
     vec![
-        (
-            TestBundle::new("demo-logging", "1.0.0").max_ocp("4.17"),
-            true,
-        ),
+        (TestBundle::new("demo-logging", "1.0.0").max_ocp("4.17"), 1),
         (
             TestBundle::new("demo-logging", "1.0.1")
                 .replaces("1.0.0")
                 .max_ocp("4.17"),
-            false,
+            2,
         ),
         (
             TestBundle::new("demo-logging", "1.1.0")
                 .replaces("1.0.1")
                 .max_ocp("4.18"),
-            false,
+            3,
         ),
-        (
-            TestBundle::new("demo-metrics", "2.3.0").max_ocp("4.16"),
-            true,
-        ),
+        (TestBundle::new("demo-metrics", "2.3.0").max_ocp("4.16"), 1),
         (
             TestBundle::new("demo-metrics", "2.3.1")
                 .replaces("2.3.0")
-                .max_ocp("4.17"),
-            false,
+                .max_ocp("4.16"),
+            2,
         ),
         (
             TestBundle::new("demo-metrics", "2.4.0")
                 .replaces("2.3.1")
+                .max_ocp("4.17"),
+            3,
+        ),
+        (
+            TestBundle::new("demo-metrics", "2.5.0")
+                .replaces("2.4.0")
                 .max_ocp("4.18"),
-            false,
+            3,
         ),
     ]
 }
@@ -79,8 +83,8 @@ pub async fn push_bundles(host: &str) -> Result<BundleImages, HarnessError> {
     Ok(images)
 }
 
-/// Pushes the catalog at `stage` (1: the first bundle of each package; 2: every bundle) to
-/// the demo tag; returns the by-digest reference.
+/// Pushes the catalog at `stage` (every bundle whose stage is at most `stage`, see
+/// [`bundles`]) to the demo tag; returns the by-digest reference.
 ///
 /// # Errors
 /// When the registry refuses the push.
@@ -91,7 +95,7 @@ pub async fn push_catalog_stage(
 ) -> Result<String, HarnessError> {
     let chosen: Vec<TestBundle> = bundles()
         .into_iter()
-        .filter(|(_, first)| stage > 1 || *first)
+        .filter(|(_, first_stage)| *first_stage <= stage)
         .map(|(b, _)| b)
         .collect();
     push_catalog(
