@@ -11,7 +11,7 @@
 //!   generation unchanged (its spec was never changed), OLM's owner references and labels gone;
 //!   then the CSV and Subscription are deleted, the garbage collector removes what OLM alone
 //!   owned (its generated Roles), and nothing POM owns goes; a catalog update then hops the
-//!   adopted operator as any other once the admin lifts the pin;
+//!   adopted operator as any other once the admin lifts the pin and moves the steady state;
 //! - [`an_install_that_differs_is_left_alone_and_says_why`]: an OwnNamespace install whose
 //!   Deployment an admin edited (an env var POM would not render): the PlatformOperator says
 //!   `AdoptionNotProven` naming the field, and no object of the install is written over a
@@ -273,7 +273,8 @@ async fn adopts_with_no_restart_survives_olms_removal_and_hops() {
     );
     wait_po_condition(&client, "alpha", "Installed", "True", None).await;
 
-    // A later catalog update hops the adopted operator as any other, once the pin is lifted.
+    // A later catalog update hops the adopted operator as any other: the admin lifts the
+    // adoption's pin and moves the steady state to the new bundle, as for any PO (§4).
     let fbc = catalog_json(&[v1, v2], &[]);
     configmap_catalog(&client, "operators", &fbc, 0).await;
     wait_catalog_serves(&client, "operators", &fbc).await;
@@ -281,7 +282,8 @@ async fn adopts_with_no_restart_survives_olms_removal_and_hops() {
         .patch(
             "alpha",
             &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"package": {"versionRange": null}}})),
+            &Patch::Merge(json!({"spec": {"package": {"versionRange": null},
+                                          "steadyStateVersionRange": "=1.1.0"}})),
         )
         .await
         .unwrap();
