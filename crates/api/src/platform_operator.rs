@@ -870,9 +870,11 @@ mod tests {
             approved_bundle: None,
             paused: false,
             config: None,
+            adopt_from: None,
         };
         let written = serde_json::to_value(&spec).unwrap_or_default();
         assert!(written.get("config").is_none(), "{written}");
+        assert!(written.get("adoptFrom").is_none(), "{written}");
     }
 
     /// Names are unique by list-map semantics (the API server refuses a duplicate key, with no
