@@ -15,7 +15,8 @@
 //! - [`an_install_that_differs_is_left_alone_and_says_why`]: an OwnNamespace install whose
 //!   Deployment an admin edited (an env var POM would not render): the PlatformOperator says
 //!   `AdoptionNotProven` naming the field, and no object of the install is written over a
-//!   quiet window longer than every resync.
+//!   quiet window longer than every resync; once the admin undoes the edit, the adoption
+//!   resumes and takes the install over with no restart.
 
 use std::collections::BTreeSet;
 
@@ -83,9 +84,21 @@ async fn rolled_out(client: &Client, namespace: &str) {
         let ready = !deployments.items.is_empty()
             && deployments.items.iter().all(|d| {
                 let s = d.status.clone().unwrap_or_default();
-                s.ready_replicas.unwrap_or_default() >= 1 && s.updated_replicas == s.replicas
+                s.observed_generation == d.metadata.generation
+                    && s.ready_replicas.unwrap_or_default() >= 1
+                    && s.updated_replicas == s.replicas
             });
-        ready.then_some(())
+        // And no pod of an older ReplicaSet left (terminating ones included).
+        let wanted: i32 = deployments
+            .items
+            .iter()
+            .map(|d| d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1))
+            .sum();
+        let pods = Api::<Pod>::namespaced(client.clone(), namespace)
+            .list(&ListParams::default())
+            .await
+            .ok()?;
+        (ready && pods.items.len() == usize::try_from(wanted).unwrap_or_default()).then_some(())
     })
     .await;
 }
@@ -395,5 +408,31 @@ async fn an_install_that_differs_is_left_alone_and_says_why() {
         po.status.unwrap().inventory.is_empty(),
         "no intent recorded"
     );
+
+    // The admin undoes the edit (the operator rolls out once, by the admin's hand): the
+    // adoption resumes and takes the OwnNamespace install over with no further restart.
+    Api::<Deployment>::namespaced(client.clone(), ns)
+        .patch(
+            "beta-controller",
+            &PatchParams::default(),
+            &Patch::Strategic(json!({"spec": {"template": {"spec": {"containers": [
+                {"name": "manager", "env": [{"name": "DEBUG", "$patch": "delete"}]}]}}}})),
+        )
+        .await
+        .unwrap();
+    rolled_out(&client, ns).await;
+    let before = running(&client, ns).await;
+    wait_po_condition(&client, "beta", "Installed", "True", None).await;
+    rolled_out(&client, ns).await;
+    assert_eq!(
+        running(&client, ns).await,
+        before,
+        "adoption restarted the operator"
+    );
+    let deployment = Api::<Deployment>::namespaced(client.clone(), ns)
+        .get("beta-controller")
+        .await
+        .unwrap();
+    assert_eq!(olm_marks(&deployment.metadata), Vec::<String>::new());
     manager.stop().await;
 }
