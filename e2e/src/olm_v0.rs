@@ -14,7 +14,8 @@
 //!   Operator API) on the Subscription, CSV, CRDs and generated objects;
 //! - the CSV annotated by its OperatorGroup (`olm.operatorGroup`, `olm.operatorNamespace`,
 //!   `olm.targetNamespaces`, `""` for every namespace), annotations OLM copies onto the
-//!   Deployment's pod template; `OPERATOR_CONDITION_NAME=<csv>` injected into its containers;
+//!   Deployment's pod template; `OPERATOR_CONDITION_NAME=<csv>` injected into its containers, and
+//!   `revisionHistoryLimit: 1` on its Deployments;
 //! - copies of the CSV in the watched namespaces, labelled `olm.copiedFrom=<namespace>`;
 //! - the OperatorGroup's `status.namespaces` resolved (`[""]` for every namespace), the
 //!   Subscription's `status.installedCSV`, the CSV's `status.phase: Succeeded`.
@@ -299,6 +300,8 @@ pub async fn lay_out(client: &Client, install: &Install) -> Result<(), HarnessEr
         .enumerate()
     {
         let mut spec = dep["spec"].clone();
+        // OLM does not roll back: it keeps one old ReplicaSet (`pkg/controller/install`).
+        spec["revisionHistoryLimit"] = json!(1);
         merge_map(
             &mut spec["template"]["metadata"]["annotations"],
             &pod_annotations,

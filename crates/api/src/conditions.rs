@@ -117,6 +117,10 @@ reasons! {
     ContentPolicyViolation,
     /// An object the bundle ships already exists and POM did not create it.
     AdoptionRefused,
+    /// `spec.adoptFrom`: what OLM v0 runs is not what POM would apply (another bundle, a pod
+    /// template that would change, an object not OLM's for the CSV): the adoption stops,
+    /// changing nothing, and the message says what differs.
+    AdoptionNotProven,
     /// The manager's admission guard (its ValidatingAdmissionPolicy or the binding) is missing
     /// or not as shipped: POM writes nothing but status until it is back.
     AdmissionGuardMissing,

@@ -39,6 +39,7 @@ use crate::validation::{DNS1123_LABEL, DURATION, KIND_WITH_GROUP, VERSION_RANGE}
 // The field's own `self == oldSelf` runs only when both objects have it: adding or removing it
 // would move the operator (issue 25 item 5). The namespace is also recorded in status.
 #[x_kube(validation = kube::core::Rule::new("has(self.installNamespace) == has(oldSelf.installNamespace)").message("spec.installNamespace can neither be added nor removed once the PlatformOperator exists: delete and recreate it to move the operator"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.adoptFrom) || (has(self.installNamespace) && self.installNamespace == self.adoptFrom.subscription.namespace)").message("spec.adoptFrom needs spec.installNamespace set to the Subscription's namespace: POM adopts the operator where OLM installed it"))]
 #[x_kube(validation = kube::core::Rule::new("has(self.watchNamespace) == has(oldSelf.watchNamespace)").message("spec.watchNamespace can neither be added nor removed once the PlatformOperator exists: delete and recreate it to change what the operator watches"))]
 pub struct PlatformOperatorSpec {
     /// The package to install and where to find it.
@@ -129,6 +130,32 @@ pub struct PlatformOperatorSpec {
     /// restarts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<OperatorConfig>,
+    /// The OLM v0 installation this PlatformOperator takes over (issue 36): POM renders the
+    /// bundle OLM installed, proves the running objects are what it would apply (the pod
+    /// templates equal, so nothing restarts), then takes them over and removes OLM's owner
+    /// references and labels from them. Anything it cannot prove equal stops the adoption,
+    /// changing nothing. Immutable; `pomctl adopt --subscription NS/NAME` writes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = kube::core::Rule::new("self == oldSelf").message("spec.adoptFrom is immutable: delete and recreate the PlatformOperator to adopt another installation"))]
+    pub adopt_from: Option<AdoptFrom>,
+}
+
+/// The OLM v0 installation a PlatformOperator adopts (`spec.adoptFrom`).
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct AdoptFrom {
+    /// The Subscription whose installed ClusterServiceVersion is adopted.
+    pub subscription: SubscriptionRef,
+}
+
+/// A Subscription (`operators.coreos.com/v1alpha1`) by namespace and name.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct SubscriptionRef {
+    #[schemars(length(min = 1, max = 63), regex(pattern = DNS1123_LABEL))]
+    pub namespace: String,
+    #[schemars(length(min = 1, max = 253), regex(pattern = crate::validation::DNS1123_SUBDOMAIN))]
+    pub name: String,
 }
 
 /// Hops before a requested cluster update (`spec.preUpdateHops`, issue 35 item 1).
@@ -843,9 +870,11 @@ mod tests {
             approved_bundle: None,
             paused: false,
             config: None,
+            adopt_from: None,
         };
         let written = serde_json::to_value(&spec).unwrap_or_default();
         assert!(written.get("config").is_none(), "{written}");
+        assert!(written.get("adoptFrom").is_none(), "{written}");
     }
 
     /// Names are unique by list-map semantics (the API server refuses a duplicate key, with no

@@ -439,6 +439,13 @@ fn bundle_object_rules() -> Vec<PolicyRule> {
             &["operatorconditions/status"],
             &["get", "patch"],
         ),
+        // The OLM v0 installation a PlatformOperator adopts (`spec.adoptFrom`, issue 36):
+        // its Subscription and installed CSV, read only.
+        rule(
+            &["operators.coreos.com"],
+            &["subscriptions", "clusterserviceversions"],
+            &["get"],
+        ),
         // Bundle CRDs: applied, checked for safe upgrades, waited on; never deleted (§6).
         rule(
             &["apiextensions.k8s.io"],

@@ -140,6 +140,7 @@ mod tests {
             approved_bundle: None,
             paused: false,
             config: None,
+            adopt_from: None,
         }
     }
 

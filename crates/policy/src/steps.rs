@@ -40,9 +40,16 @@ pub enum Step {
     ReuseCleanCheck,
     /// Fetch, render and check the bundle the decision puts on the cluster (reads only).
     Prepare,
+    /// `spec.adoptFrom`, nothing installed yet: prove the prepared objects are what OLM v0
+    /// runs (`pom_policy::adopt::prove`, reads only); unproven, the prepared bundle is dropped
+    /// and nothing is written.
+    ProveAdoption,
     /// Record the move's intent in status before its first object is written, so a crash
     /// anywhere in the apply resumes the move and never skips it.
     RecordIntent,
+    /// Move each proven object from OLM to POM (one patch each: OLM's owner references and
+    /// labels out, POM's owner labels in), after the intent and before the apply.
+    ReleaseFromOlm,
     /// Say what a move carries out on the admin's word: content-policy exceptions, an unsafe
     /// CRD change overridden, the action on a move that did not settle (Warning/Normal Events).
     AnnounceMove,
@@ -77,6 +84,8 @@ impl Step {
             Self::FinishInterruptedPrune { .. } => "finish an interrupted prune",
             Self::ReuseCleanCheck => "reuse the clean check",
             Self::Prepare => "prepare",
+            Self::ProveAdoption => "prove adoption",
+            Self::ReleaseFromOlm => "release from OLM",
             Self::RecordIntent => "record intent",
             Self::AnnounceMove => "announce the move",
             Self::Apply => "apply",
@@ -128,6 +137,8 @@ pub struct PlanInput<'a> {
     pub writes_allowed: bool,
     /// The PO already carries the annotation saying its operator reports.
     pub reported_mark_present: bool,
+    /// The PO adopts an OLM v0 installation (`spec.adoptFrom`) and has installed nothing yet.
+    pub adopting: bool,
 }
 
 /// The ordered steps of one reconcile.
@@ -165,13 +176,22 @@ pub fn plan(input: &PlanInput<'_>) -> Vec<Step> {
     steps
 }
 
-/// The steps that put the decision on the cluster: a reused clean check, or prepare → intent
-/// → (announce) → apply.
+/// The steps that put the decision on the cluster: a reused clean check, or prepare →
+/// (prove adoption) → intent → (release from OLM) → (announce) → apply. Adoption is a move
+/// (the first install), so a Keep never proves nor releases.
 fn act_steps(input: &PlanInput<'_>) -> Vec<Step> {
     if reuses_clean_check(input) {
         return vec![Step::ReuseCleanCheck];
     }
-    let mut steps = vec![Step::Prepare, Step::RecordIntent];
+    let adopting = input.adopting && matches!(input.decision.action, Action::Move(_));
+    let mut steps = vec![Step::Prepare];
+    if adopting {
+        steps.push(Step::ProveAdoption);
+    }
+    steps.push(Step::RecordIntent);
+    if adopting {
+        steps.push(Step::ReleaseFromOlm);
+    }
     if matches!(input.decision.action, Action::Move(_)) {
         steps.push(Step::AnnounceMove);
     }

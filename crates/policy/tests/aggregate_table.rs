@@ -185,6 +185,7 @@ impl Po {
                 approved_bundle: None,
                 paused: false,
                 config: None,
+                adopt_from: None,
             },
         );
         po.metadata.generation = Some(self.generation);

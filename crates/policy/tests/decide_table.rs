@@ -307,6 +307,7 @@ mod fixture {
                 approved_bundle: None,
                 paused: false,
                 config: None,
+                adopt_from: None,
             },
             duplicate_of: None,
             others: Vec::new(),

@@ -104,6 +104,7 @@ impl Sim {
                 approved_bundle: None,
                 paused: false,
                 config: None,
+                adopt_from: None,
             },
         );
         po.metadata.generation = Some(1);

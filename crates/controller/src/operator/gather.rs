@@ -618,6 +618,67 @@ fn config_view(po: &PlatformOperator, proxy: &OperatorProxy) -> ConfigView {
     }
 }
 
+/// What OLM v0's objects say about the installation `from` names (`spec.adoptFrom`): the
+/// Subscription and the CSV it installed. An absent object (or OLM's API not served) is read
+/// as absent: the proof then says so.
+///
+/// # Errors
+/// A read that failed otherwise.
+pub async fn olm_source(
+    client: &kube::Client,
+    from: &pom_api::platform_operator::AdoptFrom,
+) -> Result<pom_policy::adopt::OlmSource, Error> {
+    use pom_api::olm::{ClusterServiceVersion, Subscription};
+    let sub_ref = &from.subscription;
+    let namespace = sub_ref.namespace.as_str();
+    let subscription = format!("{namespace}/{}", sub_ref.name);
+    let sub = Api::<Subscription>::namespaced(client.clone(), namespace)
+        .get_opt(&sub_ref.name)
+        .await
+        .or_else(absent_if_not_served)
+        .map_err(Error::kube(format!("reading Subscription {subscription}")))?;
+    let installed_csv = sub
+        .as_ref()
+        .and_then(|s| s.status.as_ref())
+        .and_then(|s| s.installed_csv.clone())
+        .filter(|c| !c.is_empty());
+    let csv = match &installed_csv {
+        Some(name) => Api::<ClusterServiceVersion>::namespaced(client.clone(), namespace)
+            .get_opt(name)
+            .await
+            .or_else(absent_if_not_served)
+            .map_err(Error::kube(format!(
+                "reading ClusterServiceVersion {namespace}/{name}"
+            )))?,
+        None => None,
+    };
+    Ok(pom_policy::adopt::OlmSource {
+        subscription,
+        namespace: namespace.to_owned(),
+        found: sub.is_some(),
+        package: sub.map(|s| s.spec.name).unwrap_or_default(),
+        installed_csv,
+        csv_phase: csv.as_ref().map(|c| {
+            c.status
+                .as_ref()
+                .and_then(|s| s.phase.clone())
+                .unwrap_or_default()
+        }),
+        csv_annotations: csv
+            .map(|c| c.annotations().keys().cloned().collect())
+            .unwrap_or_default(),
+    })
+}
+
+/// A 404 on a read by name (the object, or its whole API when OLM v0 is not installed) is an
+/// absent object.
+fn absent_if_not_served<T>(err: kube::Error) -> Result<Option<T>, kube::Error> {
+    match &err {
+        kube::Error::Api(status) if status.code == 404 => Ok(None),
+        _ => Err(err),
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {

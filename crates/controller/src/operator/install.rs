@@ -306,6 +306,26 @@ impl Prepared {
         self.image.as_deref()
     }
 
+    /// Each object to apply, by identity, with what the cluster holds of it (`None`: absent,
+    /// or a Secret, never read): what adoption proves (`pom_policy::adopt::prove`).
+    #[must_use]
+    pub fn adoption_view(&self) -> Vec<(pom_policy::adopt::ObjectKey, Value, Option<Value>)> {
+        self.desired
+            .iter()
+            .zip(&self.live_objects)
+            .map(|((id, object), (_, live))| {
+                let key = pom_policy::adopt::ObjectKey {
+                    api_version: object["apiVersion"].as_str().unwrap_or_default().to_owned(),
+                    kind: id.gvk.kind.clone(),
+                    namespace: id.namespace.clone(),
+                    name: id.name.clone(),
+                };
+                let live = live.as_ref().and_then(|l| serde_json::to_value(l).ok());
+                (key, object.clone(), live)
+            })
+            .collect()
+    }
+
     /// The namespace the bundle is applied into (recorded at the first install).
     #[must_use]
     pub fn namespace(&self) -> &str {
@@ -441,6 +461,9 @@ struct WritingPo<'a> {
     po_exists: &'a (dyn Fn(&str) -> bool + Sync),
     /// What this PO's inventory recorded before: a Secret named there is its own.
     recorded: BTreeSet<InventoryObject>,
+    /// The namespace of the OLM v0 installation it adopts (`spec.adoptFrom`), while it adopts:
+    /// OLM's objects there are read as the installation's (the proof judges them next).
+    adopting: Option<&'a str>,
 }
 
 impl<'a> WritingPo<'a> {
@@ -451,6 +474,8 @@ impl<'a> WritingPo<'a> {
             package: &po.spec.package.name,
             po_exists,
             recorded: recorded_inventory(po),
+            adopting: pom_policy::adopt::takeover::adopting(po)
+                .map(|from| from.subscription.namespace.as_str()),
         }
     }
 
@@ -461,6 +486,9 @@ impl<'a> WritingPo<'a> {
         kind: &str,
         (namespace, name): (Option<&str>, &str),
     ) -> Result<(), Error> {
+        if self.adopted(live, kind, name) {
+            return Ok(());
+        }
         may_write(
             live.labels.as_ref(),
             live.annotations.as_ref(),
@@ -468,6 +496,35 @@ impl<'a> WritingPo<'a> {
             (namespace, name),
             (&self.po, self.package),
             self.po_exists,
+        )
+    }
+}
+
+impl WritingPo<'_> {
+    /// Whether, adopting, the object is the OLM v0 installation's: its namespace (the admin
+    /// named it in `spec.adoptFrom`), or an object with OLM's marks of it
+    /// (`pom_policy::adopt::takeover::marked_by_olm`). Never another PlatformOperator's: an
+    /// object with POM's owner label is judged by ownership as always.
+    fn adopted(&self, live: &ObjectMeta, kind: &str, name: &str) -> bool {
+        let Some(namespace) = self.adopting else {
+            return false;
+        };
+        if live
+            .labels
+            .as_ref()
+            .is_some_and(|l| l.contains_key(labels::OWNER_PO))
+        {
+            return false;
+        }
+        if kind == "Namespace" {
+            return name == namespace;
+        }
+        let owners = live.owner_references.iter().flatten();
+        pom_policy::adopt::takeover::marked_by_olm(
+            live.labels.as_ref(),
+            owners.map(|r| (r.api_version.as_str(), r.kind.as_str())),
+            namespace,
+            self.package,
         )
     }
 }

@@ -8,6 +8,7 @@
 //! `pom-policy`). A new feature is a new step or a new case of a pure function, never a branch
 //! here.
 
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
@@ -16,10 +17,11 @@ use kube::api::{Api, Patch, PatchParams};
 use pom_api::PlatformOperator;
 use pom_api::labels;
 use pom_api::platform_operator::PlatformOperatorStatus;
+use pom_policy::adopt::takeover::{self, OlmSource, Pair, TakeOver, TakeOverInput};
 use pom_policy::namespace_clash::{self, NamespaceClash};
 use pom_policy::snapshot::{GuardState, OperatorGate};
 use pom_policy::status::{self, ActOutcome, StatusInput};
-use pom_policy::steps::{self, Next, Step};
+use pom_policy::steps::{self, Next, PlanInput, Step};
 use pom_policy::{Action, PoDecision, PoSnapshot, Problem, inventory};
 
 use super::announce;
@@ -48,9 +50,33 @@ pub(super) struct Gathered {
     /// The install namespace when it is already fixed ([`fixed_namespace`]), read once for the
     /// OperatorCondition read and the prepare step alike.
     namespace: Option<String>,
+    /// What OLM v0's objects say about the installation the PO adopts, while it adopts
+    /// ([`pom_policy::adopt::takeover::adopting`]).
+    olm: Option<OlmSource>,
 }
 
 impl Gathered {
+    /// What the plan is made of besides the decision (`pom_policy::steps::plan`).
+    pub fn plan_input<'s>(
+        &self,
+        po: &'s PlatformOperator,
+        decision: &'s PoDecision,
+        writes_allowed: bool,
+    ) -> PlanInput<'s> {
+        static NOTHING_RECORDED: LazyLock<PlatformOperatorStatus> =
+            LazyLock::new(PlatformOperatorStatus::default);
+        PlanInput {
+            decision,
+            recorded: po.status.as_ref().unwrap_or(&NOTHING_RECORDED),
+            clean_check_reusable: self.reusable.is_some(),
+            writes_allowed,
+            reported_mark_present: po
+                .annotations()
+                .contains_key(labels::OPERATOR_CONDITION_REPORTED),
+            adopting: self.olm.is_some(),
+        }
+    }
+
     /// The PO's snapshot, judged at `Timestamp::now()`.
     pub fn snapshot(&self, po: &PlatformOperator, pctx: &PoContext) -> PoSnapshot<'_> {
         gather::snapshot(
@@ -121,6 +147,13 @@ pub(super) async fn gather(
             gather::watched_namespace_owner(&ctx.client, po).await?
         }
     };
+    let olm = match takeover::adopting(po) {
+        Some(from) => {
+            pctx.stage(&name, "gather: the OLM v0 installation adopted");
+            Some(gather::olm_source(&ctx.client, from).await?)
+        }
+        None => None,
+    };
     pctx.stage(&name, "gather: admission guard");
     let guard = pctx
         .state
@@ -137,6 +170,7 @@ pub(super) async fn gather(
         duplicate_of: pctx.duplicate_winner(po),
         namespace_clash: pctx.namespace_clash(po, watched_owner.as_deref()),
         namespace,
+        olm,
     }))
 }
 
@@ -199,6 +233,8 @@ pub(super) struct Run<'a> {
     status_written: Option<InventoryBefore>,
     /// The namespace [`Step::Withdraw`] emptied: the status reports no inventory there.
     withdrawn: Option<String>,
+    /// What [`Step::ProveAdoption`] proved, for [`Step::ReleaseFromOlm`].
+    adoption: Option<TakeOver>,
 }
 
 impl<'a> Run<'a> {
@@ -223,6 +259,7 @@ impl<'a> Run<'a> {
             reported: None,
             status_written: None,
             withdrawn: None,
+            adoption: None,
         }
     }
 
@@ -235,6 +272,8 @@ impl<'a> Run<'a> {
             }
             Step::ReuseCleanCheck => self.reuse_clean_check(),
             Step::Prepare => self.prepare().await,
+            Step::ProveAdoption => self.prove_adoption(),
+            Step::ReleaseFromOlm => self.release_from_olm().await?,
             Step::RecordIntent => self.record_intent().await?,
             Step::AnnounceMove => self.announce_move().await,
             Step::Apply => self.apply().await,
@@ -279,6 +318,88 @@ impl<'a> Run<'a> {
                 self.prepared = Some((target, prepared));
             }
         }
+    }
+
+    /// The prepared objects against what OLM v0 runs (`pom_policy::adopt::prove`, pure): not
+    /// proven, the prepared bundle is dropped, so no later step writes anything.
+    fn prove_adoption(&mut self) {
+        let Some((target, prepared)) = &self.prepared else {
+            return;
+        };
+        let Some(olm) = &self.gathered.olm else {
+            return;
+        };
+        let bundle = target.name.clone();
+        let view = prepared.adoption_view();
+        let pairs: Vec<Pair<'_>> = view
+            .iter()
+            .map(|(key, desired, live)| Pair {
+                key,
+                desired,
+                live: live.as_ref(),
+            })
+            .collect();
+        let proven = takeover::prove(&TakeOverInput {
+            po: &self.name,
+            package: &self.po.spec.package.name,
+            bundle: &bundle,
+            olm,
+            objects: &pairs,
+        });
+        match proven {
+            Ok(adoption) => {
+                tracing::info!(po = %self.name, subscription = %olm.subscription, %bundle,
+                    take_over = adoption.take_over.len(), create = adoption.create.len(),
+                    "adoption proven: what OLM v0 runs is what POM applies");
+                self.adoption = Some(adoption);
+            }
+            Err(not_proven) => {
+                self.prepared = None;
+                self.applied_namespace = None;
+                self.fail(Problem {
+                    reason: pom_api::conditions::Reason::AdoptionNotProven,
+                    message: format!(
+                        "adopting {bundle} from Subscription {}: {not_proven}",
+                        olm.subscription
+                    ),
+                    degrades: true,
+                });
+            }
+        }
+    }
+
+    /// Moves each proven object from OLM to POM: one conditional patch each, after the intent
+    /// (a crash resumes: the next reconcile proves again, reading what it released as this
+    /// PO's) and before the apply.
+    async fn release_from_olm(&mut self) -> Result<(), Error> {
+        let (Some(adoption), Some((target, _))) = (&self.adoption, &self.prepared) else {
+            return Ok(());
+        };
+        let client = &self.pctx.ctx.client;
+        let ours = labels::owner_labels(&self.name, &self.po.spec.package.name, Some(&target.name));
+        let params = PatchParams {
+            field_manager: Some(crate::context::BUNDLE_FIELD_MANAGER.to_owned()),
+            ..PatchParams::default()
+        };
+        for release in &adoption.releases {
+            let key = &release.key;
+            let (group, version) = key
+                .api_version
+                .split_once('/')
+                .unwrap_or(("", key.api_version.as_str()));
+            let gvk = kube::core::GroupVersionKind::gvk(group, version, &key.kind);
+            let (api, _) = self
+                .pctx
+                .kinds
+                .api(client, &gvk, key.namespace.as_deref())
+                .await?;
+            let patch = takeover::release_patch(release, &ours);
+            api.patch(&key.name, &params, &Patch::Merge(&patch))
+                .await
+                .map_err(Error::kube(format!("releasing {key} from OLM v0")))?;
+        }
+        tracing::info!(po = %self.name, released = adoption.releases.len(), "released the adopted objects from OLM v0");
+        Ok(())
     }
 
     async fn record_intent(&mut self) -> Result<(), Error> {

@@ -30,9 +30,8 @@ use kube::runtime::utils::PredicateConfig;
 use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Resource, ResourceExt};
 use pom_api::labels;
-use pom_api::platform_operator::PlatformOperatorStatus;
 use pom_api::{Catalog, PlatformOperator};
-use pom_policy::steps::{self, PlanInput, plan};
+use pom_policy::steps::{self, plan};
 use pom_policy::{decide, inventory};
 use tokio_util::sync::CancellationToken;
 
@@ -555,18 +554,7 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
     let snapshot = gathered.snapshot(po, pctx);
     let decision = decide(&snapshot);
     tracing::debug!(po = %name, action = ?decision.action, held = ?decision.held, problem = ?decision.problem, "decided");
-    let planned = plan(&PlanInput {
-        decision: &decision,
-        recorded: po
-            .status
-            .as_ref()
-            .unwrap_or(&PlatformOperatorStatus::default()),
-        clean_check_reusable: gathered.reusable.is_some(),
-        writes_allowed: snapshot.guard.allows_writes(),
-        reported_mark_present: po
-            .annotations()
-            .contains_key(labels::OPERATOR_CONDITION_REPORTED),
-    });
+    let planned = plan(&gathered.plan_input(po, &decision, snapshot.guard.allows_writes()));
     tracing::debug!(po = %name, steps = ?planned, "planned");
     let mut run = Run::new(po, pctx, &gathered, &snapshot, &decision);
     for step in planned {

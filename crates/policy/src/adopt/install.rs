@@ -8,7 +8,8 @@ use pom_api::PlatformOperator;
 use pom_api::olm::v0_install::{COPIED_FROM_LABEL, CSV_SUCCEEDED};
 use pom_api::olm::{ClusterServiceVersion, OperatorGroup, Subscription};
 use pom_api::platform_operator::{
-    Consent, OperatorConfig, PackageSpec, PlatformOperatorSpec, UpgradeApproval, UpgradeGate,
+    AdoptFrom, Consent, OperatorConfig, PackageSpec, PlatformOperatorSpec, SubscriptionRef,
+    UpgradeApproval, UpgradeGate,
 };
 use pom_resolver::version::parse_tolerant;
 use semver::Version;
@@ -347,6 +348,13 @@ fn spec(
         approved_bundle: manual.then(|| installed.to_owned()),
         paused: false,
         config: config(sub.spec.config.as_ref())?,
+        // The installation it takes over: the manager adopts it (issue 36 item 2).
+        adopt_from: Some(AdoptFrom {
+            subscription: SubscriptionRef {
+                namespace: namespace.clone(),
+                name: name_of(&sub.metadata),
+            },
+        }),
     })
 }
 

@@ -17,6 +17,7 @@
 
 mod install;
 pub mod proof;
+pub mod takeover;
 #[cfg(test)]
 mod tests;
 
@@ -30,6 +31,7 @@ pub use install::{
     InstallTarget, MAX_SUBSCRIPTION_CONFIG_BYTES, OlmInstall, Proposal, installs, propose,
 };
 pub use proof::{AdoptionProof, Comparison, Located, ObjectKey, RenderContext, judge, locate};
+pub use takeover::{NotProven, OlmSource, Pair, Release, TakeOver, TakeOverInput, prove};
 
 /// Whether POM can adopt one Subscription's install.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -144,6 +144,7 @@ struct Row {
     reusable: bool,
     writes_allowed: bool,
     mark_present: bool,
+    adopting: bool,
     steps: Vec<Step>,
 }
 
@@ -155,6 +156,7 @@ fn row(name: &'static str, decision: PoDecision, recorded: PlatformOperatorStatu
         reusable: false,
         writes_allowed: true,
         mark_present: true,
+        adopting: false,
         steps: vec![],
     }
 }
@@ -166,6 +168,10 @@ impl Row {
     }
     fn guard_missing(mut self) -> Self {
         self.writes_allowed = false;
+        self
+    }
+    fn adopting(mut self) -> Self {
+        self.adopting = true;
         self
     }
     fn unmarked(mut self) -> Self {
@@ -348,6 +354,32 @@ fn the_plan_of_each_case() {
         .guard_missing()
         .steps(FULL_KEEP),
         row(
+            "adopting (spec.adoptFrom, nothing installed): proven after prepare, released from OLM after the intent, before any other write",
+            move_to("1.0.0"),
+            PlatformOperatorStatus::default(),
+        )
+        .adopting()
+        .steps(&[
+            Prepare,
+            ProveAdoption,
+            RecordIntent,
+            ReleaseFromOlm,
+            AnnounceMove,
+            Apply,
+            Report,
+            RememberCleanCheck,
+            WriteStatus,
+            PruneAfterSettle,
+            Requeue(Next::AsStatusSays),
+        ]),
+        row(
+            "adopting, but the decision moves nothing (a paused or refused PO): nothing proven, nothing released (prepare finds nothing to put)",
+            decision(Action::Nothing),
+            PlatformOperatorStatus::default(),
+        )
+        .adopting()
+        .steps(FULL_KEEP),
+        row(
             "without the admission guard the mark (a write) is not planned",
             decision(Action::Keep),
             steady(),
@@ -363,6 +395,7 @@ fn the_plan_of_each_case() {
             clean_check_reusable: row.reusable,
             writes_allowed: row.writes_allowed,
             reported_mark_present: row.mark_present,
+            adopting: row.adopting,
         });
         assert_eq!(steps, row.steps, "{}", row.name);
     }
@@ -390,14 +423,17 @@ fn every_plan_ends_in_one_requeue_and_orders_its_writes() {
             for (reusable, writes_allowed, mark_present) in
                 flag_combinations([false, true], [false, true], [false, true])
             {
-                let steps = plan(&PlanInput {
-                    decision: d,
-                    recorded: &recorded,
-                    clean_check_reusable: reusable,
-                    writes_allowed,
-                    reported_mark_present: mark_present,
-                });
-                check_order(&steps);
+                for adopting in [false, true] {
+                    let steps = plan(&PlanInput {
+                        decision: d,
+                        recorded: &recorded,
+                        clean_check_reusable: reusable,
+                        writes_allowed,
+                        reported_mark_present: mark_present,
+                        adopting,
+                    });
+                    check_order(&steps);
+                }
             }
         }
     }
@@ -432,6 +468,19 @@ fn check_order(steps: &[Step]) {
     };
     before(&Prepare, &Apply);
     before(&RecordIntent, &Apply);
+    // Adoption: proven from what prepare read before the intent; released after the intent
+    // (a crash resumes it) and before the apply (whose writes then meet POM's own objects).
+    before(&Prepare, &ProveAdoption);
+    before(&ProveAdoption, &ReleaseFromOlm);
+    before(&RecordIntent, &ReleaseFromOlm);
+    let both_in_order = |first: &Step, then: &Step| {
+        if let (Some(f), Some(t)) = (at(first), at(then)) {
+            assert!(f < t, "{first:?} before {then:?}: {steps:?}");
+        }
+    };
+    both_in_order(&ProveAdoption, &RecordIntent);
+    both_in_order(&ReleaseFromOlm, &Apply);
+    both_in_order(&ReleaseFromOlm, &AnnounceMove);
     before(&Report, &WriteStatus);
     before(&WriteStatus, &PruneAfterSettle);
     before(&Report, &RememberCleanCheck);

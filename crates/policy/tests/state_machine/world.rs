@@ -260,6 +260,7 @@ impl World {
                         approved_bundle: None,
                         paused: false,
                         config: None,
+                        adopt_from: None,
                     },
                 );
                 po.metadata.generation = Some(1);

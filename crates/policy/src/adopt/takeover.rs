@@ -1,0 +1,918 @@
+//! Step 4 of adoption (issue 36 item 2), pure: before the manager writes anything to an
+//! installation OLM v0 made, [`prove`] shows that what runs is what POM would apply, and says
+//! what adoption then takes over, creates and releases from OLM.
+//!
+//! What is proven, object by object, over exactly the objects the manager's own prepare
+//! rendered (the Subscription's installed ClusterServiceVersion being the bundle POM would
+//! install):
+//! - every rendered object that exists is OLM's for that CSV (its `olm.owner*` labels, an
+//!   owner reference to it, or, for CRDs, the operator's component label), or already this
+//!   PlatformOperator's (an adoption a crash cut short resumes);
+//! - every rendered Deployment has the running one's selector and a pod template the apply
+//!   leaves as it is: every field POM sets holds the same value on the cluster (lists compared
+//!   whole), and the cluster's template carries nothing an admin or OLM could have added that
+//!   POM would not: labels and annotations beyond OLM's own (`olm.*`, the CSV's annotations,
+//!   which OLM copies there as POM does), and no scheduling, volume, identity or container
+//!   command/environment field POM does not render. Fields the API server defaults
+//!   (`imagePullPolicy`, `dnsPolicy`, ...) are not the operator's configuration and are kept:
+//!   server-side apply leaves fields it does not set to their manager.
+//!
+//! Then [`release_patch`] is the one write that moves an object from OLM to POM: conditional
+//! on the resourceVersion proven, it removes OLM's owner references (to the CSV, so that
+//! deleting the CSV garbage-collects nothing) and OLM's owner and component labels (so OLM's
+//! label-based cleanup finds nothing), and adds POM's owner labels, in one request: no object
+//! is ever nobody's (or both's) between two writes.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Value, json};
+
+use super::ObjectKey;
+
+/// OLM's owner labels on what it generates for a CSV (`pkg/lib/ownerutil`).
+pub const OLM_OWNER: &str = "olm.owner";
+pub const OLM_OWNER_NAMESPACE: &str = "olm.owner.namespace";
+pub const OLM_OWNER_KIND: &str = "olm.owner.kind";
+/// The prefix of the operator's component label, `operators.coreos.com/<package>.<namespace>`.
+pub const COMPONENT_LABEL_PREFIX: &str = "operators.coreos.com/";
+/// The kind OLM's owner references name.
+pub const CSV_KIND: &str = "ClusterServiceVersion";
+/// The most objects one adoption proves: a bundle renders tens; more is not a bundle POM
+/// would install either, and bounds the work of one reconcile.
+pub const MAX_ADOPTED_OBJECTS: usize = 1024;
+
+/// Pod-spec fields the API server never defaults: one on the cluster that POM does not render
+/// is someone's configuration, which adoption would silently keep and no longer manage.
+const POD_FIELDS_NOT_DEFAULTED: &[&str] = &[
+    "affinity",
+    "hostIPC",
+    "hostNetwork",
+    "hostPID",
+    "initContainers",
+    "nodeSelector",
+    "priorityClassName",
+    "runtimeClassName",
+    "serviceAccountName",
+    "tolerations",
+    "volumes",
+];
+/// Container fields the API server never defaults (see [`POD_FIELDS_NOT_DEFAULTED`]).
+const CONTAINER_FIELDS_NOT_DEFAULTED: &[&str] = &[
+    "args",
+    "command",
+    "env",
+    "envFrom",
+    "image",
+    "securityContext",
+    "volumeMounts",
+];
+
+/// What OLM's objects say about the installation the PlatformOperator names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OlmSource {
+    /// `namespace/name` of the Subscription (`spec.adoptFrom`).
+    pub subscription: String,
+    pub namespace: String,
+    /// Whether the Subscription exists.
+    pub found: bool,
+    /// The package it installs (`spec.name`).
+    pub package: String,
+    /// `status.installedCSV`.
+    pub installed_csv: Option<String>,
+    /// That CSV's `status.phase`; `None` when the CSV is not there.
+    pub csv_phase: Option<String>,
+    /// That CSV's annotation keys (OLM copies them onto the pod templates).
+    pub csv_annotations: BTreeSet<String>,
+}
+
+/// One object the bundle renders, with what the cluster holds under its identity.
+#[derive(Debug, Clone, Copy)]
+pub struct Pair<'a> {
+    pub key: &'a ObjectKey,
+    pub desired: &'a Value,
+    /// `None`: absent (or a Secret, which the manager never reads).
+    pub live: Option<&'a Value>,
+}
+
+/// What [`prove`] judges.
+#[derive(Debug, Clone, Copy)]
+pub struct TakeOverInput<'a> {
+    /// The adopting PlatformOperator, and the package it names.
+    pub po: &'a str,
+    pub package: &'a str,
+    /// The bundle POM would apply.
+    pub bundle: &'a str,
+    pub olm: &'a OlmSource,
+    pub objects: &'a [Pair<'a>],
+}
+
+/// Why an adoption stops, changing nothing: each message names what differs and what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotProven {
+    #[error(
+        "Subscription {subscription} (spec.adoptFrom) does not exist: name the Subscription OLM installed the operator with, or remove spec.adoptFrom to install anew"
+    )]
+    SubscriptionMissing { subscription: String },
+    #[error(
+        "Subscription {subscription} installs package {olm}, not {po}: name the Subscription of this package in spec.adoptFrom"
+    )]
+    PackageDiffers {
+        subscription: String,
+        olm: String,
+        po: String,
+    },
+    #[error(
+        "Subscription {subscription} has installed nothing (status.installedCSV is empty): let OLM finish, then adoption resumes"
+    )]
+    NotInstalled { subscription: String },
+    #[error(
+        "ClusterServiceVersion {csv} is {}, not Succeeded: POM adopts only what runs as OLM intended; fix the install, then adoption resumes",
+        phase.as_deref().map_or_else(|| "missing".to_owned(), |p| format!("in phase {p:?}"))
+    )]
+    CsvNotSucceeded { csv: String, phase: Option<String> },
+    #[error(
+        "OLM installed {csv} but this PlatformOperator would install {bundle}: adopting would move the operator; pin spec.package.versionRange to the installed version (`pomctl adopt --subscription` writes it)"
+    )]
+    BundleDiffers { csv: String, bundle: String },
+    #[error(
+        "{object} exists but is not OLM's for {csv} (no olm.owner label or owner reference naming it): adoption takes over only what OLM installed; remove it or hand it over with the platform.openshift.io/adopt annotation"
+    )]
+    NotOlms { object: ObjectKey, csv: String },
+    #[error(
+        "Deployment {deployment}: the running spec.selector differs from the bundle's (an immutable field): POM cannot take it over without replacing it; reinstall instead"
+    )]
+    SelectorDiffers { deployment: String },
+    #[error(
+        "Deployment {deployment}: the running pod template differs from what POM would apply at {path} (running: {running}; POM: {pom}), so taking it over would restart the operator; undo the change on the Deployment (or set spec.config to it) and adoption resumes"
+    )]
+    PodTemplateDiffers {
+        deployment: String,
+        path: String,
+        running: String,
+        pom: String,
+    },
+    #[error("the bundle renders {count} objects, more than the {limit} one adoption proves")]
+    TooManyObjects { count: usize, limit: usize },
+}
+
+/// What adoption does once proven.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TakeOver {
+    /// On the cluster and rendered: POM takes them over.
+    pub take_over: Vec<ObjectKey>,
+    /// Rendered only: POM creates them (its RBAC names, its OperatorCondition wiring).
+    pub create: Vec<ObjectKey>,
+    /// The objects to release from OLM, with what to remove.
+    pub releases: Vec<Release>,
+}
+
+/// What OLM marks on one object adoption takes over.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Release {
+    pub key: ObjectKey,
+    /// The resourceVersion proven: the patch applies to exactly that object, or fails and the
+    /// next reconcile proves again.
+    pub resource_version: Option<String>,
+    /// The owner references without OLM's (to its CSVs); `None` when OLM had none.
+    pub owner_references: Option<Vec<Value>>,
+    /// OLM's owner and component labels present on it.
+    pub labels: Vec<String>,
+}
+
+/// Proves the running installation is what POM would apply (module documentation).
+///
+/// # Errors
+/// The first difference found, as the reason adoption stops.
+pub fn prove(input: &TakeOverInput<'_>) -> Result<TakeOver, NotProven> {
+    let olm = input.olm;
+    if !olm.found {
+        return Err(NotProven::SubscriptionMissing {
+            subscription: olm.subscription.clone(),
+        });
+    }
+    if olm.package != input.package {
+        return Err(NotProven::PackageDiffers {
+            subscription: olm.subscription.clone(),
+            olm: olm.package.clone(),
+            po: input.package.to_owned(),
+        });
+    }
+    let Some(csv) = olm.installed_csv.as_deref().filter(|c| !c.is_empty()) else {
+        return Err(NotProven::NotInstalled {
+            subscription: olm.subscription.clone(),
+        });
+    };
+    if olm.csv_phase.as_deref() != Some(pom_api::olm::v0_install::CSV_SUCCEEDED) {
+        return Err(NotProven::CsvNotSucceeded {
+            csv: csv.to_owned(),
+            phase: olm.csv_phase.clone(),
+        });
+    }
+    if csv != input.bundle {
+        return Err(NotProven::BundleDiffers {
+            csv: csv.to_owned(),
+            bundle: input.bundle.to_owned(),
+        });
+    }
+    if input.objects.len() > MAX_ADOPTED_OBJECTS {
+        return Err(NotProven::TooManyObjects {
+            count: input.objects.len(),
+            limit: MAX_ADOPTED_OBJECTS,
+        });
+    }
+    let owner = OlmOwner {
+        csv,
+        namespace: &olm.namespace,
+        component: component_label(input.package, &olm.namespace),
+    };
+    let mut out = TakeOver::default();
+    for pair in input.objects {
+        let Some(live) = pair.live else {
+            out.create.push(pair.key.clone());
+            continue;
+        };
+        let release = owner.release_of(pair.key, live);
+        if release.is_none() && !is_pos(live, input.po) {
+            return Err(NotProven::NotOlms {
+                object: pair.key.clone(),
+                csv: csv.to_owned(),
+            });
+        }
+        if pair.key.kind == "Deployment" {
+            same_pods(pair.key, pair.desired, live, &olm.csv_annotations)?;
+        }
+        out.take_over.push(pair.key.clone());
+        out.releases.extend(release);
+    }
+    Ok(out)
+}
+
+/// Whether `po` is adopting: it names an OLM v0 installation (`spec.adoptFrom`) and its status
+/// records nothing installed yet. Once its first apply is recorded it lives as any other.
+#[must_use]
+pub fn adopting(po: &pom_api::PlatformOperator) -> Option<&pom_api::platform_operator::AdoptFrom> {
+    let installed = po
+        .status
+        .as_ref()
+        .is_some_and(|s| s.installed_bundle.is_some());
+    po.spec.adopt_from.as_ref().filter(|_| !installed)
+}
+
+/// Whether an object carries OLM's marks of the installation in `namespace` of `package`: its
+/// owner labels naming a CSV of that namespace, an owner reference to a CSV, or the
+/// operator's component label. The manager's prepare reads such objects as the adopted
+/// installation's instead of refusing them; [`prove`] then judges each one exactly (the CSV
+/// the Subscription installed) before anything is written.
+#[must_use]
+pub fn marked_by_olm<'a>(
+    labels: Option<&BTreeMap<String, String>>,
+    mut owner_kinds: impl Iterator<Item = (&'a str, &'a str)>,
+    namespace: &str,
+    package: &str,
+) -> bool {
+    let label = |k: &str| labels.and_then(|l| l.get(k)).map(String::as_str);
+    (label(OLM_OWNER).is_some() && label(OLM_OWNER_NAMESPACE) == Some(namespace))
+        || label(&component_label(package, namespace)).is_some()
+        || owner_kinds.any(|(api_version, kind)| {
+            kind == CSV_KIND && api_version.starts_with("operators.coreos.com/")
+        })
+}
+
+/// The operator's component label, as OLM's Operator API names it.
+#[must_use]
+pub fn component_label(package: &str, namespace: &str) -> String {
+    format!("{COMPONENT_LABEL_PREFIX}{package}.{namespace}")
+}
+
+/// The CSV an installation's objects belong to.
+struct OlmOwner<'a> {
+    csv: &'a str,
+    namespace: &'a str,
+    component: String,
+}
+
+impl OlmOwner<'_> {
+    /// What marks `live` as OLM's for this CSV, `None` when nothing does.
+    fn release_of(&self, key: &ObjectKey, live: &Value) -> Option<Release> {
+        let labels = live.pointer("/metadata/labels").and_then(Value::as_object);
+        let label = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
+        let labelled = label(OLM_OWNER) == Some(self.csv)
+            && label(OLM_OWNER_NAMESPACE) == Some(self.namespace);
+        let component = label(&self.component).is_some();
+        let references: Vec<&Value> = live
+            .pointer("/metadata/ownerReferences")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .collect();
+        let is_olms = |r: &&Value| {
+            r["kind"] == CSV_KIND
+                && r["name"] == self.csv
+                && r["apiVersion"]
+                    .as_str()
+                    .is_some_and(|v| v.starts_with("operators.coreos.com/"))
+        };
+        let owned_by_csv = references.iter().any(is_olms);
+        // A CRD carries only the component label (OLM never owns CRDs by label).
+        let crd_of_operator = key.kind == "CustomResourceDefinition" && component;
+        if !(labelled || owned_by_csv || crd_of_operator) {
+            return None;
+        }
+        let mut removed: Vec<String> = [OLM_OWNER, OLM_OWNER_NAMESPACE, OLM_OWNER_KIND]
+            .iter()
+            .filter(|k| label(k).is_some())
+            .map(|k| (*k).to_owned())
+            .collect();
+        if component {
+            removed.push(self.component.clone());
+        }
+        Some(Release {
+            key: key.clone(),
+            resource_version: live
+                .pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            owner_references: owned_by_csv.then(|| {
+                references
+                    .iter()
+                    .filter(|r| !is_olms(r))
+                    .map(|r| (*r).clone())
+                    .collect()
+            }),
+            labels: removed,
+        })
+    }
+}
+
+/// Whether `live` carries this PlatformOperator's owner label (an adoption resumed).
+fn is_pos(live: &Value, po: &str) -> bool {
+    live.pointer("/metadata/labels")
+        .and_then(|l| l.get(pom_api::labels::OWNER_PO))
+        .and_then(Value::as_str)
+        == Some(pom_api::labels::label_value(po).as_str())
+}
+
+/// The rendered Deployment's selector and pod template, against the running one's.
+fn same_pods(
+    key: &ObjectKey,
+    desired: &Value,
+    live: &Value,
+    csv_annotations: &BTreeSet<String>,
+) -> Result<(), NotProven> {
+    let deployment = format!(
+        "{}/{}",
+        key.namespace.as_deref().unwrap_or_default(),
+        key.name
+    );
+    let selector = |v: &Value| v.pointer("/spec/selector").cloned().unwrap_or(Value::Null);
+    if !same(&selector(desired), &selector(live)) {
+        return Err(NotProven::SelectorDiffers { deployment });
+    }
+    let template = |v: &Value| v.pointer("/spec/template").cloned().unwrap_or(json!({}));
+    match template_difference(&template(desired), &template(live), csv_annotations) {
+        None => Ok(()),
+        Some(d) => Err(NotProven::PodTemplateDiffers {
+            deployment,
+            path: format!("spec.template{}", d.path),
+            running: d.running,
+            pom: d.pom,
+        }),
+    }
+}
+
+/// Where two pod templates differ.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Difference {
+    /// `.spec.containers[0].image`, ...
+    pub path: String,
+    pub running: String,
+    pub pom: String,
+}
+
+/// The first place where the running pod template `live` would change under POM's `pom`, or
+/// carries configuration POM does not render (module documentation).
+#[must_use]
+pub fn template_difference(
+    pom: &Value,
+    live: &Value,
+    csv_annotations: &BTreeSet<String>,
+) -> Option<Difference> {
+    let extra_allowed = |path: &[String]| -> bool {
+        let p: Vec<&str> = path.iter().map(String::as_str).collect();
+        match p.as_slice() {
+            ["metadata", "annotations", key] => {
+                key.starts_with("olm.") || csv_annotations.contains(*key)
+            }
+            ["metadata", "labels", _] => false,
+            ["spec", field] => !POD_FIELDS_NOT_DEFAULTED.contains(field),
+            ["spec", "containers" | "initContainers", _, field] => {
+                !CONTAINER_FIELDS_NOT_DEFAULTED.contains(field)
+            }
+            _ => true,
+        }
+    };
+    first_difference(pom, live, &mut Vec::new(), &extra_allowed)
+}
+
+fn first_difference(
+    pom: &Value,
+    live: &Value,
+    path: &mut Vec<String>,
+    extra_allowed: &dyn Fn(&[String]) -> bool,
+) -> Option<Difference> {
+    let here = |path: &[String], running: &Value, pom: &Value| Difference {
+        path: render_path(path),
+        running: short(running),
+        pom: short(pom),
+    };
+    match (pom, live) {
+        (Value::Object(want), Value::Object(have)) => {
+            for (k, v) in want {
+                path.push(k.clone());
+                let found = match have.get(k) {
+                    Some(h) => first_difference(v, h, path, extra_allowed),
+                    None if v.is_null() => None,
+                    None => Some(here(path, &Value::Null, v)),
+                };
+                path.pop();
+                if found.is_some() {
+                    return found;
+                }
+            }
+            for (k, h) in have.iter().filter(|(k, _)| !want.contains_key(*k)) {
+                path.push(k.clone());
+                let allowed = extra_allowed(path);
+                let found = (!allowed && !is_empty(h)).then(|| here(path, h, &Value::Null));
+                path.pop();
+                if found.is_some() {
+                    return found;
+                }
+            }
+            None
+        }
+        (Value::Array(want), Value::Array(have)) if want.len() == have.len() => {
+            want.iter().zip(have).enumerate().find_map(|(i, (w, h))| {
+                path.push(i.to_string());
+                let found = first_difference(w, h, path, extra_allowed);
+                path.pop();
+                found
+            })
+        }
+        _ => (!same(pom, live)).then(|| here(path, live, pom)),
+    }
+}
+
+/// Equal, numbers by value.
+fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)))
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(v, w)| same(v, w))
+        }
+        _ => a == b,
+    }
+}
+
+/// An empty map or list, or null: what the API server writes for "none".
+fn is_empty(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Object(m) => m.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        _ => false,
+    }
+}
+
+/// `.spec.containers[0].env`.
+fn render_path(path: &[String]) -> String {
+    path.iter()
+        .map(|p| {
+            if p.chars().all(|c| c.is_ascii_digit()) {
+                format!("[{p}]")
+            } else {
+                format!(".{p}")
+            }
+        })
+        .collect()
+}
+
+/// A value for a message, bounded: messages land in a condition.
+fn short(v: &Value) -> String {
+    const MAX: usize = 120;
+    let text = match v {
+        Value::Null => "absent".to_owned(),
+        other => other.to_string(),
+    };
+    if text.len() <= MAX {
+        return text;
+    }
+    let mut end = MAX;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+/// The merge patch (RFC 7386) that moves `release`'s object from OLM to POM in one request:
+/// conditional on the resourceVersion proven (a changed object fails the patch with a conflict,
+/// and the next reconcile proves again), OLM's owner references and labels out, `pom_labels`
+/// in.
+#[must_use]
+pub fn release_patch(release: &Release, pom_labels: &BTreeMap<String, String>) -> Value {
+    let mut labels = serde_json::Map::new();
+    for label in &release.labels {
+        labels.insert(label.clone(), Value::Null);
+    }
+    for (k, v) in pom_labels {
+        labels.insert(k.clone(), Value::String(v.clone()));
+    }
+    let mut metadata = serde_json::Map::new();
+    if let Some(rv) = &release.resource_version {
+        metadata.insert("resourceVersion".to_owned(), Value::String(rv.clone()));
+    }
+    if let Some(references) = &release.owner_references {
+        metadata.insert(
+            "ownerReferences".to_owned(),
+            Value::Array(references.clone()),
+        );
+    }
+    metadata.insert("labels".to_owned(), Value::Object(labels));
+    json!({ "metadata": metadata })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    fn key(kind: &str, name: &str) -> ObjectKey {
+        ObjectKey {
+            api_version: "apps/v1".to_owned(),
+            kind: kind.to_owned(),
+            namespace: Some("ns".to_owned()),
+            name: name.to_owned(),
+        }
+    }
+
+    fn olm() -> OlmSource {
+        OlmSource {
+            subscription: "ns/op".to_owned(),
+            namespace: "ns".to_owned(),
+            found: true,
+            package: "op".to_owned(),
+            installed_csv: Some("op.v1".to_owned()),
+            csv_phase: Some("Succeeded".to_owned()),
+            csv_annotations: ["alm-examples".to_owned()].into(),
+        }
+    }
+
+    /// POM's Deployment as rendered.
+    fn pom_deployment() -> Value {
+        json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "op", "namespace": "ns", "labels": {"platform.openshift.io/owner": "po"}},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "op"}},
+                "template": {"metadata": {"labels": {"app": "op"}, "annotations": {"alm-examples": "[]", "olm.targetNamespaces": ""}},
+                    "spec": {"serviceAccountName": "op", "containers": [{"name": "op", "image": "op:1",
+                        "env": [{"name": "OPERATOR_CONDITION_NAME", "value": "op.v1"}]}]}}}})
+    }
+
+    /// The same Deployment as OLM left it and the API server defaulted it.
+    fn olm_deployment() -> Value {
+        let mut d = pom_deployment();
+        d["metadata"]["labels"] = json!({"olm.owner": "op.v1", "olm.owner.namespace": "ns",
+            "olm.owner.kind": "ClusterServiceVersion", "operators.coreos.com/op.ns": "", "olm.managed": "true"});
+        d["metadata"]["ownerReferences"] = json!([{"apiVersion": "operators.coreos.com/v1alpha1",
+            "kind": "ClusterServiceVersion", "name": "op.v1", "uid": "u1"}]);
+        let t = &mut d["spec"]["template"];
+        t["metadata"]["annotations"]["olm.operatorGroup"] = json!("og");
+        t["metadata"]["creationTimestamp"] = Value::Null;
+        t["spec"]["dnsPolicy"] = json!("ClusterFirst");
+        t["spec"]["containers"][0]["imagePullPolicy"] = json!("IfNotPresent");
+        t["spec"]["containers"][0]["resources"] = json!({});
+        d
+    }
+
+    fn judged(
+        olm: &OlmSource,
+        desired: &Value,
+        live: Option<&Value>,
+    ) -> Result<TakeOver, NotProven> {
+        let k = key("Deployment", "op");
+        let objects = [Pair {
+            key: &k,
+            desired,
+            live,
+        }];
+        prove(&TakeOverInput {
+            po: "po",
+            package: "op",
+            bundle: "op.v1",
+            olm,
+            objects: &objects,
+        })
+    }
+
+    #[test]
+    fn the_proof_table() {
+        let edit = |f: &dyn Fn(&mut Value)| {
+            let mut d = olm_deployment();
+            f(&mut d);
+            d
+        };
+        let not_olms = {
+            let mut d = pom_deployment();
+            d["metadata"]["labels"] = json!({"app": "op"});
+            d
+        };
+        let cases: Vec<(&str, OlmSource, Value, Result<(), &str>)> = vec![
+            (
+                "as OLM left it, server defaults and OLM's annotations aside",
+                olm(),
+                olm_deployment(),
+                Ok(()),
+            ),
+            (
+                "an adoption resumed: already this PO's",
+                olm(),
+                pom_deployment(),
+                Ok(()),
+            ),
+            (
+                "an admin's env var",
+                olm(),
+                edit(&|d| {
+                    d["spec"]["template"]["spec"]["containers"][0]["env"]
+                        .as_array_mut()
+                        .unwrap()
+                        .push(json!({"name": "X", "value": "1"}));
+                }),
+                Err("PodTemplateDiffers"),
+            ),
+            (
+                "another image",
+                olm(),
+                edit(&|d| {
+                    d["spec"]["template"]["spec"]["containers"][0]["image"] = json!("op:2");
+                }),
+                Err("PodTemplateDiffers"),
+            ),
+            (
+                "a nodeSelector POM does not render",
+                olm(),
+                edit(&|d| {
+                    d["spec"]["template"]["spec"]["nodeSelector"] = json!({"a": "b"});
+                }),
+                Err("PodTemplateDiffers"),
+            ),
+            (
+                "a pod annotation neither OLM's nor the CSV's",
+                olm(),
+                edit(&|d| {
+                    d["spec"]["template"]["metadata"]["annotations"]["kubectl.kubernetes.io/restartedAt"] =
+                        json!("now");
+                }),
+                Err("PodTemplateDiffers"),
+            ),
+            (
+                "a pod label POM does not render",
+                olm(),
+                edit(&|d| {
+                    d["spec"]["template"]["metadata"]["labels"]["extra"] = json!("1");
+                }),
+                Err("PodTemplateDiffers"),
+            ),
+            (
+                "another selector",
+                olm(),
+                edit(&|d| {
+                    d["spec"]["selector"] = json!({"matchLabels": {"app": "other"}});
+                }),
+                Err("SelectorDiffers"),
+            ),
+            ("not OLM's", olm(), not_olms, Err("NotOlms")),
+            (
+                "the Subscription is gone",
+                OlmSource {
+                    found: false,
+                    ..olm()
+                },
+                olm_deployment(),
+                Err("SubscriptionMissing"),
+            ),
+            (
+                "another package",
+                OlmSource {
+                    package: "other".into(),
+                    ..olm()
+                },
+                olm_deployment(),
+                Err("PackageDiffers"),
+            ),
+            (
+                "nothing installed",
+                OlmSource {
+                    installed_csv: None,
+                    ..olm()
+                },
+                olm_deployment(),
+                Err("NotInstalled"),
+            ),
+            (
+                "CSV failed",
+                OlmSource {
+                    csv_phase: Some("Failed".into()),
+                    ..olm()
+                },
+                olm_deployment(),
+                Err("CsvNotSucceeded"),
+            ),
+            (
+                "CSV missing",
+                OlmSource {
+                    csv_phase: None,
+                    ..olm()
+                },
+                olm_deployment(),
+                Err("CsvNotSucceeded"),
+            ),
+            (
+                "OLM installed another bundle",
+                OlmSource {
+                    installed_csv: Some("op.v2".into()),
+                    ..olm()
+                },
+                olm_deployment(),
+                Err("BundleDiffers"),
+            ),
+        ];
+        for (name, olm, live, want) in cases {
+            let got = judged(&olm, &pom_deployment(), Some(&live));
+            match (want, got) {
+                (Ok(()), Ok(_)) => {}
+                (Err(variant), Err(err)) => {
+                    assert!(format!("{err:?}").starts_with(variant), "{name}: {err:?}");
+                    assert!(!err.to_string().is_empty());
+                }
+                (want, got) => panic!("{name}: wanted {want:?}, got {got:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_difference_names_the_field_and_both_values() {
+        let mut live = olm_deployment();
+        live["spec"]["template"]["spec"]["containers"][0]["image"] = json!("op:2");
+        let err = judged(&olm(), &pom_deployment(), Some(&live)).unwrap_err();
+        assert_eq!(
+            err,
+            NotProven::PodTemplateDiffers {
+                deployment: "ns/op".into(),
+                path: "spec.template.spec.containers[0].image".into(),
+                running: "\"op:2\"".into(),
+                pom: "\"op:1\"".into(),
+            }
+        );
+    }
+
+    #[test]
+    fn what_is_taken_over_created_and_released() {
+        let sa = ObjectKey {
+            api_version: "v1".into(),
+            kind: "ServiceAccount".into(),
+            namespace: Some("ns".into()),
+            name: "op".into(),
+        };
+        let role = ObjectKey {
+            kind: "Role".into(),
+            ..sa.clone()
+        };
+        let dep = key("Deployment", "op");
+        let live_sa = json!({"metadata": {"name": "op", "labels": {"olm.owner": "op.v1", "olm.owner.namespace": "ns"},
+            "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "uid": "keep"},
+                                {"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion", "name": "op.v1", "uid": "u2"}]}});
+        let (pom, olm_dep) = (pom_deployment(), olm_deployment());
+        let objects = [
+            Pair {
+                key: &sa,
+                desired: &json!({}),
+                live: Some(&live_sa),
+            },
+            Pair {
+                key: &role,
+                desired: &json!({}),
+                live: None,
+            },
+            Pair {
+                key: &dep,
+                desired: &pom,
+                live: Some(&olm_dep),
+            },
+        ];
+        let out = prove(&TakeOverInput {
+            po: "po",
+            package: "op",
+            bundle: "op.v1",
+            olm: &olm(),
+            objects: &objects,
+        })
+        .unwrap();
+        assert_eq!(out.take_over, vec![sa.clone(), dep.clone()]);
+        assert_eq!(out.create, vec![role]);
+        assert_eq!(
+            out.releases[0].owner_references,
+            Some(vec![
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "uid": "keep"})
+            ])
+        );
+        assert_eq!(
+            out.releases[0].labels,
+            vec!["olm.owner", "olm.owner.namespace"]
+        );
+        assert_eq!(
+            out.releases[1].labels,
+            vec![
+                "olm.owner",
+                "olm.owner.namespace",
+                "olm.owner.kind",
+                "operators.coreos.com/op.ns"
+            ]
+        );
+        assert_eq!(out.releases[1].owner_references, Some(vec![]));
+    }
+
+    #[test]
+    fn the_release_patch_is_conditional_removes_olms_marks_and_labels_as_poms() {
+        let release = Release {
+            key: key("Deployment", "op"),
+            resource_version: Some("42".into()),
+            owner_references: Some(vec![]),
+            labels: vec!["olm.owner".into(), "operators.coreos.com/op.ns".into()],
+        };
+        let pom: BTreeMap<String, String> =
+            [("platform.openshift.io/owner".to_owned(), "po".to_owned())].into();
+        assert_eq!(
+            release_patch(&release, &pom),
+            json!({"metadata": {"resourceVersion": "42", "ownerReferences": [],
+                "labels": {"olm.owner": null, "operators.coreos.com/op.ns": null, "platform.openshift.io/owner": "po"}}})
+        );
+        let labels_only = Release {
+            owner_references: None,
+            ..release
+        };
+        assert!(
+            release_patch(&labels_only, &pom)["metadata"]
+                .get("ownerReferences")
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn what_prepare_reads_as_olms() {
+        let labels = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect()
+        };
+        let none = std::iter::empty;
+        let owner = labels(&[("olm.owner", "op.v1"), ("olm.owner.namespace", "ns")]);
+        assert!(marked_by_olm(Some(&owner), none(), "ns", "op"));
+        assert!(
+            !marked_by_olm(Some(&owner), none(), "other", "op"),
+            "another namespace's"
+        );
+        let component = labels(&[("operators.coreos.com/op.ns", "")]);
+        assert!(marked_by_olm(Some(&component), none(), "ns", "op"));
+        assert!(
+            !marked_by_olm(Some(&component), none(), "ns", "other"),
+            "another package's"
+        );
+        assert!(marked_by_olm(
+            None,
+            [("operators.coreos.com/v1alpha1", "ClusterServiceVersion")].into_iter(),
+            "ns",
+            "op"
+        ));
+        assert!(!marked_by_olm(
+            None,
+            [("apps/v1", "ReplicaSet")].into_iter(),
+            "ns",
+            "op"
+        ));
+        assert!(!marked_by_olm(
+            Some(&labels(&[("app", "op")])),
+            none(),
+            "ns",
+            "op"
+        ));
+    }
+
+    #[test]
+    fn messages_are_bounded() {
+        let long = Value::String("x".repeat(10_000));
+        assert!(short(&long).len() < 200);
+    }
+}
