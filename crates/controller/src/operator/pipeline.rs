@@ -89,12 +89,7 @@ pub(super) async fn gather(
         return Ok(None);
     }
     pctx.stage(&name, "gather: cluster view");
-    let (view, kube_version) = pctx.cluster.view().await?;
-    let cluster = ClusterReading {
-        requested_update: pctx.cluster.requested_update(&view),
-        view,
-        kube_version,
-    };
+    let cluster = pctx.cluster.view().await?;
     let catalogs = gather_catalogs(po, pctx);
     let installed = installed_name(po);
     let namespace = fixed_namespace(po);

@@ -675,6 +675,47 @@ mod tests {
         assert!(working.is_some());
     }
 
+    /// Review L1: the trigger hash, one row per change: what POM judges from re-judges every
+    /// PO (a request made, changed or withdrawn among them), churn does not.
+    #[test]
+    fn the_cluster_version_trigger_hash_table() {
+        let steady = |requested: Option<&str>, message: &str| {
+            let mut cv = cluster_version("Completed", message);
+            cv.spec.desired_update = requested
+                .map(|v| serde_json::from_value(serde_json::json!({"version": v})).unwrap());
+            judged_cluster_version(&cv)
+        };
+        let base = steady(None, "Cluster version is 4.17.0");
+        let rows: &[(&str, Option<u64>, bool)] = &[
+            ("a condition message", steady(None, "reconciling"), false),
+            ("the same request again", steady(Some("4.18.0"), "x"), true),
+            (
+                "a minor update requested",
+                steady(Some("4.18.0"), "Cluster version is 4.17.0"),
+                true,
+            ),
+            (
+                "a patch update requested",
+                steady(Some("4.17.1"), "Cluster version is 4.17.0"),
+                true,
+            ),
+            (
+                "withdrawn (back to no request)",
+                steady(None, "Cluster version is 4.17.0"),
+                false,
+            ),
+        ];
+        for (label, hash, changes) in rows {
+            assert_eq!(hash != &base, *changes, "{label}");
+            assert!(hash.is_some(), "{label}");
+        }
+        assert_ne!(
+            steady(Some("4.18.0"), "x"),
+            steady(Some("4.18.1"), "x"),
+            "another version requested"
+        );
+    }
+
     #[test]
     fn a_catalog_change_re_judges_only_the_pos_of_its_packages() {
         let pos = [po("a", "one"), po("b", "two"), po("c", "one")];
