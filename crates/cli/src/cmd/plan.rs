@@ -234,6 +234,21 @@ pub struct HopView {
     /// Under `spec.upgradeApproval: Manual`, the hop waits until the admin approves its bundle
     /// (`pomctl approve`); false when `spec.approvedBundle` already names it.
     pub needs_approval: bool,
+    /// The move was under way when the plan was made (the PO's unsettled move).
+    pub in_flight: bool,
+}
+
+impl From<&plan::PlannedHop> for HopView {
+    fn from(h: &plan::PlannedHop) -> Self {
+        Self {
+            from: h.from.clone(),
+            to: h.to.name.clone(),
+            version: h.to.version.clone(),
+            pin: h.pin.range.clone(),
+            needs_approval: h.needs_approval,
+            in_flight: h.in_flight,
+        }
+    }
 }
 
 /// An Upgradeable verdict.
@@ -870,17 +885,7 @@ fn plan_po(
             name: b.name.clone(),
             version: b.version.clone(),
         }),
-        hops: walk
-            .hops
-            .iter()
-            .map(|h| HopView {
-                from: h.from.clone(),
-                to: h.to.name.clone(),
-                version: h.to.version.clone(),
-                pin: h.pin.range.clone(),
-                needs_approval: h.needs_approval,
-            })
-            .collect(),
+        hops: walk.hops.iter().map(HopView::from).collect(),
         end: String::new(),
         error: None,
         upgradeable: VerdictView::from(&Upgradeability::yes(
