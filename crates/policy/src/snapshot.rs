@@ -463,6 +463,8 @@ pub struct ClusterVersionReading {
     pub phase: Result<pom_resolver::cluster::ClusterPhase, String>,
     /// The minor or major update requested and not started ([`requested_update`]).
     pub requested_update: Option<Version>,
+    /// The patch update the cluster is asked to take ([`requested_patch`]).
+    pub requested_patch: Option<Version>,
 }
 
 /// Reads `cv` once: its phase and the update requested and not started.
@@ -475,14 +477,17 @@ pub fn read_cluster_version(cv: &pom_api::openshift::ClusterVersion) -> ClusterV
                 pom_api::openshift::CLUSTER_VERSION_NAME
             )),
             requested_update: None,
+            requested_patch: None,
         };
     };
     let phase = pom_resolver::cluster::cluster_phase(&snapshot).map_err(|e| e.to_string());
     let judged = phase.as_ref().ok();
     let requested_update = judged.and_then(|phase| requested_update(&snapshot, phase));
+    let requested_patch = judged.and_then(|phase| requested_patch(&snapshot, phase));
     ClusterVersionReading {
         phase,
         requested_update,
+        requested_patch,
     }
 }
 
@@ -509,6 +514,31 @@ pub fn requested_update(
     let current = &phase.current;
     let gated = (requested.major, requested.minor) > (current.major, current.minor);
     gated.then_some(requested)
+}
+
+/// The patch update the cluster is asked to take (issue 35 item 3): the one in progress (the
+/// `PatchUpgrade` phase's target), or one requested and not started (steady, `status.desired`
+/// the current version, `spec.desiredUpdate` a higher version of the same major and minor).
+/// `Upgradeable` cannot hold a patch update, so what a PO would lack after it is said by the
+/// update-precheck alert ([`crate::precheck::patch_shortfall`]). `None` otherwise.
+#[must_use]
+pub fn requested_patch(
+    cv: &pom_resolver::cluster::ClusterVersionSnapshot,
+    phase: &pom_resolver::cluster::ClusterPhase,
+) -> Option<Version> {
+    use pom_resolver::cluster::PhaseKind;
+    match phase.kind {
+        PhaseKind::PatchUpgrade => Some(phase.target.clone()),
+        PhaseKind::Steady if phase.target.cmp_precedence(&phase.current).is_eq() => {
+            let raw = cv.requested_version.as_deref()?;
+            let requested = pom_resolver::version::parse_tolerant(raw).ok()?;
+            let current = &phase.current;
+            let patch = (requested.major, requested.minor) == (current.major, current.minor)
+                && requested.cmp_precedence(current).is_gt();
+            patch.then_some(requested)
+        }
+        _ => None,
+    }
 }
 
 /// What an OperatorCondition says about upgrading away from its CSV: the admin's override if
@@ -703,6 +733,74 @@ mod tests {
         for (label, snapshot, want) in rows {
             let phase = cluster_phase(snapshot).unwrap();
             let got = requested_update(snapshot, &phase);
+            assert_eq!(
+                got,
+                want.map(|w| Version::parse(w).unwrap()),
+                "{label}: {phase:?}"
+            );
+        }
+    }
+
+    /// Issue 35 item 3: the patch update the cluster is asked to take, one row per rule.
+    #[test]
+    fn requested_patch_table() {
+        let steady = [("Completed", "4.16.3")];
+        let rows: &[(&str, ClusterVersionSnapshot, Option<&str>)] = &[
+            ("no request", cv(&steady, "4.16.3", None, false), None),
+            (
+                "a patch requested, not started",
+                cv(&steady, "4.16.3", Some("4.16.5"), false),
+                Some("4.16.5"),
+            ),
+            (
+                "a patch in progress",
+                cv(
+                    &[("Partial", "4.16.5"), ("Completed", "4.16.3")],
+                    "4.16.5",
+                    Some("4.16.5"),
+                    true,
+                ),
+                Some("4.16.5"),
+            ),
+            (
+                "a minor request is not a patch",
+                cv(&steady, "4.16.3", Some("4.17.0"), false),
+                None,
+            ),
+            (
+                "the current version",
+                cv(&steady, "4.16.3", Some("4.16.3"), false),
+                None,
+            ),
+            (
+                "a lower patch (a rollback request)",
+                cv(&steady, "4.16.3", Some("4.16.2"), false),
+                None,
+            ),
+            (
+                "a minor update in progress",
+                cv(
+                    &[("Partial", "4.17.0"), ("Completed", "4.16.3")],
+                    "4.17.0",
+                    Some("4.17.0"),
+                    true,
+                ),
+                None,
+            ),
+            (
+                "completed: nothing asked any more",
+                cv(
+                    &[("Completed", "4.16.5"), ("Completed", "4.16.3")],
+                    "4.16.5",
+                    Some("4.16.5"),
+                    false,
+                ),
+                None,
+            ),
+        ];
+        for (label, snapshot, want) in rows {
+            let phase = cluster_phase(snapshot).unwrap();
+            let got = requested_patch(snapshot, &phase);
             assert_eq!(
                 got,
                 want.map(|w| Version::parse(w).unwrap()),

@@ -175,6 +175,7 @@ impl ClusterWatch {
                 view: ClusterView::Kubernetes,
                 kube_version: discovery.kube_version.clone(),
                 requested_update: None,
+                requested_patch: None,
             });
         }
         let reading = if self.cluster_versions_ready.wait().await.is_err() {
@@ -187,9 +188,13 @@ impl ClusterWatch {
                 Some(cv) => Ok(pom_policy::snapshot::read_cluster_version(cv)),
             }
         };
-        let (phase, requested_update) = match reading {
-            Ok(reading) => (reading.phase, reading.requested_update),
-            Err(why) => (Err(why), None),
+        let (phase, requested_update, requested_patch) = match reading {
+            Ok(reading) => (
+                reading.phase,
+                reading.requested_update,
+                reading.requested_patch,
+            ),
+            Err(why) => (Err(why), None, None),
         };
         // A rollback rolls the API server back too: what runs is judged against the version
         // it serves now, not the one it served when the manager started (issue 34 item 4).
@@ -203,6 +208,7 @@ impl ClusterWatch {
             view: ClusterView::OpenShift(phase),
             kube_version,
             requested_update,
+            requested_patch,
         })
     }
 
@@ -558,6 +564,9 @@ pub struct ClusterReading {
     /// The minor update requested and not started, read with the phase
     /// (`pom_policy::snapshot::requested_update`).
     pub requested_update: Option<semver::Version>,
+    /// The patch update the cluster is asked to take, read with the phase
+    /// (`pom_policy::snapshot::requested_patch`).
+    pub requested_patch: Option<semver::Version>,
 }
 
 /// The PO's snapshot from what was gathered.

@@ -51,6 +51,11 @@ pub(super) struct Gathered {
 }
 
 impl Gathered {
+    /// The patch update the cluster is asked to take, if any.
+    pub fn requested_patch(&self) -> Option<&semver::Version> {
+        self.cluster.requested_patch.as_ref()
+    }
+
     /// The PO's snapshot, judged at `Timestamp::now()`.
     pub fn snapshot(&self, po: &PlatformOperator, pctx: &PoContext) -> PoSnapshot<'_> {
         gather::snapshot(

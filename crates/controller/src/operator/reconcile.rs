@@ -554,6 +554,16 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
     pctx.stage(&name, "decide");
     let snapshot = gathered.snapshot(po, pctx);
     let decision = decide(&snapshot);
+    // Issue 35 item 3: the one update risk the status does not carry (it needs the catalogs).
+    let shortfall = gathered
+        .requested_patch()
+        .and_then(|patch| pom_policy::precheck::patch_shortfall(&snapshot, patch));
+    if let Some(why) = &shortfall {
+        tracing::debug!(po = %name, why, "the requested patch update would leave it without a bundle that runs there");
+    }
+    pctx.ctx
+        .metrics
+        .patch_update_judged(&name, shortfall.is_some());
     tracing::debug!(po = %name, action = ?decision.action, held = ?decision.held, problem = ?decision.problem, "decided");
     let planned = plan(&PlanInput {
         decision: &decision,
@@ -588,6 +598,7 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
 async fn cleanup(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction, Error> {
     let name = po.name_any();
     pctx.checks.forget(&name);
+    pctx.ctx.metrics.patch_update_judged(&name, false);
     // Deleting is writing: not without the guard (issue 22 item 2); the finalizer stays.
     let guard = pctx
         .state
