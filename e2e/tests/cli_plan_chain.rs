@@ -39,6 +39,14 @@ fn doc_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/plan-chain-example.txt")
 }
 
+/// Whether the PO's last move has settled.
+fn settled(po: &pom_api::PlatformOperator) -> bool {
+    po.status
+        .as_ref()
+        .and_then(|s| s.active_hop.as_ref())
+        .is_some_and(|h| h.settled)
+}
+
 fn installed(po: &pom_api::PlatformOperator) -> Option<String> {
     Some(
         po.status
@@ -79,11 +87,21 @@ async fn a_chained_plan_names_each_steps_hops_and_the_first_step_without_a_path(
     }
     let manager = Manager::start(client.clone(), Manager::test_settings(vec![]));
     let pos = kube::Api::<pom_api::PlatformOperator>::all(client.clone());
-    eventually(WAIT, "capped 1.0.0 and steady 2.0.0 installed", || async {
-        let capped = installed(&pos.get("capped").await.ok()?)?;
-        let steady = installed(&pos.get("steady").await.ok()?)?;
-        (capped == "1.0.0" && steady == "2.0.0").then_some(())
-    })
+    // Installed and settled: a move still in flight would be the plan's first hop (marked in
+    // flight), which is not what this plan shows.
+    eventually(
+        WAIT,
+        "capped 1.0.0 and steady 2.0.0 installed and settled",
+        || async {
+            let capped = pos.get("capped").await.ok()?;
+            let steady = pos.get("steady").await.ok()?;
+            (installed(&capped)? == "1.0.0"
+                && installed(&steady)? == "2.0.0"
+                && settled(&capped)
+                && settled(&steady))
+            .then_some(())
+        },
+    )
     .await;
     configmap_catalog(&client, "chain", &catalog_json(&all, &[]), 0).await;
     // pomctl reads the Catalog's ConfigMap itself: it plans on the published content.

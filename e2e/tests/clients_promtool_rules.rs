@@ -4,12 +4,16 @@
 //!   `manifests/openshift/` PrometheusRule (which `crates/controller/tests/manifests_fresh.rs`
 //!   keeps equal to what `make manifests` generates);
 //! - the manager as a process installs nothing for `alpha` (`spec.paused`) and waits for the
-//!   admin's approval of `beta`'s first install (`upgradeApproval: Manual`); its `/metrics` is
-//!   scraped; then `alpha` is resumed and `beta` approved, both install and settle, and
-//!   `/metrics` is scraped again;
+//!   admin's approval of `beta`'s first install (`upgradeApproval: Manual`); `gamma` (whose
+//!   bundle runs up to 4.16) installs on 4.16.3, the simulated CVO is forced to 4.17.0 and then
+//!   asked for the patch 4.17.1, which would leave `gamma` without a bundle that runs there;
+//!   its `/metrics` is scraped; then `alpha` is resumed, `beta` approved and a `gamma` bundle
+//!   that runs on 4.17 published (POM moves to it under the patch update's pin), all settle,
+//!   and `/metrics` is scraped again;
 //! - the two scrapes, one after the other and each as if two replicas had served it, are the
 //!   `input_series` of a `promtool test rules` unit test: the alert is pending before its `for`,
-//!   fires once per PO and risk (`alpha`/`paused`, `beta`/`pending_approval`) with the
+//!   fires once per PO and risk (`alpha`/`paused`, `beta`/`pending_approval`,
+//!   `gamma`/`no_bundle_for_patch`) with the
 //!   `openShiftUpdatePrecheck="true"` label and its annotations, and clears on the second scrape.
 //!   promtool, not POM, says whether it fired and cleared; the same unit test expecting the alert
 //!   after the second scrape must fail, so the clearing is a real verdict.
@@ -20,14 +24,15 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use kube::api::{Api, Patch, PatchParams, PostParams};
-use pom_api::{Catalog, PlatformOperator};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, Patch, PatchParams};
+use pom_api::PlatformOperator;
 use pom_controller::manifests::{PROMETHEUS_RULE, UPDATE_PRECHECK_ALERT};
+use pom_e2e::cvo::{Admission, Cvo};
 use pom_e2e::fixtures::{TestBundle, catalog_json};
 use pom_e2e::manager::{eventually, po_condition};
 use pom_e2e::manager_process::{ManagerProcess, free_address, manager_binary};
-use pom_e2e::scenario::create_cluster_scoped;
+use pom_e2e::scenario::{configmap_catalog, create_cluster_scoped};
 use pom_e2e::{ControlPlane, Workloads, binaries};
 use serde_json::{Value, json};
 
@@ -37,6 +42,24 @@ const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4";
 const RISK_FAMILY: &str = "pom_platformoperator_update_risk";
 /// Samples per scrape in the unit test, one a minute: longer than the alert's `for` (10m).
 const MINUTES_PER_SCRAPE: u32 = 20;
+/// The update risks every PO reports (`pom_policy::precheck::UpdateRisk::ALL`).
+const RISKS: usize = 5;
+
+/// Waits until PO `po` says Installed=True, and checks it is the install's success.
+async fn installed(client: &kube::Client, po: &str, manager: &ManagerProcess) {
+    let (_, reason, message) = eventually(WAIT, &format!("{po} Installed=True"), || async {
+        po_condition(client, po, "Installed")
+            .await
+            .filter(|(s, _, _)| s == "True")
+    })
+    .await;
+    assert_eq!(
+        reason,
+        "InstallSucceeded",
+        "{message}\n{}",
+        manager.log_tail(40)
+    );
+}
 
 /// A GET of `/metrics` in the Prometheus text format; `None` while nothing listens yet (the
 /// manager process binds its metrics port some time after it starts, later on a loaded machine).
@@ -231,27 +254,21 @@ async fn the_update_precheck_alert_fires_on_held_pos_and_clears_once_they_settle
 
     let plane = ControlPlane::start(Workloads::Simulated).await.unwrap();
     let client = plane.client().await.unwrap();
-    for ns in [NAMESPACE, "catalogs"] {
-        create_cluster_scoped::<Namespace>(&client, json!({"metadata": {"name": ns}})).await;
-    }
+    create_cluster_scoped::<Namespace>(&client, json!({"metadata": {"name": NAMESPACE}})).await;
+    // An OpenShift cluster at 4.16.3 (the simulated CVO, waiting on no payload operator).
+    let cvo = Cvo::install(client.clone(), "4.16.3", &[]).await.unwrap();
     let alpha = TestBundle::new("alpha", "1.0.0");
     let beta = TestBundle::new("beta", "1.0.0");
-    let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "local"},
-        "data": {"catalog.json": catalog_json(&[alpha.clone(), beta.clone()], &[])}}))
-    .unwrap();
-    Api::<ConfigMap>::namespaced(client.clone(), "catalogs")
-        .create(&PostParams::default(), &cm)
-        .await
-        .unwrap();
-    pom_e2e::scenario::trust_catalog_namespace(&client, "catalogs").await;
-    create_cluster_scoped::<Catalog>(
-        &client,
-        json!({
-            "apiVersion": "platform.openshift.io/v1alpha1", "kind": "Catalog", "metadata": {"name": "local"},
-            "spec": {"source": {"configMap": {"name": "local", "namespace": "catalogs"}}}
-        }),
-    )
-    .await;
+    // gamma 1.0.0 runs up to 4.16; 1.0.1 (published later) runs everywhere, within the pin
+    // of a patch update (`>=1.0.0 <1.1.0-0`).
+    let gamma = TestBundle::new("gamma", "1.0.0")
+        .without_crd()
+        .max_ocp("4.16");
+    let gamma_fix = TestBundle::new("gamma", "1.0.1")
+        .without_crd()
+        .replaces("1.0.0");
+    let fbc = catalog_json(&[alpha.clone(), beta.clone(), gamma.clone()], &[]);
+    configmap_catalog(&client, "local", &fbc, 0).await;
     for (name, spec) in [
         (
             "alpha",
@@ -260,6 +277,10 @@ async fn the_update_precheck_alert_fires_on_held_pos_and_clears_once_they_settle
         (
             "beta",
             json!({"package": {"name": "beta"}, "upgradeApproval": "Manual"}),
+        ),
+        (
+            "gamma",
+            json!({"package": {"name": "gamma"}, "upgradeGate": "Rollout"}),
         ),
     ] {
         create_cluster_scoped::<PlatformOperator>(
@@ -293,24 +314,43 @@ async fn the_update_precheck_alert_fires_on_held_pos_and_clears_once_they_settle
     .await
     .unwrap();
 
-    // Held by the admin: alpha paused, beta's first install waiting for approval.
-    let held: BTreeSet<(String, String)> = [("alpha", "paused"), ("beta", "pending_approval")]
-        .into_iter()
-        .map(|(po, risk)| (po.to_owned(), risk.to_owned()))
-        .collect();
-    let first = eventually(WAIT, "alpha paused and beta pending approval", || async {
-        let samples = samples(&scrape(metrics).await?);
-        (risks_at_one(&samples) == held).then_some(samples)
-    })
+    // gamma installs on 4.16.3; then the admin forces the cluster to 4.17.0, past gamma's
+    // olm.maxOpenShiftVersion, and asks for the patch 4.17.1, which Upgradeable cannot hold
+    // and which would leave gamma on a bundle that does not run there.
+    installed(&client, "gamma", &manager).await;
+    let forced = cvo.request_update("4.17.0", true).await.unwrap();
+    assert!(matches!(forced, Admission::Accepted { .. }), "{forced:?}");
+    cvo.wait_completed(WAIT).await.unwrap();
+    let patch = cvo.request_update("4.17.1", false).await.unwrap();
+    assert!(matches!(patch, Admission::Accepted { .. }), "{patch:?}");
+
+    // Held by the admin: alpha paused, beta's first install waiting for approval; gamma
+    // without a bundle for the patch update.
+    let held: BTreeSet<(String, String)> = [
+        ("alpha", "paused"),
+        ("beta", "pending_approval"),
+        ("gamma", "no_bundle_for_patch"),
+    ]
+    .into_iter()
+    .map(|(po, risk)| (po.to_owned(), risk.to_owned()))
+    .collect();
+    let first = eventually(
+        WAIT,
+        "alpha paused, beta pending approval, gamma without a bundle for 4.17.1",
+        || async {
+            let samples = samples(&scrape(metrics).await?);
+            (risks_at_one(&samples) == held).then_some(samples)
+        },
+    )
     .await;
     // Every risk of every PO is a series (zeros included).
     assert_eq!(
         first.keys().filter(|s| s.starts_with(RISK_FAMILY)).count(),
-        2 * 4,
+        3 * RISKS,
         "{first:?}"
     );
 
-    // The admin lets both go: they install and settle.
+    // The admin lets alpha and beta go: they install and settle.
     let pos = Api::<PlatformOperator>::all(client.clone());
     pos.patch(
         "alpha",
@@ -326,27 +366,34 @@ async fn the_update_precheck_alert_fires_on_held_pos_and_clears_once_they_settle
     )
     .await
     .unwrap();
+    // The publisher ships gamma 1.0.1, which runs on 4.17: POM moves gamma to it under the
+    // patch update's pin, and nothing is left without a bundle.
+    let fixed = catalog_json(
+        &[
+            alpha.clone(),
+            beta.clone(),
+            gamma.clone(),
+            gamma_fix.clone(),
+        ],
+        &[],
+    );
+    configmap_catalog(&client, "local", &fixed, 0).await;
     for po in ["alpha", "beta"] {
-        let (_, reason, message) = eventually(WAIT, &format!("{po} Installed=True"), || async {
-            po_condition(&client, po, "Installed")
-                .await
-                .filter(|(s, _, _)| s == "True")
-        })
-        .await;
-        assert_eq!(
-            reason,
-            "InstallSucceeded",
-            "{message}\n{}",
-            manager.log_tail(40)
-        );
+        installed(&client, po, &manager).await;
     }
+    let pos = Api::<PlatformOperator>::all(client.clone());
+    eventually(WAIT, "gamma runs 1.0.1", || async {
+        let po = pos.get("gamma").await.ok()?;
+        (po.status?.installed_bundle?.name == gamma_fix.name()).then_some(())
+    })
+    .await;
     let second = eventually(WAIT, "no update risk left", || async {
         let samples = samples(&scrape(metrics).await?);
         let risks = samples
             .keys()
             .filter(|s| s.starts_with(RISK_FAMILY))
             .count();
-        (risks == 2 * 4 && risks_at_one(&samples).is_empty()).then_some(samples)
+        (risks == 3 * RISKS && risks_at_one(&samples).is_empty()).then_some(samples)
     })
     .await;
 

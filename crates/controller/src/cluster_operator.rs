@@ -88,13 +88,13 @@ pub async fn sync(
         }
     };
     let previous = existing.status.clone().unwrap_or_default();
-    let cluster = match cluster.view().await {
-        Ok((ClusterView::Kubernetes, _)) => ClusterPhaseView::Absent,
-        Ok((ClusterView::OpenShift(Ok(phase)), _)) => ClusterPhaseView::Known {
+    let cluster = match cluster.view().await.map(|reading| reading.view) {
+        Ok(ClusterView::Kubernetes) => ClusterPhaseView::Absent,
+        Ok(ClusterView::OpenShift(Ok(phase))) => ClusterPhaseView::Known {
             kind: phase.kind,
             target: phase.target,
         },
-        Ok((ClusterView::OpenShift(Err(_)), _)) | Err(_) => ClusterPhaseView::Unknown,
+        Ok(ClusterView::OpenShift(Err(_))) | Err(_) => ClusterPhaseView::Unknown,
     };
     let now = conditions::now();
     let aggregate = |pos: &[Arc<PlatformOperator>]| {

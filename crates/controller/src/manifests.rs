@@ -834,7 +834,8 @@ fn prometheus_rule() -> serde_json::Value {
                             "unsettled: a move has not settled; `oc get platformoperator {{ $labels.platformoperator }} -o yaml` shows what status.activeHop waits for. ",
                             "degraded: fix what its Degraded condition says. ",
                             "paused: set spec.paused to false once the hold is over. ",
-                            "pending_approval: approve the bundle its Progressing condition names (spec.approvedBundle, or `pomctl approve`), or change its spec so that no move is needed."
+                            "pending_approval: approve the bundle its Progressing condition names (spec.approvedBundle, or `pomctl approve`), or change its spec so that no move is needed. ",
+                            "no_bundle_for_patch: the patch update the cluster is asked to take (ClusterVersion spec.desiredUpdate) would leave it on a bundle that does not run there, with no bundle its channel offers within the update's pin that does; `pomctl plan --to` that version names the bundle and its limit: publish a bundle that runs there or remove the PlatformOperator first."
                         ),
                     },
                 }],

@@ -15,9 +15,10 @@
 //! two equal). `/metrics` serves OpenMetrics, or the Prometheus text format 0.0.4 to a client
 //! that prefers it ([`Format::negotiate`]): `promtool check metrics` reads only the latter.
 
+use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use kube::ResourceExt;
@@ -233,6 +234,20 @@ impl Metrics {
             .remove(&[("catalog", name.to_owned())]);
     }
 
+    /// Records the reconciler's judgement of PO `po` against the patch update the cluster is
+    /// asked to take (`true`: it would be left without a bundle that runs there), for the
+    /// `no_bundle_for_patch` update risk; `false` also forgets a deleted PO.
+    pub fn patch_update_judged(&self, po: &str, shortfall: bool) {
+        let Ok(mut set) = self.state.no_bundle_for_patch.lock() else {
+            return;
+        };
+        if shortfall {
+            set.insert(po.to_owned());
+        } else {
+            set.remove(po);
+        }
+    }
+
     /// Lets the scrape-time metrics read the watch caches (once; later calls are ignored).
     pub fn observe(&self, state: ClusterState) {
         let _ = self.state.state.set(state);
@@ -307,6 +322,13 @@ impl Collector for ApiRequestsCollector {
 #[derive(Default)]
 struct StateCollector {
     state: OnceLock<ClusterState>,
+    /// The POs whose last reconcile judged that the patch update the cluster is asked to take
+    /// would leave them without a bundle that runs there (`pom_policy::precheck::
+    /// patch_shortfall`): the one update risk the status does not carry, since it needs the
+    /// catalogs. Leader only (the reconciler judges it); a replica that does not reconcile
+    /// reports 0, and the rule's `max by` takes the leader's 1. Names of deleted POs are
+    /// removed by their cleanup, and only names the PO cache holds are reported.
+    no_bundle_for_patch: Mutex<BTreeSet<String>>,
 }
 
 impl fmt::Debug for StateCollector {
@@ -355,12 +377,18 @@ impl Collector for StateCollector {
         // 1): bounded by the POs times four, and a zero is a value.
         let mut family = encoder.encode_descriptor(
             "platformoperator_update_risk",
-            "1 while the PlatformOperator is not ready for a cluster update, by risk: unsettled (a move has not settled), degraded, paused, pending_approval (a move waits for the admin's approval)",
+            "1 while the PlatformOperator is not ready for a cluster update, by risk: unsettled (a move has not settled), degraded, paused, pending_approval (a move waits for the admin's approval), no_bundle_for_patch (the patch update the cluster is asked to take would leave it without a bundle that runs there; leader only)",
             None,
             MetricType::Gauge,
         )?;
+        let no_bundle_for_patch = self
+            .no_bundle_for_patch
+            .lock()
+            .map(|set| set.clone())
+            .unwrap_or_default();
         for po in &platform_operators {
-            for (risk, applies) in update_risks(po) {
+            let patch = no_bundle_for_patch.contains(&po.name_any());
+            for (risk, applies) in update_risks(po, patch) {
                 let labels: [(&str, String); 2] = [
                     ("platformoperator", po.name_any()),
                     ("risk", risk.label().to_owned()),
@@ -586,7 +614,13 @@ mod tests {
         assert_eq!(served.len(), 12, "{text}");
         // Every risk of every PO, zeros included, for the precheck alert (issue 35 item 3).
         for po in ["alpha", "beta"] {
-            for risk in ["unsettled", "degraded", "paused", "pending_approval"] {
+            for risk in [
+                "unsettled",
+                "degraded",
+                "paused",
+                "pending_approval",
+                "no_bundle_for_patch",
+            ] {
                 let sample = format!(
                     "pom_platformoperator_update_risk{{platformoperator=\"{po}\",risk=\"{risk}\"}} 0\n"
                 );

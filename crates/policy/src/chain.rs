@@ -14,8 +14,10 @@
 use pom_resolver::cluster::{ClusterPhase, PhaseKind};
 use semver::Version;
 
+use pom_api::platform_operator::{BundleRef, InstalledBundle};
+
 use crate::decide::decide;
-use crate::plan::{PoPlan, plan};
+use crate::plan::{PlannedHop, PoPlan, plan};
 use crate::snapshot::{ClusterView, GateReading, OperatorGate, PoSnapshot};
 
 /// One update of the chain, for one PO.
@@ -24,13 +26,32 @@ pub struct StepPlan {
     pub from: Version,
     pub to: Version,
     /// The walk while the cluster stays at `from` with the update to `to` requested: the
-    /// pre-update hops (none when what runs already runs on `to`).
-    pub before: PoPlan,
+    /// pre-update hops (none when what runs already runs on `to`). `None` for an update the
+    /// CVO already runs (the chain's first step when the cluster is mid-update): there is no
+    /// "before" left.
+    pub before: Option<PoPlan>,
     /// Why the PO would block the update after those hops (`Upgradeable=False` and its
     /// message); `None` when it would not.
     pub blocks: Option<String>,
     /// The walk during the update, from where `before` ended (`None` when the PO blocks).
     pub during: Option<PoPlan>,
+}
+
+impl StepPlan {
+    /// The hops before the update (none for an update already running).
+    #[must_use]
+    pub fn before_hops(&self) -> &[PlannedHop] {
+        self.before.as_ref().map_or(&[], |b| b.hops.as_slice())
+    }
+
+    /// Where the PO runs once this step is done (or where it stops, when it blocks).
+    #[must_use]
+    pub fn last(&self) -> Option<&InstalledBundle> {
+        self.during
+            .as_ref()
+            .or(self.before.as_ref())
+            .and_then(|walk| walk.last.as_ref())
+    }
 }
 
 /// A PO's plan across the chain; it stops at the first step the PO would block.
@@ -48,28 +69,52 @@ impl ChainedPlan {
 }
 
 /// The chain of updates from `current` through each of `steps` (in order), for the PO of
-/// `snapshot` (its catalogs, request and what runs now; its cluster view is replaced).
+/// `snapshot` (its catalogs, request, what runs now and the move it has in flight).
+///
+/// The first step starts from the world as it is (review M3): a move of the PO that has not
+/// settled is that step's first hop (marked in flight), and when the snapshot's cluster is
+/// already updating from `current` to `steps[0]`, that step is the update in flight (no
+/// pre-update stage, the walk under the update's own pin). Later steps start steady.
 #[must_use]
 pub fn chain(snapshot: &PoSnapshot<'_>, current: &Version, steps: &[Version]) -> ChainedPlan {
     let mut world = snapshot.clone();
     let mut from = current.clone();
     let mut planned = Vec::new();
+    let updating = snapshot
+        .cluster
+        .phase()
+        .filter(|p| p.kind != PhaseKind::Steady && p.current == *current)
+        .cloned();
     for (index, to) in steps.iter().enumerate() {
-        if index > 0 {
+        let mut in_flight = None;
+        if index == 0 {
+            in_flight = settle_in_flight(&mut world);
+        } else {
             world.gate = settled_gate(&world.gate);
         }
         world.hop = None;
-        world.cluster = ClusterView::OpenShift(Ok(ClusterPhase::steady(from.clone())));
-        world.requested_update = gated(&from, to).then(|| to.clone());
-        let before = plan(&world);
-        if let Some(installed) = before.installed_at_end.clone() {
-            world.installed = Some(installed);
-        }
-        if before.hops.last().is_some() {
-            world.gate = settled_gate(&world.gate);
-        }
-        let verdict = decide(&world).verdict;
-        let blocks = (gated(&from, to) && !verdict.allows_update()).then_some(verdict.message);
+        let running = updating.as_ref().filter(|p| index == 0 && p.target == *to);
+        let (before, blocks) = if running.is_some() {
+            // The CVO accepted this update already: nothing is decided before it.
+            world.requested_update = None;
+            (None, None)
+        } else {
+            world.cluster = ClusterView::OpenShift(Ok(ClusterPhase::steady(from.clone())));
+            world.requested_update = gated(&from, to).then(|| to.clone());
+            let mut before = plan(&world);
+            if let Some(hop) = in_flight.take() {
+                before.hops.insert(0, hop);
+            }
+            if let Some(installed) = before.installed_at_end.clone() {
+                world.installed = Some(installed);
+            }
+            if !before.hops.is_empty() {
+                world.gate = settled_gate(&world.gate);
+            }
+            let verdict = decide(&world).verdict;
+            let blocks = (gated(&from, to) && !verdict.allows_update()).then_some(verdict.message);
+            (Some(before), blocks)
+        };
         let during = if blocks.is_some() {
             None
         } else {
@@ -79,7 +124,10 @@ pub fn chain(snapshot: &PoSnapshot<'_>, current: &Version, steps: &[Version]) ->
                 current: from.clone(),
                 target: to.clone(),
             }));
-            let during = plan(&world);
+            let mut during = plan(&world);
+            if let Some(hop) = in_flight.take() {
+                during.hops.insert(0, hop);
+            }
             if let Some(installed) = during.installed_at_end.clone() {
                 world.installed = Some(installed);
             }
@@ -99,6 +147,32 @@ pub fn chain(snapshot: &PoSnapshot<'_>, current: &Version, steps: &[Version]) ->
         from = to.clone();
     }
     ChainedPlan { steps: planned }
+}
+
+/// The PO's own move that has not settled, as the first hop of the plan (marked in flight),
+/// and the world with it settled: as everywhere in a plan, a move is taken to settle, and the
+/// walk goes on from where it lands. `None` when no move is in flight, or when the move's
+/// bundle is not what the status records as running yet (its intent is recorded, not
+/// applied: the walk chooses it again as its first hop).
+fn settle_in_flight(world: &mut PoSnapshot<'_>) -> Option<PlannedHop> {
+    let hop = world.hop.as_ref().filter(|h| !h.settled)?;
+    let installed = world.installed.as_ref()?;
+    if installed.bundle.name != hop.to || world.config.unapplied.is_some() {
+        return None;
+    }
+    let pin = decide(world).pin?;
+    let planned = PlannedHop {
+        from: hop.from.clone(),
+        to: BundleRef {
+            name: installed.bundle.name.clone(),
+            version: installed.bundle.version.clone(),
+        },
+        pin,
+        needs_approval: false,
+        in_flight: true,
+    };
+    world.gate = settled_gate(&world.gate);
+    Some(planned)
 }
 
 /// The minors (`X.Y.0`) between `current` and `target`, then `target`: the steps the CVO

@@ -23,6 +23,9 @@ pub struct PlannedHop {
     /// The move waits for the admin's approval (`spec.upgradeApproval: Manual` and
     /// `spec.approvedBundle` naming another bundle): the plan takes it as approved.
     pub needs_approval: bool,
+    /// The move was already under way when the plan was made (the PO's own unsettled move):
+    /// the plan shows it, and walks on from where it lands ([`crate::chain`]).
+    pub in_flight: bool,
 }
 
 /// Why a plan stopped.
@@ -111,6 +114,7 @@ pub fn plan(snapshot: &PoSnapshot<'_>) -> PoPlan {
                 .clone()
                 .unwrap_or_else(|| target.pin_after.clone()),
             needs_approval,
+            in_flight: false,
         });
         world.installed = Some(Installed {
             bundle: InstalledBundle {

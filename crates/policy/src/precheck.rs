@@ -11,8 +11,13 @@ use std::fmt;
 
 use pom_api::PlatformOperator;
 use pom_api::conditions::{ConditionStatus, Reason, types};
+use pom_resolver::cluster::{ClusterPhase, PhaseKind, max_supports};
+use pom_resolver::fbc::MaxOpenShiftVersion;
+use semver::Version;
 
 use crate::conditions;
+use crate::plan::plan;
+use crate::snapshot::{ClusterView, PoSnapshot};
 
 /// One reason a PlatformOperator is not ready for a cluster update. The label value of
 /// `pom_platformoperator_update_risk{risk=...}` is [`UpdateRisk::label`].
@@ -27,16 +32,21 @@ pub enum UpdateRisk {
     Paused,
     /// A move waits for the admin's approval (`spec.upgradeApproval: Manual`).
     PendingApproval,
+    /// The patch update the cluster is asked to take would leave the PO without a bundle
+    /// that runs there ([`patch_shortfall`]): judged by the manager from the catalogs, not
+    /// read from the status.
+    NoBundleForPatch,
 }
 
 impl UpdateRisk {
     /// Every risk, in label order: the gauge reports all of them for every PO (a zero is a
     /// value; a missing series is a question).
-    pub const ALL: [UpdateRisk; 4] = [
+    pub const ALL: [UpdateRisk; 5] = [
         UpdateRisk::Unsettled,
         UpdateRisk::Degraded,
         UpdateRisk::Paused,
         UpdateRisk::PendingApproval,
+        UpdateRisk::NoBundleForPatch,
     ];
 
     /// The metric label value (snake_case).
@@ -47,10 +57,12 @@ impl UpdateRisk {
             UpdateRisk::Degraded => "degraded",
             UpdateRisk::Paused => "paused",
             UpdateRisk::PendingApproval => "pending_approval",
+            UpdateRisk::NoBundleForPatch => "no_bundle_for_patch",
         }
     }
 
-    /// Whether this risk applies to `po` as its status reports it.
+    /// Whether this risk applies to `po` as its status reports it ([`UpdateRisk::NoBundleForPatch`]
+    /// is not in the status: `patch_shortfall` says it, and [`update_risks`] takes it).
     #[must_use]
     pub fn applies(self, po: &PlatformOperator) -> bool {
         let Some(status) = po.status.as_ref() else {
@@ -75,6 +87,7 @@ impl UpdateRisk {
                     .iter()
                     .any(|t| with_reason(t, Reason::UpgradePendingApproval))
             }
+            UpdateRisk::NoBundleForPatch => false,
         }
     }
 }
@@ -85,8 +98,57 @@ impl fmt::Display for UpdateRisk {
     }
 }
 
-/// Every risk with whether it applies to `po`, in [`UpdateRisk::ALL`] order.
+/// Every risk with whether it applies to `po`, in [`UpdateRisk::ALL`] order;
+/// `no_bundle_for_patch` is the manager's last [`patch_shortfall`] judgement of it.
 #[must_use]
-pub fn update_risks(po: &PlatformOperator) -> [(UpdateRisk, bool); 4] {
-    UpdateRisk::ALL.map(|risk| (risk, risk.applies(po)))
+pub fn update_risks(po: &PlatformOperator, no_bundle_for_patch: bool) -> [(UpdateRisk, bool); 5] {
+    UpdateRisk::ALL.map(|risk| {
+        let applies = match risk {
+            UpdateRisk::NoBundleForPatch => no_bundle_for_patch,
+            _ => risk.applies(po),
+        };
+        (risk, applies)
+    })
+}
+
+/// Why the patch update to `requested` would leave the PO of `snapshot` without a bundle that
+/// runs there; `None` when it would not (or when nothing runs, or the cluster cannot be
+/// judged).
+///
+/// The manager's own walk decides it ([`crate::plan::plan`], its `decide` hop by hop) over
+/// the cluster as the update puts it (`PatchUpgrade` from the current version to
+/// `requested`, the pin `>=X.Y.Z <X.Y+1.0-0`): where the PO would end, and whether that
+/// bundle's `olm.maxOpenShiftVersion` admits `requested` (an invalid one never does, as the
+/// selector judges). A patch keeps the minor, so this fires only for a bundle that already
+/// does not run on the cluster's minor (an update forced past it, a catalog fixed later) and
+/// that the channel offers no way out of within the pin; a catalog bundle that runs there
+/// clears it, since the walk would move to it. `minKubeVersion` is not judged: ClusterVersion
+/// does not say which Kubernetes the patch release ships.
+#[must_use]
+pub fn patch_shortfall(snapshot: &PoSnapshot<'_>, requested: &Version) -> Option<String> {
+    let phase = snapshot.cluster.phase()?;
+    snapshot.installed.as_ref()?;
+    let mut world = snapshot.clone();
+    world.requested_update = None;
+    world.cluster = ClusterView::OpenShift(Ok(ClusterPhase {
+        kind: PhaseKind::PatchUpgrade,
+        current: phase.current.clone(),
+        target: requested.clone(),
+    }));
+    let walk = plan(&world);
+    let end = walk.installed_at_end.as_ref()?;
+    let runs = match end.max_openshift_version.as_ref() {
+        None => true,
+        Some(MaxOpenShiftVersion::Valid { major, minor }) => {
+            max_supports((*major, *minor), requested.major, requested.minor)
+        }
+        Some(MaxOpenShiftVersion::Invalid { .. }) => false,
+    };
+    let max = end.max_openshift_version.as_ref()?;
+    (!runs).then(|| {
+        format!(
+            "the patch update to {requested} would leave it on {} (olm.maxOpenShiftVersion {max}), which does not run on {}.{}, and its channel offers no bundle that does within the update's pin; publish one or remove the PlatformOperator before updating",
+            end.bundle.name, requested.major, requested.minor
+        )
+    })
 }

@@ -454,17 +454,59 @@ pub fn cluster_version_snapshot(
     })
 }
 
+/// ClusterVersion `version` as one decision reads it: the phase and the update requested,
+/// both from the same copy of the object, so they can never describe two different moments
+/// (review L2: the request used to be read from the watch store apart from the phase).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClusterVersionReading {
+    /// The phase, or why it cannot be judged (no status yet, unparsable versions).
+    pub phase: Result<pom_resolver::cluster::ClusterPhase, String>,
+    /// The minor or major update requested and not started ([`requested_update`]).
+    pub requested_update: Option<Version>,
+    /// The patch update the cluster is asked to take ([`requested_patch`]).
+    pub requested_patch: Option<Version>,
+}
+
+/// Reads `cv` once: its phase and the update requested and not started.
+#[must_use]
+pub fn read_cluster_version(cv: &pom_api::openshift::ClusterVersion) -> ClusterVersionReading {
+    let Some(snapshot) = cluster_version_snapshot(cv) else {
+        return ClusterVersionReading {
+            phase: Err(format!(
+                "ClusterVersion {:?} has no status yet",
+                pom_api::openshift::CLUSTER_VERSION_NAME
+            )),
+            requested_update: None,
+            requested_patch: None,
+        };
+    };
+    let phase = pom_resolver::cluster::cluster_phase(&snapshot).map_err(|e| e.to_string());
+    let judged = phase.as_ref().ok();
+    let requested_update = judged.and_then(|phase| requested_update(&snapshot, phase));
+    let requested_patch = judged.and_then(|phase| requested_patch(&snapshot, phase));
+    ClusterVersionReading {
+        phase,
+        requested_update,
+        requested_patch,
+    }
+}
+
 /// The minor or major update requested in the ClusterVersion's `spec.desiredUpdate` and not
-/// started: the cluster is steady at `phase.current` and the request names a version of
-/// another minor or major (a patch update never waits for an operator: the CVO does not gate
-/// it on `Upgradeable`). A request the CVO refused stays in `spec.desiredUpdate`, which is how
-/// the CVO says it waits; one withdrawn (removed, or set back) ends pre-update hops.
+/// started: the cluster is steady at `phase.current` and heads nowhere else (`status.desired`
+/// is the current version: once the CVO accepts a request, `status.desired` names it even
+/// before the history says so, and what follows is the update, not a wait), and the request
+/// names a version of another minor or major (a patch update never waits for an operator: the
+/// CVO does not gate it on `Upgradeable`). A request the CVO refused stays in
+/// `spec.desiredUpdate`, which is how the CVO says it waits; one withdrawn (removed, or set
+/// back) ends pre-update hops.
 #[must_use]
 pub fn requested_update(
     cv: &pom_resolver::cluster::ClusterVersionSnapshot,
     phase: &pom_resolver::cluster::ClusterPhase,
 ) -> Option<Version> {
-    if phase.kind != pom_resolver::cluster::PhaseKind::Steady {
+    if phase.kind != pom_resolver::cluster::PhaseKind::Steady
+        || phase.target.cmp_precedence(&phase.current).is_ne()
+    {
         return None;
     }
     let raw = cv.requested_version.as_deref()?;
@@ -472,6 +514,31 @@ pub fn requested_update(
     let current = &phase.current;
     let gated = (requested.major, requested.minor) > (current.major, current.minor);
     gated.then_some(requested)
+}
+
+/// The patch update the cluster is asked to take (issue 35 item 3): the one in progress (the
+/// `PatchUpgrade` phase's target), or one requested and not started (steady, `status.desired`
+/// the current version, `spec.desiredUpdate` a higher version of the same major and minor).
+/// `Upgradeable` cannot hold a patch update, so what a PO would lack after it is said by the
+/// update-precheck alert ([`crate::precheck::patch_shortfall`]). `None` otherwise.
+#[must_use]
+pub fn requested_patch(
+    cv: &pom_resolver::cluster::ClusterVersionSnapshot,
+    phase: &pom_resolver::cluster::ClusterPhase,
+) -> Option<Version> {
+    use pom_resolver::cluster::PhaseKind;
+    match phase.kind {
+        PhaseKind::PatchUpgrade => Some(phase.target.clone()),
+        PhaseKind::Steady if phase.target.cmp_precedence(&phase.current).is_eq() => {
+            let raw = cv.requested_version.as_deref()?;
+            let requested = pom_resolver::version::parse_tolerant(raw).ok()?;
+            let current = &phase.current;
+            let patch = (requested.major, requested.minor) == (current.major, current.minor)
+                && requested.cmp_precedence(current).is_gt();
+            patch.then_some(requested)
+        }
+        _ => None,
+    }
 }
 
 /// What an OperatorCondition says about upgrading away from its CSV: the admin's override if
@@ -554,4 +621,220 @@ pub fn recover_installed(
                 .as_deref(),
         ))
     })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use pom_resolver::cluster::{ClusterVersionSnapshot, HistoryEntry, cluster_phase};
+
+    use super::*;
+
+    /// A ClusterVersion as `(state, version)` history entries (newest first; `Partial` ones
+    /// without a completion time), `status.desired`, `spec.desiredUpdate`, `Progressing`.
+    fn cv(
+        history: &[(&str, &str)],
+        desired: &str,
+        requested: Option<&str>,
+        progressing: bool,
+    ) -> ClusterVersionSnapshot {
+        ClusterVersionSnapshot {
+            history: history
+                .iter()
+                .map(|(state, version)| HistoryEntry {
+                    state: (*state).to_owned(),
+                    version: (*version).to_owned(),
+                    completion_time: (*state == "Completed").then(|| "2026-01-01T00:00:00Z".into()),
+                })
+                .collect(),
+            desired_version: Some(desired.to_owned()),
+            requested_version: requested.map(str::to_owned),
+            progressing: Some(progressing),
+        }
+    }
+
+    /// Review L1: `requested_update` has a table of its own, one row per rule.
+    #[test]
+    fn requested_update_table() {
+        let steady = [("Completed", "4.16.3")];
+        let rows: &[(&str, ClusterVersionSnapshot, Option<&str>)] = &[
+            ("no request", cv(&steady, "4.16.3", None, false), None),
+            (
+                "a minor request the CVO refused",
+                cv(&steady, "4.16.3", Some("4.17.0"), false),
+                Some("4.17.0"),
+            ),
+            (
+                "a major request",
+                cv(&steady, "4.16.3", Some("5.0.0"), false),
+                Some("5.0.0"),
+            ),
+            (
+                "tolerant spelling",
+                cv(&steady, "4.16.3", Some("v4.17.2"), false),
+                Some("4.17.2"),
+            ),
+            (
+                "a patch request is never waited on",
+                cv(&steady, "4.16.3", Some("4.16.4"), false),
+                None,
+            ),
+            (
+                "the current version",
+                cv(&steady, "4.16.3", Some("4.16.3"), false),
+                None,
+            ),
+            (
+                "a lower version",
+                cv(&steady, "4.16.3", Some("4.15.9"), false),
+                None,
+            ),
+            (
+                "unparsable",
+                cv(&steady, "4.16.3", Some("latest"), false),
+                None,
+            ),
+            (
+                "accepted: status.desired names it before the history does",
+                cv(&steady, "4.17.0", Some("4.17.0"), false),
+                None,
+            ),
+            (
+                "in progress",
+                cv(
+                    &[("Partial", "4.17.0"), ("Completed", "4.16.3")],
+                    "4.17.0",
+                    Some("4.17.0"),
+                    true,
+                ),
+                None,
+            ),
+            (
+                "another minor requested while one runs",
+                cv(
+                    &[("Partial", "4.17.0"), ("Completed", "4.16.3")],
+                    "4.17.0",
+                    Some("4.18.0"),
+                    true,
+                ),
+                None,
+            ),
+            (
+                "the next minor requested once the last completed",
+                cv(
+                    &[("Completed", "4.17.0"), ("Completed", "4.16.3")],
+                    "4.17.0",
+                    Some("4.18.1"),
+                    false,
+                ),
+                Some("4.18.1"),
+            ),
+        ];
+        for (label, snapshot, want) in rows {
+            let phase = cluster_phase(snapshot).unwrap();
+            let got = requested_update(snapshot, &phase);
+            assert_eq!(
+                got,
+                want.map(|w| Version::parse(w).unwrap()),
+                "{label}: {phase:?}"
+            );
+        }
+    }
+
+    /// Issue 35 item 3: the patch update the cluster is asked to take, one row per rule.
+    #[test]
+    fn requested_patch_table() {
+        let steady = [("Completed", "4.16.3")];
+        let rows: &[(&str, ClusterVersionSnapshot, Option<&str>)] = &[
+            ("no request", cv(&steady, "4.16.3", None, false), None),
+            (
+                "a patch requested, not started",
+                cv(&steady, "4.16.3", Some("4.16.5"), false),
+                Some("4.16.5"),
+            ),
+            (
+                "a patch in progress",
+                cv(
+                    &[("Partial", "4.16.5"), ("Completed", "4.16.3")],
+                    "4.16.5",
+                    Some("4.16.5"),
+                    true,
+                ),
+                Some("4.16.5"),
+            ),
+            (
+                "a minor request is not a patch",
+                cv(&steady, "4.16.3", Some("4.17.0"), false),
+                None,
+            ),
+            (
+                "the current version",
+                cv(&steady, "4.16.3", Some("4.16.3"), false),
+                None,
+            ),
+            (
+                "a lower patch (a rollback request)",
+                cv(&steady, "4.16.3", Some("4.16.2"), false),
+                None,
+            ),
+            (
+                "a minor update in progress",
+                cv(
+                    &[("Partial", "4.17.0"), ("Completed", "4.16.3")],
+                    "4.17.0",
+                    Some("4.17.0"),
+                    true,
+                ),
+                None,
+            ),
+            (
+                "completed: nothing asked any more",
+                cv(
+                    &[("Completed", "4.16.5"), ("Completed", "4.16.3")],
+                    "4.16.5",
+                    Some("4.16.5"),
+                    false,
+                ),
+                None,
+            ),
+        ];
+        for (label, snapshot, want) in rows {
+            let phase = cluster_phase(snapshot).unwrap();
+            let got = requested_patch(snapshot, &phase);
+            assert_eq!(
+                got,
+                want.map(|w| Version::parse(w).unwrap()),
+                "{label}: {phase:?}"
+            );
+        }
+    }
+
+    /// Review L2: the phase and the request come from one reading of one object.
+    #[test]
+    fn one_reading_gives_the_phase_and_the_request() {
+        let object = |status: Option<serde_json::Value>| -> pom_api::openshift::ClusterVersion {
+            let mut cv = serde_json::json!({
+                "apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion",
+                "metadata": {"name": "version"},
+                "spec": {"clusterID": "c", "desiredUpdate": {"version": "4.17.0"}},
+            });
+            if let Some(status) = status {
+                cv["status"] = status;
+            }
+            serde_json::from_value(cv).unwrap()
+        };
+        let reading = read_cluster_version(&object(Some(serde_json::json!({
+            "desired": {"version": "4.16.3"}, "observedGeneration": 1, "versionHash": "h",
+            "history": [{"state": "Completed", "startedTime": "2026-01-01T00:00:00Z",
+                         "completionTime": "2026-01-01T01:00:00Z", "version": "4.16.3", "verified": true}],
+        }))));
+        assert_eq!(
+            reading.phase.as_ref().map(|p| p.kind),
+            Ok(pom_resolver::cluster::PhaseKind::Steady)
+        );
+        assert_eq!(reading.requested_update, Some(Version::new(4, 17, 0)));
+        let unwritten = read_cluster_version(&object(None));
+        assert!(unwritten.phase.is_err(), "{unwritten:?}");
+        assert_eq!(unwritten.requested_update, None, "no phase, no request");
+    }
 }

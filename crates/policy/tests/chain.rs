@@ -130,7 +130,7 @@ fn a_three_minor_chain_stops_at_the_first_step_without_a_path() {
             (v("4.16.3"), v("4.17.0"))
         );
         assert_eq!(
-            hops(&first.before),
+            hops(first.before.as_ref().expect("steady: a before stage")),
             vec![("1.1.0".to_owned(), needs_approval)]
         );
         assert_eq!(first.blocks, None);
@@ -142,7 +142,7 @@ fn a_three_minor_chain_stops_at_the_first_step_without_a_path() {
             (second.from.clone(), second.to.clone()),
             (v("4.17.0"), v("4.18.0"))
         );
-        assert!(second.before.hops.is_empty());
+        assert!(second.before_hops().is_empty());
         assert!(second.during.is_none());
         let why = second.blocks.as_deref().expect("blocks 4.18");
         assert!(
@@ -165,11 +165,84 @@ fn a_po_that_runs_everywhere_takes_no_pre_update_hop() {
         &steps,
     );
     assert_eq!(planned.steps.len(), 1);
-    assert!(planned.steps[0].before.hops.is_empty());
+    assert!(planned.steps[0].before_hops().is_empty());
     assert_eq!(planned.steps[0].blocks, None);
     assert_eq!(
         hops(planned.steps[0].during.as_ref().unwrap()),
         vec![("1.2.0".to_owned(), false)]
     );
     assert!(planned.first_blocked().is_none());
+}
+
+/// The snapshot of `snapshot(installed)` with its move from `from` in flight (applied, not
+/// settled), in `cluster`.
+fn mid_hop(installed: &str, from: &str, cluster: ClusterPhase) -> PoSnapshot<'static> {
+    let mut s = snapshot(installed, PreUpdateHops::Take);
+    s.hop = Some(pom_policy::snapshot::Hop {
+        from: Some(format!("demo.v{from}")),
+        to: format!("demo.v{installed}"),
+        started_at: s.now,
+        settled: false,
+        settled_at: None,
+    });
+    s.cluster = ClusterView::OpenShift(Ok(cluster));
+    s
+}
+
+fn in_flight(hops: &[pom_policy::plan::PlannedHop]) -> Vec<(String, bool)> {
+    hops.iter()
+        .map(|h| (h.to.version.clone(), h.in_flight))
+        .collect()
+}
+
+/// Review M3: a PO mid-hop keeps that hop at the chain's first step, whether the cluster is
+/// steady (the hop before the update) or already updating (the hop during it).
+#[test]
+fn a_move_in_flight_is_the_first_hop_of_the_first_step() {
+    let steps = minor_steps(&v("4.16.3"), &v("4.18.0"));
+    let steady = chain(
+        &mid_hop("1.1.0", "1.0.0", ClusterPhase::steady(v("4.16.3"))),
+        &v("4.16.3"),
+        &steps,
+    );
+    let first = &steady.steps[0];
+    assert_eq!(
+        in_flight(first.before_hops()),
+        vec![("1.1.0".to_owned(), true)],
+        "{steady:#?}"
+    );
+    assert_eq!(first.blocks, None);
+    assert_eq!(
+        in_flight(&first.during.as_ref().unwrap().hops),
+        vec![("1.2.0".to_owned(), false)]
+    );
+
+    // The CVO already runs 4.16.3 → 4.17.0: that update is the first step, with nothing
+    // before it, and the move in flight is its first hop.
+    let updating = ClusterPhase {
+        kind: pom_resolver::cluster::PhaseKind::MinorUpgrade,
+        current: v("4.16.3"),
+        target: v("4.17.0"),
+    };
+    let planned = chain(&mid_hop("1.1.0", "1.0.0", updating), &v("4.16.3"), &steps);
+    let first = &planned.steps[0];
+    assert!(first.before.is_none(), "{planned:#?}");
+    assert_eq!(first.blocks, None);
+    assert_eq!(
+        in_flight(&first.during.as_ref().unwrap().hops),
+        vec![("1.1.0".to_owned(), true), ("1.2.0".to_owned(), false)]
+    );
+    assert_eq!(
+        planned.first_blocked().map(|s| s.to.clone()),
+        Some(v("4.18.0")),
+        "nothing runs on 4.18"
+    );
+
+    // A settled move is not in flight: nothing is added.
+    let mut settled = mid_hop("1.1.0", "1.0.0", ClusterPhase::steady(v("4.16.3")));
+    if let Some(hop) = settled.hop.as_mut() {
+        hop.settled = true;
+    }
+    let planned = chain(&settled, &v("4.16.3"), &steps);
+    assert!(planned.steps[0].before_hops().is_empty(), "{planned:#?}");
 }

@@ -124,14 +124,25 @@ fn update_risks_table() {
         },
     ];
     for row in rows {
-        let got: Vec<UpdateRisk> = update_risks(&row.po)
+        let got: Vec<UpdateRisk> = update_risks(&row.po, false)
             .into_iter()
             .filter_map(|(risk, applies)| applies.then_some(risk))
             .collect();
         assert_eq!(got, row.want, "{}", row.name);
         // Every risk is always reported, in the one order.
-        let order: Vec<UpdateRisk> = update_risks(&row.po).iter().map(|(r, _)| *r).collect();
+        let order: Vec<UpdateRisk> = update_risks(&row.po, false)
+            .iter()
+            .map(|(r, _)| *r)
+            .collect();
         assert_eq!(order, UpdateRisk::ALL, "{}", row.name);
+        // The patch judgement is the manager's, added to what the status says.
+        let with_patch: Vec<UpdateRisk> = update_risks(&row.po, true)
+            .into_iter()
+            .filter_map(|(risk, applies)| applies.then_some(risk))
+            .collect();
+        let mut want = row.want.to_vec();
+        want.push(NoBundleForPatch);
+        assert_eq!(with_patch, want, "{} with a patch shortfall", row.name);
     }
 }
 
@@ -140,7 +151,13 @@ fn labels_are_distinct_snake_case() {
     let labels: Vec<&str> = UpdateRisk::ALL.iter().map(|r| r.label()).collect();
     assert_eq!(
         labels,
-        ["unsettled", "degraded", "paused", "pending_approval"]
+        [
+            "unsettled",
+            "degraded",
+            "paused",
+            "pending_approval",
+            "no_bundle_for_patch"
+        ]
     );
     for risk in UpdateRisk::ALL {
         assert_eq!(risk.to_string(), risk.label());

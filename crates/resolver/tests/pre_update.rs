@@ -148,6 +148,74 @@ fn the_shortest_path_to_a_bundle_that_runs_on_both_versions() {
 }
 
 #[test]
+fn equal_length_paths_prefer_bundles_that_are_not_deprecated() {
+    // Review M7: as the selector ranks (§5 step 4), a deprecated bundle loses to a sound one
+    // before versions are compared. Two one-hop paths: to 1.2.0 (deprecated) or to 1.1.0.
+    let goal = PackageBuilder::new(PKG)
+        .bundle("1.0.0", max_ocp(4, 16))
+        .bundle("1.1.0", |_| {})
+        .bundle("1.2.0", |_| {})
+        .entry("stable", "1.0.0", None, &[], None)
+        .entry("stable", "1.1.0", None, &[], Some(">=1.0.0 <1.1.0"))
+        .entry("stable", "1.2.0", None, &[], Some(">=1.0.0 <1.2.0"))
+        .deprecate_bundle("1.2.0", "use 1.1.0")
+        .catalog();
+    check(
+        "a sound goal beats a higher deprecated one",
+        &goal,
+        "1.0.0",
+        None,
+        Want::Path(&["1.1.0"]),
+    );
+    // Every goal deprecated: the highest, as before.
+    let all = PackageBuilder::new(PKG)
+        .bundle("1.0.0", max_ocp(4, 16))
+        .bundle("1.1.0", |_| {})
+        .bundle("1.2.0", |_| {})
+        .entry("stable", "1.0.0", None, &[], None)
+        .entry("stable", "1.1.0", None, &[], Some(">=1.0.0 <1.1.0"))
+        .entry("stable", "1.2.0", None, &[], Some(">=1.0.0 <1.2.0"))
+        .deprecate_bundle("1.1.0", "old")
+        .deprecate_bundle("1.2.0", "old")
+        .catalog();
+    check(
+        "all deprecated: the highest",
+        &all,
+        "1.0.0",
+        None,
+        Want::Path(&["1.2.0"]),
+    );
+
+    // Two-hop paths through 1.0.5 or 1.1.0 (both run only now) to 1.2.0: the hop goes through
+    // the one that is not deprecated, whichever the catalog lists first.
+    for (deprecated, through) in [("1.0.5", "1.1.0"), ("1.1.0", "1.0.5")] {
+        let hops = PackageBuilder::new(PKG)
+            .bundle("1.0.0", max_ocp(4, 16))
+            .bundle("1.0.5", max_ocp(4, 16))
+            .bundle("1.1.0", max_ocp(4, 16))
+            .bundle("1.2.0", |_| {})
+            .entry("stable", "1.0.0", None, &[], None)
+            .entry("stable", "1.0.5", Some("1.0.0"), &[], None)
+            .entry("stable", "1.1.0", None, &["1.0.0"], None)
+            .entry("stable", "1.2.0", None, &[], Some(">=1.0.5 <1.2.0"))
+            .deprecate_bundle(deprecated, "do not stop here")
+            .catalog();
+        let want: &'static [&'static str] = if through == "1.1.0" {
+            &["1.1.0", "1.2.0"]
+        } else {
+            &["1.0.5", "1.2.0"]
+        };
+        check(
+            &format!("through {through}, not the deprecated {deprecated}"),
+            &hops,
+            "1.0.0",
+            None,
+            Want::Path(want),
+        );
+    }
+}
+
+#[test]
 fn every_bundle_on_the_way_passes_the_filters_a_move_would() {
     // The only way leads through a bundle that does not run on the current version (max
     // 4.15): no path, and the nearest is the one that would run on 4.17 but cannot be reached.

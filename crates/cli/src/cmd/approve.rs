@@ -23,7 +23,7 @@ use anyhow::Context as _;
 use kube::api::{Api, Patch, PatchParams};
 use pom_api::PlatformOperator;
 use pom_api::conditions::types;
-use pom_api::platform_operator::UpgradeApproval;
+use pom_api::platform_operator::{PreUpdateHops, UpgradeApproval};
 use serde_json::json;
 
 use crate::cmd::plan::waiting_for_approval;
@@ -73,7 +73,17 @@ pub fn judge(po: &PlatformOperator, bundle: Option<&str>) -> Verdict {
     if approved == Some(bundle.as_str()) {
         return Verdict::AlreadyApproved { bundle };
     }
-    let note = if !manual {
+    let note = if let Some(offered) = offered_pre_update_hop(po, manual, waiting.as_deref()) {
+        Some(if offered == bundle {
+            format!(
+                "PlatformOperator {name} offers the pre-update hop to {offered} before the requested cluster update (spec.preUpdateHops: Offer): this approval lets that hop start now, while the cluster stays where it is; each further hop of the path waits for its own approval"
+            )
+        } else {
+            format!(
+                "PlatformOperator {name} offers the pre-update hop to {offered} before the requested cluster update (spec.preUpdateHops: Offer), not {bundle}: {offered} still waits; {bundle} is approved for when POM chooses it"
+            )
+        })
+    } else if !manual {
         Some(format!(
             "spec.upgradeApproval of PlatformOperator {name} is Automatic: its moves do not wait for an approval; {bundle} is recorded as approved for when it is Manual"
         ))
@@ -89,6 +99,25 @@ pub fn judge(po: &PlatformOperator, bundle: Option<&str>) -> Verdict {
         }
     };
     Verdict::Approve { bundle, note }
+}
+
+/// The first hop of a pre-update path `po` offers and waits on (`spec.preUpdateHops: Offer`,
+/// issue 35 item 1), when that is what it waits for: under `upgradeApproval: Automatic` an
+/// offer is the only wait there is; under Manual the condition's message says which it is.
+fn offered_pre_update_hop(
+    po: &PlatformOperator,
+    manual: bool,
+    waiting: Option<&str>,
+) -> Option<String> {
+    let waiting = waiting?;
+    if po.spec.pre_update_hops != PreUpdateHops::Offer {
+        return None;
+    }
+    let mark = format!("spec.preUpdateHops is {}", PreUpdateHops::Offer.as_str());
+    let says_offered = [types::PROGRESSING, types::INSTALLED]
+        .iter()
+        .any(|t| live::condition(po, t).is_some_and(|c| c.message.contains(&mark)));
+    (!manual || says_offered).then(|| waiting.to_owned())
 }
 
 /// Why `po` waits for no approval, for the admin.
@@ -301,6 +330,56 @@ mod tests {
         };
         assert!(
             note.as_deref().is_some_and(|n| n.contains("Automatic")),
+            "{note:?}"
+        );
+    }
+
+    #[test]
+    fn an_offered_pre_update_hop_is_named_in_the_note() {
+        // Review M6: under spec.preUpdateHops: Offer (upgradeApproval Automatic) the PO waits
+        // for the first hop of the path; the note says the approval lets that hop start.
+        let offered = po(
+            json!({"preUpdateHops": "Offer"}),
+            2,
+            &[("Progressing", "UpgradePendingApproval")],
+            Some("demo.v1.1.1"),
+        );
+        let Verdict::Approve { bundle, note } = judge(&offered, None) else {
+            panic!("{:?}", judge(&offered, None));
+        };
+        assert_eq!(bundle, "demo.v1.1.1");
+        let note = note.unwrap_or_default();
+        assert!(
+            note.contains("pre-update hop to demo.v1.1.1") && note.contains("lets that hop start"),
+            "{note}"
+        );
+        assert!(!note.contains("Automatic"), "{note}");
+        // Another bundle named: the offered hop still waits, and is named.
+        let Verdict::Approve { note, .. } = judge(&offered, Some("demo.v1.2.0")) else {
+            panic!();
+        };
+        let note = note.unwrap_or_default();
+        assert!(
+            note.contains("pre-update hop to demo.v1.1.1")
+                && note.contains("demo.v1.1.1 still waits"),
+            "{note}"
+        );
+        // Manual too: the condition's message says the wait is the offer.
+        let mut manual_offer = po(
+            json!({"upgradeApproval": "Manual", "preUpdateHops": "Offer"}),
+            2,
+            &[("Progressing", "UpgradePendingApproval")],
+            Some("demo.v1.1.1"),
+        );
+        if let Some(status) = manual_offer.status.as_mut() {
+            status.conditions[0].message = "the move to demo.v1.1.1 waits for the admin's approval (the requested cluster update to 4.17.0 needs the pre-update hops demo.v1.1.1 first (spec.preUpdateHops is Offer): ...)".into();
+        }
+        let Verdict::Approve { note, .. } = judge(&manual_offer, None) else {
+            panic!();
+        };
+        assert!(
+            note.as_deref()
+                .is_some_and(|n| n.contains("lets that hop start")),
             "{note:?}"
         );
     }

@@ -55,6 +55,7 @@ use pom_api::openshift::{
     AGGREGATED_CLUSTER_OPERATOR, CLUSTER_VERSION_NAME, ClusterOperator, ClusterVersion,
 };
 use pom_oci::ImagePuller;
+use pom_policy::chain;
 use pom_policy::hop_powers::hop_powers;
 use pom_policy::plan::{self, MAX_PLANNED_HOPS, PlanEnd};
 use pom_policy::render_request;
@@ -169,7 +170,12 @@ pub struct PoPlan {
     pub pin: Option<PinView>,
     /// Where the PO ends (the installed bundle when it stays).
     pub bundle: Option<BundleView>,
-    /// Every move, in order (empty when it stays).
+    /// The hops POM offers or takes before a minor or major update the PO would block, while
+    /// the cluster stays where it is (`spec.preUpdateHops`; issue 35 item 1): the first step
+    /// of the chained plan, the same decision (review M2). Empty when none is needed.
+    pub pre_update_hops: Vec<HopView>,
+    /// Every move during the update, in order (empty when it stays), from where the
+    /// pre-update hops end.
     pub hops: Vec<HopView>,
     /// `Settled`, or why the walk stopped early.
     pub end: String,
@@ -234,6 +240,21 @@ pub struct HopView {
     /// Under `spec.upgradeApproval: Manual`, the hop waits until the admin approves its bundle
     /// (`pomctl approve`); false when `spec.approvedBundle` already names it.
     pub needs_approval: bool,
+    /// The move was under way when the plan was made (the PO's unsettled move).
+    pub in_flight: bool,
+}
+
+impl From<&plan::PlannedHop> for HopView {
+    fn from(h: &plan::PlannedHop) -> Self {
+        Self {
+            from: h.from.clone(),
+            to: h.to.name.clone(),
+            version: h.to.version.clone(),
+            pin: h.pin.range.clone(),
+            needs_approval: h.needs_approval,
+            in_flight: h.in_flight,
+        }
+    }
 }
 
 /// An Upgradeable verdict.
@@ -396,7 +417,10 @@ pub fn compute(inputs: &Inputs, to: &str, target: &Version) -> anyhow::Result<Pl
     let platform_operators: Vec<PoPlan> = inputs
         .platform_operators
         .iter()
-        .map(|po| plan_po(po, inputs, &phase, gated, Timestamp::now()))
+        .map(|po| {
+            let steady_at = in_flight.is_none().then_some(&current);
+            plan_po(po, inputs, &phase, gated, steady_at, Timestamp::now())
+        })
         .collect();
     for po in platform_operators.iter().filter(|p| p.blocks_update) {
         blockers.push(Blocker {
@@ -754,7 +778,7 @@ async fn fetch_hop_bundles(
         .iter()
         .zip(&plan.platform_operators)
     {
-        let Some(hop) = view.hops.first() else {
+        let Some(hop) = view.pre_update_hops.first().or(view.hops.first()) else {
             continue;
         };
         let installed = po.status.as_ref().and_then(|s| s.installed_bundle.as_ref());
@@ -794,7 +818,7 @@ fn attach_hop_powers(plan: &mut Plan, inputs: &Inputs, bundles: &FetchedBundles)
         .iter()
         .zip(plan.platform_operators.iter_mut())
     {
-        let Some(hop) = view.hops.first() else {
+        let Some(hop) = view.pre_update_hops.first().or(view.hops.first()) else {
             continue;
         };
         let status = po.status.clone().unwrap_or_default();
@@ -852,6 +876,7 @@ fn plan_po(
     inputs: &Inputs,
     phase: &ClusterPhase,
     gated: bool,
+    steady_at: Option<&Version>,
     now: Timestamp,
 ) -> PoPlan {
     let name = po.name_any();
@@ -870,17 +895,8 @@ fn plan_po(
             name: b.name.clone(),
             version: b.version.clone(),
         }),
-        hops: walk
-            .hops
-            .iter()
-            .map(|h| HopView {
-                from: h.from.clone(),
-                to: h.to.name.clone(),
-                version: h.to.version.clone(),
-                pin: h.pin.range.clone(),
-                needs_approval: h.needs_approval,
-            })
-            .collect(),
+        pre_update_hops: Vec::new(),
+        hops: walk.hops.iter().map(HopView::from).collect(),
         end: String::new(),
         error: None,
         upgradeable: VerdictView::from(&Upgradeability::yes(
@@ -893,21 +909,40 @@ fn plan_po(
         paused: po.spec.paused,
         config_change: walk.first.config_change.as_ref().map(ToString::to_string),
     };
-    result.end = match &walk.end {
-        PlanEnd::Settled => "Settled".to_owned(),
-        PlanEnd::Held(why) => format!("Held: {why}"),
-        PlanEnd::Problem(problem) => {
-            result.error = Some(problem.message.clone());
-            if walk.hops.is_empty() {
-                "Unplanned".to_owned()
-            } else {
-                format!("Blocked: {}", problem.message)
-            }
-        }
-        PlanEnd::Cycle { bundle } => format!("Cycle: the catalog leads back to {bundle}"),
-        PlanEnd::HopLimit => format!("HopLimit: more than {MAX_PLANNED_HOPS} hops"),
-    };
+    (result.end, result.error) = end_of(&walk);
+    // A minor or major update requested from a steady cluster: what the manager would do
+    // before it (the pre-update hops) and during it, as the chained plan's first step
+    // (`pom_policy::chain`), so both plans show the one decision.
+    if gated
+        && let Some(current) = steady_at
+        && let Some(step) = chain::chain(
+            &po_snapshot(po, inputs, &ClusterPhase::steady(current.clone()), now),
+            current,
+            std::slice::from_ref(&phase.target),
+        )
+        .steps
+        .into_iter()
+        .next()
+        && !step.before_hops().is_empty()
+    {
+        result.pre_update_hops = step.before_hops().iter().map(HopView::from).collect();
+        result.bundle = step.last().map(|b| BundleView {
+            name: b.name.clone(),
+            version: b.version.clone(),
+        });
+        result.hops = step
+            .during
+            .as_ref()
+            .map(|during| during.hops.iter().map(HopView::from).collect())
+            .unwrap_or_default();
+        (result.end, result.error) = match (&step.blocks, &step.during) {
+            (Some(why), _) => (format!("Blocked: {why}"), None),
+            (None, Some(during)) => end_of(during),
+            (None, None) => ("Settled".to_owned(), None),
+        };
+    }
     if phase.kind != PhaseKind::Steady
+        && result.pre_update_hops.is_empty()
         && let Some(last) = &walk.last
     {
         // Once settled on the target, the next minor is judged from the target.
@@ -926,6 +961,24 @@ fn plan_po(
         result.upgradeable = VerdictView::from(&verdict);
     }
     result
+}
+
+/// How a walk ends, for people, and why the PO cannot be planned when nothing moves at all.
+fn end_of(walk: &plan::PoPlan) -> (String, Option<String>) {
+    match &walk.end {
+        PlanEnd::Settled => ("Settled".to_owned(), None),
+        PlanEnd::Held(why) => (format!("Held: {why}"), None),
+        PlanEnd::Problem(problem) => (
+            if walk.hops.is_empty() {
+                "Unplanned".to_owned()
+            } else {
+                format!("Blocked: {}", problem.message)
+            },
+            Some(problem.message.clone()),
+        ),
+        PlanEnd::Cycle { bundle } => (format!("Cycle: the catalog leads back to {bundle}"), None),
+        PlanEnd::HopLimit => (format!("HopLimit: more than {MAX_PLANNED_HOPS} hops"), None),
+    }
 }
 
 /// The bundle PlatformOperator `po` waits for the admin to approve, as its status (for its
@@ -1125,6 +1178,24 @@ pub fn human(plan: &Plan) -> String {
                     }
                 }));
                 out.push_str(&format!("  {}: {}\n", p.name, path.join(" -> ")));
+            }
+            if !p.pre_update_hops.is_empty() {
+                let path: Vec<String> = p
+                    .pre_update_hops
+                    .iter()
+                    .map(|h| {
+                        if h.needs_approval {
+                            format!("{} (needs approval)", h.to)
+                        } else {
+                            h.to.clone()
+                        }
+                    })
+                    .collect();
+                out.push_str(&format!(
+                    "    before the update, while the cluster stays at {}: {} (spec.preUpdateHops)\n",
+                    c.current,
+                    path.join(" -> ")
+                ));
             }
             if p.paused {
                 out.push_str(
@@ -1395,6 +1466,75 @@ mod tests {
         ] {
             assert!(text.contains(line), "{line:?} not in:\n{text}");
         }
+    }
+
+    /// `q`: 1.0.0 (max 4.16) <- 1.1.0 (max 4.16) <- 1.2.0 (no max) in `stable`.
+    const CAPPED: &str = r#"
+{"schema":"olm.package","name":"q","defaultChannel":"stable"}
+{"schema":"olm.channel","package":"q","name":"stable","entries":[
+  {"name":"q.v1.0.0"},
+  {"name":"q.v1.1.0","replaces":"q.v1.0.0"},
+  {"name":"q.v1.2.0","replaces":"q.v1.1.0"}]}
+{"schema":"olm.bundle","package":"q","name":"q.v1.0.0","image":"q/q@sha256:10",
+ "properties":[{"type":"olm.package","value":{"packageName":"q","version":"1.0.0"}},
+   {"type":"olm.maxOpenShiftVersion","value":"4.16"}]}
+{"schema":"olm.bundle","package":"q","name":"q.v1.1.0","image":"q/q@sha256:11",
+ "properties":[{"type":"olm.package","value":{"packageName":"q","version":"1.1.0"}},
+   {"type":"olm.maxOpenShiftVersion","value":"4.16"}]}
+{"schema":"olm.bundle","package":"q","name":"q.v1.2.0","image":"q/q@sha256:12",
+ "properties":[{"type":"olm.package","value":{"packageName":"q","version":"1.2.0"}}]}
+"#;
+
+    /// Review M2: the single-update plan to the next minor shows the pre-update hops a PO
+    /// needs (the chained plan's first step, one decision), and the hops during the update
+    /// go on from where they end.
+    #[test]
+    fn a_minor_update_plan_shows_the_pre_update_hops() {
+        let content =
+            pom_resolver::fbc::parse_documents([("catalog.json".to_owned(), CAPPED.into())])
+                .unwrap_or_else(|e| panic!("{e}"));
+        let mut capped = po("capped", "q", "q.v1.0.0", "1.0.0");
+        if let Some(status) = capped.status.as_mut() {
+            status.max_open_shift_version = Some("4.16".into());
+        }
+        let inputs = Inputs {
+            cluster_version: cluster_version(&[("Completed", "4.16.3", true)], false),
+            platform_operators: vec![capped],
+            catalogs: vec![FetchedCatalog {
+                name: "ops".into(),
+                priority: 0,
+                source: "configMap test".into(),
+                content: Ok(content),
+            }],
+            cluster_operators: Vec::new(),
+            operator_conditions: Vec::new(),
+            kube_version: None,
+        };
+        let plan = compute(&inputs, "4.17.0", &v("4.17.0")).unwrap_or_else(|e| panic!("{e}"));
+        let capped = &plan.platform_operators[0];
+        let hops = |hops: &[HopView]| -> Vec<(String, bool)> {
+            hops.iter()
+                .map(|h| (h.to.clone(), h.needs_approval))
+                .collect()
+        };
+        assert_eq!(
+            hops(&capped.pre_update_hops),
+            [("q.v1.1.0".to_owned(), true), ("q.v1.2.0".to_owned(), true)],
+            "spec.preUpdateHops defaults to Offer: each hop waits for an approval"
+        );
+        assert!(capped.hops.is_empty(), "{:?}", capped.hops);
+        assert_eq!(
+            capped.bundle.as_ref().map(|b| b.name.as_str()),
+            Some("q.v1.2.0")
+        );
+        assert_eq!(capped.error, None);
+        assert!(
+            capped.blocks_update,
+            "it blocks until the hops have settled"
+        );
+        let text = human(&plan);
+        let line = "    before the update, while the cluster stays at 4.16.3: q.v1.1.0 (needs approval) -> q.v1.2.0 (needs approval) (spec.preUpdateHops)\n";
+        assert!(text.contains(line), "{line:?} not in:\n{text}");
     }
 
     #[test]

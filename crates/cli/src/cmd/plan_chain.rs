@@ -16,8 +16,8 @@ use anyhow::Context as _;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use pom_policy::chain::{self, ChainedPlan};
-use pom_policy::plan::PoPlan as Walk;
-use pom_resolver::cluster::{ClusterPhase, cluster_phase};
+use pom_policy::plan::PlannedHop;
+use pom_resolver::cluster::{PhaseKind, cluster_phase};
 use semver::Version;
 use serde::Serialize;
 
@@ -59,6 +59,8 @@ pub struct PoChain {
 pub struct PoStep {
     pub from: String,
     pub to: String,
+    /// The CVO runs this update already (the chain's first step, mid-update): no hop before it.
+    pub in_flight: bool,
     /// Hops before the cluster moves (while it stays at `from`).
     pub pre_update_hops: Vec<HopView>,
     /// Why the PO would block this update (its `Upgradeable=False` message).
@@ -84,17 +86,25 @@ pub fn compute(inputs: &Inputs, target: &Version, via: &[Version]) -> anyhow::Re
     let live = snapshot(&inputs.cluster_version)?;
     let now = cluster_phase(&live).context("reading the cluster's current version")?;
     let current = now.current.clone();
-    let steps = if via.is_empty() {
-        chain::minor_steps(&current, target)
-    } else {
-        via.iter().cloned().chain([target.clone()]).collect()
-    };
-    let steady = ClusterPhase::steady(current.clone());
+    // An update in flight is the chain's first step (review M3): the CVO heads to
+    // `status.desired`, and the next steps go on from there, as `is_chain` judged.
+    let in_flight = (now.kind != PhaseKind::Steady).then(|| now.target.clone());
+    let heads_to = in_flight.clone().unwrap_or_else(|| current.clone());
+    let steps: Vec<Version> = in_flight
+        .iter()
+        .cloned()
+        .chain(if via.is_empty() {
+            chain::minor_steps(&heads_to, target)
+        } else {
+            via.iter().cloned().chain([target.clone()]).collect()
+        })
+        .filter(|step| step.cmp_precedence(&heads_to).is_gt() || Some(step) == in_flight.as_ref())
+        .collect();
     let at = Timestamp::now();
     let mut platform_operators = Vec::new();
     let mut first_blocked: Option<(usize, String)> = None;
     for po in &inputs.platform_operators {
-        let planned = chain::chain(&po_snapshot(po, inputs, &steady, at), &current, &steps);
+        let planned = chain::chain(&po_snapshot(po, inputs, &now, at), &current, &steps);
         if let Some(index) = planned.steps.iter().position(|s| s.blocks.is_some())
             && first_blocked
                 .as_ref()
@@ -128,31 +138,24 @@ fn po_steps(planned: &ChainedPlan) -> Vec<PoStep> {
     planned
         .steps
         .iter()
-        .map(|step| {
-            let last = step.during.as_ref().unwrap_or(&step.before);
-            PoStep {
-                from: step.from.to_string(),
-                to: step.to.to_string(),
-                pre_update_hops: hop_views(&step.before),
-                blocks: step.blocks.clone(),
-                hops: step.during.as_ref().map(hop_views).unwrap_or_default(),
-                bundle: last.last.as_ref().map(|b| b.name.clone()),
-            }
+        .map(|step| PoStep {
+            from: step.from.to_string(),
+            to: step.to.to_string(),
+            in_flight: step.before.is_none(),
+            pre_update_hops: hop_views(step.before_hops()),
+            blocks: step.blocks.clone(),
+            hops: step
+                .during
+                .as_ref()
+                .map(|walk| hop_views(&walk.hops))
+                .unwrap_or_default(),
+            bundle: step.last().map(|b| b.name.clone()),
         })
         .collect()
 }
 
-fn hop_views(walk: &Walk) -> Vec<HopView> {
-    walk.hops
-        .iter()
-        .map(|h| HopView {
-            from: h.from.clone(),
-            to: h.to.name.clone(),
-            version: h.to.version.clone(),
-            pin: h.pin.range.clone(),
-            needs_approval: h.needs_approval,
-        })
-        .collect()
+fn hop_views(hops: &[PlannedHop]) -> Vec<HopView> {
+    hops.iter().map(HopView::from).collect()
 }
 
 /// The chain for people: each step, each PO's hops before and during it, and the first step
@@ -176,10 +179,14 @@ pub fn human(chain: &Chain) -> String {
                 continue;
             };
             out.push_str(&format!("  {}:\n", po.name));
-            out.push_str(&format!(
-                "    before the update: {}\n",
-                hops_text(&s.pre_update_hops)
-            ));
+            if s.in_flight {
+                out.push_str("    before the update: none (the update is in progress)\n");
+            } else {
+                out.push_str(&format!(
+                    "    before the update: {}\n",
+                    hops_text(&s.pre_update_hops)
+                ));
+            }
             match &s.blocks {
                 Some(why) => out.push_str(&format!("    BLOCKS the update: {why}\n")),
                 None => {
@@ -206,12 +213,10 @@ fn hops_text(hops: &[HopView]) -> String {
         return "none".to_owned();
     }
     hops.iter()
-        .map(|h| {
-            if h.needs_approval {
-                format!("{} (needs approval)", h.to)
-            } else {
-                h.to.clone()
-            }
+        .map(|h| match (h.in_flight, h.needs_approval) {
+            (true, _) => format!("{} (in flight)", h.to),
+            (false, true) => format!("{} (needs approval)", h.to),
+            (false, false) => h.to.clone(),
         })
         .collect::<Vec<_>>()
         .join(" → ")

@@ -165,26 +165,36 @@ impl ClusterWatch {
             .await
     }
 
-    /// The cluster as decisions see it.
-    pub async fn view(&self) -> Result<(ClusterView, Option<semver::Version>), Error> {
+    /// The cluster as decisions see it: the phase and the update requested, read from one
+    /// copy of ClusterVersion (`pom_policy::snapshot::read_cluster_version`), and the API
+    /// server's version.
+    pub async fn view(&self) -> Result<ClusterReading, Error> {
         let discovery = self.discovery().await?;
         if !discovery.openshift {
-            return Ok((ClusterView::Kubernetes, discovery.kube_version.clone()));
+            return Ok(ClusterReading {
+                view: ClusterView::Kubernetes,
+                kube_version: discovery.kube_version.clone(),
+                requested_update: None,
+                requested_patch: None,
+            });
         }
-        let phase = if self.cluster_versions_ready.wait().await.is_err() {
+        let reading = if self.cluster_versions_ready.wait().await.is_err() {
             Err("the ClusterVersion watch stopped".to_owned())
         } else {
             match self.cluster_versions.state().first() {
                 None => Err(format!(
                     "ClusterVersion {CLUSTER_VERSION_NAME:?} does not exist on this OpenShift cluster"
                 )),
-                Some(cv) => match pom_policy::snapshot::cluster_version_snapshot(cv) {
-                    None => Err(format!(
-                        "ClusterVersion {CLUSTER_VERSION_NAME:?} has no status yet"
-                    )),
-                    Some(snapshot) => cluster_phase(&snapshot).map_err(|e| e.to_string()),
-                },
+                Some(cv) => Ok(pom_policy::snapshot::read_cluster_version(cv)),
             }
+        };
+        let (phase, requested_update, requested_patch) = match reading {
+            Ok(reading) => (
+                reading.phase,
+                reading.requested_update,
+                reading.requested_patch,
+            ),
+            Err(why) => (Err(why), None, None),
         };
         // A rollback rolls the API server back too: what runs is judged against the version
         // it serves now, not the one it served when the manager started (issue 34 item 4).
@@ -194,16 +204,12 @@ impl ClusterWatch {
             }
             _ => discovery.kube_version.clone(),
         };
-        Ok((ClusterView::OpenShift(phase), kube_version))
-    }
-
-    /// The minor update the admin requested and the CVO has not started, judged against the
-    /// phase of `view` (issue 35 item 1; [`pom_policy::snapshot::requested_update`]).
-    pub fn requested_update(&self, view: &ClusterView) -> Option<semver::Version> {
-        let phase = view.phase()?;
-        let cv = self.cluster_versions.state().first().cloned()?;
-        let snapshot = pom_policy::snapshot::cluster_version_snapshot(&cv)?;
-        pom_policy::snapshot::requested_update(&snapshot, phase)
+        Ok(ClusterReading {
+            view: ClusterView::OpenShift(phase),
+            kube_version,
+            requested_update,
+            requested_patch,
+        })
     }
 
     /// The API server's version, read now; the discovered one when it cannot be read.
@@ -555,8 +561,12 @@ pub struct ClusterReading {
     pub view: ClusterView,
     /// The API server's version.
     pub kube_version: Option<semver::Version>,
-    /// The minor update requested and not started ([`ClusterWatch::requested_update`]).
+    /// The minor update requested and not started, read with the phase
+    /// (`pom_policy::snapshot::requested_update`).
     pub requested_update: Option<semver::Version>,
+    /// The patch update the cluster is asked to take, read with the phase
+    /// (`pom_policy::snapshot::requested_patch`).
+    pub requested_patch: Option<semver::Version>,
 }
 
 /// The PO's snapshot from what was gathered.

@@ -77,6 +77,11 @@ impl Gathered {
         }
     }
 
+    /// The patch update the cluster is asked to take, if any.
+    pub fn requested_patch(&self) -> Option<&semver::Version> {
+        self.cluster.requested_patch.as_ref()
+    }
+
     /// The PO's snapshot, judged at `Timestamp::now()`.
     pub fn snapshot(&self, po: &PlatformOperator, pctx: &PoContext) -> PoSnapshot<'_> {
         gather::snapshot(
@@ -115,12 +120,7 @@ pub(super) async fn gather(
         return Ok(None);
     }
     pctx.stage(&name, "gather: cluster view");
-    let (view, kube_version) = pctx.cluster.view().await?;
-    let cluster = ClusterReading {
-        requested_update: pctx.cluster.requested_update(&view),
-        view,
-        kube_version,
-    };
+    let cluster = pctx.cluster.view().await?;
     let catalogs = gather_catalogs(po, pctx);
     let installed = installed_name(po);
     let namespace = fixed_namespace(po);

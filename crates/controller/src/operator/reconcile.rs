@@ -553,6 +553,16 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
     pctx.stage(&name, "decide");
     let snapshot = gathered.snapshot(po, pctx);
     let decision = decide(&snapshot);
+    // Issue 35 item 3: the one update risk the status does not carry (it needs the catalogs).
+    let shortfall = gathered
+        .requested_patch()
+        .and_then(|patch| pom_policy::precheck::patch_shortfall(&snapshot, patch));
+    if let Some(why) = &shortfall {
+        tracing::debug!(po = %name, why, "the requested patch update would leave it without a bundle that runs there");
+    }
+    pctx.ctx
+        .metrics
+        .patch_update_judged(&name, shortfall.is_some());
     tracing::debug!(po = %name, action = ?decision.action, held = ?decision.held, problem = ?decision.problem, "decided");
     let planned = plan(&gathered.plan_input(po, &decision, snapshot.guard.allows_writes()));
     tracing::debug!(po = %name, steps = ?planned, "planned");
@@ -576,6 +586,7 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
 async fn cleanup(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction, Error> {
     let name = po.name_any();
     pctx.checks.forget(&name);
+    pctx.ctx.metrics.patch_update_judged(&name, false);
     // Deleting is writing: not without the guard (issue 22 item 2); the finalizer stays.
     let guard = pctx
         .state
@@ -661,6 +672,47 @@ mod tests {
         assert_eq!(working, later, "a progress message is churn");
         assert_ne!(working, done, "the update completed");
         assert!(working.is_some());
+    }
+
+    /// Review L1: the trigger hash, one row per change: what POM judges from re-judges every
+    /// PO (a request made, changed or withdrawn among them), churn does not.
+    #[test]
+    fn the_cluster_version_trigger_hash_table() {
+        let steady = |requested: Option<&str>, message: &str| {
+            let mut cv = cluster_version("Completed", message);
+            cv.spec.desired_update = requested
+                .map(|v| serde_json::from_value(serde_json::json!({"version": v})).unwrap());
+            judged_cluster_version(&cv)
+        };
+        let base = steady(None, "Cluster version is 4.17.0");
+        let rows: &[(&str, Option<u64>, bool)] = &[
+            ("a condition message", steady(None, "reconciling"), false),
+            ("the same request again", steady(Some("4.18.0"), "x"), true),
+            (
+                "a minor update requested",
+                steady(Some("4.18.0"), "Cluster version is 4.17.0"),
+                true,
+            ),
+            (
+                "a patch update requested",
+                steady(Some("4.17.1"), "Cluster version is 4.17.0"),
+                true,
+            ),
+            (
+                "withdrawn (back to no request)",
+                steady(None, "Cluster version is 4.17.0"),
+                false,
+            ),
+        ];
+        for (label, hash, changes) in rows {
+            assert_eq!(hash != &base, *changes, "{label}");
+            assert!(hash.is_some(), "{label}");
+        }
+        assert_ne!(
+            steady(Some("4.18.0"), "x"),
+            steady(Some("4.18.1"), "x"),
+            "another version requested"
+        );
     }
 
     #[test]

@@ -755,10 +755,27 @@ fn within_catalog(
         |candidate: &Candidate<'_>| installed.is_some_and(|i| i.name == candidate.bundle.name);
     (!a.downgrade)
         .cmp(&!b.downgrade)
-        .then_with(|| a.deprecation.is_none().cmp(&b.deprecation.is_none()))
-        .then_with(|| cmp_version_release(&a.bundle.version, &b.bundle.version))
+        .then_with(|| {
+            cmp_sound_then_version(
+                (a.deprecation.is_some(), &a.bundle.version),
+                (b.deprecation.is_some(), &b.bundle.version),
+            )
+        })
         .then_with(|| is_installed(a).cmp(&is_installed(b)))
         .then_with(|| b.bundle.name.cmp(&a.bundle.name))
+}
+
+/// `Greater` = better: a bundle without a bundle-level deprecation beats a deprecated one,
+/// then the higher version, then the higher release. The one order of §5 step 4 and the
+/// version rank, shared by the selector's ranking ([`within_catalog`]) and the choice of a
+/// pre-update path's goal and hops ([`pre_update_path`]), so the two never prefer differently.
+pub(super) fn cmp_sound_then_version(
+    (a_deprecated, a): (bool, &Version),
+    (b_deprecated, b): (bool, &Version),
+) -> Ordering {
+    (!a_deprecated)
+        .cmp(&!b_deprecated)
+        .then_with(|| cmp_version_release(a, b))
 }
 
 fn channel_label(sources: &[Source<'_>]) -> String {

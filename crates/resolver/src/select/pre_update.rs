@@ -12,7 +12,9 @@
 //! is one the manager can take one settled hop at a time.
 //!
 //! Shortest by number of hops (each hop is a restart of the operator and a wait for it to
-//! settle); among the shortest, the highest final version; ties by catalog priority and name.
+//! settle); among the shortest, a final bundle that is not deprecated, then the highest, as the
+//! selector ranks (`cmp_sound_then_version`), and each hop's parent chosen the same way; ties
+//! by catalog priority and name.
 //! Pure and bounded: breadth-first over the channel's bundles, each visited once.
 
 use std::cmp::Ordering;
@@ -24,12 +26,11 @@ use super::compat;
 use super::reject::RejectReason;
 use super::{
     ChosenBundle, InstalledBundle, ResolveError, ResolveRequest, Source, bundle_deprecation,
-    entries_with_bundles, evaluate, find_sources, is_direct_successor,
+    cmp_sound_then_version, entries_with_bundles, evaluate, find_sources, is_direct_successor,
 };
 use crate::cluster::{ClusterPhase, PhaseKind};
 use crate::fbc::model::{Bundle, ChannelEntry};
 use crate::pin::pin_for;
-use crate::version::cmp_version_release;
 
 /// What a PO needs before the cluster may move to the requested version.
 #[derive(Debug, Clone, PartialEq)]
@@ -133,13 +134,16 @@ pub fn pre_update_path(
                 next.push(index);
             }
         }
+        // Best first: a bundle reachable from several of this level takes the best of them
+        // as its parent, so of two equally short paths the one through sound bundles wins.
+        next.sort_by(|a, b| cmp_nodes(&sources, &nodes, *b, *a));
         reached.extend(&next);
         let goals: Vec<usize> = next
             .iter()
             .copied()
             .filter(|i| compat::check_openshift(nodes[*i].bundle, requested).is_ok())
             .collect();
-        if let Some(goal) = best(&nodes, &goals) {
+        if let Some(goal) = best(&sources, &nodes, &goals) {
             return Ok(PreUpdate::Path(path_to(&sources, &nodes, &parent, goal)));
         }
         frontier = next
@@ -201,15 +205,29 @@ fn hop_candidates<'a>(
     nodes
 }
 
-/// The highest version among `candidates`; ties go to the higher-priority catalog (sources
-/// are in priority order), then to the name.
-fn best(nodes: &[Node<'_>], candidates: &[usize]) -> Option<usize> {
-    candidates.iter().copied().max_by(|a, b| {
-        let (a, b) = (&nodes[*a], &nodes[*b]);
-        cmp_version_release(&a.bundle.version, &b.bundle.version)
-            .then_with(|| b.source.cmp(&a.source))
-            .then_with(|| b.bundle.name.cmp(&a.bundle.name))
-    })
+/// The best of `candidates` as the selector ranks ([`cmp_sound_then_version`]: not
+/// deprecated first, then the highest version); ties go to the higher-priority catalog
+/// (sources are in priority order), then to the name.
+fn best(sources: &[Source<'_>], nodes: &[Node<'_>], candidates: &[usize]) -> Option<usize> {
+    candidates
+        .iter()
+        .copied()
+        .max_by(|a, b| cmp_nodes(sources, nodes, *a, *b))
+}
+
+/// `Greater` = better (see [`best`]).
+fn cmp_nodes(sources: &[Source<'_>], nodes: &[Node<'_>], a: usize, b: usize) -> Ordering {
+    let key = |i: usize| {
+        let node = &nodes[i];
+        (
+            bundle_deprecation(&sources[node.source], &node.bundle.name).is_some(),
+            &node.bundle.version,
+        )
+    };
+    let (na, nb) = (&nodes[a], &nodes[b]);
+    cmp_sound_then_version(key(a), key(b))
+        .then_with(|| nb.source.cmp(&na.source))
+        .then_with(|| nb.bundle.name.cmp(&na.bundle.name))
 }
 
 /// The hops from what runs to `goal`, first hop first.
@@ -236,7 +254,7 @@ fn no_path(
     reached: &[usize],
     requested: &Version,
 ) -> NoPath {
-    let nearest = match best(nodes, reached) {
+    let nearest = match best(sources, nodes, reached) {
         Some(highest) => {
             let why = compat::check_openshift(nodes[highest].bundle, requested).err();
             why.map(|why| {
@@ -250,7 +268,7 @@ fn no_path(
             let runs_on_requested: Vec<usize> = (0..nodes.len())
                 .filter(|i| compat::check_openshift(nodes[*i].bundle, requested).is_ok())
                 .collect();
-            best(nodes, &runs_on_requested)
+            best(sources, nodes, &runs_on_requested)
                 .map(|i| (chosen(sources, &nodes[i]), Shortfall::Unreachable))
         }
     };
