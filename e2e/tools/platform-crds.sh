@@ -42,7 +42,7 @@ if ! have; then
   log "fetching github.com/openshift/api@v$OPENSHIFT_API_VERSION"
   dir=$(module_dir "github.com/openshift/api@v$OPENSHIFT_API_VERSION")
   for k in $console; do
-    src=$(ls "$dir"/console/v1/zz_generated.crd-manifests/*_"$k".crd.yaml 2>/dev/null | head -n1)
+    src=$(find "$dir/console/v1/zz_generated.crd-manifests" -maxdepth 1 -name "*_$k.crd.yaml" 2>/dev/null | sort | head -n1 || true)
     [ -n "$src" ] || fail "console/v1/zz_generated.crd-manifests/*_$k.crd.yaml missing from the module"
     cp "$src" "$out.tmp/console.openshift.io_$k.yaml"
   done

@@ -374,7 +374,7 @@ impl Collector for StateCollector {
                 .encode(family.encode_family(&[("platformoperator", po.name_any())])?)?;
         }
         // Issue 35 item 3: what the shipped precheck alert reads. Every risk for every PO (0 or
-        // 1): bounded by the POs times four, and a zero is a value.
+        // 1): bounded by the POs times the five risks, and a zero is a value.
         let mut family = encoder.encode_descriptor(
             "platformoperator_update_risk",
             "1 while the PlatformOperator is not ready for a cluster update, by risk: unsettled (a move has not settled), degraded, paused, pending_approval (a move waits for the admin's approval), no_bundle_for_patch (the patch update the cluster is asked to take would leave it without a bundle that runs there; leader only)",

@@ -16,11 +16,11 @@ use pom_resolver::select::{self, CatalogInput, InstalledBundle, PinPolicy, Resol
 use pom_resolver::verdict::{self, Judgement, Verdict};
 use semver::Version;
 
-use crate::namespace_clash::{ClashSide, NamespaceClash};
+use crate::namespace_clash::{ClashSide, ClashWinner, NamespaceClash};
 use crate::pre_update;
 use crate::request::{PoRequest, RequestError};
 use crate::snapshot::{
-    CatalogContent, CatalogView, ClusterView, GateReading, Hop, Installed, PoSnapshot,
+    CatalogContent, CatalogView, ClusterView, GateReading, GuardState, Hop, Installed, PoSnapshot,
     UnsettledMoveAction,
 };
 
@@ -603,7 +603,8 @@ fn usable<'s>(s: &'s PoSnapshot<'_>) -> ControlFlow<PoDecision, Usable<'s>> {
         return ControlFlow::Break(duplicate(installed, winner));
     }
     if let Some(clash) = &s.namespace_clash {
-        return ControlFlow::Break(namespace_clash(installed, clash));
+        let labels_trusted = !matches!(s.guard, GuardState::OwnerLabelGuardDown { .. });
+        return ControlFlow::Break(namespace_clash(installed, clash, labels_trusted));
     }
     let request = match &s.request {
         Ok(request) => request,
@@ -661,8 +662,15 @@ fn duplicate(installed: Option<&Installed>, winner: &str) -> PoDecision {
 /// item 5): its operator would hold a watcher's RBAC over what the other operator owns, or the
 /// other's over it. Nothing is written for it, as for a duplicate; what it installed before
 /// keeps running unjudged, but a refused watcher's objects in the other's namespace are
-/// withdrawn ([`PoDecision::withdraw_from`]): it keeps no powers there.
-fn namespace_clash(installed: Option<&Installed>, clash: &NamespaceClash) -> PoDecision {
+/// withdrawn ([`PoDecision::withdraw_from`]): it keeps no powers there. Not while the
+/// owner-label guard is down (`labels_trusted` false) and the clash rests on a Namespace's
+/// owner label: anyone who may edit the Namespace could then have set it, and a deletion on
+/// its word cannot be undone (the refusal stands; the withdrawal waits for the guard).
+fn namespace_clash(
+    installed: Option<&Installed>,
+    clash: &NamespaceClash,
+    labels_trusted: bool,
+) -> PoDecision {
     let message = clash.message();
     let verdict = match installed {
         None => Upgradeability::yes("not installed by this PlatformOperator"),
@@ -673,7 +681,8 @@ fn namespace_clash(installed: Option<&Installed>, clash: &NamespaceClash) -> PoD
         message,
         true,
     );
-    if clash.side == ClashSide::Watches {
+    let winner_trusted = labels_trusted || clash.winner != ClashWinner::NamespaceOwner;
+    if clash.side == ClashSide::Watches && winner_trusted {
         decision.withdraw_from = Some(clash.namespace.clone());
     }
     decision

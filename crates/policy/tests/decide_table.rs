@@ -1793,6 +1793,28 @@ fn rows() -> Vec<Row> {
                 .withdraws("team-b"),
         ),
         row(
+            "watchNamespace labelled as another PO's while the owner-label guard is down: refused, but nothing withdrawn on the label's word",
+            world()
+                .installed("1.1.0")
+                .watching("team-b")
+                .watched_owned_by("b")
+                .guard(GuardState::OwnerLabelGuardDown {
+                    object: "ValidatingAdmissionPolicy platform-operators-owner-label-guard".into(),
+                    detail: "does not exist".into(),
+                })
+                .other_po(Other {
+                    name: "b",
+                    spec: None,
+                    status: Some("team-b"),
+                    watch: None,
+                    created_after: 60,
+                }),
+            nothing()
+                .unknown()
+                .problem(Reason::InstallModeUnsupported, true)
+                .problem_says("carries the owner label of PlatformOperator b"),
+        ),
+        row(
             "watchNamespace of an older PO's defaulted install namespace (installed before POM recorded it: its name)",
             world().watching("b").other_po(Other {
                 name: "b",
