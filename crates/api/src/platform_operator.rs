@@ -152,8 +152,11 @@ pub struct AdoptFrom {
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct SubscriptionRef {
+    /// The Subscription's namespace: the install namespace OLM v0 installed into, which
+    /// `spec.installNamespace` must name.
     #[schemars(length(min = 1, max = 63), regex(pattern = DNS1123_LABEL))]
     pub namespace: String,
+    /// The Subscription's name (`oc get subscriptions -n <namespace>`).
     #[schemars(length(min = 1, max = 253), regex(pattern = crate::validation::DNS1123_SUBDOMAIN))]
     pub name: String,
 }
