@@ -348,11 +348,13 @@ async fn configuration_and_proxy_reach_the_operator_one_gated_move_at_a_time() {
         ],
     )
     .await;
-    let status = pos(&client).get(PO).await.unwrap().status.unwrap();
-    let applied = status.applied_config.unwrap();
-    assert_eq!(
-        applied.proxy.map(|p| p.http_proxy).as_deref(),
-        Some("http://proxy.example:3128")
-    );
+    // The status that records the proxy is written by the reconcile that applied it, after
+    // the apply: read it once it is.
+    let applied = eventually(WAIT, "status.appliedConfig to record the proxy", || async {
+        let applied = pos(&client).get(PO).await.ok()?.status?.applied_config?;
+        (applied.proxy.as_ref().map(|p| p.http_proxy.as_str()) == Some("http://proxy.example:3128"))
+            .then_some(applied)
+    })
+    .await;
     assert_ne!(applied.digest, warn);
 }
