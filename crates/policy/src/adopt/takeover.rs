@@ -451,7 +451,7 @@ fn server_default(path: &[&str], value: &Value, parent: &Map<String, Value>) -> 
         ["spec", "schedulerName"] => is(&json!("default-scheduler")),
         ["spec", "terminationGracePeriodSeconds"] => is(&json!(30)),
         // The deprecated field, written from serviceAccountName by the conversion.
-        ["spec", "serviceAccount"] => parent.get("serviceAccountName").is_some_and(|n| is(n)),
+        ["spec", "serviceAccount"] => parent.get("serviceAccountName").is_some_and(&is),
         ["spec", list, _, "imagePullPolicy"] if container(list) => is(&json!(default_pull_policy(
             parent.get("image").and_then(Value::as_str).unwrap_or("")
         ))),
