@@ -674,6 +674,7 @@ pub async fn olm_source(
                 .and_then(|s| s.phase.clone())
                 .unwrap_or_default()
         }),
+        csv_uid: csv.as_ref().and_then(|c| c.metadata.uid.clone()),
         csv_annotations: csv
             .map(|c| c.annotations().keys().cloned().collect())
             .unwrap_or_default(),

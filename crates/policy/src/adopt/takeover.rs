@@ -6,16 +6,21 @@
 //! rendered (the Subscription's installed ClusterServiceVersion being the bundle POM would
 //! install):
 //! - every rendered object that exists is OLM's for that CSV (its `olm.owner*` labels, an
-//!   owner reference to it, or, for CRDs, the operator's component label), or already this
-//!   PlatformOperator's (an adoption a crash cut short resumes);
+//!   owner reference to that CSV, its uid, on an object of its namespace, or, for CRDs, the
+//!   operator's component label), or already this PlatformOperator's (an adoption a crash cut
+//!   short resumes);
+//! - every rendered Deployment and ServiceAccount exists: OLM created them before the CSV
+//!   could succeed, so one missing means OLM runs the operator under other names, and POM
+//!   creating it would run a second copy beside OLM's;
 //! - every rendered Deployment has the running one's selector and a pod template the apply
 //!   leaves as it is: every field POM sets holds the same value on the cluster (lists compared
-//!   whole), and the cluster's template carries nothing an admin or OLM could have added that
-//!   POM would not: labels and annotations beyond OLM's own (`olm.*`, the CSV's annotations,
-//!   which OLM copies there as POM does), and no scheduling, volume, identity or container
-//!   command/environment field POM does not render. Fields the API server defaults
-//!   (`imagePullPolicy`, `dnsPolicy`, ...) are not the operator's configuration and are kept:
-//!   server-side apply leaves fields it does not set to their manager.
+//!   whole), and beyond those the cluster's template carries only what is allowed, nothing
+//!   else (an allowlist, as anything else is configuration adoption would keep and no longer
+//!   manage): OLM's own annotations (`olm.*`, the CSV's annotations, which OLM copies there as
+//!   POM does) and fields holding exactly the value the API server writes when they are left
+//!   out (`imagePullPolicy`, `dnsPolicy`, a probe's `periodSeconds`, ...; `server_default`):
+//!   server-side apply leaves fields it does not set to their manager, and those are no one's
+//!   configuration.
 //!
 //! Then [`release_patch`] is the one write that moves an object from OLM to POM: conditional
 //! on the resourceVersion proven, it removes OLM's owner references (to the CSV, so that
@@ -25,7 +30,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::ObjectKey;
 
@@ -41,31 +46,11 @@ pub const CSV_KIND: &str = "ClusterServiceVersion";
 /// would install either, and bounds the work of one reconcile.
 pub const MAX_ADOPTED_OBJECTS: usize = 1024;
 
-/// Pod-spec fields the API server never defaults: one on the cluster that POM does not render
-/// is someone's configuration, which adoption would silently keep and no longer manage.
-const POD_FIELDS_NOT_DEFAULTED: &[&str] = &[
-    "affinity",
-    "hostIPC",
-    "hostNetwork",
-    "hostPID",
-    "initContainers",
-    "nodeSelector",
-    "priorityClassName",
-    "runtimeClassName",
-    "serviceAccountName",
-    "tolerations",
-    "volumes",
-];
-/// Container fields the API server never defaults (see [`POD_FIELDS_NOT_DEFAULTED`]).
-const CONTAINER_FIELDS_NOT_DEFAULTED: &[&str] = &[
-    "args",
-    "command",
-    "env",
-    "envFrom",
-    "image",
-    "securityContext",
-    "volumeMounts",
-];
+/// Kinds OLM creates for a Succeeded CSV before anything runs (its install strategy's
+/// Deployments and the ServiceAccounts they run as): one POM renders that is not on the cluster
+/// means OLM runs the operator under other names, and creating it would start a second copy
+/// beside OLM's.
+const MUST_EXIST: &[(&str, &str)] = &[("apps/v1", "Deployment"), ("v1", "ServiceAccount")];
 
 /// What OLM's objects say about the installation the PlatformOperator names.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,6 +66,9 @@ pub struct OlmSource {
     pub installed_csv: Option<String>,
     /// That CSV's `status.phase`; `None` when the CSV is not there.
     pub csv_phase: Option<String>,
+    /// That CSV's `metadata.uid`: OLM's owner references name it, and only a reference with
+    /// this uid is to this CSV (not to an earlier one of the same name).
+    pub csv_uid: Option<String>,
     /// That CSV's annotation keys (OLM copies them onto the pod templates).
     pub csv_annotations: BTreeSet<String>,
 }
@@ -151,6 +139,10 @@ pub enum NotProven {
         running: String,
         pom: String,
     },
+    #[error(
+        "{object} is not on the cluster although ClusterServiceVersion {csv} is Succeeded: OLM runs the operator under other names than POM renders, and creating it would start a second copy beside OLM's; check that the Catalog's bundle is the one OLM installed, or uninstall with OLM and remove spec.adoptFrom to install anew"
+    )]
+    RenderedMissing { object: ObjectKey, csv: String },
     #[error("the bundle renders {count} objects, more than the {limit} one adoption proves")]
     TooManyObjects { count: usize, limit: usize },
 }
@@ -222,12 +214,23 @@ pub fn prove(input: &TakeOverInput<'_>) -> Result<TakeOver, NotProven> {
     }
     let owner = OlmOwner {
         csv,
+        csv_uid: olm.csv_uid.as_deref(),
         namespace: &olm.namespace,
         component: component_label(input.package, &olm.namespace),
     };
     let mut out = TakeOver::default();
     for pair in input.objects {
         let Some(live) = pair.live else {
+            let key = pair.key;
+            if MUST_EXIST
+                .iter()
+                .any(|(v, k)| key.api_version == *v && key.kind == *k)
+            {
+                return Err(NotProven::RenderedMissing {
+                    object: key.clone(),
+                    csv: csv.to_owned(),
+                });
+            }
             out.create.push(pair.key.clone());
             continue;
         };
@@ -287,6 +290,7 @@ pub fn component_label(package: &str, namespace: &str) -> String {
 /// The CSV an installation's objects belong to.
 struct OlmOwner<'a> {
     csv: &'a str,
+    csv_uid: Option<&'a str>,
     namespace: &'a str,
     component: String,
 }
@@ -305,6 +309,8 @@ impl OlmOwner<'_> {
             .into_iter()
             .flatten()
             .collect();
+        // A reference to a CSV of this name: released whatever its uid (one to an earlier CSV
+        // of the name would have the garbage collector delete the object once POM owns it).
         let is_olms = |r: &&Value| {
             r["kind"] == CSV_KIND
                 && r["name"] == self.csv
@@ -312,7 +318,14 @@ impl OlmOwner<'_> {
                     .as_str()
                     .is_some_and(|v| v.starts_with("operators.coreos.com/"))
         };
-        let owned_by_csv = references.iter().any(is_olms);
+        // What proves the object OLM's: a reference to exactly this CSV (its uid), on an object
+        // in the CSV's namespace: the garbage collector honours no other (a cluster-scoped or
+        // other-namespace dependent of a namespaced owner), so OLM writes no other.
+        let to_this_csv =
+            |r: &&Value| is_olms(r) && self.csv_uid.is_some_and(|uid| r["uid"] == uid);
+        let owned_by_csv =
+            key.namespace.as_deref() == Some(self.namespace) && references.iter().any(to_this_csv);
+        let strip = references.iter().any(is_olms);
         // A CRD carries only the component label (OLM never owns CRDs by label).
         let crd_of_operator = key.kind == "CustomResourceDefinition" && component;
         if !(labelled || owned_by_csv || crd_of_operator) {
@@ -332,7 +345,7 @@ impl OlmOwner<'_> {
                 .pointer("/metadata/resourceVersion")
                 .and_then(Value::as_str)
                 .map(str::to_owned),
-            owner_references: owned_by_csv.then(|| {
+            owner_references: strip.then(|| {
                 references
                     .iter()
                     .filter(|r| !is_olms(r))
@@ -390,35 +403,121 @@ pub struct Difference {
 }
 
 /// The first place where the running pod template `live` would change under POM's `pom`, or
-/// carries configuration POM does not render (module documentation).
+/// carries anything POM does not render (module documentation). An allowlist: beyond POM's
+/// fields the running template may carry only OLM's own annotations and what the API server
+/// writes when a field is left out (`server_default`); anything else (an admin's `resources`,
+/// probes, `securityContext`, tolerations, ...) is configuration adoption would keep and no
+/// longer manage, so it is a difference, named by its path.
 #[must_use]
 pub fn template_difference(
     pom: &Value,
     live: &Value,
     csv_annotations: &BTreeSet<String>,
 ) -> Option<Difference> {
-    let extra_allowed = |path: &[String]| -> bool {
+    let extra_allowed = |path: &[String], value: &Value, parent: &Map<String, Value>| -> bool {
         let p: Vec<&str> = path.iter().map(String::as_str).collect();
         match p.as_slice() {
             ["metadata", "annotations", key] => {
                 key.starts_with("olm.") || csv_annotations.contains(*key)
             }
-            ["metadata", "labels", _] => false,
-            ["spec", field] => !POD_FIELDS_NOT_DEFAULTED.contains(field),
-            ["spec", "containers" | "initContainers", _, field] => {
-                !CONTAINER_FIELDS_NOT_DEFAULTED.contains(field)
-            }
-            _ => true,
+            _ => server_default(&p, value, parent),
         }
     };
     first_difference(pom, live, &mut Vec::new(), &extra_allowed)
 }
 
+/// The containers of a pod spec (ephemeral ones are never in a template).
+const CONTAINER_LISTS: &[&str] = &["containers", "initContainers"];
+/// The probes of a container, each defaulted alike (`SetDefaults_Probe`).
+const PROBES: &[&str] = &["livenessProbe", "readinessProbe", "startupProbe"];
+/// The volume sources whose `defaultMode` the API server sets (0644).
+const MODED_VOLUMES: &[&str] = &["secret", "configMap", "downwardAPI", "projected"];
+
+/// Whether `value` at `path` of a pod template (absent from what POM renders) is exactly what
+/// the API server writes there when the field is left out, for an apps/v1 Deployment's
+/// template (Kubernetes `pkg/apis/core/v1` defaults: `SetDefaults_PodSpec`, `_Container`,
+/// `_Probe`, `_HTTPGetAction`, `_ObjectFieldSelector`, the volume sources', and the declarative
+/// `+default` of a container port's protocol and a gRPC probe's service). `parent` is the
+/// object holding the field. `SetDefaults_Pod` (`enableServiceLinks`, requests from limits)
+/// applies to Pods only, never to templates, so those are differences. Empty values (`{}`,
+/// `[]`, null: the pod `securityContext`, a container's `resources`) are "none" and never
+/// reach here.
+fn server_default(path: &[&str], value: &Value, parent: &Map<String, Value>) -> bool {
+    let is = |want: &Value| same(value, want);
+    let container = |list: &str| CONTAINER_LISTS.contains(&list);
+    match path {
+        ["spec", "dnsPolicy"] => is(&json!("ClusterFirst")),
+        ["spec", "restartPolicy"] => is(&json!("Always")),
+        ["spec", "schedulerName"] => is(&json!("default-scheduler")),
+        ["spec", "terminationGracePeriodSeconds"] => is(&json!(30)),
+        // The deprecated field, written from serviceAccountName by the conversion.
+        ["spec", "serviceAccount"] => parent.get("serviceAccountName").is_some_and(&is),
+        ["spec", list, _, "imagePullPolicy"] if container(list) => is(&json!(default_pull_policy(
+            parent.get("image").and_then(Value::as_str).unwrap_or("")
+        ))),
+        ["spec", list, _, "terminationMessagePath"] if container(list) => {
+            is(&json!("/dev/termination-log"))
+        }
+        ["spec", list, _, "terminationMessagePolicy"] if container(list) => is(&json!("File")),
+        ["spec", list, _, "ports", _, "protocol"] if container(list) => is(&json!("TCP")),
+        ["spec", list, _, probe, field] if container(list) && PROBES.contains(probe) => {
+            match *field {
+                "timeoutSeconds" | "successThreshold" => is(&json!(1)),
+                "periodSeconds" => is(&json!(10)),
+                "failureThreshold" => is(&json!(3)),
+                _ => false,
+            }
+        }
+        // In a probe or a lifecycle handler.
+        ["spec", list, .., "httpGet", "path"] if container(list) => is(&json!("/")),
+        ["spec", list, .., "httpGet", "scheme"] if container(list) => is(&json!("HTTP")),
+        ["spec", list, .., "grpc", "service"] if container(list) => is(&json!("")),
+        // In an env var's or a downward API volume item's source.
+        ["spec", .., "fieldRef", "apiVersion"] => is(&json!("v1")),
+        ["spec", "volumes", _, source, "defaultMode"] if MODED_VOLUMES.contains(source) => {
+            is(&json!(0o644))
+        }
+        [
+            "spec",
+            "volumes",
+            _,
+            "projected",
+            "sources",
+            _,
+            "serviceAccountToken",
+            "expirationSeconds",
+        ] => is(&json!(3600)),
+        ["spec", "volumes", _, "hostPath", "type"] => is(&json!("")),
+        _ => false,
+    }
+}
+
+/// The `imagePullPolicy` the API server gives a container of `image`: `Always` for the tag
+/// `latest`, or no tag and no digest (which means `latest`), `IfNotPresent` otherwise.
+fn default_pull_policy(image: &str) -> &'static str {
+    let (name, digest) = match image.split_once('@') {
+        Some((name, _)) => (name, true),
+        None => (image, false),
+    };
+    // A registry's port (`host:5000/op`) is no tag: the tag follows the last path segment.
+    let last = name.rsplit('/').next().unwrap_or(name);
+    match last.split_once(':').map(|(_, tag)| tag) {
+        Some("latest") => "Always",
+        Some(_) => "IfNotPresent",
+        None if digest => "IfNotPresent",
+        None => "Always",
+    }
+}
+
+/// What may be on the cluster where POM renders nothing: the path, the value, the object
+/// holding it.
+type ExtraAllowed<'a> = dyn Fn(&[String], &Value, &Map<String, Value>) -> bool + 'a;
+
 fn first_difference(
     pom: &Value,
     live: &Value,
     path: &mut Vec<String>,
-    extra_allowed: &dyn Fn(&[String]) -> bool,
+    extra_allowed: &ExtraAllowed<'_>,
 ) -> Option<Difference> {
     let here = |path: &[String], running: &Value, pom: &Value| Difference {
         path: render_path(path),
@@ -431,7 +530,8 @@ fn first_difference(
                 path.push(k.clone());
                 let found = match have.get(k) {
                     Some(h) => first_difference(v, h, path, extra_allowed),
-                    None if v.is_null() => None,
+                    // The API server drops an empty value POM renders: the same "none".
+                    None if is_empty(v) => None,
                     None => Some(here(path, &Value::Null, v)),
                 };
                 path.pop();
@@ -441,8 +541,8 @@ fn first_difference(
             }
             for (k, h) in have.iter().filter(|(k, _)| !want.contains_key(*k)) {
                 path.push(k.clone());
-                let allowed = extra_allowed(path);
-                let found = (!allowed && !is_empty(h)).then(|| here(path, h, &Value::Null));
+                let allowed = is_empty(h) || extra_allowed(path, h, have);
+                let found = (!allowed).then(|| here(path, h, &Value::Null));
                 path.pop();
                 if found.is_some() {
                     return found;
@@ -565,6 +665,7 @@ mod tests {
             package: "op".to_owned(),
             installed_csv: Some("op.v1".to_owned()),
             csv_phase: Some("Succeeded".to_owned()),
+            csv_uid: Some("u1".to_owned()),
             csv_annotations: ["alm-examples".to_owned()].into(),
         }
     }
@@ -908,6 +1009,352 @@ mod tests {
             "ns",
             "op"
         ));
+    }
+
+    /// The pod template's difference, through [`prove`]: `None` when adopted.
+    fn template_verdict(pom_template: &Value, live_template: &Value) -> Option<String> {
+        let mut pom = pom_deployment();
+        pom["spec"]["template"] = pom_template.clone();
+        let mut live = olm_deployment();
+        live["spec"]["template"] = live_template.clone();
+        match judged(&olm(), &pom, Some(&live)) {
+            Ok(_) => None,
+            Err(NotProven::PodTemplateDiffers { path, .. }) => Some(path),
+            Err(other) => panic!("not a template difference: {other:?}"),
+        }
+    }
+
+    /// A template as the API server returns it for one POM renders with no defaulted field.
+    fn server_defaulted(template: &Value) -> Value {
+        let mut t = template.clone();
+        let spec = &mut t["spec"];
+        spec["dnsPolicy"] = json!("ClusterFirst");
+        spec["restartPolicy"] = json!("Always");
+        spec["schedulerName"] = json!("default-scheduler");
+        spec["terminationGracePeriodSeconds"] = json!(30);
+        spec["serviceAccount"] = spec["serviceAccountName"].clone();
+        spec["securityContext"] = json!({});
+        for c in spec["containers"].as_array_mut().unwrap() {
+            c["imagePullPolicy"] = json!("IfNotPresent");
+            c["terminationMessagePath"] = json!("/dev/termination-log");
+            c["terminationMessagePolicy"] = json!("File");
+            c["resources"] = json!({});
+        }
+        t["metadata"]["creationTimestamp"] = Value::Null;
+        t
+    }
+
+    #[test]
+    fn beyond_what_pom_renders_only_server_defaults_are_adopted() {
+        let pom = pom_deployment()["spec"]["template"].clone();
+        let defaulted = server_defaulted(&pom);
+        assert_eq!(
+            template_verdict(&pom, &defaulted),
+            None,
+            "the server's defaults"
+        );
+        let c0 = "spec.template.spec.containers[0]";
+        let pod = "spec.template.spec";
+        // (what is added or changed on the running template, the path named)
+        let cases: Vec<(&str, &str, Value, String)> = vec![
+            (
+                "/spec/containers/0",
+                "resources",
+                json!({"limits": {"cpu": "1"}}),
+                format!("{c0}.resources"),
+            ),
+            (
+                "/spec/containers/0",
+                "ports",
+                json!([{"containerPort": 8080}]),
+                format!("{c0}.ports"),
+            ),
+            (
+                "/spec/containers/0",
+                "livenessProbe",
+                json!({"tcpSocket": {"port": 8080}}),
+                format!("{c0}.livenessProbe"),
+            ),
+            (
+                "/spec/containers/0",
+                "readinessProbe",
+                json!({"tcpSocket": {"port": 8080}}),
+                format!("{c0}.readinessProbe"),
+            ),
+            (
+                "/spec/containers/0",
+                "lifecycle",
+                json!({"preStop": {"exec": {"command": ["sleep", "5"]}}}),
+                format!("{c0}.lifecycle"),
+            ),
+            (
+                "/spec/containers/0",
+                "workingDir",
+                json!("/tmp"),
+                format!("{c0}.workingDir"),
+            ),
+            (
+                "/spec/containers/0",
+                "imagePullPolicy",
+                json!("Always"),
+                format!("{c0}.imagePullPolicy"),
+            ),
+            (
+                "/spec/containers/0",
+                "terminationMessagePolicy",
+                json!("FallbackToLogsOnError"),
+                format!("{c0}.terminationMessagePolicy"),
+            ),
+            (
+                "/spec",
+                "securityContext",
+                json!({"runAsNonRoot": true}),
+                format!("{pod}.securityContext"),
+            ),
+            (
+                "/spec",
+                "topologySpreadConstraints",
+                json!([{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]),
+                format!("{pod}.topologySpreadConstraints"),
+            ),
+            (
+                "/spec",
+                "imagePullSecrets",
+                json!([{"name": "pull"}]),
+                format!("{pod}.imagePullSecrets"),
+            ),
+            (
+                "/spec",
+                "hostAliases",
+                json!([{"ip": "10.0.0.1", "hostnames": ["a"]}]),
+                format!("{pod}.hostAliases"),
+            ),
+            (
+                "/spec",
+                "dnsConfig",
+                json!({"nameservers": ["1.1.1.1"]}),
+                format!("{pod}.dnsConfig"),
+            ),
+            (
+                "/spec",
+                "nodeName",
+                json!("node-1"),
+                format!("{pod}.nodeName"),
+            ),
+            (
+                "/spec",
+                "automountServiceAccountToken",
+                json!(false),
+                format!("{pod}.automountServiceAccountToken"),
+            ),
+            (
+                "/spec",
+                "shareProcessNamespace",
+                json!(true),
+                format!("{pod}.shareProcessNamespace"),
+            ),
+            // Defaulted on Pods only (SetDefaults_Pod), never on a template.
+            (
+                "/spec",
+                "enableServiceLinks",
+                json!(true),
+                format!("{pod}.enableServiceLinks"),
+            ),
+            (
+                "/spec",
+                "dnsPolicy",
+                json!("Default"),
+                format!("{pod}.dnsPolicy"),
+            ),
+            (
+                "/spec",
+                "terminationGracePeriodSeconds",
+                json!(60),
+                format!("{pod}.terminationGracePeriodSeconds"),
+            ),
+            (
+                "/spec",
+                "serviceAccount",
+                json!("other"),
+                format!("{pod}.serviceAccount"),
+            ),
+            (
+                "/spec",
+                "schedulerName",
+                json!("custom"),
+                format!("{pod}.schedulerName"),
+            ),
+            ("/spec", "priority", json!(0), format!("{pod}.priority")),
+            (
+                "/metadata",
+                "labels",
+                json!({"app": "op", "extra": "1"}),
+                "spec.template.metadata.labels.extra".to_owned(),
+            ),
+        ];
+        for (at, field, value, want) in cases {
+            let mut live = defaulted.clone();
+            live.pointer_mut(at).unwrap()[field] = value;
+            assert_eq!(template_verdict(&pom, &live), Some(want.clone()), "{want}");
+        }
+    }
+
+    #[test]
+    fn defaults_nested_in_what_pom_renders_are_adopted_other_values_are_not() {
+        let mut pom = pom_deployment()["spec"]["template"].clone();
+        let c = &mut pom["spec"]["containers"][0];
+        c["ports"] = json!([{"containerPort": 8080, "name": "metrics"}]);
+        c["livenessProbe"] = json!({"httpGet": {"port": 8081, "path": "/healthz"}});
+        c["readinessProbe"] = json!({"grpc": {"port": 9000}});
+        c["lifecycle"] = json!({"preStop": {"httpGet": {"port": 8081}}});
+        c["env"].as_array_mut().unwrap().push(
+            json!({"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}),
+        );
+        c["volumeMounts"] = json!([{"name": "cert", "mountPath": "/cert"}]);
+        pom["spec"]["volumes"] = json!([
+            {"name": "cert", "secret": {"secretName": "cert"}},
+            {"name": "token", "projected": {"sources": [{"serviceAccountToken": {"path": "t"}}]}},
+            {"name": "host", "hostPath": {"path": "/var"}}]);
+        let mut live = server_defaulted(&pom);
+        let lc = &mut live["spec"]["containers"][0];
+        lc["ports"][0]["protocol"] = json!("TCP");
+        lc["livenessProbe"] = json!({"httpGet": {"port": 8081, "path": "/healthz", "scheme": "HTTP"},
+            "timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3});
+        lc["readinessProbe"] = json!({"grpc": {"port": 9000, "service": ""},
+            "timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3});
+        lc["lifecycle"]["preStop"]["httpGet"] =
+            json!({"port": 8081, "path": "/", "scheme": "HTTP"});
+        lc["env"][1]["valueFrom"]["fieldRef"]["apiVersion"] = json!("v1");
+        let lv = &mut live["spec"]["volumes"];
+        lv[0]["secret"]["defaultMode"] = json!(420);
+        lv[1]["projected"]["defaultMode"] = json!(420);
+        lv[1]["projected"]["sources"][0]["serviceAccountToken"]["expirationSeconds"] = json!(3600);
+        lv[2]["hostPath"]["type"] = json!("");
+        assert_eq!(template_verdict(&pom, &live), None, "every nested default");
+
+        let c0 = "spec.template.spec.containers[0]";
+        let cases: Vec<(&str, Value, String)> = vec![
+            ("/spec/containers/0/ports/0/protocol", json!("UDP"), format!("{c0}.ports[0].protocol")),
+            ("/spec/containers/0/ports/0/hostPort", json!(8080), format!("{c0}.ports[0].hostPort")),
+            ("/spec/containers/0/livenessProbe/periodSeconds", json!(20), format!("{c0}.livenessProbe.periodSeconds")),
+            ("/spec/containers/0/livenessProbe/initialDelaySeconds", json!(5), format!("{c0}.livenessProbe.initialDelaySeconds")),
+            ("/spec/containers/0/livenessProbe/httpGet/scheme", json!("HTTPS"), format!("{c0}.livenessProbe.httpGet.scheme")),
+            ("/spec/containers/0/livenessProbe/httpGet/httpHeaders", json!([{"name": "a", "value": "b"}]), format!("{c0}.livenessProbe.httpGet.httpHeaders")),
+            ("/spec/containers/0/volumeMounts/0/readOnly", json!(true), format!("{c0}.volumeMounts[0].readOnly")),
+            ("/spec/volumes/0/secret/defaultMode", json!(0o600), "spec.template.spec.volumes[0].secret.defaultMode".to_owned()),
+            ("/spec/volumes/0/secret/optional", json!(true), "spec.template.spec.volumes[0].secret.optional".to_owned()),
+            ("/spec/volumes/1/projected/sources/0/serviceAccountToken/expirationSeconds", json!(7200), "spec.template.spec.volumes[1].projected.sources[0].serviceAccountToken.expirationSeconds".to_owned()),
+        ];
+        for (at, value, want) in cases {
+            let mut edited = live.clone();
+            let (parent, field) = at.rsplit_once('/').unwrap();
+            edited.pointer_mut(parent).unwrap()[field] = value;
+            assert_eq!(
+                template_verdict(&pom, &edited),
+                Some(want.clone()),
+                "{want}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_default_pull_policy_follows_the_image_tag() {
+        for (image, want) in [
+            ("op:1", "IfNotPresent"),
+            ("op", "Always"),
+            ("op:latest", "Always"),
+            ("registry:5000/team/op", "Always"),
+            ("registry:5000/team/op:1", "IfNotPresent"),
+            ("op@sha256:abc", "IfNotPresent"),
+            ("op:latest@sha256:abc", "Always"),
+        ] {
+            assert_eq!(default_pull_policy(image), want, "{image}");
+        }
+        let mut pom = pom_deployment()["spec"]["template"].clone();
+        pom["spec"]["containers"][0]["image"] = json!("op");
+        let mut live = server_defaulted(&pom);
+        live["spec"]["containers"][0]["imagePullPolicy"] = json!("Always");
+        assert_eq!(template_verdict(&pom, &live), None);
+    }
+
+    #[test]
+    fn a_rendered_deployment_or_service_account_missing_is_refused() {
+        let err = judged(&olm(), &pom_deployment(), None).unwrap_err();
+        assert_eq!(
+            err,
+            NotProven::RenderedMissing {
+                object: key("Deployment", "op"),
+                csv: "op.v1".into()
+            }
+        );
+        assert!(err.to_string().contains("second copy"), "{err}");
+        let sa = ObjectKey {
+            api_version: "v1".into(),
+            kind: "ServiceAccount".into(),
+            namespace: Some("ns".into()),
+            name: "op".into(),
+        };
+        let objects = [Pair {
+            key: &sa,
+            desired: &json!({}),
+            live: None,
+        }];
+        let err = prove(&TakeOverInput {
+            po: "po",
+            package: "op",
+            bundle: "op.v1",
+            olm: &olm(),
+            objects: &objects,
+        })
+        .unwrap_err();
+        assert!(matches!(err, NotProven::RenderedMissing { .. }), "{err:?}");
+    }
+
+    #[test]
+    fn an_owner_reference_proves_only_with_the_csvs_uid_in_its_namespace() {
+        let referenced = |uid: &str| {
+            let mut d = olm_deployment();
+            d["metadata"]["labels"] = json!({});
+            d["metadata"]["ownerReferences"][0]["uid"] = json!(uid);
+            d
+        };
+        assert!(judged(&olm(), &pom_deployment(), Some(&referenced("u1"))).is_ok());
+        let err = judged(&olm(), &pom_deployment(), Some(&referenced("u0"))).unwrap_err();
+        assert!(
+            matches!(err, NotProven::NotOlms { .. }),
+            "an earlier CSV's: {err:?}"
+        );
+        let unknown = OlmSource {
+            csv_uid: None,
+            ..olm()
+        };
+        assert!(judged(&unknown, &pom_deployment(), Some(&referenced("u1"))).is_err());
+
+        let prove_at = |namespace: Option<&str>| {
+            let k = ObjectKey {
+                namespace: namespace.map(str::to_owned),
+                ..key("Deployment", "op")
+            };
+            let (pom, live) = (pom_deployment(), referenced("u1"));
+            let objects = [Pair {
+                key: &k,
+                desired: &pom,
+                live: Some(&live),
+            }];
+            prove(&TakeOverInput {
+                po: "po",
+                package: "op",
+                bundle: "op.v1",
+                olm: &olm(),
+                objects: &objects,
+            })
+        };
+        assert!(prove_at(Some("ns")).is_ok());
+        assert!(matches!(
+            prove_at(Some("other")),
+            Err(NotProven::NotOlms { .. })
+        ));
+        assert!(matches!(prove_at(None), Err(NotProven::NotOlms { .. })));
     }
 
     #[test]
