@@ -153,3 +153,99 @@ pub fn not_installed(
     }
     missing
 }
+
+/// One published bundle to list: its package, CSV name and version, and its folder as
+/// published.
+#[derive(Debug, Clone, Copy)]
+pub struct Published<'a> {
+    pub package: &'a str,
+    pub csv: &'a str,
+    pub version: &'a str,
+    pub dir: &'a std::path::Path,
+}
+
+/// Pushes each bundle byte for byte to the registry at `host` (repository
+/// `<prefix>/<package>`) and returns the file-based catalog that offers each as the only
+/// entry of its package's `stable` channel.
+///
+/// # Panics
+/// A push the registry refuses.
+pub async fn publish(host: &str, prefix: &str, bundles: &[Published<'_>]) -> String {
+    let mut entries = Vec::new();
+    for b in bundles {
+        let image = crate::oci_publish::push_bundle_dir(
+            host,
+            &format!("{prefix}/{}", b.package),
+            b.version,
+            b.dir,
+        )
+        .await
+        .unwrap_or_else(|err| panic!("pushing {}: {err}", b.package));
+        entries
+            .push(json!({"schema": "olm.package", "name": b.package, "defaultChannel": "stable"}));
+        entries.push(
+            json!({"schema": "olm.channel", "package": b.package, "name": "stable",
+            "entries": [{"name": b.csv}]}),
+        );
+        entries.push(
+            json!({"schema": "olm.bundle", "package": b.package, "name": b.csv,
+            "image": image, "properties": [
+                {"type": "olm.package", "value": {"packageName": b.package, "version": b.version}}
+            ]}),
+        );
+    }
+    entries
+        .iter()
+        .map(Value::to_string)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Waits until every `(PO name, bundle)` counts as installed ([`not_installed`] is empty for
+/// each) and returns the PlatformOperators as then listed, with how long it took.
+///
+/// # Panics
+/// After `wait`, naming what each bundle still lacks; or a list the API server refuses.
+pub async fn wait_installed(
+    client: &kube::Client,
+    bundles: &[(&str, &RenderedBundle)],
+    wait: std::time::Duration,
+) -> (Vec<PlatformOperator>, std::time::Duration) {
+    use kube::api::Api;
+    let pos: Api<PlatformOperator> = Api::all(client.clone());
+    let deployments: Api<Deployment> = Api::all(client.clone());
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let started = std::time::Instant::now();
+    loop {
+        let list = pos
+            .list(&Default::default())
+            .await
+            .unwrap_or_else(|err| panic!("listing: {err}"))
+            .items;
+        let running = deployments
+            .list(&Default::default())
+            .await
+            .unwrap_or_else(|err| panic!("listing: {err}"))
+            .items;
+        let defined = crds
+            .list(&Default::default())
+            .await
+            .unwrap_or_else(|err| panic!("listing: {err}"))
+            .items;
+        let missing: std::collections::BTreeMap<&str, Vec<String>> = bundles
+            .iter()
+            .map(|(po, bundle)| (*po, not_installed(po, bundle, &list, &running, &defined)))
+            .filter(|(_, why)| !why.is_empty())
+            .collect();
+        if missing.is_empty() {
+            return (list, started.elapsed());
+        }
+        assert!(
+            started.elapsed() < wait,
+            "after {wait:?}, {} of {} bundles are not installed: {missing:#?}",
+            missing.len(),
+            bundles.len()
+        );
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    }
+}

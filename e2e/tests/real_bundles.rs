@@ -33,20 +33,17 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
-use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, RoleBinding};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ListParams};
-use pom_api::PlatformOperator;
 use pom_e2e::Registry;
 use pom_e2e::manager::{Manager, eventually};
-use pom_e2e::real_install::{csv_identity, granting, not_installed};
+use pom_e2e::real_install::{Published, csv_identity, granting, publish, wait_installed};
 use pom_e2e::scenario::{configmap_catalog, create_po, simulated_plane, wait_catalog_serves};
 use pom_render::{
     BundleFiles, ContentException, ContentRule, InstallMode, Lift, OmittedObject, PowerClass,
     RenderError, RenderOptions, RenderedBundle, WebhookConsent, default_install_namespace, render,
 };
-use serde_json::{Value, json};
+use serde_json::Value;
 
 const WAIT: Duration = Duration::from_secs(300);
 
@@ -360,34 +357,16 @@ async fn real_community_bundles_install_from_the_loopback_registry() {
     let registry = Registry::start().await.unwrap();
     let host = registry.host();
 
-    let mut entries = Vec::new();
-    for c in &chosen {
-        let image = pom_e2e::oci_publish::push_bundle_dir(
-            &host,
-            &format!("bundles/{}", c.package),
-            &c.version,
-            &c.dir,
-        )
-        .await
-        .unwrap();
-        entries
-            .push(json!({"schema": "olm.package", "name": c.package, "defaultChannel": "stable"}));
-        entries.push(
-            json!({"schema": "olm.channel", "package": c.package, "name": "stable",
-            "entries": [{"name": c.csv}]}),
-        );
-        entries.push(
-            json!({"schema": "olm.bundle", "package": c.package, "name": c.csv,
-            "image": image, "properties": [
-                {"type": "olm.package", "value": {"packageName": c.package, "version": c.version}}
-            ]}),
-        );
-    }
-    let fbc = entries
+    let published: Vec<Published<'_>> = chosen
         .iter()
-        .map(Value::to_string)
-        .collect::<Vec<_>>()
-        .join("\n");
+        .map(|c| Published {
+            package: &c.package,
+            csv: &c.csv,
+            version: &c.version,
+            dir: &c.dir,
+        })
+        .collect();
+    let fbc = publish(&host, "bundles", &published).await;
     configmap_catalog(&client, "real", &fbc, 0).await;
     for c in &chosen {
         create_po(&client, &c.package, c.spec.clone()).await;
@@ -395,39 +374,14 @@ async fn real_community_bundles_install_from_the_loopback_registry() {
     let manager = Manager::start(client.clone(), Manager::test_settings(vec![host.clone()]));
     wait_catalog_serves(&client, "real", &fbc).await;
 
-    let pos: Api<PlatformOperator> = Api::all(client.clone());
-    let deployments: Api<Deployment> = Api::all(client.clone());
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let started = std::time::Instant::now();
-    loop {
-        let list = pos.list(&Default::default()).await.unwrap().items;
-        let running = deployments.list(&Default::default()).await.unwrap().items;
-        let defined = crds.list(&Default::default()).await.unwrap().items;
-        let missing: BTreeMap<&str, Vec<String>> = chosen
-            .iter()
-            .map(|c| {
-                (
-                    c.package.as_str(),
-                    not_installed(&c.package, &c.bundle, &list, &running, &defined),
-                )
-            })
-            .filter(|(_, missing)| !missing.is_empty())
-            .collect();
-        if missing.is_empty() {
-            break;
-        }
-        assert!(
-            started.elapsed() < WAIT,
-            "after {WAIT:?}, {} of {} real bundles are not installed: {missing:#?}",
-            missing.len(),
-            chosen.len()
-        );
-        tokio::time::sleep(Duration::from_secs(2)).await;
-    }
+    let installs: Vec<(&str, &RenderedBundle)> = chosen
+        .iter()
+        .map(|c| (c.package.as_str(), &c.bundle))
+        .collect();
+    let (list, took) = wait_installed(&client, &installs, WAIT).await;
 
     // A suggested namespace several listed bundles share is recorded by exactly one PO; the
     // others install under their own names.
-    let list = pos.list(&Default::default()).await.unwrap().items;
     let recorded = |package: &str| {
         list.iter()
             .find(|p| p.metadata.name.as_deref() == Some(package))
@@ -496,7 +450,7 @@ async fn real_community_bundles_install_from_the_loopback_registry() {
     eprintln!(
         "real bundles installed: {} in {:?} (webhooks {webhooks}, OwnNamespace {own_namespace}, with consent {consented}, cluster-monitoring {monitoring})",
         chosen.len(),
-        started.elapsed()
+        took
     );
     assert!(
         webhooks >= 5 && own_namespace >= 5,

@@ -17,22 +17,19 @@
 //! (`e2e/tools/platform-crds.sh`), and its simulated node carries the control-plane role label
 //! an OpenShift control-plane node has (windows-machine-config-operator runs there).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, RoleBinding};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::core::GroupVersionKind;
 use kube::discovery::ApiResource;
-use pom_api::PlatformOperator;
 use pom_e2e::Registry;
 use pom_e2e::manager::Manager;
 use pom_e2e::published_crds::PLATFORM;
-use pom_e2e::real_install::{csv_identity, granting, not_installed};
+use pom_e2e::real_install::{Published, csv_identity, granting, publish, wait_installed};
 use pom_e2e::scenario::{configmap_catalog, create_po, simulated_plane, wait_catalog_serves};
 use pom_render::{
     BundleFiles, Lift, PowerClass, RenderError, RenderOptions, RenderedBundle,
@@ -186,34 +183,16 @@ async fn red_hat_operators_install_with_the_consent_their_powers_need() {
     let registry = Registry::start().await.unwrap();
     let host = registry.host();
 
-    let mut entries = Vec::new();
-    for c in &chosen {
-        let image = pom_e2e::oci_publish::push_bundle_dir(
-            &host,
-            &format!("redhat/{}", c.package),
-            &c.version,
-            &c.dir,
-        )
-        .await
-        .unwrap();
-        entries
-            .push(json!({"schema": "olm.package", "name": c.package, "defaultChannel": "stable"}));
-        entries.push(
-            json!({"schema": "olm.channel", "package": c.package, "name": "stable",
-            "entries": [{"name": c.csv}]}),
-        );
-        entries.push(
-            json!({"schema": "olm.bundle", "package": c.package, "name": c.csv,
-            "image": image, "properties": [
-                {"type": "olm.package", "value": {"packageName": c.package, "version": c.version}}
-            ]}),
-        );
-    }
-    let fbc = entries
+    let published: Vec<Published<'_>> = chosen
         .iter()
-        .map(Value::to_string)
-        .collect::<Vec<_>>()
-        .join("\n");
+        .map(|c| Published {
+            package: &c.package,
+            csv: &c.csv,
+            version: &c.version,
+            dir: &c.dir,
+        })
+        .collect();
+    let fbc = publish(&host, "redhat", &published).await;
     configmap_catalog(&client, "redhat", &fbc, 0).await;
     for c in &chosen {
         create_po(&client, &c.package, c.spec.clone()).await;
@@ -221,36 +200,12 @@ async fn red_hat_operators_install_with_the_consent_their_powers_need() {
     let manager = Manager::start(client.clone(), Manager::test_settings(vec![host.clone()]));
     wait_catalog_serves(&client, "redhat", &fbc).await;
 
-    let pos: Api<PlatformOperator> = Api::all(client.clone());
-    let deployments: Api<Deployment> = Api::all(client.clone());
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let started = std::time::Instant::now();
-    let list = loop {
-        let list = pos.list(&Default::default()).await.unwrap().items;
-        let running = deployments.list(&Default::default()).await.unwrap().items;
-        let defined = crds.list(&Default::default()).await.unwrap().items;
-        let missing: BTreeMap<&str, Vec<String>> = chosen
-            .iter()
-            .map(|c| {
-                let why = not_installed(&c.package, &c.bundle, &list, &running, &defined);
-                (c.package.as_str(), why)
-            })
-            .filter(|(_, why)| !why.is_empty())
-            .collect();
-        if missing.is_empty() {
-            break list;
-        }
-        assert!(
-            started.elapsed() < WAIT,
-            "after {WAIT:?}, not installed: {missing:#?}"
-        );
-        tokio::time::sleep(Duration::from_secs(2)).await;
-    };
-    eprintln!(
-        "Red Hat operators installed: {} in {:?}",
-        chosen.len(),
-        started.elapsed()
-    );
+    let installs: Vec<(&str, &RenderedBundle)> = chosen
+        .iter()
+        .map(|c| (c.package.as_str(), &c.bundle))
+        .collect();
+    let (list, took) = wait_installed(&client, &installs, WAIT).await;
+    eprintln!("Red Hat operators installed: {} in {took:?}", chosen.len());
 
     for c in &chosen {
         let po = list
