@@ -89,17 +89,14 @@ pub enum ClusterPhaseView {
 
 impl ClusterPhaseView {
     /// The minor update the aggregated `Upgradeable` is about: the one after the version the
-    /// cluster runs, when the view says it (steady, or a patch update or rollback within its
-    /// minor); `None` in the middle of a minor update, on plain Kubernetes, or when the cluster
-    /// cannot be judged.
+    /// cluster heads to (`status.desired.version`, the CVO's "current" for its Upgradeable
+    /// precondition), in every phase: during a minor update the verdict already answers for
+    /// the update after it. `None` on plain Kubernetes or when the cluster cannot be judged.
     #[must_use]
     pub fn next_minor(&self) -> Option<(u64, u64)> {
         match self {
-            Self::Known {
-                kind: PhaseKind::Steady | PhaseKind::PatchUpgrade | PhaseKind::Rollback,
-                target,
-            } => Some(pom_resolver::cluster::next_minor(target)),
-            Self::Known { .. } | Self::Unknown | Self::Absent => None,
+            Self::Known { target, .. } => Some(pom_resolver::cluster::next_minor(target)),
+            Self::Unknown | Self::Absent => None,
         }
     }
 

@@ -1412,10 +1412,14 @@ fn verdict_now(
             let package = catalogs
                 .iter()
                 .find_map(|c| c.content.packages.get(&request.package));
+            // The next minor counts from where the cluster heads (`status.desired.version`),
+            // as the CVO's Upgradeable precondition and `pomctl resolve` do: during a minor
+            // update the question is the update after it, so the verdict is not stale the
+            // moment the update completes.
             Upgradeability::from(verdict::bundle_upgradeability(
                 installed,
                 max,
-                &phase.current,
+                phase.running_on(),
                 package,
                 request.channel.as_deref(),
             ))

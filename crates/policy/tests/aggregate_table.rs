@@ -1226,8 +1226,9 @@ fn a_blocking_message_opens_with_the_minor_it_blocks_in_olm_form() {
         (known(PhaseKind::Steady), Some((4, 18))),
         (known(PhaseKind::PatchUpgrade), Some((4, 18))),
         (known(PhaseKind::Rollback), Some((4, 18))),
-        // Mid-minor-update the POs were judged against the version being left: name none.
-        (known(PhaseKind::MinorUpgrade), None),
+        // Mid-minor-update the POs are judged for the update after it (the CVO counts from
+        // `status.desired.version`), so the header names that one.
+        (known(PhaseKind::MinorUpgrade), Some((4, 18))),
         (Absent, None),
         (Unknown, None),
     ];

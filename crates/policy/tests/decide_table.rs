@@ -1036,8 +1036,13 @@ fn rows() -> Vec<Row> {
         row(
             "minor update moves within the major (to 1.2.0 by skipRange)",
             world().installed("1.1.0").cluster(Cluster::Minor),
+            // Mid-update the verdict answers for the update after it (4.17 → 4.18, the CVO
+            // counts from `status.desired.version`): 1.1.0 stops at 4.17, so the aggregated
+            // Upgradeable is not a stale True the moment the update completes.
             move_to("1.2.0", MinorUpgrade, ">=1.2.0 <2.0.0-0")
-                .pin(MinorUpgrade, ">=1.1.0 <2.0.0-0"),
+                .pin(MinorUpgrade, ">=1.1.0 <2.0.0-0")
+                .verdict(False, Reason::IncompatibleOperatorsInstalled)
+                .verdict_says("cannot be updated to 4.18"),
         ),
         row(
             "minor update never moves to 2.0.0, a direct successor",
@@ -1928,7 +1933,8 @@ fn rows() -> Vec<Row> {
                 .approved("1.1.1"),
             keep()
                 .pin(MinorUpgrade, ">=1.1.1 <2.0.0-0")
-                .held("1.2.0", Why::AwaitingApproval),
+                .held("1.2.0", Why::AwaitingApproval)
+                .verdict(False, Reason::IncompatibleOperatorsInstalled),
         ),
         row(
             "Manual: an unsettled move holds first, approved or not",
