@@ -22,8 +22,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use kube::ResourceExt;
-use pom_api::PlatformOperator;
 use pom_api::conditions::{Reason, types};
+use pom_api::{Catalog, PlatformOperator};
 use pom_policy::precheck::update_risks;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
@@ -344,106 +344,147 @@ impl Collector for StateCollector {
         let Some(state) = self.state.get() else {
             return Ok(());
         };
-
         let mut platform_operators = state.platform_operators();
         platform_operators.sort_by_key(|po| po.name_any());
-        let mut counts = [0i64; PO_STATES.len()];
-        for po in &platform_operators {
-            let state = po_state(po);
-            if let Some(i) = PO_STATES.iter().position(|s| *s == state) {
-                counts[i] += 1;
-            }
-        }
-        let mut family = encoder.encode_descriptor(
-            "platformoperators",
-            "PlatformOperators by state",
-            None,
-            MetricType::Gauge,
-        )?;
-        for (state, count) in PO_STATES.iter().zip(counts) {
-            ConstGauge::new(count).encode(family.encode_family(&[("state", *state)])?)?;
-        }
-        let mut family = encoder.encode_descriptor(
-            "platformoperator_settled",
-            "1 when the PlatformOperator is installed and settled (state installed), 0 while it is pending, progressing, degraded or failed",
-            None,
-            MetricType::Gauge,
-        )?;
-        for po in &platform_operators {
-            ConstGauge::new(i64::from(po_state(po) == "installed"))
-                .encode(family.encode_family(&[("platformoperator", po.name_any())])?)?;
-        }
-        // Issue 35 item 3: what the shipped precheck alert reads. Every risk for every PO (0 or
-        // 1): bounded by the POs times the five risks, and a zero is a value.
-        let mut family = encoder.encode_descriptor(
-            "platformoperator_update_risk",
-            "1 while the PlatformOperator is not ready for a cluster update, by risk: unsettled (a move has not settled), degraded, paused, pending_approval (a move waits for the admin's approval), no_bundle_for_patch (the patch update the cluster is asked to take would leave it without a bundle that runs there; leader only)",
-            None,
-            MetricType::Gauge,
-        )?;
+        encode_po_states(&mut encoder, &platform_operators)?;
+        encode_po_settled(&mut encoder, &platform_operators)?;
         let no_bundle_for_patch = self
             .no_bundle_for_patch
             .lock()
             .map(|set| set.clone())
             .unwrap_or_default();
-        for po in &platform_operators {
-            let patch = no_bundle_for_patch.contains(&po.name_any());
-            for (risk, applies) in update_risks(po, patch) {
-                let labels: [(&str, String); 2] = [
-                    ("platformoperator", po.name_any()),
-                    ("risk", risk.label().to_owned()),
-                ];
-                ConstGauge::new(i64::from(applies)).encode(family.encode_family(&labels)?)?;
-            }
-        }
-
+        encode_update_risks(&mut encoder, &platform_operators, &no_bundle_for_patch)?;
         let catalogs = state.catalogs();
-        let mut family = encoder.encode_descriptor(
-            "catalog_last_unpacked_timestamp_seconds",
-            "When each Catalog's content was last unpacked (Unix time)",
-            None,
-            MetricType::Gauge,
-        )?;
-        for catalog in &catalogs {
-            let unpacked = catalog
-                .status
-                .as_ref()
-                .and_then(|s| s.last_unpacked.as_deref())
-                .and_then(|t| t.parse::<jiff::Timestamp>().ok());
-            if let Some(at) = unpacked {
-                ConstGauge::new(at.as_millisecond() as f64 / 1000.0)
-                    .encode(family.encode_family(&[("catalog", catalog.name_any())])?)?;
-            }
-        }
-        let mut family = encoder.encode_descriptor(
-            "catalog_serving",
-            "1 when a Catalog serves content (Serving=True)",
-            None,
-            MetricType::Gauge,
-        )?;
-        for catalog in &catalogs {
-            let serving = catalog.status.as_ref().is_some_and(|s| {
-                s.conditions
-                    .iter()
-                    .any(|c| c.type_ == types::SERVING && c.status == "True")
-            });
-            ConstGauge::new(i64::from(serving))
-                .encode(family.encode_family(&[("catalog", catalog.name_any())])?)?;
-        }
-
+        encode_catalog_unpacked(&mut encoder, &catalogs)?;
+        encode_catalog_serving(&mut encoder, &catalogs)?;
         // What the CVO reads: absent until the aggregated ClusterOperator reports Upgradeable.
         if let Some(upgradeable) = state.upgradeable() {
-            let gauge = ConstGauge::new(i64::from(upgradeable));
             let metric = encoder.encode_descriptor(
                 "upgradeable",
                 "1 when the aggregated ClusterOperator reports Upgradeable=True, 0 when it blocks minor cluster updates",
                 None,
                 MetricType::Gauge,
             )?;
-            gauge.encode(metric)?;
+            ConstGauge::new(i64::from(upgradeable)).encode(metric)?;
         }
         Ok(())
     }
+}
+
+/// `platformoperators{state}`: how many POs are in each state, every state (a zero is a value).
+fn encode_po_states(
+    encoder: &mut DescriptorEncoder,
+    platform_operators: &[Arc<PlatformOperator>],
+) -> Result<(), fmt::Error> {
+    let mut counts = [0i64; PO_STATES.len()];
+    for po in platform_operators {
+        let state = po_state(po);
+        if let Some(i) = PO_STATES.iter().position(|s| *s == state) {
+            counts[i] += 1;
+        }
+    }
+    let mut family = encoder.encode_descriptor(
+        "platformoperators",
+        "PlatformOperators by state",
+        None,
+        MetricType::Gauge,
+    )?;
+    for (state, count) in PO_STATES.iter().zip(counts) {
+        ConstGauge::new(count).encode(family.encode_family(&[("state", *state)])?)?;
+    }
+    Ok(())
+}
+
+/// `platformoperator_settled{platformoperator}`: 1 when installed and settled.
+fn encode_po_settled(
+    encoder: &mut DescriptorEncoder,
+    platform_operators: &[Arc<PlatformOperator>],
+) -> Result<(), fmt::Error> {
+    let mut family = encoder.encode_descriptor(
+        "platformoperator_settled",
+        "1 when the PlatformOperator is installed and settled (state installed), 0 while it is pending, progressing, degraded or failed",
+        None,
+        MetricType::Gauge,
+    )?;
+    for po in platform_operators {
+        ConstGauge::new(i64::from(po_state(po) == "installed"))
+            .encode(family.encode_family(&[("platformoperator", po.name_any())])?)?;
+    }
+    Ok(())
+}
+
+/// Issue 35 item 3: what the shipped precheck alert reads. Every risk for every PO (0 or 1):
+/// bounded by the POs times the five risks, and a zero is a value.
+fn encode_update_risks(
+    encoder: &mut DescriptorEncoder,
+    platform_operators: &[Arc<PlatformOperator>],
+    no_bundle_for_patch: &BTreeSet<String>,
+) -> Result<(), fmt::Error> {
+    let mut family = encoder.encode_descriptor(
+        "platformoperator_update_risk",
+        "1 while the PlatformOperator is not ready for a cluster update, by risk: unsettled (a move has not settled), degraded, paused, pending_approval (a move waits for the admin's approval), no_bundle_for_patch (the patch update the cluster is asked to take would leave it without a bundle that runs there; leader only)",
+        None,
+        MetricType::Gauge,
+    )?;
+    for po in platform_operators {
+        let patch = no_bundle_for_patch.contains(&po.name_any());
+        for (risk, applies) in update_risks(po, patch) {
+            let labels: [(&str, String); 2] = [
+                ("platformoperator", po.name_any()),
+                ("risk", risk.label().to_owned()),
+            ];
+            ConstGauge::new(i64::from(applies)).encode(family.encode_family(&labels)?)?;
+        }
+    }
+    Ok(())
+}
+
+/// `catalog_last_unpacked_timestamp_seconds{catalog}`: when each Catalog was last unpacked.
+fn encode_catalog_unpacked(
+    encoder: &mut DescriptorEncoder,
+    catalogs: &[Arc<Catalog>],
+) -> Result<(), fmt::Error> {
+    let mut family = encoder.encode_descriptor(
+        "catalog_last_unpacked_timestamp_seconds",
+        "When each Catalog's content was last unpacked (Unix time)",
+        None,
+        MetricType::Gauge,
+    )?;
+    for catalog in catalogs {
+        let unpacked = catalog
+            .status
+            .as_ref()
+            .and_then(|s| s.last_unpacked.as_deref())
+            .and_then(|t| t.parse::<jiff::Timestamp>().ok());
+        if let Some(at) = unpacked {
+            ConstGauge::new(at.as_millisecond() as f64 / 1000.0)
+                .encode(family.encode_family(&[("catalog", catalog.name_any())])?)?;
+        }
+    }
+    Ok(())
+}
+
+/// `catalog_serving{catalog}`: 1 when a Catalog serves content.
+fn encode_catalog_serving(
+    encoder: &mut DescriptorEncoder,
+    catalogs: &[Arc<Catalog>],
+) -> Result<(), fmt::Error> {
+    let mut family = encoder.encode_descriptor(
+        "catalog_serving",
+        "1 when a Catalog serves content (Serving=True)",
+        None,
+        MetricType::Gauge,
+    )?;
+    for catalog in catalogs {
+        let serving = catalog.status.as_ref().is_some_and(|s| {
+            s.conditions
+                .iter()
+                .any(|c| c.type_ == types::SERVING && c.status == "True")
+        });
+        ConstGauge::new(i64::from(serving))
+            .encode(family.encode_family(&[("catalog", catalog.name_any())])?)?;
+    }
+    Ok(())
 }
 
 /// One state per PlatformOperator, worst first: `degraded` (Degraded=True), `failed`
