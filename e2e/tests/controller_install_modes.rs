@@ -596,3 +596,93 @@ async fn a_watch_namespace_is_never_another_pos_install_namespace_whichever_come
     );
     manager.stop().await;
 }
+
+/// Review M5: deleting a PlatformOperator keeps its install namespace (custom resources may live
+/// there) but takes its owner labels off, so the namespace no longer names a PO that is gone: a
+/// later PlatformOperator may watch it. Before, every later watcher was refused for good
+/// ("carries the owner label of PlatformOperator first"). Judged by the Namespace's labels and
+/// the watcher's RoleBindings on the API server.
+#[tokio::test]
+async fn a_deleted_pos_namespace_keeps_no_owner_label_and_can_be_watched() {
+    let Some(plane) = simulated_plane(false).await else {
+        return;
+    };
+    let client = plane.client().await.unwrap();
+    let first = TestBundle::new("first", "1.0.0");
+    let mut watcher = TestBundle::new("watcher", "1.0.0");
+    watcher.install_modes = vec!["SingleNamespace"];
+    let fbc = catalog_json(&[first.clone(), watcher.clone()], &[]);
+    configmap_catalog(&client, "local", &fbc, 0).await;
+    create_po(
+        &client,
+        "first",
+        json!({"package": {"name": "first"}, "installNamespace": "kept"}),
+    )
+    .await;
+    let manager = Manager::start(client.clone(), Manager::test_settings(vec![]));
+    wait_catalog_serves(&client, "local", &fbc).await;
+    wait_po_condition(
+        &client,
+        "first",
+        "Installed",
+        "True",
+        Some("InstallSucceeded"),
+    )
+    .await;
+    let namespaces = Api::<Namespace>::all(client.clone());
+    let owner = |ns: &Namespace| ns.labels().get(labels::OWNER_PO).cloned();
+    assert_eq!(
+        owner(&namespaces.get("kept").await.unwrap()).as_deref(),
+        Some("first")
+    );
+
+    let pos = Api::<pom_api::PlatformOperator>::all(client.clone());
+    pos.delete("first", &kube::api::DeleteParams::default())
+        .await
+        .unwrap();
+    pom_e2e::manager::eventually(
+        std::time::Duration::from_secs(90),
+        "PlatformOperator first deleted",
+        || async { pos.get_opt("first").await.unwrap().is_none().then_some(()) },
+    )
+    .await;
+    let kept = namespaces.get("kept").await.unwrap();
+    assert!(
+        kept.metadata.deletion_timestamp.is_none(),
+        "the namespace is kept"
+    );
+    assert_eq!(owner(&kept), None, "owner label left: {:?}", kept.labels());
+    assert_eq!(
+        kept.labels().get(labels::PACKAGE),
+        None,
+        "{:?}",
+        kept.labels()
+    );
+
+    create_po(
+        &client,
+        "watcher",
+        json!({"package": {"name": "watcher"}, "watchNamespace": "kept"}),
+    )
+    .await;
+    wait_po_condition(
+        &client,
+        "watcher",
+        "Installed",
+        "True",
+        Some("InstallSucceeded"),
+    )
+    .await;
+    let bindings = Api::<RoleBinding>::namespaced(client.clone(), "kept")
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items;
+    assert!(
+        bindings
+            .iter()
+            .any(|rb| rb.labels().get(labels::OWNER_PO).map(String::as_str) == Some("watcher")),
+        "the watcher has its RoleBindings where it watches"
+    );
+    manager.stop().await;
+}

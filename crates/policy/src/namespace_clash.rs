@@ -18,9 +18,11 @@
 //! the other's namespace are withdrawn ([`crate::inventory::in_namespace`]): it must not keep
 //! powers there.
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::jiff::Timestamp;
 use pom_api::PlatformOperator;
-use pom_api::labels::label_value;
+use pom_api::labels::{self, label_value};
 
 /// Which side of the clash the refused PlatformOperator is on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,6 +127,25 @@ fn watched_elsewhere(po: &PlatformOperator) -> Option<&str> {
     (known_install_namespace(po).as_deref() != Some(watched)).then_some(watched)
 }
 
+/// The PlatformOperator that wins `po`'s package when several name it (the oldest, by
+/// [`seniority`]; one being deleted no longer competes), when that is not `po` itself: the
+/// manager's gather and `pomctl plan` both ask this, so a plan never shows a duplicate moving.
+#[must_use]
+pub fn duplicate_winner<'p>(
+    po: &PlatformOperator,
+    others: impl IntoIterator<Item = &'p PlatformOperator>,
+) -> Option<String> {
+    others
+        .into_iter()
+        .filter(|other| {
+            other.spec.package.name == po.spec.package.name
+                && other.metadata.deletion_timestamp.is_none()
+        })
+        .min_by_key(|other| seniority(other))
+        .filter(|winner| winner.metadata.name != po.metadata.name)
+        .and_then(|winner| winner.metadata.name.clone())
+}
+
 /// Whether `po` is refused because another PlatformOperator holds a namespace it names:
 /// `others` are the PlatformOperators the manager knows (`po` among them is skipped; one being
 /// deleted still holds its namespaces until it is gone); `watched_owner` is the owner label of
@@ -207,6 +228,27 @@ pub fn install_clash<'p>(
             side: ClashSide::InstallsInto,
             winner: ClashWinner::Older,
         })
+}
+
+/// The labels a deleted PlatformOperator takes off its install Namespace, which cleanup keeps
+/// (custom resources the admin made may live there, §6): POM's owner labels, and only while the
+/// Namespace still names `po` as its owner. Left there, the owner label would name a PO that no
+/// longer exists, and every later PlatformOperator watching that namespace would be refused
+/// for good (review M5). `app.kubernetes.io/managed-by` goes only when it is POM's value; the
+/// Pod Security labels stay (the namespace is kept as it runs).
+#[must_use]
+pub fn labels_to_release(live: &BTreeMap<String, String>, po: &str) -> Vec<&'static str> {
+    if live.get(labels::OWNER_PO) != Some(&label_value(po)) {
+        return Vec::new();
+    }
+    [labels::OWNER_PO, labels::PACKAGE, labels::BUNDLE]
+        .into_iter()
+        .filter(|key| live.contains_key(*key))
+        .chain(
+            (live.get(labels::MANAGED_BY).map(String::as_str) == Some(labels::MANAGED_BY_VALUE))
+                .then_some(labels::MANAGED_BY),
+        )
+        .collect()
 }
 
 #[cfg(test)]
@@ -360,5 +402,47 @@ mod tests {
         let all_ns = installing(po("b", 200), "a-too");
         let [a, b] = judge(&own, &all_ns);
         assert_eq!((a, b), (None, None));
+    }
+
+    /// Review M5: what cleanup takes off the kept install Namespace, one row per case.
+    #[test]
+    fn a_deleted_pos_owner_labels_leave_its_namespace() {
+        let map = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect()
+        };
+        let ours = [
+            (labels::OWNER_PO, "demo"),
+            (labels::PACKAGE, "demo-pkg"),
+            (labels::MANAGED_BY, labels::MANAGED_BY_VALUE),
+            ("pod-security.kubernetes.io/enforce", "restricted"),
+        ];
+        let rows: [(&str, BTreeMap<String, String>, Vec<&str>); 4] = [
+            (
+                "its own namespace: the owner labels go, Pod Security stays",
+                map(&ours),
+                vec![labels::OWNER_PO, labels::PACKAGE, labels::MANAGED_BY],
+            ),
+            (
+                "another PO's namespace: nothing",
+                map(&[(labels::OWNER_PO, "other"), (labels::PACKAGE, "demo-pkg")]),
+                vec![],
+            ),
+            (
+                "no owner label: nothing",
+                map(&[(labels::MANAGED_BY, labels::MANAGED_BY_VALUE)]),
+                vec![],
+            ),
+            (
+                "someone else's managed-by value stays",
+                map(&[(labels::OWNER_PO, "demo"), (labels::MANAGED_BY, "argocd")]),
+                vec![labels::OWNER_PO],
+            ),
+        ];
+        for (case, live, want) in rows {
+            assert_eq!(labels_to_release(&live, "demo"), want, "{case}");
+        }
     }
 }

@@ -44,6 +44,7 @@ use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
+use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams};
@@ -57,6 +58,7 @@ use pom_api::openshift::{
 use pom_oci::ImagePuller;
 use pom_policy::chain;
 use pom_policy::hop_powers::hop_powers;
+use pom_policy::namespace_clash;
 use pom_policy::plan::{self, MAX_PLANNED_HOPS, PlanEnd};
 use pom_policy::render_request;
 use pom_policy::snapshot::{
@@ -120,6 +122,9 @@ pub struct Inputs {
     /// The OperatorConditions POM created (labelled with their PlatformOperator).
     pub operator_conditions: Vec<OperatorCondition>,
     pub kube_version: Option<Version>,
+    /// The owner label of each Namespace that carries one (name → the PlatformOperator it
+    /// names): a watcher of another PO's install namespace is refused, as the manager does.
+    pub namespace_owners: BTreeMap<String, String>,
 }
 
 /// The plan, as printed with `-o json|yaml`.
@@ -378,6 +383,17 @@ pub(crate) async fn gather(
         .await
         .ok()
         .and_then(|info| parse_tolerant(&info.git_version).ok());
+    let namespace_owners = Api::<Namespace>::all(client.clone())
+        .list_metadata(&ListParams::default().labels(labels::OWNER_PO))
+        .await
+        .context("listing the Namespaces POM labelled")?
+        .items
+        .into_iter()
+        .filter_map(|ns| {
+            let owner = ns.labels().get(labels::OWNER_PO).cloned()?;
+            Some((ns.name_any(), owner))
+        })
+        .collect();
     Ok(Inputs {
         cluster_version,
         platform_operators,
@@ -385,6 +401,7 @@ pub(crate) async fn gather(
         cluster_operators,
         operator_conditions,
         kube_version,
+        namespace_owners,
     })
 }
 
@@ -633,11 +650,21 @@ pub(crate) fn po_snapshot<'a>(
 ) -> PoSnapshot<'a> {
     let name = po.name_any();
     let status = po.status.clone().unwrap_or_default();
+    let watched_owner = po
+        .spec
+        .watch_namespace
+        .as_deref()
+        .and_then(|ns| inputs.namespace_owners.get(ns))
+        .map(String::as_str);
     PoSnapshot {
         request: PoRequest::from_spec(&name, &po.spec),
+        duplicate_of: namespace_clash::duplicate_winner(po, &inputs.platform_operators),
+        namespace_clash: namespace_clash::namespace_clash(
+            po,
+            &inputs.platform_operators,
+            watched_owner,
+        ),
         name,
-        duplicate_of: None,
-        namespace_clash: None,
         requested_update: None,
         installed: status
             .installed_bundle
@@ -1306,6 +1333,7 @@ mod tests {
             cluster_operators: Vec::new(),
             operator_conditions: Vec::new(),
             kube_version: None,
+            namespace_owners: BTreeMap::new(),
         };
         compute(&inputs, to, &v(to)).unwrap_or_else(|e| panic!("{e}"))
     }
@@ -1345,12 +1373,26 @@ mod tests {
     /// blocks.
     #[test]
     fn plan_shows_what_waits_for_approval_and_what_is_paused() {
+        // One package per PO (`p`'s graph under each name): POs of one package are
+        // duplicates, and only the oldest moves (review L4).
+        let catalog: String = ["ahead", "waiting", "resting", "configured"]
+            .iter()
+            .map(|package| {
+                CATALOG
+                    .replace(r#""package":"p""#, &format!(r#""package":"{package}""#))
+                    .replace(r#""name":"p","#, &format!(r#""name":"{package}","#))
+                    .replace(
+                        r#""packageName":"p""#,
+                        &format!(r#""packageName":"{package}""#),
+                    )
+            })
+            .collect();
         let content =
-            pom_resolver::fbc::parse_documents([("catalog.json".to_owned(), CATALOG.into())])
+            pom_resolver::fbc::parse_documents([("catalog.json".to_owned(), catalog.into())])
                 .unwrap_or_else(|e| panic!("{e}"));
         let with = |name: &str, spec: serde_json::Value, conditions: serde_json::Value| {
-            let mut po = po(name, "p", "p.v1.0.0", "1.0.0");
-            let mut full = serde_json::json!({"package": {"name": "p"}});
+            let mut po = po(name, name, "p.v1.0.0", "1.0.0");
+            let mut full = serde_json::json!({"package": {"name": name}});
             if let (Some(full), Some(extra)) = (full.as_object_mut(), spec.as_object()) {
                 full.extend(extra.clone());
             }
@@ -1396,8 +1438,15 @@ mod tests {
                 // Stays on 1.0.0 with a configuration it does not run yet (issue 23 item 4).
                 with(
                     "configured",
-                    serde_json::json!({"package": {"name": "p", "versionRange": "1.0.0"},
+                    serde_json::json!({"package": {"name": "configured", "versionRange": "1.0.0"},
                         "config": {"env": [{"name": "LOG_LEVEL", "value": "debug"}]}}),
+                    serde_json::json!([condition("Upgradeable", "True", "AsExpected")]),
+                ),
+                // A second PO of `ahead`'s package: the manager refuses it, so the plan
+                // moves nothing of it (review L4).
+                with(
+                    "twin",
+                    serde_json::json!({"package": {"name": "ahead"}}),
                     serde_json::json!([condition("Upgradeable", "True", "AsExpected")]),
                 ),
             ],
@@ -1410,6 +1459,7 @@ mod tests {
             cluster_operators: Vec::new(),
             operator_conditions: Vec::new(),
             kube_version: None,
+            namespace_owners: BTreeMap::new(),
         };
         let plan = compute(&inputs, "4.17.0", &v("4.17.0")).unwrap_or_else(|e| panic!("{e}"));
         let of = |name: &str| {
@@ -1450,6 +1500,16 @@ mod tests {
         );
         assert!(of("resting").blocks_update);
         assert_eq!(of("resting").upgradeable.reason, "Paused");
+        assert!(of("twin").hops.is_empty(), "{:?}", of("twin").hops);
+        assert!(
+            of("twin")
+                .error
+                .as_deref()
+                .is_some_and(|e| e.contains("already managed by PlatformOperator ahead")),
+            "{:#?}",
+            of("twin")
+        );
+        assert!(of("twin").blocks_update);
         assert!(of("configured").hops.is_empty());
         assert!(of("configured").config_change.is_some());
         assert_eq!(of("ahead").config_change, None);
@@ -1509,6 +1569,7 @@ mod tests {
             cluster_operators: Vec::new(),
             operator_conditions: Vec::new(),
             kube_version: None,
+            namespace_owners: BTreeMap::new(),
         };
         let plan = compute(&inputs, "4.17.0", &v("4.17.0")).unwrap_or_else(|e| panic!("{e}"));
         let capped = &plan.platform_operators[0];
@@ -1557,6 +1618,7 @@ mod tests {
             cluster_operators: Vec::new(),
             operator_conditions: Vec::new(),
             kube_version: None,
+            namespace_owners: BTreeMap::new(),
         };
         let drawn = graphs(&inputs, "4.17.0").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(drawn.graphs.len(), 1);

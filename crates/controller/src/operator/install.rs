@@ -1464,6 +1464,37 @@ async fn ensure_namespace(
     Ok(())
 }
 
+/// Takes a deleted PO's owner labels off its install Namespace, which cleanup keeps
+/// ([`pom_policy::namespace_clash::labels_to_release`]): a merge patch conditional on the
+/// resourceVersion read, so a Namespace relabelled meanwhile is judged again on the retry.
+pub async fn release_namespace(
+    client: &kube::Client,
+    namespace: &str,
+    po: &str,
+) -> Result<(), Error> {
+    let Some(live) = read_namespace(client, namespace).await? else {
+        return Ok(());
+    };
+    let release = pom_policy::namespace_clash::labels_to_release(live.labels(), po);
+    if release.is_empty() {
+        return Ok(());
+    }
+    let removed: serde_json::Map<String, Value> = release
+        .iter()
+        .map(|key| ((*key).to_owned(), Value::Null))
+        .collect();
+    let patch = serde_json::json!({
+        "metadata": {"resourceVersion": live.resource_version(), "labels": removed},
+    });
+    Api::<Namespace>::all(client.clone())
+        .patch(namespace, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map_err(Error::kube(format!(
+            "taking the owner labels of PlatformOperator {po} off namespace {namespace}"
+        )))?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

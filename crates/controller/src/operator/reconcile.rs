@@ -22,13 +22,13 @@ use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::{Action as RequeueAction, Controller};
 use kube::runtime::finalizer::{Event as Finalizer, finalizer};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::utils::PredicateConfig;
 use kube::runtime::{WatchStreamExt as _, watcher};
-use kube::{Resource, ResourceExt};
 use pom_api::labels;
 use pom_api::{Catalog, PlatformOperator};
 use pom_policy::steps::{self, plan};
@@ -94,17 +94,8 @@ impl PoContext {
 
     /// The older PlatformOperator for the same package, if `po` is not it.
     pub(super) fn duplicate_winner(&self, po: &PlatformOperator) -> Option<String> {
-        let key = pom_policy::namespace_clash::seniority;
-        self.store
-            .state()
-            .iter()
-            .filter(|other| {
-                other.spec.package.name == po.spec.package.name
-                    && other.meta().deletion_timestamp.is_none()
-            })
-            .min_by_key(|other| key(other))
-            .filter(|winner| winner.name_any() != po.name_any())
-            .map(|winner| winner.name_any())
+        let others = self.store.state();
+        pom_policy::namespace_clash::duplicate_winner(po, others.iter().map(AsRef::as_ref))
     }
 
     /// Another PlatformOperator holding the namespace `po` watches or installs into, if any
@@ -623,7 +614,14 @@ async fn cleanup(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueActio
             first: first.describe(),
         });
     }
-    tracing::info!(po = %name, deleted, "removed what the PlatformOperator installed (CRDs kept)");
+    let install_namespace = po
+        .status
+        .as_ref()
+        .and_then(|s| s.install_namespace.as_deref());
+    if let Some(namespace) = install_namespace {
+        super::install::release_namespace(client, namespace, &name).await?;
+    }
+    tracing::info!(po = %name, deleted, "removed what the PlatformOperator installed (CRDs and the namespace kept, its owner labels taken off)");
     Ok(RequeueAction::await_change())
 }
 
