@@ -47,7 +47,17 @@ pub struct TestBundle {
     pub webhooks_served: bool,
     /// The operator's pods select a node that does not exist; see [`TestBundle::never_ready`].
     pub never_ready: bool,
+    /// The path prefix the operator's pods serve webhooks under (annotated on the pod template
+    /// as [`SERVES_ANNOTATION`]); see [`TestBundle::with_webhooks`].
+    pub webhook_prefix: Option<String>,
+    /// The Deployment's `minReadySeconds`; see [`TestBundle::min_ready_seconds`].
+    pub min_ready_seconds: Option<i32>,
 }
+
+/// The pod-template annotation naming the path prefix a bundle's pods serve webhooks under, so
+/// the stand-in webhook server (`crate::webhook_server`) answers a path only while a ready
+/// endpoint of a pod serving it exists, as a real Service would.
+pub const SERVES_ANNOTATION: &str = "pom-e2e/serves-webhooks-under";
 
 impl TestBundle {
     #[must_use]
@@ -72,6 +82,8 @@ impl TestBundle {
             csv_annotations: Vec::new(),
             webhooks_served: false,
             never_ready: false,
+            webhook_prefix: None,
+            min_ready_seconds: None,
         }
     }
 
@@ -90,6 +102,7 @@ impl TestBundle {
     #[must_use]
     pub fn with_webhooks(mut self, path_prefix: &str) -> Self {
         let deployment = self.deployment_name();
+        self.webhook_prefix = Some(path_prefix.to_owned());
         self.webhooks = vec![
             json!({
                 "type": "ValidatingAdmissionWebhook",
@@ -126,6 +139,15 @@ impl TestBundle {
     #[must_use]
     pub fn webhooks_served(mut self) -> Self {
         self.webhooks_served = true;
+        self
+    }
+
+    /// The Deployment's `minReadySeconds`: a new pod is Ready (an endpoint of its Service) that
+    /// long before it counts as available, so a rolling update keeps the old pods that long
+    /// after the new ones serve, the window a webhook configuration can be switched in.
+    #[must_use]
+    pub fn min_ready_seconds(mut self, seconds: i32) -> Self {
+        self.min_ready_seconds = Some(seconds);
         self
     }
 
@@ -341,9 +363,15 @@ impl TestBundle {
                 }}
             }
         });
+        let spec = &mut csv["spec"]["install"]["spec"]["deployments"][0]["spec"];
         if self.never_ready {
-            csv["spec"]["install"]["spec"]["deployments"][0]["spec"]["template"]["spec"]["nodeSelector"] =
-                json!({"pom-e2e/no-such-node": "true"});
+            spec["template"]["spec"]["nodeSelector"] = json!({"pom-e2e/no-such-node": "true"});
+        }
+        if let Some(prefix) = &self.webhook_prefix {
+            spec["template"]["metadata"]["annotations"] = json!({SERVES_ANNOTATION: prefix});
+        }
+        if let Some(seconds) = self.min_ready_seconds {
+            spec["minReadySeconds"] = json!(seconds);
         }
         let mut crd = json!({
             "apiVersion": "apiextensions.k8s.io/v1",

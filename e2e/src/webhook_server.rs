@@ -6,8 +6,15 @@
 //! ClusterIP and port. [`WebhookServer::serve`] listens on every address of that range at the
 //! Service's port, with the serving certificate POM provisioned (the Secret's `tls.crt` and
 //! `tls.key`), so it answers for the Service, and the API server verifies POM's certificate
-//! for `<service>.<namespace>.svc` against the caBundle POM set. (Whether pods are ready
-//! behind the Service is POM's `WebhookServed` wait's business, which this does not replace.)
+//! for `<service>.<namespace>.svc` against the caBundle POM set.
+//!
+//! Served [`Behind`] a Service (issue 34 item 9), it answers a path only while the Service's
+//! EndpointSlices list a ready endpoint whose Pod serves that path (its pod template's
+//! [`SERVES_ANNOTATION`] names the path prefix of the bundle version it runs), as a real
+//! Service would: a webhook configuration pointing at a path no ready pod serves (switched
+//! before the new pods serve, or after the old ones went) is answered 503, so the API server
+//! refuses a write its webhook fails closed on. Every such call is counted per path
+//! ([`WebhookServer::unserved`]).
 //!
 //! It answers `AdmissionReview`s (refusing objects labelled [`REFUSE_LABEL`], so a test can
 //! tell a call happened from a call that did not) and `ConversionReview`s (marking each
@@ -20,7 +27,8 @@ use std::sync::{Arc, Mutex};
 use axum::Json;
 use axum::Router;
 use axum::extract::State;
-use axum::http::Uri;
+use axum::http::{StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto::Builder;
 use hyper_util::service::TowerToHyperService;
@@ -31,7 +39,12 @@ use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::api::{Api, ListParams};
+
 use crate::HarnessError;
+use crate::fixtures::SERVES_ANNOTATION;
 
 /// An object carrying this label is refused by the validating webhook.
 pub const REFUSE_LABEL: &str = "pom-e2e/refuse";
@@ -43,9 +56,26 @@ pub const CONVERTED_BY: &str = "pom-e2e/converted-by";
 /// Calls per request path.
 type Calls = Arc<Mutex<BTreeMap<String, u64>>>;
 
+/// The Service whose ready endpoints decide which paths are served, and the API server that
+/// holds its EndpointSlices and Pods.
+#[derive(Clone)]
+pub struct Behind {
+    pub client: kube::Client,
+    pub namespace: String,
+    pub service: String,
+}
+
+/// What the handler shares: calls answered and calls refused for want of a serving pod.
+#[derive(Clone, Default)]
+struct Shared {
+    calls: Calls,
+    unserved: Calls,
+    behind: Option<Behind>,
+}
+
 /// Listening until dropped.
 pub struct WebhookServer {
-    calls: Calls,
+    shared: Shared,
     tasks: JoinSet<()>,
 }
 
@@ -56,6 +86,29 @@ impl WebhookServer {
     /// # Errors
     /// When the certificate or key does not parse, or an address cannot be bound.
     pub async fn serve(cert_pem: &[u8], key_pem: &[u8], port: u16) -> Result<Self, HarnessError> {
+        Self::start(cert_pem, key_pem, port, None).await
+    }
+
+    /// [`WebhookServer::serve`], answering a path only while `behind`'s Service lists a ready
+    /// endpoint whose Pod serves it (see the module's doc).
+    ///
+    /// # Errors
+    /// As [`WebhookServer::serve`].
+    pub async fn serve_behind(
+        cert_pem: &[u8],
+        key_pem: &[u8],
+        port: u16,
+        behind: Behind,
+    ) -> Result<Self, HarnessError> {
+        Self::start(cert_pem, key_pem, port, Some(behind)).await
+    }
+
+    async fn start(
+        cert_pem: &[u8],
+        key_pem: &[u8],
+        port: u16,
+        behind: Option<Behind>,
+    ) -> Result<Self, HarnessError> {
         let chain = CertificateDer::pem_slice_iter(cert_pem)
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| HarnessError::Other(format!("the serving certificate: {e}")))?;
@@ -69,10 +122,13 @@ impl WebhookServer {
             .with_single_cert(chain, key)
             .map_err(|e| HarnessError::Other(format!("the serving certificate: {e}")))?;
         let acceptor = TlsAcceptor::from(Arc::new(tls));
-        let calls = Calls::default();
+        let shared = Shared {
+            behind,
+            ..Shared::default()
+        };
         let router = Router::new()
             .fallback(axum::routing::post(review))
-            .with_state(calls.clone());
+            .with_state(shared.clone());
         let mut tasks = JoinSet::new();
         for address in service_addresses() {
             let listener = TcpListener::bind(SocketAddr::from((address, port)))
@@ -80,16 +136,75 @@ impl WebhookServer {
                 .map_err(HarnessError::io("binding a loopback Service address"))?;
             tasks.spawn(accept(listener, acceptor.clone(), router.clone()));
         }
-        Ok(Self { calls, tasks })
+        Ok(Self { shared, tasks })
     }
 
-    /// How many requests arrived at `path` so far.
+    /// How many requests arrived at `path` and were answered so far.
     #[must_use]
     pub fn calls(&self, path: &str) -> u64 {
-        self.calls
-            .lock()
-            .map_or(0, |calls| calls.get(path).copied().unwrap_or(0))
+        count(&self.shared.calls, path)
     }
+
+    /// How many requests arrived at `path` while no ready pod behind the Service served it.
+    #[must_use]
+    pub fn unserved(&self, path: &str) -> u64 {
+        count(&self.shared.unserved, path)
+    }
+}
+
+fn count(calls: &Calls, path: &str) -> u64 {
+    calls
+        .lock()
+        .map_or(0, |calls| calls.get(path).copied().unwrap_or(0))
+}
+
+fn add(calls: &Calls, path: &str) {
+    if let Ok(mut calls) = calls.lock() {
+        *calls.entry(path.to_owned()).or_default() += 1;
+    }
+}
+
+/// The path prefixes the Service's ready endpoints serve: each ready endpoint's Pod's
+/// [`SERVES_ANNOTATION`] (an endpoint without readiness counts as ready, as the EndpointSlice
+/// API defines it; a terminating Pod's endpoint is not ready).
+async fn served_prefixes(behind: &Behind) -> Result<Vec<String>, kube::Error> {
+    let slices: Api<EndpointSlice> = Api::namespaced(behind.client.clone(), &behind.namespace);
+    let selector = format!("kubernetes.io/service-name={}", behind.service);
+    let ready_pods: Vec<String> = slices
+        .list(&ListParams::default().labels(&selector))
+        .await?
+        .items
+        .into_iter()
+        .flat_map(|slice| slice.endpoints)
+        .filter(|e| e.conditions.as_ref().and_then(|c| c.ready).unwrap_or(true))
+        .filter_map(|e| e.target_ref.and_then(|r| r.name))
+        .collect();
+    let pods: Api<Pod> = Api::namespaced(behind.client.clone(), &behind.namespace);
+    Ok(pods
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|pod| {
+            pod.metadata
+                .name
+                .as_ref()
+                .is_some_and(|name| ready_pods.contains(name))
+        })
+        .filter_map(|pod| pod.metadata.annotations?.remove(SERVES_ANNOTATION))
+        .collect())
+}
+
+/// Whether a ready pod behind the Service serves `path` (always, when not served behind one).
+async fn is_served(behind: Option<&Behind>, path: &str) -> bool {
+    let Some(behind) = behind else {
+        return true;
+    };
+    served_prefixes(behind).await.is_ok_and(|prefixes| {
+        prefixes
+            .iter()
+            .any(|prefix| path.starts_with(&format!("{prefix}/")))
+    })
 }
 
 impl Drop for WebhookServer {
@@ -118,11 +233,25 @@ async fn accept(listener: TcpListener, acceptor: TlsAcceptor, router: Router) {
     }
 }
 
-/// Answers an `AdmissionReview` or a `ConversionReview`, whichever arrived.
-async fn review(State(calls): State<Calls>, uri: Uri, Json(review): Json<Value>) -> Json<Value> {
-    if let Ok(mut calls) = calls.lock() {
-        *calls.entry(uri.path().to_owned()).or_default() += 1;
+/// Answers an `AdmissionReview` or a `ConversionReview`, whichever arrived, when a ready pod
+/// serves the path; 503 when none does (what the API server gets from a Service with no
+/// endpoint serving it).
+async fn review(State(shared): State<Shared>, uri: Uri, Json(review): Json<Value>) -> Response {
+    let path = uri.path();
+    if !is_served(shared.behind.as_ref(), path).await {
+        add(&shared.unserved, path);
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("no ready pod behind the Service serves {path}"),
+        )
+            .into_response();
     }
+    add(&shared.calls, path);
+    answer(&review).into_response()
+}
+
+/// The answer to `review`: conversion marks each object, admission refuses what is labelled.
+fn answer(review: &Value) -> Json<Value> {
     let request = &review["request"];
     let uid = request["uid"].clone();
     Json(match review["kind"].as_str() {

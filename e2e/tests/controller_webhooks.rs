@@ -29,7 +29,7 @@ use pom_e2e::scenario::{
     configmap_catalog, create_po, serving_plane, set_cluster, simulated_plane, wait_catalog_serves,
     wait_po_condition,
 };
-use pom_e2e::webhook_server::{CONVERTED_BY, REFUSAL_MESSAGE, REFUSE_LABEL, WebhookServer};
+use pom_e2e::webhook_server::{Behind, CONVERTED_BY, REFUSAL_MESSAGE, REFUSE_LABEL, WebhookServer};
 use rustls::client::danger::ServerCertVerifier as _;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
@@ -282,8 +282,15 @@ const PACKAGE_SERVED: &str = "served";
 /// Service this test serves for (every address of the loopback Service range): a validating webhook
 /// that fails closed refuses what it is told to refuse, a read at `v2` is converted by the
 /// conversion webhook; across a hop to the next bundle (new webhook paths, new pods) Widgets
-/// are written every 50 ms and none is refused for want of a webhook; after uninstall nothing
+/// are written back to back and none is refused for want of a webhook; after uninstall nothing
 /// calls a webhook any more.
+///
+/// The stand-in answers a path only while a ready endpoint of the Service is a Pod of the
+/// bundle version serving it (issue 34 item 9), so the ordering is judged by the world: a
+/// configuration switched to `/v2` before a 1.1.0 pod is a ready endpoint, or left at `/v1`
+/// after the 1.0.0 pods went, is a refused write and a counted unserved call. 1.1.0's
+/// `minReadySeconds` keeps the 1.0.0 pod for 5 s after the new one is ready (the overlap a
+/// rolling update gives): POM must switch inside it, not once the rollout completed.
 #[tokio::test]
 async fn the_api_server_calls_pom_provisioned_webhooks_and_no_write_fails_during_a_hop() {
     let Some(plane) = serving_plane().await else {
@@ -296,6 +303,7 @@ async fn the_api_server_calls_pom_provisioned_webhooks_and_no_write_fails_during
     let v2 = TestBundle::new(PACKAGE_SERVED, "1.1.0")
         .replaces("1.0.0")
         .webhooks_served()
+        .min_ready_seconds(5)
         .with_webhooks("/v2");
     set_cluster(&client, &[("4.16.3", true)], "4.16.3").await;
     let fbc = catalog_json(std::slice::from_ref(&v1), &[]);
@@ -324,7 +332,12 @@ async fn the_api_server_calls_pom_provisioned_webhooks_and_no_write_fails_during
         .await
         .unwrap();
     let data = secret.data.unwrap();
-    let server = WebhookServer::serve(&data["tls.crt"].0, &data["tls.key"].0, 443)
+    let behind = Behind {
+        client: client.clone(),
+        namespace: PACKAGE_SERVED.to_owned(),
+        service: format!("{}-service", v1.deployment_name()),
+    };
+    let server = WebhookServer::serve_behind(&data["tls.crt"].0, &data["tls.key"].0, 443, behind)
         .await
         .unwrap();
 
@@ -369,7 +382,8 @@ async fn the_api_server_calls_pom_provisioned_webhooks_and_no_write_fails_during
                     failures.push(format!("{name}: {err}"));
                 }
                 written += 1;
-                tokio::time::sleep(Duration::from_millis(50)).await;
+                // Back to back (a write takes a few ms): a gap in serving is not slept over.
+                tokio::time::sleep(Duration::from_millis(2)).await;
             }
             (written, failures)
         }
@@ -405,6 +419,11 @@ async fn the_api_server_calls_pom_provisioned_webhooks_and_no_write_fails_during
         failures.len()
     );
     assert!(written >= 20, "only {written} writes during the hop");
+    // No call reached a path no ready pod served: the configuration moved from /v1 to /v2
+    // while both versions' pods were ready endpoints.
+    for path in ["/v1/validate", "/v2/validate", "/v1/convert", "/v2/convert"] {
+        assert_eq!(server.unserved(path), 0, "calls at {path} nothing served");
+    }
     eprintln!("writes during the hop: {written}, none refused");
     let converted = widgets(&client, &v1, "v2").get("during-0").await.unwrap();
     assert!(

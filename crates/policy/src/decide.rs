@@ -425,7 +425,12 @@ pub fn decide(snapshot: &PoSnapshot<'_>) -> PoDecision {
     }
     if let (Ok(request), Some(hop)) = (&snapshot.request, &snapshot.hop) {
         decision.deadline_exceeded = !hop.settled
-            && crate::snapshot::elapsed(snapshot.now, hop.started_at) > request.progress_deadline;
+            && crate::clock::has_passed(
+                snapshot.now,
+                hop.started_at,
+                hop.started_seen_for,
+                request.progress_deadline,
+            );
     }
     decide_config(&mut decision, snapshot);
     if snapshot.paused {

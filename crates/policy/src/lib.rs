@@ -14,6 +14,7 @@ pub mod adopt;
 pub mod aggregate;
 pub mod certificates;
 pub mod chain;
+pub mod clock;
 pub mod conditions;
 pub mod decide;
 pub mod duration;
@@ -31,6 +32,7 @@ pub mod soak;
 pub mod source_trust;
 pub mod status;
 pub mod steps;
+pub mod webhook_serving;
 
 pub use decide::{
     Action, Held, HoldReason, MoveTarget, PinState, PoDecision, Problem, Upgradeability, decide,

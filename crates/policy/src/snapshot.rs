@@ -291,6 +291,9 @@ pub struct Hop {
     pub settled: bool,
     /// When it settled, if POM recorded it (a soak counts from here).
     pub settled_at: Option<Timestamp>,
+    /// How long ago this manager first read `started_at` by its own clock (zero when it never
+    /// did): the progress deadline never passes earlier than that allows ([`crate::clock`]).
+    pub started_seen_for: Duration,
 }
 
 impl From<&ActiveHop> for Hop {
@@ -301,6 +304,7 @@ impl From<&ActiveHop> for Hop {
             started_at: hop.started_at.0,
             settled: hop.settled,
             settled_at: hop.settled_at.as_ref().map(|t| t.0),
+            started_seen_for: Duration::ZERO,
         }
     }
 }

@@ -138,8 +138,9 @@ pub enum Wait {
         name: String,
         detail: String,
     },
-    /// A webhook not served yet: a configuration held until its Deployment rolled out and its
-    /// Service lists a ready endpoint, or that Service itself (conversion webhooks included).
+    /// A webhook not served yet: a configuration held until its Service lists a ready endpoint
+    /// of its Deployment's current pods (`webhook_serving`), or that Service itself
+    /// (conversion webhooks included).
     WebhookServed {
         kind: String,
         name: String,
@@ -169,7 +170,7 @@ impl std::fmt::Display for Wait {
             ),
             Wait::WebhookServed { kind, name } => write!(
                 f,
-                "{kind} {name} to be served (its Deployment rolled out, its Service listing a ready endpoint) before the webhook is registered"
+                "{kind} {name} to be served (its Service listing a ready endpoint of its Deployment's current pods) before the webhook is registered"
             ),
             Wait::FirstReport { until } => write!(
                 f,
@@ -260,6 +261,10 @@ pub struct StatusInput<'a> {
     /// How long a rolled-out move under `upgradeGate: Auto` waits for an operator that has
     /// never reported to start ([`AUTO_SETTLE_WINDOW`] unless the manager is told otherwise).
     pub auto_settle_window: Duration,
+    /// How long ago this manager first read the previous status's `activeHop.rolledOutAt` by
+    /// its own clock (zero when it never did): the window is over no earlier than that allows
+    /// ([`crate::clock`]).
+    pub rolled_out_seen_for: Duration,
 }
 
 impl StatusInput<'_> {
@@ -1401,7 +1406,10 @@ fn first_report_window(
         return None;
     }
     let until = rolled_out.checked_add(input.auto_settle_window).ok()?;
-    (input.now < until).then_some(Wait::FirstReport { until })
+    // `rolledOutAt` may be another replica's time: the window closes no earlier than this
+    // manager watched it pass (`crate::clock`).
+    let waited = crate::clock::elapsed_at_least(input.now, rolled_out, input.rolled_out_seen_for);
+    (waited < input.auto_settle_window).then_some(Wait::FirstReport { until })
 }
 
 /// The shortest wait between two looks at an unsettled move.

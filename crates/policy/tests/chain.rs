@@ -184,6 +184,7 @@ fn mid_hop(installed: &str, from: &str, cluster: ClusterPhase) -> PoSnapshot<'st
         started_at: s.now,
         settled: false,
         settled_at: None,
+        started_seen_for: std::time::Duration::ZERO,
     });
     s.cluster = ClusterView::OpenShift(Ok(cluster));
     s

@@ -195,9 +195,17 @@ mod fixture {
         Settled {
             age: i64,
         },
-        /// Not settled, started `age` seconds ago.
+        /// Not settled, started `age` seconds ago (by the status times), watched by this
+        /// manager since it started.
         Unsettled {
             age: i64,
+        },
+        /// Not settled, started `age` seconds ago by the clock of the replica that recorded
+        /// it, first read by this manager `seen` seconds ago (issue 34 item 7: another
+        /// replica's clock, a manager that took over).
+        UnsettledSeen {
+            age: i64,
+            seen: u64,
         },
         /// A move from what is installed to `to` recorded as intent 30 s ago and not applied
         /// yet (the manager died, or the apply keeps failing).
@@ -617,7 +625,7 @@ mod fixture {
                     catalog: CATALOG.to_owned(),
                 },
             };
-            let hop = |age: i64, settled: bool| {
+            let hop = |age: i64, settled: bool, seen: u64| {
                 let started_at = Timestamp::from_second(now().as_second() - age).unwrap();
                 self.installed.as_ref().map(|i| Hop {
                     from: Some(bundle_name("0.9.0")),
@@ -625,8 +633,10 @@ mod fixture {
                     started_at,
                     settled,
                     settled_at: settled.then_some(started_at),
+                    started_seen_for: std::time::Duration::from_secs(seen),
                 })
             };
+            let watched = |age: i64| u64::try_from(age).unwrap_or(0);
             PoSnapshot {
                 name: "demo".to_owned(),
                 request: self.request(),
@@ -646,14 +656,16 @@ mod fixture {
                 }),
                 hop: match self.hop {
                     LastHop::None => None,
-                    LastHop::Settled { age } => hop(age, true),
-                    LastHop::Unsettled { age } => hop(age, false),
+                    LastHop::Settled { age } => hop(age, true, watched(age)),
+                    LastHop::Unsettled { age } => hop(age, false, watched(age)),
+                    LastHop::UnsettledSeen { age, seen } => hop(age, false, seen),
                     LastHop::UnsettledFrom { from } => self.installed.as_ref().map(|i| Hop {
                         from: Some(bundle_name(from)),
                         to: i.bundle.name.clone(),
                         started_at: Timestamp::from_second(now().as_second() - 1200).unwrap(),
                         settled: false,
                         settled_at: None,
+                        started_seen_for: std::time::Duration::from_secs(1200),
                     }),
                     LastHop::Recorded { to } => self.installed.as_ref().map(|i| Hop {
                         from: Some(i.bundle.name.clone()),
@@ -661,6 +673,7 @@ mod fixture {
                         started_at: Timestamp::from_second(now().as_second() - 30).unwrap(),
                         settled: false,
                         settled_at: None,
+                        started_seen_for: std::time::Duration::from_secs(30),
                     }),
                 },
                 cluster: self.cluster.view(),
@@ -2141,6 +2154,36 @@ fn rows() -> Vec<Row> {
             world()
                 .installed("1.1.0")
                 .hop(LastHop::Unsettled { age: 11 * 60 }),
+            keep().pin(Steady, "=1.1.0").deadline_exceeded(),
+        ),
+        row(
+            "a hop recorded by a replica 5 min behind (11 min by the status, 6 min watched here): not exceeded",
+            world()
+                .installed("1.1.0")
+                .hop(LastHop::UnsettledSeen {
+                    age: 11 * 60,
+                    seen: 6 * 60,
+                }),
+            keep().pin(Steady, "=1.1.0"),
+        ),
+        row(
+            "a hop just taken over: exceeded once the status is past the deadline by the skew allowance",
+            world()
+                .installed("1.1.0")
+                .hop(LastHop::UnsettledSeen {
+                    age: 20 * 60 + 1,
+                    seen: 0,
+                }),
+            keep().pin(Steady, "=1.1.0").deadline_exceeded(),
+        ),
+        row(
+            "a hop started in the future (a replica ahead), watched here past the deadline: exceeded",
+            world()
+                .installed("1.1.0")
+                .hop(LastHop::UnsettledSeen {
+                    age: -5 * 60,
+                    seen: 10 * 60 + 1,
+                }),
             keep().pin(Steady, "=1.1.0").deadline_exceeded(),
         ),
         row(

@@ -220,6 +220,8 @@ struct Step {
     reported_before: bool,
     /// The first-report window (zero in the table: every row judges a rollout alone).
     window: std::time::Duration,
+    /// How long ago this manager first read `rolledOutAt`; `None`: since it was recorded.
+    seen: Option<std::time::Duration>,
 }
 
 fn step(
@@ -236,6 +238,7 @@ fn step(
         gate: UpgradeGate::Auto,
         reported_before: false,
         window: std::time::Duration::ZERO,
+        seen: None,
     }
 }
 
@@ -251,7 +254,22 @@ impl Step {
         self
     }
 
+    /// This manager first read the previous status's `rolledOutAt` `seconds` ago (by default
+    /// it watched it since it was recorded: one replica, one clock).
+    fn seen_for(mut self, seconds: u64) -> Self {
+        self.seen = Some(std::time::Duration::from_secs(seconds));
+        self
+    }
+
     fn run(&self) -> PlatformOperatorStatus {
+        let watched = self
+            .previous
+            .active_hop
+            .as_ref()
+            .and_then(|hop| hop.rolled_out_at.as_ref())
+            .map_or(std::time::Duration::ZERO, |at| {
+                pom_policy::snapshot::elapsed(self.now, at.0)
+            });
         status::compute(&StatusInput {
             previous: &self.previous,
             generation: Some(GENERATION),
@@ -264,6 +282,7 @@ impl Step {
             applying_image: None,
             applying_namespace: None,
             auto_settle_window: self.window,
+            rolled_out_seen_for: self.seen.unwrap_or(watched),
         })
     }
 }
@@ -1611,6 +1630,7 @@ fn the_intent_records_the_image_digest_once() {
             applying_image: Some(digest),
             applying_namespace: None,
             auto_settle_window: std::time::Duration::ZERO,
+            rolled_out_seen_for: std::time::Duration::ZERO,
         })
     };
     let first = intent_with(&settled_at_1_1_0(), "quay.example/demo-bundle@sha256:aaa").unwrap();
@@ -1796,6 +1816,7 @@ fn failed_applies_of_a_recorded_move_are_counted_and_backed_off() {
         applying_image: None,
         applying_namespace: None,
         auto_settle_window: std::time::Duration::ZERO,
+        rolled_out_seen_for: std::time::Duration::ZERO,
     })
     .unwrap();
     let refused = || {
@@ -1880,6 +1901,23 @@ fn auto_gives_an_operator_that_never_reported_a_window_to_start() {
     let later = rolled_out(&in_window, 749, report("1.1.1", Some("4.17"), vec![])).run();
     assert!(!hop(&later).settled);
     assert_eq!(hop(&later).rolled_out_at, Some(Time(at(630))));
+    // Issue 34 item 7: `rolledOutAt` written by a replica whose clock was 5 min behind this
+    // one's (t=630 by its clock, t=930 by this one's), this manager taking over at t=935: the
+    // status says 305 s passed, this manager watched 5; still in the window until the status
+    // is past it by the skew allowance (10 min) or this manager watched it pass.
+    let taken_over = rolled_out(&in_window, 935, report("1.1.1", Some("4.17"), vec![]))
+        .seen_for(5)
+        .run();
+    assert!(!hop(&taken_over).settled, "{:?}", hop(&taken_over));
+    let watched_out = rolled_out(&in_window, 1_000, report("1.1.1", Some("4.17"), vec![]))
+        .seen_for(120)
+        .run();
+    assert!(hop(&watched_out).settled, "{:?}", hop(&watched_out));
+    // A `rolledOutAt` in the future (a replica ahead) is no time passed until watched.
+    let future = rolled_out(&in_window, 500, report("1.1.1", Some("4.17"), vec![]))
+        .seen_for(0)
+        .run();
+    assert!(!hop(&future).settled);
     // Nothing reported by t=750: settled, Upgradeable True.
     let settled = rolled_out(&later, 750, report("1.1.1", Some("4.17"), vec![])).run();
     assert!(hop(&settled).settled, "{:?}", hop(&settled));
@@ -2012,6 +2050,7 @@ fn intent_of(
         applying_image: None,
         applying_namespace: None,
         auto_settle_window: std::time::Duration::ZERO,
+        rolled_out_seen_for: std::time::Duration::ZERO,
     })
 }
 

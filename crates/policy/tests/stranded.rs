@@ -176,6 +176,7 @@ impl Sim {
             applying_image: None,
             applying_namespace: Some("demo"),
             auto_settle_window: Duration::ZERO,
+            rolled_out_seen_for: std::time::Duration::ZERO,
         }
     }
 

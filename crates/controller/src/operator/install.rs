@@ -22,7 +22,7 @@ use pom_policy::ownership::{self, Ownership};
 use pom_policy::status::{
     self, InstallReport, OperatorConditionReport, UnavailableDeployment, Wait,
 };
-use pom_policy::{MoveTarget, render_request};
+use pom_policy::{MoveTarget, render_request, webhook_serving};
 use pom_render::webhooks::inject_ca_bundle;
 use pom_render::{
     self as render, BundleFiles, CertificateSource, NamespaceMetadata, PowerClass, RenderError,
@@ -1077,8 +1077,8 @@ struct HeldWebhook<'a> {
     live: Option<kube::api::DynamicObject>,
 }
 
-/// Applies what differs (drift repair included), webhook configurations aside (held back,
-/// see [`register_webhooks_once_served`]). Returns what the server holds now, per object (the
+/// Applies what differs (drift repair included), webhook configurations and a CRD's switch
+/// to a new conversion webhook aside (held back, see [`register_webhooks_once_served`]). Returns what the server holds now, per object (the
 /// apply's answer, or the object just read when nothing was written), and the webhooks held.
 async fn apply_objects<'a>(
     desired: &'a [(objects::ObjectId, Value)],
@@ -1097,6 +1097,23 @@ async fn apply_objects<'a>(
                 live: live.clone(),
             });
             now.push(live);
+            continue;
+        }
+        let held_conversion = live
+            .as_ref()
+            .filter(|_| id.gvk.kind == "CustomResourceDefinition")
+            .and_then(|live| serde_json::to_value(live).ok())
+            .and_then(|live| objects::conversion_held_back(object, &live));
+        if let Some(held) = held_conversion {
+            // The CRD's versions and schema now, its converter once the new pods serve it.
+            let applied = apply_one(&api, id, &held, live, applied_secrets, wrote).await?;
+            webhooks.push(HeldWebhook {
+                id,
+                object,
+                api,
+                live: applied.clone(),
+            });
+            now.push(applied);
             continue;
         }
         now.push(apply_one(&api, id, object, live, applied_secrets, wrote).await?);
@@ -1239,10 +1256,12 @@ async fn deployment_waits(
 }
 
 /// Webhook configurations call the bundle's Deployments: they are registered (or changed
-/// to the new bundle's) only once those have rolled out and each webhook Service lists a
-/// ready endpoint, so no request reaches a webhook with nothing behind it (§6); until then
-/// the bundle moved from keeps serving its own. A move settles only once its webhooks are
-/// served (§7), conversion-only ones included.
+/// to the new bundle's) once each webhook Service lists a ready endpoint that is one of its
+/// Deployment's current pods, in the overlap a rolling update keeps old and new pods ready
+/// together: switched earlier, the new paths are served by nothing; once the rollout
+/// completed, the old paths no longer are (issue 34 item 9; the decision is
+/// [`webhook_serving::registration`]). Until then the bundle moved from keeps serving its own.
+/// A move settles only once its webhooks are served (§7), conversion-only ones included.
 async fn register_webhooks_once_served(
     client: &kube::Client,
     namespace: &str,
@@ -1252,46 +1271,63 @@ async fn register_webhooks_once_served(
     wrote: &mut usize,
 ) -> Result<(), Error> {
     let rolled_out = !waits.iter().any(|w| matches!(w, Wait::Rollout { .. }));
-    let served = rolled_out && webhook_services_served(client, namespace, services, waits).await?;
-    for HeldWebhook {
-        id,
-        object,
-        api,
-        live,
-    } in webhooks
-    {
-        if served {
+    let mut observed = Vec::with_capacity(services.len());
+    for service in services {
+        observed.push(observe_webhook_service(client, namespace, service).await?);
+    }
+    let held: Vec<(String, String)> = webhooks
+        .iter()
+        .map(|w| (w.id.gvk.kind.clone(), w.id.name.clone()))
+        .collect();
+    let decision = webhook_serving::registration(&observed, rolled_out, &held);
+    if decision.register {
+        for HeldWebhook {
+            id,
+            object,
+            api,
+            live,
+        } in webhooks
+        {
             let applied = apply_if_changed(&api, &id.name, object, live.as_ref()).await?;
             wrote_one(wrote, applied, live);
-        } else {
-            waits.push(Wait::WebhookServed {
-                kind: id.gvk.kind.clone(),
-                name: id.name.clone(),
-            });
         }
     }
+    waits.extend(decision.waits);
     Ok(())
 }
 
-/// Whether every webhook Service lists a ready endpoint; a wait for each that does not (all
-/// are checked, so the status names every one).
-async fn webhook_services_served(
+/// What [`webhook_serving::serving`] judges a webhook Service by: its Deployment's rollout
+/// counts and its ready endpoints.
+async fn observe_webhook_service(
     client: &kube::Client,
     namespace: &str,
-    services: &[render::WebhookService],
-    waits: &mut Vec<Wait>,
-) -> Result<bool, Error> {
-    let mut served = true;
-    for service in services {
-        if !has_ready_endpoint(client, namespace, &service.name).await? {
-            served = false;
-            waits.push(Wait::WebhookServed {
-                kind: "Service".to_owned(),
-                name: service.name.clone(),
-            });
-        }
+    service: &render::WebhookService,
+) -> Result<webhook_serving::ServiceObservation, Error> {
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), namespace);
+    // Read now, not the apply's answer: the status must be the one the endpoints are judged with.
+    let deployment = deployments
+        .get_opt(&service.deployment)
+        .await
+        .map_err(Error::kube(format!(
+            "reading Deployment {namespace}/{}",
+            service.deployment
+        )))?;
+    Ok(webhook_serving::ServiceObservation {
+        service: service.name.clone(),
+        rollout: deployment.as_ref().map(rollout_counts),
+        ready_endpoints: ready_endpoints(client, namespace, &service.name).await?,
+    })
+}
+
+/// A Deployment's generation and pod counts, as [`webhook_serving`] reads them.
+fn rollout_counts(deployment: &Deployment) -> webhook_serving::RolloutCounts {
+    let status = deployment.status.as_ref();
+    webhook_serving::RolloutCounts {
+        generation: deployment.metadata.generation.unwrap_or(0),
+        observed_generation: status.and_then(|s| s.observed_generation).unwrap_or(0),
+        replicas: status.and_then(|s| s.replicas).unwrap_or(0),
+        updated_replicas: status.and_then(|s| s.updated_replicas).unwrap_or(0),
     }
-    Ok(served)
 }
 
 /// The bundle as recorded applied: the image by digest, or the digest of the catalog-carried
@@ -1308,13 +1344,14 @@ fn installed_bundle(target: &Target, image: Option<String>) -> InstalledBundle {
     }
 }
 
-/// Whether `service`'s EndpointSlices list an endpoint that is ready (absent readiness counts
-/// as ready, as the EndpointSlice API defines it).
-async fn has_ready_endpoint(
+/// How many endpoints `service`'s EndpointSlices list as ready (absent readiness counts as
+/// ready, as the EndpointSlice API defines it), each counted once: an endpoint listed by two
+/// slices while the EndpointSlice controller moves it is one pod.
+async fn ready_endpoints(
     client: &kube::Client,
     namespace: &str,
     service: &str,
-) -> Result<bool, Error> {
+) -> Result<usize, Error> {
     let slices: Api<EndpointSlice> = Api::namespaced(client.clone(), namespace);
     let listed = slices
         .list(&ListParams::default().labels(&format!("kubernetes.io/service-name={service}")))
@@ -1322,15 +1359,26 @@ async fn has_ready_endpoint(
         .map_err(Error::kube(format!(
             "listing the EndpointSlices of Service {namespace}/{service}"
         )))?;
-    Ok(listed.items.iter().any(|slice| {
-        slice.endpoints.iter().any(|endpoint| {
+    let ready: BTreeSet<String> = listed
+        .items
+        .iter()
+        .flat_map(|slice| &slice.endpoints)
+        .filter(|endpoint| {
             endpoint
                 .conditions
                 .as_ref()
                 .and_then(|c| c.ready)
                 .unwrap_or(true)
         })
-    }))
+        .filter_map(|endpoint| {
+            endpoint
+                .target_ref
+                .as_ref()
+                .and_then(|r| r.name.clone())
+                .or_else(|| endpoint.addresses.first().cloned())
+        })
+        .collect();
+    Ok(ready.len())
 }
 
 /// What the server holds after one apply (`applied` when it wrote), counting the write.

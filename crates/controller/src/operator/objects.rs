@@ -175,6 +175,33 @@ pub fn label(object: &mut Value, po: &str, package: &str, bundle: &str) {
     }
 }
 
+/// The CRD to apply while its new conversion webhook is not served yet (issue 34 item 9):
+/// `desired` with the `spec.conversion` the live CRD has, when the two differ; `None` when
+/// they do not (or `live` is absent: a first install has no converter to keep). A conversion
+/// webhook is switched like a webhook configuration, once the new pods serve (see
+/// `pom_policy::webhook_serving`): switched with the CRD's apply, the new path would be called
+/// before any pod serves it.
+#[must_use]
+pub fn conversion_held_back(desired: &Value, live: &Value) -> Option<Value> {
+    let wanted = desired.pointer("/spec/conversion");
+    let running = live.pointer("/spec/conversion");
+    let same = match (wanted, running) {
+        (Some(wanted), Some(running)) => is_subset(wanted, running),
+        (Some(_), None) => false,
+        (None, _) => true,
+    };
+    if same {
+        return None;
+    }
+    let mut held = desired.clone();
+    if let (Some(spec), Some(running)) = (held.get_mut("spec"), running) {
+        spec["conversion"] = running.clone();
+    } else if let Some(Value::Object(spec)) = held.get_mut("spec") {
+        spec.remove("conversion");
+    }
+    Some(held)
+}
+
 /// Whether every field `desired` sets has the same value in `live` (lists compared whole).
 #[must_use]
 pub fn is_subset(desired: &Value, live: &Value) -> bool {
@@ -492,6 +519,62 @@ pub async fn prune(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_crd_keeps_its_live_conversion_until_the_new_one_is_served() {
+        use serde_json::json;
+        let hook = |path: &str| json!({"strategy": "Webhook", "webhook": {"clientConfig": {"service": {"name": "op-service", "path": path}}}});
+        let crd = |conversion: Option<Value>| {
+            let mut crd = json!({"kind": "CustomResourceDefinition", "spec": {"group": "g", "versions": [{"name": "v2"}]}});
+            if let Some(conversion) = conversion {
+                crd["spec"]["conversion"] = conversion;
+            }
+            crd
+        };
+        let mut live_v1 = crd(Some(hook("/v1/convert")));
+        // Server defaults the desired object does not set do not make a difference.
+        live_v1["spec"]["conversion"]["webhook"]["clientConfig"]["service"]["port"] = json!(443);
+        // (what, desired, live, the conversion applied meanwhile: None = desired as it is)
+        let cases = [
+            (
+                "same path",
+                crd(Some(hook("/v1/convert"))),
+                live_v1.clone(),
+                None,
+            ),
+            (
+                "a new path: the live one is kept",
+                crd(Some(hook("/v2/convert"))),
+                live_v1.clone(),
+                Some(Some(live_v1["spec"]["conversion"].clone())),
+            ),
+            (
+                "a conversion added: none until served",
+                crd(Some(hook("/v2/convert"))),
+                crd(None),
+                Some(None),
+            ),
+            ("a conversion dropped", crd(None), live_v1.clone(), None),
+        ];
+        for (what, desired, live, kept) in cases {
+            let held = conversion_held_back(&desired, &live);
+            match kept {
+                None => assert_eq!(held, None, "{what}"),
+                Some(conversion) => {
+                    let held = held.unwrap_or_else(|| panic!("{what}: not held back"));
+                    assert_eq!(
+                        held.pointer("/spec/conversion").cloned(),
+                        conversion,
+                        "{what}"
+                    );
+                    assert_eq!(
+                        held["spec"]["versions"], desired["spec"]["versions"],
+                        "{what}"
+                    );
+                }
+            }
+        }
+    }
+
     use super::*;
     use serde_json::json;
 

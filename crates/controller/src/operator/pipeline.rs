@@ -29,6 +29,7 @@ use super::gather::{self, ClusterReading, GatheredCatalogs};
 use super::install::{self, Content, Target};
 use super::quiet;
 use super::reconcile::PoContext;
+use super::seen_clock::Recorded;
 use crate::context::{PO_ANNOTATIONS_FIELD_MANAGER, PO_STATUS_FIELD_MANAGER};
 use crate::error::Error;
 use crate::fail_point::{self, FailPoint};
@@ -84,7 +85,7 @@ impl Gathered {
 
     /// The PO's snapshot, judged at `Timestamp::now()`.
     pub fn snapshot(&self, po: &PlatformOperator, pctx: &PoContext) -> PoSnapshot<'_> {
-        gather::snapshot(
+        let mut snapshot = gather::snapshot(
             po,
             self.duplicate_of.clone(),
             self.namespace_clash.clone(),
@@ -95,7 +96,15 @@ impl Gathered {
             self.found_bundle_label.clone(),
             self.guard.clone(),
             &pctx.ctx.operator_proxy.borrow(),
-        )
+        );
+        // The progress deadline counts from a time perhaps another replica wrote: what this
+        // manager watched itself bounds it (`pom_policy::clock`).
+        if let Some(hop) = snapshot.hop.as_mut() {
+            hop.started_seen_for =
+                pctx.seen
+                    .seen_for(&snapshot.name, Recorded::HopStarted, hop.started_at);
+        }
+        snapshot
     }
 }
 
@@ -583,6 +592,16 @@ impl<'a> Run<'a> {
             upgrade_gate: self.po.spec.upgrade_gate,
             reported_before: self.snapshot.gate.reported,
             auto_settle_window: self.pctx.ctx.settings.auto_settle_window,
+            rolled_out_seen_for: self
+                .recorded
+                .active_hop
+                .as_ref()
+                .and_then(|hop| hop.rolled_out_at.as_ref())
+                .map_or(Duration::ZERO, |at| {
+                    self.pctx
+                        .seen
+                        .seen_for(&self.snapshot.name, Recorded::RolledOut, at.0)
+                }),
         }
     }
 }

@@ -192,6 +192,8 @@ pub struct PoContext {
     stages: Mutex<HashMap<String, &'static str>>,
     /// Last clean full checks, reused while nothing they read has changed (`quiet.rs`).
     pub(super) checks: CleanChecks,
+    /// When this manager first read each recorded hop instant (`seen_clock.rs`).
+    pub(super) seen: super::seen_clock::SeenClock,
     /// The start-up snapshot the first full check of each PO reads from (`first_checks.rs`),
     /// fed by the owned-object metadata watches.
     pub(super) first_checks: Arc<FirstChecks>,
@@ -277,6 +279,7 @@ impl PoContext {
             attempts: Mutex::default(),
             stages: Mutex::default(),
             checks: CleanChecks::default(),
+            seen: super::seen_clock::SeenClock::default(),
             first_checks: Arc::default(),
         }
     }

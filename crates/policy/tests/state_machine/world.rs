@@ -576,7 +576,12 @@ impl World {
                 _ => None,
             },
             installed,
-            hop: previous.active_hop.as_ref().map(Hop::from),
+            // The model's manager is one replica that never forgets: it watched every
+            // recorded instant since it was written (`pom_policy::clock`).
+            hop: previous.active_hop.as_ref().map(|active| Hop {
+                started_seen_for: pom_policy::snapshot::elapsed(self.now, active.started_at.0),
+                ..Hop::from(active)
+            }),
             cluster,
             kube_version: None,
             catalogs,
@@ -888,6 +893,14 @@ fn status_input<'a>(
         applying_image: image,
         applying_namespace: (!applying.is_empty()).then_some("ns"),
         auto_settle_window: auto_settle_window().unwrap_or(Duration::ZERO),
+        // As for the hop's start: watched since it was recorded.
+        rolled_out_seen_for: previous
+            .active_hop
+            .as_ref()
+            .and_then(|hop| hop.rolled_out_at.as_ref())
+            .map_or(Duration::ZERO, |at| {
+                pom_policy::snapshot::elapsed(now, at.0)
+            }),
     }
 }
 
