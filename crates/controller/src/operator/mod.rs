@@ -10,6 +10,7 @@ mod operator_condition;
 mod pipeline;
 mod quiet;
 mod reconcile;
+mod served_apis;
 pub(crate) mod webhook_certs;
 
 pub use install::is_rolled_out;
