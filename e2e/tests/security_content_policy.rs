@@ -699,3 +699,94 @@ async fn a_hop_whose_webhook_widens_is_held_until_the_admin_consents_again() {
     .await;
     manager.stop().await;
 }
+
+/// Issue 33 item 3, the live half: a bundle whose CRD claims a group/version the API server
+/// routes to an aggregated APIService (as a metrics adapter's) is refused before anything is
+/// applied, the reason naming the CRD, the APIService and its Service; the API server holds
+/// neither the CRD nor the operator. Once the admin removes the APIService the same bundle
+/// installs (the refusal was the APIService's, read fresh, not a stale reading).
+#[tokio::test]
+async fn a_crd_claiming_an_aggregated_apis_group_version_is_refused_until_it_is_gone() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
+    use kube::api::{DeleteParams, PostParams};
+
+    let Some(plane) = simulated_plane(false).await else {
+        return;
+    };
+    let client = plane.client().await.unwrap();
+    let api_services: Api<APIService> = Api::all(client.clone());
+    api_services
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "metadata": {"name": "v1.gadgets.example.com"},
+                "spec": {
+                    "group": "gadgets.example.com", "version": "v1",
+                    "groupPriorityMinimum": 1000, "versionPriority": 15,
+                    "insecureSkipTLSVerify": true,
+                    "service": {"namespace": "default", "name": "gadgets-adapter", "port": 443}
+                }
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let mut bundle = TestBundle::new("gadgets", "1.0.0");
+    bundle.crd_group = Some("gadgets.example.com".into());
+    let fbc = catalog_json(std::slice::from_ref(&bundle), &[]);
+    configmap_catalog(&client, "local", &fbc, 0).await;
+    create_po(&client, "gadgets", json!({"package": {"name": "gadgets"}})).await;
+    let manager = Manager::start(client.clone(), Manager::test_settings(vec![]));
+    wait_catalog_serves(&client, "local", &fbc).await;
+    let message = wait_po_condition(
+        &client,
+        "gadgets",
+        "Installed",
+        "False",
+        Some("ContentPolicyViolation"),
+    )
+    .await;
+    for needed in [
+        "widgets.gadgets.example.com",
+        "v1.gadgets.example.com",
+        "default/gadgets-adapter",
+    ] {
+        assert!(message.contains(needed), "{needed}: {message}");
+    }
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    assert!(
+        crds.get_opt("widgets.gadgets.example.com")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        Api::<Deployment>::namespaced(client.clone(), "gadgets")
+            .get_opt(&bundle.deployment_name())
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    api_services
+        .delete("v1.gadgets.example.com", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_po_condition(
+        &client,
+        "gadgets",
+        "Installed",
+        "True",
+        Some("InstallSucceeded"),
+    )
+    .await;
+    assert!(
+        crds.get_opt("widgets.gadgets.example.com")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    manager.stop().await;
+}

@@ -66,6 +66,12 @@ pub enum Error {
         namespace: Option<String>,
         po: String,
     },
+    /// Issue 33 item 3: a bundle CRD claims a group/resource the live API server already
+    /// serves by something other than a CRD of that name.
+    #[error(
+        "bundle {bundle} ships CRDs for what the API server already serves, so nothing of it is applied: {details}"
+    )]
+    CrdClaimsServedApi { bundle: String, details: String },
     #[error(
         "Secret {name} in namespace {namespace} already exists and this PlatformOperator did not create it; POM never reads, takes over or deletes a Secret it did not create: delete or rename it, then the bundle installs"
     )]
@@ -138,7 +144,9 @@ impl Error {
             Self::NamespaceClash { .. } => Reason::InstallModeUnsupported,
             Self::OwnershipConflict { .. } => Reason::OwnershipConflict,
             Self::AdoptionRefused { .. } | Self::SecretExists { .. } => Reason::AdoptionRefused,
-            Self::ReservedSecretName { .. } => Reason::ContentPolicyViolation,
+            Self::ReservedSecretName { .. } | Self::CrdClaimsServedApi { .. } => {
+                Reason::ContentPolicyViolation
+            }
         }
     }
 

@@ -407,6 +407,10 @@ fn cluster_state_rules() -> Vec<PolicyRule> {
             &["proxies"],
             &["get", "list", "watch"],
         ),
+        // What serves each API group/version: a bundle CRD claiming a group/version an
+        // aggregated APIService serves is refused before it is applied (issue 33 item 3,
+        // `operator/served_apis.rs`); never written.
+        rule(&["apiregistration.k8s.io"], &["apiservices"], &["list"]),
         // The aggregated ClusterOperator: created if the payload did not, status written by SSA.
         rule(
             &["config.openshift.io"],

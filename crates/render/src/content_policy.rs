@@ -13,7 +13,7 @@
 //!   role the table does not know; `aggregate-to-*` labels
 //!   beyond the bundle's own kinds; CRD conversion webhooks that are not the bundle's own;
 //!   admission webhooks over protected kinds (`super::webhook_reach`);
-//!   CRDs claiming what Kubernetes or the platform serves; Services with `externalIPs`; a
+//!   CRDs claiming what Kubernetes or the platform serves (`super::served_apis`); Services with `externalIPs`; a
 //!   PriorityClass that is the cluster's global default; ServiceAccount token Secrets;
 //! - subjects by who they are (`subjects::who`): the install namespace's ServiceAccounts are
 //!   the bundle's own; [`PLATFORM_READERS`] may read non-secret objects of the install namespace,
@@ -43,6 +43,7 @@ use super::csv::CLUSTER_MONITORING_LABEL;
 use super::kinds::{PLAIN_V0_KINDS, REGISTRY_V1_KINDS};
 use super::objects::{ObjectKey, str_at};
 use super::powers::{self, Power, PowerClass, Powers};
+use super::served_apis;
 use super::subjects::{self, Who};
 use super::webhook_reach::{self, WebhookConsent};
 
@@ -100,84 +101,6 @@ const AGGREGATION_LABEL_PREFIXES: &[&str] = &[
     "rbac.authorization.k8s.io/aggregate-to-",
     "authorization.openshift.io/aggregate-to-",
 ];
-
-/// API groups a bundle's CRD may not claim: Kubernetes' and the platform's built-in groups.
-const BUILT_IN_API_GROUPS: &[&str] = &[
-    "",
-    "admissionregistration.k8s.io",
-    "apiextensions.k8s.io",
-    "apiregistration.k8s.io",
-    "apps",
-    "authentication.k8s.io",
-    "authorization.k8s.io",
-    "autoscaling",
-    "batch",
-    "certificates.k8s.io",
-    "coordination.k8s.io",
-    "discovery.k8s.io",
-    "events.k8s.io",
-    "flowcontrol.apiserver.k8s.io",
-    "networking.k8s.io",
-    "node.k8s.io",
-    "policy",
-    "rbac.authorization.k8s.io",
-    "resource.k8s.io",
-    "scheduling.k8s.io",
-    "storage.k8s.io",
-    "apps.openshift.io",
-    "authorization.openshift.io",
-    "build.openshift.io",
-    "config.openshift.io",
-    "image.openshift.io",
-    "machine.openshift.io",
-    "machineconfiguration.openshift.io",
-    "oauth.openshift.io",
-    "operators.coreos.com",
-    "platform.openshift.io",
-    "project.openshift.io",
-    "quota.openshift.io",
-    "route.openshift.io",
-    "security.openshift.io",
-    "template.openshift.io",
-    "user.openshift.io",
-];
-
-/// API groups the platform shares with operators: it serves the resources listed (plural names),
-/// and an optional operator may define others in the group (`certmanagers.operator.openshift.io`
-/// is served by nothing but cert-manager-operator). From openshift/api, `operator/v1` and
-/// `operator/v1alpha1` (OpenShift 4.12 to 4.20), and the resources OpenShift served earlier.
-const SHARED_PLATFORM_GROUPS: &[(&str, &[&str])] = &[(
-    "operator.openshift.io",
-    &[
-        "authentications",
-        "cloudcredentials",
-        "clustercsidrivers",
-        "clusterversionoperators",
-        "configs",
-        "consoles",
-        "csisnapshotcontrollers",
-        "dnses",
-        "etcdbackups",
-        "etcds",
-        "imagecontentsourcepolicies",
-        "ingresscontrollers",
-        "ingresses",
-        "insightsoperators",
-        "kubeapiservers",
-        "kubecontrollermanagers",
-        "kubeschedulers",
-        "kubestorageversionmigrators",
-        "machineconfigurations",
-        "networks",
-        "olms",
-        "openshiftapiservers",
-        "openshiftcontrollermanagers",
-        "servicecas",
-        "servicecatalogapiservers",
-        "servicecatalogcontrollermanagers",
-        "storages",
-    ],
-)];
 
 pub use pom_platform::{PLATFORM_NAMESPACE_PREFIXES, PLATFORM_NAMESPACES, is_platform_namespace};
 
@@ -1325,23 +1248,24 @@ fn crd_findings(
     let mut found = Vec::new();
     let group = str_at(object, &["spec", "group"]).unwrap_or_default();
     let plural = str_at(object, &["spec", "names", "plural"]).unwrap_or_default();
-    let served_by_platform = SHARED_PLATFORM_GROUPS
-        .iter()
-        .any(|(shared, served)| *shared == group && served.contains(&plural));
-    if served_by_platform {
-        found.push((
+    match served_apis::served_by(group, plural) {
+        Some(row) if row.serves == served_apis::Serves::Group => found.push((
             ContentRule::BuiltInApiGroup,
             format!(
-                "it defines {plural}.{group}, which the platform serves (the group holds the platform's own configuration next to optional operators' kinds); a bundle's CRDs must define kinds of its own"
+                "it defines kinds in the API group {group:?}, which Kubernetes or the platform serves ({} serves every resource of it, per POM's table of served APIs from Kubernetes {} and openshift/api {}); a bundle's CRDs must use groups of its own",
+                row.server,
+                served_apis::KUBERNETES_VERSION,
+                served_apis::OPENSHIFT_API_VERSION
             ),
-        ));
-    } else if BUILT_IN_API_GROUPS.contains(&group) || group.is_empty() {
-        found.push((
+        )),
+        Some(_) => found.push((
             ContentRule::BuiltInApiGroup,
             format!(
-                "it defines kinds in the API group {group:?}, which Kubernetes or the platform serves; a bundle's CRDs must use groups of its own"
+                "it defines {plural}.{group}, which the platform serves (openshift/api {} publishes its CRD; the group holds the platform's own kinds next to optional operators' kinds); a bundle's CRDs must define kinds of its own",
+                served_apis::OPENSHIFT_API_VERSION
             ),
-        ));
+        )),
+        None => {}
     }
     // A conversion POM rendered from spec.webhookdefinitions calls the bundle's own Service.
     if str_at(object, &["spec", "conversion", "strategy"]) == Some("Webhook")

@@ -39,6 +39,7 @@ pub mod pod_security;
 pub mod powers;
 mod properties;
 mod registry_v1;
+pub mod served_apis;
 mod subjects;
 pub mod warnings;
 pub mod webhook_reach;

@@ -628,18 +628,63 @@ fn the_cluster_monitoring_opt_in_needs_platform_config() {
 
 #[test]
 fn a_kind_the_platform_serves_is_refused_and_one_it_does_not_is_not() {
-    let crd = |plural: &str| {
+    let crd = |plural: &str, group: &str| {
         format!(
-            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {{name: {plural}.operator.openshift.io}}\nspec:\n  group: operator.openshift.io\n  scope: Cluster\n  names: {{kind: X, plural: {plural}}}\n  versions: [{{name: v1, served: true, storage: true, schema: {{openAPIV3Schema: {{type: object}}}}}}]\n"
+            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {{name: {plural}.{group}}}\nspec:\n  group: {group}\n  scope: Cluster\n  names: {{kind: X, plural: {plural}}}\n  versions: [{{name: v1, served: true, storage: true, schema: {{openAPIV3Schema: {{type: object}}}}}}]\n"
         )
     };
-    for served in ["consoles", "etcds", "kubeapiservers", "ingresscontrollers"] {
-        let refused = refusal(render(&plain(&crd(served)), &options(&PowerClass::ALL)));
+    // Resources openshift/api publishes CRDs for, in groups shared with optional operators
+    // (issue 33 item 3: the console's, monitoring's and the others were not known before).
+    for (served, group) in [
+        ("consoles", "operator.openshift.io"),
+        ("etcds", "operator.openshift.io"),
+        ("kubeapiservers", "operator.openshift.io"),
+        ("ingresscontrollers", "operator.openshift.io"),
+        ("consoleplugins", "console.openshift.io"),
+        ("consolequickstarts", "console.openshift.io"),
+        ("alertingrules", "monitoring.openshift.io"),
+        ("dnsrecords", "ingress.operator.openshift.io"),
+        ("helmchartrepositories", "helm.openshift.io"),
+    ] {
+        let refused = refusal(render(
+            &plain(&crd(served, group)),
+            &options(&PowerClass::ALL),
+        ));
         assert_eq!(refused.0[0].rule, ContentRule::BuiltInApiGroup, "{served}");
         assert!(
-            refused.0[0].detail.contains("which the platform serves"),
-            "{served}"
+            refused.0[0].detail.contains("which the platform serves")
+                && refused.0[0]
+                    .detail
+                    .contains(pom_render::served_apis::OPENSHIFT_API_VERSION),
+            "{served}: {}",
+            refused.0[0].detail
         );
     }
-    render(&plain(&crd("certmanagers")), &options(&[])).unwrap();
+    // Whole groups: Kubernetes' (those k8s.io/api registers) and the aggregated API servers'.
+    for (plural, group) in [
+        ("migrations", "storagemigration.k8s.io"),
+        ("gadgets", "packages.operators.coreos.com"),
+        ("gadgets", "route.openshift.io"),
+    ] {
+        let refused = refusal(render(
+            &plain(&crd(plural, group)),
+            &options(&PowerClass::ALL),
+        ));
+        assert_eq!(refused.0[0].rule, ContentRule::BuiltInApiGroup, "{group}");
+        assert!(
+            refused.0[0].detail.contains("serves every resource of it"),
+            "{group}: {}",
+            refused.0[0].detail
+        );
+    }
+    render(
+        &plain(&crd("certmanagers", "operator.openshift.io")),
+        &options(&[]),
+    )
+    .unwrap();
+    render(
+        &plain(&crd("widgets", "console.openshift.io")),
+        &options(&[]),
+    )
+    .unwrap();
 }

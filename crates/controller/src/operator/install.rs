@@ -34,6 +34,7 @@ use serde_json::Value;
 use super::first_checks::{FirstChecks, ObjectKey};
 use super::objects::{self, KindCache, apply_if_changed, get_opt, label, object_id};
 use super::operator_condition::{self, OperatorConditionFor};
+use super::served_apis::{self, LiveApisCache};
 use super::webhook_certs;
 use crate::catalog::access;
 use crate::context::BUNDLE_FIELD_MANAGER;
@@ -414,6 +415,17 @@ pub async fn prepare(
     other_namespaces_unclaimed(client, &desired, namespace, &writer.po).await?;
     let (live_objects, unsafe_changes) =
         read_and_judge_live(client, reads, &desired, namespace_exists, &writer).await?;
+    let live: Vec<bool> = live_objects
+        .iter()
+        .map(|(_, live)| live.is_some())
+        .collect();
+    served_apis::check(
+        client,
+        reads.served,
+        &target.name,
+        &served_apis::claims(&desired, &live),
+    )
+    .await?;
     let live_operator_condition = operator_condition_is_writable(
         client,
         reads.first,
@@ -451,6 +463,8 @@ pub struct OtherPos<'a> {
 pub struct Reads<'a> {
     pub kinds: &'a KindCache,
     pub first: &'a FirstChecks,
+    /// What the API server serves, read before a CRD is applied (`served_apis.rs`).
+    pub served: &'a LiveApisCache,
 }
 
 /// The PO about to write: who it is, as ownership judges it (so each object read is checked

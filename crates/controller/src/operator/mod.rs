@@ -11,6 +11,7 @@ mod pipeline;
 mod quiet;
 mod reconcile;
 mod seen_clock;
+mod served_apis;
 pub(crate) mod webhook_certs;
 
 pub use install::is_rolled_out;

@@ -628,6 +628,7 @@ async fn prepare(
     let reads = install::Reads {
         kinds: &pctx.kinds,
         first: &pctx.first_checks,
+        served: &pctx.served_apis,
     };
     let prepared = install::prepare(
         &pctx.ctx,

@@ -197,6 +197,8 @@ pub struct PoContext {
     /// The start-up snapshot the first full check of each PO reads from (`first_checks.rs`),
     /// fed by the owned-object metadata watches.
     pub(super) first_checks: Arc<FirstChecks>,
+    /// What the API server serves, read before a bundle's CRDs are applied (`served_apis.rs`).
+    pub(super) served_apis: super::served_apis::LiveApisCache,
 }
 
 /// Runs the PlatformOperator controller until `shutdown`, on `state`'s PlatformOperator cache
@@ -281,6 +283,7 @@ impl PoContext {
             checks: CleanChecks::default(),
             seen: super::seen_clock::SeenClock::default(),
             first_checks: Arc::default(),
+            served_apis: super::served_apis::LiveApisCache::default(),
         }
     }
 }
