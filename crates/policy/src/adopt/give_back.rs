@@ -315,6 +315,22 @@ pub fn restore(
     Ok(Restore::Give(json!({ "metadata": metadata })))
 }
 
+/// Whether deleting the PlatformOperator leaves an object it records in place rather than
+/// deleting it (review M3): one adoption released from OLM (it carries the release record,
+/// `labels`), while the PlatformOperator still adopts (its first install not recorded: the
+/// admin deleted it mid-adoption) or gives the operator back (asked, not yet done). That
+/// object is OLM's running operator, which the admin never asked POM to remove; once the
+/// adoption is recorded, deleting the PlatformOperator removes what it owns, as any other.
+#[must_use]
+pub fn kept_at_cleanup(
+    adopting: bool,
+    giving_back: bool,
+    labels: Option<&std::collections::BTreeMap<String, String>>,
+) -> bool {
+    (adopting || giving_back)
+        && labels.is_some_and(|l| l.contains_key(pom_api::labels::RELEASED_FROM_OLM))
+}
+
 /// The object's owner references with OLM's restored: every reference it has now but one to
 /// the CSV, then the one OLM writes (`ownerutil.NonBlockingOwner`), to the CSV's current uid.
 fn owner_references(live: &Value, owner: &Owner) -> Vec<Value> {
@@ -566,6 +582,31 @@ mod tests {
             restore(&other, &live, ("po", "op"), &owner(), POM).unwrap(),
             Restore::Created
         );
+    }
+
+    #[test]
+    fn what_a_deletion_mid_adoption_or_mid_give_back_leaves() {
+        let released: std::collections::BTreeMap<String, String> = [(
+            "platform.openshift.io/released-from-olm".to_owned(),
+            "op.v1".to_owned(),
+        )]
+        .into();
+        let created: std::collections::BTreeMap<String, String> =
+            [("platform.openshift.io/owner".to_owned(), "po".to_owned())].into();
+        for (adopting, giving_back, labels, kept) in [
+            (true, false, Some(&released), true),
+            (false, true, Some(&released), true),
+            (true, true, Some(&released), true),
+            (false, false, Some(&released), false),
+            (true, false, Some(&created), false),
+            (false, true, None, false),
+        ] {
+            assert_eq!(
+                kept_at_cleanup(adopting, giving_back, labels),
+                kept,
+                "{adopting} {giving_back} {labels:?}"
+            );
+        }
     }
 
     #[test]
