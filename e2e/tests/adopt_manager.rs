@@ -436,3 +436,275 @@ async fn an_install_that_differs_is_left_alone_and_says_why() {
     assert_eq!(olm_marks(&deployment.metadata), Vec::<String>::new());
     manager.stop().await;
 }
+
+/// What OLM marks `meta` with, by value: its owner and component labels with their values,
+/// and its owner references to a CSV with their uids.
+fn olm_marks_by_value(meta: &kube::api::ObjectMeta) -> Vec<String> {
+    let mut marks: Vec<String> = meta
+        .labels
+        .iter()
+        .flatten()
+        .filter(|(k, _)| k.starts_with("olm.owner") || k.starts_with("operators.coreos.com/"))
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    marks.extend(
+        meta.owner_references
+            .iter()
+            .flatten()
+            .filter(|r| r.kind == "ClusterServiceVersion")
+            .map(|r| format!("ownerReference {} {}", r.name, r.uid)),
+    );
+    marks.sort();
+    marks
+}
+
+/// POM's marks on `meta`: its `platform.openshift.io/*` labels and annotations.
+fn pom_marks(meta: &kube::api::ObjectMeta) -> Vec<String> {
+    let mut marks: Vec<String> = meta
+        .labels
+        .iter()
+        .flatten()
+        .chain(meta.annotations.iter().flatten())
+        .map(|(k, _)| k.clone())
+        .filter(|k| k.starts_with("platform.openshift.io/"))
+        .collect();
+    marks.sort();
+    marks
+}
+
+/// OLM's marks on the install's Deployment, ServiceAccount and CRDs, by object.
+async fn olm_objects_marks(
+    client: &Client,
+    ns: &str,
+    crd_label: &str,
+) -> Vec<(String, Vec<String>)> {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let mut out = Vec::new();
+    for d in Api::<Deployment>::namespaced(client.clone(), ns)
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+    {
+        out.push((
+            format!("Deployment {}", d.name_any()),
+            olm_marks_by_value(&d.metadata),
+        ));
+    }
+    for sa in Api::<ServiceAccount>::namespaced(client.clone(), ns)
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .filter(|sa| sa.name_any() != "default")
+    {
+        out.push((
+            format!("ServiceAccount {}", sa.name_any()),
+            olm_marks_by_value(&sa.metadata),
+        ));
+    }
+    for crd in Api::<CustomResourceDefinition>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .filter(|c| {
+            c.labels().contains_key(crd_label) || c.labels().contains_key(pom_api::labels::OWNER_PO)
+        })
+    {
+        out.push((
+            format!("CRD {}", crd.name_any()),
+            olm_marks_by_value(&crd.metadata),
+        ));
+    }
+    out.sort();
+    out
+}
+
+#[tokio::test]
+async fn gives_back_to_olm_deleting_nothing_olm_owns() {
+    let Some(crds) = olm_v0::require_crds() else {
+        return;
+    };
+    let Some(plane) = simulated_plane(false).await else {
+        return;
+    };
+    let client = plane.client().await.unwrap();
+    olm_v0::install_crds(&client, &crds).await.unwrap();
+    let v1 = TestBundle::new("alpha", "1.0.0");
+    let fbc = catalog_json(std::slice::from_ref(&v1), &[]);
+    configmap_catalog(&client, "operators", &fbc, 0).await;
+    let ns = "alpha-system";
+    let component = "operators.coreos.com/alpha.alpha-system";
+    olm_v0::lay_out(&client, &Install::new(v1.clone(), ns, Targets::All))
+        .await
+        .unwrap();
+    rolled_out(&client, ns).await;
+    let before = running(&client, ns).await;
+    let olms_before = olm_objects_marks(&client, ns, component).await;
+    assert!(
+        olms_before.iter().all(|(_, marks)| !marks.is_empty()),
+        "laid out as OLM's: {olms_before:?}"
+    );
+
+    let settings = Manager::test_settings(vec![]);
+    let manager = Manager::start(client.clone(), settings);
+    wait_catalog_serves(&client, "operators", &fbc).await;
+    create_po(
+        &client,
+        "alpha",
+        json!({"package": {"name": "alpha", "channel": "stable", "versionRange": "=1.0.0"},
+               "installNamespace": ns,
+               "adoptFrom": {"subscription": {"namespace": ns, "name": "alpha"}}}),
+    )
+    .await;
+    wait_po_condition(
+        &client,
+        "alpha",
+        "Installed",
+        "True",
+        Some("InstallSucceeded"),
+    )
+    .await;
+    rolled_out(&client, ns).await;
+    assert_eq!(
+        running(&client, ns).await,
+        before,
+        "adoption restarted the operator"
+    );
+    let adopted = olm_objects_marks(&client, ns, component).await;
+    assert!(
+        adopted.iter().all(|(_, marks)| marks.is_empty()),
+        "adopted: {adopted:?}"
+    );
+    let pos = Api::<PlatformOperator>::all(client.clone());
+    let inventory: Vec<_> = pos
+        .get("alpha")
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .inventory
+        .iter()
+        .flat_map(|b| b.objects.clone())
+        .collect();
+
+    // A give-back naming another CSV is refused, changing nothing.
+    pos.patch(
+        "alpha",
+        &PatchParams::default(),
+        &Patch::Merge(
+            json!({"metadata": {"annotations": {pom_api::labels::GIVE_BACK: "alpha.v0.9.0"}}}),
+        ),
+    )
+    .await
+    .unwrap();
+    let refused = wait_po_condition(
+        &client,
+        "alpha",
+        "Degraded",
+        "True",
+        Some("GiveBackRefused"),
+    )
+    .await;
+    eprintln!("Degraded=True GiveBackRefused: {refused}");
+    assert!(refused.contains("alpha.v0.9.0"), "{refused}");
+    assert_eq!(olm_objects_marks(&client, ns, component).await, adopted);
+
+    // The admin gives it back: OLM's labels and owner references (the CSV's uid) back, POM's
+    // marks gone, nothing restarted.
+    pos.patch(
+        "alpha",
+        &PatchParams::default(),
+        &Patch::Merge(
+            json!({"metadata": {"annotations": {pom_api::labels::GIVE_BACK: "alpha.v1.0.0"}}}),
+        ),
+    )
+    .await
+    .unwrap();
+    let given = wait_po_condition(&client, "alpha", "Installed", "True", Some("GivenBack")).await;
+    eprintln!("Installed=True GivenBack: {given}");
+    assert_eq!(olm_objects_marks(&client, ns, component).await, olms_before);
+    let deployment = Api::<Deployment>::namespaced(client.clone(), ns)
+        .get("alpha-controller")
+        .await
+        .unwrap();
+    assert_eq!(pom_marks(&deployment.metadata), Vec::<String>::new());
+    let namespace = Api::<Namespace>::all(client.clone()).get(ns).await.unwrap();
+    assert!(!namespace.labels().contains_key(pom_api::labels::OWNER_PO));
+    assert_eq!(
+        running(&client, ns).await,
+        before,
+        "giving back restarted the operator"
+    );
+
+    // The PlatformOperator goes, deleting nothing OLM owns.
+    pos.delete("alpha", &DeleteParams::default()).await.unwrap();
+    eventually(WAIT, "PlatformOperator alpha to go", || async {
+        pos.get_opt("alpha").await.ok()?.is_none().then_some(())
+    })
+    .await;
+    assert_eq!(olm_objects_marks(&client, ns, component).await, olms_before);
+    assert_eq!(
+        running(&client, ns).await,
+        before,
+        "deleting the PlatformOperator restarted the operator"
+    );
+    assert!(
+        Api::<Namespace>::all(client.clone())
+            .get_opt(ns)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    // What POM created itself (its RBAC names) went with it; what OLM owned stayed.
+    for object in &inventory {
+        let (group, version) = object
+            .api_version
+            .split_once('/')
+            .unwrap_or(("", object.api_version.as_str()));
+        let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, &object.kind));
+        let api: Api<DynamicObject> = match &object.namespace {
+            Some(n) => Api::namespaced_with(client.clone(), n, &resource),
+            None => Api::all_with(client.clone(), &resource),
+        };
+        if object.kind == "Secret" {
+            continue;
+        }
+        if let Some(live) = api.get_opt(&object.name).await.unwrap() {
+            assert!(
+                !live.labels().contains_key(pom_api::labels::OWNER_PO),
+                "{} {:?}/{} still POM's after the PlatformOperator went",
+                object.kind,
+                object.namespace,
+                object.name
+            );
+        }
+    }
+    manager.stop().await;
+
+    // OLM owns it again: deleting the CSV lets the garbage collector remove the Deployment.
+    dynamic(
+        &client,
+        "operators.coreos.com",
+        "v1alpha1",
+        "ClusterServiceVersion",
+        ns,
+    )
+    .delete("alpha.v1.0.0", &DeleteParams::background())
+    .await
+    .unwrap();
+    eventually(
+        WAIT,
+        "the garbage collector to remove the Deployment with the CSV",
+        || async {
+            let left = Api::<Deployment>::namespaced(client.clone(), ns)
+                .get_opt("alpha-controller")
+                .await
+                .ok()?;
+            left.is_none().then_some(())
+        },
+    )
+    .await;
+}

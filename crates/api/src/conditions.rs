@@ -121,6 +121,14 @@ reasons! {
     /// template that would change, an object not OLM's for the CSV): the adoption stops,
     /// changing nothing, and the message says what differs.
     AdoptionNotProven,
+    /// The admin asked to give an adopted operator back to OLM v0
+    /// (`platform.openshift.io/give-back`) and every object OLM owned is OLM's again: deleting
+    /// the PlatformOperator now deletes nothing OLM owns.
+    GivenBack,
+    /// The admin asked to give an adopted operator back to OLM v0 and POM cannot (the
+    /// ClusterServiceVersion adopted is gone or replaced, the operator moved since): nothing is
+    /// changed and the message says why.
+    GiveBackRefused,
     /// The manager's admission guard (its ValidatingAdmissionPolicy or the binding) is missing
     /// or not as shipped: POM writes nothing but status until it is back.
     AdmissionGuardMissing,

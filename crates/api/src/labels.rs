@@ -44,6 +44,21 @@ pub const CONFIG_CHANGE_OVERRIDE: &str = "platform.openshift.io/config-change-ov
 /// (and so never deletes one).
 pub const ADOPT: &str = "platform.openshift.io/adopt";
 
+/// The admin's request to give an adopted operator back to OLM v0 (issue 36 item 3), on the
+/// PlatformOperator: its value names the ClusterServiceVersion adopted (the installed bundle).
+/// While it is set, POM applies nothing for the PlatformOperator and hands every object OLM
+/// owned back to that CSV; naming the CSV makes a forgotten annotation inert after a move.
+pub const GIVE_BACK: &str = "platform.openshift.io/give-back";
+
+/// On each object adoption released from OLM v0: the ClusterServiceVersion it belonged to (as a
+/// label value), so that giving the operator back hands exactly these objects back to it.
+/// Labels, not annotations: an annotation change bumps a Deployment's generation.
+pub const RELEASED_FROM_OLM: &str = "platform.openshift.io/released-from-olm";
+/// Beside [`RELEASED_FROM_OLM`]: which of OLM's marks the object carried (`owner`,
+/// `namespace`, `kind`, `component`, `reference`, joined by `.`), for give-back to restore
+/// (`pom_policy::adopt::give_back`).
+pub const RELEASED_OLM_MARKS: &str = "platform.openshift.io/released-olm-marks";
+
 /// Kubernetes label values are at most 63 characters of `[A-Za-z0-9._-]`, alphanumeric at both
 /// ends. A value that fits is used as it is; any other (too long, or with other characters) is
 /// shortened to a readable prefix plus a hash of the whole value, so two different names can

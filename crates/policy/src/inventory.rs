@@ -148,6 +148,28 @@ pub fn without_namespace(inventory: &[BundleInventory], namespace: &str) -> Vec<
         .collect()
 }
 
+/// `inventory` without `gone` (by identity, whatever API version named them): what a
+/// give-back handed to OLM v0 is no longer POM's to delete.
+#[must_use]
+pub fn without_objects(
+    inventory: &[BundleInventory],
+    gone: &[InventoryObject],
+) -> Vec<BundleInventory> {
+    let gone: BTreeSet<_> = gone.iter().map(identity).collect();
+    inventory
+        .iter()
+        .map(|e| BundleInventory {
+            bundle: e.bundle.clone(),
+            objects: e
+                .objects
+                .iter()
+                .filter(|o| !gone.contains(&identity(o)))
+                .cloned()
+                .collect(),
+        })
+        .collect()
+}
+
 /// A Validating- or MutatingWebhookConfiguration.
 #[must_use]
 pub fn is_webhook_configuration(object: &InventoryObject) -> bool {
@@ -188,6 +210,16 @@ mod tests {
 
     fn role(name: &str) -> InventoryObject {
         obj("rbac.authorization.k8s.io/v1", "ClusterRole", None, name)
+    }
+
+    #[test]
+    fn what_was_given_back_leaves_the_inventory_by_identity() {
+        let inventory = with_bundle(&[], "op.v1", &[deployment("a"), role("b"), crd("c")]);
+        let gone = [obj("apps/v1beta1", "Deployment", Some("ns"), "a"), crd("c")];
+        let after = without_objects(&inventory, &gone);
+        assert_eq!(after[0].objects, vec![role("b")]);
+        assert_eq!(after[0].bundle, "op.v1");
+        assert_eq!(without_objects(&inventory, &[]), inventory);
     }
 
     #[test]

@@ -1010,6 +1010,14 @@ fn installed_condition(
                 join(waits)
             ),
         ),
+        // Still running, but OLM's again (`platform.openshift.io/give-back`): say so, not that
+        // POM installed it.
+        (Some(_), Some(problem)) if problem.reason == Reason::GivenBack => Desired::new(
+            types::INSTALLED,
+            ConditionStatus::True,
+            Reason::GivenBack,
+            problem.message.clone(),
+        ),
         (Some(b), Some(problem)) => Desired::new(
             types::INSTALLED,
             ConditionStatus::True,

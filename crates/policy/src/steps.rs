@@ -50,6 +50,11 @@ pub enum Step {
     /// Move each proven object from OLM to POM (one patch each: OLM's owner references and
     /// labels out, POM's owner labels in), after the intent and before the apply.
     ReleaseFromOlm,
+    /// The admin asked to give the adopted operator back to OLM v0
+    /// (`platform.openshift.io/give-back`): hand every object adoption released back to the
+    /// ClusterServiceVersion (`pom_policy::adopt::give_back`), POM's owner labels out; nothing
+    /// is applied while the annotation is set.
+    GiveBack,
     /// Say what a move carries out on the admin's word: content-policy exceptions, an unsafe
     /// CRD change overridden, the action on a move that did not settle (Warning/Normal Events).
     AnnounceMove,
@@ -86,6 +91,7 @@ impl Step {
             Self::Prepare => "prepare",
             Self::ProveAdoption => "prove adoption",
             Self::ReleaseFromOlm => "release from OLM",
+            Self::GiveBack => "give back to OLM",
             Self::RecordIntent => "record intent",
             Self::AnnounceMove => "announce the move",
             Self::Apply => "apply",
@@ -139,11 +145,28 @@ pub struct PlanInput<'a> {
     pub reported_mark_present: bool,
     /// The PO adopts an OLM v0 installation (`spec.adoptFrom`) and has installed nothing yet.
     pub adopting: bool,
+    /// The PO carries the admin's `platform.openshift.io/give-back` annotation.
+    pub giving_back: bool,
 }
 
 /// The ordered steps of one reconcile.
 #[must_use]
 pub fn plan(input: &PlanInput<'_>) -> Vec<Step> {
+    // Giving back comes first and alone: while the admin asks for it, POM applies nothing
+    // (an apply would take the objects over again) and needs no catalog.
+    if input.giving_back {
+        let mut steps = Vec::new();
+        if input.writes_allowed {
+            steps.push(Step::GiveBack);
+        }
+        steps.extend([
+            Step::Report,
+            Step::RememberCleanCheck,
+            Step::WriteStatus,
+            Step::Requeue(Next::AsStatusSays),
+        ]);
+        return steps;
+    }
     if let Action::WaitForCatalog { .. } = input.decision.action {
         return vec![Step::Requeue(Next::CatalogWarmup)];
     }

@@ -928,6 +928,34 @@ fn rows() -> Vec<Row> {
             },
         },
         Row {
+            name: "given back to OLM v0: still running, Installed says GivenBack, nothing degraded",
+            step: step(
+                &settled_at_1_1_0(),
+                900,
+                keep(pin(PinReason::Steady, "=1.1.0")),
+                ActOutcome::Failed(Problem {
+                    reason: Reason::GivenBack,
+                    message: "given back to OLM v0: delete this PlatformOperator".to_owned(),
+                    degrades: false,
+                }),
+            ),
+            want: Want {
+                conditions: [
+                    (True, Reason::GivenBack),
+                    // Nothing moves while given back, and Progressing says why.
+                    (False, Reason::GivenBack),
+                    as_expected,
+                    upgradeable,
+                ],
+                installed: Some("1.1.0"),
+                desired: None,
+                pin: Some((PinReason::Steady, "=1.1.0")),
+                hop: Some((None, "1.1.0", true)),
+                max: Some("4.17"),
+                says: vec![(types::INSTALLED, "given back to OLM v0")],
+            },
+        },
+        Row {
             name: "a failed re-apply of what runs keeps the settled hop and the pin",
             step: step(
                 &settled_at_1_1_0(),

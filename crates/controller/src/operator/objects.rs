@@ -274,7 +274,7 @@ fn gvk_of(object: &InventoryObject) -> GroupVersionKind {
 
 /// The `Api` of a recorded object; `None` when its kind is no longer served (then no such
 /// object can exist).
-async fn api_of(
+pub(super) async fn api_of(
     kinds: &KindCache,
     client: &Client,
     object: &InventoryObject,

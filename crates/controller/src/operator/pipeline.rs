@@ -16,7 +16,9 @@ use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use pom_api::PlatformOperator;
 use pom_api::labels;
+use pom_api::platform_operator::InventoryObject;
 use pom_api::platform_operator::PlatformOperatorStatus;
+use pom_policy::adopt::give_back::{self, Restore};
 use pom_policy::adopt::takeover::{self, OlmSource, Pair, TakeOver, TakeOverInput};
 use pom_policy::namespace_clash::{self, NamespaceClash};
 use pom_policy::snapshot::{GuardState, OperatorGate};
@@ -52,8 +54,12 @@ pub(super) struct Gathered {
     /// OperatorCondition read and the prepare step alike.
     namespace: Option<String>,
     /// What OLM v0's objects say about the installation the PO adopts, while it adopts
-    /// ([`pom_policy::adopt::takeover::adopting`]).
+    /// ([`pom_policy::adopt::takeover::adopting`]) or gives it back.
     olm: Option<OlmSource>,
+    /// The PO adopts (`spec.adoptFrom`, nothing installed yet).
+    adopting: bool,
+    /// The CSV the admin gives the operator back to (`platform.openshift.io/give-back`).
+    give_back: Option<String>,
 }
 
 impl Gathered {
@@ -74,7 +80,8 @@ impl Gathered {
             reported_mark_present: po
                 .annotations()
                 .contains_key(labels::OPERATOR_CONDITION_REPORTED),
-            adopting: self.olm.is_some(),
+            adopting: self.adopting,
+            giving_back: self.give_back.is_some(),
         }
     }
 
@@ -156,12 +163,14 @@ pub(super) async fn gather(
             gather::watched_namespace_owner(&ctx.client, po).await?
         }
     };
-    let olm = match takeover::adopting(po) {
-        Some(from) => {
+    let adopting = takeover::adopting(po).is_some();
+    let give_back = po.annotations().get(labels::GIVE_BACK).cloned();
+    let olm = match po.spec.adopt_from.as_ref() {
+        Some(from) if adopting || give_back.is_some() => {
             pctx.stage(&name, "gather: the OLM v0 installation adopted");
             Some(gather::olm_source(&ctx.client, from).await?)
         }
-        None => None,
+        _ => None,
     };
     pctx.stage(&name, "gather: admission guard");
     let guard = pctx
@@ -180,6 +189,8 @@ pub(super) async fn gather(
         namespace_clash: pctx.namespace_clash(po, watched_owner.as_deref()),
         namespace,
         olm,
+        adopting,
+        give_back,
     }))
 }
 
@@ -214,6 +225,15 @@ fn fixed_namespace(po: &PlatformOperator) -> Option<String> {
     namespace_clash::known_install_namespace(po)
 }
 
+/// The owner labels POM puts on what it applies (`labels::owner_labels`): what giving back
+/// removes.
+const POM_LABELS: &[&str] = &[
+    labels::OWNER_PO,
+    labels::PACKAGE,
+    labels::BUNDLE,
+    labels::MANAGED_BY,
+];
+
 /// Whether the status recorded an inventory before the status write.
 #[derive(Debug, Clone, Copy)]
 struct InventoryBefore(bool);
@@ -244,6 +264,8 @@ pub(super) struct Run<'a> {
     withdrawn: Option<String>,
     /// What [`Step::ProveAdoption`] proved, for [`Step::ReleaseFromOlm`].
     adoption: Option<TakeOver>,
+    /// What [`Step::GiveBack`] handed to OLM v0: the status no longer records it.
+    given_back: Vec<InventoryObject>,
 }
 
 impl<'a> Run<'a> {
@@ -269,6 +291,7 @@ impl<'a> Run<'a> {
             status_written: None,
             withdrawn: None,
             adoption: None,
+            given_back: Vec::new(),
         }
     }
 
@@ -283,6 +306,7 @@ impl<'a> Run<'a> {
             Step::Prepare => self.prepare().await,
             Step::ProveAdoption => self.prove_adoption(),
             Step::ReleaseFromOlm => self.release_from_olm().await?,
+            Step::GiveBack => self.give_back().await?,
             Step::RecordIntent => self.record_intent().await?,
             Step::AnnounceMove => self.announce_move().await,
             Step::Apply => self.apply().await,
@@ -411,6 +435,120 @@ impl<'a> Run<'a> {
         Ok(())
     }
 
+    /// Hands the adopted operator back to OLM v0 (`pom_policy::adopt::give_back`): judged
+    /// first, every recorded object read and judged before the first write (a refusal writes
+    /// nothing), then one conditional patch per object. Done, the outcome is a problem that does
+    /// not degrade (`GivenBack`: the operator runs, OLM's again) and the report drops what went
+    /// back from the inventory, so deleting the PO deletes only what POM created.
+    async fn give_back(&mut self) -> Result<(), Error> {
+        let Some(requested) = self.gathered.give_back.as_deref() else {
+            return Ok(());
+        };
+        let judged = give_back::judge(&give_back::GiveBackInput {
+            po: &self.name,
+            requested,
+            installed: installed_name(self.po),
+            olm: self.gathered.olm.as_ref(),
+        });
+        let owner = match judged {
+            Ok(owner) => owner,
+            Err(refused) => {
+                self.refuse_give_back(&refused);
+                return Ok(());
+            }
+        };
+        let client = &self.pctx.ctx.client;
+        // Every recorded object, CRDs included (OLM marked them too), once, and the install
+        // namespace adoption labelled as this PO's (the inventory does not record it).
+        let mut recorded: std::collections::BTreeSet<InventoryObject> = self
+            .recorded
+            .inventory
+            .iter()
+            .flat_map(|e| e.objects.iter().cloned())
+            .collect();
+        recorded.insert(InventoryObject {
+            api_version: "v1".to_owned(),
+            kind: "Namespace".to_owned(),
+            namespace: None,
+            name: owner.namespace.clone(),
+        });
+        let mut writes = Vec::new();
+        let mut gone = Vec::new();
+        let mut created = 0usize;
+        for object in recorded {
+            // Secrets are never read (issue 22 item 3): POM's own, as adoption takes none.
+            if object.api_version == "v1" && object.kind == "Secret" {
+                created += 1;
+                continue;
+            }
+            let Some(api) = super::objects::api_of(&self.pctx.kinds, client, &object).await? else {
+                continue;
+            };
+            let live = api
+                .get_opt(&object.name)
+                .await
+                .map_err(Error::kube(format!("reading {}", object.describe())))?;
+            let Some(live) = live.and_then(|l| serde_json::to_value(l).ok()) else {
+                gone.push(object);
+                continue;
+            };
+            let key = pom_policy::adopt::ObjectKey {
+                api_version: object.api_version.clone(),
+                kind: object.kind.clone(),
+                namespace: object.namespace.clone(),
+                name: object.name.clone(),
+            };
+            match give_back::restore(
+                &key,
+                &live,
+                (&self.name, &self.po.spec.package.name),
+                &owner,
+                POM_LABELS,
+            ) {
+                Err(refused) => {
+                    self.refuse_give_back(&refused);
+                    return Ok(());
+                }
+                Ok(Restore::Give(patch)) => writes.push((object, api, patch)),
+                Ok(Restore::NotOurs) => gone.push(object),
+                Ok(Restore::Created) => created += 1,
+            }
+        }
+        let params = PatchParams {
+            field_manager: Some(crate::context::BUNDLE_FIELD_MANAGER.to_owned()),
+            ..PatchParams::default()
+        };
+        let given = writes.len();
+        for (object, api, patch) in writes {
+            api.patch(&object.name, &params, &Patch::Merge(&patch))
+                .await
+                .map_err(Error::kube(format!(
+                    "giving {} back to OLM v0",
+                    object.describe()
+                )))?;
+            gone.push(object);
+        }
+        tracing::info!(po = %self.name, csv = %owner.csv, given, created, "gave the adopted operator back to OLM v0");
+        self.given_back = gone;
+        self.outcome = ActOutcome::Failed(Problem {
+            reason: pom_api::conditions::Reason::GivenBack,
+            message: format!(
+                "given back to OLM v0: ClusterServiceVersion {}/{} owns what it owned before adoption again, and POM applies nothing while the platform.openshift.io/give-back annotation is set; delete this PlatformOperator (it deletes only the {created} objects POM created itself)",
+                owner.namespace, owner.csv
+            ),
+            degrades: false,
+        });
+        Ok(())
+    }
+
+    fn refuse_give_back(&mut self, refused: &give_back::Refused) {
+        self.fail(Problem {
+            reason: pom_api::conditions::Reason::GiveBackRefused,
+            message: format!("not given back to OLM v0: {refused}"),
+            degrades: true,
+        });
+    }
+
     async fn record_intent(&mut self) -> Result<(), Error> {
         let (Some((_, prepared)), Some(namespace)) = (&self.prepared, &self.applied_namespace)
         else {
@@ -514,6 +652,9 @@ impl<'a> Run<'a> {
         });
         if let Some(namespace) = &self.withdrawn {
             reported.inventory = inventory::without_namespace(&reported.inventory, namespace);
+        }
+        if !self.given_back.is_empty() {
+            reported.inventory = inventory::without_objects(&reported.inventory, &self.given_back);
         }
         self.reported = Some(reported);
     }

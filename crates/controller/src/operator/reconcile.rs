@@ -598,6 +598,7 @@ async fn cleanup(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueActio
         .as_ref()
         .map(|s| inventory::to_clean_up(&s.inventory))
         .unwrap_or_default();
+    let recorded = without_released(po, pctx, recorded).await?;
     let mut deleted = super::objects::delete_recorded(
         &pctx.kinds,
         client,
@@ -629,6 +630,44 @@ async fn cleanup(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueActio
     }
     tracing::info!(po = %name, deleted, "removed what the PlatformOperator installed (CRDs and the namespace kept, its owner labels taken off)");
     Ok(RequeueAction::await_change())
+}
+
+/// `recorded` without what a PO deleted mid-adoption or mid-give-back released from OLM v0
+/// (`pom_policy::adopt::give_back::kept_at_cleanup`): OLM's running operator stays.
+async fn without_released(
+    po: &PlatformOperator,
+    pctx: &PoContext,
+    recorded: Vec<pom_api::platform_operator::InventoryObject>,
+) -> Result<Vec<pom_api::platform_operator::InventoryObject>, Error> {
+    let adopting = pom_policy::adopt::takeover::adopting(po).is_some();
+    let giving_back = po.annotations().contains_key(labels::GIVE_BACK);
+    if !(adopting || giving_back) {
+        return Ok(recorded);
+    }
+    let client = &pctx.ctx.client;
+    let mut kept = Vec::new();
+    for object in recorded {
+        if object.api_version == "v1" && object.kind == "Secret" {
+            kept.push(object);
+            continue;
+        }
+        let Some(api) = super::objects::api_of(&pctx.kinds, client, &object).await? else {
+            kept.push(object);
+            continue;
+        };
+        let live = api
+            .get_opt(&object.name)
+            .await
+            .map_err(Error::kube(format!("reading {}", object.describe())))?;
+        let labels = live.as_ref().map(|l| l.labels());
+        if pom_policy::adopt::give_back::kept_at_cleanup(adopting, giving_back, labels) {
+            tracing::warn!(po = %po.name_any(), object = %object.describe(),
+                "left in place: released from OLM v0 by an adoption (or give-back) that did not finish");
+            continue;
+        }
+        kept.push(object);
+    }
+    Ok(kept)
 }
 
 #[cfg(test)]

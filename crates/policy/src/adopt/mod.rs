@@ -15,6 +15,7 @@
 //!    OperatorGroup's install mode, refused for nothing but consent. The result is the
 //!    [`proof::AdoptionProof`] adoption will check against what runs before it writes.
 
+pub mod give_back;
 mod install;
 pub mod proof;
 pub mod takeover;

@@ -33,6 +33,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Map, Value, json};
 
 use super::ObjectKey;
+use super::give_back::{Mark, ReleaseRecord};
 
 /// OLM's owner labels on what it generates for a CSV (`pkg/lib/ownerutil`).
 pub const OLM_OWNER: &str = "olm.owner";
@@ -169,6 +170,9 @@ pub struct Release {
     pub owner_references: Option<Vec<Value>>,
     /// OLM's owner and component labels present on it.
     pub labels: Vec<String>,
+    /// What OLM marked it with, left on it (`platform.openshift.io/released-from-olm`) so that
+    /// giving the operator back restores exactly that ([`super::give_back`]).
+    pub record: ReleaseRecord,
 }
 
 /// Proves the running installation is what POM would apply (module documentation).
@@ -339,7 +343,22 @@ impl OlmOwner<'_> {
         if component {
             removed.push(self.component.clone());
         }
+        let present = |k: &str| label(k).is_some();
+        let record = ReleaseRecord {
+            csv: self.csv.to_owned(),
+            marks: [
+                (present(OLM_OWNER), Mark::Owner),
+                (present(OLM_OWNER_NAMESPACE), Mark::Namespace),
+                (present(OLM_OWNER_KIND), Mark::Kind),
+                (component, Mark::Component),
+                (strip, Mark::Reference),
+            ]
+            .into_iter()
+            .filter_map(|(has, mark)| has.then_some(mark))
+            .collect(),
+        };
         Some(Release {
+            record,
             key: key.clone(),
             resource_version: live
                 .pointer("/metadata/resourceVersion")
@@ -619,7 +638,7 @@ fn short(v: &Value) -> String {
 /// The merge patch (RFC 7386) that moves `release`'s object from OLM to POM in one request:
 /// conditional on the resourceVersion proven (a changed object fails the patch with a conflict,
 /// and the next reconcile proves again), OLM's owner references and labels out, `pom_labels`
-/// in.
+/// in, and the record of what OLM's marks were (for give-back) in.
 #[must_use]
 pub fn release_patch(release: &Release, pom_labels: &BTreeMap<String, String>) -> Value {
     let mut labels = serde_json::Map::new();
@@ -638,6 +657,9 @@ pub fn release_patch(release: &Release, pom_labels: &BTreeMap<String, String>) -
             "ownerReferences".to_owned(),
             Value::Array(references.clone()),
         );
+    }
+    for (k, v) in release.record.labels() {
+        labels.insert(k.to_owned(), Value::String(v));
     }
     metadata.insert("labels".to_owned(), Value::Object(labels));
     json!({ "metadata": metadata })
@@ -942,6 +964,25 @@ mod tests {
             ]
         );
         assert_eq!(out.releases[1].owner_references, Some(vec![]));
+        // What give-back restores: which of OLM's marks each carried.
+        assert_eq!(
+            out.releases[0].record,
+            ReleaseRecord {
+                csv: "op.v1".into(),
+                marks: [Mark::Owner, Mark::Namespace, Mark::Reference].into(),
+            }
+        );
+        assert_eq!(
+            out.releases[1].record.marks,
+            [
+                Mark::Owner,
+                Mark::Namespace,
+                Mark::Kind,
+                Mark::Component,
+                Mark::Reference
+            ]
+            .into()
+        );
     }
 
     #[test]
@@ -951,13 +992,19 @@ mod tests {
             resource_version: Some("42".into()),
             owner_references: Some(vec![]),
             labels: vec!["olm.owner".into(), "operators.coreos.com/op.ns".into()],
+            record: ReleaseRecord {
+                csv: "op.v1".into(),
+                marks: [Mark::Owner, Mark::Component, Mark::Reference].into(),
+            },
         };
         let pom: BTreeMap<String, String> =
             [("platform.openshift.io/owner".to_owned(), "po".to_owned())].into();
         assert_eq!(
             release_patch(&release, &pom),
             json!({"metadata": {"resourceVersion": "42", "ownerReferences": [],
-                "labels": {"olm.owner": null, "operators.coreos.com/op.ns": null, "platform.openshift.io/owner": "po"}}})
+                "labels": {"olm.owner": null, "operators.coreos.com/op.ns": null, "platform.openshift.io/owner": "po",
+                    "platform.openshift.io/released-from-olm": "op.v1",
+                    "platform.openshift.io/released-olm-marks": "owner.component.reference"}}})
         );
         let labels_only = Release {
             owner_references: None,

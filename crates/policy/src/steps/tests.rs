@@ -145,6 +145,7 @@ struct Row {
     writes_allowed: bool,
     mark_present: bool,
     adopting: bool,
+    giving_back: bool,
     steps: Vec<Step>,
 }
 
@@ -157,6 +158,7 @@ fn row(name: &'static str, decision: PoDecision, recorded: PlatformOperatorStatu
         writes_allowed: true,
         mark_present: true,
         adopting: false,
+        giving_back: false,
         steps: vec![],
     }
 }
@@ -172,6 +174,10 @@ impl Row {
     }
     fn adopting(mut self) -> Self {
         self.adopting = true;
+        self
+    }
+    fn giving_back(mut self) -> Self {
+        self.giving_back = true;
         self
     }
     fn unmarked(mut self) -> Self {
@@ -380,6 +386,62 @@ fn the_plan_of_each_case() {
         .adopting()
         .steps(FULL_KEEP),
         row(
+            "giving back (platform.openshift.io/give-back): the give-back alone, nothing applied, prepared, marked nor pruned; the clean check forgotten",
+            decision(Action::Keep),
+            steady(),
+        )
+        .giving_back()
+        .unmarked()
+        .steps(&[
+            GiveBack,
+            Report,
+            RememberCleanCheck,
+            WriteStatus,
+            Requeue(Next::AsStatusSays),
+        ]),
+        row(
+            "giving back while a move is chosen: still nothing applied (an apply would take the objects over again)",
+            move_to("2.0.0"),
+            steady(),
+        )
+        .giving_back()
+        .reusable()
+        .steps(&[
+            GiveBack,
+            Report,
+            RememberCleanCheck,
+            WriteStatus,
+            Requeue(Next::AsStatusSays),
+        ]),
+        row(
+            "giving back needs no catalog",
+            decision(Action::WaitForCatalog {
+                catalog: "c".into(),
+            }),
+            steady(),
+        )
+        .giving_back()
+        .steps(&[
+            GiveBack,
+            Report,
+            RememberCleanCheck,
+            WriteStatus,
+            Requeue(Next::AsStatusSays),
+        ]),
+        row(
+            "giving back without the admission guard: not written, only reported",
+            decision(Action::Keep),
+            steady(),
+        )
+        .giving_back()
+        .guard_missing()
+        .steps(&[
+            Report,
+            RememberCleanCheck,
+            WriteStatus,
+            Requeue(Next::AsStatusSays),
+        ]),
+        row(
             "without the admission guard the mark (a write) is not planned",
             decision(Action::Keep),
             steady(),
@@ -396,6 +458,7 @@ fn the_plan_of_each_case() {
             writes_allowed: row.writes_allowed,
             reported_mark_present: row.mark_present,
             adopting: row.adopting,
+            giving_back: row.giving_back,
         });
         assert_eq!(steps, row.steps, "{}", row.name);
     }
@@ -423,7 +486,9 @@ fn every_plan_ends_in_one_requeue_and_orders_its_writes() {
             for (reusable, writes_allowed, mark_present) in
                 flag_combinations([false, true], [false, true], [false, true])
             {
-                for adopting in [false, true] {
+                for (adopting, giving_back) in
+                    [(false, false), (true, false), (false, true), (true, true)]
+                {
                     let steps = plan(&PlanInput {
                         decision: d,
                         recorded: &recorded,
@@ -431,8 +496,23 @@ fn every_plan_ends_in_one_requeue_and_orders_its_writes() {
                         writes_allowed,
                         reported_mark_present: mark_present,
                         adopting,
+                        giving_back,
                     });
                     check_order(&steps);
+                    if giving_back {
+                        assert!(
+                            !steps.iter().any(|s| matches!(
+                                s,
+                                Prepare
+                                    | Apply
+                                    | ReleaseFromOlm
+                                    | PruneAfterSettle
+                                    | Withdraw { .. }
+                                    | FinishInterruptedPrune { .. }
+                            )),
+                            "giving back applies, releases and deletes nothing: {steps:?}"
+                        );
+                    }
                 }
             }
         }
