@@ -48,4 +48,12 @@ if ! have; then
   done
   rm -rf "$out" && mv "$out.tmp" "$out"
 fi
+# k8s.io/api at the plane's Kubernetes version: pom-render's table of served APIs is checked
+# against the groups it registers (crates/render/tests/served_apis.rs), offline.
+k8s_api="k8s.io/api@v0.${KUBERNETES_VERSION#1.}"
+if [ ! -d "$cache/gomodcache/$k8s_api" ]; then
+  command -v go >/dev/null || fail "no 'go' on PATH: install Go >= 1.26 ($k8s_api is read from the Go module proxy)"
+  log "fetching $k8s_api"
+  (export GOFLAGS=-mod=mod GOMODCACHE="$cache/gomodcache" GOPATH="$cache/gopath"; module_dir "$k8s_api" >/dev/null)
+fi
 echo "$out"

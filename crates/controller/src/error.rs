@@ -92,6 +92,12 @@ pub enum Error {
          {first}); an object kept by a finalizer of its own needs that finalizer's controller"
     )]
     StillDeleting { count: usize, first: String },
+    /// What the API server says it serves cannot be used to judge a bundle's CRD claims:
+    /// refusing to apply is safer than applying unchecked (review M4).
+    #[error(
+        "API discovery cannot be used to check the bundle's CRDs against what the API server serves: {detail}; POM needs aggregated discovery (/apis, Kubernetes 1.30 or later) and retries"
+    )]
+    DiscoveryUnusable { detail: String },
     /// Issue 22 item 4: drift repair re-applies only what was applied at the move.
     #[error(
         "bundle {bundle} cannot be re-applied as it was applied: no catalog carries its manifests as they were at its move (they changed, or left every catalog); what runs keeps running, unrepaired, until the next move"
@@ -126,6 +132,7 @@ impl Error {
             | Self::InvalidObject { .. }
             | Self::Finalizer(_)
             | Self::StillDeleting { .. }
+            | Self::DiscoveryUnusable { .. }
             | Self::AppliedContentGone { .. }
             | Self::WebhookCertificates { .. } => Reason::InstallFailed,
             Self::AdmissionGuardMissing { .. } => Reason::AdmissionGuardMissing,

@@ -1552,7 +1552,9 @@ pub async fn release_namespace(
         .patch(namespace, &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .map_err(Error::kube(format!(
-            "taking the owner labels of PlatformOperator {po} off namespace {namespace}"
+            "taking the owner labels of PlatformOperator {po} off namespace {namespace} (its deletion waits for it; \
+             if the manager may not patch Namespaces, remove them by hand: kubectl label namespace {namespace} {}-)",
+            release.join("- ")
         )))?;
     Ok(())
 }

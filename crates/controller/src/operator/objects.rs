@@ -176,29 +176,25 @@ pub fn label(object: &mut Value, po: &str, package: &str, bundle: &str) {
 }
 
 /// The CRD to apply while its new conversion webhook is not served yet (issue 34 item 9):
-/// `desired` with the `spec.conversion` the live CRD has, when the two differ; `None` when
-/// they do not (or `live` is absent: a first install has no converter to keep). A conversion
-/// webhook is switched like a webhook configuration, once the new pods serve (see
-/// `pom_policy::webhook_serving`): switched with the CRD's apply, the new path would be called
-/// before any pod serves it.
+/// `desired` with the live CRD's webhook conversion, when the live CRD converts through a
+/// webhook and `desired` changes it; `None` otherwise. A conversion webhook is switched like a
+/// webhook configuration, once the new pods serve (see `pom_policy::webhook_serving`):
+/// switched with the CRD's apply, the new path would be called before any pod serves it.
+/// Only a live *webhook* converter is kept: a live `None` strategy (what the API server
+/// defaults a CRD without conversion to) is never kept beside the new versions, since objects
+/// read at a new version would then be relabelled, not converted, and written back with
+/// their fields lost (review H2); the CRD is applied whole and conversions fail loudly until
+/// the new pods serve.
 #[must_use]
 pub fn conversion_held_back(desired: &Value, live: &Value) -> Option<Value> {
-    let wanted = desired.pointer("/spec/conversion");
-    let running = live.pointer("/spec/conversion");
-    let same = match (wanted, running) {
-        (Some(wanted), Some(running)) => is_subset(wanted, running),
-        (Some(_), None) => false,
-        (None, _) => true,
-    };
-    if same {
+    let wanted = desired.pointer("/spec/conversion")?;
+    let running = live.pointer("/spec/conversion")?;
+    let live_webhook = running.get("strategy").and_then(Value::as_str) == Some("Webhook");
+    if !live_webhook || is_subset(wanted, running) {
         return None;
     }
     let mut held = desired.clone();
-    if let (Some(spec), Some(running)) = (held.get_mut("spec"), running) {
-        spec["conversion"] = running.clone();
-    } else if let Some(Value::Object(spec)) = held.get_mut("spec") {
-        spec.remove("conversion");
-    }
+    held.get_mut("spec")?["conversion"] = running.clone();
     Some(held)
 }
 
@@ -548,10 +544,16 @@ mod tests {
                 Some(Some(live_v1["spec"]["conversion"].clone())),
             ),
             (
-                "a conversion added: none until served",
+                "a conversion added to a CRD without one: applied whole (review H2)",
                 crd(Some(hook("/v2/convert"))),
                 crd(None),
-                Some(None),
+                None,
+            ),
+            (
+                "a conversion added where the API server says None: applied whole (review H2)",
+                crd(Some(hook("/v2/convert"))),
+                crd(Some(json!({"strategy": "None"}))),
+                None,
             ),
             ("a conversion dropped", crd(None), live_v1.clone(), None),
         ];

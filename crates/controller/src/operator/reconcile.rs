@@ -583,6 +583,7 @@ async fn apply(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction,
 async fn cleanup(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueAction, Error> {
     let name = po.name_any();
     pctx.checks.forget(&name);
+    pctx.seen.forget(&name);
     pctx.ctx.metrics.patch_update_judged(&name, false);
     // Deleting is writing: not without the guard (issue 22 item 2); the finalizer stays.
     let guard = pctx
@@ -621,12 +622,9 @@ async fn cleanup(po: &PlatformOperator, pctx: &PoContext) -> Result<RequeueActio
             first: first.describe(),
         });
     }
-    let install_namespace = po
-        .status
-        .as_ref()
-        .and_then(|s| s.install_namespace.as_deref());
-    if let Some(namespace) = install_namespace {
-        super::install::release_namespace(client, namespace, &name).await?;
+    // The recorded install namespace, else where an older manager's install went (review M3).
+    if let Some(namespace) = pom_policy::namespace_clash::known_install_namespace(po) {
+        super::install::release_namespace(client, &namespace, &name).await?;
     }
     tracing::info!(po = %name, deleted, "removed what the PlatformOperator installed (CRDs and the namespace kept, its owner labels taken off)");
     Ok(RequeueAction::await_change())

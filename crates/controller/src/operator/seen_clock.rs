@@ -49,6 +49,13 @@ impl SeenClock {
         first_read.insert(key, (at, now));
         Duration::ZERO
     }
+
+    /// Drops what was remembered of `po` (it was deleted): the memory holds live POs only.
+    pub fn forget(&self, po: &str) {
+        if let Ok(mut first_read) = self.first_read.lock() {
+            first_read.retain(|(name, _), _| name != po);
+        }
+    }
 }
 
 #[cfg(test)]

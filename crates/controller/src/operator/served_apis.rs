@@ -71,7 +71,21 @@ async fn read(client: &kube::Client) -> Result<LiveApis, Error> {
     .await
     .map_err(|_| deadline("listing APIServices"))?
     .map_err(Error::kube("listing APIServices"))?;
-    Ok(live_apis(&discovery, &api_services.items))
+    if discovery.items.is_empty() {
+        return Err(Error::DiscoveryUnusable {
+            detail: "/apis listed no API group (a server or proxy that answered without aggregated discovery)".to_owned(),
+        });
+    }
+    let live = live_apis(&discovery, &api_services.items);
+    if live.resources.len() > MAX_SERVED_RESOURCES {
+        return Err(Error::DiscoveryUnusable {
+            detail: format!(
+                "it lists {} resources, more than the {MAX_SERVED_RESOURCES} POM checks (MAX_SERVED_RESOURCES)",
+                live.resources.len()
+            ),
+        });
+    }
+    Ok(live)
 }
 
 /// What discovery and the APIServices say is served (pure).
@@ -90,14 +104,6 @@ fn live_apis(discovery: &APIGroupDiscoveryList, api_services: &[APIService]) -> 
                 }
             }
         }
-    }
-    if resources.len() > MAX_SERVED_RESOURCES {
-        tracing::warn!(
-            served = resources.len(),
-            limit = MAX_SERVED_RESOURCES,
-            "API discovery lists more resources than POM keeps; the rest is not checked"
-        );
-        resources = resources.into_iter().take(MAX_SERVED_RESOURCES).collect();
     }
     let aggregated: BTreeMap<(String, String), (String, String)> = api_services
         .iter()
