@@ -436,7 +436,11 @@ pub fn compute(inputs: &Inputs, to: &str, target: &Version) -> anyhow::Result<Pl
         .iter()
         .map(|po| {
             let steady_at = in_flight.is_none().then_some(&current);
-            plan_po(po, inputs, &phase, gated, steady_at, Timestamp::now())
+            let phases = Phases {
+                live: &now,
+                planned: &phase,
+            };
+            plan_po(po, inputs, phases, gated, steady_at, Timestamp::now())
         })
         .collect();
     for po in platform_operators.iter().filter(|p| p.blocks_update) {
@@ -898,14 +902,22 @@ fn attach_hop_powers(plan: &mut Plan, inputs: &Inputs, bundles: &FetchedBundles)
     }
 }
 
+/// The cluster's phase as it is now, and the phase of the update planned.
+#[derive(Clone, Copy)]
+struct Phases<'a> {
+    live: &'a ClusterPhase,
+    planned: &'a ClusterPhase,
+}
+
 fn plan_po(
     po: &PlatformOperator,
     inputs: &Inputs,
-    phase: &ClusterPhase,
+    phases: Phases<'_>,
     gated: bool,
     steady_at: Option<&Version>,
     now: Timestamp,
 ) -> PoPlan {
+    let phase = phases.planned;
     let name = po.name_any();
     let status = po.status.clone().unwrap_or_default();
     let snapshot = po_snapshot(po, inputs, phase, now);
@@ -983,7 +995,10 @@ fn plan_po(
         result.upgradeable_after = Some(VerdictView::from(&decide(&after).verdict));
     }
     if gated {
-        let verdict = upgradeable_for_update(po, &walk.first.verdict);
+        // The CVO judges the request from where the cluster heads now (`status.desired`), so
+        // what blocks it is the PO's verdict in the live phase, as the manager reports it.
+        let live = decide(&po_snapshot(po, inputs, phases.live, now)).verdict;
+        let verdict = upgradeable_for_update(po, &live);
         result.blocks_update = !verdict.allows_update();
         result.upgradeable = VerdictView::from(&verdict);
     }
