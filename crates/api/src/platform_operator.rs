@@ -80,10 +80,11 @@ pub struct PlatformOperatorSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 32))]
     pub content_exceptions: Vec<ContentExceptionSpec>,
-    /// Bindings this operator's bundles ship that POM does not apply, each named by the admin:
-    /// for a bundle refused for a binding nothing can allow (a foreign subject, a role it does
-    /// not ship), the admin may install it without that binding. Omitting a binding only ever
-    /// grants less; the operator may lack what the binding was for.
+    /// Bindings and Secrets this operator's bundles ship that POM does not apply, each named by
+    /// the admin: for a bundle refused for an object nothing can allow (a binding to a foreign
+    /// subject or to a role it does not ship, a ServiceAccount token Secret), the admin may
+    /// install it without that object. Omitting one only ever grants less; the operator may
+    /// lack what it was for.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 32))]
     pub omit_objects: Vec<OmittedObject>,
@@ -349,8 +350,8 @@ pub struct ContentExceptionSpec {
     pub name: String,
 }
 
-/// An object of the bundle POM does not apply: a RoleBinding or ClusterRoleBinding the bundle
-/// ships (never one POM generates from the ClusterServiceVersion), by `metadata.name`.
+/// An object of the bundle POM does not apply: a RoleBinding, ClusterRoleBinding or Secret the
+/// bundle ships (never one POM generates from the ClusterServiceVersion), by `metadata.name`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OmittedObject {
@@ -360,11 +361,15 @@ pub struct OmittedObject {
     pub name: String,
 }
 
-/// The kinds an admin may omit: only bindings, whose omission never grants anything.
+/// The kinds an admin may omit: only objects whose omission never grants anything.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
 pub enum OmittableKind {
+    /// A RoleBinding (`rbac.authorization.k8s.io`) the bundle ships.
     RoleBinding,
+    /// A ClusterRoleBinding (`rbac.authorization.k8s.io`) the bundle ships.
     ClusterRoleBinding,
+    /// A core Secret the bundle ships, such as a ServiceAccount token Secret POM refuses.
+    Secret,
 }
 
 impl OmittableKind {
@@ -373,6 +378,16 @@ impl OmittableKind {
         match self {
             Self::RoleBinding => "RoleBinding",
             Self::ClusterRoleBinding => "ClusterRoleBinding",
+            Self::Secret => "Secret",
+        }
+    }
+
+    /// The kind's API group (`""` for the core group).
+    #[must_use]
+    pub fn group(self) -> &'static str {
+        match self {
+            Self::RoleBinding | Self::ClusterRoleBinding => "rbac.authorization.k8s.io",
+            Self::Secret => "",
         }
     }
 }

@@ -209,7 +209,9 @@ impl ContentRule {
 
 impl ContentRule {
     /// Whether the admin may install the bundle without the object this rule refuses
-    /// (`spec.omitObjects`, bindings only): the rules about whom a binding grants, and what.
+    /// (`spec.omitObjects`): the rules about whom a binding grants, and what, and the
+    /// ServiceAccount token Secret (leaving it out mints no token). An omission only ever
+    /// grants less.
     pub fn omittable(self) -> bool {
         matches!(
             self,
@@ -217,6 +219,7 @@ impl ContentRule {
                 | Self::UserOrGroupBinding
                 | Self::ForeignServiceAccountBinding
                 | Self::ForeignRoleBinding
+                | Self::ServiceAccountTokenSecret
         )
     }
 }
@@ -245,19 +248,24 @@ impl fmt::Display for ContentException {
     }
 }
 
-/// A binding the bundle ships that the admin asked POM not to apply (`spec.omitObjects`).
+/// An object the bundle ships that the admin asked POM not to apply (`spec.omitObjects`).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct OmittedObject {
-    /// `RoleBinding` or `ClusterRoleBinding`.
+    /// `RoleBinding`, `ClusterRoleBinding` (RBAC) or `Secret` (core).
     pub kind: String,
     pub name: String,
 }
 
 impl OmittedObject {
-    /// Whether `key` is a binding this omission names.
+    /// Whether `key` is the object this omission names, the kind within its own API group
+    /// (a custom resource of kind Secret is never omitted by it).
     #[must_use]
     pub fn names(&self, key: &ObjectKey) -> bool {
-        key.group == "rbac.authorization.k8s.io" && key.kind == self.kind && key.name == self.name
+        OMITTABLE_KINDS
+            .iter()
+            .any(|(group, kind)| key.group == *group && key.kind == *kind)
+            && key.kind == self.kind
+            && key.name == self.name
     }
 }
 
@@ -271,8 +279,13 @@ impl fmt::Display for OmittedObject {
     }
 }
 
-/// The kinds whose refusals an omission lifts: leaving a binding out only ever grants less.
-const OMITTABLE_KINDS: &[&str] = &["RoleBinding", "ClusterRoleBinding"];
+/// The kinds (group, kind) an omission names, and whose refusals it lifts: leaving a binding
+/// or a Secret out only ever grants less.
+const OMITTABLE_KINDS: &[(&str, &str)] = &[
+    ("rbac.authorization.k8s.io", "RoleBinding"),
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+    ("", "Secret"),
+];
 
 /// What would lift a violation, when something can.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -711,7 +724,11 @@ impl<'a> Check<'a> {
         }
         let lift = if rule.exceptable() {
             Some(Lift::Exception(exception))
-        } else if rule.omittable() && OMITTABLE_KINDS.contains(&key.kind.as_str()) {
+        } else if rule.omittable()
+            && OMITTABLE_KINDS
+                .iter()
+                .any(|(group, kind)| key.group == *group && key.kind == *kind)
+        {
             Some(Lift::Omit(OmittedObject {
                 kind: key.kind.clone(),
                 name: key.name.clone(),

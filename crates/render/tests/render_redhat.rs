@@ -550,8 +550,25 @@ fn a_service_account_token_secret_is_refused() {
     ));
     assert_eq!(refused.0[0].rule, ContentRule::ServiceAccountTokenSecret);
     assert!(refused.0[0].object.contains("Secret \"t\""));
-    assert_eq!(refused.0[0].lift, None);
+    // Its lift is leaving it out: an omission mints no token (grants less, never more).
+    let omission = OmittedObject {
+        kind: "Secret".to_owned(),
+        name: "t".to_owned(),
+    };
+    assert_eq!(refused.0[0].lift, Some(Lift::Omit(omission.clone())));
     assert!(refused.to_string().contains("TokenRequest"));
+    let mut omitting = options(&PowerClass::ALL);
+    omitting.omit.push(omission.clone());
+    let rendered = render(
+        &plain(&secret("kubernetes.io/service-account-token")),
+        &omitting,
+    )
+    .unwrap();
+    assert_eq!(rendered.omitted, [omission]);
+    assert!(
+        rendered.objects.iter().all(|o| o["kind"] != "Secret"),
+        "the token Secret is not applied"
+    );
     render(&plain(&secret("Opaque")), &options(&[])).unwrap();
 }
 
