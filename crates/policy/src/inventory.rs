@@ -134,18 +134,7 @@ pub fn in_namespace(inventory: &[BundleInventory], namespace: &str) -> Vec<Inven
 /// `inventory` without what it records in `namespace`, once withdrawn from it.
 #[must_use]
 pub fn without_namespace(inventory: &[BundleInventory], namespace: &str) -> Vec<BundleInventory> {
-    inventory
-        .iter()
-        .map(|e| BundleInventory {
-            bundle: e.bundle.clone(),
-            objects: e
-                .objects
-                .iter()
-                .filter(|o| o.namespace.as_deref() != Some(namespace))
-                .cloned()
-                .collect(),
-        })
-        .collect()
+    retaining(inventory, |o| o.namespace.as_deref() != Some(namespace))
 }
 
 /// `inventory` without `gone` (by identity, whatever API version named them): what a
@@ -156,16 +145,19 @@ pub fn without_objects(
     gone: &[InventoryObject],
 ) -> Vec<BundleInventory> {
     let gone: BTreeSet<_> = gone.iter().map(identity).collect();
+    retaining(inventory, |o| !gone.contains(&identity(o)))
+}
+
+/// `inventory` with only the objects `keep` accepts, every bundle's entry kept.
+fn retaining(
+    inventory: &[BundleInventory],
+    keep: impl Fn(&InventoryObject) -> bool,
+) -> Vec<BundleInventory> {
     inventory
         .iter()
         .map(|e| BundleInventory {
             bundle: e.bundle.clone(),
-            objects: e
-                .objects
-                .iter()
-                .filter(|o| !gone.contains(&identity(o)))
-                .cloned()
-                .collect(),
+            objects: e.objects.iter().filter(|o| keep(o)).cloned().collect(),
         })
         .collect()
 }
