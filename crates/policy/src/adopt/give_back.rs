@@ -262,16 +262,26 @@ pub fn restore(
     if let Some(rv) = live.pointer("/metadata/resourceVersion") {
         metadata.insert("resourceVersion".to_owned(), rv.clone());
     }
+    // The namespace adoption was told to take over (OLM never marks it): POM's owner labels
+    // out, by the rule cleanup releases a kept install namespace with.
+    if key.kind == "Namespace" && key.api_version == "v1" && key.name == owner.namespace {
+        let live_labels: std::collections::BTreeMap<String, String> = labels
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+            .collect();
+        let released = crate::namespace_clash::labels_to_release(&live_labels, po)
+            .into_iter()
+            .map(|k| (k.to_owned(), Value::Null))
+            .collect();
+        metadata.insert("labels".to_owned(), Value::Object(released));
+        return Ok(Restore::Give(json!({ "metadata": metadata })));
+    }
     let mut patch_labels: Map<String, Value> = pom_labels
         .iter()
         .filter(|k| labels.is_some_and(|l| l.contains_key(**k)))
         .map(|k| ((*k).to_owned(), Value::Null))
         .collect();
-    // The namespace adoption was told to take over (OLM never marks it): POM's labels out.
-    if key.kind == "Namespace" && key.api_version == "v1" && key.name == owner.namespace {
-        metadata.insert("labels".to_owned(), Value::Object(patch_labels));
-        return Ok(Restore::Give(json!({ "metadata": metadata })));
-    }
     let label = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
     let Some(recorded) = label(pom_api::labels::RELEASED_FROM_OLM) else {
         return Ok(Restore::Created);
