@@ -484,6 +484,9 @@ fn bundle_object_rules() -> Vec<PolicyRule> {
         rule(&["networking.k8s.io"], &["networkpolicies"], OBJECT_VERBS),
         // A webhook is registered once its Service lists a ready endpoint (§6, §7).
         rule(&["discovery.k8s.io"], &["endpointslices"], &["list"]),
+        // Which of those endpoints are the Deployment's current pods: its current ReplicaSet
+        // names them (review M1; `operator::webhook_endpoints`).
+        rule(&["apps"], &["replicasets"], &["list"]),
         // Webhook configurations POM renders from a CSV's spec.webhookdefinitions (§6); the
         // admission guard holds them to objects POM owns.
         rule(

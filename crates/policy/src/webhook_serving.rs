@@ -10,17 +10,34 @@
 //! longer is; this was POM's rule before). So the configuration is switched as soon as the
 //! Service lists a ready endpoint that is one of the Deployment's *updated* pods.
 //!
-//! Which endpoints are updated pods is told without reading Pods (POM may not list them): the
-//! Deployment's status counts its non-terminating pods (`replicas`) and those of the current
-//! template (`updatedReplicas`), so at most `replicas - updatedReplicas` ready endpoints can be
-//! old pods (a terminating pod's endpoint is not ready); more ready endpoints than that means
-//! at least one is a new pod. Only a status that observed the current generation is judged: an
-//! older one counts the pods of a template the Deployment no longer has as updated.
+//! Which endpoints are updated pods is told by what a Service routes to (review M1): the ready
+//! endpoints of its EndpointSlices, each naming its Pod (`targetRef`), and the Deployment's
+//! current ReplicaSet, the one whose `deployment.kubernetes.io/revision` is the Deployment's
+//! own (the Deployment controller writes both when it syncs a template, before it records the
+//! generation observed). POM reads no Pod: a ReplicaSet's Pods are named by the API server's
+//! name generator from the ReplicaSet's name, `<replicaset>-` cut to
+//! [`GENERATED_NAME_PREFIX_MAX`] characters, then [`GENERATED_NAME_SUFFIX`] random ones, and
+//! the ReplicaSets of one Deployment are `<deployment>-<pod-template-hash>` with a hash of
+//! letters and digits only, so a ready endpoint is one of the current ReplicaSet's pods exactly
+//! when its name is that prefix and five characters. Only when a Deployment's name is so long
+//! that two of its ReplicaSets' prefixes are cut to the same characters (no shorter than 47
+//! characters) are pods told by the Deployment's counts instead, as before: its status
+//! counts its non-terminating pods (`replicas`) and those of the current template
+//! (`updatedReplicas`), so more ready endpoints than `replicas - updatedReplicas` means one is
+//! a new pod; that rule can race the EndpointSlice controller, the names cannot. Only a status
+//! that observed the current generation is judged: an older one has a revision (and counts)
+//! of a template the Deployment no longer has.
 
 use crate::status::Wait;
 
+/// The characters of a `generateName` the API server keeps before its random suffix
+/// (Kubernetes' `names.SimpleNameGenerator`: 63 less the suffix).
+pub const GENERATED_NAME_PREFIX_MAX: usize = 58;
+/// The random characters the API server appends to a `generateName`.
+pub const GENERATED_NAME_SUFFIX: usize = 5;
+
 /// What the Deployment behind a webhook Service reports (its status, for its generation).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RolloutCounts {
     /// `metadata.generation`.
     pub generation: i64,
@@ -30,6 +47,17 @@ pub struct RolloutCounts {
     pub replicas: i32,
     /// `status.updatedReplicas`: its pods of the current template.
     pub updated_replicas: i32,
+    /// Its `deployment.kubernetes.io/revision` annotation: the current ReplicaSet's revision.
+    pub revision: Option<String>,
+}
+
+/// One ReplicaSet the Deployment controls (its controller owner reference).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplicaSetSeen {
+    /// Its name, which its pods' names begin with.
+    pub name: String,
+    /// Its `deployment.kubernetes.io/revision` annotation.
+    pub revision: Option<String>,
 }
 
 /// What the reconcile observed of one webhook Service.
@@ -39,7 +67,13 @@ pub struct ServiceObservation {
     pub service: String,
     /// The Deployment behind it; `None` when it does not exist (yet).
     pub rollout: Option<RolloutCounts>,
-    /// Ready endpoints listed by the Service's EndpointSlices, each counted once.
+    /// The ReplicaSets the Deployment controls; `None` when more than could be read (a bound):
+    /// pods are then told by the counts.
+    pub replica_sets: Option<Vec<ReplicaSetSeen>>,
+    /// The Pods of the ready endpoints listed by the Service's EndpointSlices, each once.
+    pub ready_pods: Vec<String>,
+    /// Ready endpoints listed by the Service's EndpointSlices, each counted once (those
+    /// naming no Pod included), which the counts judge.
     pub ready_endpoints: usize,
 }
 
@@ -52,8 +86,13 @@ pub enum Serving {
     NoDeployment,
     /// The Deployment's status has not observed its current generation.
     StaleStatus,
-    /// No ready endpoint is proven to be an updated pod: `ready_endpoints` is at most the
-    /// `old_pods` the Deployment still runs (or no updated pod exists).
+    /// No ReplicaSet the Deployment controls has its revision (not created, or not read yet).
+    NoCurrentReplicaSet,
+    /// No ready endpoint's Pod is of the current ReplicaSet (`ready_pods` are all older).
+    NoCurrentPodReady { ready_pods: usize },
+    /// Told by the counts: no ready endpoint is proven to be an updated pod,
+    /// `ready_endpoints` is at most the `old_pods` the Deployment still runs (or no updated
+    /// pod exists).
     NoNewPodReady {
         ready_endpoints: usize,
         old_pods: usize,
@@ -63,20 +102,60 @@ pub enum Serving {
 /// Judges one webhook Service (see the module's doc).
 #[must_use]
 pub fn serving(observation: &ServiceObservation) -> Serving {
-    let Some(rollout) = observation.rollout else {
+    let Some(rollout) = observation.rollout.as_ref() else {
         return Serving::NoDeployment;
     };
     if rollout.observed_generation < rollout.generation {
         return Serving::StaleStatus;
     }
+    let Some(replica_sets) = observation.replica_sets.as_deref() else {
+        return by_counts(rollout, observation.ready_endpoints);
+    };
+    let Some(current) = replica_sets
+        .iter()
+        .find(|rs| rs.revision.is_some() && rs.revision == rollout.revision)
+    else {
+        return Serving::NoCurrentReplicaSet;
+    };
+    let prefix = pod_name_prefix(&current.name);
+    let shared = replica_sets
+        .iter()
+        .any(|rs| rs.name != current.name && pod_name_prefix(&rs.name) == prefix);
+    if shared {
+        return by_counts(rollout, observation.ready_endpoints);
+    }
+    let new_pod_ready = observation
+        .ready_pods
+        .iter()
+        .filter_map(|pod| pod.strip_prefix(prefix.as_str()))
+        .any(|suffix| suffix.chars().count() == GENERATED_NAME_SUFFIX);
+    if new_pod_ready {
+        Serving::NewPodsServe
+    } else {
+        Serving::NoCurrentPodReady {
+            ready_pods: observation.ready_pods.len(),
+        }
+    }
+}
+
+/// What the API server's name generator keeps of `<replicaset>-` before a pod's random suffix.
+fn pod_name_prefix(replica_set: &str) -> String {
+    format!("{replica_set}-")
+        .chars()
+        .take(GENERATED_NAME_PREFIX_MAX)
+        .collect()
+}
+
+/// The counts rule (see the module's doc), for Deployments whose pods' names cannot tell.
+fn by_counts(rollout: &RolloutCounts, ready_endpoints: usize) -> Serving {
     let updated = usize::try_from(rollout.updated_replicas).unwrap_or(0);
     let all = usize::try_from(rollout.replicas).unwrap_or(0);
     let old_pods = all.saturating_sub(updated);
-    if updated > 0 && observation.ready_endpoints > old_pods {
+    if updated > 0 && ready_endpoints > old_pods {
         Serving::NewPodsServe
     } else {
         Serving::NoNewPodReady {
-            ready_endpoints: observation.ready_endpoints,
+            ready_endpoints,
             old_pods,
         }
     }
@@ -131,14 +210,181 @@ mod tests {
             observed_generation: observed,
             replicas,
             updated_replicas: updated,
+            revision: Some("2".to_owned()),
         }
     }
 
+    /// A Service judged by the counts alone (its ReplicaSets beyond the bound).
     fn service(rollout: Option<RolloutCounts>, ready_endpoints: usize) -> ServiceObservation {
         ServiceObservation {
             service: "op-service".to_owned(),
             rollout,
+            replica_sets: None,
+            ready_pods: vec![],
             ready_endpoints,
+        }
+    }
+
+    fn rs(name: &str, revision: &str) -> ReplicaSetSeen {
+        ReplicaSetSeen {
+            name: name.to_owned(),
+            revision: Some(revision.to_owned()),
+        }
+    }
+
+    /// The ReplicaSets of Deployment `op` across a hop: revision 1 the old template's.
+    fn hop_replica_sets() -> Vec<ReplicaSetSeen> {
+        vec![rs("op-7d9f8b6c5d", "1"), rs("op-5b4c7f9d8x", "2")]
+    }
+
+    /// A Service judged by its ready endpoints' Pods' names.
+    fn named(
+        rollout: RolloutCounts,
+        replica_sets: Vec<ReplicaSetSeen>,
+        ready_pods: &[&str],
+    ) -> ServiceObservation {
+        ServiceObservation {
+            service: "op-service".to_owned(),
+            rollout: Some(rollout),
+            replica_sets: Some(replica_sets),
+            ready_pods: ready_pods.iter().map(|p| (*p).to_owned()).collect(),
+            ready_endpoints: ready_pods.len(),
+        }
+    }
+
+    /// (what, rollout, replica sets, ready endpoints' pods, verdict)
+    type NamedCase = (
+        &'static str,
+        RolloutCounts,
+        Vec<ReplicaSetSeen>,
+        Vec<String>,
+        Serving,
+    );
+
+    #[test]
+    fn a_ready_endpoint_serves_the_new_pods_only_when_its_pod_is_of_the_current_replica_set() {
+        let old = "op-7d9f8b6c5d-abcde";
+        let old_too = "op-7d9f8b6c5d-fghij";
+        let new = "op-5b4c7f9d8x-klmno";
+        let long = "a-deployment-name-of-fifty-characters-long-as-it-is";
+        let longer = "a-deployment-name-that-is-long-enough-for-two-prefixes-to-meet";
+        let cut = |name: &str| {
+            name.chars()
+                .take(GENERATED_NAME_PREFIX_MAX)
+                .collect::<String>()
+        };
+        // (what, rollout, replica sets, ready endpoints' pods, verdict)
+        let cases: Vec<NamedCase> = vec![
+            (
+                "maxUnavailable 1: an old pod terminating still listed ready, the new one not \
+                 ready (the counts said served: 2 ready endpoints, 1 old pod counted)",
+                counts(2, 2, 2, 1),
+                hop_replica_sets(),
+                vec![old.into(), old_too.into()],
+                Serving::NoCurrentPodReady { ready_pods: 2 },
+            ),
+            (
+                "old and new ready: the overlap the switch belongs in",
+                counts(2, 2, 2, 1),
+                hop_replica_sets(),
+                vec![old.into(), new.into()],
+                Serving::NewPodsServe,
+            ),
+            (
+                "the new pod ready, the counts not caught up (status says no updated pod)",
+                counts(2, 2, 1, 0),
+                hop_replica_sets(),
+                vec![new.into()],
+                Serving::NewPodsServe,
+            ),
+            (
+                "first install: one ReplicaSet, its pod ready",
+                RolloutCounts {
+                    revision: Some("1".to_owned()),
+                    ..counts(1, 1, 1, 1)
+                },
+                vec![rs("op-7d9f8b6c5d", "1")],
+                vec![old.into()],
+                Serving::NewPodsServe,
+            ),
+            (
+                "the current ReplicaSet not read yet",
+                counts(2, 2, 2, 1),
+                vec![rs("op-7d9f8b6c5d", "1")],
+                vec![old.into(), new.into()],
+                Serving::NoCurrentReplicaSet,
+            ),
+            (
+                "a Deployment without a revision yet",
+                RolloutCounts {
+                    revision: None,
+                    ..counts(1, 1, 0, 0)
+                },
+                vec![ReplicaSetSeen {
+                    name: "op-7d9f8b6c5d".to_owned(),
+                    revision: None,
+                }],
+                vec![old.into()],
+                Serving::NoCurrentReplicaSet,
+            ),
+            (
+                "a stale status is not judged, whatever the pods",
+                counts(3, 2, 2, 1),
+                hop_replica_sets(),
+                vec![new.into()],
+                Serving::StaleStatus,
+            ),
+            (
+                "a pod of another Deployment whose name begins the same is not one",
+                counts(2, 2, 2, 1),
+                hop_replica_sets(),
+                vec![
+                    "op-5b4c7f9d8x-klmno-extra".into(),
+                    "op-5b4c7f9d8x-kl".into(),
+                ],
+                Serving::NoCurrentPodReady { ready_pods: 2 },
+            ),
+            (
+                "a long name cut by the generator, the prefixes still apart",
+                counts(2, 2, 2, 1),
+                vec![
+                    rs(&format!("{long}-7d9f8b6c5d"), "1"),
+                    rs(&format!("{long}-5b4c7f9d8x"), "2"),
+                ],
+                vec![format!("{}vwxyz", cut(&format!("{long}-5b4c7f9d8x-")))],
+                Serving::NewPodsServe,
+            ),
+            (
+                "a long name cut by the generator: an old pod is not taken for a new one",
+                counts(2, 2, 2, 1),
+                vec![
+                    rs(&format!("{long}-7d9f8b6c5d"), "1"),
+                    rs(&format!("{long}-5b4c7f9d8x"), "2"),
+                ],
+                vec![format!("{}vwxyz", cut(&format!("{long}-7d9f8b6c5d-")))],
+                Serving::NoCurrentPodReady { ready_pods: 1 },
+            ),
+            (
+                "prefixes cut to the same characters: the counts judge (2 ready, 1 old)",
+                counts(2, 2, 2, 1),
+                vec![
+                    rs(&format!("{longer}-7d9f8b6c5d"), "1"),
+                    rs(&format!("{longer}-5b4c7f9d8x"), "2"),
+                ],
+                vec![
+                    format!("{}abcde", cut(longer)),
+                    format!("{}fghij", cut(longer)),
+                ],
+                Serving::NewPodsServe,
+            ),
+        ];
+        for (what, rollout, replica_sets, pods, expected) in cases {
+            let pods: Vec<&str> = pods.iter().map(String::as_str).collect();
+            assert_eq!(
+                serving(&named(rollout, replica_sets, &pods)),
+                expected,
+                "{what}"
+            );
         }
     }
 
@@ -250,7 +496,11 @@ mod tests {
         let serves = service(Some(counts(1, 1, 1, 1)), 1);
         let other = ServiceObservation {
             service: "other-service".to_owned(),
-            ..service(Some(counts(2, 2, 2, 1)), 1)
+            ..named(
+                counts(2, 2, 2, 1),
+                hop_replica_sets(),
+                &["op-7d9f8b6c5d-abcde"],
+            )
         };
         let got = registration(&[serves, other], true, &held());
         assert!(!got.register);
@@ -278,7 +528,11 @@ mod tests {
     #[test]
     fn a_service_serving_registers_mid_rollout() {
         // The overlap: old and new pods both ready, the rollout not complete.
-        let overlap = service(Some(counts(2, 2, 2, 1)), 2);
+        let overlap = named(
+            counts(2, 2, 2, 1),
+            hop_replica_sets(),
+            &["op-7d9f8b6c5d-abcde", "op-5b4c7f9d8x-klmno"],
+        );
         assert!(registration(&[overlap], false, &held()).register);
     }
 }

@@ -8,11 +8,10 @@ use std::collections::BTreeSet;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
-use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
-use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams};
+use kube::api::{Api, ObjectMeta, Patch, PatchParams};
 use pom_api::PlatformOperator;
 use pom_api::labels;
 use pom_api::platform_operator::{AppliedConfig, InstalledBundle, InventoryObject};
@@ -1287,7 +1286,7 @@ async fn register_webhooks_once_served(
     let rolled_out = !waits.iter().any(|w| matches!(w, Wait::Rollout { .. }));
     let mut observed = Vec::with_capacity(services.len());
     for service in services {
-        observed.push(observe_webhook_service(client, namespace, service).await?);
+        observed.push(super::webhook_endpoints::observe(client, namespace, service).await?);
     }
     let held: Vec<(String, String)> = webhooks
         .iter()
@@ -1310,40 +1309,6 @@ async fn register_webhooks_once_served(
     Ok(())
 }
 
-/// What [`webhook_serving::serving`] judges a webhook Service by: its Deployment's rollout
-/// counts and its ready endpoints.
-async fn observe_webhook_service(
-    client: &kube::Client,
-    namespace: &str,
-    service: &render::WebhookService,
-) -> Result<webhook_serving::ServiceObservation, Error> {
-    let deployments: Api<Deployment> = Api::namespaced(client.clone(), namespace);
-    // Read now, not the apply's answer: the status must be the one the endpoints are judged with.
-    let deployment = deployments
-        .get_opt(&service.deployment)
-        .await
-        .map_err(Error::kube(format!(
-            "reading Deployment {namespace}/{}",
-            service.deployment
-        )))?;
-    Ok(webhook_serving::ServiceObservation {
-        service: service.name.clone(),
-        rollout: deployment.as_ref().map(rollout_counts),
-        ready_endpoints: ready_endpoints(client, namespace, &service.name).await?,
-    })
-}
-
-/// A Deployment's generation and pod counts, as [`webhook_serving`] reads them.
-fn rollout_counts(deployment: &Deployment) -> webhook_serving::RolloutCounts {
-    let status = deployment.status.as_ref();
-    webhook_serving::RolloutCounts {
-        generation: deployment.metadata.generation.unwrap_or(0),
-        observed_generation: status.and_then(|s| s.observed_generation).unwrap_or(0),
-        replicas: status.and_then(|s| s.replicas).unwrap_or(0),
-        updated_replicas: status.and_then(|s| s.updated_replicas).unwrap_or(0),
-    }
-}
-
 /// The bundle as recorded applied: the image by digest, or the digest of the catalog-carried
 /// manifests, so drift repair re-applies exactly this content.
 fn installed_bundle(target: &Target, image: Option<String>) -> InstalledBundle {
@@ -1356,43 +1321,6 @@ fn installed_bundle(target: &Target, image: Option<String>) -> InstalledBundle {
             Content::Image(_) => None,
         },
     }
-}
-
-/// How many endpoints `service`'s EndpointSlices list as ready (absent readiness counts as
-/// ready, as the EndpointSlice API defines it), each counted once: an endpoint listed by two
-/// slices while the EndpointSlice controller moves it is one pod.
-async fn ready_endpoints(
-    client: &kube::Client,
-    namespace: &str,
-    service: &str,
-) -> Result<usize, Error> {
-    let slices: Api<EndpointSlice> = Api::namespaced(client.clone(), namespace);
-    let listed = slices
-        .list(&ListParams::default().labels(&format!("kubernetes.io/service-name={service}")))
-        .await
-        .map_err(Error::kube(format!(
-            "listing the EndpointSlices of Service {namespace}/{service}"
-        )))?;
-    let ready: BTreeSet<String> = listed
-        .items
-        .iter()
-        .flat_map(|slice| &slice.endpoints)
-        .filter(|endpoint| {
-            endpoint
-                .conditions
-                .as_ref()
-                .and_then(|c| c.ready)
-                .unwrap_or(true)
-        })
-        .filter_map(|endpoint| {
-            endpoint
-                .target_ref
-                .as_ref()
-                .and_then(|r| r.name.clone())
-                .or_else(|| endpoint.addresses.first().cloned())
-        })
-        .collect();
-    Ok(ready.len())
 }
 
 /// What the server holds after one apply (`applied` when it wrote), counting the write.

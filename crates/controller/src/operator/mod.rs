@@ -13,6 +13,7 @@ mod reconcile;
 mod seen_clock;
 mod served_apis;
 pub(crate) mod webhook_certs;
+mod webhook_endpoints;
 
 pub use install::is_rolled_out;
 pub use objects::{KindCache, PRUNABLE_KINDS, is_subset, label};
