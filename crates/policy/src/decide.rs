@@ -1164,7 +1164,7 @@ pub(crate) fn safety_hold(
 /// as it waits for the move to settle.
 fn soak_hold(s: &PoSnapshot<'_>, request: &PoRequest) -> Option<HoldReason> {
     let hop = s.hop.as_ref().filter(|h| h.settled)?;
-    let until = crate::soak::soak_until(hop.settled_at, request.soak, s.now)?;
+    let until = crate::soak::soak_until(hop.settled_at, hop.settled_seen_for, request.soak, s.now)?;
     Some(HoldReason::Soaking {
         settled: hop.to.clone(),
         until,

@@ -294,6 +294,9 @@ pub struct Hop {
     /// How long ago this manager first read `started_at` by its own clock (zero when it never
     /// did): the progress deadline never passes earlier than that allows ([`crate::clock`]).
     pub started_seen_for: Duration,
+    /// How long ago this manager first read `settled_at` by its own clock (zero when it never
+    /// did): the soak is never over earlier than that allows ([`crate::soak`]).
+    pub settled_seen_for: Duration,
 }
 
 impl From<&ActiveHop> for Hop {
@@ -305,6 +308,7 @@ impl From<&ActiveHop> for Hop {
             settled: hop.settled,
             settled_at: hop.settled_at.as_ref().map(|t| t.0),
             started_seen_for: Duration::ZERO,
+            settled_seen_for: Duration::ZERO,
         }
     }
 }

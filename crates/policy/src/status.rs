@@ -265,6 +265,10 @@ pub struct StatusInput<'a> {
     /// its own clock (zero when it never did): the window is over no earlier than that allows
     /// ([`crate::clock`]).
     pub rolled_out_seen_for: Duration,
+    /// How long ago this manager first read the previous status's `activeHop.settledAt` by its
+    /// own clock (zero when it never did): the soak is over no earlier than that allows
+    /// ([`crate::soak`]).
+    pub settled_seen_for: Duration,
 }
 
 impl StatusInput<'_> {
@@ -520,7 +524,7 @@ pub fn compute(input: &StatusInput<'_>) -> PlatformOperatorStatus {
     let now = to_api_time(input.now);
     let mut act = after_act(input);
     let active_hop =
-        active_hop_after(input, &mut act, &now).map(|hop| with_soak(hop, decision.soak, input.now));
+        active_hop_after(input, &mut act, &now).map(|hop| with_soak(hop, decision.soak, input));
     let settled = active_hop.as_ref().is_none_or(|h| h.settled);
     let verdict = verdict_shown(act.installed.as_ref(), decision);
     let stopped_working = stopped_working(input.outcome, settled && !act.moved);
@@ -680,10 +684,29 @@ fn applied_hop(
 /// The hop with its soak (issue 35 item 4): `soakUntil` while `spec.soak` after its settle
 /// lasts, from the one rule ([`crate::soak::soak_until`]); recomputed on every reconcile, so a
 /// changed `spec.soak` takes effect and an ended soak is cleared.
-fn with_soak(mut hop: ActiveHop, soak: Duration, now: Timestamp) -> ActiveHop {
+/// The settle instant this manager watched is the previous status's; one just recorded (or
+/// another) has been watched for no time.
+fn with_soak(mut hop: ActiveHop, soak: Duration, input: &StatusInput<'_>) -> ActiveHop {
+    let previous = input
+        .previous
+        .active_hop
+        .as_ref()
+        .and_then(|h| h.settled_at.as_ref());
+    let seen_for = if previous.is_some() && previous == hop.settled_at.as_ref() {
+        input.settled_seen_for
+    } else {
+        Duration::ZERO
+    };
     hop.soak_until = hop
         .settled
-        .then(|| crate::soak::soak_until(hop.settled_at.as_ref().map(|t| t.0), soak, now))
+        .then(|| {
+            crate::soak::soak_until(
+                hop.settled_at.as_ref().map(|t| t.0),
+                seen_for,
+                soak,
+                input.now,
+            )
+        })
         .flatten()
         .map(Time);
     hop

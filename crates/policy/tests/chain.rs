@@ -185,6 +185,7 @@ fn mid_hop(installed: &str, from: &str, cluster: ClusterPhase) -> PoSnapshot<'st
         settled: false,
         settled_at: None,
         started_seen_for: std::time::Duration::ZERO,
+        settled_seen_for: std::time::Duration::ZERO,
     });
     s.cluster = ClusterView::OpenShift(Ok(cluster));
     s

@@ -207,6 +207,12 @@ mod fixture {
             age: i64,
             seen: u64,
         },
+        /// Settled `age` seconds ago by the clock of the replica that recorded it, first read by
+        /// this manager `seen` seconds ago (review M2: the soak under another replica's clock).
+        SettledSeen {
+            age: i64,
+            seen: u64,
+        },
         /// A move from what is installed to `to` recorded as intent 30 s ago and not applied
         /// yet (the manager died, or the apply keeps failing).
         Recorded {
@@ -634,6 +640,11 @@ mod fixture {
                     settled,
                     settled_at: settled.then_some(started_at),
                     started_seen_for: std::time::Duration::from_secs(seen),
+                    settled_seen_for: std::time::Duration::from_secs(if settled {
+                        seen
+                    } else {
+                        0
+                    }),
                 })
             };
             let watched = |age: i64| u64::try_from(age).unwrap_or(0);
@@ -659,6 +670,7 @@ mod fixture {
                     LastHop::Settled { age } => hop(age, true, watched(age)),
                     LastHop::Unsettled { age } => hop(age, false, watched(age)),
                     LastHop::UnsettledSeen { age, seen } => hop(age, false, seen),
+                    LastHop::SettledSeen { age, seen } => hop(age, true, seen),
                     LastHop::UnsettledFrom { from } => self.installed.as_ref().map(|i| Hop {
                         from: Some(bundle_name(from)),
                         to: i.bundle.name.clone(),
@@ -666,6 +678,7 @@ mod fixture {
                         settled: false,
                         settled_at: None,
                         started_seen_for: std::time::Duration::from_secs(1200),
+                        settled_seen_for: std::time::Duration::ZERO,
                     }),
                     LastHop::Recorded { to } => self.installed.as_ref().map(|i| Hop {
                         from: Some(i.bundle.name.clone()),
@@ -674,6 +687,7 @@ mod fixture {
                         settled: false,
                         settled_at: None,
                         started_seen_for: std::time::Duration::from_secs(30),
+                        settled_seen_for: std::time::Duration::ZERO,
                     }),
                 },
                 cluster: self.cluster.view(),
@@ -1130,6 +1144,32 @@ fn rows() -> Vec<Row> {
                 .cluster(Cluster::Patch)
                 .soak("10m")
                 .hop(LastHop::Settled { age: 600 }),
+            move_to("1.1.1", PatchUpgrade, ">=1.1.1 <1.2.0-0").pin(PatchUpgrade, ">=1.1.0 <1.2.0-0"),
+        ),
+        row(
+            "a move settled by a replica 5 min behind (11 min by the status, 6 min watched here) still soaks",
+            world()
+                .installed("1.1.0")
+                .cluster(Cluster::Patch)
+                .soak("10m")
+                .hop(LastHop::SettledSeen {
+                    age: 11 * 60,
+                    seen: 6 * 60,
+                }),
+            keep()
+                .pin(PatchUpgrade, ">=1.1.0 <1.2.0-0")
+                .held("1.1.1", Why::Soaking),
+        ),
+        row(
+            "a soak taken over just now ends once the status is past it by the skew allowance",
+            world()
+                .installed("1.1.0")
+                .cluster(Cluster::Patch)
+                .soak("10m")
+                .hop(LastHop::SettledSeen {
+                    age: 20 * 60,
+                    seen: 0,
+                }),
             move_to("1.1.1", PatchUpgrade, ">=1.1.1 <1.2.0-0").pin(PatchUpgrade, ">=1.1.0 <1.2.0-0"),
         ),
         row(

@@ -222,6 +222,8 @@ struct Step {
     window: std::time::Duration,
     /// How long ago this manager first read `rolledOutAt`; `None`: since it was recorded.
     seen: Option<std::time::Duration>,
+    /// How long ago this manager first read `settledAt`; `None`: since it was recorded.
+    settled_seen: Option<std::time::Duration>,
 }
 
 fn step(
@@ -239,6 +241,7 @@ fn step(
         reported_before: false,
         window: std::time::Duration::ZERO,
         seen: None,
+        settled_seen: None,
     }
 }
 
@@ -261,12 +264,27 @@ impl Step {
         self
     }
 
+    /// This manager first read the previous status's `settledAt` `seconds` ago (by default
+    /// it watched it since it was recorded).
+    fn settled_seen_for(mut self, seconds: u64) -> Self {
+        self.settled_seen = Some(std::time::Duration::from_secs(seconds));
+        self
+    }
+
     fn run(&self) -> PlatformOperatorStatus {
         let watched = self
             .previous
             .active_hop
             .as_ref()
             .and_then(|hop| hop.rolled_out_at.as_ref())
+            .map_or(std::time::Duration::ZERO, |at| {
+                pom_policy::snapshot::elapsed(self.now, at.0)
+            });
+        let settled_watched = self
+            .previous
+            .active_hop
+            .as_ref()
+            .and_then(|hop| hop.settled_at.as_ref())
             .map_or(std::time::Duration::ZERO, |at| {
                 pom_policy::snapshot::elapsed(self.now, at.0)
             });
@@ -283,6 +301,7 @@ impl Step {
             applying_namespace: None,
             auto_settle_window: self.window,
             rolled_out_seen_for: self.seen.unwrap_or(watched),
+            settled_seen_for: self.settled_seen.unwrap_or(settled_watched),
         })
     }
 }
@@ -1659,6 +1678,7 @@ fn the_intent_records_the_image_digest_once() {
             applying_namespace: None,
             auto_settle_window: std::time::Duration::ZERO,
             rolled_out_seen_for: std::time::Duration::ZERO,
+            settled_seen_for: std::time::Duration::ZERO,
         })
     };
     let first = intent_with(&settled_at_1_1_0(), "quay.example/demo-bundle@sha256:aaa").unwrap();
@@ -1845,6 +1865,7 @@ fn failed_applies_of_a_recorded_move_are_counted_and_backed_off() {
         applying_namespace: None,
         auto_settle_window: std::time::Duration::ZERO,
         rolled_out_seen_for: std::time::Duration::ZERO,
+        settled_seen_for: std::time::Duration::ZERO,
     })
     .unwrap();
     let refused = || {
@@ -2079,6 +2100,7 @@ fn intent_of(
         applying_namespace: None,
         auto_settle_window: std::time::Duration::ZERO,
         rolled_out_seen_for: std::time::Duration::ZERO,
+        settled_seen_for: std::time::Duration::ZERO,
     })
 }
 
@@ -2426,4 +2448,57 @@ fn a_settled_move_soaks_for_spec_soak_then_nothing_is_left_of_it() {
     .run();
     assert_eq!(plain.active_hop.as_ref().unwrap().soak_until, None);
     assert_eq!(condition(&plain, types::PROGRESSING).1, "AsExpected");
+}
+
+/// Review M2: `settledAt` written by a replica whose clock is behind this one's never ends
+/// the soak early here; a manager that takes over mid-soak ends it at most the skew
+/// allowance late.
+#[test]
+fn a_soak_settled_under_another_replicas_clock_is_never_over_early() {
+    let soak = |mut d: PoDecision| {
+        d.soak = Duration::from_secs(600);
+        d
+    };
+    let settle = |previous: &PlatformOperatorStatus, now: i64| {
+        step(
+            previous,
+            now,
+            soak(keep(pin(PinReason::Steady, "=1.1.0"))),
+            applied(report("1.1.0", Some("4.17"), vec![])),
+        )
+    };
+    let soak_until = |status: &PlatformOperatorStatus| {
+        status
+            .active_hop
+            .as_ref()
+            .and_then(|h| h.soak_until.as_ref())
+            .map(|t| t.0)
+    };
+    // Settled at t=60 by the status (a replica 5 min behind: really at t=360).
+    let soaking = settle(&installing(), 60).run();
+    assert_eq!(soak_until(&soaking), Some(at(660)));
+    // At t=720 the status says 11 min soaked; this manager watched 6 min of it.
+    let skewed = settle(&soaking, 720).settled_seen_for(360).run();
+    assert_eq!(
+        soak_until(&skewed),
+        Some(at(960)),
+        "still soaking: 4 min left by this manager's watch"
+    );
+    assert_eq!(
+        skewed
+            .conditions
+            .iter()
+            .find(|c| c.type_ == types::UPGRADEABLE)
+            .map(|c| c.reason.as_str()),
+        Some("Soaking")
+    );
+    // Watched for the whole soak: over.
+    let over = settle(&skewed, 960).settled_seen_for(600).run();
+    assert_eq!(soak_until(&over), None);
+    // Taken over at t=720, nothing watched: the status less the allowance holds it until
+    // t=60 + 10 min + 10 min.
+    let taken_over = settle(&soaking, 720).settled_seen_for(0).run();
+    assert_eq!(soak_until(&taken_over), Some(at(1260)));
+    let late = settle(&taken_over, 1260).settled_seen_for(540).run();
+    assert_eq!(soak_until(&late), None, "at most the allowance late");
 }

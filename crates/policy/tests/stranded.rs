@@ -177,6 +177,7 @@ impl Sim {
             applying_namespace: Some("demo"),
             auto_settle_window: Duration::ZERO,
             rolled_out_seen_for: std::time::Duration::ZERO,
+            settled_seen_for: std::time::Duration::ZERO,
         }
     }
 

@@ -104,12 +104,15 @@ impl Gathered {
             self.guard.clone(),
             &pctx.ctx.operator_proxy.borrow(),
         );
-        // The progress deadline counts from a time perhaps another replica wrote: what this
-        // manager watched itself bounds it (`pom_policy::clock`).
+        // The progress deadline and the soak count from times perhaps another replica wrote:
+        // what this manager watched itself bounds them (`pom_policy::clock`).
         if let Some(hop) = snapshot.hop.as_mut() {
             hop.started_seen_for =
                 pctx.seen
                     .seen_for(&snapshot.name, Recorded::HopStarted, hop.started_at);
+            hop.settled_seen_for = hop.settled_at.map_or(Duration::ZERO, |at| {
+                pctx.seen.seen_for(&snapshot.name, Recorded::Settled, at)
+            });
         }
         snapshot
     }
@@ -742,6 +745,16 @@ impl<'a> Run<'a> {
                     self.pctx
                         .seen
                         .seen_for(&self.snapshot.name, Recorded::RolledOut, at.0)
+                }),
+            settled_seen_for: self
+                .recorded
+                .active_hop
+                .as_ref()
+                .and_then(|hop| hop.settled_at.as_ref())
+                .map_or(Duration::ZERO, |at| {
+                    self.pctx
+                        .seen
+                        .seen_for(&self.snapshot.name, Recorded::Settled, at.0)
                 }),
         }
     }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::jiff::Timestamp;
 
-/// Recorded instants remembered at most (two per PO). Past it the memory is cleared: a
+/// Recorded instants remembered at most (three per PO). Past it the memory is cleared: a
 /// forgotten instant is judged by the status times less the skew allowance, late rather
 /// than early, so forgetting is safe.
 pub const MOST_REMEMBERED: usize = 20_000;
@@ -21,6 +21,8 @@ pub enum Recorded {
     HopStarted,
     /// `status.activeHop.rolledOutAt` (the first-report window counts from it).
     RolledOut,
+    /// `status.activeHop.settledAt` (a soak counts from it).
+    Settled,
 }
 
 /// When each recorded instant was first read here.

@@ -580,6 +580,9 @@ impl World {
             // recorded instant since it was written (`pom_policy::clock`).
             hop: previous.active_hop.as_ref().map(|active| Hop {
                 started_seen_for: pom_policy::snapshot::elapsed(self.now, active.started_at.0),
+                settled_seen_for: active.settled_at.as_ref().map_or(Duration::ZERO, |at| {
+                    pom_policy::snapshot::elapsed(self.now, at.0)
+                }),
                 ..Hop::from(active)
             }),
             cluster,
@@ -898,6 +901,13 @@ fn status_input<'a>(
             .active_hop
             .as_ref()
             .and_then(|hop| hop.rolled_out_at.as_ref())
+            .map_or(Duration::ZERO, |at| {
+                pom_policy::snapshot::elapsed(now, at.0)
+            }),
+        settled_seen_for: previous
+            .active_hop
+            .as_ref()
+            .and_then(|hop| hop.settled_at.as_ref())
             .map_or(Duration::ZERO, |at| {
                 pom_policy::snapshot::elapsed(now, at.0)
             }),
