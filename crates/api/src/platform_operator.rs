@@ -773,7 +773,8 @@ pub struct ActiveHop {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settled_at: Option<Time>,
     /// While `spec.soak` holds the next hop and the release's version report after this move
-    /// settled: when that ends (`settledAt` + `spec.soak`).
+    /// settled: when that ends (`settledAt` + `spec.soak`, later when this manager has not
+    /// watched the whole soak itself: at most 10 minutes, for clock skew between replicas).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub soak_until: Option<Time>,
 }
