@@ -9,7 +9,10 @@
 //! and resource) and the APIServices, cached per manager process ([`LiveApisCache`]) and read
 //! again only when older than [`REFRESH_INTERVAL`] or before a refusal (so a reading taken
 //! before a CRD went away never refuses a bundle): the steady state gains no request per
-//! reconcile. Decide: `pom_render::served_apis::judge_live_claims`, pure.
+//! reconcile. The re-read before a refusal is itself bounded (review L3): only when the
+//! reading is older than [`REFUSAL_REREAD_INTERVAL`], so bundles refused again and again (every
+//! retry of every refused PO) cost the API server one discovery read per interval per
+//! process, not one per refusal. Decide: `pom_render::served_apis::judge_live_claims`, pure.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -29,6 +32,12 @@ use crate::error::Error;
 /// is seen within this, a refusal always reads again.
 pub const REFRESH_INTERVAL: Duration = Duration::from_secs(300);
 
+/// How old a reading must be before a refusal reads again: younger, it already is what the
+/// server serves now (within the time a refused bundle waits for its retry anyway). Discovery
+/// of a whole OpenShift cluster is a large answer; refusals repeat at every retry of every
+/// refused PO.
+pub const REFUSAL_REREAD_INTERVAL: Duration = Duration::from_secs(30);
+
 /// The most `(group, resource)` pairs one reading keeps (a large OpenShift cluster serves about
 /// a thousand): what is beyond is dropped, with a warning, rather than held without bound.
 pub const MAX_SERVED_RESOURCES: usize = 20_000;
@@ -39,18 +48,45 @@ pub struct LiveApisCache {
     reading: tokio::sync::Mutex<Option<(Instant, Arc<LiveApis>)>>,
 }
 
+/// Whether a reading `age` old (`None`: none yet) is read again, before a refusal (`fresh`)
+/// or not (pure).
+fn reads_again(age: Option<Duration>, fresh: bool) -> bool {
+    let Some(age) = age else {
+        return true;
+    };
+    let interval = if fresh {
+        REFUSAL_REREAD_INTERVAL
+    } else {
+        REFRESH_INTERVAL
+    };
+    age >= interval
+}
+
 impl LiveApisCache {
-    /// The reading, read again when older than [`REFRESH_INTERVAL`] or when `fresh`.
-    async fn get(&self, client: &kube::Client, fresh: bool) -> Result<Arc<LiveApis>, Error> {
+    /// The reading at `now`, read again with `read` when older than [`REFRESH_INTERVAL`], or
+    /// than [`REFUSAL_REREAD_INTERVAL`] when `fresh` (before a refusal); `now` and `read` are
+    /// the process's clock and the API server but in tests.
+    async fn get_at<F, Fut>(
+        &self,
+        now: Instant,
+        fresh: bool,
+        read: F,
+    ) -> Result<Arc<LiveApis>, Error>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Result<LiveApis, Error>>,
+    {
         let mut reading = self.reading.lock().await;
-        if let Some((at, apis)) = reading.as_ref()
-            && !fresh
-            && at.elapsed() < REFRESH_INTERVAL
+        let age = reading
+            .as_ref()
+            .map(|(at, _)| now.saturating_duration_since(*at));
+        if let Some((_, apis)) = reading.as_ref()
+            && !reads_again(age, fresh)
         {
             return Ok(apis.clone());
         }
-        let apis = Arc::new(read(client).await?);
-        *reading = Some((Instant::now(), apis.clone()));
+        let apis = Arc::new(read().await?);
+        *reading = Some((now, apis.clone()));
         Ok(apis)
     }
 }
@@ -163,21 +199,37 @@ pub fn claims(desired: &[(objects::ObjectId, Value)], live: &[bool]) -> Vec<CrdC
 }
 
 /// Refuses CRDs whose group and resource the live API server serves by something other
-/// than a CRD of that name: judged on the cached reading, and a refusal on a fresh one.
+/// than a CRD of that name: judged on the cached reading, and a refusal on one no older than
+/// [`REFUSAL_REREAD_INTERVAL`].
 pub async fn check(
     client: &kube::Client,
     cache: &LiveApisCache,
     bundle: &str,
     claims: &[CrdClaim],
 ) -> Result<(), Error> {
+    check_at(cache, Instant::now(), bundle, claims, || read(client)).await
+}
+
+/// [`check`] at `now`, reading with `read` (a fake clock and reader in tests).
+async fn check_at<F, Fut>(
+    cache: &LiveApisCache,
+    now: Instant,
+    bundle: &str,
+    claims: &[CrdClaim],
+    read: F,
+) -> Result<(), Error>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<LiveApis, Error>>,
+{
     if claims.is_empty() {
         return Ok(());
     }
-    let cached = cache.get(client, false).await?;
+    let cached = cache.get_at(now, false, &read).await?;
     if judge_live_claims(claims, &cached).is_empty() {
         return Ok(());
     }
-    let fresh = cache.get(client, true).await?;
+    let fresh = cache.get_at(now, true, &read).await?;
     refusal(bundle, judge_live_claims(claims, &fresh))
 }
 
@@ -280,5 +332,133 @@ mod tests {
             assert!(text.contains(needed), "{needed}: {text}");
         }
         assert!(refusal("b", Vec::new()).is_ok());
+    }
+
+    /// A CRD claiming `metrics.k8s.io/nodes`, served by an aggregated API while `aggregated`.
+    fn nodes_claim() -> CrdClaim {
+        CrdClaim {
+            name: "nodes.metrics.k8s.io".to_owned(),
+            group: "metrics.k8s.io".to_owned(),
+            plural: "nodes".to_owned(),
+            versions: vec!["v1beta1".to_owned()],
+            live_crd: false,
+        }
+    }
+
+    fn served(aggregated: bool) -> LiveApis {
+        LiveApis {
+            aggregated: if aggregated {
+                BTreeMap::from([(
+                    ("metrics.k8s.io".to_owned(), "v1beta1".to_owned()),
+                    (
+                        "v1beta1.metrics.k8s.io".to_owned(),
+                        "kube-system/metrics-server".to_owned(),
+                    ),
+                )])
+            } else {
+                BTreeMap::new()
+            },
+            resources: BTreeSet::new(),
+        }
+    }
+
+    /// A reader counting its reads, answering what `aggregated` holds at the time.
+    struct FakeReader {
+        reads: std::sync::atomic::AtomicUsize,
+        aggregated: std::sync::atomic::AtomicBool,
+    }
+
+    impl FakeReader {
+        fn new() -> Self {
+            Self {
+                reads: 0.into(),
+                aggregated: true.into(),
+            }
+        }
+
+        async fn read(&self) -> Result<LiveApis, Error> {
+            use std::sync::atomic::Ordering::SeqCst;
+            self.reads.fetch_add(1, SeqCst);
+            Ok(served(self.aggregated.load(SeqCst)))
+        }
+
+        fn reads(&self) -> usize {
+            self.reads.load(std::sync::atomic::Ordering::SeqCst)
+        }
+    }
+
+    #[test]
+    fn a_reading_is_read_again_by_its_age_and_sooner_before_a_refusal() {
+        let s = Duration::from_secs;
+        // (age of the reading, before a refusal, read again?)
+        let cases = [
+            (None, false, true),
+            (None, true, true),
+            (Some(s(0)), false, false),
+            (Some(s(0)), true, false),
+            (Some(REFUSAL_REREAD_INTERVAL - s(1)), true, false),
+            (Some(REFUSAL_REREAD_INTERVAL), true, true),
+            (Some(REFUSAL_REREAD_INTERVAL), false, false),
+            (Some(REFRESH_INTERVAL - s(1)), false, false),
+            (Some(REFRESH_INTERVAL), false, true),
+            (Some(REFRESH_INTERVAL), true, true),
+        ];
+        for (age, fresh, want) in cases {
+            assert_eq!(reads_again(age, fresh), want, "age {age:?}, fresh {fresh}");
+        }
+    }
+
+    /// Review L3: a bundle refused at every retry (every 1 s here) reads discovery once per
+    /// [`REFUSAL_REREAD_INTERVAL`], not once per refusal; a reading that interval old is read
+    /// again before refusing, so an API that went away stops refusing.
+    #[tokio::test]
+    async fn refusals_read_discovery_again_at_most_once_per_interval() {
+        let cache = LiveApisCache::default();
+        let reader = FakeReader::new();
+        let start = Instant::now();
+        let claims = [nodes_claim()];
+        for second in 0..30 {
+            let now = start + Duration::from_secs(second);
+            let refused = check_at(&cache, now, "b.v1", &claims, || reader.read()).await;
+            assert!(refused.is_err(), "refused at {second} s");
+        }
+        assert_eq!(
+            reader.reads(),
+            1,
+            "30 refusals within the interval: one read"
+        );
+        let now = start + REFUSAL_REREAD_INTERVAL;
+        assert!(
+            check_at(&cache, now, "b.v1", &claims, || reader.read())
+                .await
+                .is_err()
+        );
+        assert_eq!(reader.reads(), 2, "a refusal an interval later reads again");
+        // The aggregated API goes away: the next refusal an interval on reads and admits.
+        reader
+            .aggregated
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        let now = start + REFUSAL_REREAD_INTERVAL + Duration::from_secs(1);
+        assert!(
+            check_at(&cache, now, "b.v1", &claims, || reader.read())
+                .await
+                .is_err(),
+            "within the interval the reading stands"
+        );
+        let now = start + REFUSAL_REREAD_INTERVAL * 2;
+        assert!(
+            check_at(&cache, now, "b.v1", &claims, || reader.read())
+                .await
+                .is_ok()
+        );
+        assert_eq!(reader.reads(), 3);
+        // Admitted on a reading that stays clean: no read until it is REFRESH_INTERVAL old.
+        let now = start + REFUSAL_REREAD_INTERVAL * 2 + Duration::from_secs(60);
+        assert!(
+            check_at(&cache, now, "b.v1", &claims, || reader.read())
+                .await
+                .is_ok()
+        );
+        assert_eq!(reader.reads(), 3);
     }
 }
