@@ -14,7 +14,10 @@
 //! Service would: a webhook configuration pointing at a path no ready pod serves (switched
 //! before the new pods serve, or after the old ones went) is answered 503, so the API server
 //! refuses a write its webhook fails closed on. Every such call is counted per path
-//! ([`WebhookServer::unserved`]).
+//! ([`WebhookServer::unserved`]). How a call is routed is the [`Routing`]: to whichever ready
+//! pod serves the path (what this stand-in did first), or, as a real Service does, to one
+//! ready endpoint per call, in turn (review H1), so that in a hop's overlap a share of the calls
+//! reach the other version's pods.
 //!
 //! It answers `AdmissionReview`s (refusing objects labelled [`REFUSE_LABEL`], so a test can
 //! tell a call happened from a call that did not) and `ConversionReview`s (marking each
@@ -56,6 +59,18 @@ pub const CONVERTED_BY: &str = "pom-e2e/converted-by";
 /// Calls per request path.
 type Calls = Arc<Mutex<BTreeMap<String, u64>>>;
 
+/// How a call reaches the pods behind the Service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Routing {
+    /// Answered when any ready endpoint's Pod serves the path: kinder than a Service, it never
+    /// sends a call to the wrong version's pod.
+    AnyServingEndpoint,
+    /// Each call goes to one ready endpoint, in turn (round robin over the endpoints listed at
+    /// the call, by Pod name), and is answered only when that Pod serves the path: what a
+    /// Service's proxy does, up to its choice of endpoint.
+    OneEndpointPerCall,
+}
+
 /// The Service whose ready endpoints decide which paths are served, and the API server that
 /// holds its EndpointSlices and Pods.
 #[derive(Clone)]
@@ -63,14 +78,17 @@ pub struct Behind {
     pub client: kube::Client,
     pub namespace: String,
     pub service: String,
+    pub routing: Routing,
 }
 
-/// What the handler shares: calls answered and calls refused for want of a serving pod.
+/// What the handler shares: calls answered and calls refused for want of a serving pod, and
+/// the turn of [`Routing::OneEndpointPerCall`].
 #[derive(Clone, Default)]
 struct Shared {
     calls: Calls,
     unserved: Calls,
     behind: Option<Behind>,
+    turn: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// Listening until dropped.
@@ -164,13 +182,14 @@ fn add(calls: &Calls, path: &str) {
     }
 }
 
-/// The path prefixes the Service's ready endpoints serve: each ready endpoint's Pod's
-/// [`SERVES_ANNOTATION`] (an endpoint without readiness counts as ready, as the EndpointSlice
-/// API defines it; a terminating Pod's endpoint is not ready).
+/// The path prefix each of the Service's ready endpoints serves, by Pod name (sorted, each
+/// once): its Pod's [`SERVES_ANNOTATION`], empty when it has none (an endpoint without
+/// readiness counts as ready, as the EndpointSlice API defines it; a terminating Pod's
+/// endpoint is not ready).
 async fn served_prefixes(behind: &Behind) -> Result<Vec<String>, kube::Error> {
     let slices: Api<EndpointSlice> = Api::namespaced(behind.client.clone(), &behind.namespace);
     let selector = format!("kubernetes.io/service-name={}", behind.service);
-    let ready_pods: Vec<String> = slices
+    let ready_pods: std::collections::BTreeSet<String> = slices
         .list(&ListParams::default().labels(&selector))
         .await?
         .items
@@ -180,31 +199,51 @@ async fn served_prefixes(behind: &Behind) -> Result<Vec<String>, kube::Error> {
         .filter_map(|e| e.target_ref.and_then(|r| r.name))
         .collect();
     let pods: Api<Pod> = Api::namespaced(behind.client.clone(), &behind.namespace);
-    Ok(pods
+    let mut prefixes: BTreeMap<String, String> = pods
         .list(&ListParams::default())
         .await?
         .items
         .into_iter()
-        .filter(|pod| {
-            pod.metadata
-                .name
-                .as_ref()
-                .is_some_and(|name| ready_pods.contains(name))
+        .filter_map(|pod| {
+            let name = pod.metadata.name?;
+            let prefix = pod
+                .metadata
+                .annotations
+                .and_then(|mut a| a.remove(SERVES_ANNOTATION))
+                .unwrap_or_default();
+            Some((name, prefix))
         })
-        .filter_map(|pod| pod.metadata.annotations?.remove(SERVES_ANNOTATION))
+        .collect();
+    Ok(ready_pods
+        .into_iter()
+        .map(|pod| prefixes.remove(&pod).unwrap_or_default())
         .collect())
 }
 
-/// Whether a ready pod behind the Service serves `path` (always, when not served behind one).
-async fn is_served(behind: Option<&Behind>, path: &str) -> bool {
+/// Whether the call at `path` is served (always, when not served behind a Service): by any
+/// ready endpoint's Pod, or by the one whose `turn` it is (see [`Routing`]).
+async fn is_served(
+    behind: Option<&Behind>,
+    turn: &std::sync::atomic::AtomicUsize,
+    path: &str,
+) -> bool {
     let Some(behind) = behind else {
         return true;
     };
-    served_prefixes(behind).await.is_ok_and(|prefixes| {
-        prefixes
-            .iter()
-            .any(|prefix| path.starts_with(&format!("{prefix}/")))
-    })
+    let Ok(prefixes) = served_prefixes(behind).await else {
+        return false;
+    };
+    let serves = |prefix: &String| !prefix.is_empty() && path.starts_with(&format!("{prefix}/"));
+    match behind.routing {
+        Routing::AnyServingEndpoint => prefixes.iter().any(serves),
+        Routing::OneEndpointPerCall => {
+            if prefixes.is_empty() {
+                return false;
+            }
+            let turn = turn.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            prefixes.get(turn % prefixes.len()).is_some_and(serves)
+        }
+    }
 }
 
 impl Drop for WebhookServer {
@@ -238,7 +277,7 @@ async fn accept(listener: TcpListener, acceptor: TlsAcceptor, router: Router) {
 /// endpoint serving it).
 async fn review(State(shared): State<Shared>, uri: Uri, Json(review): Json<Value>) -> Response {
     let path = uri.path();
-    if !is_served(shared.behind.as_ref(), path).await {
+    if !is_served(shared.behind.as_ref(), &shared.turn, path).await {
         add(&shared.unserved, path);
         return (
             StatusCode::SERVICE_UNAVAILABLE,
