@@ -49,6 +49,9 @@ pub struct RolloutCounts {
     pub updated_replicas: i32,
     /// Its `deployment.kubernetes.io/revision` annotation: the current ReplicaSet's revision.
     pub revision: Option<String>,
+    /// `spec.paused`: the Deployment controller creates no ReplicaSet for a new template and
+    /// keeps the old revision, while it still records the generation observed.
+    pub paused: bool,
 }
 
 /// One ReplicaSet the Deployment controls (its controller owner reference).
@@ -86,6 +89,10 @@ pub enum Serving {
     NoDeployment,
     /// The Deployment's status has not observed its current generation.
     StaleStatus,
+    /// The Deployment is paused with no pod of its current template (`kubectl rollout
+    /// pause`): its old ReplicaSet keeps the revision, so only old pods serve until it is
+    /// resumed.
+    Paused,
     /// No ReplicaSet the Deployment controls has its revision (not created, or not read yet).
     NoCurrentReplicaSet,
     /// No ready endpoint's Pod is of the current ReplicaSet (`ready_pods` are all older).
@@ -108,13 +115,13 @@ pub fn serving(observation: &ServiceObservation) -> Serving {
     if rollout.observed_generation < rollout.generation {
         return Serving::StaleStatus;
     }
+    if rollout.paused && rollout.updated_replicas == 0 {
+        return Serving::Paused;
+    }
     let Some(replica_sets) = observation.replica_sets.as_deref() else {
         return by_counts(rollout, observation.ready_endpoints);
     };
-    let Some(current) = replica_sets
-        .iter()
-        .find(|rs| rs.revision.is_some() && rs.revision == rollout.revision)
-    else {
+    let Some(current) = current_replica_set(rollout, replica_sets) else {
         return Serving::NoCurrentReplicaSet;
     };
     let prefix = pod_name_prefix(&current.name);
@@ -136,6 +143,22 @@ pub fn serving(observation: &ServiceObservation) -> Serving {
             ready_pods: observation.ready_pods.len(),
         }
     }
+}
+
+/// The ReplicaSet of the Deployment's revision, when it is also the newest: going back to an
+/// older template, the Deployment controller gives that template's ReplicaSet the next
+/// revision in one sync and the Deployment's annotation only in the next, so for one sync the
+/// Deployment still names the ReplicaSet being left (review of M1).
+fn current_replica_set<'a>(
+    rollout: &RolloutCounts,
+    replica_sets: &'a [ReplicaSetSeen],
+) -> Option<&'a ReplicaSetSeen> {
+    let number = |rs: &ReplicaSetSeen| rs.revision.as_deref().and_then(|r| r.parse::<u64>().ok());
+    let current = replica_sets
+        .iter()
+        .find(|rs| rs.revision.is_some() && rs.revision == rollout.revision)?;
+    let newest = replica_sets.iter().filter_map(number).max();
+    (number(current) == newest).then_some(current)
 }
 
 /// What the API server's name generator keeps of `<replicaset>-` before a pod's random suffix.
@@ -211,6 +234,7 @@ mod tests {
             replicas,
             updated_replicas: updated,
             revision: Some("2".to_owned()),
+            paused: false,
         }
     }
 
@@ -325,6 +349,36 @@ mod tests {
                     revision: None,
                 }],
                 vec![old.into()],
+                Serving::NoCurrentReplicaSet,
+            ),
+            (
+                "paused after the new template was applied: no new ReplicaSet, the old one \
+                 keeps the revision and its pods serve (the name rule alone said served)",
+                RolloutCounts {
+                    revision: Some("1".to_owned()),
+                    paused: true,
+                    ..counts(2, 2, 1, 0)
+                },
+                vec![rs("op-7d9f8b6c5d", "1")],
+                vec![old.into()],
+                Serving::Paused,
+            ),
+            (
+                "paused with the current template's pods running: they serve",
+                RolloutCounts {
+                    paused: true,
+                    ..counts(2, 2, 2, 1)
+                },
+                hop_replica_sets(),
+                vec![old.into(), new.into()],
+                Serving::NewPodsServe,
+            ),
+            (
+                "back to an older template: its ReplicaSet took revision 3 in this sync, the \
+                 Deployment still names revision 2 (the one being left)",
+                counts(2, 2, 2, 1),
+                vec![rs("op-7d9f8b6c5d", "3"), rs("op-5b4c7f9d8x", "2")],
+                vec![new.into()],
                 Serving::NoCurrentReplicaSet,
             ),
             (

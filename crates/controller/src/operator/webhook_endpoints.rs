@@ -18,6 +18,11 @@ use crate::error::Error;
 /// ReplicaSets; the Deployment's names its current ReplicaSet's.
 const REVISION_ANNOTATION: &str = "deployment.kubernetes.io/revision";
 
+/// The most EndpointSlices read for one webhook Service (the EndpointSlice controller puts up
+/// to 100 endpoints in each): past it the rest are not read, and a new pod listed only there
+/// is seen once the slices are fewer.
+const MAX_ENDPOINT_SLICES: u32 = 50;
+
 /// The most ReplicaSets read for one Deployment. A Deployment keeps `revisionHistoryLimit` old
 /// ones (10 by default) beside its current one; past this bound its pods are told by its
 /// counts (`replica_sets: None`), not by a second page.
@@ -61,6 +66,11 @@ fn rollout_counts(deployment: &Deployment) -> RolloutCounts {
         replicas: status.and_then(|s| s.replicas).unwrap_or(0),
         updated_replicas: status.and_then(|s| s.updated_replicas).unwrap_or(0),
         revision: revision(&deployment.metadata),
+        paused: deployment
+            .spec
+            .as_ref()
+            .and_then(|spec| spec.paused)
+            .unwrap_or(false),
     }
 }
 
@@ -82,9 +92,14 @@ async fn replica_sets(
     if let Some(selector) = label_selector(&deployment.spec.as_ref().map(|s| &s.selector)) {
         params = params.labels(&selector);
     }
-    let listed = api.list(&params).await.map_err(Error::kube(format!(
-        "listing the ReplicaSets of Deployment {namespace}/{name}"
-    )))?;
+    // Metadata only: names, owner references and revisions are all the rule reads, and a
+    // ReplicaSet's pod template (every old one kept by `revisionHistoryLimit`) is not held.
+    let listed = api
+        .list_metadata(&params)
+        .await
+        .map_err(Error::kube(format!(
+            "listing the ReplicaSets of Deployment {namespace}/{name}"
+        )))?;
     if listed
         .metadata
         .continue_
@@ -146,7 +161,11 @@ async fn ready_endpoints(
 ) -> Result<BTreeSet<ReadyEndpoint>, Error> {
     let slices: Api<EndpointSlice> = Api::namespaced(client.clone(), namespace);
     let listed = slices
-        .list(&ListParams::default().labels(&format!("kubernetes.io/service-name={service}")))
+        .list(
+            &ListParams::default()
+                .labels(&format!("kubernetes.io/service-name={service}"))
+                .limit(MAX_ENDPOINT_SLICES),
+        )
         .await
         .map_err(Error::kube(format!(
             "listing the EndpointSlices of Service {namespace}/{service}"
