@@ -819,7 +819,7 @@ fn decide_usable(s: &PoSnapshot<'_>, u: &Usable<'_>) -> PoDecision {
     // The steady pin holds what runs; a requested update it cannot run on may need hops
     // first (issue 35 item 1).
     if abandoned.is_none()
-        && matches!(&resolved, Ok(resolution) if resolution.stays)
+        && steady_holds_what_runs(&resolved, running_bundle(u).as_ref())
         && let Some(decision) = pre_update::pre_update_step(
             s,
             &pre_update::PreUpdateInput {
@@ -845,6 +845,36 @@ fn decide_usable(s: &PoSnapshot<'_>, u: &Usable<'_>) -> PoDecision {
         current_pin,
     );
     note_abandoned(note_unreadable_unsettled_action(decision, s), abandoned)
+}
+
+/// Whether the steady resolution holds what runs, so that the hops before a requested update
+/// may be its way forward (issue 35 item 1): it stays, or it fails only because what runs no
+/// longer runs on the cluster as it is now (`maxOpenShiftVersion`, `minKubeVersion`: a
+/// cluster updated past it). That PO blocks the requested update as much as one that runs
+/// where it is, and its hops are judged against the current version all the same (the state
+/// machine found it: `a_running_bundle_the_cluster_outgrew_still_gets_its_pre_update_hops`).
+fn steady_holds_what_runs(
+    resolved: &Result<select::Resolution, select::ResolveError>,
+    running: Option<&InstalledBundle>,
+) -> bool {
+    match (resolved, running) {
+        (Ok(resolution), _) => resolution.stays,
+        (Err(select::ResolveError::NoCandidate { rejected, .. }), Some(running)) => {
+            let mine: Vec<_> = rejected
+                .iter()
+                .filter(|r| r.bundle == running.name)
+                .collect();
+            !mine.is_empty()
+                && mine.iter().all(|r| {
+                    matches!(
+                        r.reason,
+                        select::RejectReason::MaxOpenShiftVersionTooLow { .. }
+                            | select::RejectReason::MinKubeVersionTooHigh { .. }
+                    )
+                })
+        }
+        (Err(_), _) => false,
+    }
 }
 
 /// The catalogs in the form the resolver takes them.

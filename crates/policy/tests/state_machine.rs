@@ -150,18 +150,25 @@ fn gate() -> impl Strategy<Value = UpgradeGate> {
 fn setup() -> impl Strategy<Value = Setup> {
     (
         prop::array::uniform9(prop::option::of(16u64..20)),
+        prop::array::uniform9(prop::option::weighted(
+            0.15,
+            prop_oneof![Just((29u64, 4u64)), Just((29, 5)), Just((30, 0))],
+        )),
         prop::collection::vec(gate(), PACKAGES.len()),
         prop::collection::vec(0..VERSION_RANGES.len(), PACKAGES.len()),
         prop::array::uniform9(prop::bool::weighted(0.3)),
         any::<bool>(),
     )
-        .prop_map(|(max_ocp, gates, ranges, extra, extra_wins)| Setup {
-            max_ocp,
-            gates,
-            ranges,
-            extra,
-            extra_wins,
-        })
+        .prop_map(
+            |(max_ocp, min_kube, gates, ranges, extra, extra_wins)| Setup {
+                max_ocp,
+                min_kube,
+                gates,
+                ranges,
+                extra,
+                extra_wins,
+            },
+        )
 }
 
 /// Liveness: the world calms down and every PO reaches its pin within [`LIVENESS_ROUNDS`].
@@ -386,6 +393,7 @@ proptest! {
 fn plain_setup(gates: [UpgradeGate; 2]) -> Setup {
     Setup {
         max_ocp: [None; 9],
+        min_kube: [None; 9],
         gates: gates.to_vec(),
         ranges: vec![1, 1],
         extra: [false; 9],
@@ -517,4 +525,28 @@ fn manual_approval_and_pause_hold_moves_until_the_admin_acts() {
     apply(&mut world, Event::Reconcile(1));
     assert_eq!(world.pos[1].running.map(|r| VERSIONS[r]), Some("1.2.0"));
     calm_down(&mut world).unwrap_or_else(|why| panic!("{why}"));
+}
+
+/// Found by the property once the oracle judged pre-update hops by its own rule (bug
+/// "outgrown"): a PO runs 1.1.0 (`maxOpenShiftVersion` 4.16) on a cluster that was updated
+/// past it to 4.17; the admin requests 4.18. 1.1.1 runs on both, so §4.2's PreUpdate pin owes
+/// the hop to it, yet `decide` offered hops only when the steady resolution *stays* (here it
+/// fails: what runs does not run on 4.17), reported nothing owed, and the ClusterOperator
+/// reported `versions` for 4.17.0 with the hop owed.
+#[test]
+fn a_running_bundle_the_cluster_outgrew_still_gets_its_pre_update_hops() {
+    let mut setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
+    setup.max_ocp[2] = Some(16);
+    setup.ranges = vec![0, 2];
+    let result = run(
+        &setup,
+        &[
+            Event::Reconcile(1),
+            Event::StartMinor,
+            Event::AddBundle(0, 3),
+            Event::CompleteUpdate,
+            Event::RequestMinor,
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
 }

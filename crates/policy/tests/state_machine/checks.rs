@@ -106,9 +106,11 @@ pub fn decision(
     }
     if !runs_on(world, to, phase) {
         return fail(format!(
-            "maxOpenShiftVersion 4.{:?} cannot run on {}",
+            "maxOpenShiftVersion 4.{:?}, minKubeVersion {:?}: cannot run on {} (Kubernetes {})",
             world.max_ocp[to],
-            world.phase.running_on()
+            world.min_kube[to],
+            oracle::heads_to(&world.phase),
+            world.kube
         ));
     }
     // 13. Under Manual approval, a move (the first install included) starts only to the
@@ -295,13 +297,13 @@ pub fn status(
     if sim.running.is_some()
         && !sim.po.spec.paused
         && !sim.settled
-        && pom_policy::snapshot::elapsed(world.now, sim.move_started_at) > world.deadline()
+        && oracle::seconds_since(world.now, sim.move_started_at) > world.deadline_secs()
         && !condition_is(new, types::DEGRADED, ConditionStatus::True)
     {
         return fail(format!(
             "the move has not settled for {}s (deadline {}s) and the PO is not Degraded",
-            pom_policy::snapshot::elapsed(world.now, sim.move_started_at).as_secs(),
-            world.deadline().as_secs()
+            oracle::seconds_since(world.now, sim.move_started_at),
+            world.deadline_secs()
         ));
     }
     // 10. An operator that stopped working after it settled is reported.

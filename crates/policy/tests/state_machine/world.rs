@@ -211,6 +211,11 @@ pub struct World {
     pub pos: Vec<SimPo>,
     pub catalogs: Vec<SimCatalog>,
     pub max_ocp: [Option<u64>; VERSIONS.len()],
+    /// `minKubeVersion` of each bundle: `1.<minor>.<patch>`.
+    pub min_kube: [Option<(u64, u64)>; VERSIONS.len()],
+    /// The API server's version now (it follows the cluster: a completed update raises it, a
+    /// rollback lowers it at once).
+    pub kube: Version,
     pub refused: Vec<(usize, usize)>,
     pub phase: ClusterPhase,
     pub cv_unreadable: bool,
@@ -225,6 +230,7 @@ pub struct World {
 #[derive(Debug, Clone)]
 pub struct Setup {
     pub max_ocp: [Option<u64>; VERSIONS.len()],
+    pub min_kube: [Option<(u64, u64)>; VERSIONS.len()],
     pub gates: Vec<UpgradeGate>,
     pub ranges: Vec<usize>,
     pub extra: [bool; VERSIONS.len()],
@@ -292,7 +298,7 @@ impl World {
             present,
             served: present,
             down: false,
-            content: content(&present, &setup.max_ocp),
+            content: content(&present, &setup.max_ocp, &setup.min_kube),
         };
         let (p0, p1) = if setup.extra_wins { (0, 1) } else { (1, 0) };
         Self {
@@ -302,6 +308,8 @@ impl World {
                 catalog(CATALOGS[1], p1, setup.extra),
             ],
             max_ocp: setup.max_ocp,
+            min_kube: setup.min_kube,
+            kube: oracle::kube_of(&v("4.16.3")),
             refused: Vec::new(),
             phase: ClusterPhase::steady(v("4.16.3")),
             cv_unreadable: false,
@@ -426,7 +434,10 @@ impl World {
                 PhaseKind::MinorUpgrade => self.phase.target.patch += 1,
                 _ => {}
             },
-            Event::CompleteUpdate => self.phase = ClusterPhase::steady(self.phase.target.clone()),
+            Event::CompleteUpdate => {
+                self.phase = ClusterPhase::steady(self.phase.target.clone());
+                self.kube = oracle::kube_of(&self.phase.current);
+            }
             Event::RollBack
                 if self.phase.kind == PhaseKind::Steady && self.phase.current.patch > 0 =>
             {
@@ -436,6 +447,9 @@ impl World {
                     current: c.clone(),
                     target: Version::new(c.major, c.minor, c.patch - 1),
                 };
+                // The API server is rolled back with the cluster; the manager reads its
+                // version again while the phase is Rollback.
+                self.kube = oracle::kube_of(&self.phase.target);
             }
             Event::InFlightRollback if self.phase.kind == PhaseKind::PatchUpgrade => {
                 self.phase = ClusterPhase {
@@ -467,7 +481,7 @@ impl World {
         for c in &mut self.catalogs {
             if !c.down && c.served != c.present {
                 c.served = c.present;
-                c.content = content(&c.present, &self.max_ocp);
+                c.content = content(&c.present, &self.max_ocp, &self.min_kube);
             }
         }
         self.aggregate()
@@ -583,7 +597,7 @@ impl World {
                 ..Hop::from(active)
             }),
             cluster,
-            kube_version: None,
+            kube_version: Some(self.kube.clone()),
             catalogs,
             gate: gate.clone(),
             now: self.now,
@@ -596,6 +610,13 @@ impl World {
             config: pom_policy::snapshot::ConfigView::default(),
         };
         let decision = decide(&snapshot);
+        if std::env::var_os("POM_STATE_MACHINE_TRACE").is_some() {
+            // A replayed sequence's decisions, for whoever debugs it.
+            eprintln!(
+                "{} (generation {:?}): {decision:?}",
+                PACKAGES[i], self.pos[i].po.metadata.generation
+            );
+        }
         if let Action::WaitForCatalog { .. } = &decision.action {
             self.pos[i].catalogs_loading = false;
             return Ok(());
@@ -861,8 +882,9 @@ impl World {
         self.phase.target.to_string()
     }
 
-    pub fn deadline(&self) -> Duration {
-        DEADLINE
+    /// `spec.progressDeadline` as the world sets it ("10m"), in seconds.
+    pub fn deadline_secs(&self) -> i64 {
+        DEADLINE.as_secs() as i64
     }
 }
 
@@ -925,7 +947,11 @@ fn oc_gate(says: Says) -> OperatorGate {
 }
 
 /// A catalog serving `present` for every package, with channels stable and fast.
-fn content(present: &[bool; VERSIONS.len()], max_ocp: &[Option<u64>; VERSIONS.len()]) -> Catalog {
+fn content(
+    present: &[bool; VERSIONS.len()],
+    max_ocp: &[Option<u64>; VERSIONS.len()],
+    min_kube: &[Option<(u64, u64)>; VERSIONS.len()],
+) -> Catalog {
     let mut packages = BTreeMap::new();
     for package in PACKAGES {
         let mut bundles = BTreeMap::new();
@@ -947,6 +973,8 @@ fn content(present: &[bool; VERSIONS.len()], max_ocp: &[Option<u64>; VERSIONS.le
                         properties: BundleProperties {
                             max_openshift_version: max_ocp[i]
                                 .map(|minor| MaxOpenShiftVersion::Valid { major: 4, minor }),
+                            min_kube_version: min_kube[i]
+                                .map(|(minor, patch)| format!("1.{minor}.{patch}").into()),
                             ..BundleProperties::default()
                         },
                         origin: Origin::default(),
