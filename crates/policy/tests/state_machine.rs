@@ -84,7 +84,8 @@ use proptest::prelude::*;
 use proptest::test_runner::RngSeed;
 
 use world::{
-    CATALOGS, CHANNELS, Event, OVERRIDES, PACKAGES, Says, Setup, VERSION_RANGES, VERSIONS, World,
+    Annotation, CATALOGS, CHANNELS, CONFIGS, Event, OVERRIDES, PACKAGES, Says, Setup,
+    VERSION_RANGES, VERSIONS, World,
 };
 
 /// Rounds of the calm world within which every PO must reach its pin: three per hop (apply,
@@ -118,7 +119,14 @@ fn event() -> impl Strategy<Value = Event> {
         1 => (po.clone(), any::<bool>()).prop_map(|(p, m)| Event::EditApproval(p, m)),
         2 => po.clone().prop_map(Event::Approve),
         1 => (po.clone(), 0..VERSIONS.len()).prop_map(|(p, b)| Event::ApproveBundle(p, b)),
-        1 => (po, any::<bool>()).prop_map(|(p, paused)| Event::Pause(p, paused)),
+        1 => (po.clone(), any::<bool>()).prop_map(|(p, paused)| Event::Pause(p, paused)),
+        1 => po.clone().prop_map(Event::CrashAfterNextApply),
+        1 => (po.clone(), bundle.clone()).prop_map(|(p, b)| Event::RefusePartly(p, b)),
+        2 => (po.clone(), 0..CONFIGS.len()).prop_map(|(p, c)| Event::EditConfig(p, c)),
+        1 => (po.clone(), 1..CONFIGS.len()).prop_map(|(p, c)| Event::RefuseConfig(p, c)),
+        1 => any::<bool>().prop_map(Event::SetProxy),
+        1 => (po.clone(), bundle.clone()).prop_map(|(p, b)| Event::UnsafeCrd(p, b)),
+        2 => (po, annotation()).prop_map(|(p, a)| Event::Annotate(p, a)),
         2 => Just(Event::StartPatch),
         2 => Just(Event::StartMinor),
         1 => Just(Event::Retarget),
@@ -136,6 +144,18 @@ fn event() -> impl Strategy<Value = Event> {
         1 => Just(Event::WithdrawRequest),
         1 => (0..PACKAGES.len(), any::<bool>()).prop_map(|(p, take)| Event::EditPreUpdate(p, take)),
         2 => prop_oneof![Just(60u64), Just(150), Just(700)].prop_map(Event::Wait),
+    ]
+}
+
+fn annotation() -> impl Strategy<Value = Annotation> {
+    let bundle = 0..VERSIONS.len();
+    prop_oneof![
+        3 => Just(Annotation::AbandonRecorded),
+        1 => bundle.clone().prop_map(Annotation::Abandon),
+        1 => bundle.clone().prop_map(Annotation::Skip),
+        2 => Just(Annotation::ConfigOverride),
+        1 => bundle.prop_map(Annotation::CrdSafety),
+        1 => Just(Annotation::Clear),
     ]
 }
 
@@ -547,6 +567,18 @@ fn a_running_bundle_the_cluster_outgrew_still_gets_its_pre_update_hops() {
             Event::CompleteUpdate,
             Event::RequestMinor,
         ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}
+
+#[test]
+fn tmp_repro() {
+    let mut setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
+    setup.max_ocp[2] = Some(16);
+    setup.ranges = vec![2, 0];
+    let result = run(
+        &setup,
+        &[Event::StartMinor, Event::Reconcile(0), Event::RefusePartly(0, 1)],
     );
     assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
 }

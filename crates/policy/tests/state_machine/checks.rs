@@ -12,7 +12,10 @@ use super::oracle::{
     self, admits, channel_of, compatible_with_next_minor, gate_requires_report, in_channel,
     is_edge, runs_on, version, visible_phase,
 };
-use super::world::{PACKAGES, Read, Says, SimPo, VERSIONS, World, bundle_name};
+use super::world::{
+    CONFIG_CHANGE_OVERRIDE, PACKAGES, Read, Says, SimPo, UNSETTLED_MOVE, VERSIONS, World,
+    bundle_name,
+};
 
 fn condition_is(status: &PlatformOperatorStatus, type_: &str, value: ConditionStatus) -> bool {
     status
@@ -65,6 +68,9 @@ pub fn decision(
             describe(world, sim)
         ));
     }
+    if matches!(decision.action, Action::Keep) {
+        return config_change(world, i, decision);
+    }
     let Action::Move(target) = &decision.action else {
         return Ok(());
     };
@@ -72,6 +78,19 @@ pub fn decision(
     let tv = version(to);
     let phase = visible_phase(world);
     let resume = sim.intent_at_crash.as_deref() == Some(target.name.as_str());
+    // The admin's annotation on the unsettled move the status records (issue 25 item 2):
+    // `abandon:<to>` moves back to what ran before, `skip:<to>` lets the next move start.
+    let recorded = world
+        .status(i)
+        .and_then(|s| s.active_hop.as_ref())
+        .filter(|h| !h.settled);
+    let annotation = world.annotation(i, UNSETTLED_MOVE);
+    let names_recorded = |verb: &str| {
+        recorded.is_some_and(|h| annotation == Some(format!("{verb}:{}", h.to).as_str()))
+    };
+    let back = names_recorded("abandon")
+        && recorded.and_then(|h| h.from.as_deref()) == Some(target.name.as_str());
+    let skipped = names_recorded("skip");
     let fail = |what: String| {
         Err(format!(
             "move to {}: {what}; {}",
@@ -113,6 +132,22 @@ pub fn decision(
             world.kube
         ));
     }
+    if back {
+        // The way back is judged as any move (issue 34 item 2): what it goes to qualifies
+        // (checked above), the running operator does not forbid it, and a bundle that
+        // declares a maxOpenShiftVersion waits for a ClusterVersion that can be judged. The
+        // annotation is the admin's approval of it, and its own edge.
+        if sim.says == Says::False {
+            return fail("abandon: taken while the running operator says Upgradeable=False".into());
+        }
+        if phase.is_none() && world.max_ocp[to].is_some() {
+            return fail(
+                "abandon: taken while the ClusterVersion cannot be judged and the bundle declares a maxOpenShiftVersion"
+                    .into(),
+            );
+        }
+        return Ok(());
+    }
     // 13. Under Manual approval, a move (the first install included) starts only to the
     // bundle the admin approved; a recorded move resumed after a crash was started before.
     if spec.upgrade_approval == UpgradeApproval::Manual
@@ -133,17 +168,17 @@ pub fn decision(
         }
         return Ok(());
     };
+    if resume {
+        // A move recorded as intent before a crash (between intent and apply, or between
+        // apply and the status write: then it may already run) is finished.
+        return Ok(());
+    }
     if running == to {
         return fail("a move to what already runs".into());
     }
-    if resume {
-        // A move recorded as intent before a crash is finished (nothing of it skipped): the
-        // edge and pin of the phase that chose it, and the gate then, do not count again.
-        return Ok(());
-    }
     let rv = version(running);
-    // 1. One move at a time: the last one settled, by the world.
-    if !sim.settled {
+    // 1. One move at a time: the last one settled, by the world (or the admin skips it).
+    if !sim.settled && !skipped {
         return fail(format!(
             "started while the move to {} has not settled",
             VERSIONS[running]
@@ -210,11 +245,57 @@ pub fn decision(
     Ok(())
 }
 
+/// A configuration change (issue 23 items 3-4, issue 34 item 1), by the oracle's own rule: a
+/// re-apply that renders the running Deployments with another configuration than they run
+/// with restarts the operator, so it is a move: it starts only once the last move settled by
+/// the world, and not while the running operator says `Upgradeable=False` (or, where the gate
+/// asks its word, does not say True), unless the admin's `config-change-override` names its
+/// digest; a change recorded as intent that never applied is resumed as it was judged then.
+fn config_change(world: &World, i: usize, decision: &pom_policy::PoDecision) -> Result<(), String> {
+    let sim = &world.pos[i];
+    let (Some(config), Some(_)) = (&decision.config, sim.running) else {
+        return Ok(());
+    };
+    if config.digest == sim.config_runs.digest
+        || sim.config_intent.as_deref() == Some(config.digest.as_str())
+    {
+        return Ok(());
+    }
+    let fail = |what: &str| {
+        Err(format!(
+            "a configuration change to {} starts {what}; {}",
+            config.digest,
+            describe(world, sim)
+        ))
+    };
+    if !sim.settled {
+        return fail("while the last move has not settled");
+    }
+    if world.annotation(i, CONFIG_CHANGE_OVERRIDE) == Some(config.digest.as_str()) {
+        return Ok(());
+    }
+    if sim.says == Says::False {
+        return fail("while the running operator says Upgradeable=False");
+    }
+    if gate_requires_report(sim) && sim.says != Says::True {
+        return fail("while the gate asks the operator's Upgradeable=True, which it does not say");
+    }
+    Ok(())
+}
+
 /// Why, by the world after this reconcile, the PO must not be upgradeable (§8.3).
 pub fn blockers(world: &World, i: usize, owed: Option<usize>, applied: bool) -> Vec<String> {
     let sim = &world.pos[i];
     let Some(running) = sim.running else {
-        return Vec::new();
+        // Objects of a first install that never completed may run (issue 34 item 3).
+        return if sim.on_cluster.is_empty() {
+            Vec::new()
+        } else {
+            vec![format!(
+                "objects of an install that never completed are on the cluster: {:?}",
+                sim.on_cluster.iter().map(|o| &o.name).collect::<Vec<_>>()
+            )]
+        };
     };
     let mut why = Vec::new();
     if !sim.settled {
@@ -282,8 +363,19 @@ pub fn status(
     {
         return fail(format!("the move to {} is recorded settled", hop.to));
     }
+    // The status records the configuration the Deployments run with, never one that did not
+    // apply (issue 34 item 1).
+    if let Some(applied) = &new.applied_config
+        && sim.running.is_some()
+        && applied.digest != sim.config_runs.digest
+    {
+        return fail(format!(
+            "status records configuration {} applied, the Deployments run with {}",
+            applied.digest, sim.config_runs.digest
+        ));
+    }
     // 6. Upgradeable=True only when nothing in the world blocks it.
-    if installed.is_some()
+    if (installed.is_some() || !sim.on_cluster.is_empty())
         && condition_is(new, types::UPGRADEABLE, ConditionStatus::True)
         && !read.blockers.is_empty()
     {
@@ -318,6 +410,24 @@ pub fn status(
         );
     }
     inventory(new)
+}
+
+/// Every object POM wrote for the PO and did not delete is listed in its inventory (so that a
+/// prune or the PO's deletion can find it): partial applies included.
+pub fn written_objects_listed(
+    world: &World,
+    i: usize,
+    new: &PlatformOperatorStatus,
+) -> Result<(), String> {
+    for object in &world.pos[i].on_cluster {
+        if !new.inventory.iter().any(|e| e.objects.contains(object)) {
+            return Err(format!(
+                "{object:?} is on the cluster, written for {}, and no inventory entry lists it: {:#?}",
+                PACKAGES[i], new.inventory
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A recorded move lists its target's objects before any of them is written.
@@ -417,7 +527,7 @@ pub fn aggregate(world: &World, reports_release: bool) -> Result<(), String> {
                 ));
             }
         }
-        if reports_release && sim.running.is_some() {
+        if reports_release && (sim.running.is_some() || !sim.on_cluster.is_empty()) {
             // Judged by the world at the PO's last reconcile, for its spec and the cluster as
             // they are now: settled, and no move owed by the world's resolution.
             let owed = super::oracle::next_move(world, i);
