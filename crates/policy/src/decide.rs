@@ -451,6 +451,15 @@ fn decide_config(decision: &mut PoDecision, s: &PoSnapshot<'_>) {
     let unapplied = s.config.unapplied.as_deref();
     match &decision.action {
         Action::Move(_) => decision.config = Some(s.config.desired.clone()),
+        // What runs was recovered from its objects (a PO restored without its status): what
+        // it was configured with was lost with the status, and "none recorded" is not "no
+        // configuration" here. The re-apply that records it renders what is asked for, never
+        // an empty configuration that would drop `spec.config` and the proxy from running
+        // Deployments (found by the state-machine test:
+        // `a_po_restored_without_its_status_keeps_its_configuration`).
+        Action::Keep if s.found_bundle_label.is_some() && s.installed.is_some() => {
+            decision.config = Some(s.config.desired.clone());
+        }
         Action::Keep if (s.config.changed() || unapplied.is_some()) && s.installed.is_some() => {
             let Ok(request) = &s.request else {
                 decision.config = Some(applied);
@@ -814,6 +823,7 @@ fn decide_usable(s: &PoSnapshot<'_>, u: &Usable<'_>) -> PoDecision {
             "the move to {to} recorded in status was abandoned, {} keeps running: {why}",
             u.installed.map_or("nothing", |i| i.bundle.name.as_str())
         )),
+        Recorded::Unlisted { to } => return unlisted_first_install(current_pin, &to),
         Recorded::None => None,
     };
     // The steady pin holds what runs; a requested update it cannot run on may need hops
@@ -916,6 +926,31 @@ fn keep_or_nothing(installed: Option<&Installed>) -> Action {
 }
 
 /// Re-applies what runs under the pin it has now.
+/// A first install recorded in status whose bundle no catalog lists now: its objects may have
+/// been applied (the manager can stop between the apply and the status write), so installing
+/// another bundle would be a move over a running operator that nobody chose (a downgrade, as
+/// like as not). Nothing is written until the admin acts, and the status says how (found by
+/// the state-machine test: `a_first_install_whose_bundle_left_the_catalog_is_not_installed_over`).
+fn unlisted_first_install(pin: Option<PinState>, to: &str) -> PoDecision {
+    // Nothing is recorded installed, yet objects of the install may run: not "nothing
+    // installed" (issue 34 item 3), so not upgradeable.
+    let verdict = Upgradeability::no(
+        Reason::MoveNotSettled,
+        format!(
+            "the install of {to} has started and not finished: objects it applied may run, so POM cannot vouch for the next minor; see Degraded for what to do"
+        ),
+    );
+    let mut decision = PoDecision::new(Action::Nothing, verdict).with_problem(
+        Reason::ResolutionFailed,
+        format!(
+            "the first install of {to} recorded in status is offered by no catalog this PlatformOperator uses now; objects of it may have been applied, so POM does not install another bundle over them: add {to} back to a catalog (the install then finishes), or delete the PlatformOperator (its deletion removes what the install wrote)"
+        ),
+        true,
+    );
+    decision.pin = pin;
+    decision
+}
+
 fn keep(verdict: Upgradeability, pin: Option<PinState>) -> PoDecision {
     let mut decision = PoDecision::new(Action::Keep, verdict);
     decision.pin = pin;
@@ -1259,6 +1294,10 @@ enum Recorded {
     Resume(Box<MoveTarget>),
     /// Its target no longer qualifies, for `why`.
     Abandon { to: String, why: String },
+    /// A first install whose target no catalog lists any more: what it may have written
+    /// before the manager stopped (between its apply and its status write) is not installed
+    /// over by another bundle.
+    Unlisted { to: String },
 }
 
 /// The move recorded as intent and not yet applied, if the catalog still has its bundle, and
@@ -1297,7 +1336,11 @@ fn recorded_move(
         };
     }
     let Some((catalog, bundle)) = find_bundle(catalogs, &request.package, &hop.to) else {
-        return Recorded::None;
+        return if installed.is_none() && hop.from.is_none() {
+            Recorded::Unlisted { to: hop.to.clone() }
+        } else {
+            Recorded::None
+        };
     };
     if let Some(why) = disqualified(request, catalogs, inputs, bundle, phase, s) {
         return Recorded::Abandon {

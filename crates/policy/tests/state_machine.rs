@@ -75,13 +75,15 @@
 mod checks;
 #[path = "state_machine/oracle.rs"]
 mod oracle;
+#[path = "state_machine/way_out.rs"]
+mod way_out;
 #[path = "state_machine/world.rs"]
 mod world;
 
-use pom_api::conditions::{ConditionStatus, types};
-use pom_api::platform_operator::{PreUpdateHops, UpgradeApproval, UpgradeGate};
+use pom_api::platform_operator::UpgradeGate;
 use proptest::prelude::*;
 use proptest::test_runner::RngSeed;
+use way_out::WayOut;
 
 use world::{
     Annotation, CATALOGS, CHANNELS, CONFIGS, Event, OVERRIDES, PACKAGES, Says, Setup,
@@ -191,7 +193,20 @@ fn setup() -> impl Strategy<Value = Setup> {
         )
 }
 
-/// Liveness: the world calms down and every PO reaches its pin within [`LIVENESS_ROUNDS`].
+/// Rounds without progress after which a PO that is not at its pin is stuck: its status must
+/// then name a way out, which the admin takes.
+pub const STUCK_ROUNDS: usize = 3;
+/// Ways out the admin takes for one PO before the test gives up on it (each is a different
+/// one: the status names the most specific first, "fix what refuses it" last).
+pub const MAX_WAYS_OUT: usize = 4;
+
+/// Liveness under admin actions: the world calms down (catalogs up, ClusterVersion readable,
+/// no transient failures or crashes; each round time passes past the settle window, every PO
+/// is reconciled, its rollout finishes, and an operator that has reported says True) and
+/// every PO reaches its pin within [`LIVENESS_ROUNDS`], except that a PO not at its pin takes
+/// the way out its status names: at once for the ordinary requests (approve a hop, resume),
+/// and after [`STUCK_ROUNDS`] rounds without progress for the others; a stuck PO whose status
+/// names no way out is a violation.
 fn calm_down(world: &mut World) -> Result<(), String> {
     world.cv_unreadable = false;
     for c in 0..world.catalogs.len() {
@@ -200,28 +215,23 @@ fn calm_down(world: &mut World) -> Result<(), String> {
     for po in &mut world.pos {
         po.fail_next_apply = false;
         po.crash_during_next_move = false;
+        po.crash_after_next_apply = false;
     }
-    for i in 0..PACKAGES.len() {
-        world.apply(&Event::Pause(i, false))?;
-    }
-    let mut last = String::new();
-    for round in 0..LIVENESS_ROUNDS {
+    let n = PACKAGES.len();
+    let mut still = vec![0usize; n];
+    let mut last: Vec<Option<String>> = vec![None; n];
+    let mut taken: Vec<Vec<WayOut>> = vec![Vec::new(); n];
+    let rounds = LIVENESS_ROUNDS + MAX_WAYS_OUT * (STUCK_ROUNDS + 1) * n;
+    let mut why_not = String::new();
+    for round in 0..rounds {
         if round > 0 {
             match at_rest(world) {
                 Ok(()) => return Ok(()),
-                Err(why) => last = why,
+                Err(why) => why_not = why,
             }
         }
         world.apply(&Event::Wait(150))?;
-        for i in 0..PACKAGES.len() {
-            // Under Manual approval the admin approves the move POM owes (as
-            // `pomctl approve --bundle` ahead of it, or what `pomctl plan` lists).
-            // Under preUpdateHops: Offer the admin approves an offered hop likewise.
-            let approves = world.pos[i].po.spec.upgrade_approval == UpgradeApproval::Manual
-                || world.pos[i].po.spec.pre_update_hops == PreUpdateHops::Offer;
-            if approves && let Some(owed) = oracle::next_move(world, i) {
-                world.apply(&Event::ApproveBundle(i, owed))?;
-            }
+        for i in 0..n {
             world.apply(&Event::Reconcile(i))?;
             world.apply(&Event::RolloutFinishes(i))?;
             let sim = &world.pos[i];
@@ -232,123 +242,162 @@ fn calm_down(world: &mut World) -> Result<(), String> {
                 world.apply(&Event::Operator(i, Says::True))?;
             }
         }
+        for i in 0..n {
+            let Err(why) = po_at_rest(world, i) else {
+                still[i] = 0;
+                continue;
+            };
+            let status = world.status(i).cloned().unwrap_or_default();
+            let print = progress_print(world, i);
+            if last[i].as_ref() == Some(&print) {
+                still[i] += 1;
+            } else {
+                still[i] = 0;
+                last[i] = Some(print);
+            }
+            let ways = way_out::named(i, &status);
+            let way = match ways.iter().find(|w| w.routine()) {
+                Some(way) => way.clone(),
+                None if still[i] < STUCK_ROUNDS => continue,
+                None => {
+                    // Issue 34 item 2: a move the cluster refuses for good is not "wait for it".
+                    let waits = status.conditions.iter().any(|c| {
+                        c.type_ == pom_api::conditions::types::UPGRADEABLE
+                            && c.message.contains("wait for it")
+                    });
+                    if waits && way_out::refused_for_good(world, i) {
+                        return Err(format!(
+                            "liveness: {} is stuck ({why}): the cluster refuses what it applies for good, yet Upgradeable says to wait for it: {:#?}",
+                            PACKAGES[i], status.conditions
+                        ));
+                    }
+                    // Each kind of way out once (excluding one bundle after another is the
+                    // same way, not a new one).
+                    let Some(way) = ways.iter().find(|w| {
+                        !taken[i]
+                            .iter()
+                            .any(|t| std::mem::discriminant(t) == std::mem::discriminant(*w))
+                    }) else {
+                        return Err(format!(
+                            "liveness: {} is stuck ({why}) and its status names no way out not yet taken (taken: {:?}): {:#?}",
+                            PACKAGES[i], taken[i], status.conditions
+                        ));
+                    };
+                    if taken[i].len() == MAX_WAYS_OUT {
+                        return Err(format!(
+                            "liveness: {} is still stuck ({why}) after the ways out {:?}",
+                            PACKAGES[i], taken[i]
+                        ));
+                    }
+                    taken[i].push(way.clone());
+                    still[i] = 0;
+                    way.clone()
+                }
+            };
+            for event in way.events(world, i) {
+                world.apply(&event)?;
+            }
+        }
     }
     at_rest(world).map_err(|why| {
-        format!("liveness: not at the pin after {LIVENESS_ROUNDS} calm rounds: {why} (before the last round: {last})")
+        format!(
+            "liveness: not at the pin after {rounds} calm rounds (ways out taken: {taken:?}): {why} (before the last round: {why_not})"
+        )
     })
 }
 
-/// Every PO at its pin (see the header), and the release reported.
-#[allow(clippy::needless_range_loop)]
-fn at_rest(world: &World) -> Result<(), String> {
-    let mut clean = true;
-    for i in 0..PACKAGES.len() {
-        let sim = &world.pos[i];
-        let status = world.status(i).cloned().unwrap_or_default();
-        let degraded = status
-            .conditions
-            .iter()
-            .any(|c| c.type_ == types::DEGRADED && c.status == ConditionStatus::True.as_str());
-        let name = |b: usize| world::bundle_name(PACKAGES[i], b);
-        // A recorded move whose apply is refused for good is retried, backing off, and said in
-        // Degraded (issue 25 item 3): never dropped for another resolution.
-        let recorded_refused = status
-            .active_hop
-            .as_ref()
-            .filter(|h| !h.settled)
-            .and_then(|h| (0..VERSIONS.len()).find(|b| world::bundle_name(PACKAGES[i], *b) == h.to))
-            .filter(|b| world.refused.contains(&(i, *b)) && sim.running != Some(*b));
-        if recorded_refused.is_some() {
-            if !degraded {
-                return Err(format!(
-                    "{}: the recorded move to refused {:?} is not reported Degraded",
-                    PACKAGES[i],
-                    recorded_refused.map(|b| VERSIONS[b])
-                ));
-            }
-            clean = false;
-            continue;
-        }
-        if let Some(r) = sim.running.filter(|r| world.refused.contains(&(i, *r))) {
-            clean = false;
-            if !degraded {
-                return Err(format!(
-                    "{}: re-applying refused {} fails, yet the PO is not Degraded",
-                    PACKAGES[i], VERSIONS[r]
-                ));
-            }
-            continue;
-        }
-        if let Some(r) = sim.running {
-            let listed = world.catalogs.iter().any(|c| {
-                sim.po
-                    .spec
-                    .package
-                    .catalog
-                    .as_deref()
-                    .is_none_or(|n| n == c.name)
-                    && c.served[r]
-            });
-            if status.installed_bundle.is_none() && !listed {
-                // Restored without its status, and no catalog it may use lists what runs: POM
-                // refuses to adopt it until the admin acts (issue 25 item 4).
-                clean = false;
-                if !degraded {
-                    return Err(format!(
-                        "{}: runs {} unrecorded and unlisted, yet the PO is not Degraded",
-                        PACKAGES[i], VERSIONS[r]
-                    ));
-                }
-                continue;
-            }
-        }
-        let owed = oracle::next_move(world, i);
-        if let Some(owed) = owed {
-            if world.refused.contains(&(i, owed)) {
-                clean = false;
-                if status.desired_bundle.as_ref().map(|d| d.name.clone()) != Some(name(owed))
-                    || !degraded
-                {
-                    return Err(format!(
-                        "{}: the owed move to refused {} is not reported: {status:#?}",
-                        PACKAGES[i], VERSIONS[owed]
-                    ));
-                }
-                continue;
-            }
-            return Err(format!(
-                "{}: a move to {} is owed (runs {:?}, status {:?})",
-                PACKAGES[i],
-                VERSIONS[owed],
-                sim.running.map(|r| VERSIONS[r]),
-                status.installed_bundle
-            ));
-        }
-        let Some(running) = sim.running else {
-            continue;
-        };
-        let recorded = status.installed_bundle.as_ref().map(|b| b.name.clone())
-            == Some(name(running))
-            && status.desired_bundle.is_none()
-            && status.active_hop.as_ref().is_some_and(|h| h.settled);
-        if !sim.settled || !recorded {
-            return Err(format!(
-                "{}: runs {} (settled by the world: {}), status does not record it settled at its pin: {:?} {:?} {:?}",
-                PACKAGES[i],
-                VERSIONS[running],
-                sim.settled,
-                status.installed_bundle,
-                status.desired_bundle,
-                status.active_hop
-            ));
-        }
+/// What changes while a PO makes progress (by the world and its status; not its failure
+/// count, which grows while it is stuck).
+fn progress_print(world: &World, i: usize) -> String {
+    let sim = &world.pos[i];
+    let status = world.status(i);
+    format!(
+        "{:?} {} {} {:?} {:?} {:?} {:?} {:?}",
+        sim.running,
+        sim.settled,
+        sim.config_runs.digest,
+        sim.po.metadata.generation,
+        status
+            .and_then(|s| s.installed_bundle.as_ref())
+            .map(|b| &b.name),
+        status
+            .and_then(|s| s.active_hop.as_ref())
+            .map(|h| (&h.to, h.settled, &h.config)),
+        status
+            .and_then(|s| s.desired_bundle.as_ref())
+            .map(|b| &b.name),
+        sim.po.metadata.annotations,
+    )
+}
+
+/// PO `i` at its pin, by the world: no move owed by the world's resolution; what runs settled
+/// and recorded settled, nothing pending; its Deployments run with the configuration asked
+/// for; and nothing of another bundle left on the cluster (a partial apply's objects pruned).
+fn po_at_rest(world: &World, i: usize) -> Result<(), String> {
+    let sim = &world.pos[i];
+    let status = world.status(i).cloned().unwrap_or_default();
+    let name = |b: usize| world::bundle_name(PACKAGES[i], b);
+    if let Some(held) = oracle::resolution(world, i).filter(|b| oracle::abandoned(world, i, *b)) {
+        return Err(format!(
+            "{}: the move to {} is held by the admin's abandon: annotation",
+            PACKAGES[i], VERSIONS[held]
+        ));
     }
-    if clean
-        && !world
-            .co
-            .versions
-            .iter()
-            .any(|v| v.version == world.release())
+    if let Some(owed) = oracle::next_move(world, i) {
+        return Err(format!(
+            "{}: a move to {} is owed (runs {:?}, status {:?})",
+            PACKAGES[i],
+            VERSIONS[owed],
+            sim.running.map(|r| VERSIONS[r]),
+            status.installed_bundle
+        ));
+    }
+    // Nothing runs and nothing is owed (objects a refused first install wrote stay listed in
+    // the inventory, for the PO's deletion).
+    let Some(running) = sim.running else {
+        return Ok(());
+    };
+    let recorded = status.installed_bundle.as_ref().map(|b| b.name.clone()) == Some(name(running))
+        && status.desired_bundle.is_none()
+        && status.active_hop.as_ref().is_some_and(|h| h.settled);
+    if !sim.settled || !recorded {
+        return Err(format!(
+            "{}: runs {} (settled by the world: {}), status does not record it settled at its pin: {:?} {:?} {:?}",
+            PACKAGES[i],
+            VERSIONS[running],
+            sim.settled,
+            status.installed_bundle,
+            status.desired_bundle,
+            status.active_hop
+        ));
+    }
+    let desired = world.desired_config(i);
+    if sim.config_runs.digest != desired.digest {
+        return Err(format!(
+            "{}: its Deployments run with configuration {:?}, {:?} is asked for",
+            PACKAGES[i], sim.config_runs, desired
+        ));
+    }
+    let owned = world::objects_of(PACKAGES[i], &name(running));
+    if let Some(left) = sim.on_cluster.iter().find(|o| !owned.contains(o)) {
+        return Err(format!(
+            "{}: settled at {}, and {left:?} of another bundle is left on the cluster",
+            PACKAGES[i], VERSIONS[running]
+        ));
+    }
+    Ok(())
+}
+
+/// Every PO at its pin, and the release reported.
+fn at_rest(world: &World) -> Result<(), String> {
+    for i in 0..PACKAGES.len() {
+        po_at_rest(world, i)?;
+    }
+    if !world
+        .co
+        .versions
+        .iter()
+        .any(|v| v.version == world.release())
     {
         return Err(format!(
             "every PO is at its pin, yet versions does not report {}: {:?}",
@@ -578,7 +627,11 @@ fn tmp_repro() {
     setup.ranges = vec![2, 0];
     let result = run(
         &setup,
-        &[Event::StartMinor, Event::Reconcile(0), Event::RefusePartly(0, 1)],
+        &[
+            Event::StartMinor,
+            Event::Reconcile(0),
+            Event::RefusePartly(0, 1),
+        ],
     );
     assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
 }

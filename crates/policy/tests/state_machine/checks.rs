@@ -174,6 +174,12 @@ pub fn decision(
         return Ok(());
     }
     if running == to {
+        // Finishing the recorded move whose apply the manager could not record (it died
+        // between apply and status write) re-applies what already runs; anything else is no
+        // move at all.
+        if recorded.is_some_and(|h| h.to == target.name) {
+            return Ok(());
+        }
         return fail("a move to what already runs".into());
     }
     let rv = version(running);
@@ -261,6 +267,12 @@ fn config_change(world: &World, i: usize, decision: &pom_policy::PoDecision) -> 
     {
         return Ok(());
     }
+    // The re-apply that recovers a PO restored without its status renders the restored
+    // spec: what the Deployments were configured with was lost with the status, and the spec
+    // is the only record of it left (rendering "none" would drop it).
+    if sim.status_lost && world.status(i).is_none_or(|s| s.installed_bundle.is_none()) {
+        return Ok(());
+    }
     let fail = |what: &str| {
         Err(format!(
             "a configuration change to {} starts {what}; {}",
@@ -286,16 +298,11 @@ fn config_change(world: &World, i: usize, decision: &pom_policy::PoDecision) -> 
 /// Why, by the world after this reconcile, the PO must not be upgradeable (§8.3).
 pub fn blockers(world: &World, i: usize, owed: Option<usize>, applied: bool) -> Vec<String> {
     let sim = &world.pos[i];
+    // A partial first install in this model writes no Deployment (it is what is refused): its
+    // ConfigMap and ServiceAccount run nothing, so they block nothing (its inventory lists
+    // them, so deleting the PO removes them).
     let Some(running) = sim.running else {
-        // Objects of a first install that never completed may run (issue 34 item 3).
-        return if sim.on_cluster.is_empty() {
-            Vec::new()
-        } else {
-            vec![format!(
-                "objects of an install that never completed are on the cluster: {:?}",
-                sim.on_cluster.iter().map(|o| &o.name).collect::<Vec<_>>()
-            )]
-        };
+        return Vec::new();
     };
     let mut why = Vec::new();
     if !sim.settled {
@@ -375,7 +382,7 @@ pub fn status(
         ));
     }
     // 6. Upgradeable=True only when nothing in the world blocks it.
-    if (installed.is_some() || !sim.on_cluster.is_empty())
+    if installed.is_some()
         && condition_is(new, types::UPGRADEABLE, ConditionStatus::True)
         && !read.blockers.is_empty()
     {
@@ -527,7 +534,7 @@ pub fn aggregate(world: &World, reports_release: bool) -> Result<(), String> {
                 ));
             }
         }
-        if reports_release && (sim.running.is_some() || !sim.on_cluster.is_empty()) {
+        if reports_release && sim.running.is_some() {
             // Judged by the world at the PO's last reconcile, for its spec and the cluster as
             // they are now: settled, and no move owed by the world's resolution.
             let owed = super::oracle::next_move(world, i);

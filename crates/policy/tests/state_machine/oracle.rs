@@ -21,11 +21,13 @@ pub fn version(index: usize) -> Version {
     v(VERSIONS[index])
 }
 
-/// This model's own reading of the few ranges it uses (`>=X`, `<X`, `=X`, ANDed by spaces):
+/// This model's own reading of the few ranges it uses (`>=X`, `<X`, `=X`, `!=X`, ANDed by spaces):
 /// independent of the resolver's Masterminds parser.
 pub fn admits(range: &str, version: &Version) -> bool {
     range.split_whitespace().all(|token| {
-        if let Some(rest) = token.strip_prefix(">=") {
+        if let Some(rest) = token.strip_prefix("!=") {
+            version != &v(rest)
+        } else if let Some(rest) = token.strip_prefix(">=") {
             version >= &v(rest)
         } else if let Some(rest) = token.strip_prefix('<') {
             version < &v(rest)
@@ -129,6 +131,13 @@ pub fn visible_phase(world: &World) -> Option<&ClusterPhase> {
 /// when it stays (or nothing can be installed). Judged from the world: the bundle that runs,
 /// the catalogs' served content, priorities, the PO's spec and the cluster phase.
 pub fn next_move(world: &World, i: usize) -> Option<usize> {
+    resolution(world, i).filter(|to| !abandoned(world, i, *to))
+}
+
+/// The bundle the resolution picks ([`next_move`] before the admin's `abandon:`): a move to
+/// a bundle the admin abandoned is not started while the annotation names it, and no other
+/// is chosen in its place (the admin decides: exclude it, or remove the annotation).
+pub fn resolution(world: &World, i: usize) -> Option<usize> {
     if let Some(hop) = pre_update_move(world, i) {
         return Some(hop);
     }
@@ -211,6 +220,19 @@ pub fn next_move(world: &World, i: usize) -> Option<usize> {
         }
     }
     best.map(|b| b.2).filter(|to| Some(*to) != running)
+}
+
+/// Whether the admin's `unsettled-move=abandon:<bundle>` names bundle `to`: the admin gave
+/// that move up, so it is not owed (started again) while the annotation names it.
+pub fn abandoned(world: &World, i: usize, to: usize) -> bool {
+    world.annotation(i, super::world::UNSETTLED_MOVE)
+        == Some(
+            format!(
+                "abandon:{}",
+                super::world::bundle_name(super::world::PACKAGES[i], to)
+            )
+            .as_str(),
+        )
 }
 
 /// Whether the gate of §7 holds for the running bundle now, judged from the world: `Rollout`

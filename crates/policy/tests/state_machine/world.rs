@@ -172,6 +172,13 @@ pub enum Event {
     UnsafeCrd(usize, usize),
     /// The admin writes (or clears) an annotation on the PO.
     Annotate(usize, Annotation),
+    /// The admin adds `!=<version>` of this bundle to `spec.package.versionRange`.
+    ExcludeVersion(usize, usize),
+    /// The admin sets `spec.config` back to what the status records applied.
+    RevertConfig(usize),
+    /// The admin lifts every policy that refuses the PO's objects (bundles, Deployments,
+    /// configurations, unsafe CRDs).
+    LiftRefusals(usize),
     StartPatch,
     StartMinor,
     /// The ClusterVersion's desired version changes mid-update.
@@ -213,6 +220,8 @@ pub enum Annotation {
     CrdSafety(usize),
     /// Every annotation removed.
     Clear,
+    /// An annotation as a status names it (key, value).
+    Named(&'static str, String),
 }
 
 pub struct SimCatalog {
@@ -467,6 +476,7 @@ impl World {
                 self.pos[i].po.metadata.annotations = None;
                 return;
             }
+            Annotation::Named(key, value) => (*key, value.clone()),
         };
         self.pos[i]
             .po
@@ -510,6 +520,26 @@ impl World {
             Event::SetProxy(on) => self.proxy = on.then(proxy_env),
             Event::UnsafeCrd(i, b) => self.unsafe_crds.push((i, b)),
             Event::Annotate(i, ref annotation) => self.annotate(i, annotation),
+            Event::ExcludeVersion(i, b) => self.bump(i, |s| {
+                let exclude = format!("!={}", VERSIONS[b]);
+                s.package.version_range = Some(match s.package.version_range.take() {
+                    Some(range) => format!("{range} {exclude}"),
+                    None => exclude,
+                });
+            }),
+            Event::RevertConfig(i) => {
+                let applied = self
+                    .status(i)
+                    .and_then(|s| s.applied_config.as_ref())
+                    .and_then(|c| c.config.clone());
+                self.bump(i, |s| s.config = applied);
+            }
+            Event::LiftRefusals(i) => {
+                self.refused.retain(|(p, _)| *p != i);
+                self.refused_partly.retain(|(p, _)| *p != i);
+                self.refused_configs.retain(|(p, _)| *p != i);
+                self.unsafe_crds.retain(|(p, _)| *p != i);
+            }
             Event::EditVersionRange(i, r) => self.bump(i, |s| {
                 s.package.version_range = VERSION_RANGES[r].map(str::to_owned);
             }),
