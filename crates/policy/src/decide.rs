@@ -806,7 +806,13 @@ fn decide_usable(s: &PoSnapshot<'_>, u: &Usable<'_>) -> PoDecision {
     let resolved = select::resolve(&resolver_request);
     // The admin's way out of a move that does not settle (issue 25 item 2): back to what ran
     // before, by name, never automatically.
-    if let Some((hop, UnsettledMoveAction::Abandon(_))) = admin_unsettled_action(s, u.installed) {
+    // A first install has no way back: the annotation is inert, and the PO is decided as if
+    // it were absent (said so), never held on what it installed with the resolution's move
+    // and verdict dropped (found by the state-machine test:
+    // `an_inert_abandon_of_a_first_install_hides_no_owed_move`).
+    if let Some((hop, UnsettledMoveAction::Abandon(_))) = admin_unsettled_action(s, u.installed)
+        && hop.from.is_some()
+    {
         return back_to_before(s, hop, u, &inputs, phase, verdict, current_pin);
     }
     // A move recorded in status (intent, §7) but not yet applied is resumed, never replaced:
@@ -843,7 +849,7 @@ fn decide_usable(s: &PoSnapshot<'_>, u: &Usable<'_>) -> PoDecision {
             },
         )
     {
-        return note_unreadable_unsettled_action(decision, s);
+        return note_inert_abandon(note_unreadable_unsettled_action(decision, s), s, u.installed);
     }
     let decision = decide_fresh(
         s,
@@ -854,7 +860,11 @@ fn decide_usable(s: &PoSnapshot<'_>, u: &Usable<'_>) -> PoDecision {
         phase,
         current_pin,
     );
-    note_abandoned(note_unreadable_unsettled_action(decision, s), abandoned)
+    note_inert_abandon(
+        note_abandoned(note_unreadable_unsettled_action(decision, s), abandoned),
+        s,
+        u.installed,
+    )
 }
 
 /// Whether the steady resolution holds what runs, so that the hops before a requested update
@@ -1028,6 +1038,28 @@ fn back_to_before(
     decision.pin = current_pin;
     decision.unsettled_move_action = Some(UnsettledMoveAction::Abandon(hop.to.clone()));
     decision
+}
+
+/// The admin's `abandon:` of an unsettled first install: there is nothing to go back to, so
+/// it does nothing; the decision says so unless it already reports a problem.
+fn note_inert_abandon(
+    decision: PoDecision,
+    s: &PoSnapshot<'_>,
+    installed: Option<&Installed>,
+) -> PoDecision {
+    match admin_unsettled_action(s, installed) {
+        Some((hop, UnsettledMoveAction::Abandon(_)))
+            if hop.from.is_none() && decision.problem.is_none() =>
+        {
+            let message = format!(
+                "the move to {} cannot be abandoned: it was the first install, nothing ran before it; remove annotation {}, or exclude it with spec.package.versionRange, or delete the PlatformOperator",
+                hop.to,
+                pom_api::labels::UNSETTLED_MOVE
+            );
+            decision.with_problem(Reason::InvalidUnsettledMoveAction, message, false)
+        }
+        _ => decision,
+    }
 }
 
 /// A move to a bundle that declares a maxOpenShiftVersion (`declares_max`) waits while the

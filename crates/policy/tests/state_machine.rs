@@ -620,8 +620,13 @@ fn a_running_bundle_the_cluster_outgrew_still_gets_its_pre_update_hops() {
     assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
 }
 
+/// Found by the property (bug "refused re-apply"): a first install applies, then a policy
+/// engine refuses its Deployment for good before the move settled. The re-apply's failures
+/// were not counted, Degraded named no way out, and Upgradeable told the admin to "wait for
+/// it", which never happens (issue 34 item 2): now counted and backed off, and the status
+/// names "fix what refuses it" (and, for a hop, the `abandon:` annotation).
 #[test]
-fn tmp_repro() {
+fn a_move_whose_reapply_is_refused_names_its_way_out() {
     let mut setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
     setup.max_ocp[2] = Some(16);
     setup.ranges = vec![2, 0];
@@ -631,6 +636,71 @@ fn tmp_repro() {
             Event::StartMinor,
             Event::Reconcile(0),
             Event::RefusePartly(0, 1),
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}
+
+/// Found by the property (bug "restored config"): a PO runs 2.0.1 rendered with the cluster
+/// proxy, its operator has reported, and the PO is restored without its status. The lost
+/// `appliedConfig` read as "no configuration", the change back to the proxy was held behind
+/// the operator's unreadable gate, and the re-apply that recovers the bundle rendered its
+/// Deployments with no configuration: the proxy dropped, the operator restarted, against the
+/// hold.
+#[test]
+fn a_po_restored_without_its_status_keeps_its_configuration() {
+    let setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
+    let result = run(
+        &setup,
+        &[
+            Event::SetProxy(true),
+            Event::Reconcile(0),
+            Event::Operator(0, Says::True),
+            Event::Reconcile(0),
+            Event::LoseStatus(0),
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}
+
+/// Found by the property (bug "unlisted install"): the manager dies between the apply of a
+/// first install (1.1.0) and its status write; the catalog drops 1.1.0 before the next
+/// manager reads it. The recorded install was dropped (no catalog has it) and another bundle
+/// (1.0.1) installed over the 1.1.0 that runs: a downgrade nobody chose. Now nothing is
+/// written, and the status says to add the bundle back (the install then finishes) or
+/// delete the PO.
+#[test]
+fn a_first_install_whose_bundle_left_the_catalog_is_not_installed_over() {
+    let mut setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
+    setup.ranges = vec![2, 0];
+    let result = run(
+        &setup,
+        &[
+            Event::CrashAfterNextApply(0),
+            Event::Reconcile(0),
+            Event::RemoveBundle(0, 2),
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}
+
+/// Found by the property (bug "inert abandon"): `abandon:` naming an unsettled first install
+/// (2.0.0, from the catalog that wins) has no way back; `decide` then kept what runs without
+/// resolving, so once the install settled, in a patch update with 2.0.1 on offer from the
+/// catalog that now wins, the PO said `Upgradeable=True` with that move owed (§8.3).
+#[test]
+fn an_inert_abandon_of_a_first_install_hides_no_owed_move() {
+    let mut setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
+    setup.ranges = vec![0, 3];
+    setup.extra[6] = true;
+    setup.extra_wins = true;
+    let result = run(
+        &setup,
+        &[
+            Event::Reconcile(1),
+            Event::Annotate(1, Annotation::AbandonRecorded),
+            Event::StartPatch,
+            Event::FlipPriorities,
         ],
     );
     assert!(result.is_ok(), "{}", result.err().unwrap_or_default());

@@ -159,6 +159,26 @@ pub fn decision(
             spec.approved_bundle
         ));
     }
+    // A first install the status records, unsettled, that the admin's versionRange or channel
+    // now excludes (a way out its status names): POM installs what resolves now in its place.
+    // The admin chose that over whatever of it was applied; it is the admin's move, judged by
+    // the admin's constraints above.
+    let dropped_install = recorded.is_some_and(|h| {
+        h.from.is_none()
+            && (0..VERSIONS.len())
+                .find(|b| bundle_name(PACKAGES[i], *b) == h.to)
+                .is_some_and(|b| {
+                    !in_channel(channel_of(sim), b)
+                        || spec
+                            .package
+                            .version_range
+                            .as_deref()
+                            .is_some_and(|r| !admits(r, &version(b)))
+                })
+    });
+    if dropped_install && sim.running.is_some() {
+        return Ok(());
+    }
     let Some(running) = sim.running else {
         if let Some(over) = &spec.steady_state_version_range
             && !admits(over, &tv)
@@ -494,7 +514,8 @@ pub fn resumed_intent(
             .is_none_or(|r| admits(r, &version(to)))
         && runs_on(world, to, visible_phase(world));
     let recorded = new.active_hop.as_ref().map(|h| &h.to);
-    if !qualifies || sim.running == Some(to) {
+    // The admin's `abandon:` of it is a way out of it, not a drop.
+    if !qualifies || sim.running == Some(to) || oracle::abandoned(world, i, to) {
         world.pos[i].intent_at_crash = None;
     } else if recorded != Some(&intended) {
         return Err(format!(

@@ -946,8 +946,11 @@ impl World {
             new_status.inventory = inventory::after_prune(&new_status.inventory, &installed.name);
             self.pos[i].on_cluster.retain(|o| !pruned.contains(o));
         }
+        // A move by the world: an apply that changed what runs (a bundle, or its
+        // configuration); re-applying what runs as a "move" to itself moves nothing.
         let moved_now = matches!(&outcome, ActOutcome::Applied(_))
-            && matches!(&decision.action, Action::Move(_));
+            && matches!(&decision.action, Action::Move(_))
+            && self.pos[i].applied_now;
         let sim = &self.pos[i];
         let read = Read {
             generation: sim.po.metadata.generation.unwrap_or(1),
@@ -1017,8 +1020,12 @@ impl World {
         }
         let objects = objects_of(PACKAGES[i], &bundle.name);
         if deployment_refused {
-            // Everything before the Deployment is written; the Deployment is refused.
-            for o in objects.iter().filter(|o| o.kind != "Deployment") {
+            // Everything before the Deployment is written; the Deployment is refused. (While
+            // the PO recovers from a lost status, its objects are found by their labels.)
+            for o in objects
+                .iter()
+                .filter(|o| o.kind != "Deployment" && !sim.status_lost)
+            {
                 if !sim.on_cluster.contains(o) {
                     sim.on_cluster.push(o.clone());
                 }
