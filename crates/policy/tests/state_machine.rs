@@ -128,7 +128,8 @@ fn event() -> impl Strategy<Value = Event> {
         1 => (po.clone(), 1..CONFIGS.len()).prop_map(|(p, c)| Event::RefuseConfig(p, c)),
         1 => any::<bool>().prop_map(Event::SetProxy),
         1 => (po.clone(), bundle.clone()).prop_map(|(p, b)| Event::UnsafeCrd(p, b)),
-        2 => (po, annotation()).prop_map(|(p, a)| Event::Annotate(p, a)),
+        2 => (po.clone(), annotation()).prop_map(|(p, a)| Event::Annotate(p, a)),
+        1 => po.prop_map(Event::DeleteAndRecreate),
         2 => Just(Event::StartPatch),
         2 => Just(Event::StartMinor),
         1 => Just(Event::Retarget),
@@ -255,7 +256,8 @@ fn calm_down(world: &mut World) -> Result<(), String> {
                 still[i] = 0;
                 last[i] = Some(print);
             }
-            let ways = way_out::named(i, &status);
+            let overridden = world.pos[i].po.spec.steady_state_version_range.is_some();
+            let ways = way_out::named(i, &status, overridden);
             let way = match ways.iter().find(|w| w.routine()) {
                 Some(way) => way.clone(),
                 None if still[i] < STUCK_ROUNDS => continue,
@@ -353,8 +355,19 @@ fn po_at_rest(world: &World, i: usize) -> Result<(), String> {
         ));
     }
     // Nothing runs and nothing is owed (objects a refused first install wrote stay listed in
-    // the inventory, for the PO's deletion).
+    // the inventory, for the PO's deletion), unless the status records a first install that
+    // has not finished: POM cannot know that nothing of it runs, so it waits for the admin.
     let Some(running) = sim.running else {
+        if let Some(hop) = status
+            .active_hop
+            .as_ref()
+            .filter(|h| !h.settled && h.from.is_none())
+        {
+            return Err(format!(
+                "{}: the first install of {} recorded in status has not finished",
+                PACKAGES[i], hop.to
+            ));
+        }
         return Ok(());
     };
     let recorded = status.installed_bundle.as_ref().map(|b| b.name.clone()) == Some(name(running))
@@ -701,6 +714,30 @@ fn an_inert_abandon_of_a_first_install_hides_no_owed_move() {
             Event::Annotate(1, Annotation::AbandonRecorded),
             Event::StartPatch,
             Event::FlipPriorities,
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}
+
+/// Found by the property (bug "abandoned install"): the manager dies between the apply of a
+/// first install (2.0.1, `maxOpenShiftVersion` 4.16) and its status write; a minor update
+/// starts, so the recorded install no longer qualifies and is abandoned for a resolution that
+/// installs nothing. Status said Upgradeable=True "nothing installed" (the case issue 34
+/// item 3's fix left as before), and the ClusterOperator Upgradeable=True, while 2.0.1's
+/// objects run, unsettled, on a cluster it cannot run on.
+#[test]
+fn an_abandoned_first_install_that_may_run_is_not_upgradeable() {
+    let mut setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
+    setup.max_ocp[7] = Some(16);
+    setup.ranges = vec![0, 4];
+    let result = run(
+        &setup,
+        &[
+            Event::CrashAfterNextApply(1),
+            Event::Reconcile(1),
+            Event::StartMinor,
+            Event::EditOverride(1, 2),
+            Event::EditCatalog(0, 0),
         ],
     );
     assert!(result.is_ok(), "{}", result.err().unwrap_or_default());

@@ -77,7 +77,7 @@ pub fn decision(
     let to = index_of(i, &target.name);
     let tv = version(to);
     let phase = visible_phase(world);
-    let resume = sim.intent_at_crash.as_deref() == Some(target.name.as_str());
+    let intended = sim.intent_at_crash.as_deref() == Some(target.name.as_str());
     // The admin's annotation on the unsettled move the status records (issue 25 item 2):
     // `abandon:<to>` moves back to what ran before, `skip:<to>` lets the next move start.
     let recorded = world
@@ -91,6 +91,12 @@ pub fn decision(
     let back = names_recorded("abandon")
         && recorded.and_then(|h| h.from.as_deref()) == Some(target.name.as_str());
     let skipped = names_recorded("skip");
+    // A move recorded as intent before a crash is finished (nothing of it skipped), or the
+    // recorded move whose apply the manager could not record (it died between apply and
+    // status write) is re-applied over what already runs: the edge, pin, gate and approval
+    // that chose it do not count again.
+    let resume = intended
+        || (sim.running == Some(to) && recorded.is_some_and(|h| h.to == target.name));
     let fail = |what: String| {
         Err(format!(
             "move to {}: {what}; {}",
@@ -159,16 +165,17 @@ pub fn decision(
             spec.approved_bundle
         ));
     }
-    // A first install the status records, unsettled, that the admin's versionRange or channel
-    // now excludes (a way out its status names): POM installs what resolves now in its place.
-    // The admin chose that over whatever of it was applied; it is the admin's move, judged by
-    // the admin's constraints above.
+    // A first install the status records, unsettled, that no longer qualifies (the admin's
+    // versionRange or channel now excludes it, a way out its status names, or the cluster can
+    // no longer run it): POM installs what resolves now in its place, over whatever of it was
+    // applied (it cannot know); judged by the constraints above, not as a hop.
     let dropped_install = recorded.is_some_and(|h| {
         h.from.is_none()
             && (0..VERSIONS.len())
                 .find(|b| bundle_name(PACKAGES[i], *b) == h.to)
                 .is_some_and(|b| {
-                    !in_channel(channel_of(sim), b)
+                    !runs_on(world, b, phase)
+                        || !in_channel(channel_of(sim), b)
                         || spec
                             .package
                             .version_range
@@ -194,12 +201,6 @@ pub fn decision(
         return Ok(());
     }
     if running == to {
-        // Finishing the recorded move whose apply the manager could not record (it died
-        // between apply and status write) re-applies what already runs; anything else is no
-        // move at all.
-        if recorded.is_some_and(|h| h.to == target.name) {
-            return Ok(());
-        }
         return fail("a move to what already runs".into());
     }
     let rv = version(running);

@@ -25,6 +25,10 @@ pub enum WayOut {
     RevertConfig,
     /// "remove the annotation" (`unsettled-move`).
     RemoveAnnotation,
+    /// A resolution that fails on the pin of the admin's `steadyStateVersionRange` ("no
+    /// bundle ... satisfies pin ... (Override)" or "(Install)" under it, each rejected bundle
+    /// listed with its filter): the admin clears it.
+    ClearOverride,
     /// `kubectl annotate ... config-change-override=<digest>`.
     ConfigOverride(String),
     /// `kubectl annotate ... crd-safety-override=<bundle>`.
@@ -34,6 +38,8 @@ pub enum WayOut {
     AddToCatalog(Option<usize>),
     /// "fix what refuses it": the admin lifts the policy that refuses the PO's objects.
     FixRefusal,
+    /// "delete the PlatformOperator" (and create it again).
+    Delete,
 }
 
 impl WayOut {
@@ -59,6 +65,7 @@ impl WayOut {
             WayOut::ExcludeVersion(b) => vec![Event::ExcludeVersion(i, *b)],
             WayOut::RevertConfig => vec![Event::RevertConfig(i)],
             WayOut::RemoveAnnotation => vec![Event::Annotate(i, Annotation::Clear)],
+            WayOut::ClearOverride => vec![Event::EditOverride(i, 0)],
             WayOut::ConfigOverride(digest) => vec![Event::Annotate(
                 i,
                 Annotation::Named(CONFIG_CHANGE_OVERRIDE, digest.clone()),
@@ -75,12 +82,13 @@ impl WayOut {
                     .unwrap_or_default()
             }
             WayOut::FixRefusal => vec![Event::LiftRefusals(i)],
+            WayOut::Delete => vec![Event::DeleteAndRecreate(i)],
         }
     }
 }
 
 /// The ways out the status of PO `i` names, most specific first (the admin takes the first).
-pub fn named(i: usize, status: &PlatformOperatorStatus) -> Vec<WayOut> {
+pub fn named(i: usize, status: &PlatformOperatorStatus, overridden: bool) -> Vec<WayOut> {
     let text: String = status
         .conditions
         .iter()
@@ -134,6 +142,9 @@ pub fn named(i: usize, status: &PlatformOperatorStatus) -> Vec<WayOut> {
     if let Some(b) = bundle("the first install of ").filter(|_| text.contains("back to a catalog")) {
         ways.push(WayOut::AddToCatalog(Some(b)));
     }
+    if overridden && text.contains("satisfies pin") {
+        ways.push(WayOut::ClearOverride);
+    }
     if text.contains("remove the annotation") {
         ways.push(WayOut::RemoveAnnotation);
     }
@@ -141,6 +152,9 @@ pub fn named(i: usize, status: &PlatformOperatorStatus) -> Vec<WayOut> {
     // webhook that denied an object): the admin's way out is that policy.
     if text.contains("fix what refuses it") || text.contains(" denied ") {
         ways.push(WayOut::FixRefusal);
+    }
+    if text.contains("delete the PlatformOperator") {
+        ways.push(WayOut::Delete);
     }
     ways
 }

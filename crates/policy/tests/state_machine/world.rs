@@ -179,6 +179,9 @@ pub enum Event {
     /// The admin lifts every policy that refuses the PO's objects (bundles, Deployments,
     /// configurations, unsafe CRDs).
     LiftRefusals(usize),
+    /// The admin deletes the PO (mid-move or not): the finalizer deletes every object its
+    /// inventory lists (CRDs aside); then the admin creates it again with the same spec.
+    DeleteAndRecreate(usize),
     StartPatch,
     StartMinor,
     /// The ClusterVersion's desired version changes mid-update.
@@ -433,6 +436,50 @@ impl World {
         }
     }
 
+    /// Deletion: what the finalizer removes is what the inventory lists, so everything POM
+    /// wrote for the PO must be listed (unless the status was lost: then what was written is
+    /// found by its labels); the PO comes back as new.
+    fn delete_and_recreate(&mut self, i: usize) -> Result<(), String> {
+        let sim = &self.pos[i];
+        let listed: Vec<&InventoryObject> = sim
+            .po
+            .status
+            .iter()
+            .flat_map(|s| s.inventory.iter())
+            .flat_map(|e| e.objects.iter())
+            .collect();
+        if !sim.status_lost
+            && let Some(left) = sim.on_cluster.iter().find(|o| !listed.contains(o))
+        {
+            return Err(format!(
+                "deleting {}: {left:?} was written for it and its inventory does not list it, so the finalizer leaves it behind",
+                PACKAGES[i]
+            ));
+        }
+        let sim = &mut self.pos[i];
+        sim.po.status = None;
+        sim.po.metadata.annotations = None;
+        sim.po.metadata.generation = Some(1);
+        sim.po.spec.approved_bundle = None;
+        sim.po.spec.paused = false;
+        sim.running = None;
+        sim.rolled_out = false;
+        sim.regressed = false;
+        sim.rolled_out_seen_at = None;
+        sim.says = Says::Never;
+        sim.reported_seen = false;
+        sim.settled = false;
+        sim.status_lost = false;
+        sim.applied_now = false;
+        sim.annotated = false;
+        sim.intent_at_crash = None;
+        sim.config_runs = AppliedConfig::none();
+        sim.config_intent = None;
+        sim.on_cluster.clear();
+        sim.last_read = None;
+        Ok(())
+    }
+
     /// The configuration PO `i` asks for now (`spec.config` and the cluster proxy).
     pub fn desired_config(&self, i: usize) -> AppliedConfig {
         AppliedConfig::of(self.pos[i].po.spec.config.as_ref(), self.proxy.as_ref())
@@ -534,6 +581,7 @@ impl World {
                     .and_then(|c| c.config.clone());
                 self.bump(i, |s| s.config = applied);
             }
+            Event::DeleteAndRecreate(i) => self.delete_and_recreate(i)?,
             Event::LiftRefusals(i) => {
                 self.refused.retain(|(p, _)| *p != i);
                 self.refused_partly.retain(|(p, _)| *p != i);
@@ -985,8 +1033,9 @@ impl World {
         let config = config.unwrap_or_else(AppliedConfig::none);
         let index = index_of(PACKAGES[i], &bundle.name).unwrap();
         let refused = self.refused.contains(&(i, index));
+        // A CRD change is a change from what runs (a first install changes no CRD of its own).
         let unsafe_crd = self.unsafe_crds.contains(&(i, index))
-            && self.pos[i].running != Some(index)
+            && self.pos[i].running.is_some_and(|r| r != index)
             && self.annotation(i, CRD_SAFETY_OVERRIDE) != Some(bundle.name.as_str());
         // What a policy engine refuses after the first objects are written: the Deployment.
         let deployment_refused = self.refused_partly.contains(&(i, index))
