@@ -849,7 +849,11 @@ fn decide_usable(s: &PoSnapshot<'_>, u: &Usable<'_>) -> PoDecision {
             },
         )
     {
-        return note_inert_abandon(note_unreadable_unsettled_action(decision, s), s, u.installed);
+        return note_inert_abandon(
+            note_unreadable_unsettled_action(decision, s),
+            s,
+            u.installed,
+        );
     }
     let decision = decide_fresh(
         s,

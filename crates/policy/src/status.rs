@@ -1314,16 +1314,13 @@ fn refused_move_blocks(u: &UpgradeableInput<'_>) -> Option<Desired> {
 /// carries out (issue 34 item 3): status records nothing installed, but objects it applied
 /// before a failure (or a crash) may run, so it is not "nothing installed": fail closed.
 fn unfinished_install_blocks(u: &UpgradeableInput<'_>) -> Option<Desired> {
-    // Still the install POM carries out (it is what is desired), or abandoned for a
-    // resolution that installs nothing: objects it applied may run all the same (a manager
-    // that stopped between its apply and its status write leaves them running; found by the
+    // Still the install POM carries out, or abandoned for another resolution (one that
+    // installs nothing, or waits): objects it applied may run all the same (a manager that
+    // stopped between its apply and its status write leaves them running; found by the
     // state-machine test: `an_abandoned_first_install_that_may_run_is_not_upgradeable`).
-    let hop = u.hop.filter(|h| {
-        !h.settled
-            && h.from.is_none()
-            && !u.installed
-            && u.desired.is_none_or(|d| d == h.to.as_str())
-    })?;
+    let hop = u
+        .hop
+        .filter(|h| !h.settled && h.from.is_none() && !u.installed)?;
     Some(upgradeable(
         ConditionStatus::False,
         Reason::MoveNotSettled,

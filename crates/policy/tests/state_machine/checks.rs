@@ -95,8 +95,8 @@ pub fn decision(
     // recorded move whose apply the manager could not record (it died between apply and
     // status write) is re-applied over what already runs: the edge, pin, gate and approval
     // that chose it do not count again.
-    let resume = intended
-        || (sim.running == Some(to) && recorded.is_some_and(|h| h.to == target.name));
+    let resume =
+        intended || (sim.running == Some(to) && recorded.is_some_and(|h| h.to == target.name));
     let fail = |what: String| {
         Err(format!(
             "move to {}: {what}; {}",

@@ -139,7 +139,8 @@ pub fn named(i: usize, status: &PlatformOperatorStatus, overridden: bool) -> Vec
     if text.contains("add the catalog that offers it") {
         ways.push(WayOut::AddToCatalog(None));
     }
-    if let Some(b) = bundle("the first install of ").filter(|_| text.contains("back to a catalog")) {
+    if let Some(b) = bundle("the first install of ").filter(|_| text.contains("back to a catalog"))
+    {
         ways.push(WayOut::AddToCatalog(Some(b)));
     }
     if overridden && text.contains("satisfies pin") {
@@ -175,7 +176,8 @@ pub fn refused_for_good(world: &World, i: usize) -> bool {
         .chain(&world.refused_partly)
         .chain(&world.unsafe_crds)
         .any(|(p, b)| *p == i && needed(*b))
-        || world.refused_configs.iter().any(|(p, c)| {
-            *p == i && super::world::level_of(&world.desired_config(i)) == Some(*c)
-        })
+        || world
+            .refused_configs
+            .iter()
+            .any(|(p, c)| *p == i && super::world::level_of(&world.desired_config(i)) == Some(*c))
 }

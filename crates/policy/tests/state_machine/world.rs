@@ -946,6 +946,11 @@ impl World {
             if let Action::Move(target) = &decision.action {
                 self.pos[i].intent_at_crash = Some(target.name.clone());
             }
+            // A PO recovering from a lost status is still recovering: nothing recorded it.
+            if self.pos[i].po.status.is_none() {
+                self.pos[i].status_lost = true;
+                self.pos[i].on_cluster.clear();
+            }
             for po in &mut self.pos {
                 po.crash_after_next_apply = false;
                 po.catalogs_loading = true;
