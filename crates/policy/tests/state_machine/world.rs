@@ -235,7 +235,8 @@ pub struct SimCatalog {
     /// The bundles served (the last good content, kept while the catalog is down).
     pub served: [bool; VERSIONS.len()],
     pub down: bool,
-    pub content: Catalog,
+    /// Shared: a reconcile reads it without copying it.
+    pub content: std::sync::Arc<Catalog>,
 }
 
 /// The cluster as a verdict depends on it: phase, current and target major.minor.
@@ -397,7 +398,7 @@ impl World {
             present,
             served: present,
             down: false,
-            content: content(&present, &setup.max_ocp, &setup.min_kube),
+            content: std::sync::Arc::new(content(&present, &setup.max_ocp, &setup.min_kube)),
         };
         let (p0, p1) = if setup.extra_wins { (0, 1) } else { (1, 0) };
         Self {
@@ -713,7 +714,7 @@ impl World {
         for c in &mut self.catalogs {
             if !c.down && c.served != c.present {
                 c.served = c.present;
-                c.content = content(&c.present, &self.max_ocp, &self.min_kube);
+                c.content = std::sync::Arc::new(content(&c.present, &self.max_ocp, &self.min_kube));
             }
         }
         self.aggregate()
@@ -737,7 +738,7 @@ impl World {
     }
 
     /// The catalogs the PO may use, as served now: (name, priority, content, unavailable).
-    fn catalogs_of(&self, i: usize) -> Vec<(String, i32, Catalog, bool)> {
+    fn catalogs_of(&self, i: usize) -> Vec<(String, i32, std::sync::Arc<Catalog>, bool)> {
         let named = self.pos[i].po.spec.package.catalog.as_deref();
         self.catalogs
             .iter()
