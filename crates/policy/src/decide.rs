@@ -614,7 +614,11 @@ fn usable<'s>(s: &'s PoSnapshot<'_>) -> ControlFlow<PoDecision, Usable<'s>> {
     }
     let installed = s.installed.as_ref();
     if let Some(winner) = &s.duplicate_of {
-        return ControlFlow::Break(duplicate(installed, winner));
+        return ControlFlow::Break(duplicate(
+            installed,
+            s.found_bundle_label.as_deref(),
+            winner,
+        ));
     }
     if let Some(clash) = &s.namespace_clash {
         let labels_trusted = !matches!(s.guard, GuardState::OwnerLabelGuardDown { .. });
@@ -655,10 +659,15 @@ fn unguarded(message: String) -> PoDecision {
 /// A PO that lost its package to an older one manages nothing. A loser that installed
 /// something before the winner existed still has it running: it is not "not installed", and
 /// POM does not judge it (issue 25 item 10).
-fn duplicate(installed: Option<&Installed>, winner: &str) -> PoDecision {
-    let verdict = match installed {
-        None => Upgradeability::yes("not installed by this PlatformOperator"),
-        Some(i) => Upgradeability::unknown(format!(
+fn duplicate(installed: Option<&Installed>, found: Option<&str>, winner: &str) -> PoDecision {
+    let verdict = match (installed, found) {
+        // Restored without its status: objects labelled for it run all the same (found by
+        // the state-machine test: `a_duplicate_restored_without_its_status_vouches_for_nothing`).
+        (None, Some(label)) => Upgradeability::unknown(format!(
+            "objects of bundle {label} labelled for this PlatformOperator run, and it no longer manages the package (PlatformOperator {winner} does): POM does not judge them; delete this PlatformOperator or {winner}"
+        )),
+        (None, None) => Upgradeability::yes("not installed by this PlatformOperator"),
+        (Some(i), _) => Upgradeability::unknown(format!(
             "{} still runs from this PlatformOperator, which no longer manages the package (PlatformOperator {winner} does): POM does not judge it; delete this PlatformOperator or {winner}",
             i.bundle.name
         )),

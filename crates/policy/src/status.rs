@@ -1341,6 +1341,19 @@ fn unsettled_move_blocks(u: &UpgradeableInput<'_>) -> Option<Desired> {
         .hop
         .and_then(|h| h.waiting_for.as_deref())
         .unwrap_or("settling");
+    // An older PlatformOperator took the package over: POM will not finish this move, so
+    // waiting does not help (found by the state-machine test:
+    // `a_duplicate_mid_move_is_not_told_to_wait`).
+    if let Some(duplicate) = u.blocked.filter(|p| p.reason == Reason::DuplicatePackage) {
+        return Some(upgradeable(
+            ConditionStatus::False,
+            Reason::MoveNotSettled,
+            format!(
+                "the move to {to} has not settled, and this PlatformOperator will not finish it: {}",
+                duplicate.message
+            ),
+        ));
+    }
     Some(upgradeable(
         ConditionStatus::False,
         Reason::MoveNotSettled,

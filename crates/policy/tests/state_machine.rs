@@ -129,7 +129,8 @@ fn event() -> impl Strategy<Value = Event> {
         1 => any::<bool>().prop_map(Event::SetProxy),
         1 => (po.clone(), bundle.clone()).prop_map(|(p, b)| Event::UnsafeCrd(p, b)),
         2 => (po.clone(), annotation()).prop_map(|(p, a)| Event::Annotate(p, a)),
-        1 => po.prop_map(Event::DeleteAndRecreate),
+        1 => po.clone().prop_map(Event::DeleteAndRecreate),
+        1 => (po, any::<bool>()).prop_map(|(p, e)| Event::OlderDuplicate(p, e)),
         2 => Just(Event::StartPatch),
         2 => Just(Event::StartMinor),
         1 => Just(Event::Retarget),
@@ -267,9 +268,9 @@ fn calm_down(world: &mut World) -> Result<(), String> {
                         c.type_ == pom_api::conditions::types::UPGRADEABLE
                             && c.message.contains("wait for it")
                     });
-                    if waits && way_out::refused_for_good(world, i) {
+                    if waits && (way_out::refused_for_good(world, i) || world.older[i].is_some()) {
                         return Err(format!(
-                            "liveness: {} is stuck ({why}): the cluster refuses what it applies for good, yet Upgradeable says to wait for it: {:#?}",
+                            "liveness: {} is stuck ({why}): the cluster refuses what it applies for good, or another PO manages its package, yet Upgradeable says to wait for it: {:#?}",
                             PACKAGES[i], status.conditions
                         ));
                     }
@@ -339,6 +340,13 @@ fn po_at_rest(world: &World, i: usize) -> Result<(), String> {
     let sim = &world.pos[i];
     let status = world.status(i).cloned().unwrap_or_default();
     let name = |b: usize| world::bundle_name(PACKAGES[i], b);
+    if world.older[i].is_some() {
+        return Err(format!(
+            "{}: {} manages its package",
+            PACKAGES[i],
+            world::older_name(i)
+        ));
+    }
     if let Some(held) = oracle::resolution(world, i).filter(|b| oracle::abandoned(world, i, *b)) {
         return Err(format!(
             "{}: the move to {} is held by the admin's abandon: annotation",
@@ -738,6 +746,44 @@ fn an_abandoned_first_install_that_may_run_is_not_upgradeable() {
             Event::StartMinor,
             Event::EditOverride(1, 2),
             Event::EditCatalog(0, 0),
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}
+
+/// Found by the property (bug "duplicate mid-move"): an older PlatformOperator for the same
+/// package appears while this one's first install has not settled. POM no longer manages the
+/// package and will not finish the move, yet Upgradeable said "wait for it" (the Degraded
+/// condition named the way out: delete one of the two).
+#[test]
+fn a_duplicate_mid_move_is_not_told_to_wait() {
+    let mut setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
+    setup.ranges = vec![0, 2];
+    let result = run(
+        &setup,
+        &[
+            Event::Reconcile(1),
+            Event::OlderDuplicate(1, true),
+            Event::Refuse(1, 2),
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}
+
+/// Found by the property (bug "duplicate restored"): the loser of a duplicate is restored
+/// without its status while the manager's catalogs load: it said Upgradeable=True "not
+/// installed by this PlatformOperator", and the ClusterOperator Upgradeable=True, while its
+/// labelled objects (an unsettled 2.0.1) run.
+#[test]
+fn a_duplicate_restored_without_its_status_vouches_for_nothing() {
+    let setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
+    let result = run(
+        &setup,
+        &[
+            Event::Reconcile(1),
+            Event::OlderDuplicate(1, true),
+            Event::LoseStatus(1),
+            Event::RestartManager,
         ],
     );
     assert!(result.is_ok(), "{}", result.err().unwrap_or_default());

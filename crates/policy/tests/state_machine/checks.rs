@@ -60,6 +60,15 @@ pub fn decision(
 ) -> Result<(), String> {
     let sim = &world.pos[i];
     let spec = &sim.po.spec;
+    // 14. Two POs for one package: the older wins, the other writes nothing (§6).
+    if world.older[i].is_some() && matches!(decision.action, Action::Move(_) | Action::Keep) {
+        return Err(format!(
+            "{} manages {}'s package, which is older, yet the decision writes: {:?}",
+            super::world::older_name(i),
+            PACKAGES[i],
+            decision.action
+        ));
+    }
     // 12. A paused PO is neither moved nor re-applied.
     if spec.paused && matches!(decision.action, Action::Move(_) | Action::Keep) {
         return Err(format!(
@@ -359,6 +368,9 @@ pub fn blockers(world: &World, i: usize, owed: Option<usize>, applied: bool) -> 
     if sim.po.spec.paused {
         why.push("the PO is paused: nothing is moved, repaired or checked".into());
     }
+    if world.older[i].is_some() {
+        why.push("an older PO manages its package: what runs here is not judged".into());
+    }
     why
 }
 
@@ -374,6 +386,17 @@ pub fn status(
     let running = sim.running.map(|r| bundle_name(PACKAGES[i], r));
     let installed = new.installed_bundle.as_ref().map(|b| b.name.clone());
     let fail = |what: String| Err(format!("{what}; {}: {new:#?}", describe(world, sim)));
+    // The loser of a duplicate says which PO manages its package.
+    if world.older[i].is_some()
+        && !new.conditions.iter().any(|c| {
+            c.reason == "DuplicatePackage" && c.message.contains(&super::world::older_name(i))
+        })
+    {
+        return fail(format!(
+            "{} is older and manages the package; no condition says so",
+            super::world::older_name(i)
+        ));
+    }
     // The status records what runs.
     if installed.is_some() && installed != running {
         return fail(format!(

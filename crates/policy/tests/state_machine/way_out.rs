@@ -40,6 +40,8 @@ pub enum WayOut {
     FixRefusal,
     /// "delete the PlatformOperator" (and create it again).
     Delete,
+    /// "delete this PlatformOperator or <older>": the older one goes.
+    DeleteOlder,
 }
 
 impl WayOut {
@@ -83,6 +85,7 @@ impl WayOut {
             }
             WayOut::FixRefusal => vec![Event::LiftRefusals(i)],
             WayOut::Delete => vec![Event::DeleteAndRecreate(i)],
+            WayOut::DeleteOlder => vec![Event::OlderDuplicate(i, false)],
         }
     }
 }
@@ -153,6 +156,12 @@ pub fn named(i: usize, status: &PlatformOperatorStatus, overridden: bool) -> Vec
     // webhook that denied an object): the admin's way out is that policy.
     if text.contains("fix what refuses it") || text.contains(" denied ") {
         ways.push(WayOut::FixRefusal);
+    }
+    if text.contains(&format!(
+        "delete this PlatformOperator or {}",
+        super::world::older_name(i)
+    )) {
+        ways.push(WayOut::DeleteOlder);
     }
     if text.contains("delete the PlatformOperator") {
         ways.push(WayOut::Delete);

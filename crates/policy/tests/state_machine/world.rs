@@ -99,6 +99,11 @@ pub fn auto_settle_window() -> Option<Duration> {
     Some(status::AUTO_SETTLE_WINDOW)
 }
 
+/// The name of the older PlatformOperator of PO `i`'s package.
+pub fn older_name(i: usize) -> String {
+    format!("{}-older", PACKAGES[i])
+}
+
 pub fn bundle_name(package: &str, index: usize) -> String {
     format!("{package}.v{}", VERSIONS[index])
 }
@@ -179,6 +184,9 @@ pub enum Event {
     /// The admin lifts every policy that refuses the PO's objects (bundles, Deployments,
     /// configurations, unsafe CRDs).
     LiftRefusals(usize),
+    /// Another PlatformOperator for the same package, created before this one (restored from
+    /// a backup, say), appears (true) or is deleted (false): the older one wins the package.
+    OlderDuplicate(usize, bool),
     /// The admin deletes the PO (mid-move or not): the finalizer deletes every object its
     /// inventory lists (CRDs aside); then the admin creates it again with the same spec.
     DeleteAndRecreate(usize),
@@ -313,6 +321,9 @@ pub struct World {
     pub unsafe_crds: Vec<(usize, usize)>,
     /// The cluster proxy.
     pub proxy: Option<ClusterProxyEnv>,
+    /// Per PO: an older PlatformOperator naming the same package (it manages it outside the
+    /// model).
+    pub older: Vec<Option<PlatformOperator>>,
     pub phase: ClusterPhase,
     pub cv_unreadable: bool,
     /// ClusterVersion `spec.desiredUpdate` when it names a version the CVO has not accepted.
@@ -366,6 +377,8 @@ impl World {
                     },
                 );
                 po.metadata.generation = Some(1);
+                po.metadata.creation_timestamp =
+                    Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(now));
                 SimPo {
                     po,
                     running: None,
@@ -415,6 +428,7 @@ impl World {
             refused_configs: Vec::new(),
             unsafe_crds: Vec::new(),
             proxy: None,
+            older: vec![None; PACKAGES.len()],
             phase: ClusterPhase::steady(v("4.16.3")),
             cv_unreadable: false,
             requested: None,
@@ -583,6 +597,18 @@ impl World {
                 self.bump(i, |s| s.config = applied);
             }
             Event::DeleteAndRecreate(i) => self.delete_and_recreate(i)?,
+            Event::OlderDuplicate(i, exists) => {
+                self.older[i] = exists.then(|| {
+                    let mut older = self.pos[i].po.clone();
+                    older.metadata.name = Some(older_name(i));
+                    older.metadata.creation_timestamp =
+                        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                            Timestamp::from_second(1_700_000_000).unwrap(),
+                        ));
+                    older.status = None;
+                    older
+                });
+            }
             Event::LiftRefusals(i) => {
                 self.refused.retain(|(p, _)| *p != i);
                 self.refused_partly.retain(|(p, _)| *p != i);
@@ -812,7 +838,11 @@ impl World {
         let snapshot = PoSnapshot {
             name: PACKAGES[i].into(),
             request: PoRequest::from_spec(PACKAGES[i], &sim.po.spec),
-            duplicate_of: None,
+            // As the gather asks it, of the PlatformOperators the manager knows.
+            duplicate_of: pom_policy::namespace_clash::duplicate_winner(
+                &sim.po,
+                self.older[i].iter().chain(std::iter::once(&sim.po)),
+            ),
             namespace_clash: None,
             // As the manager reads it: a request the CVO has not started, while steady.
             requested_update: match &cluster {
