@@ -2,7 +2,7 @@
 
 use pom_api::conditions::{ConditionStatus, types};
 use pom_api::platform_operator::{
-    InventoryObject, PlatformOperatorStatus, PreUpdateHops, UpgradeApproval,
+    AppliedConfig, InventoryObject, PlatformOperatorStatus, PreUpdateHops, UpgradeApproval,
 };
 use pom_policy::Action;
 use pom_policy::status::ActOutcome;
@@ -295,6 +295,20 @@ fn config_change(world: &World, i: usize, decision: &pom_policy::PoDecision) -> 
     if config.digest == sim.config_runs.digest
         || sim.config_intent.as_deref() == Some(config.digest.as_str())
     {
+        return Ok(());
+    }
+    // The admin's revert, to what the status records applied, of a change the status records
+    // as never applied replaces it at once (issue 34 item 1), even when the change did apply
+    // and the manager died before recording it.
+    let status = world.status(i);
+    let recorded_applied = status
+        .and_then(|s| s.applied_config.as_ref())
+        .map_or_else(|| AppliedConfig::none().digest, |c| c.digest.clone());
+    let unapplied_change = status
+        .and_then(|s| s.active_hop.as_ref())
+        .and_then(|h| h.config.as_ref().filter(|_| !h.settled))
+        .is_some_and(|c| *c != recorded_applied);
+    if unapplied_change && config.digest == recorded_applied {
         return Ok(());
     }
     // The re-apply that recovers a PO restored without its status renders the restored

@@ -224,15 +224,17 @@ pub fn resolution(world: &World, i: usize) -> Option<usize> {
 
 /// Whether the admin's `unsettled-move=abandon:<bundle>` names bundle `to`: the admin gave
 /// that move up, so it is not owed (started again) while the annotation names it.
+/// A first install recorded in status is the exception: nothing ran before it, so there is no
+/// way back, the annotation is inert and the install is finished.
 pub fn abandoned(world: &World, i: usize, to: usize) -> bool {
-    world.annotation(i, super::world::UNSETTLED_MOVE)
-        == Some(
-            format!(
-                "abandon:{}",
-                super::world::bundle_name(super::world::PACKAGES[i], to)
-            )
-            .as_str(),
-        )
+    let name = super::world::bundle_name(super::world::PACKAGES[i], to);
+    let recorded_install = world
+        .status(i)
+        .and_then(|s| s.active_hop.as_ref())
+        .is_some_and(|h| !h.settled && h.from.is_none() && h.to == name);
+    !recorded_install
+        && world.annotation(i, super::world::UNSETTLED_MOVE)
+            == Some(format!("abandon:{name}").as_str())
 }
 
 /// Whether the gate of §7 holds for the running bundle now, judged from the world: `Rollout`
