@@ -1,44 +1,64 @@
 //! State-machine property test: random sequences of world events drive the manager's
 //! reconcile (gather → `decide` → intent → simulated act → `status::compute`) and
 //! `aggregate::compute`; after every event the invariants of §4, §5, §7 and §8 are checked
-//! against the simulated *world*, never against the status under test.
+//! against the simulated *world*, never against the status under test. The world calls
+//! `pom_policy` only where the manager does (the gather's pure readings of a PO:
+//! `ConfigView::of`, `unsettled_move_of`, `recover_installed`, `duplicate_winner`; then
+//! `decide`, `status::intent`, `status::compute`, the prune, `aggregate::compute`).
 //!
 //! The world (`state_machine/world.rs`) keeps, per PO: the bundle whose objects are applied,
+//! the configuration its Deployments run with, every object POM wrote and did not delete,
 //! whether its rollout finished or its Deployment regressed, what its operator last wrote on
 //! the OperatorCondition (nothing, True, False, pending, deleted) and whether a reconcile has
 //! seen it report, when the rollout was first seen complete and when the move started; and the
-//! catalogs' served content, priorities and availability, and the cluster phase. "Settled" is
-//! the oracle's (`state_machine/oracle.rs`, §7): rolled out and available, plus the operator's
-//! `Upgradeable=True` under `OperatorCondition`, and under `Auto` once it was seen reporting
-//! (until then, once `AUTO_SETTLE_WINDOW` passed since the rollout was first seen complete,
-//! issue 25 item 9); `Rollout` asks nothing more. It is latched when a reconcile sees it hold.
-//! The oracle also resolves (§4.2 pins, §5 edges, channels, priorities, `versionRange`,
-//! `steadyStateVersionRange`, `maxOpenShiftVersion`) over the model's small catalogs.
+//! catalogs' served content, priorities and availability, the cluster phase, the API server's
+//! version, the cluster proxy, and what policy engines refuse. The oracle
+//! (`state_machine/oracle.rs`) keeps its own rules and constants, none called or copied from
+//! the code under test (`pom_policy`, `pom_resolver`; their types are data): "settled" (§7:
+//! rolled out and available, plus the operator's `Upgradeable=True` under `OperatorCondition`,
+//! and under `Auto` once it was seen reporting, until then once its own 2-minute settle window
+//! passed since the rollout was first seen complete), latched when a reconcile sees it hold;
+//! the resolution (§4.2 pins, the rollback pivot judged by `maxOpenShiftVersion` against the
+//! version the cluster heads to *and* `minKubeVersion` against the API server's version, §5
+//! edges, channels, priorities, `versionRange`, `steadyStateVersionRange`, pre-update hops,
+//! the admin's `abandon:`); and configuration changes (a move of the running bundle to itself).
 //!
 //! Events: reconciles; rollouts finishing; Deployments regressing; operators writing
 //! True/False/pending; OperatorConditions deleted; transient and permanent (admission) apply
-//! failures; manager restarts and crashes between a move's intent and its apply; status loss;
-//! PO spec edits (versionRange, channel, upgradeGate, steadyStateVersionRange, catalog,
-//! upgradeApproval, the admin's approvals as `pomctl approve` writes them, paused); a
-//! second catalog, bundles added and removed, catalogs down and up, priority flips; patch and
-//! minor updates, ClusterVersion retargets, completions, rollbacks and in-flight rollbacks, an
-//! unreadable ClusterVersion; time passing (past the progress deadline and the settle window).
+//! failures, and partial applies (a bundle's first objects written, its Deployment refused for
+//! good); manager restarts, crashes between a move's intent and its apply, and crashes between
+//! an apply and its status write; status loss; PO spec edits (versionRange, channel,
+//! upgradeGate, steadyStateVersionRange, catalog, upgradeApproval, the admin's approvals as
+//! `pomctl approve` writes them, paused, `spec.config`); cluster Proxy changes and
+//! configurations a policy engine refuses; unsafe CRD changes; the admin's annotations
+//! (`unsettled-move` `abandon:`/`skip:`, on the recorded move or stale, `config-change-override`,
+//! `crd-safety-override`, removed); deletion (mid-move or not) and re-creation; an older PO of
+//! the same package appearing and going (duplicate packages); a second catalog, bundles added
+//! and removed, catalogs down and up, priority flips; patch and minor updates, ClusterVersion
+//! retargets, completions, rollbacks (the API server rolled back with them) and in-flight
+//! rollbacks, an unreadable ClusterVersion; minor updates requested and withdrawn; time passing
+//! (past the progress deadline and the settle window). Not modelled: install-mode and webhook
+//! moves (their ordering is the e2e's: `lifecycle_webhook_hop`, `controller_install_modes`).
 //!
 //! Invariants (`state_machine/checks.rs`), each judged from the world:
 //! 1. a move never starts while the world's last move is unsettled, except to resume a move
-//!    recorded as intent before a crash, and then only to its recorded target;
-//! 2. a move goes along a catalog edge of the PO's channel from what runs (a rollback pivot and
-//!    the admin's downgrade by `steadyStateVersionRange` excepted), from a catalog the PO may
-//!    use that serves it, and is the bundle the world's resolution picks;
+//!    recorded as intent before a crash (or re-apply one whose status write a crash lost), to
+//!    carry out the admin's `abandon:` or `skip:` of it, or to replace a first install that no
+//!    longer qualifies;
+//! 2. a move goes along a catalog edge of the PO's channel from what runs (a rollback pivot,
+//!    the admin's downgrade by `steadyStateVersionRange` and `abandon:`'s way back excepted),
+//!    from a catalog the PO may use that serves it, and is the bundle the world's resolution
+//!    picks;
 //! 3. a move stays inside the pin of the phase, `versionRange`, `steadyStateVersionRange` and
-//!    what the cluster it will run on can run;
+//!    what the cluster it will run on can run (`maxOpenShiftVersion`, `minKubeVersion`);
 //! 4. never a major version unless the admin's `steadyStateVersionRange` asks for it;
-//! 5. never a move while the running operator says `Upgradeable=False`, or while the gate asks
-//!    its word and it does not say True;
+//! 5. never a move (nor `abandon:`'s way back, nor a configuration change without the
+//!    override naming its digest) while the running operator says `Upgradeable=False`, or while
+//!    the gate asks its word and it does not say True;
 //! 6. a PO's `Upgradeable` is True only when, by the world at that reconcile, its move settled,
 //!    no move is owed, its operator does not say False (nor less than True when the gate asks),
 //!    its catalogs are available, the ClusterVersion is readable, its bundle runs on the next
-//!    minor and its Deployment is available;
+//!    minor, its Deployment is available and no older PO manages its package;
 //! 7. the aggregated `Upgradeable` is True only when every PO was last judged for its current
 //!    spec and the cluster phase and minors as they are now, with nothing blocking it then;
 //! 8. `versions[operator]` reaches the release only when every PO that runs something was last
@@ -46,28 +66,40 @@
 //! 9. a move unsettled past `spec.progressDeadline` (from its apply) leaves the PO Degraded
 //!    (unless paused: POM moves nothing then);
 //! 10. a settled operator whose Deployment regressed leaves the PO Degraded;
-//! 11. the status records what runs, a move recorded settled has settled in the world, a
-//!     recorded move lists its objects before they are written, prune never deletes what the
-//!     installed bundle owns, and a move recorded before a crash is never dropped while it
-//!     still qualifies;
+//! 11. the status records what runs (the bundle, and the configuration: never one that did not
+//!     apply), a move recorded settled has settled in the world, a recorded move lists its
+//!     objects before they are written, every object POM wrote and did not delete is listed in
+//!     the inventory (partial applies included; deletion finds them), prune never deletes what
+//!     the installed bundle owns, and a move recorded before a crash is never dropped while it
+//!     still qualifies (unless the admin abandons it);
 //! 12. a paused PO is neither moved nor re-applied, and not Upgradeable while something runs
 //!     (a blocker of invariant 6);
 //! 13. under `upgradeApproval: Manual` a move (the first install included) starts only to the
-//!     bundle `spec.approvedBundle` names, except to resume a move recorded before a crash.
+//!     bundle `spec.approvedBundle` names, except to resume a move recorded before a crash;
+//! 14. of two POs for one package the older wins: the other writes nothing and a condition
+//!     says `DuplicatePackage`, naming the older.
 //!
-//! Liveness: after the random events the world calms down (catalogs up, ClusterVersion
-//! readable, no transient failures, no PO paused; each round: time passes past the settle
-//! window, the admin approves the move a Manual PO owes, every PO is reconciled, its rollout
-//! finishes, and an operator that has reported says True); within
-//! [`LIVENESS_ROUNDS`] rounds (7 events each) every PO must be at its pin: no move owed by the
-//! world's resolution, its move settled and recorded, nothing pending, or, when the owed move's
-//! bundle is refused for good, Degraded with that move pending; and then `versions` reports the
-//! release.
+//! Liveness under admin actions (`calm_down`, `state_machine/way_out.rs`): after the random
+//! events the world calms down (catalogs up, ClusterVersion readable, no transient failures
+//! or crashes; each round: time passes past the settle window, every PO is reconciled, its
+//! rollout finishes, and an operator that has reported says True). Nothing else is done for
+//! the admin: a PO that is not at its pin must be getting there, or be stuck, and then its
+//! status must name a way out (an annotation with its value, a spec field, `pomctl approve`,
+//! "fix what refuses it" or the refusal itself, deleting a PO), which the test takes through
+//! the table `WayOut` → world events, at once for the ordinary requests (approve, resume) and
+//! after [`STUCK_ROUNDS`] rounds without progress for the others (each kind once, at most
+//! [`MAX_WAYS_OUT`]). A stuck PO whose status names no way out, or that says to "wait for it"
+//! while the cluster refuses what it applies for good, fails. Within the rounds every PO must
+//! reach its pin: no move owed by the world's resolution, nor held by the admin's `abandon:`;
+//! its move settled and recorded, nothing pending, its Deployments run with the configuration
+//! asked for, nothing of another bundle left on the cluster, no unfinished first install
+//! recorded; and then `versions` reports the release.
 //!
 //! `POM_STATE_MACHINE_CASES` sets the number of sequences (default 3,000; `make soak` runs
-//! more) and `POM_STATE_MACHINE_SEED` the seed (fixed by default, `random` in `make soak`). A
-//! failing sequence is shrunk and printed by proptest, and can be replayed from the persisted
-//! seed. The bugs it found are kept as scripted sequences below (each failed before its fix).
+//! more) and `POM_STATE_MACHINE_SEED` the seed (fixed by default, `random` in `make soak`);
+//! `POM_STATE_MACHINE_TRACE` prints every decision of a replayed sequence. A failing sequence
+//! is shrunk and printed by proptest, and can be replayed from the persisted seed. The bugs it
+//! found are kept as scripted sequences below (each failed before its fix).
 
 #![allow(clippy::unwrap_used)]
 
