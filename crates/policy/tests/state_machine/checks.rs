@@ -315,7 +315,16 @@ fn config_change(world: &World, i: usize, decision: &pom_policy::PoDecision) -> 
     // spec: what the Deployments were configured with was lost with the status, and the spec
     // is the only record of it left (rendering "none" would drop it).
     if sim.status_lost && world.status(i).is_none_or(|s| s.installed_bundle.is_none()) {
-        return Ok(());
+        if config.digest == world.desired_config(i).digest {
+            return Ok(());
+        }
+        return Err(format!(
+            "the re-apply that recovers {} (restored without its status) renders configuration {}, not the {} its spec asks for; {}",
+            PACKAGES[i],
+            config.digest,
+            world.desired_config(i).digest,
+            describe(world, sim)
+        ));
     }
     let fail = |what: &str| {
         Err(format!(
