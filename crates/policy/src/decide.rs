@@ -883,9 +883,11 @@ fn decide_usable(s: &PoSnapshot<'_>, u: &Usable<'_>) -> PoDecision {
 /// Whether the steady resolution holds what runs, so that the hops before a requested update
 /// may be its way forward (issue 35 item 1): it stays, or it fails only because what runs no
 /// longer runs on the cluster as it is now (`maxOpenShiftVersion`, `minKubeVersion`: a
-/// cluster updated past it). That PO blocks the requested update as much as one that runs
-/// where it is, and its hops are judged against the current version all the same (the state
-/// machine found it: `a_running_bundle_the_cluster_outgrew_still_gets_its_pre_update_hops`).
+/// cluster updated past it) or the admin's `versionRange` now excludes it. That PO blocks the
+/// requested update as much as one that runs where it is, and its hops are judged against the
+/// current version and `versionRange` all the same (the state machine found both:
+/// `a_running_bundle_the_cluster_outgrew_still_gets_its_pre_update_hops`,
+/// `a_running_bundle_the_version_range_excludes_still_gets_its_pre_update_hops`).
 fn steady_holds_what_runs(
     resolved: &Result<select::Resolution, select::ResolveError>,
     running: Option<&InstalledBundle>,
@@ -903,6 +905,7 @@ fn steady_holds_what_runs(
                         r.reason,
                         select::RejectReason::MaxOpenShiftVersionTooLow { .. }
                             | select::RejectReason::MinKubeVersionTooHigh { .. }
+                            | select::RejectReason::OutsideVersionRange { .. }
                     )
                 })
         }

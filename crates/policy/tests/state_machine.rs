@@ -820,3 +820,25 @@ fn a_duplicate_restored_without_its_status_vouches_for_nothing() {
     );
     assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
 }
+
+/// Found by the property (a random-seed run): as "outgrown", with the admin's versionRange
+/// (`>=1.0.1`) excluding the running 1.0.0 (`maxOpenShiftVersion` 4.16) when a minor update
+/// is requested: the steady resolution fails, so no hop was offered, and the PO was stuck with
+/// no way out named although 1.2.0 (one skipRange hop, admitted) runs on both versions.
+#[test]
+fn a_running_bundle_the_version_range_excludes_still_gets_its_pre_update_hops() {
+    let mut setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
+    setup.max_ocp[0] = Some(16);
+    setup.ranges = vec![1, 0];
+    setup.extra[0] = true;
+    setup.extra_wins = true;
+    let result = run(
+        &setup,
+        &[
+            Event::Reconcile(0),
+            Event::RequestMinor,
+            Event::EditVersionRange(0, 3),
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}
