@@ -552,7 +552,14 @@ pub fn resumed_intent(
         .catalogs
         .iter()
         .any(|c| spec.package.catalog.as_deref().is_none_or(|n| n == c.name) && c.served[to]);
-    let qualifies = offered
+    // A first install no catalog offers now is held, not dropped (its objects may run):
+    // resumed once a catalog offers it again.
+    let first_install = sim.running.is_none()
+        && new
+            .active_hop
+            .as_ref()
+            .is_some_and(|h| h.from.is_none() && h.to == intended);
+    let qualifies = (offered || first_install)
         && in_channel(channel_of(sim), to)
         && spec
             .package
