@@ -819,10 +819,27 @@ fn decide_usable(s: &PoSnapshot<'_>, u: &Usable<'_>) -> PoDecision {
     // it were absent (said so), never held on what it installed with the resolution's move
     // and verdict dropped (found by the state-machine test:
     // `an_inert_abandon_of_a_first_install_hides_no_owed_move`).
+    // A way back that cannot be taken at all (no catalog has the bundle that ran before, or it
+    // no longer qualifies) likewise leaves the PO decided as if the annotation were absent,
+    // the refusal said; one that waits (a hold) is held as any move (found by the state-machine
+    // test: `an_abandon_that_cannot_be_taken_hides_no_owed_move`).
+    let mut cannot_go_back = None;
     if let Some((hop, UnsettledMoveAction::Abandon(_))) = admin_unsettled_action(s, u.installed)
         && hop.from.is_some()
     {
-        return back_to_before(s, hop, u, &inputs, phase, verdict, current_pin);
+        let back = back_to_before(
+            s,
+            hop,
+            u,
+            &inputs,
+            phase,
+            verdict.clone(),
+            current_pin.clone(),
+        );
+        if matches!(back.action, Action::Move(_)) || back.held.is_some() {
+            return back;
+        }
+        cannot_go_back = back.problem;
     }
     // A move recorded in status (intent, §7) but not yet applied is resumed, never replaced:
     // a new leader after a crash between the intent and the apply must not jump past it, and
@@ -858,10 +875,13 @@ fn decide_usable(s: &PoSnapshot<'_>, u: &Usable<'_>) -> PoDecision {
             },
         )
     {
-        return note_inert_abandon(
-            note_unreadable_unsettled_action(decision, s),
-            s,
-            u.installed,
+        return note_cannot_go_back(
+            note_inert_abandon(
+                note_unreadable_unsettled_action(decision, s),
+                s,
+                u.installed,
+            ),
+            cannot_go_back,
         );
     }
     let decision = decide_fresh(
@@ -873,10 +893,13 @@ fn decide_usable(s: &PoSnapshot<'_>, u: &Usable<'_>) -> PoDecision {
         phase,
         current_pin,
     );
-    note_inert_abandon(
-        note_abandoned(note_unreadable_unsettled_action(decision, s), abandoned),
-        s,
-        u.installed,
+    note_cannot_go_back(
+        note_inert_abandon(
+            note_abandoned(note_unreadable_unsettled_action(decision, s), abandoned),
+            s,
+            u.installed,
+        ),
+        cannot_go_back,
     )
 }
 
@@ -1054,6 +1077,17 @@ fn back_to_before(
     decision.pin = current_pin;
     decision.unsettled_move_action = Some(UnsettledMoveAction::Abandon(hop.to.clone()));
     decision
+}
+
+/// The refusal of the admin's `abandon:` whose way back cannot be taken, unless the decision
+/// already reports a problem.
+fn note_cannot_go_back(decision: PoDecision, refusal: Option<Problem>) -> PoDecision {
+    match refusal {
+        Some(problem) if decision.problem.is_none() => {
+            decision.with_problem(problem.reason, problem.message, problem.degrades)
+        }
+        _ => decision,
+    }
 }
 
 /// The admin's `abandon:` of an unsettled first install: there is nothing to go back to, so

@@ -842,3 +842,27 @@ fn a_running_bundle_the_version_range_excludes_still_gets_its_pre_update_hops() 
     );
     assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
 }
+
+/// Found by the property (a random-seed run): `abandon:` names an unsettled configuration
+/// change of 1.1.0 whose way back (1.1.0 itself) the admin's versionRange now excludes; a minor
+/// update starts and 1.2.0 is owed. The refused way back was returned as the decision (keep
+/// what runs), dropping the owed move: once the change settled, the PO said Upgradeable=True
+/// with 1.2.0 owed (§8.3).
+#[test]
+fn an_abandon_that_cannot_be_taken_hides_no_owed_move() {
+    let mut setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
+    setup.ranges = vec![1, 0];
+    setup.extra[2] = true;
+    setup.extra_wins = true;
+    let result = run(
+        &setup,
+        &[
+            Event::Reconcile(0),
+            Event::RefuseConfig(0, 1),
+            Event::Annotate(0, Annotation::AbandonRecorded),
+            Event::EditConfig(0, 1),
+            Event::StartMinor,
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}
