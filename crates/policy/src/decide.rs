@@ -826,6 +826,7 @@ fn decide_usable(s: &PoSnapshot<'_>, u: &Usable<'_>) -> PoDecision {
     let mut cannot_go_back = None;
     if let Some((hop, UnsettledMoveAction::Abandon(_))) = admin_unsettled_action(s, u.installed)
         && hop.from.is_some()
+        && !is_configuration_change(hop)
     {
         let back = back_to_before(
             s,
@@ -1079,6 +1080,14 @@ fn back_to_before(
     decision
 }
 
+/// Whether `hop` is a configuration change: a move of the running bundle to itself. The
+/// admin's `abandon:` does not apply to it (its way back is `spec.config`): "back" would be the
+/// same bundle, re-applied with the configuration asked for (found by the state-machine test:
+/// `abandon_of_a_configuration_change_hides_no_owed_move`).
+fn is_configuration_change(hop: &Hop) -> bool {
+    hop.from.as_deref() == Some(hop.to.as_str())
+}
+
 /// The refusal of the admin's `abandon:` whose way back cannot be taken, unless the decision
 /// already reports a problem.
 fn note_cannot_go_back(decision: PoDecision, refusal: Option<Problem>) -> PoDecision {
@@ -1103,6 +1112,16 @@ fn note_inert_abandon(
         {
             let message = format!(
                 "the move to {} cannot be abandoned: it was the first install, nothing ran before it; remove annotation {}, or exclude it with spec.package.versionRange, or delete the PlatformOperator",
+                hop.to,
+                pom_api::labels::UNSETTLED_MOVE
+            );
+            decision.with_problem(Reason::InvalidUnsettledMoveAction, message, false)
+        }
+        Some((hop, UnsettledMoveAction::Abandon(_)))
+            if is_configuration_change(hop) && decision.problem.is_none() =>
+        {
+            let message = format!(
+                "the configuration change of {} cannot be abandoned with annotation {}: change spec.config back (a change replaces one that never applied)",
                 hop.to,
                 pom_api::labels::UNSETTLED_MOVE
             );

@@ -866,3 +866,28 @@ fn an_abandon_that_cannot_be_taken_hides_no_owed_move() {
     );
     assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
 }
+
+/// Found by the property (a random-seed run): `abandon:` names an unsettled configuration
+/// change of 2.0.0 (the cluster proxy set) while 2.0.1 is owed under Manual approval. Its "way
+/// back" was 2.0.0 itself, re-applied with the configuration asked for: a move that settled at
+/// once and dropped the owed move, so the PO said Upgradeable=True with 2.0.1 owed. `abandon:`
+/// no longer applies to a configuration change (its way back is `spec.config`).
+#[test]
+fn abandon_of_a_configuration_change_hides_no_owed_move() {
+    let mut setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
+    setup.ranges = vec![0, 3];
+    setup.extra[6] = true;
+    setup.extra_wins = true;
+    let result = run(
+        &setup,
+        &[
+            Event::Reconcile(1),
+            Event::RemoveBundle(1, 6),
+            Event::EditApproval(1, true),
+            Event::SetProxy(true),
+            Event::StartPatch,
+            Event::Annotate(1, Annotation::AbandonRecorded),
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}
