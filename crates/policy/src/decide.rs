@@ -499,7 +499,18 @@ fn decide_config(decision: &mut PoDecision, s: &PoSnapshot<'_>) {
 /// configuration change that never applied (that is not what runs, so nothing waits for it:
 /// issue 34 item 1).
 fn move_in_flight(s: &PoSnapshot<'_>) -> bool {
-    s.hop.as_ref().is_some_and(|h| !h.settled) && s.config.unapplied.is_none()
+    s.hop.as_ref().is_some_and(|h| !h.settled)
+        && (s.config.unapplied.is_none() || may_have_applied(s))
+}
+
+/// A configuration change recorded as intent, still asked for, whose apply never failed: the
+/// manager may have stopped between its apply and its status write, so it may run, unsettled;
+/// it is resumed (unjudged) and holds the next hop until it settles. One that the cluster
+/// refused (counted) never applied and holds nothing (issue 34 item 1; found by the
+/// state-machine test: `a_configuration_change_applied_before_a_crash_holds_the_next_hop`).
+fn may_have_applied(s: &PoSnapshot<'_>) -> bool {
+    s.hop.as_ref().is_some_and(|h| h.failed_attempts == 0)
+        && s.config.unapplied.as_deref() == Some(s.config.desired.digest.as_str())
 }
 
 /// Why a configuration change waits, as a hop would (§7); `None` when it may start.

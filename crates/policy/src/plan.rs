@@ -134,6 +134,7 @@ pub fn plan(snapshot: &PoSnapshot<'_>) -> PoPlan {
             // A plan lists hops, not when: a soak delays the next one, it never blocks it.
             settled_at: None,
             started_seen_for: std::time::Duration::ZERO,
+            failed_attempts: 0,
         });
         // Under `upgradeGate: OperatorCondition` a move settles only on Upgradeable=True, so
         // the operator is taken to report it too.

@@ -294,6 +294,9 @@ pub struct Hop {
     /// How long ago this manager first read `started_at` by its own clock (zero when it never
     /// did): the progress deadline never passes earlier than that allows ([`crate::clock`]).
     pub started_seen_for: Duration,
+    /// Failed applies of it since its intent was recorded: zero for a move whose apply may
+    /// have happened without being recorded (the manager stopped before its status write).
+    pub failed_attempts: u32,
 }
 
 impl From<&ActiveHop> for Hop {
@@ -305,6 +308,7 @@ impl From<&ActiveHop> for Hop {
             settled: hop.settled,
             settled_at: hop.settled_at.as_ref().map(|t| t.0),
             started_seen_for: Duration::ZERO,
+            failed_attempts: hop.failed_attempts,
         }
     }
 }

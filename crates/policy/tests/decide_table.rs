@@ -634,6 +634,7 @@ mod fixture {
                     settled,
                     settled_at: settled.then_some(started_at),
                     started_seen_for: std::time::Duration::from_secs(seen),
+                    failed_attempts: 0,
                 })
             };
             let watched = |age: i64| u64::try_from(age).unwrap_or(0);
@@ -666,6 +667,7 @@ mod fixture {
                         settled: false,
                         settled_at: None,
                         started_seen_for: std::time::Duration::from_secs(1200),
+                        failed_attempts: 0,
                     }),
                     LastHop::Recorded { to } => self.installed.as_ref().map(|i| Hop {
                         from: Some(i.bundle.name.clone()),
@@ -674,6 +676,7 @@ mod fixture {
                         settled: false,
                         settled_at: None,
                         started_seen_for: std::time::Duration::from_secs(30),
+                        failed_attempts: 0,
                     }),
                 },
                 cluster: self.cluster.view(),
