@@ -451,6 +451,15 @@ fn decide_config(decision: &mut PoDecision, s: &PoSnapshot<'_>) {
     let unapplied = s.config.unapplied.as_deref();
     match &decision.action {
         Action::Move(_) => decision.config = Some(s.config.desired.clone()),
+        // What runs was recovered from its objects (a PO restored without its status): what
+        // it was configured with was lost with the status, and "none recorded" is not "no
+        // configuration" here. The re-apply that records it renders what is asked for, never
+        // an empty configuration that would drop `spec.config` and the proxy from running
+        // Deployments (found by the state-machine test:
+        // `a_po_restored_without_its_status_keeps_its_configuration`).
+        Action::Keep if s.found_bundle_label.is_some() && s.installed.is_some() => {
+            decision.config = Some(s.config.desired.clone());
+        }
         Action::Keep if (s.config.changed() || unapplied.is_some()) && s.installed.is_some() => {
             let Ok(request) = &s.request else {
                 decision.config = Some(applied);
@@ -490,7 +499,18 @@ fn decide_config(decision: &mut PoDecision, s: &PoSnapshot<'_>) {
 /// configuration change that never applied (that is not what runs, so nothing waits for it:
 /// issue 34 item 1).
 fn move_in_flight(s: &PoSnapshot<'_>) -> bool {
-    s.hop.as_ref().is_some_and(|h| !h.settled) && s.config.unapplied.is_none()
+    s.hop.as_ref().is_some_and(|h| !h.settled)
+        && (s.config.unapplied.is_none() || may_have_applied(s))
+}
+
+/// A configuration change recorded as intent, still asked for, whose apply never failed: the
+/// manager may have stopped between its apply and its status write, so it may run, unsettled;
+/// it is resumed (unjudged) and holds the next hop until it settles. One that the cluster
+/// refused (counted) never applied and holds nothing (issue 34 item 1; found by the
+/// state-machine test: `a_configuration_change_applied_before_a_crash_holds_the_next_hop`).
+fn may_have_applied(s: &PoSnapshot<'_>) -> bool {
+    s.hop.as_ref().is_some_and(|h| h.failed_attempts == 0)
+        && s.config.unapplied.as_deref() == Some(s.config.desired.digest.as_str())
 }
 
 /// Why a configuration change waits, as a hop would (§7); `None` when it may start.
@@ -605,7 +625,11 @@ fn usable<'s>(s: &'s PoSnapshot<'_>) -> ControlFlow<PoDecision, Usable<'s>> {
     }
     let installed = s.installed.as_ref();
     if let Some(winner) = &s.duplicate_of {
-        return ControlFlow::Break(duplicate(installed, winner));
+        return ControlFlow::Break(duplicate(
+            installed,
+            s.found_bundle_label.as_deref(),
+            winner,
+        ));
     }
     if let Some(clash) = &s.namespace_clash {
         let labels_trusted = !matches!(s.guard, GuardState::OwnerLabelGuardDown { .. });
@@ -646,10 +670,15 @@ fn unguarded(message: String) -> PoDecision {
 /// A PO that lost its package to an older one manages nothing. A loser that installed
 /// something before the winner existed still has it running: it is not "not installed", and
 /// POM does not judge it (issue 25 item 10).
-fn duplicate(installed: Option<&Installed>, winner: &str) -> PoDecision {
-    let verdict = match installed {
-        None => Upgradeability::yes("not installed by this PlatformOperator"),
-        Some(i) => Upgradeability::unknown(format!(
+fn duplicate(installed: Option<&Installed>, found: Option<&str>, winner: &str) -> PoDecision {
+    let verdict = match (installed, found) {
+        // Restored without its status: objects labelled for it run all the same (found by
+        // the state-machine test: `a_duplicate_restored_without_its_status_vouches_for_nothing`).
+        (None, Some(label)) => Upgradeability::unknown(format!(
+            "objects of bundle {label} labelled for this PlatformOperator run, and it no longer manages the package (PlatformOperator {winner} does): POM does not judge them; delete this PlatformOperator or {winner}"
+        )),
+        (None, None) => Upgradeability::yes("not installed by this PlatformOperator"),
+        (Some(i), _) => Upgradeability::unknown(format!(
             "{} still runs from this PlatformOperator, which no longer manages the package (PlatformOperator {winner} does): POM does not judge it; delete this PlatformOperator or {winner}",
             i.bundle.name
         )),
@@ -797,8 +826,32 @@ fn decide_usable(s: &PoSnapshot<'_>, u: &Usable<'_>) -> PoDecision {
     let resolved = select::resolve(&resolver_request);
     // The admin's way out of a move that does not settle (issue 25 item 2): back to what ran
     // before, by name, never automatically.
-    if let Some((hop, UnsettledMoveAction::Abandon(_))) = admin_unsettled_action(s, u.installed) {
-        return back_to_before(s, hop, u, &inputs, phase, verdict, current_pin);
+    // A first install has no way back: the annotation is inert, and the PO is decided as if
+    // it were absent (said so), never held on what it installed with the resolution's move
+    // and verdict dropped (found by the state-machine test:
+    // `an_inert_abandon_of_a_first_install_hides_no_owed_move`).
+    // A way back that cannot be taken at all (no catalog has the bundle that ran before, or it
+    // no longer qualifies) likewise leaves the PO decided as if the annotation were absent,
+    // the refusal said; one that waits (a hold) is held as any move (found by the state-machine
+    // test: `an_abandon_that_cannot_be_taken_hides_no_owed_move`).
+    let mut cannot_go_back = None;
+    if let Some((hop, UnsettledMoveAction::Abandon(_))) = admin_unsettled_action(s, u.installed)
+        && hop.from.is_some()
+        && !is_configuration_change(hop)
+    {
+        let back = back_to_before(
+            s,
+            hop,
+            u,
+            &inputs,
+            phase,
+            verdict.clone(),
+            current_pin.clone(),
+        );
+        if matches!(back.action, Action::Move(_)) || back.held.is_some() {
+            return back;
+        }
+        cannot_go_back = back.problem;
     }
     // A move recorded in status (intent, §7) but not yet applied is resumed, never replaced:
     // a new leader after a crash between the intent and the apply must not jump past it, and
@@ -814,12 +867,13 @@ fn decide_usable(s: &PoSnapshot<'_>, u: &Usable<'_>) -> PoDecision {
             "the move to {to} recorded in status was abandoned, {} keeps running: {why}",
             u.installed.map_or("nothing", |i| i.bundle.name.as_str())
         )),
+        Recorded::Unlisted { to } => return unlisted_first_install(current_pin, &to),
         Recorded::None => None,
     };
     // The steady pin holds what runs; a requested update it cannot run on may need hops
     // first (issue 35 item 1).
     if abandoned.is_none()
-        && matches!(&resolved, Ok(resolution) if resolution.stays)
+        && steady_holds_what_runs(&resolved, running_bundle(u).as_ref())
         && let Some(decision) = pre_update::pre_update_step(
             s,
             &pre_update::PreUpdateInput {
@@ -833,7 +887,14 @@ fn decide_usable(s: &PoSnapshot<'_>, u: &Usable<'_>) -> PoDecision {
             },
         )
     {
-        return note_unreadable_unsettled_action(decision, s);
+        return note_cannot_go_back(
+            note_inert_abandon(
+                note_unreadable_unsettled_action(decision, s),
+                s,
+                u.installed,
+            ),
+            cannot_go_back,
+        );
     }
     let decision = decide_fresh(
         s,
@@ -844,7 +905,47 @@ fn decide_usable(s: &PoSnapshot<'_>, u: &Usable<'_>) -> PoDecision {
         phase,
         current_pin,
     );
-    note_abandoned(note_unreadable_unsettled_action(decision, s), abandoned)
+    note_cannot_go_back(
+        note_inert_abandon(
+            note_abandoned(note_unreadable_unsettled_action(decision, s), abandoned),
+            s,
+            u.installed,
+        ),
+        cannot_go_back,
+    )
+}
+
+/// Whether the steady resolution holds what runs, so that the hops before a requested update
+/// may be its way forward (issue 35 item 1): it stays, or it fails only because what runs no
+/// longer runs on the cluster as it is now (`maxOpenShiftVersion`, `minKubeVersion`: a
+/// cluster updated past it) or the admin's `versionRange` now excludes it. That PO blocks the
+/// requested update as much as one that runs where it is, and its hops are judged against the
+/// current version and `versionRange` all the same (the state machine found both:
+/// `a_running_bundle_the_cluster_outgrew_still_gets_its_pre_update_hops`,
+/// `a_running_bundle_the_version_range_excludes_still_gets_its_pre_update_hops`).
+fn steady_holds_what_runs(
+    resolved: &Result<select::Resolution, select::ResolveError>,
+    running: Option<&InstalledBundle>,
+) -> bool {
+    match (resolved, running) {
+        (Ok(resolution), _) => resolution.stays,
+        (Err(select::ResolveError::NoCandidate { rejected, .. }), Some(running)) => {
+            let mine: Vec<_> = rejected
+                .iter()
+                .filter(|r| r.bundle == running.name)
+                .collect();
+            !mine.is_empty()
+                && mine.iter().all(|r| {
+                    matches!(
+                        r.reason,
+                        select::RejectReason::MaxOpenShiftVersionTooLow { .. }
+                            | select::RejectReason::MinKubeVersionTooHigh { .. }
+                            | select::RejectReason::OutsideVersionRange { .. }
+                    )
+                })
+        }
+        (Err(_), _) => false,
+    }
 }
 
 /// The catalogs in the form the resolver takes them.
@@ -886,6 +987,31 @@ fn keep_or_nothing(installed: Option<&Installed>) -> Action {
 }
 
 /// Re-applies what runs under the pin it has now.
+/// A first install recorded in status whose bundle no catalog lists now: its objects may have
+/// been applied (the manager can stop between the apply and the status write), so installing
+/// another bundle would be a move over a running operator that nobody chose (a downgrade, as
+/// like as not). Nothing is written until the admin acts, and the status says how (found by
+/// the state-machine test: `a_first_install_whose_bundle_left_the_catalog_is_not_installed_over`).
+fn unlisted_first_install(pin: Option<PinState>, to: &str) -> PoDecision {
+    // Nothing is recorded installed, yet objects of the install may run: not "nothing
+    // installed" (issue 34 item 3), so not upgradeable.
+    let verdict = Upgradeability::no(
+        Reason::MoveNotSettled,
+        format!(
+            "the install of {to} has started and not finished: objects it applied may run, so POM cannot vouch for the next minor; see Degraded for what to do"
+        ),
+    );
+    let mut decision = PoDecision::new(Action::Nothing, verdict).with_problem(
+        Reason::ResolutionFailed,
+        format!(
+            "the first install of {to} recorded in status is offered by no catalog this PlatformOperator uses now; objects of it may have been applied, so POM does not install another bundle over them: add {to} back to a catalog (the install then finishes), or delete the PlatformOperator (its deletion removes what the install wrote)"
+        ),
+        true,
+    );
+    decision.pin = pin;
+    decision
+}
+
 fn keep(verdict: Upgradeability, pin: Option<PinState>) -> PoDecision {
     let mut decision = PoDecision::new(Action::Keep, verdict);
     decision.pin = pin;
@@ -963,6 +1089,57 @@ fn back_to_before(
     decision.pin = current_pin;
     decision.unsettled_move_action = Some(UnsettledMoveAction::Abandon(hop.to.clone()));
     decision
+}
+
+/// Whether `hop` is a configuration change: a move of the running bundle to itself. The
+/// admin's `abandon:` does not apply to it (its way back is `spec.config`): "back" would be the
+/// same bundle, re-applied with the configuration asked for (found by the state-machine test:
+/// `abandon_of_a_configuration_change_hides_no_owed_move`).
+fn is_configuration_change(hop: &Hop) -> bool {
+    hop.from.as_deref() == Some(hop.to.as_str())
+}
+
+/// The refusal of the admin's `abandon:` whose way back cannot be taken, unless the decision
+/// already reports a problem.
+fn note_cannot_go_back(decision: PoDecision, refusal: Option<Problem>) -> PoDecision {
+    match refusal {
+        Some(problem) if decision.problem.is_none() => {
+            decision.with_problem(problem.reason, problem.message, problem.degrades)
+        }
+        _ => decision,
+    }
+}
+
+/// The admin's `abandon:` of an unsettled first install: there is nothing to go back to, so
+/// it does nothing; the decision says so unless it already reports a problem.
+fn note_inert_abandon(
+    decision: PoDecision,
+    s: &PoSnapshot<'_>,
+    installed: Option<&Installed>,
+) -> PoDecision {
+    match admin_unsettled_action(s, installed) {
+        Some((hop, UnsettledMoveAction::Abandon(_)))
+            if hop.from.is_none() && decision.problem.is_none() =>
+        {
+            let message = format!(
+                "the move to {} cannot be abandoned: it was the first install, nothing ran before it; remove annotation {}, or exclude it with spec.package.versionRange, or delete the PlatformOperator",
+                hop.to,
+                pom_api::labels::UNSETTLED_MOVE
+            );
+            decision.with_problem(Reason::InvalidUnsettledMoveAction, message, false)
+        }
+        Some((hop, UnsettledMoveAction::Abandon(_)))
+            if is_configuration_change(hop) && decision.problem.is_none() =>
+        {
+            let message = format!(
+                "the configuration change of {} cannot be abandoned with annotation {}: change spec.config back (a change replaces one that never applied)",
+                hop.to,
+                pom_api::labels::UNSETTLED_MOVE
+            );
+            decision.with_problem(Reason::InvalidUnsettledMoveAction, message, false)
+        }
+        _ => decision,
+    }
 }
 
 /// A move to a bundle that declares a maxOpenShiftVersion (`declares_max`) waits while the
@@ -1229,6 +1406,10 @@ enum Recorded {
     Resume(Box<MoveTarget>),
     /// Its target no longer qualifies, for `why`.
     Abandon { to: String, why: String },
+    /// A first install whose target no catalog lists any more: what it may have written
+    /// before the manager stopped (between its apply and its status write) is not installed
+    /// over by another bundle.
+    Unlisted { to: String },
 }
 
 /// The move recorded as intent and not yet applied, if the catalog still has its bundle, and
@@ -1267,7 +1448,11 @@ fn recorded_move(
         };
     }
     let Some((catalog, bundle)) = find_bundle(catalogs, &request.package, &hop.to) else {
-        return Recorded::None;
+        return if installed.is_none() && hop.from.is_none() {
+            Recorded::Unlisted { to: hop.to.clone() }
+        } else {
+            Recorded::None
+        };
     };
     if let Some(why) = disqualified(request, catalogs, inputs, bundle, phase, s) {
         return Recorded::Abandon {

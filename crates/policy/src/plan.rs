@@ -135,6 +135,7 @@ pub fn plan(snapshot: &PoSnapshot<'_>) -> PoPlan {
             settled_at: None,
             started_seen_for: std::time::Duration::ZERO,
             settled_seen_for: std::time::Duration::ZERO,
+            failed_attempts: 0,
         });
         // Under `upgradeGate: OperatorCondition` a move settles only on Upgradeable=True, so
         // the operator is taken to report it too.

@@ -297,6 +297,9 @@ pub struct Hop {
     /// How long ago this manager first read `settled_at` by its own clock (zero when it never
     /// did): the soak is never over earlier than that allows ([`crate::soak`]).
     pub settled_seen_for: Duration,
+    /// Failed applies of it since its intent was recorded: zero for a move whose apply may
+    /// have happened without being recorded (the manager stopped before its status write).
+    pub failed_attempts: u32,
 }
 
 impl From<&ActiveHop> for Hop {
@@ -309,6 +312,7 @@ impl From<&ActiveHop> for Hop {
             settled_at: hop.settled_at.as_ref().map(|t| t.0),
             started_seen_for: Duration::ZERO,
             settled_seen_for: Duration::ZERO,
+            failed_attempts: hop.failed_attempts,
         }
     }
 }

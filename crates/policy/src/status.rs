@@ -727,9 +727,16 @@ fn unapplied_hop(input: &StatusInput<'_>) -> Option<ActiveHop> {
             })
         }
         // A configuration change of what runs whose apply failed: counted and backed off as a
-        // hop's (issue 34 item 1).
+        // hop's (issue 34 item 1). Likewise the re-apply of a move that applied once and has
+        // not settled (a policy engine that came after its first apply): it cannot settle
+        // while its objects are refused (found by the state-machine test).
         (Some(hop), ActOutcome::Failed(_), Action::Keep)
-            if !hop.settled && hop.config.is_some() =>
+            if !hop.settled
+                && (hop.config.is_some()
+                    || previous
+                        .installed_bundle
+                        .as_ref()
+                        .is_some_and(|i| i.name == hop.to)) =>
         {
             Some(ActiveHop {
                 failed_attempts: hop.failed_attempts.saturating_add(1),
@@ -820,7 +827,8 @@ fn problem_shown(
 }
 
 /// A recorded move whose applies keep failing (a policy engine, a quota, an admission plugin
-/// refusing it): a bundle move retried, or a configuration change of what runs.
+/// refusing it): a bundle move retried, a configuration change of what runs, or the re-apply
+/// of a move that applied once and has not settled.
 struct RefusedMove<'a> {
     hop: &'a ActiveHop,
     /// The bundle move's target, when it is one.
@@ -838,7 +846,9 @@ fn refused_move<'a>(
             hop,
             target: Some(target),
         }),
-        Action::Keep if hop.config.is_some() => Some(RefusedMove { hop, target: None }),
+        // A configuration change, or the re-apply of the move's own bundle (its failures are
+        // counted only then: `unapplied_hop`).
+        Action::Keep => Some(RefusedMove { hop, target: None }),
         _ => None,
     }
 }
@@ -856,7 +866,16 @@ impl RefusedMove<'_> {
     /// happen by waiting.
     fn ways_out(&self, decision: &PoDecision) -> String {
         let Some(target) = self.target else {
-            return "it will not apply by waiting: fix what refuses it, or change spec.config (or the cluster proxy) back, or to a configuration the cluster accepts: a change replaces one that never applied".to_owned();
+            return match (&self.hop.config, &self.hop.from) {
+                (Some(_), _) => "it will not apply by waiting: fix what refuses it, or change spec.config (or the cluster proxy) back, or to a configuration the cluster accepts: a change replaces one that never applied".to_owned(),
+                (None, Some(from)) => format!(
+                    "it will not settle by waiting: fix what refuses it, or go back to {from} with `kubectl annotate platformoperator {} {}=abandon:{} --overwrite`",
+                    decision.po,
+                    pom_api::labels::UNSETTLED_MOVE,
+                    self.hop.to
+                ),
+                (None, None) => "it will not settle by waiting: fix what refuses it, or delete the PlatformOperator".to_owned(),
+            };
         };
         let exclude = format!(
             "exclude {} with spec.package.versionRange (add `!={}` to it)",
@@ -1318,9 +1337,13 @@ fn refused_move_blocks(u: &UpgradeableInput<'_>) -> Option<Desired> {
 /// carries out (issue 34 item 3): status records nothing installed, but objects it applied
 /// before a failure (or a crash) may run, so it is not "nothing installed": fail closed.
 fn unfinished_install_blocks(u: &UpgradeableInput<'_>) -> Option<Desired> {
-    let hop = u.hop.filter(|h| {
-        !h.settled && h.from.is_none() && !u.installed && u.desired == Some(h.to.as_str())
-    })?;
+    // Still the install POM carries out, or abandoned for another resolution (one that
+    // installs nothing, or waits): objects it applied may run all the same (a manager that
+    // stopped between its apply and its status write leaves them running; found by the
+    // state-machine test: `an_abandoned_first_install_that_may_run_is_not_upgradeable`).
+    let hop = u
+        .hop
+        .filter(|h| !h.settled && h.from.is_none() && !u.installed)?;
     Some(upgradeable(
         ConditionStatus::False,
         Reason::MoveNotSettled,
@@ -1341,6 +1364,19 @@ fn unsettled_move_blocks(u: &UpgradeableInput<'_>) -> Option<Desired> {
         .hop
         .and_then(|h| h.waiting_for.as_deref())
         .unwrap_or("settling");
+    // An older PlatformOperator took the package over: POM will not finish this move, so
+    // waiting does not help (found by the state-machine test:
+    // `a_duplicate_mid_move_is_not_told_to_wait`).
+    if let Some(duplicate) = u.blocked.filter(|p| p.reason == Reason::DuplicatePackage) {
+        return Some(upgradeable(
+            ConditionStatus::False,
+            Reason::MoveNotSettled,
+            format!(
+                "the move to {to} has not settled, and this PlatformOperator will not finish it: {}",
+                duplicate.message
+            ),
+        ));
+    }
     Some(upgradeable(
         ConditionStatus::False,
         Reason::MoveNotSettled,

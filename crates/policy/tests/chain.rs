@@ -186,6 +186,7 @@ fn mid_hop(installed: &str, from: &str, cluster: ClusterPhase) -> PoSnapshot<'st
         settled_at: None,
         started_seen_for: std::time::Duration::ZERO,
         settled_seen_for: std::time::Duration::ZERO,
+        failed_attempts: 0,
     });
     s.cluster = ClusterView::OpenShift(Ok(cluster));
     s

@@ -645,6 +645,7 @@ mod fixture {
                     } else {
                         0
                     }),
+                    failed_attempts: 0,
                 })
             };
             let watched = |age: i64| u64::try_from(age).unwrap_or(0);
@@ -679,6 +680,7 @@ mod fixture {
                         settled_at: None,
                         started_seen_for: std::time::Duration::from_secs(1200),
                         settled_seen_for: std::time::Duration::ZERO,
+                        failed_attempts: 0,
                     }),
                     LastHop::Recorded { to } => self.installed.as_ref().map(|i| Hop {
                         from: Some(i.bundle.name.clone()),
@@ -688,6 +690,7 @@ mod fixture {
                         settled_at: None,
                         started_seen_for: std::time::Duration::from_secs(30),
                         settled_seen_for: std::time::Duration::ZERO,
+                        failed_attempts: 0,
                     }),
                 },
                 cluster: self.cluster.view(),

@@ -1,44 +1,64 @@
 //! State-machine property test: random sequences of world events drive the manager's
 //! reconcile (gather → `decide` → intent → simulated act → `status::compute`) and
 //! `aggregate::compute`; after every event the invariants of §4, §5, §7 and §8 are checked
-//! against the simulated *world*, never against the status under test.
+//! against the simulated *world*, never against the status under test. The world calls
+//! `pom_policy` only where the manager does (the gather's pure readings of a PO:
+//! `ConfigView::of`, `unsettled_move_of`, `recover_installed`, `duplicate_winner`; then
+//! `decide`, `status::intent`, `status::compute`, the prune, `aggregate::compute`).
 //!
 //! The world (`state_machine/world.rs`) keeps, per PO: the bundle whose objects are applied,
+//! the configuration its Deployments run with, every object POM wrote and did not delete,
 //! whether its rollout finished or its Deployment regressed, what its operator last wrote on
 //! the OperatorCondition (nothing, True, False, pending, deleted) and whether a reconcile has
 //! seen it report, when the rollout was first seen complete and when the move started; and the
-//! catalogs' served content, priorities and availability, and the cluster phase. "Settled" is
-//! the oracle's (`state_machine/oracle.rs`, §7): rolled out and available, plus the operator's
-//! `Upgradeable=True` under `OperatorCondition`, and under `Auto` once it was seen reporting
-//! (until then, once `AUTO_SETTLE_WINDOW` passed since the rollout was first seen complete,
-//! issue 25 item 9); `Rollout` asks nothing more. It is latched when a reconcile sees it hold.
-//! The oracle also resolves (§4.2 pins, §5 edges, channels, priorities, `versionRange`,
-//! `steadyStateVersionRange`, `maxOpenShiftVersion`) over the model's small catalogs.
+//! catalogs' served content, priorities and availability, the cluster phase, the API server's
+//! version, the cluster proxy, and what policy engines refuse. The oracle
+//! (`state_machine/oracle.rs`) keeps its own rules and constants, none called or copied from
+//! the code under test (`pom_policy`, `pom_resolver`; their types are data): "settled" (§7:
+//! rolled out and available, plus the operator's `Upgradeable=True` under `OperatorCondition`,
+//! and under `Auto` once it was seen reporting, until then once its own 2-minute settle window
+//! passed since the rollout was first seen complete), latched when a reconcile sees it hold;
+//! the resolution (§4.2 pins, the rollback pivot judged by `maxOpenShiftVersion` against the
+//! version the cluster heads to *and* `minKubeVersion` against the API server's version, §5
+//! edges, channels, priorities, `versionRange`, `steadyStateVersionRange`, pre-update hops,
+//! the admin's `abandon:`); and configuration changes (a move of the running bundle to itself).
 //!
 //! Events: reconciles; rollouts finishing; Deployments regressing; operators writing
 //! True/False/pending; OperatorConditions deleted; transient and permanent (admission) apply
-//! failures; manager restarts and crashes between a move's intent and its apply; status loss;
-//! PO spec edits (versionRange, channel, upgradeGate, steadyStateVersionRange, catalog,
-//! upgradeApproval, the admin's approvals as `pomctl approve` writes them, paused); a
-//! second catalog, bundles added and removed, catalogs down and up, priority flips; patch and
-//! minor updates, ClusterVersion retargets, completions, rollbacks and in-flight rollbacks, an
-//! unreadable ClusterVersion; time passing (past the progress deadline and the settle window).
+//! failures, and partial applies (a bundle's first objects written, its Deployment refused for
+//! good); manager restarts, crashes between a move's intent and its apply, and crashes between
+//! an apply and its status write; status loss; PO spec edits (versionRange, channel,
+//! upgradeGate, steadyStateVersionRange, catalog, upgradeApproval, the admin's approvals as
+//! `pomctl approve` writes them, paused, `spec.config`); cluster Proxy changes and
+//! configurations a policy engine refuses; unsafe CRD changes; the admin's annotations
+//! (`unsettled-move` `abandon:`/`skip:`, on the recorded move or stale, `config-change-override`,
+//! `crd-safety-override`, removed); deletion (mid-move or not) and re-creation; an older PO of
+//! the same package appearing and going (duplicate packages); a second catalog, bundles added
+//! and removed, catalogs down and up, priority flips; patch and minor updates, ClusterVersion
+//! retargets, completions, rollbacks (the API server rolled back with them) and in-flight
+//! rollbacks, an unreadable ClusterVersion; minor updates requested and withdrawn; time passing
+//! (past the progress deadline and the settle window). Not modelled: install-mode and webhook
+//! moves (their ordering is the e2e's: `lifecycle_webhook_hop`, `controller_install_modes`).
 //!
 //! Invariants (`state_machine/checks.rs`), each judged from the world:
 //! 1. a move never starts while the world's last move is unsettled, except to resume a move
-//!    recorded as intent before a crash, and then only to its recorded target;
-//! 2. a move goes along a catalog edge of the PO's channel from what runs (a rollback pivot and
-//!    the admin's downgrade by `steadyStateVersionRange` excepted), from a catalog the PO may
-//!    use that serves it, and is the bundle the world's resolution picks;
+//!    recorded as intent before a crash (or re-apply one whose status write a crash lost), to
+//!    carry out the admin's `abandon:` or `skip:` of it, or to replace a first install that no
+//!    longer qualifies;
+//! 2. a move goes along a catalog edge of the PO's channel from what runs (a rollback pivot,
+//!    the admin's downgrade by `steadyStateVersionRange` and `abandon:`'s way back excepted),
+//!    from a catalog the PO may use that serves it, and is the bundle the world's resolution
+//!    picks;
 //! 3. a move stays inside the pin of the phase, `versionRange`, `steadyStateVersionRange` and
-//!    what the cluster it will run on can run;
+//!    what the cluster it will run on can run (`maxOpenShiftVersion`, `minKubeVersion`);
 //! 4. never a major version unless the admin's `steadyStateVersionRange` asks for it;
-//! 5. never a move while the running operator says `Upgradeable=False`, or while the gate asks
-//!    its word and it does not say True;
+//! 5. never a move (nor `abandon:`'s way back, nor a configuration change without the
+//!    override naming its digest) while the running operator says `Upgradeable=False`, or while
+//!    the gate asks its word and it does not say True;
 //! 6. a PO's `Upgradeable` is True only when, by the world at that reconcile, its move settled,
 //!    no move is owed, its operator does not say False (nor less than True when the gate asks),
 //!    its catalogs are available, the ClusterVersion is readable, its bundle runs on the next
-//!    minor and its Deployment is available;
+//!    minor, its Deployment is available and no older PO manages its package;
 //! 7. the aggregated `Upgradeable` is True only when every PO was last judged for its current
 //!    spec and the cluster phase and minors as they are now, with nothing blocking it then;
 //! 8. `versions[operator]` reaches the release only when every PO that runs something was last
@@ -46,28 +66,40 @@
 //! 9. a move unsettled past `spec.progressDeadline` (from its apply) leaves the PO Degraded
 //!    (unless paused: POM moves nothing then);
 //! 10. a settled operator whose Deployment regressed leaves the PO Degraded;
-//! 11. the status records what runs, a move recorded settled has settled in the world, a
-//!     recorded move lists its objects before they are written, prune never deletes what the
-//!     installed bundle owns, and a move recorded before a crash is never dropped while it
-//!     still qualifies;
+//! 11. the status records what runs (the bundle, and the configuration: never one that did not
+//!     apply), a move recorded settled has settled in the world, a recorded move lists its
+//!     objects before they are written, every object POM wrote and did not delete is listed in
+//!     the inventory (partial applies included; deletion finds them), prune never deletes what
+//!     the installed bundle owns, and a move recorded before a crash is never dropped while it
+//!     still qualifies (unless the admin abandons it);
 //! 12. a paused PO is neither moved nor re-applied, and not Upgradeable while something runs
 //!     (a blocker of invariant 6);
 //! 13. under `upgradeApproval: Manual` a move (the first install included) starts only to the
-//!     bundle `spec.approvedBundle` names, except to resume a move recorded before a crash.
+//!     bundle `spec.approvedBundle` names, except to resume a move recorded before a crash;
+//! 14. of two POs for one package the older wins: the other writes nothing and a condition
+//!     says `DuplicatePackage`, naming the older.
 //!
-//! Liveness: after the random events the world calms down (catalogs up, ClusterVersion
-//! readable, no transient failures, no PO paused; each round: time passes past the settle
-//! window, the admin approves the move a Manual PO owes, every PO is reconciled, its rollout
-//! finishes, and an operator that has reported says True); within
-//! [`LIVENESS_ROUNDS`] rounds (7 events each) every PO must be at its pin: no move owed by the
-//! world's resolution, its move settled and recorded, nothing pending, or, when the owed move's
-//! bundle is refused for good, Degraded with that move pending; and then `versions` reports the
-//! release.
+//! Liveness under admin actions (`calm_down`, `state_machine/way_out.rs`): after the random
+//! events the world calms down (catalogs up, ClusterVersion readable, no transient failures
+//! or crashes; each round: time passes past the settle window, every PO is reconciled, its
+//! rollout finishes, and an operator that has reported says True). Nothing else is done for
+//! the admin: a PO that is not at its pin must be getting there, or be stuck, and then its
+//! status must name a way out (an annotation with its value, a spec field, `pomctl approve`,
+//! "fix what refuses it" or the refusal itself, deleting a PO), which the test takes through
+//! the table `WayOut` → world events, at once for the ordinary requests (approve, resume) and
+//! after [`STUCK_ROUNDS`] rounds without progress for the others (each kind once, at most
+//! [`MAX_WAYS_OUT`]). A stuck PO whose status names no way out, or that says to "wait for it"
+//! while the cluster refuses what it applies for good, fails. Within the rounds every PO must
+//! reach its pin: no move owed by the world's resolution, nor held by the admin's `abandon:`;
+//! its move settled and recorded, nothing pending, its Deployments run with the configuration
+//! asked for, nothing of another bundle left on the cluster, no unfinished first install
+//! recorded; and then `versions` reports the release.
 //!
 //! `POM_STATE_MACHINE_CASES` sets the number of sequences (default 3,000; `make soak` runs
-//! more) and `POM_STATE_MACHINE_SEED` the seed (fixed by default, `random` in `make soak`). A
-//! failing sequence is shrunk and printed by proptest, and can be replayed from the persisted
-//! seed. The bugs it found are kept as scripted sequences below (each failed before its fix).
+//! more) and `POM_STATE_MACHINE_SEED` the seed (fixed by default, `random` in `make soak`);
+//! `POM_STATE_MACHINE_TRACE` prints every decision of a replayed sequence. A failing sequence
+//! is shrunk and printed by proptest, and can be replayed from the persisted seed. The bugs it
+//! found are kept as scripted sequences below (each failed before its fix).
 
 #![allow(clippy::unwrap_used)]
 
@@ -75,16 +107,19 @@
 mod checks;
 #[path = "state_machine/oracle.rs"]
 mod oracle;
+#[path = "state_machine/way_out.rs"]
+mod way_out;
 #[path = "state_machine/world.rs"]
 mod world;
 
-use pom_api::conditions::{ConditionStatus, types};
-use pom_api::platform_operator::{PreUpdateHops, UpgradeApproval, UpgradeGate};
+use pom_api::platform_operator::UpgradeGate;
 use proptest::prelude::*;
 use proptest::test_runner::RngSeed;
+use way_out::WayOut;
 
 use world::{
-    CATALOGS, CHANNELS, Event, OVERRIDES, PACKAGES, Says, Setup, VERSION_RANGES, VERSIONS, World,
+    Annotation, CATALOGS, CHANNELS, CONFIGS, Event, OVERRIDES, PACKAGES, Says, Setup,
+    VERSION_RANGES, VERSIONS, World,
 };
 
 /// Rounds of the calm world within which every PO must reach its pin: three per hop (apply,
@@ -118,7 +153,16 @@ fn event() -> impl Strategy<Value = Event> {
         1 => (po.clone(), any::<bool>()).prop_map(|(p, m)| Event::EditApproval(p, m)),
         2 => po.clone().prop_map(Event::Approve),
         1 => (po.clone(), 0..VERSIONS.len()).prop_map(|(p, b)| Event::ApproveBundle(p, b)),
-        1 => (po, any::<bool>()).prop_map(|(p, paused)| Event::Pause(p, paused)),
+        1 => (po.clone(), any::<bool>()).prop_map(|(p, paused)| Event::Pause(p, paused)),
+        1 => po.clone().prop_map(Event::CrashAfterNextApply),
+        1 => (po.clone(), bundle.clone()).prop_map(|(p, b)| Event::RefusePartly(p, b)),
+        2 => (po.clone(), 0..CONFIGS.len()).prop_map(|(p, c)| Event::EditConfig(p, c)),
+        1 => (po.clone(), 1..CONFIGS.len()).prop_map(|(p, c)| Event::RefuseConfig(p, c)),
+        1 => any::<bool>().prop_map(Event::SetProxy),
+        1 => (po.clone(), bundle.clone()).prop_map(|(p, b)| Event::UnsafeCrd(p, b)),
+        2 => (po.clone(), annotation()).prop_map(|(p, a)| Event::Annotate(p, a)),
+        1 => po.clone().prop_map(Event::DeleteAndRecreate),
+        1 => (po, any::<bool>()).prop_map(|(p, e)| Event::OlderDuplicate(p, e)),
         2 => Just(Event::StartPatch),
         2 => Just(Event::StartMinor),
         1 => Just(Event::Retarget),
@@ -139,6 +183,18 @@ fn event() -> impl Strategy<Value = Event> {
     ]
 }
 
+fn annotation() -> impl Strategy<Value = Annotation> {
+    let bundle = 0..VERSIONS.len();
+    prop_oneof![
+        3 => Just(Annotation::AbandonRecorded),
+        1 => bundle.clone().prop_map(Annotation::Abandon),
+        1 => bundle.clone().prop_map(Annotation::Skip),
+        2 => Just(Annotation::ConfigOverride),
+        1 => bundle.prop_map(Annotation::CrdSafety),
+        1 => Just(Annotation::Clear),
+    ]
+}
+
 fn gate() -> impl Strategy<Value = UpgradeGate> {
     prop_oneof![
         Just(UpgradeGate::Auto),
@@ -150,21 +206,41 @@ fn gate() -> impl Strategy<Value = UpgradeGate> {
 fn setup() -> impl Strategy<Value = Setup> {
     (
         prop::array::uniform9(prop::option::of(16u64..20)),
+        prop::array::uniform9(prop::option::weighted(
+            0.15,
+            prop_oneof![Just((29u64, 4u64)), Just((29, 5)), Just((30, 0))],
+        )),
         prop::collection::vec(gate(), PACKAGES.len()),
         prop::collection::vec(0..VERSION_RANGES.len(), PACKAGES.len()),
         prop::array::uniform9(prop::bool::weighted(0.3)),
         any::<bool>(),
     )
-        .prop_map(|(max_ocp, gates, ranges, extra, extra_wins)| Setup {
-            max_ocp,
-            gates,
-            ranges,
-            extra,
-            extra_wins,
-        })
+        .prop_map(
+            |(max_ocp, min_kube, gates, ranges, extra, extra_wins)| Setup {
+                max_ocp,
+                min_kube,
+                gates,
+                ranges,
+                extra,
+                extra_wins,
+            },
+        )
 }
 
-/// Liveness: the world calms down and every PO reaches its pin within [`LIVENESS_ROUNDS`].
+/// Rounds without progress after which a PO that is not at its pin is stuck: its status must
+/// then name a way out, which the admin takes.
+pub const STUCK_ROUNDS: usize = 3;
+/// Ways out the admin takes for one PO before the test gives up on it (each is a different
+/// one: the status names the most specific first, "fix what refuses it" last).
+pub const MAX_WAYS_OUT: usize = 4;
+
+/// Liveness under admin actions: the world calms down (catalogs up, ClusterVersion readable,
+/// no transient failures or crashes; each round time passes past the settle window, every PO
+/// is reconciled, its rollout finishes, and an operator that has reported says True) and
+/// every PO reaches its pin within [`LIVENESS_ROUNDS`], except that a PO not at its pin takes
+/// the way out its status names: at once for the ordinary requests (approve a hop, resume),
+/// and after [`STUCK_ROUNDS`] rounds without progress for the others; a stuck PO whose status
+/// names no way out is a violation.
 fn calm_down(world: &mut World) -> Result<(), String> {
     world.cv_unreadable = false;
     for c in 0..world.catalogs.len() {
@@ -173,28 +249,23 @@ fn calm_down(world: &mut World) -> Result<(), String> {
     for po in &mut world.pos {
         po.fail_next_apply = false;
         po.crash_during_next_move = false;
+        po.crash_after_next_apply = false;
     }
-    for i in 0..PACKAGES.len() {
-        world.apply(&Event::Pause(i, false))?;
-    }
-    let mut last = String::new();
-    for round in 0..LIVENESS_ROUNDS {
+    let n = PACKAGES.len();
+    let mut still = vec![0usize; n];
+    let mut last: Vec<Option<String>> = vec![None; n];
+    let mut taken: Vec<Vec<WayOut>> = vec![Vec::new(); n];
+    let rounds = LIVENESS_ROUNDS + MAX_WAYS_OUT * (STUCK_ROUNDS + 1) * n;
+    let mut why_not = String::new();
+    for round in 0..rounds {
         if round > 0 {
             match at_rest(world) {
                 Ok(()) => return Ok(()),
-                Err(why) => last = why,
+                Err(why) => why_not = why,
             }
         }
         world.apply(&Event::Wait(150))?;
-        for i in 0..PACKAGES.len() {
-            // Under Manual approval the admin approves the move POM owes (as
-            // `pomctl approve --bundle` ahead of it, or what `pomctl plan` lists).
-            // Under preUpdateHops: Offer the admin approves an offered hop likewise.
-            let approves = world.pos[i].po.spec.upgrade_approval == UpgradeApproval::Manual
-                || world.pos[i].po.spec.pre_update_hops == PreUpdateHops::Offer;
-            if approves && let Some(owed) = oracle::next_move(world, i) {
-                world.apply(&Event::ApproveBundle(i, owed))?;
-            }
+        for i in 0..n {
             world.apply(&Event::Reconcile(i))?;
             world.apply(&Event::RolloutFinishes(i))?;
             let sim = &world.pos[i];
@@ -205,123 +276,181 @@ fn calm_down(world: &mut World) -> Result<(), String> {
                 world.apply(&Event::Operator(i, Says::True))?;
             }
         }
+        for i in 0..n {
+            let Err(why) = po_at_rest(world, i) else {
+                still[i] = 0;
+                continue;
+            };
+            let status = world.status(i).cloned().unwrap_or_default();
+            let print = progress_print(world, i);
+            if last[i].as_ref() == Some(&print) {
+                still[i] += 1;
+            } else {
+                still[i] = 0;
+                last[i] = Some(print);
+            }
+            let overridden = world.pos[i].po.spec.steady_state_version_range.is_some();
+            let ways = way_out::named(i, &status, overridden);
+            let way = match ways.iter().find(|w| w.routine()) {
+                Some(way) => way.clone(),
+                None if still[i] < STUCK_ROUNDS => continue,
+                None => {
+                    // Issue 34 item 2: a move the cluster refuses for good is not "wait for it".
+                    let waits = status.conditions.iter().any(|c| {
+                        c.type_ == pom_api::conditions::types::UPGRADEABLE
+                            && c.message.contains("wait for it")
+                    });
+                    if waits && (way_out::refused_for_good(world, i) || world.older[i].is_some()) {
+                        return Err(format!(
+                            "liveness: {} is stuck ({why}): the cluster refuses what it applies for good, or another PO manages its package, yet Upgradeable says to wait for it: {:#?}",
+                            PACKAGES[i], status.conditions
+                        ));
+                    }
+                    // Each kind of way out once (excluding one bundle after another is the
+                    // same way, not a new one).
+                    let Some(way) = ways.iter().find(|w| {
+                        !taken[i]
+                            .iter()
+                            .any(|t| std::mem::discriminant(t) == std::mem::discriminant(*w))
+                    }) else {
+                        return Err(format!(
+                            "liveness: {} is stuck ({why}) and its status names no way out not yet taken (taken: {:?}): {:#?}",
+                            PACKAGES[i], taken[i], status.conditions
+                        ));
+                    };
+                    if taken[i].len() == MAX_WAYS_OUT {
+                        return Err(format!(
+                            "liveness: {} is still stuck ({why}) after the ways out {:?}",
+                            PACKAGES[i], taken[i]
+                        ));
+                    }
+                    taken[i].push(way.clone());
+                    still[i] = 0;
+                    way.clone()
+                }
+            };
+            for event in way.events(world, i) {
+                world.apply(&event)?;
+            }
+        }
     }
     at_rest(world).map_err(|why| {
-        format!("liveness: not at the pin after {LIVENESS_ROUNDS} calm rounds: {why} (before the last round: {last})")
+        format!(
+            "liveness: not at the pin after {rounds} calm rounds (ways out taken: {taken:?}): {why} (before the last round: {why_not})"
+        )
     })
 }
 
-/// Every PO at its pin (see the header), and the release reported.
-#[allow(clippy::needless_range_loop)]
-fn at_rest(world: &World) -> Result<(), String> {
-    let mut clean = true;
-    for i in 0..PACKAGES.len() {
-        let sim = &world.pos[i];
-        let status = world.status(i).cloned().unwrap_or_default();
-        let degraded = status
-            .conditions
-            .iter()
-            .any(|c| c.type_ == types::DEGRADED && c.status == ConditionStatus::True.as_str());
-        let name = |b: usize| world::bundle_name(PACKAGES[i], b);
-        // A recorded move whose apply is refused for good is retried, backing off, and said in
-        // Degraded (issue 25 item 3): never dropped for another resolution.
-        let recorded_refused = status
+/// What changes while a PO makes progress (by the world and its status; not its failure
+/// count, which grows while it is stuck).
+fn progress_print(world: &World, i: usize) -> String {
+    let sim = &world.pos[i];
+    let status = world.status(i);
+    format!(
+        "{:?} {} {} {:?} {:?} {:?} {:?} {:?}",
+        sim.running,
+        sim.settled,
+        sim.config_runs.digest,
+        sim.po.metadata.generation,
+        status
+            .and_then(|s| s.installed_bundle.as_ref())
+            .map(|b| &b.name),
+        status
+            .and_then(|s| s.active_hop.as_ref())
+            .map(|h| (&h.to, h.settled, &h.config)),
+        status
+            .and_then(|s| s.desired_bundle.as_ref())
+            .map(|b| &b.name),
+        sim.po.metadata.annotations,
+    )
+}
+
+/// PO `i` at its pin, by the world: no move owed by the world's resolution; what runs settled
+/// and recorded settled, nothing pending; its Deployments run with the configuration asked
+/// for; and nothing of another bundle left on the cluster (a partial apply's objects pruned).
+fn po_at_rest(world: &World, i: usize) -> Result<(), String> {
+    let sim = &world.pos[i];
+    let status = world.status(i).cloned().unwrap_or_default();
+    let name = |b: usize| world::bundle_name(PACKAGES[i], b);
+    if world.older[i].is_some() {
+        return Err(format!(
+            "{}: {} manages its package",
+            PACKAGES[i],
+            world::older_name(i)
+        ));
+    }
+    if let Some(held) = oracle::resolution(world, i).filter(|b| oracle::abandoned(world, i, *b)) {
+        return Err(format!(
+            "{}: the move to {} is held by the admin's abandon: annotation",
+            PACKAGES[i], VERSIONS[held]
+        ));
+    }
+    if let Some(owed) = oracle::next_move(world, i) {
+        return Err(format!(
+            "{}: a move to {} is owed (runs {:?}, status {:?})",
+            PACKAGES[i],
+            VERSIONS[owed],
+            sim.running.map(|r| VERSIONS[r]),
+            status.installed_bundle
+        ));
+    }
+    // Nothing runs and nothing is owed (objects a refused first install wrote stay listed in
+    // the inventory, for the PO's deletion), unless the status records a first install that
+    // has not finished: POM cannot know that nothing of it runs, so it waits for the admin.
+    let Some(running) = sim.running else {
+        if let Some(hop) = status
             .active_hop
             .as_ref()
-            .filter(|h| !h.settled)
-            .and_then(|h| (0..VERSIONS.len()).find(|b| world::bundle_name(PACKAGES[i], *b) == h.to))
-            .filter(|b| world.refused.contains(&(i, *b)) && sim.running != Some(*b));
-        if recorded_refused.is_some() {
-            if !degraded {
-                return Err(format!(
-                    "{}: the recorded move to refused {:?} is not reported Degraded",
-                    PACKAGES[i],
-                    recorded_refused.map(|b| VERSIONS[b])
-                ));
-            }
-            clean = false;
-            continue;
-        }
-        if let Some(r) = sim.running.filter(|r| world.refused.contains(&(i, *r))) {
-            clean = false;
-            if !degraded {
-                return Err(format!(
-                    "{}: re-applying refused {} fails, yet the PO is not Degraded",
-                    PACKAGES[i], VERSIONS[r]
-                ));
-            }
-            continue;
-        }
-        if let Some(r) = sim.running {
-            let listed = world.catalogs.iter().any(|c| {
-                sim.po
-                    .spec
-                    .package
-                    .catalog
-                    .as_deref()
-                    .is_none_or(|n| n == c.name)
-                    && c.served[r]
-            });
-            if status.installed_bundle.is_none() && !listed {
-                // Restored without its status, and no catalog it may use lists what runs: POM
-                // refuses to adopt it until the admin acts (issue 25 item 4).
-                clean = false;
-                if !degraded {
-                    return Err(format!(
-                        "{}: runs {} unrecorded and unlisted, yet the PO is not Degraded",
-                        PACKAGES[i], VERSIONS[r]
-                    ));
-                }
-                continue;
-            }
-        }
-        let owed = oracle::next_move(world, i);
-        if let Some(owed) = owed {
-            if world.refused.contains(&(i, owed)) {
-                clean = false;
-                if status.desired_bundle.as_ref().map(|d| d.name.clone()) != Some(name(owed))
-                    || !degraded
-                {
-                    return Err(format!(
-                        "{}: the owed move to refused {} is not reported: {status:#?}",
-                        PACKAGES[i], VERSIONS[owed]
-                    ));
-                }
-                continue;
-            }
+            .filter(|h| !h.settled && h.from.is_none())
+        {
             return Err(format!(
-                "{}: a move to {} is owed (runs {:?}, status {:?})",
-                PACKAGES[i],
-                VERSIONS[owed],
-                sim.running.map(|r| VERSIONS[r]),
-                status.installed_bundle
+                "{}: the first install of {} recorded in status has not finished",
+                PACKAGES[i], hop.to
             ));
         }
-        let Some(running) = sim.running else {
-            continue;
-        };
-        let recorded = status.installed_bundle.as_ref().map(|b| b.name.clone())
-            == Some(name(running))
-            && status.desired_bundle.is_none()
-            && status.active_hop.as_ref().is_some_and(|h| h.settled);
-        if !sim.settled || !recorded {
-            return Err(format!(
-                "{}: runs {} (settled by the world: {}), status does not record it settled at its pin: {:?} {:?} {:?}",
-                PACKAGES[i],
-                VERSIONS[running],
-                sim.settled,
-                status.installed_bundle,
-                status.desired_bundle,
-                status.active_hop
-            ));
-        }
+        return Ok(());
+    };
+    let recorded = status.installed_bundle.as_ref().map(|b| b.name.clone()) == Some(name(running))
+        && status.desired_bundle.is_none()
+        && status.active_hop.as_ref().is_some_and(|h| h.settled);
+    if !sim.settled || !recorded {
+        return Err(format!(
+            "{}: runs {} (settled by the world: {}), status does not record it settled at its pin: {:?} {:?} {:?}",
+            PACKAGES[i],
+            VERSIONS[running],
+            sim.settled,
+            status.installed_bundle,
+            status.desired_bundle,
+            status.active_hop
+        ));
     }
-    if clean
-        && !world
-            .co
-            .versions
-            .iter()
-            .any(|v| v.version == world.release())
+    let desired = world.desired_config(i);
+    if sim.config_runs.digest != desired.digest {
+        return Err(format!(
+            "{}: its Deployments run with configuration {:?}, {:?} is asked for",
+            PACKAGES[i], sim.config_runs, desired
+        ));
+    }
+    let owned = world::objects_of(PACKAGES[i], &name(running));
+    if let Some(left) = sim.on_cluster.iter().find(|o| !owned.contains(o)) {
+        return Err(format!(
+            "{}: settled at {}, and {left:?} of another bundle is left on the cluster",
+            PACKAGES[i], VERSIONS[running]
+        ));
+    }
+    Ok(())
+}
+
+/// Every PO at its pin, and the release reported.
+fn at_rest(world: &World) -> Result<(), String> {
+    for i in 0..PACKAGES.len() {
+        po_at_rest(world, i)?;
+    }
+    if !world
+        .co
+        .versions
+        .iter()
+        .any(|v| v.version == world.release())
     {
         return Err(format!(
             "every PO is at its pin, yet versions does not report {}: {:?}",
@@ -386,6 +515,7 @@ proptest! {
 fn plain_setup(gates: [UpgradeGate; 2]) -> Setup {
     Setup {
         max_ocp: [None; 9],
+        min_kube: [None; 9],
         gates: gates.to_vec(),
         ranges: vec![1, 1],
         extra: [false; 9],
@@ -517,4 +647,276 @@ fn manual_approval_and_pause_hold_moves_until_the_admin_acts() {
     apply(&mut world, Event::Reconcile(1));
     assert_eq!(world.pos[1].running.map(|r| VERSIONS[r]), Some("1.2.0"));
     calm_down(&mut world).unwrap_or_else(|why| panic!("{why}"));
+}
+
+/// Found by the property once the oracle judged pre-update hops by its own rule (bug
+/// "outgrown"): a PO runs 1.1.0 (`maxOpenShiftVersion` 4.16) on a cluster that was updated
+/// past it to 4.17; the admin requests 4.18. 1.1.1 runs on both, so §4.2's PreUpdate pin owes
+/// the hop to it, yet `decide` offered hops only when the steady resolution *stays* (here it
+/// fails: what runs does not run on 4.17), reported nothing owed, and the ClusterOperator
+/// reported `versions` for 4.17.0 with the hop owed.
+#[test]
+fn a_running_bundle_the_cluster_outgrew_still_gets_its_pre_update_hops() {
+    let mut setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
+    setup.max_ocp[2] = Some(16);
+    setup.ranges = vec![0, 2];
+    let result = run(
+        &setup,
+        &[
+            Event::Reconcile(1),
+            Event::StartMinor,
+            Event::AddBundle(0, 3),
+            Event::CompleteUpdate,
+            Event::RequestMinor,
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}
+
+/// Found by the property (bug "refused re-apply"): a first install applies, then a policy
+/// engine refuses its Deployment for good before the move settled. The re-apply's failures
+/// were not counted, Degraded named no way out, and Upgradeable told the admin to "wait for
+/// it", which never happens (issue 34 item 2): now counted and backed off, and the status
+/// names "fix what refuses it" (and, for a hop, the `abandon:` annotation).
+#[test]
+fn a_move_whose_reapply_is_refused_names_its_way_out() {
+    let mut setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
+    setup.max_ocp[2] = Some(16);
+    setup.ranges = vec![2, 0];
+    let result = run(
+        &setup,
+        &[
+            Event::StartMinor,
+            Event::Reconcile(0),
+            Event::RefusePartly(0, 1),
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}
+
+/// Found by the property (bug "restored config"): a PO runs 2.0.1 rendered with the cluster
+/// proxy, its operator has reported, and the PO is restored without its status. The lost
+/// `appliedConfig` read as "no configuration", the change back to the proxy was held behind
+/// the operator's unreadable gate, and the re-apply that recovers the bundle rendered its
+/// Deployments with no configuration: the proxy dropped, the operator restarted, against the
+/// hold.
+#[test]
+fn a_po_restored_without_its_status_keeps_its_configuration() {
+    let setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
+    let result = run(
+        &setup,
+        &[
+            Event::SetProxy(true),
+            Event::Reconcile(0),
+            Event::Operator(0, Says::True),
+            Event::Reconcile(0),
+            Event::LoseStatus(0),
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}
+
+/// Found by the property (bug "unlisted install"): the manager dies between the apply of a
+/// first install (1.1.0) and its status write; the catalog drops 1.1.0 before the next
+/// manager reads it. The recorded install was dropped (no catalog has it) and another bundle
+/// (1.0.1) installed over the 1.1.0 that runs: a downgrade nobody chose. Now nothing is
+/// written, and the status says to add the bundle back (the install then finishes) or
+/// delete the PO.
+#[test]
+fn a_first_install_whose_bundle_left_the_catalog_is_not_installed_over() {
+    let mut setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
+    setup.ranges = vec![2, 0];
+    let result = run(
+        &setup,
+        &[
+            Event::CrashAfterNextApply(0),
+            Event::Reconcile(0),
+            Event::RemoveBundle(0, 2),
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}
+
+/// Found by the property (bug "inert abandon"): `abandon:` naming an unsettled first install
+/// (2.0.0, from the catalog that wins) has no way back; `decide` then kept what runs without
+/// resolving, so once the install settled, in a patch update with 2.0.1 on offer from the
+/// catalog that now wins, the PO said `Upgradeable=True` with that move owed (§8.3).
+#[test]
+fn an_inert_abandon_of_a_first_install_hides_no_owed_move() {
+    let mut setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
+    setup.ranges = vec![0, 3];
+    setup.extra[6] = true;
+    setup.extra_wins = true;
+    let result = run(
+        &setup,
+        &[
+            Event::Reconcile(1),
+            Event::Annotate(1, Annotation::AbandonRecorded),
+            Event::StartPatch,
+            Event::FlipPriorities,
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}
+
+/// Found by the property (bug "abandoned install"): the manager dies between the apply of a
+/// first install (2.0.1, `maxOpenShiftVersion` 4.16) and its status write; a minor update
+/// starts, so the recorded install no longer qualifies and is abandoned for a resolution that
+/// installs nothing. Status said Upgradeable=True "nothing installed" (the case issue 34
+/// item 3's fix left as before), and the ClusterOperator Upgradeable=True, while 2.0.1's
+/// objects run, unsettled, on a cluster it cannot run on.
+#[test]
+fn an_abandoned_first_install_that_may_run_is_not_upgradeable() {
+    let mut setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
+    setup.max_ocp[7] = Some(16);
+    setup.ranges = vec![0, 4];
+    let result = run(
+        &setup,
+        &[
+            Event::CrashAfterNextApply(1),
+            Event::Reconcile(1),
+            Event::StartMinor,
+            Event::EditOverride(1, 2),
+            Event::EditCatalog(0, 0),
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}
+
+/// Found by the property (bug "duplicate mid-move"): an older PlatformOperator for the same
+/// package appears while this one's first install has not settled. POM no longer manages the
+/// package and will not finish the move, yet Upgradeable said "wait for it" (the Degraded
+/// condition named the way out: delete one of the two).
+#[test]
+fn a_duplicate_mid_move_is_not_told_to_wait() {
+    let mut setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
+    setup.ranges = vec![0, 2];
+    let result = run(
+        &setup,
+        &[
+            Event::Reconcile(1),
+            Event::OlderDuplicate(1, true),
+            Event::Refuse(1, 2),
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}
+
+/// Found by the property (bug "duplicate restored"): the loser of a duplicate is restored
+/// without its status while the manager's catalogs load: it said Upgradeable=True "not
+/// installed by this PlatformOperator", and the ClusterOperator Upgradeable=True, while its
+/// labelled objects (an unsettled 2.0.1) run.
+#[test]
+fn a_duplicate_restored_without_its_status_vouches_for_nothing() {
+    let setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
+    let result = run(
+        &setup,
+        &[
+            Event::Reconcile(1),
+            Event::OlderDuplicate(1, true),
+            Event::LoseStatus(1),
+            Event::RestartManager,
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}
+
+/// Found by the property (a random-seed run): as "outgrown", with the admin's versionRange
+/// (`>=1.0.1`) excluding the running 1.0.0 (`maxOpenShiftVersion` 4.16) when a minor update
+/// is requested: the steady resolution fails, so no hop was offered, and the PO was stuck with
+/// no way out named although 1.2.0 (one skipRange hop, admitted) runs on both versions.
+#[test]
+fn a_running_bundle_the_version_range_excludes_still_gets_its_pre_update_hops() {
+    let mut setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
+    setup.max_ocp[0] = Some(16);
+    setup.ranges = vec![1, 0];
+    setup.extra[0] = true;
+    setup.extra_wins = true;
+    let result = run(
+        &setup,
+        &[
+            Event::Reconcile(0),
+            Event::RequestMinor,
+            Event::EditVersionRange(0, 3),
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}
+
+/// Found by the property (a random-seed run): `abandon:` names an unsettled configuration
+/// change of 1.1.0 whose way back (1.1.0 itself) the admin's versionRange now excludes; a minor
+/// update starts and 1.2.0 is owed. The refused way back was returned as the decision (keep
+/// what runs), dropping the owed move: once the change settled, the PO said Upgradeable=True
+/// with 1.2.0 owed (§8.3).
+#[test]
+fn an_abandon_that_cannot_be_taken_hides_no_owed_move() {
+    let mut setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
+    setup.ranges = vec![1, 0];
+    setup.extra[2] = true;
+    setup.extra_wins = true;
+    let result = run(
+        &setup,
+        &[
+            Event::Reconcile(0),
+            Event::RefuseConfig(0, 1),
+            Event::Annotate(0, Annotation::AbandonRecorded),
+            Event::EditConfig(0, 1),
+            Event::StartMinor,
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}
+
+/// Found by the property (a random-seed run): `abandon:` names an unsettled configuration
+/// change of 2.0.0 (the cluster proxy set) while 2.0.1 is owed under Manual approval. Its "way
+/// back" was 2.0.0 itself, re-applied with the configuration asked for: a move that settled at
+/// once and dropped the owed move, so the PO said Upgradeable=True with 2.0.1 owed. `abandon:`
+/// no longer applies to a configuration change (its way back is `spec.config`).
+#[test]
+fn abandon_of_a_configuration_change_hides_no_owed_move() {
+    let mut setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
+    setup.ranges = vec![0, 3];
+    setup.extra[6] = true;
+    setup.extra_wins = true;
+    let result = run(
+        &setup,
+        &[
+            Event::Reconcile(1),
+            Event::RemoveBundle(1, 6),
+            Event::EditApproval(1, true),
+            Event::SetProxy(true),
+            Event::StartPatch,
+            Event::Annotate(1, Annotation::AbandonRecorded),
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}
+
+/// Found by the property (a random-seed run): the manager dies between the apply of a
+/// configuration change (2.0.1 with `LOG_LEVEL=debug`) and its status write, so the status
+/// records the change as never applied; a minor update starts and the hop to 2.1.0 started at
+/// once (a change that never applied holds nothing, issue 34 item 1), while the change the
+/// world applied had not settled (§7). A change whose apply never failed may have applied: it
+/// holds the next hop (`snapshot::Hop::failed_attempts` tells it from a refused one).
+#[test]
+fn a_configuration_change_applied_before_a_crash_holds_the_next_hop() {
+    let mut setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
+    setup.max_ocp[7] = Some(16);
+    setup.ranges = vec![0, 3];
+    setup.extra[8] = true;
+    let result = run(
+        &setup,
+        &[
+            Event::Reconcile(1),
+            Event::Operator(1, Says::True),
+            Event::RolloutFinishes(1),
+            Event::EditConfig(1, 1),
+            Event::ClusterVersionUnreadable(true),
+            Event::Reconcile(1),
+            Event::StartMinor,
+            Event::CrashAfterNextApply(1),
+            Event::Reconcile(1),
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
 }

@@ -2,7 +2,7 @@
 
 use pom_api::conditions::{ConditionStatus, types};
 use pom_api::platform_operator::{
-    InventoryObject, PlatformOperatorStatus, PreUpdateHops, UpgradeApproval,
+    AppliedConfig, InventoryObject, PlatformOperatorStatus, PreUpdateHops, UpgradeApproval,
 };
 use pom_policy::Action;
 use pom_policy::status::ActOutcome;
@@ -12,7 +12,10 @@ use super::oracle::{
     self, admits, channel_of, compatible_with_next_minor, gate_requires_report, in_channel,
     is_edge, runs_on, version, visible_phase,
 };
-use super::world::{PACKAGES, Read, Says, SimPo, VERSIONS, World, bundle_name};
+use super::world::{
+    CONFIG_CHANGE_OVERRIDE, PACKAGES, Read, Says, SimPo, UNSETTLED_MOVE, VERSIONS, World,
+    bundle_name,
+};
 
 fn condition_is(status: &PlatformOperatorStatus, type_: &str, value: ConditionStatus) -> bool {
     status
@@ -57,6 +60,15 @@ pub fn decision(
 ) -> Result<(), String> {
     let sim = &world.pos[i];
     let spec = &sim.po.spec;
+    // 14. Two POs for one package: the older wins, the other writes nothing (§6).
+    if world.older[i].is_some() && matches!(decision.action, Action::Move(_) | Action::Keep) {
+        return Err(format!(
+            "{} manages {}'s package, which is older, yet the decision writes: {:?}",
+            super::world::older_name(i),
+            PACKAGES[i],
+            decision.action
+        ));
+    }
     // 12. A paused PO is neither moved nor re-applied.
     if spec.paused && matches!(decision.action, Action::Move(_) | Action::Keep) {
         return Err(format!(
@@ -65,13 +77,35 @@ pub fn decision(
             describe(world, sim)
         ));
     }
+    if matches!(decision.action, Action::Keep) {
+        return config_change(world, i, decision);
+    }
     let Action::Move(target) = &decision.action else {
         return Ok(());
     };
     let to = index_of(i, &target.name);
     let tv = version(to);
     let phase = visible_phase(world);
-    let resume = sim.intent_at_crash.as_deref() == Some(target.name.as_str());
+    let intended = sim.intent_at_crash.as_deref() == Some(target.name.as_str());
+    // The admin's annotation on the unsettled move the status records (issue 25 item 2):
+    // `abandon:<to>` moves back to what ran before, `skip:<to>` lets the next move start.
+    let recorded = world
+        .status(i)
+        .and_then(|s| s.active_hop.as_ref())
+        .filter(|h| !h.settled);
+    let annotation = world.annotation(i, UNSETTLED_MOVE);
+    let names_recorded = |verb: &str| {
+        recorded.is_some_and(|h| annotation == Some(format!("{verb}:{}", h.to).as_str()))
+    };
+    let back = names_recorded("abandon")
+        && recorded.and_then(|h| h.from.as_deref()) == Some(target.name.as_str());
+    let skipped = names_recorded("skip");
+    // A move recorded as intent before a crash is finished (nothing of it skipped), or the
+    // recorded move whose apply the manager could not record (it died between apply and
+    // status write) is re-applied over what already runs: the edge, pin, gate and approval
+    // that chose it do not count again.
+    let resume =
+        intended || (sim.running == Some(to) && recorded.is_some_and(|h| h.to == target.name));
     let fail = |what: String| {
         Err(format!(
             "move to {}: {what}; {}",
@@ -106,10 +140,28 @@ pub fn decision(
     }
     if !runs_on(world, to, phase) {
         return fail(format!(
-            "maxOpenShiftVersion 4.{:?} cannot run on {}",
+            "maxOpenShiftVersion 4.{:?}, minKubeVersion {:?}: cannot run on {} (Kubernetes {})",
             world.max_ocp[to],
-            world.phase.running_on()
+            world.min_kube[to],
+            oracle::heads_to(&world.phase),
+            world.kube
         ));
+    }
+    if back {
+        // The way back is judged as any move (issue 34 item 2): what it goes to qualifies
+        // (checked above), the running operator does not forbid it, and a bundle that
+        // declares a maxOpenShiftVersion waits for a ClusterVersion that can be judged. The
+        // annotation is the admin's approval of it, and its own edge.
+        if sim.says == Says::False {
+            return fail("abandon: taken while the running operator says Upgradeable=False".into());
+        }
+        if phase.is_none() && world.max_ocp[to].is_some() {
+            return fail(
+                "abandon: taken while the ClusterVersion cannot be judged and the bundle declares a maxOpenShiftVersion"
+                    .into(),
+            );
+        }
+        return Ok(());
     }
     // 13. Under Manual approval, a move (the first install included) starts only to the
     // bundle the admin approved; a recorded move resumed after a crash was started before.
@@ -122,6 +174,27 @@ pub fn decision(
             spec.approved_bundle
         ));
     }
+    // A first install the status records, unsettled, that no longer qualifies (the admin's
+    // versionRange or channel now excludes it, a way out its status names, or the cluster can
+    // no longer run it): POM installs what resolves now in its place, over whatever of it was
+    // applied (it cannot know); judged by the constraints above, not as a hop.
+    let dropped_install = recorded.is_some_and(|h| {
+        h.from.is_none()
+            && (0..VERSIONS.len())
+                .find(|b| bundle_name(PACKAGES[i], *b) == h.to)
+                .is_some_and(|b| {
+                    !runs_on(world, b, phase)
+                        || !in_channel(channel_of(sim), b)
+                        || spec
+                            .package
+                            .version_range
+                            .as_deref()
+                            .is_some_and(|r| !admits(r, &version(b)))
+                })
+    });
+    if dropped_install && sim.running.is_some() {
+        return Ok(());
+    }
     let Some(running) = sim.running else {
         if let Some(over) = &spec.steady_state_version_range
             && !admits(over, &tv)
@@ -131,17 +204,17 @@ pub fn decision(
         }
         return Ok(());
     };
+    if resume {
+        // A move recorded as intent before a crash (between intent and apply, or between
+        // apply and the status write: then it may already run) is finished.
+        return Ok(());
+    }
     if running == to {
         return fail("a move to what already runs".into());
     }
-    if resume {
-        // A move recorded as intent before a crash is finished (nothing of it skipped): the
-        // edge and pin of the phase that chose it, and the gate then, do not count again.
-        return Ok(());
-    }
     let rv = version(running);
-    // 1. One move at a time: the last one settled, by the world.
-    if !sim.settled {
+    // 1. One move at a time: the last one settled, by the world (or the admin skips it).
+    if !sim.settled && !skipped {
         return fail(format!(
             "started while the move to {} has not settled",
             VERSIONS[running]
@@ -208,9 +281,79 @@ pub fn decision(
     Ok(())
 }
 
+/// A configuration change (issue 23 items 3-4, issue 34 item 1), by the oracle's own rule: a
+/// re-apply that renders the running Deployments with another configuration than they run
+/// with restarts the operator, so it is a move: it starts only once the last move settled by
+/// the world, and not while the running operator says `Upgradeable=False` (or, where the gate
+/// asks its word, does not say True), unless the admin's `config-change-override` names its
+/// digest; a change recorded as intent that never applied is resumed as it was judged then.
+fn config_change(world: &World, i: usize, decision: &pom_policy::PoDecision) -> Result<(), String> {
+    let sim = &world.pos[i];
+    let (Some(config), Some(_)) = (&decision.config, sim.running) else {
+        return Ok(());
+    };
+    if config.digest == sim.config_runs.digest
+        || sim.config_intent.as_deref() == Some(config.digest.as_str())
+    {
+        return Ok(());
+    }
+    // The admin's revert, to what the status records applied, of a change the status records
+    // as never applied replaces it at once (issue 34 item 1), even when the change did apply
+    // and the manager died before recording it.
+    let status = world.status(i);
+    let recorded_applied = status
+        .and_then(|s| s.applied_config.as_ref())
+        .map_or_else(|| AppliedConfig::none().digest, |c| c.digest.clone());
+    let unapplied_change = status
+        .and_then(|s| s.active_hop.as_ref())
+        .and_then(|h| h.config.as_ref().filter(|_| !h.settled))
+        .is_some_and(|c| *c != recorded_applied);
+    if unapplied_change && config.digest == recorded_applied {
+        return Ok(());
+    }
+    // The re-apply that recovers a PO restored without its status renders the restored
+    // spec: what the Deployments were configured with was lost with the status, and the spec
+    // is the only record of it left (rendering "none" would drop it).
+    if sim.status_lost && world.status(i).is_none_or(|s| s.installed_bundle.is_none()) {
+        if config.digest == world.desired_config(i).digest {
+            return Ok(());
+        }
+        return Err(format!(
+            "the re-apply that recovers {} (restored without its status) renders configuration {}, not the {} its spec asks for; {}",
+            PACKAGES[i],
+            config.digest,
+            world.desired_config(i).digest,
+            describe(world, sim)
+        ));
+    }
+    let fail = |what: &str| {
+        Err(format!(
+            "a configuration change to {} starts {what}; {}",
+            config.digest,
+            describe(world, sim)
+        ))
+    };
+    if !sim.settled {
+        return fail("while the last move has not settled");
+    }
+    if world.annotation(i, CONFIG_CHANGE_OVERRIDE) == Some(config.digest.as_str()) {
+        return Ok(());
+    }
+    if sim.says == Says::False {
+        return fail("while the running operator says Upgradeable=False");
+    }
+    if gate_requires_report(sim) && sim.says != Says::True {
+        return fail("while the gate asks the operator's Upgradeable=True, which it does not say");
+    }
+    Ok(())
+}
+
 /// Why, by the world after this reconcile, the PO must not be upgradeable (§8.3).
 pub fn blockers(world: &World, i: usize, owed: Option<usize>, applied: bool) -> Vec<String> {
     let sim = &world.pos[i];
+    // A partial first install in this model writes no Deployment (it is what is refused): its
+    // ConfigMap and ServiceAccount run nothing, so they block nothing (its inventory lists
+    // them, so deleting the PO removes them).
     let Some(running) = sim.running else {
         return Vec::new();
     };
@@ -248,6 +391,9 @@ pub fn blockers(world: &World, i: usize, owed: Option<usize>, applied: bool) -> 
     if sim.po.spec.paused {
         why.push("the PO is paused: nothing is moved, repaired or checked".into());
     }
+    if world.older[i].is_some() {
+        why.push("an older PO manages its package: what runs here is not judged".into());
+    }
     why
 }
 
@@ -263,6 +409,17 @@ pub fn status(
     let running = sim.running.map(|r| bundle_name(PACKAGES[i], r));
     let installed = new.installed_bundle.as_ref().map(|b| b.name.clone());
     let fail = |what: String| Err(format!("{what}; {}: {new:#?}", describe(world, sim)));
+    // The loser of a duplicate says which PO manages its package.
+    if world.older[i].is_some()
+        && !new.conditions.iter().any(|c| {
+            c.reason == "DuplicatePackage" && c.message.contains(&super::world::older_name(i))
+        })
+    {
+        return fail(format!(
+            "{} is older and manages the package; no condition says so",
+            super::world::older_name(i)
+        ));
+    }
     // The status records what runs.
     if installed.is_some() && installed != running {
         return fail(format!(
@@ -280,6 +437,17 @@ pub fn status(
     {
         return fail(format!("the move to {} is recorded settled", hop.to));
     }
+    // The status records the configuration the Deployments run with, never one that did not
+    // apply (issue 34 item 1).
+    if let Some(applied) = &new.applied_config
+        && sim.running.is_some()
+        && applied.digest != sim.config_runs.digest
+    {
+        return fail(format!(
+            "status records configuration {} applied, the Deployments run with {}",
+            applied.digest, sim.config_runs.digest
+        ));
+    }
     // 6. Upgradeable=True only when nothing in the world blocks it.
     if installed.is_some()
         && condition_is(new, types::UPGRADEABLE, ConditionStatus::True)
@@ -295,13 +463,13 @@ pub fn status(
     if sim.running.is_some()
         && !sim.po.spec.paused
         && !sim.settled
-        && pom_policy::snapshot::elapsed(world.now, sim.move_started_at) > world.deadline()
+        && oracle::seconds_since(world.now, sim.move_started_at) > world.deadline_secs()
         && !condition_is(new, types::DEGRADED, ConditionStatus::True)
     {
         return fail(format!(
             "the move has not settled for {}s (deadline {}s) and the PO is not Degraded",
-            pom_policy::snapshot::elapsed(world.now, sim.move_started_at).as_secs(),
-            world.deadline().as_secs()
+            oracle::seconds_since(world.now, sim.move_started_at),
+            world.deadline_secs()
         ));
     }
     // 10. An operator that stopped working after it settled is reported.
@@ -316,6 +484,24 @@ pub fn status(
         );
     }
     inventory(new)
+}
+
+/// Every object POM wrote for the PO and did not delete is listed in its inventory (so that a
+/// prune or the PO's deletion can find it): partial applies included.
+pub fn written_objects_listed(
+    world: &World,
+    i: usize,
+    new: &PlatformOperatorStatus,
+) -> Result<(), String> {
+    for object in &world.pos[i].on_cluster {
+        if !new.inventory.iter().any(|e| e.objects.contains(object)) {
+            return Err(format!(
+                "{object:?} is on the cluster, written for {}, and no inventory entry lists it: {:#?}",
+                PACKAGES[i], new.inventory
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A recorded move lists its target's objects before any of them is written.
@@ -366,7 +552,14 @@ pub fn resumed_intent(
         .catalogs
         .iter()
         .any(|c| spec.package.catalog.as_deref().is_none_or(|n| n == c.name) && c.served[to]);
-    let qualifies = offered
+    // A first install no catalog offers now is held, not dropped (its objects may run):
+    // resumed once a catalog offers it again.
+    let first_install = sim.running.is_none()
+        && new
+            .active_hop
+            .as_ref()
+            .is_some_and(|h| h.from.is_none() && h.to == intended);
+    let qualifies = (offered || first_install)
         && in_channel(channel_of(sim), to)
         && spec
             .package
@@ -375,7 +568,8 @@ pub fn resumed_intent(
             .is_none_or(|r| admits(r, &version(to)))
         && runs_on(world, to, visible_phase(world));
     let recorded = new.active_hop.as_ref().map(|h| &h.to);
-    if !qualifies || sim.running == Some(to) {
+    // The admin's `abandon:` of it is a way out of it, not a drop.
+    if !qualifies || sim.running == Some(to) || oracle::abandoned(world, i, to) {
         world.pos[i].intent_at_crash = None;
     } else if recorded != Some(&intended) {
         return Err(format!(

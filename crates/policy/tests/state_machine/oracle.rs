@@ -1,7 +1,12 @@
 //! The oracle: what the simulated world says should happen, computed from the world alone
-//! (never from `pom_policy`): version ranges, catalog edges, the pin of §4.2, the resolution of
-//! §5 over this model's small catalogs, and the settle rule of §7.
+//! (never from `pom_policy` or `pom_resolver`: no rule, constant or helper of the code under
+//! test is called or copied here; its types are used as data only): version ranges, catalog
+//! edges, the pin of §4.2 (the rollback pivot judged by every compatibility check of §5.3),
+//! the resolution of §5 over this model's small catalogs, the settle rule of §7, and the rules
+//! of configuration changes (a move of the running bundle to itself, issue 23 items 3-4 and
+//! issue 34 item 1).
 
+use k8s_openapi::jiff::Timestamp;
 use pom_api::platform_operator::UpgradeGate;
 use pom_resolver::cluster::{ClusterPhase, PhaseKind};
 use semver::Version;
@@ -16,11 +21,13 @@ pub fn version(index: usize) -> Version {
     v(VERSIONS[index])
 }
 
-/// This model's own reading of the few ranges it uses (`>=X`, `<X`, `=X`, ANDed by spaces):
+/// This model's own reading of the few ranges it uses (`>=X`, `<X`, `=X`, `!=X`, ANDed by spaces):
 /// independent of the resolver's Masterminds parser.
 pub fn admits(range: &str, version: &Version) -> bool {
     range.split_whitespace().all(|token| {
-        if let Some(rest) = token.strip_prefix(">=") {
+        if let Some(rest) = token.strip_prefix("!=") {
+            version != &v(rest)
+        } else if let Some(rest) = token.strip_prefix(">=") {
             version >= &v(rest)
         } else if let Some(rest) = token.strip_prefix('<') {
             version < &v(rest)
@@ -70,9 +77,44 @@ pub fn channel_of(sim: &SimPo) -> &str {
         .unwrap_or(CHANNELS[0])
 }
 
-/// Whether `index` can run on the cluster `phase` puts it on (`olm.maxOpenShiftVersion`).
+/// The settle window of issue 25 item 9, in the oracle's own words: `docs/decisions.md` ("an
+/// operator never seen reporting settles 2 min after its rollout was first seen complete").
+/// Not `pom_policy::status::AUTO_SETTLE_WINDOW`: if the code's window changed, the oracle
+/// would disagree, and a test would say so.
+pub const AUTO_SETTLE_WINDOW_SECS: i64 = 120;
+
+/// Seconds from `then` to `now` (the oracle's own clock arithmetic).
+pub fn seconds_since(now: Timestamp, then: Timestamp) -> i64 {
+    now.as_second() - then.as_second()
+}
+
+/// The OpenShift version a bundle chosen now will run on (§5.3 "the cluster the bundle will
+/// run on (the target version during an upgrade)", and during a rollback the version rolled
+/// back to): the target while the cluster moves, the current version while it is steady.
+pub fn heads_to(phase: &ClusterPhase) -> &Version {
+    match phase.kind {
+        PhaseKind::Steady => &phase.current,
+        PhaseKind::PatchUpgrade | PhaseKind::MinorUpgrade | PhaseKind::Rollback => &phase.target,
+    }
+}
+
+/// The Kubernetes version an OpenShift version ships (4.Y.Z → 1.(Y+13).Z in this model).
+pub fn kube_of(openshift: &Version) -> Version {
+    Version::new(1, openshift.minor + 13, openshift.patch)
+}
+
+/// Whether bundle `index` runs on the Kubernetes version the API server reports now
+/// (`minKubeVersion`, §5.3).
+pub fn runs_on_kube(world: &World, index: usize) -> bool {
+    world.min_kube[index].is_none_or(|(minor, patch)| Version::new(1, minor, patch) <= world.kube)
+}
+
+/// Whether `index` can run on the cluster `phase` puts it on, by every check of §5.3:
+/// `olm.maxOpenShiftVersion` against the version the cluster heads to (skipped when the
+/// ClusterVersion cannot be read), `minKubeVersion` against the API server's version.
 pub fn runs_on(world: &World, index: usize, phase: Option<&ClusterPhase>) -> bool {
-    phase.is_none_or(|p| world.max_ocp[index].is_none_or(|max| max >= p.running_on().minor))
+    runs_on_kube(world, index)
+        && phase.is_none_or(|p| world.max_ocp[index].is_none_or(|max| max >= heads_to(p).minor))
 }
 
 /// Whether `index` can run on the next minor of the cluster's current version (§8.3).
@@ -89,6 +131,13 @@ pub fn visible_phase(world: &World) -> Option<&ClusterPhase> {
 /// when it stays (or nothing can be installed). Judged from the world: the bundle that runs,
 /// the catalogs' served content, priorities, the PO's spec and the cluster phase.
 pub fn next_move(world: &World, i: usize) -> Option<usize> {
+    resolution(world, i).filter(|to| !abandoned(world, i, *to))
+}
+
+/// The bundle the resolution picks ([`next_move`] before the admin's `abandon:`): a move to
+/// a bundle the admin abandoned is not started while the annotation names it, and no other
+/// is chosen in its place (the admin decides: exclude it, or remove the annotation).
+pub fn resolution(world: &World, i: usize) -> Option<usize> {
     if let Some(hop) = pre_update_move(world, i) {
         return Some(hop);
     }
@@ -173,6 +222,21 @@ pub fn next_move(world: &World, i: usize) -> Option<usize> {
     best.map(|b| b.2).filter(|to| Some(*to) != running)
 }
 
+/// Whether the admin's `unsettled-move=abandon:<bundle>` names bundle `to`: the admin gave
+/// that move up, so it is not owed (started again) while the annotation names it.
+/// A first install recorded in status is the exception: nothing ran before it, so there is no
+/// way back, the annotation is inert and the install is finished.
+pub fn abandoned(world: &World, i: usize, to: usize) -> bool {
+    let name = super::world::bundle_name(super::world::PACKAGES[i], to);
+    let recorded_install = world
+        .status(i)
+        .and_then(|s| s.active_hop.as_ref())
+        .is_some_and(|h| !h.settled && h.from.is_none() && h.to == name);
+    !recorded_install
+        && world.annotation(i, super::world::UNSETTLED_MOVE)
+            == Some(format!("abandon:{name}").as_str())
+}
+
 /// Whether the gate of §7 holds for the running bundle now, judged from the world: `Rollout`
 /// asks nothing more; `OperatorCondition` asks the operator's `Upgradeable=True` for its
 /// current generation; `Auto` asks it once the operator has been seen reporting, and until then
@@ -199,12 +263,8 @@ pub fn gate_requires_report(sim: &SimPo) -> bool {
 /// settle window after the rollout was first seen complete (during which an OperatorCondition
 /// that appears is honoured). The one place the oracle knows the window.
 pub fn auto_settle_window_passed(world: &World, sim: &SimPo) -> bool {
-    let window = super::world::auto_settle_window();
-    match (window, sim.rolled_out_seen_at) {
-        (None, _) => true,
-        (Some(window), Some(seen)) => pom_policy::snapshot::elapsed(world.now, seen) >= window,
-        (Some(_), None) => false,
-    }
+    sim.rolled_out_seen_at
+        .is_some_and(|seen| seconds_since(world.now, seen) >= AUTO_SETTLE_WINDOW_SECS)
 }
 
 /// The move of the running bundle has settled, by the world, now (§7): its objects are applied

@@ -11,15 +11,15 @@ use k8s_openapi::jiff::Timestamp;
 use pom_api::PlatformOperator;
 use pom_api::openshift::ClusterOperatorStatus;
 use pom_api::platform_operator::{
-    InstalledBundle, InventoryObject, PackageSpec, PlatformOperatorSpec, PlatformOperatorStatus,
-    PreUpdateHops, UpgradeApproval, UpgradeGate,
+    AppliedConfig, ClusterProxyEnv, InstalledBundle, InventoryObject, OperatorConfig, PackageSpec,
+    PlatformOperatorSpec, PlatformOperatorStatus, PreUpdateHops, UpgradeApproval, UpgradeGate,
 };
 use pom_policy::aggregate::{self, ClusterPhaseView};
 use pom_policy::inventory;
-use pom_policy::snapshot::GuardState;
 use pom_policy::snapshot::{
     CatalogContent, CatalogView, ClusterView, GateReading, Hop, Installed, OperatorGate, PoSnapshot,
 };
+use pom_policy::snapshot::{ConfigView, GuardState, unsettled_move_of};
 use pom_policy::status::{
     self, ActOutcome, InstallReport, OperatorConditionReport, StatusInput, UnavailableDeployment,
     Wait,
@@ -61,11 +61,47 @@ pub const OVERRIDES: [Option<&str>; 5] = [
     Some(">=2.0.0 <3.0.0"),
     Some(">=1.1.0"),
 ];
+/// `spec.config` choices: the operator's `LOG_LEVEL` (`None`: no configuration).
+pub const CONFIGS: [Option<&str>; 3] = [None, Some("debug"), Some("trace")];
 const DEADLINE: Duration = Duration::from_secs(600);
+
+/// The admin's annotations on a PlatformOperator (the keys of `pom_api::labels`).
+pub const UNSETTLED_MOVE: &str = "platform.openshift.io/unsettled-move";
+pub const CONFIG_CHANGE_OVERRIDE: &str = "platform.openshift.io/config-change-override";
+pub const CRD_SAFETY_OVERRIDE: &str = "platform.openshift.io/crd-safety-override";
+
+/// `spec.config` for choice `c` of [`CONFIGS`].
+pub fn config_of(c: usize) -> Option<OperatorConfig> {
+    CONFIGS[c].map(|level| {
+        serde_json::from_value(serde_json::json!({"env": [{"name": "LOG_LEVEL", "value": level}]}))
+            .unwrap()
+    })
+}
+
+/// The `LOG_LEVEL` a rendered configuration sets (`None`: none).
+pub fn level_of(config: &AppliedConfig) -> Option<usize> {
+    let value = serde_json::to_value(&config.config).unwrap();
+    let level = value["env"][0]["value"].as_str()?;
+    CONFIGS.iter().position(|c| *c == Some(level))
+}
+
+/// The cluster proxy when one is set.
+pub fn proxy_env() -> ClusterProxyEnv {
+    ClusterProxyEnv {
+        http_proxy: "http://proxy.example:3128".into(),
+        https_proxy: "http://proxy.example:3128".into(),
+        no_proxy: ".cluster.local".into(),
+    }
+}
 
 /// The settle window of issue 25 item 9 the manager runs with (`None`: no window).
 pub fn auto_settle_window() -> Option<Duration> {
     Some(status::AUTO_SETTLE_WINDOW)
+}
+
+/// The name of the older PlatformOperator of PO `i`'s package.
+pub fn older_name(i: usize) -> String {
+    format!("{}-older", PACKAGES[i])
 }
 
 pub fn bundle_name(package: &str, index: usize) -> String {
@@ -123,6 +159,37 @@ pub enum Event {
     ApproveBundle(usize, usize),
     /// `spec.paused`.
     Pause(usize, bool),
+    /// The manager dies after the next apply of the PO, before its status write (the objects
+    /// are written, the status is not).
+    CrashAfterNextApply(usize),
+    /// A policy engine admits this bundle's first objects and refuses its Deployment, for
+    /// good: a partial apply.
+    RefusePartly(usize, usize),
+    /// `spec.config`: choice of [`CONFIGS`].
+    EditConfig(usize, usize),
+    /// A policy engine refuses, for good, the PO's Deployments with this `LOG_LEVEL` (index
+    /// into [`CONFIGS`]).
+    RefuseConfig(usize, usize),
+    /// The cluster Proxy sets (true) or clears its proxy: every PO's configuration changes.
+    SetProxy(bool),
+    /// This bundle changes its CRDs unsafely: the manager refuses it (nothing written)
+    /// unless the PO's `crd-safety-override` annotation names it.
+    UnsafeCrd(usize, usize),
+    /// The admin writes (or clears) an annotation on the PO.
+    Annotate(usize, Annotation),
+    /// The admin adds `!=<version>` of this bundle to `spec.package.versionRange`.
+    ExcludeVersion(usize, usize),
+    /// The admin sets `spec.config` back to what the status records applied.
+    RevertConfig(usize),
+    /// The admin lifts every policy that refuses the PO's objects (bundles, Deployments,
+    /// configurations, unsafe CRDs).
+    LiftRefusals(usize),
+    /// Another PlatformOperator for the same package, created before this one (restored from
+    /// a backup, say), appears (true) or is deleted (false): the older one wins the package.
+    OlderDuplicate(usize, bool),
+    /// The admin deletes the PO (mid-move or not): the finalizer deletes every object its
+    /// inventory lists (CRDs aside); then the admin creates it again with the same spec.
+    DeleteAndRecreate(usize),
     StartPatch,
     StartMinor,
     /// The ClusterVersion's desired version changes mid-update.
@@ -149,6 +216,25 @@ pub enum Event {
     Wait(u64),
 }
 
+/// The annotations the admin writes, as the model chooses them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Annotation {
+    /// `unsettled-move=abandon:<bundle>` (a bundle index: possibly stale, forgotten).
+    Abandon(usize),
+    /// `unsettled-move=skip:<bundle>`.
+    Skip(usize),
+    /// `unsettled-move=abandon:` naming the move the status records, as the admin reads it.
+    AbandonRecorded,
+    /// `config-change-override=<digest>` of the configuration asked for now.
+    ConfigOverride,
+    /// `crd-safety-override=<bundle>`.
+    CrdSafety(usize),
+    /// Every annotation removed.
+    Clear,
+    /// An annotation as a status names it (key, value).
+    Named(&'static str, String),
+}
+
 pub struct SimCatalog {
     pub name: &'static str,
     pub priority: i32,
@@ -157,7 +243,8 @@ pub struct SimCatalog {
     /// The bundles served (the last good content, kept while the catalog is down).
     pub served: [bool; VERSIONS.len()],
     pub down: bool,
-    pub content: Catalog,
+    /// Shared: a reconcile reads it without copying it.
+    pub content: std::sync::Arc<Catalog>,
 }
 
 /// The cluster as a verdict depends on it: phase, current and target major.minor.
@@ -205,13 +292,38 @@ pub struct SimPo {
     /// The catalogs were not read since the manager (re)started.
     pub catalogs_loading: bool,
     pub last_read: Option<Read>,
+    pub crash_after_next_apply: bool,
+    /// World truth: the configuration the running Deployments were rendered with.
+    pub config_runs: AppliedConfig,
+    /// A configuration change recorded as intent and never applied (refused, or the manager
+    /// died): the manager resumes it as it was judged then.
+    pub config_intent: Option<String>,
+    /// World truth: the objects POM wrote for this PO and did not delete (since its status
+    /// was last lost: older ones are found by their labels, not by the inventory).
+    pub on_cluster: Vec<InventoryObject>,
 }
 
 pub struct World {
     pub pos: Vec<SimPo>,
     pub catalogs: Vec<SimCatalog>,
     pub max_ocp: [Option<u64>; VERSIONS.len()],
+    /// `minKubeVersion` of each bundle: `1.<minor>.<patch>`.
+    pub min_kube: [Option<(u64, u64)>; VERSIONS.len()],
+    /// The API server's version now (it follows the cluster: a completed update raises it, a
+    /// rollback lowers it at once).
+    pub kube: Version,
     pub refused: Vec<(usize, usize)>,
+    /// (PO, bundle) whose Deployment a policy engine refuses after its first objects.
+    pub refused_partly: Vec<(usize, usize)>,
+    /// (PO, `LOG_LEVEL` choice) a policy engine refuses.
+    pub refused_configs: Vec<(usize, usize)>,
+    /// (PO, bundle) whose CRD change is unsafe.
+    pub unsafe_crds: Vec<(usize, usize)>,
+    /// The cluster proxy.
+    pub proxy: Option<ClusterProxyEnv>,
+    /// Per PO: an older PlatformOperator naming the same package (it manages it outside the
+    /// model).
+    pub older: Vec<Option<PlatformOperator>>,
     pub phase: ClusterPhase,
     pub cv_unreadable: bool,
     /// ClusterVersion `spec.desiredUpdate` when it names a version the CVO has not accepted.
@@ -225,6 +337,7 @@ pub struct World {
 #[derive(Debug, Clone)]
 pub struct Setup {
     pub max_ocp: [Option<u64>; VERSIONS.len()],
+    pub min_kube: [Option<(u64, u64)>; VERSIONS.len()],
     pub gates: Vec<UpgradeGate>,
     pub ranges: Vec<usize>,
     pub extra: [bool; VERSIONS.len()],
@@ -264,6 +377,8 @@ impl World {
                     },
                 );
                 po.metadata.generation = Some(1);
+                po.metadata.creation_timestamp =
+                    Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(now));
                 SimPo {
                     po,
                     running: None,
@@ -282,6 +397,10 @@ impl World {
                     intent_at_crash: None,
                     catalogs_loading: false,
                     last_read: None,
+                    crash_after_next_apply: false,
+                    config_runs: AppliedConfig::none(),
+                    config_intent: None,
+                    on_cluster: Vec::new(),
                 }
             })
             .collect();
@@ -292,7 +411,7 @@ impl World {
             present,
             served: present,
             down: false,
-            content: content(&present, &setup.max_ocp),
+            content: std::sync::Arc::new(content(&present, &setup.max_ocp, &setup.min_kube)),
         };
         let (p0, p1) = if setup.extra_wins { (0, 1) } else { (1, 0) };
         Self {
@@ -302,7 +421,14 @@ impl World {
                 catalog(CATALOGS[1], p1, setup.extra),
             ],
             max_ocp: setup.max_ocp,
+            min_kube: setup.min_kube,
+            kube: oracle::kube_of(&v("4.16.3")),
             refused: Vec::new(),
+            refused_partly: Vec::new(),
+            refused_configs: Vec::new(),
+            unsafe_crds: Vec::new(),
+            proxy: None,
+            older: vec![None; PACKAGES.len()],
             phase: ClusterPhase::steady(v("4.16.3")),
             cv_unreadable: false,
             requested: None,
@@ -323,6 +449,103 @@ impl World {
         if po.spec != before {
             po.metadata.generation = Some(po.metadata.generation.unwrap_or(1) + 1);
         }
+    }
+
+    /// Deletion: what the finalizer removes is what the inventory lists, so everything POM
+    /// wrote for the PO must be listed (unless the status was lost: then what was written is
+    /// found by its labels); the PO comes back as new.
+    fn delete_and_recreate(&mut self, i: usize) -> Result<(), String> {
+        let sim = &self.pos[i];
+        let listed: Vec<&InventoryObject> = sim
+            .po
+            .status
+            .iter()
+            .flat_map(|s| s.inventory.iter())
+            .flat_map(|e| e.objects.iter())
+            .collect();
+        if !sim.status_lost
+            && let Some(left) = sim.on_cluster.iter().find(|o| !listed.contains(o))
+        {
+            return Err(format!(
+                "deleting {}: {left:?} was written for it and its inventory does not list it, so the finalizer leaves it behind",
+                PACKAGES[i]
+            ));
+        }
+        let sim = &mut self.pos[i];
+        sim.po.status = None;
+        sim.po.metadata.annotations = None;
+        sim.po.metadata.generation = Some(1);
+        sim.po.spec.approved_bundle = None;
+        sim.po.spec.paused = false;
+        sim.running = None;
+        sim.rolled_out = false;
+        sim.regressed = false;
+        sim.rolled_out_seen_at = None;
+        sim.says = Says::Never;
+        sim.reported_seen = false;
+        sim.settled = false;
+        sim.status_lost = false;
+        sim.applied_now = false;
+        sim.annotated = false;
+        sim.intent_at_crash = None;
+        sim.config_runs = AppliedConfig::none();
+        sim.config_intent = None;
+        sim.on_cluster.clear();
+        sim.last_read = None;
+        Ok(())
+    }
+
+    /// The configuration PO `i` asks for now (`spec.config` and the cluster proxy).
+    pub fn desired_config(&self, i: usize) -> AppliedConfig {
+        AppliedConfig::of(self.pos[i].po.spec.config.as_ref(), self.proxy.as_ref())
+    }
+
+    /// The value of annotation `key` on PO `i`.
+    pub fn annotation(&self, i: usize, key: &str) -> Option<&str> {
+        self.pos[i]
+            .po
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(key))
+            .map(String::as_str)
+    }
+
+    /// The admin writes an annotation (annotations do not bump the generation).
+    pub fn annotate(&mut self, i: usize, annotation: &Annotation) {
+        let recorded = self
+            .status(i)
+            .and_then(|s| s.active_hop.as_ref())
+            .filter(|h| !h.settled)
+            .map(|h| h.to.clone());
+        let desired = self.desired_config(i).digest;
+        let (key, value) = match annotation {
+            Annotation::Abandon(b) => (
+                UNSETTLED_MOVE,
+                format!("abandon:{}", bundle_name(PACKAGES[i], *b)),
+            ),
+            Annotation::Skip(b) => (
+                UNSETTLED_MOVE,
+                format!("skip:{}", bundle_name(PACKAGES[i], *b)),
+            ),
+            Annotation::AbandonRecorded => match recorded {
+                Some(to) => (UNSETTLED_MOVE, format!("abandon:{to}")),
+                None => return,
+            },
+            Annotation::ConfigOverride => (CONFIG_CHANGE_OVERRIDE, desired),
+            Annotation::CrdSafety(b) => (CRD_SAFETY_OVERRIDE, bundle_name(PACKAGES[i], *b)),
+            Annotation::Clear => {
+                self.pos[i].po.metadata.annotations = None;
+                return;
+            }
+            Annotation::Named(key, value) => (*key, value.clone()),
+        };
+        self.pos[i]
+            .po
+            .metadata
+            .annotations
+            .get_or_insert_with(Default::default)
+            .insert(key.to_owned(), value);
     }
 
     pub fn apply(&mut self, event: &Event) -> Result<(), String> {
@@ -347,6 +570,50 @@ impl World {
                 self.pos[i].settled = false;
                 self.pos[i].rolled_out_seen_at = None;
                 self.pos[i].intent_at_crash = None;
+                self.pos[i].config_intent = None;
+                // What was written before is found by its labels from now on, not by an
+                // inventory (issue 34 item 5).
+                self.pos[i].on_cluster.clear();
+            }
+            Event::CrashAfterNextApply(i) => self.pos[i].crash_after_next_apply = true,
+            Event::RefusePartly(i, b) => self.refused_partly.push((i, b)),
+            Event::EditConfig(i, c) => self.bump(i, |s| s.config = config_of(c)),
+            Event::RefuseConfig(i, c) => self.refused_configs.push((i, c)),
+            Event::SetProxy(on) => self.proxy = on.then(proxy_env),
+            Event::UnsafeCrd(i, b) => self.unsafe_crds.push((i, b)),
+            Event::Annotate(i, ref annotation) => self.annotate(i, annotation),
+            Event::ExcludeVersion(i, b) => self.bump(i, |s| {
+                let exclude = format!("!={}", VERSIONS[b]);
+                s.package.version_range = Some(match s.package.version_range.take() {
+                    Some(range) => format!("{range} {exclude}"),
+                    None => exclude,
+                });
+            }),
+            Event::RevertConfig(i) => {
+                let applied = self
+                    .status(i)
+                    .and_then(|s| s.applied_config.as_ref())
+                    .and_then(|c| c.config.clone());
+                self.bump(i, |s| s.config = applied);
+            }
+            Event::DeleteAndRecreate(i) => self.delete_and_recreate(i)?,
+            Event::OlderDuplicate(i, exists) => {
+                self.older[i] = exists.then(|| {
+                    let mut older = self.pos[i].po.clone();
+                    older.metadata.name = Some(older_name(i));
+                    older.metadata.creation_timestamp =
+                        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                            Timestamp::from_second(1_700_000_000).unwrap(),
+                        ));
+                    older.status = None;
+                    older
+                });
+            }
+            Event::LiftRefusals(i) => {
+                self.refused.retain(|(p, _)| *p != i);
+                self.refused_partly.retain(|(p, _)| *p != i);
+                self.refused_configs.retain(|(p, _)| *p != i);
+                self.unsafe_crds.retain(|(p, _)| *p != i);
             }
             Event::EditVersionRange(i, r) => self.bump(i, |s| {
                 s.package.version_range = VERSION_RANGES[r].map(str::to_owned);
@@ -426,7 +693,10 @@ impl World {
                 PhaseKind::MinorUpgrade => self.phase.target.patch += 1,
                 _ => {}
             },
-            Event::CompleteUpdate => self.phase = ClusterPhase::steady(self.phase.target.clone()),
+            Event::CompleteUpdate => {
+                self.phase = ClusterPhase::steady(self.phase.target.clone());
+                self.kube = oracle::kube_of(&self.phase.current);
+            }
             Event::RollBack
                 if self.phase.kind == PhaseKind::Steady && self.phase.current.patch > 0 =>
             {
@@ -436,6 +706,9 @@ impl World {
                     current: c.clone(),
                     target: Version::new(c.major, c.minor, c.patch - 1),
                 };
+                // The API server is rolled back with the cluster; the manager reads its
+                // version again while the phase is Rollback.
+                self.kube = oracle::kube_of(&self.phase.target);
             }
             Event::InFlightRollback if self.phase.kind == PhaseKind::PatchUpgrade => {
                 self.phase = ClusterPhase {
@@ -467,7 +740,7 @@ impl World {
         for c in &mut self.catalogs {
             if !c.down && c.served != c.present {
                 c.served = c.present;
-                c.content = content(&c.present, &self.max_ocp);
+                c.content = std::sync::Arc::new(content(&c.present, &self.max_ocp, &self.min_kube));
             }
         }
         self.aggregate()
@@ -491,7 +764,7 @@ impl World {
     }
 
     /// The catalogs the PO may use, as served now: (name, priority, content, unavailable).
-    fn catalogs_of(&self, i: usize) -> Vec<(String, i32, Catalog, bool)> {
+    fn catalogs_of(&self, i: usize) -> Vec<(String, i32, std::sync::Arc<Catalog>, bool)> {
         let named = self.pos[i].po.spec.package.catalog.as_deref();
         self.catalogs
             .iter()
@@ -565,7 +838,11 @@ impl World {
         let snapshot = PoSnapshot {
             name: PACKAGES[i].into(),
             request: PoRequest::from_spec(PACKAGES[i], &sim.po.spec),
-            duplicate_of: None,
+            // As the gather asks it, of the PlatformOperators the manager knows.
+            duplicate_of: pom_policy::namespace_clash::duplicate_winner(
+                &sim.po,
+                self.older[i].iter().chain(std::iter::once(&sim.po)),
+            ),
             namespace_clash: None,
             // As the manager reads it: a request the CVO has not started, while steady.
             requested_update: match &cluster {
@@ -586,19 +863,25 @@ impl World {
                 ..Hop::from(active)
             }),
             cluster,
-            kube_version: None,
+            kube_version: Some(self.kube.clone()),
             catalogs,
             gate: gate.clone(),
             now: self.now,
             found_bundle_label,
-            unsettled_move: None,
+            // As the gather reads them from the PO.
+            unsettled_move: unsettled_move_of(&sim.po),
             guard: GuardState::Intact,
             paused: sim.po.spec.paused,
-            // The simulated operators are not configured (issue 23's configuration changes
-            // are judged by the decide and status tables).
-            config: pom_policy::snapshot::ConfigView::default(),
+            config: ConfigView::of(&sim.po, self.proxy.as_ref()),
         };
         let decision = decide(&snapshot);
+        if std::env::var_os("POM_STATE_MACHINE_TRACE").is_some() {
+            // A replayed sequence's decisions, for whoever debugs it.
+            eprintln!(
+                "{} (generation {:?}): {decision:?}",
+                PACKAGES[i], self.pos[i].po.metadata.generation
+            );
+        }
         if let Action::WaitForCatalog { .. } = &decision.action {
             self.pos[i].catalogs_loading = false;
             return Ok(());
@@ -640,6 +923,11 @@ impl World {
                 self.pos[i].po.status = Some(intent.clone());
                 if self.pos[i].crash_during_next_move {
                     self.pos[i].intent_at_crash = intent.active_hop.as_ref().map(|h| h.to.clone());
+                    if let Some(change) =
+                        decision.config_change.as_ref().filter(|c| c.held.is_none())
+                    {
+                        self.pos[i].config_intent = Some(change.digest.clone());
+                    }
                     // The manager dies here: a new one starts with cold caches.
                     for po in &mut self.pos {
                         po.crash_during_next_move = false;
@@ -669,10 +957,40 @@ impl World {
                 )
             }),
         };
-        let installed_snapshot = snapshot.installed.clone();
         drop(snapshot);
-        let _ = installed_snapshot;
-        let outcome = self.act(i, target);
+        let outcome = self.act(i, target, decision.config.clone());
+        let starting_config = decision
+            .config_change
+            .as_ref()
+            .filter(|c| c.held.is_none())
+            .map(|c| c.digest.clone());
+        match &outcome {
+            ActOutcome::Failed(_) => {
+                if starting_config.is_some() {
+                    self.pos[i].config_intent = starting_config;
+                }
+            }
+            ActOutcome::Applied(_) => self.pos[i].config_intent = None,
+            ActOutcome::Skipped => {}
+        }
+        if self.pos[i].crash_after_next_apply && !matches!(&outcome, ActOutcome::Skipped) {
+            // The manager dies after the apply, before the status write: the status keeps the
+            // intent (or what it had), the cluster has what was written. A move it recorded is
+            // resumed by the next manager (it cannot know that it applied).
+            if let Action::Move(target) = &decision.action {
+                self.pos[i].intent_at_crash = Some(target.name.clone());
+            }
+            // A PO recovering from a lost status is still recovering: nothing recorded it.
+            if self.pos[i].po.status.is_none() {
+                self.pos[i].status_lost = true;
+                self.pos[i].on_cluster.clear();
+            }
+            for po in &mut self.pos {
+                po.crash_after_next_apply = false;
+                po.catalogs_loading = true;
+            }
+            return Ok(());
+        }
         if matches!(&outcome, ActOutcome::Applied(_)) && !self.pos[i].applied_now {
             // What the apply saw of the running bundle: its rollout, and whether the move to it
             // has settled by §7 (judged by the oracle, latched).
@@ -688,7 +1006,6 @@ impl World {
             // Recorded as intent, not applied: resumed like a crash's.
             self.pos[i].intent_at_crash = Some(target.name.clone());
         }
-        let sim = &self.pos[i];
         let new_status = status::compute(&status_input(
             &previous,
             generation,
@@ -714,9 +1031,14 @@ impl World {
                 ));
             }
             new_status.inventory = inventory::after_prune(&new_status.inventory, &installed.name);
+            self.pos[i].on_cluster.retain(|o| !pruned.contains(o));
         }
+        // A move by the world: an apply that changed what runs (a bundle, or its
+        // configuration); re-applying what runs as a "move" to itself moves nothing.
         let moved_now = matches!(&outcome, ActOutcome::Applied(_))
-            && matches!(&decision.action, Action::Move(_));
+            && matches!(&decision.action, Action::Move(_))
+            && self.pos[i].applied_now;
+        let sim = &self.pos[i];
         let read = Read {
             generation: sim.po.metadata.generation.unwrap_or(1),
             cluster: self.cluster_key(),
@@ -729,6 +1051,7 @@ impl World {
             at_pin: sim.settled && owed.is_none() && !moved_now,
         };
         checks::status(self, i, &new_status, &outcome, &read)?;
+        checks::written_objects_listed(self, i, &new_status)?;
         checks::resumed_intent(self, i, &new_status)?;
         let _ = status::requeue(&new_status, &outcome, Duration::from_secs(300), now);
         self.pos[i].po.status = Some(new_status);
@@ -741,12 +1064,21 @@ impl World {
         &mut self,
         i: usize,
         target: Option<(InstalledBundle, Option<MaxOpenShiftVersion>)>,
+        config: Option<AppliedConfig>,
     ) -> ActOutcome {
         let Some((bundle, max)) = target else {
             return ActOutcome::Skipped;
         };
+        let config = config.unwrap_or_else(AppliedConfig::none);
         let index = index_of(PACKAGES[i], &bundle.name).unwrap();
         let refused = self.refused.contains(&(i, index));
+        // A CRD change is a change from what runs (a first install changes no CRD of its own).
+        let unsafe_crd = self.unsafe_crds.contains(&(i, index))
+            && self.pos[i].running.is_some_and(|r| r != index)
+            && self.annotation(i, CRD_SAFETY_OVERRIDE) != Some(bundle.name.as_str());
+        // What a policy engine refuses after the first objects are written: the Deployment.
+        let deployment_refused = self.refused_partly.contains(&(i, index))
+            || level_of(&config).is_some_and(|c| self.refused_configs.contains(&(i, c)));
         let now = self.now;
         let sim = &mut self.pos[i];
         sim.applied_now = false;
@@ -762,6 +1094,54 @@ impl World {
                 degrades: true,
             });
         }
+        if unsafe_crd {
+            // The manager's refusal before any write (`crates/controller`, `Error::UnsafeCrdChange`,
+            // its message's shape: the controller is not a dependency of this crate).
+            return ActOutcome::Failed(Problem {
+                reason: pom_api::conditions::Reason::UnsafeCRDChange,
+                message: format!(
+                    "bundle {} would change CRDs unsafely, so the running version is kept: widgets.example.com drops stored version v1. Publish a bundle whose CRD change keeps stored versions and existing custom resources valid; if you judge this check wrong for this bundle, `kubectl annotate platformoperator <name> {CRD_SAFETY_OVERRIDE}={}` applies it once, with a Warning Event",
+                    bundle.name, bundle.name
+                ),
+                degrades: true,
+            });
+        }
+        let objects = objects_of(PACKAGES[i], &bundle.name);
+        if deployment_refused {
+            // Everything before the Deployment is written; the Deployment is refused. (While
+            // the PO recovers from a lost status, its objects are found by their labels.)
+            for o in objects
+                .iter()
+                .filter(|o| o.kind != "Deployment" && !sim.status_lost)
+            {
+                if !sim.on_cluster.contains(o) {
+                    sim.on_cluster.push(o.clone());
+                }
+            }
+            return ActOutcome::Failed(Problem {
+                reason: pom_api::conditions::Reason::InstallFailed,
+                message: format!(
+                    "admission webhook \"policy\" denied Deployment {}/{}",
+                    PACKAGES[i], bundle.name
+                ),
+                degrades: true,
+            });
+        }
+        for o in &objects {
+            if !sim.on_cluster.contains(o) {
+                sim.on_cluster.push(o.clone());
+            }
+        }
+        if sim.running == Some(index) && sim.config_runs.digest != config.digest {
+            // A configuration change restarts the operator: a move of its own.
+            sim.rolled_out = false;
+            sim.regressed = false;
+            sim.rolled_out_seen_at = None;
+            sim.settled = false;
+            sim.move_started_at = now;
+            sim.applied_now = true;
+        }
+        sim.config_runs = config;
         if sim.running != Some(index) {
             sim.running = Some(index);
             sim.rolled_out = false;
@@ -864,8 +1244,9 @@ impl World {
         self.phase.target.to_string()
     }
 
-    pub fn deadline(&self) -> Duration {
-        DEADLINE
+    /// `spec.progressDeadline` as the world sets it ("10m"), in seconds.
+    pub fn deadline_secs(&self) -> i64 {
+        DEADLINE.as_secs() as i64
     }
 }
 
@@ -935,7 +1316,11 @@ fn oc_gate(says: Says) -> OperatorGate {
 }
 
 /// A catalog serving `present` for every package, with channels stable and fast.
-fn content(present: &[bool; VERSIONS.len()], max_ocp: &[Option<u64>; VERSIONS.len()]) -> Catalog {
+fn content(
+    present: &[bool; VERSIONS.len()],
+    max_ocp: &[Option<u64>; VERSIONS.len()],
+    min_kube: &[Option<(u64, u64)>; VERSIONS.len()],
+) -> Catalog {
     let mut packages = BTreeMap::new();
     for package in PACKAGES {
         let mut bundles = BTreeMap::new();
@@ -957,6 +1342,8 @@ fn content(present: &[bool; VERSIONS.len()], max_ocp: &[Option<u64>; VERSIONS.le
                         properties: BundleProperties {
                             max_openshift_version: max_ocp[i]
                                 .map(|minor| MaxOpenShiftVersion::Valid { major: 4, minor }),
+                            min_kube_version: min_kube[i]
+                                .map(|(minor, patch)| format!("1.{minor}.{patch}").into()),
                             ..BundleProperties::default()
                         },
                         origin: Origin::default(),
@@ -1018,10 +1405,17 @@ fn content(present: &[bool; VERSIONS.len()], max_ocp: &[Option<u64>; VERSIONS.le
     }
 }
 
-/// The objects a bundle of `package` ships in this model: a Deployment renamed by every
-/// bundle, and a ServiceAccount every bundle shares.
+/// The objects a bundle of `package` ships in this model, in the order they are written: a
+/// ConfigMap of its own, a ServiceAccount every bundle shares, and a Deployment renamed by
+/// every bundle (written last).
 pub fn objects_of(package: &str, bundle: &str) -> Vec<InventoryObject> {
     vec![
+        InventoryObject {
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+            namespace: Some(package.into()),
+            name: format!("{bundle}-config"),
+        },
         InventoryObject {
             api_version: "apps/v1".into(),
             kind: "Deployment".into(),
