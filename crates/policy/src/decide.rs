@@ -824,35 +824,10 @@ fn decide_usable(s: &PoSnapshot<'_>, u: &Usable<'_>) -> PoDecision {
     let resolver_request =
         resolve_request(u.request, &inputs, running, phase, s.kube_version.as_ref());
     let resolved = select::resolve(&resolver_request);
-    // The admin's way out of a move that does not settle (issue 25 item 2): back to what ran
-    // before, by name, never automatically.
-    // A first install has no way back: the annotation is inert, and the PO is decided as if
-    // it were absent (said so), never held on what it installed with the resolution's move
-    // and verdict dropped (found by the state-machine test:
-    // `an_inert_abandon_of_a_first_install_hides_no_owed_move`).
-    // A way back that cannot be taken at all (no catalog has the bundle that ran before, or it
-    // no longer qualifies) likewise leaves the PO decided as if the annotation were absent,
-    // the refusal said; one that waits (a hold) is held as any move (found by the state-machine
-    // test: `an_abandon_that_cannot_be_taken_hides_no_owed_move`).
-    let mut cannot_go_back = None;
-    if let Some((hop, UnsettledMoveAction::Abandon(_))) = admin_unsettled_action(s, u.installed)
-        && hop.from.is_some()
-        && !is_configuration_change(hop)
-    {
-        let back = back_to_before(
-            s,
-            hop,
-            u,
-            &inputs,
-            phase,
-            verdict.clone(),
-            current_pin.clone(),
-        );
-        if matches!(back.action, Action::Move(_)) || back.held.is_some() {
-            return back;
-        }
-        cannot_go_back = back.problem;
-    }
+    let cannot_go_back = match admins_way_back(s, u, &inputs, phase, &verdict, &current_pin) {
+        ControlFlow::Break(decision) => return decision,
+        ControlFlow::Continue(refusal) => refusal,
+    };
     // A move recorded in status (intent, §7) but not yet applied is resumed, never replaced:
     // a new leader after a crash between the intent and the apply must not jump past it, and
     // must finish it even when the catalog no longer lists the bundle that runs now (so a
@@ -887,14 +862,7 @@ fn decide_usable(s: &PoSnapshot<'_>, u: &Usable<'_>) -> PoDecision {
             },
         )
     {
-        return note_cannot_go_back(
-            note_inert_abandon(
-                note_unreadable_unsettled_action(decision, s),
-                s,
-                u.installed,
-            ),
-            cannot_go_back,
-        );
+        return with_admin_notes(decision, s, u.installed, None, cannot_go_back);
     }
     let decision = decide_fresh(
         s,
@@ -905,11 +873,66 @@ fn decide_usable(s: &PoSnapshot<'_>, u: &Usable<'_>) -> PoDecision {
         phase,
         current_pin,
     );
+    with_admin_notes(decision, s, u.installed, abandoned, cannot_go_back)
+}
+
+/// The admin's way out of a move that does not settle (issue 25 item 2): back to what ran
+/// before, by name, never automatically. `Break` with the decision when it is taken or held;
+/// `Continue` with the refusal to report when it cannot be taken (or nothing when there is no
+/// such annotation): the PO is then decided as if it were absent.
+/// A first install has no way back: the annotation is inert, and the PO is decided as if it
+/// were absent (said so), never held on what it installed with the resolution's move and
+/// verdict dropped (found by the state-machine test:
+/// `an_inert_abandon_of_a_first_install_hides_no_owed_move`). A way back that cannot be taken
+/// at all (no catalog has the bundle that ran before, or it no longer qualifies) likewise
+/// leaves the PO decided as if the annotation were absent, the refusal said; one that waits (a
+/// hold) is held as any move (found by the state-machine test:
+/// `an_abandon_that_cannot_be_taken_hides_no_owed_move`).
+fn admins_way_back(
+    s: &PoSnapshot<'_>,
+    u: &Usable<'_>,
+    inputs: &[CatalogInput<'_>],
+    phase: Option<&ClusterPhase>,
+    verdict: &Upgradeability,
+    current_pin: &Option<PinState>,
+) -> ControlFlow<PoDecision, Option<Problem>> {
+    let Some((hop, UnsettledMoveAction::Abandon(_))) = admin_unsettled_action(s, u.installed)
+    else {
+        return ControlFlow::Continue(None);
+    };
+    if hop.from.is_none() || is_configuration_change(hop) {
+        return ControlFlow::Continue(None);
+    }
+    let back = back_to_before(
+        s,
+        hop,
+        u,
+        inputs,
+        phase,
+        verdict.clone(),
+        current_pin.clone(),
+    );
+    if matches!(back.action, Action::Move(_)) || back.held.is_some() {
+        return ControlFlow::Break(back);
+    }
+    ControlFlow::Continue(back.problem)
+}
+
+/// What a decision says beside itself about the admin's annotations and a recorded move given
+/// up: an unreadable unsettled-move action, a recorded move abandoned, an inert `abandon:`, and
+/// a way back that cannot be taken.
+fn with_admin_notes(
+    decision: PoDecision,
+    s: &PoSnapshot<'_>,
+    installed: Option<&Installed>,
+    abandoned: Option<String>,
+    cannot_go_back: Option<Problem>,
+) -> PoDecision {
     note_cannot_go_back(
         note_inert_abandon(
             note_abandoned(note_unreadable_unsettled_action(decision, s), abandoned),
             s,
-            u.installed,
+            installed,
         ),
         cannot_go_back,
     )

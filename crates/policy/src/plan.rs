@@ -7,7 +7,9 @@ use std::collections::BTreeSet;
 
 use pom_api::platform_operator::{BundleRef, InstalledBundle, UpgradeGate};
 
-use crate::decide::{Action, HoldReason, PinState, PoDecision, Problem, Upgradeability, decide};
+use crate::decide::{
+    Action, HoldReason, MoveTarget, PinState, PoDecision, Problem, Upgradeability, decide,
+};
 use crate::snapshot::{GateReading, Hop, Installed, OperatorGate, PoSnapshot};
 
 /// Hops after which a plan stops (a catalog with a very long chain, or a bug).
@@ -116,47 +118,11 @@ pub fn plan(snapshot: &PoSnapshot<'_>) -> PoPlan {
             needs_approval,
             in_flight: false,
         });
-        world.installed = Some(Installed {
-            bundle: InstalledBundle {
-                name: target.name.clone(),
-                version: target.version.to_string(),
-                image: target.image.clone(),
-                objects_digest: None,
-            },
-            version: Ok(target.version.clone()),
-            max_openshift_version: target.max_openshift_version.clone(),
-        });
-        world.hop = Some(Hop {
-            from: hops.last().and_then(|h| h.from.clone()),
-            to: target.name.clone(),
-            started_at: world.now,
-            settled: true,
-            // A plan lists hops, not when: a soak delays the next one, it never blocks it.
-            settled_at: None,
-            started_seen_for: std::time::Duration::ZERO,
-            settled_seen_for: std::time::Duration::ZERO,
-            failed_attempts: 0,
-        });
-        // Under `upgradeGate: OperatorCondition` a move settles only on Upgradeable=True, so
-        // the operator is taken to report it too.
-        let gated = world.gate.reported
-            || world
-                .request
-                .as_ref()
-                .is_ok_and(|r| r.upgrade_gate == UpgradeGate::OperatorCondition);
-        world.gate = if gated {
-            OperatorGate {
-                reported: true,
-                reading: GateReading::Says {
-                    upgradeable: true,
-                    message: "assumed: the operator reports Upgradeable=True once settled"
-                        .to_owned(),
-                    overridden: false,
-                },
-            }
-        } else {
-            OperatorGate::absent()
-        };
+        settle(
+            &mut world,
+            &target,
+            hops.last().and_then(|h| h.from.clone()),
+        );
         decision = decide(&world);
     };
     PoPlan {
@@ -167,4 +133,49 @@ pub fn plan(snapshot: &PoSnapshot<'_>) -> PoPlan {
         installed_at_end: world.installed.clone(),
         verdict_at_end: decision.verdict,
     }
+}
+
+/// The world after `target` was installed (from `from`) and settled: what runs, the move
+/// recorded settled, and the operator's gate as a healthy operator leaves it.
+fn settle(world: &mut PoSnapshot<'_>, target: &MoveTarget, from: Option<String>) {
+    world.installed = Some(Installed {
+        bundle: InstalledBundle {
+            name: target.name.clone(),
+            version: target.version.to_string(),
+            image: target.image.clone(),
+            objects_digest: None,
+        },
+        version: Ok(target.version.clone()),
+        max_openshift_version: target.max_openshift_version.clone(),
+    });
+    world.hop = Some(Hop {
+        from,
+        to: target.name.clone(),
+        started_at: world.now,
+        settled: true,
+        // A plan lists hops, not when: a soak delays the next one, it never blocks it.
+        settled_at: None,
+        started_seen_for: std::time::Duration::ZERO,
+        settled_seen_for: std::time::Duration::ZERO,
+        failed_attempts: 0,
+    });
+    // Under `upgradeGate: OperatorCondition` a move settles only on Upgradeable=True, so
+    // the operator is taken to report it too.
+    let gated = world.gate.reported
+        || world
+            .request
+            .as_ref()
+            .is_ok_and(|r| r.upgrade_gate == UpgradeGate::OperatorCondition);
+    world.gate = if gated {
+        OperatorGate {
+            reported: true,
+            reading: GateReading::Says {
+                upgradeable: true,
+                message: "assumed: the operator reports Upgradeable=True once settled".to_owned(),
+                overridden: false,
+            },
+        }
+    } else {
+        OperatorGate::absent()
+    };
 }
