@@ -374,6 +374,7 @@ mod tests {
             csv_phase: Some("Succeeded".to_owned()),
             csv_uid: Some("u2".to_owned()),
             csv_annotations: std::collections::BTreeSet::new(),
+            webhook_configurations: Vec::new(),
         }
     }
 

@@ -21,6 +21,7 @@ pub mod proof;
 pub mod takeover;
 #[cfg(test)]
 mod tests;
+pub mod webhooks;
 
 use std::collections::BTreeSet;
 use std::fmt;
