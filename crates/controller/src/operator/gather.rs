@@ -717,6 +717,10 @@ async fn olm_webhook_configurations(
             .as_ref()
             .and_then(|l| l.get(OLM_WEBHOOK_DESCRIPTION_LABEL))
             .cloned(),
+        handed_over: meta
+            .annotations
+            .as_ref()
+            .is_some_and(|a| a.contains_key(pom_api::labels::ADOPT)),
     };
     let mut out = Vec::new();
     let validating = Api::<ValidatingWebhookConfiguration>::all(client.clone())

@@ -379,6 +379,7 @@ impl<'a> Run<'a> {
             bundle: &bundle,
             olm,
             objects: &pairs,
+            guarded: matches!(self.gathered.guard, GuardState::Intact),
         });
         match proven {
             Ok(adoption) => {

@@ -16,6 +16,7 @@
 //!    [`proof::AdoptionProof`] adoption will check against what runs before it writes.
 
 pub mod give_back;
+pub mod guard;
 mod install;
 pub mod proof;
 pub mod takeover;

@@ -98,6 +98,8 @@ pub struct TakeOverInput<'a> {
     pub bundle: &'a str,
     pub olm: &'a OlmSource,
     pub objects: &'a [Pair<'a>],
+    /// The shipped admission guard is in force ([`super::guard`]).
+    pub guarded: bool,
 }
 
 /// Why an adoption stops, changing nothing: each message names what differs and what to do.
@@ -157,6 +159,14 @@ pub enum NotProven {
     WebhookConfigurationUnmatched {
         object: ObjectKey,
         generate_name: String,
+    },
+    #[error(
+        "the admission guard refuses the manager's change of {} object(s) OLM made that carry no platform.openshift.io/adopt annotation ({}): hand them to this PlatformOperator, and adoption resumes: {commands}",
+        objects.len(), objects.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+    )]
+    AdmissionGuard {
+        objects: Vec<ObjectKey>,
+        commands: String,
     },
 }
 
@@ -239,6 +249,8 @@ pub fn prove(input: &TakeOverInput<'_>) -> Result<TakeOver, NotProven> {
         component: component_label(input.package, &olm.namespace),
     };
     let mut out = TakeOver::default();
+    // What the manager would change that the admission guard refuses (OLM's, not annotated).
+    let mut unannotated: Vec<ObjectKey> = Vec::new();
     for pair in input.objects {
         if pair.live.is_none() && webhooks::is_serving_secret(pair.key, input.objects) {
             // OLM's serving Secret, never read: released unread, then POM writes its own
@@ -272,6 +284,9 @@ pub fn prove(input: &TakeOverInput<'_>) -> Result<TakeOver, NotProven> {
             continue;
         };
         let release = owner.release_of(pair.key, live);
+        if release.is_some() && !super::guard::handed_over(live) {
+            unannotated.push(pair.key.clone());
+        }
         if release.is_none() && !is_pos(live, input.po) {
             return Err(NotProven::NotOlms {
                 object: pair.key.clone(),
@@ -285,6 +300,18 @@ pub fn prove(input: &TakeOverInput<'_>) -> Result<TakeOver, NotProven> {
         out.releases.extend(release);
     }
     out.retire = webhooks::retire(&olm.webhook_configurations, input.objects)?;
+    unannotated.extend(
+        olm.webhook_configurations
+            .iter()
+            .filter(|c| !c.handed_over)
+            .map(|c| c.key.clone()),
+    );
+    if input.guarded && !unannotated.is_empty() {
+        return Err(NotProven::AdmissionGuard {
+            commands: super::guard::listed_commands(&unannotated, input.po),
+            objects: unannotated,
+        });
+    }
     Ok(out)
 }
 
@@ -772,6 +799,7 @@ mod tests {
             bundle: "op.v1",
             olm,
             objects: &objects,
+            guarded: false,
         })
     }
 
@@ -1011,6 +1039,7 @@ mod tests {
             },
             resource_version: Some("9".into()),
             generate_name: Some(generate.into()),
+            handed_over: false,
         };
         let source = OlmSource {
             webhook_configurations: vec![olm_config("vop")],
@@ -1022,6 +1051,7 @@ mod tests {
             bundle: "op.v1",
             olm: &source,
             objects: &objects,
+            guarded: false,
         };
         let out = prove(&input).unwrap();
         assert_eq!(out.take_over, vec![dep.clone(), service.clone()]);
@@ -1071,10 +1101,114 @@ mod tests {
         let out = prove(&TakeOverInput {
             olm: &unknown,
             objects: &secret_only,
+            guarded: false,
             ..input
         })
         .unwrap();
         assert!(out.unread_releases.is_empty());
+    }
+
+    /// Under the shipped admission guard, everything of OLM's the manager would change must
+    /// carry `platform.openshift.io/adopt`: the proof names what does not, with the commands.
+    #[test]
+    fn under_the_admission_guard_what_is_not_handed_over_is_named_with_its_command() {
+        let dep = key("Deployment", "op");
+        let (pom, live) = (pom_deployment(), olm_deployment());
+        let mut annotated = olm_deployment();
+        annotated["metadata"]["annotations"] = json!({"platform.openshift.io/adopt": "po"});
+        let resumed = pom_deployment();
+        let config = |handed_over: bool| OlmWebhookConfiguration {
+            key: ObjectKey {
+                api_version: "admissionregistration.k8s.io/v1".into(),
+                kind: "ValidatingWebhookConfiguration".into(),
+                namespace: None,
+                name: "vop-x7k2q".into(),
+            },
+            resource_version: None,
+            generate_name: Some("vop".into()),
+            handed_over,
+        };
+        let vwc = ObjectKey {
+            name: "vop".into(),
+            ..config(false).key
+        };
+        let empty = json!({});
+        let prove_with = |guarded: bool, live: &Value, handed_over: bool| {
+            let source = OlmSource {
+                webhook_configurations: vec![config(handed_over)],
+                ..olm()
+            };
+            let objects = [
+                Pair {
+                    key: &dep,
+                    desired: &pom,
+                    live: Some(live),
+                },
+                Pair {
+                    key: &vwc,
+                    desired: &empty,
+                    live: None,
+                },
+            ];
+            prove(&TakeOverInput {
+                po: "po",
+                package: "op",
+                bundle: "op.v1",
+                olm: &source,
+                objects: &objects,
+                guarded,
+            })
+        };
+        let cases: Vec<(&str, bool, &Value, bool, Option<usize>)> = vec![
+            (
+                "no guard: nothing needs the annotation",
+                false,
+                &live,
+                false,
+                None,
+            ),
+            (
+                "guard, nothing handed over: both named",
+                true,
+                &live,
+                false,
+                Some(2),
+            ),
+            (
+                "guard, the Deployment handed over",
+                true,
+                &annotated,
+                false,
+                Some(1),
+            ),
+            ("guard, all handed over", true, &annotated, true, None),
+            (
+                "guard, a resumed adoption: the Deployment is POM's already",
+                true,
+                &resumed,
+                true,
+                None,
+            ),
+        ];
+        for (case, guarded, live, handed_over, refused) in cases {
+            match (prove_with(guarded, live, handed_over), refused) {
+                (Ok(_), None) => {}
+                (Err(NotProven::AdmissionGuard { objects, commands }), Some(n)) => {
+                    assert_eq!(objects.len(), n, "{case}");
+                    assert!(
+                        commands.contains("kubectl annotate validatingwebhookconfiguration.admissionregistration.k8s.io/vop-x7k2q platform.openshift.io/adopt=po"),
+                        "{case}: {commands}"
+                    );
+                    if n == 2 {
+                        assert!(
+                            commands.contains("kubectl annotate deployment.apps/op -n ns platform.openshift.io/adopt=po"),
+                            "{case}: {commands}"
+                        );
+                    }
+                }
+                (got, want) => panic!("{case}: wanted {want:?} refused, got {got:?}"),
+            }
+        }
     }
 
     #[test]
@@ -1133,6 +1267,7 @@ mod tests {
             bundle: "op.v1",
             olm: &olm(),
             objects: &objects,
+            guarded: false,
         })
         .unwrap();
         assert_eq!(out.take_over, vec![sa.clone(), dep.clone()]);
@@ -1545,6 +1680,7 @@ mod tests {
             bundle: "op.v1",
             olm: &olm(),
             objects: &objects,
+            guarded: false,
         })
         .unwrap_err();
         assert!(matches!(err, NotProven::RenderedMissing { .. }), "{err:?}");
@@ -1587,6 +1723,7 @@ mod tests {
                 bundle: "op.v1",
                 olm: &olm(),
                 objects: &objects,
+                guarded: false,
             })
         };
         assert!(prove_at(Some("ns")).is_ok());

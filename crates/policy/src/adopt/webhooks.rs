@@ -48,6 +48,9 @@ pub struct OlmWebhookConfiguration {
     pub resource_version: Option<String>,
     /// Its [`OLM_WEBHOOK_DESCRIPTION_LABEL`].
     pub generate_name: Option<String>,
+    /// Whether it carries `platform.openshift.io/adopt` (the shipped admission guard lets the
+    /// manager delete it only then: [`super::guard`]).
+    pub handed_over: bool,
 }
 
 /// A serving Secret released from OLM without being read.
@@ -257,6 +260,7 @@ mod tests {
             key: key(kind, name, None),
             resource_version: Some("7".into()),
             generate_name: generate.map(str::to_owned),
+            handed_over: false,
         };
         let ok = retire(
             &[
