@@ -154,17 +154,21 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                 );
             }
         }
-        anyhow::Ok(
-            judge_all(
-                &inputs,
-                &args.access.insecure_registries,
-                &args.access.manager_namespace,
-            )
-            .await,
+        let adoptions = judge_all(
+            &inputs,
+            &args.access.insecure_registries,
+            &args.access.manager_namespace,
         )
+        .await;
+        let hand_over = match wanted.as_deref() {
+            Some(wanted) => hand_over_commands(&client, &adoptions, wanted).await?,
+            None => Vec::new(),
+        };
+        anyhow::Ok((adoptions, hand_over))
     })??;
+    let (adoptions, hand_over) = adoptions;
     if let Some(wanted) = wanted {
-        return one(&adoptions, &wanted);
+        return one(&adoptions, &wanted, &hand_over);
     }
     let rows: Vec<Row> = adoptions.iter().map(row).collect();
     match args.output {
@@ -175,8 +179,109 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The PlatformOperator for `wanted` on stdout; why not on stderr (exit 1).
-fn one(adoptions: &[Adoption], wanted: &str) -> anyhow::Result<ExitCode> {
+/// The objects of `wanted`'s install the manager would change that carry neither POM's owner
+/// label nor `platform.openshift.io/adopt` (what the shipped admission guard refuses), as the
+/// commands handing each to its PlatformOperator: every object POM would apply that exists, and
+/// OLM's webhook configurations for the CSV, which adoption retires. Metadata only is read.
+async fn hand_over_commands(
+    client: &Client,
+    adoptions: &[Adoption],
+    wanted: &str,
+) -> anyhow::Result<Vec<String>> {
+    use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
+    use pom_policy::adopt::guard::{annotate_command, needs_handing_over};
+    let Some(adoption) = adoptions.iter().find(|a| a.subscription == wanted) else {
+        return Ok(Vec::new());
+    };
+    let (Some(proof), Some(po), Some(csv)) = (
+        &adoption.proof,
+        adoption
+            .platform_operator
+            .as_ref()
+            .and_then(|p| p.metadata.name.as_deref()),
+        adoption.installed_csv.as_deref(),
+    ) else {
+        return Ok(Vec::new());
+    };
+    let mut commands = Vec::new();
+    // Beyond the rendered objects: the install namespace (adoption labels it as POM's) and
+    // the serving Secret of each webhook Service (POM writes its certificate there).
+    let namespace = adopt::ObjectKey {
+        api_version: "v1".to_owned(),
+        kind: "Namespace".to_owned(),
+        namespace: None,
+        name: adoption.namespace.clone(),
+    };
+    let secrets = proof
+        .objects
+        .iter()
+        .filter(|k| k.kind == "Service" && k.api_version == "v1")
+        .map(|k| adopt::ObjectKey {
+            kind: "Secret".to_owned(),
+            name: pom_policy::adopt::webhooks::serving_secret_of(&k.name),
+            ..k.clone()
+        });
+    let keys: Vec<adopt::ObjectKey> = std::iter::once(namespace)
+        .chain(proof.objects.iter().cloned())
+        .chain(secrets)
+        .collect();
+    for key in &keys {
+        let (group, version) = key
+            .api_version
+            .split_once('/')
+            .unwrap_or(("", key.api_version.as_str()));
+        let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, &key.kind));
+        let api: Api<DynamicObject> = match &key.namespace {
+            Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
+            None => Api::all_with(client.clone(), &resource),
+        };
+        let meta = api
+            .get_metadata_opt(&key.name)
+            .await
+            .with_context(|| format!("reading {key}"))?;
+        if let Some(meta) = meta
+            && needs_handing_over(
+                meta.metadata.labels.as_ref(),
+                meta.metadata.annotations.as_ref(),
+            )
+        {
+            commands.push(annotate_command(key, po));
+        }
+    }
+    let selector = format!("olm.owner={csv},olm.owner.namespace={}", adoption.namespace);
+    for kind in pom_policy::adopt::webhooks::WEBHOOK_CONFIGURATION_KINDS {
+        let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(
+            "admissionregistration.k8s.io",
+            "v1",
+            kind,
+        ));
+        let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+        let list = api
+            .list_metadata(
+                &ListParams::default()
+                    .labels(&selector)
+                    .limit(MAX_OLM_OBJECTS),
+            )
+            .await
+            .with_context(|| format!("listing the {kind}s OLM made for {csv}"))?;
+        for item in list.items.iter().filter(|i| {
+            needs_handing_over(i.metadata.labels.as_ref(), i.metadata.annotations.as_ref())
+        }) {
+            let key = adopt::ObjectKey {
+                api_version: "admissionregistration.k8s.io/v1".to_owned(),
+                kind: (*kind).to_owned(),
+                namespace: None,
+                name: item.metadata.name.clone().unwrap_or_default(),
+            };
+            commands.push(annotate_command(&key, po));
+        }
+    }
+    Ok(commands)
+}
+
+/// The PlatformOperator for `wanted` on stdout, preceded (as YAML comments) by the commands
+/// handing OLM's objects over under the admission guard; why not on stderr (exit 1).
+fn one(adoptions: &[Adoption], wanted: &str, hand_over: &[String]) -> anyhow::Result<ExitCode> {
     let Some(adoption) = adoptions.iter().find(|a| a.subscription == wanted) else {
         eprintln!("Subscription {wanted} does not exist");
         return Ok(ExitCode::from(1));
@@ -197,11 +302,26 @@ fn one(adoptions: &[Adoption], wanted: &str) -> anyhow::Result<ExitCode> {
                     fields.join(", ")
                 );
             }
+            print!("{}", hand_over_comment(hand_over));
             print!("{}", serde_saphyr::to_string(&applyable(po))?);
             Ok(ExitCode::SUCCESS)
         }
         (_, None) => bail!("Subscription {wanted}: judged adoptable without a PlatformOperator"),
     }
+}
+
+/// The hand-over commands as YAML comments (nothing when there are none).
+fn hand_over_comment(commands: &[String]) -> String {
+    if commands.is_empty() {
+        return String::new();
+    }
+    let mut text = String::from(
+        "# Under the shipped admission guard, the manager may change only what POM owns or what is\n# handed over: run these first (the adoption otherwise stops and names them).\n",
+    );
+    for command in commands {
+        text.push_str(&format!("# {command}\n"));
+    }
+    text
 }
 
 /// The PlatformOperator as an admin applies it: apiVersion, kind, name and spec only.
@@ -490,5 +610,29 @@ fn why(row: &Row) -> String {
         (Some(reason), _) => reason.clone(),
         (None, false) => row.consent.join(", "),
         (None, true) => "-".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hand_over_commands_are_yaml_comments_before_the_platform_operator() {
+        assert_eq!(hand_over_comment(&[]), "");
+        let text = hand_over_comment(&[
+            "kubectl annotate deployment.apps/op -n ns platform.openshift.io/adopt=op".to_owned(),
+        ]);
+        assert!(text.lines().all(|l| l.starts_with("# ")), "{text}");
+        assert!(
+            text.ends_with(
+                "# kubectl annotate deployment.apps/op -n ns platform.openshift.io/adopt=op\n"
+            ),
+            "{text}"
+        );
+        // Still one YAML document: what follows parses as the PlatformOperator.
+        let yaml = format!("{text}apiVersion: v1\nkind: X\n");
+        let parsed: serde_json::Value = serde_saphyr::from_str(&yaml).expect("parses");
+        assert_eq!(parsed["kind"], "X");
     }
 }

@@ -62,6 +62,17 @@ pub fn handed_over(live: &serde_json::Value) -> bool {
         .is_some()
 }
 
+/// Whether an object with these labels and annotations must be handed over before the
+/// manager may change it under the guard: neither POM's (its owner label) nor annotated.
+#[must_use]
+pub fn needs_handing_over(
+    labels: Option<&std::collections::BTreeMap<String, String>>,
+    annotations: Option<&std::collections::BTreeMap<String, String>>,
+) -> bool {
+    !labels.is_some_and(|l| l.contains_key(pom_api::labels::OWNER_PO))
+        && !annotations.is_some_and(|a| a.contains_key(pom_api::labels::ADOPT))
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -114,6 +125,22 @@ mod tests {
         );
         assert!(text.ends_with("and 3 more (`pomctl adopt --subscription` prints them all)"));
         assert_eq!(listed_commands(&keys[..1], "po").matches("; ").count(), 0);
+    }
+
+    #[test]
+    fn what_needs_handing_over() {
+        let map = |k: &str| std::collections::BTreeMap::from([(k.to_owned(), "po".to_owned())]);
+        let (owned, adopt, other) = (
+            map("platform.openshift.io/owner"),
+            map("platform.openshift.io/adopt"),
+            map("olm.owner"),
+        );
+        assert!(needs_handing_over(None, None));
+        assert!(needs_handing_over(Some(&other), Some(&other)));
+        assert!(!needs_handing_over(Some(&owned), None));
+        assert!(!needs_handing_over(None, Some(&adopt)));
+        // The annotation counts as an annotation only, the owner label as a label only.
+        assert!(needs_handing_over(Some(&adopt), Some(&owned)));
     }
 
     #[test]

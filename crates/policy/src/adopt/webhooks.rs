@@ -78,6 +78,12 @@ pub fn service_of_serving_secret(secret: &str) -> Option<&str> {
     secret.strip_suffix(SECRET_SUFFIX).filter(|s| !s.is_empty())
 }
 
+/// The serving-certificate Secret of `service` (the inverse of [`service_of_serving_secret`]).
+#[must_use]
+pub fn serving_secret_of(service: &str) -> String {
+    format!("{service}{SECRET_SUFFIX}")
+}
+
 /// Whether `key` is the serving-certificate Secret of a Service the bundle renders
 /// (`<service>-cert`, OLM's `SecretName(ServiceName(deployment))` and POM's alike).
 #[must_use]
@@ -232,6 +238,11 @@ mod tests {
     fn an_unread_release_needs_the_csv_uid_and_its_namespace() {
         let k = key("Secret", "op-service-cert", Some("ns"));
         let labels = vec!["olm.owner".to_owned()];
+        assert_eq!(
+            service_of_serving_secret(&serving_secret_of("op-service")),
+            Some("op-service")
+        );
+        assert_eq!(service_of_serving_secret("-cert"), None);
         assert!(unread_release(&k, "ns", None, &labels).is_none());
         assert!(unread_release(&k, "other", Some("u1"), &labels).is_none());
         let release = unread_release(&k, "ns", Some("u1"), &labels).unwrap();
