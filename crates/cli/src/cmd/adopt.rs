@@ -52,6 +52,11 @@ pub struct Args {
     /// YAML ready to apply.
     #[arg(long, value_name = "NAMESPACE/NAME")]
     pub subscription: Option<String>,
+    /// Give this adopted PlatformOperator back to OLM v0: print what will happen and the
+    /// annotation that asks for it (`platform.openshift.io/give-back`, naming its installed
+    /// ClusterServiceVersion); with `--dry-run=false`, set it.
+    #[arg(long, value_name = "PLATFORMOPERATOR", conflicts_with = "subscription")]
+    pub give_back: Option<String>,
     /// Output format of the table (ignored with --subscription).
     #[arg(short = 'o', long = "output", value_enum, default_value_t = Output::Human)]
     pub output: Output,
@@ -122,6 +127,9 @@ impl From<&AdoptionProof> for ProofView {
 
 /// Runs `pomctl adopt`.
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+    if let Some(po) = &args.give_back {
+        return give_back(po, args.dry_run);
+    }
     if !args.dry_run {
         bail!(
             "--dry-run=false: POM does not adopt yet (issue 36 item 2); apply the PlatformOperator `pomctl adopt --subscription NAMESPACE/NAME` prints once it does"
@@ -308,6 +316,67 @@ fn one(adoptions: &[Adoption], wanted: &str, hand_over: &[String]) -> anyhow::Re
         }
         (_, None) => bail!("Subscription {wanted}: judged adoptable without a PlatformOperator"),
     }
+}
+
+/// `--give-back PO`: the CSV by the manager's own rule
+/// (`pom_policy::adopt::give_back::csv_to_give_back`), what will happen, and (not a dry run)
+/// the annotation set. Exit 1 when the PlatformOperator cannot be given back.
+fn give_back(name: &str, dry_run: bool) -> anyhow::Result<ExitCode> {
+    use kube::api::{Patch, PatchParams};
+    live::block_on(async {
+        let client = live::client().await?;
+        let api = Api::<PlatformOperator>::all(client);
+        let Some(po) = api
+            .get_opt(name)
+            .await
+            .with_context(|| format!("reading PlatformOperator {name}"))?
+        else {
+            eprintln!("PlatformOperator {name} does not exist");
+            return Ok(ExitCode::from(1));
+        };
+        let csv = match adopt::give_back::csv_to_give_back(&po) {
+            Ok(csv) => csv.to_owned(),
+            Err(why) => {
+                eprintln!("PlatformOperator {name} cannot be given back: {why}");
+                return Ok(ExitCode::from(1));
+            }
+        };
+        let subscription = po
+            .spec
+            .adopt_from
+            .as_ref()
+            .map(|f| format!("{}/{}", f.subscription.namespace, f.subscription.name))
+            .unwrap_or_default();
+        print!("{}", give_back_plan(name, &csv, &subscription, dry_run));
+        if !dry_run {
+            let patch = serde_json::json!({"metadata": {"annotations": {
+                pom_api::labels::GIVE_BACK: csv}}});
+            api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .with_context(|| format!("annotating PlatformOperator {name}"))?;
+        }
+        anyhow::Ok(ExitCode::SUCCESS)
+    })?
+}
+
+/// What giving `po` back to ClusterServiceVersion `csv` (of `subscription`) will do, and how.
+fn give_back_plan(po: &str, csv: &str, subscription: &str, dry_run: bool) -> String {
+    let annotation = pom_api::labels::GIVE_BACK;
+    let how = if dry_run {
+        format!(
+            "Nothing written (dry run). To ask for it: pomctl adopt --give-back {po} --dry-run=false\n  (or: kubectl annotate platformoperator {po} {annotation}={csv})\n"
+        )
+    } else {
+        format!("Annotated PlatformOperator {po} {annotation}={csv}.\n")
+    };
+    format!(
+        "Giving PlatformOperator {po} back to OLM v0 (Subscription {subscription}, ClusterServiceVersion {csv}):\n\
+         - the manager checks that the Subscription still names {csv} and the CSV exists, else it refuses (GiveBackRefused) and changes nothing;\n\
+         - every object adoption released from OLM gets OLM's labels and owner reference to {csv} back and loses POM's labels; the pods do not restart;\n\
+         - what POM created itself stays POM's; nothing is applied while the annotation is set;\n\
+         - done, Installed says reason GivenBack; then delete the PlatformOperator (kubectl delete platformoperator {po}): it deletes only what POM created.\n\
+         {how}"
+    )
 }
 
 /// The hand-over commands as YAML comments (nothing when there are none).
@@ -616,6 +685,28 @@ fn why(row: &Row) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_give_back_plan_names_the_csv_and_how_to_ask() {
+        let dry = give_back_plan("op", "op.v1", "ns/op", true);
+        assert!(dry.starts_with("Giving PlatformOperator op back to OLM v0 (Subscription ns/op, ClusterServiceVersion op.v1):\n"), "{dry}");
+        assert!(dry.contains("Nothing written (dry run)"), "{dry}");
+        assert!(
+            dry.contains(
+                "kubectl annotate platformoperator op platform.openshift.io/give-back=op.v1"
+            ),
+            "{dry}"
+        );
+        assert!(dry.contains("GivenBack"), "{dry}");
+        let done = give_back_plan("op", "op.v1", "ns/op", false);
+        assert!(
+            done.ends_with(
+                "Annotated PlatformOperator op platform.openshift.io/give-back=op.v1.\n"
+            ),
+            "{done}"
+        );
+        assert!(!done.contains("dry run"), "{done}");
+    }
 
     #[test]
     fn the_hand_over_commands_are_yaml_comments_before_the_platform_operator() {

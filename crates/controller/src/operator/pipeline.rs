@@ -508,7 +508,7 @@ impl<'a> Run<'a> {
         let judged = give_back::judge(&give_back::GiveBackInput {
             po: &self.name,
             requested,
-            installed: installed_name(self.po),
+            installed: give_back::csv_to_give_back(self.po).ok(),
             olm: self.gathered.olm.as_ref(),
         });
         let owner = match judged {
