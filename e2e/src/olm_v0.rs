@@ -293,6 +293,16 @@ pub async fn lay_out(client: &Client, install: &Install) -> Result<(), HarnessEr
         merge_map(&mut a, &og_annotations);
         a
     };
+    // OLM's CA and one serving pair per Deployment serving webhooks (`certresources.go`).
+    let webhooks: Vec<Value> = csv_spec(&manifests[0])["webhookdefinitions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let ca = if webhooks.is_empty() {
+        None
+    } else {
+        Some(OlmCa::generate()?)
+    };
     for (i, dep) in strategy["deployments"]
         .as_array()
         .into_iter()
@@ -306,6 +316,15 @@ pub async fn lay_out(client: &Client, install: &Install) -> Result<(), HarnessEr
             &mut spec["template"]["metadata"]["annotations"],
             &pod_annotations,
         );
+        let serves = webhooks.iter().any(|w| w["deploymentName"] == dep["name"]);
+        if let (Some(ca), true) = (&ca, serves) {
+            let service = format!("{}-service", dep["name"].as_str().unwrap_or_default());
+            mount_serving_cert(&mut spec, &format!("{service}-cert"));
+            merge_map(
+                &mut spec["template"]["metadata"]["annotations"],
+                &json!({OLM_CA_HASH: ca.hash()}),
+            );
+        }
         for container in spec["template"]["spec"]["containers"]
             .as_array_mut()
             .into_iter()
@@ -327,23 +346,64 @@ pub async fn lay_out(client: &Client, install: &Install) -> Result<(), HarnessEr
             "spec": spec})).await?;
     }
 
-    // Webhooks: a Service and its serving-certificate Secret per Deployment, and each
-    // admission webhook's configuration under a generated name.
-    for (i, hook) in csv_spec(&manifests[0])["webhookdefinitions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
+    // Webhooks (`certresources.go`, `webhook.go`): per serving Deployment a Service, the
+    // serving pair OLM's CA signs for it in a Secret (annotated with the CA's hash, the CA in
+    // `olmCAKey`), a Role and RoleBinding letting the Deployment's ServiceAccount read it;
+    // each admission webhook's configuration under a generated name, trusting OLM's CA; each
+    // conversion webhook on its CRDs.
+    for (i, hook) in webhooks.iter().enumerate() {
+        let Some(ca) = &ca else { break };
         let deployment = hook["deploymentName"].as_str().unwrap_or_default();
         let service = format!("{deployment}-service");
+        let secret = format!("{service}-cert");
         let _ = create(client, json!({"apiVersion": "v1", "kind": "Service",
             "metadata": {"name": service, "namespace": ns, "labels": managed, "ownerReferences": owner},
-            "spec": {"selector": dep_selector(strategy, deployment), "ports": [{"name": "443", "port": hook["containerPort"], "targetPort": hook["targetPort"]}]}})).await;
-        let _ = create(client, json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
-            "metadata": {"name": format!("{service}-cert"), "namespace": ns, "labels": managed, "ownerReferences": owner,
-                         "annotations": {"olm.validatingWebhook": "olm-generated"}},
-            "stringData": {"tls.crt": "", "tls.key": "", "olmCAKey": ""}})).await;
+            "spec": {"selector": dep_selector(strategy, deployment), "ports": [{"name": hook["containerPort"].to_string(), "port": hook["containerPort"], "targetPort": hook["targetPort"]}]}})).await;
+        if i == 0
+            || webhooks[..i]
+                .iter()
+                .all(|w| w["deploymentName"] != hook["deploymentName"])
+        {
+            let (cert, key) = ca.serving(&service, ns)?;
+            create(client, json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+                "metadata": {"name": secret, "namespace": ns, "labels": {"olm.managed": "true"}, "ownerReferences": owner,
+                             "annotations": {OLM_CA_HASH: ca.hash()}},
+                "stringData": {"tls.crt": cert, "tls.key": key, "olmCAKey": ca.pem}})).await?;
+            let account = strategy["deployments"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|d| d["name"] == deployment)
+                .and_then(|d| d["spec"]["template"]["spec"]["serviceAccountName"].as_str())
+                .unwrap_or("default")
+                .to_owned();
+            create(client, json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                "metadata": {"name": secret, "namespace": ns, "labels": {"olm.managed": "true"}, "ownerReferences": owner},
+                "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"], "resourceNames": [secret]}]})).await?;
+            create(client, json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                "metadata": {"name": secret, "namespace": ns, "labels": {"olm.managed": "true"}, "ownerReferences": owner},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": secret},
+                "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": ns}]})).await?;
+        }
+        let service_ref = json!({"namespace": ns, "name": service, "path": hook["webhookPath"], "port": hook["containerPort"]});
+        if hook["type"] == "ConversionWebhook" {
+            for crd in hook["conversionCRDs"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+            {
+                patch_crd_conversion(
+                    client,
+                    crd,
+                    json!({"strategy": "Webhook", "webhook": {
+                    "clientConfig": {"service": service_ref, "caBundle": ca.bundle()},
+                    "conversionReviewVersions": hook["admissionReviewVersions"]}}),
+                )
+                .await?;
+            }
+            continue;
+        }
         let kind = match hook["type"].as_str() {
             Some("ValidatingAdmissionWebhook") => "ValidatingWebhookConfiguration",
             Some("MutatingAdmissionWebhook") => "MutatingWebhookConfiguration",
@@ -356,8 +416,137 @@ pub async fn lay_out(client: &Client, install: &Install) -> Result<(), HarnessEr
             "metadata": {"name": format!("{generate}-{}", generated(&csv_uid, i, "webhook")), "labels": config_labels},
             "webhooks": [{"name": generate, "admissionReviewVersions": hook["admissionReviewVersions"],
                 "sideEffects": hook["sideEffects"], "failurePolicy": hook["failurePolicy"], "rules": hook["rules"],
-                "clientConfig": {"service": {"namespace": ns, "name": service, "path": hook["webhookPath"], "port": hook["containerPort"]}}}]})).await?;
+                "clientConfig": {"service": service_ref, "caBundle": ca.bundle()}}]})).await?;
     }
+    Ok(())
+}
+
+/// OLM's annotation of its CA's hash, on the serving Secret and the pod template.
+pub const OLM_CA_HASH: &str = "olmcahash";
+
+/// The CA OLM generates for a CSV's webhooks (`certresources.go`: organization "Red Hat,
+/// Inc.", serving pairs for `<service>.<namespace>` and `<service>.<namespace>.svc`).
+struct OlmCa {
+    pem: String,
+    issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
+}
+
+impl OlmCa {
+    fn generate() -> Result<Self, HarnessError> {
+        let err = |e: rcgen::Error| HarnessError::Other(format!("OLM's webhook CA: {e}"));
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).map_err(err)?;
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::OrganizationName, "Red Hat, Inc.");
+        params.key_usages = vec![
+            rcgen::KeyUsagePurpose::KeyCertSign,
+            rcgen::KeyUsagePurpose::DigitalSignature,
+        ];
+        let key = rcgen::KeyPair::generate().map_err(err)?;
+        let cert = params.self_signed(&key).map_err(err)?;
+        Ok(Self {
+            pem: cert.pem(),
+            issuer: rcgen::Issuer::new(params, key),
+        })
+    }
+
+    /// The SHA-256 of the CA's PEM, hex, as OLM annotates it.
+    fn hash(&self) -> String {
+        use sha2::Digest as _;
+        hex::encode(sha2::Sha256::digest(self.pem.as_bytes()))
+    }
+
+    /// The caBundle OLM sets: the CA's PEM, base64 as the API carries bytes.
+    fn bundle(&self) -> String {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD.encode(self.pem.as_bytes())
+    }
+
+    /// A serving pair for `service` in `namespace`: (certificate, key), PEM.
+    fn serving(&self, service: &str, namespace: &str) -> Result<(String, String), HarnessError> {
+        let err = |e: rcgen::Error| HarnessError::Other(format!("OLM's serving certificate: {e}"));
+        let mut params = rcgen::CertificateParams::new(vec![
+            format!("{service}.{namespace}"),
+            format!("{service}.{namespace}.svc"),
+        ])
+        .map_err(err)?;
+        params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
+        let key = rcgen::KeyPair::generate().map_err(err)?;
+        let cert = params.signed_by(&key, &self.issuer).map_err(err)?;
+        Ok((cert.pem(), key.serialize_pem()))
+    }
+}
+
+/// OLM's `AddDefaultCertVolumeAndVolumeMounts`: the serving Secret as the volumes
+/// `apiservice-cert` (as `apiserver.crt`/`.key`) and `webhook-cert` (as `tls.crt`/`.key`),
+/// replacing volumes of those names, mounted in every container (a mount of the same name
+/// kept, one at the same path replaced).
+fn mount_serving_cert(spec: &mut Value, secret: &str) {
+    let mounts = [
+        (
+            "apiservice-cert",
+            "/apiserver.local.config/certificates",
+            ["apiserver.crt", "apiserver.key"],
+        ),
+        (
+            "webhook-cert",
+            "/tmp/k8s-webhook-server/serving-certs",
+            ["tls.crt", "tls.key"],
+        ),
+    ];
+    let pod = &mut spec["template"]["spec"];
+    for (name, path, [crt, key]) in mounts {
+        let volume = json!({"name": name, "secret": {"secretName": secret,
+            "items": [{"key": "tls.crt", "path": crt}, {"key": "tls.key", "path": key}]}});
+        if !pod["volumes"].is_array() {
+            pod["volumes"] = json!([]);
+        }
+        if let Some(volumes) = pod["volumes"].as_array_mut() {
+            match volumes.iter_mut().find(|v| v["name"] == name) {
+                Some(v) => *v = volume,
+                None => volumes.push(volume),
+            }
+        }
+        for container in pod["containers"].as_array_mut().into_iter().flatten() {
+            if !container["volumeMounts"].is_array() {
+                container["volumeMounts"] = json!([]);
+            }
+            let mount = json!({"name": name, "mountPath": path});
+            if let Some(list) = container["volumeMounts"].as_array_mut() {
+                if list.iter().any(|m| m["name"] == name) {
+                    continue;
+                }
+                match list.iter_mut().find(|m| m["mountPath"] == path) {
+                    Some(m) => *m = mount,
+                    None => list.push(mount),
+                }
+            }
+        }
+    }
+}
+
+/// Sets `spec.conversion` of CRD `name`, as OLM's `createOrUpdateConversionWebhook` does.
+async fn patch_crd_conversion(
+    client: &Client,
+    name: &str,
+    conversion: Value,
+) -> Result<(), HarnessError> {
+    let api = api_for(
+        client,
+        "apiextensions.k8s.io/v1",
+        "CustomResourceDefinition",
+        None,
+    );
+    api.patch(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"conversion": conversion}})),
+    )
+    .await
+    .map_err(|e| {
+        HarnessError::Other(format!("setting the conversion webhook of CRD {name}: {e}"))
+    })?;
     Ok(())
 }
 

@@ -95,6 +95,8 @@ struct Shared {
 pub struct WebhookServer {
     shared: Shared,
     tasks: JoinSet<()>,
+    /// What new connections are served with ([`WebhookServer::reload`]).
+    acceptor: Arc<std::sync::RwLock<TlsAcceptor>>,
 }
 
 impl WebhookServer {
@@ -127,19 +129,7 @@ impl WebhookServer {
         port: u16,
         behind: Option<Behind>,
     ) -> Result<Self, HarnessError> {
-        let chain = CertificateDer::pem_slice_iter(cert_pem)
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| HarnessError::Other(format!("the serving certificate: {e}")))?;
-        let key = PrivateKeyDer::from_pem_slice(key_pem)
-            .map_err(|e| HarnessError::Other(format!("the serving key: {e}")))?;
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let tls = rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(|e| HarnessError::Other(format!("TLS versions: {e}")))?
-            .with_no_client_auth()
-            .with_single_cert(chain, key)
-            .map_err(|e| HarnessError::Other(format!("the serving certificate: {e}")))?;
-        let acceptor = TlsAcceptor::from(Arc::new(tls));
+        let acceptor = Arc::new(std::sync::RwLock::new(tls_acceptor(cert_pem, key_pem)?));
         let shared = Shared {
             behind,
             ..Shared::default()
@@ -154,7 +144,27 @@ impl WebhookServer {
                 .map_err(HarnessError::io("binding a loopback Service address"))?;
             tasks.spawn(accept(listener, acceptor.clone(), router.clone()));
         }
-        Ok(Self { shared, tasks })
+        Ok(Self {
+            shared,
+            tasks,
+            acceptor,
+        })
+    }
+
+    /// Serves `cert_pem` and `key_pem` from the next connection on, as an operator reloads the
+    /// files of its mounted serving Secret (controller-runtime's certificate watcher): no
+    /// restart, the listeners stay.
+    ///
+    /// # Errors
+    /// When the certificate or key does not parse.
+    pub fn reload(&self, cert_pem: &[u8], key_pem: &[u8]) -> Result<(), HarnessError> {
+        let acceptor = tls_acceptor(cert_pem, key_pem)?;
+        let mut current = self
+            .acceptor
+            .write()
+            .map_err(|_| HarnessError::Other("the serving certificate lock".to_owned()))?;
+        *current = acceptor;
+        Ok(())
     }
 
     /// How many requests arrived at `path` and were answered so far.
@@ -257,9 +267,32 @@ fn service_addresses() -> impl Iterator<Item = Ipv4Addr> {
     (1..=254).map(|host| Ipv4Addr::new(127, 2, 0, host))
 }
 
-async fn accept(listener: TcpListener, acceptor: TlsAcceptor, router: Router) {
+/// A TLS acceptor serving `cert_pem` (a chain) with `key_pem`.
+fn tls_acceptor(cert_pem: &[u8], key_pem: &[u8]) -> Result<TlsAcceptor, HarnessError> {
+    let chain = CertificateDer::pem_slice_iter(cert_pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| HarnessError::Other(format!("the serving certificate: {e}")))?;
+    let key = PrivateKeyDer::from_pem_slice(key_pem)
+        .map_err(|e| HarnessError::Other(format!("the serving key: {e}")))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let tls = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| HarnessError::Other(format!("TLS versions: {e}")))?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .map_err(|e| HarnessError::Other(format!("the serving certificate: {e}")))?;
+    Ok(TlsAcceptor::from(Arc::new(tls)))
+}
+
+async fn accept(
+    listener: TcpListener,
+    acceptor: Arc<std::sync::RwLock<TlsAcceptor>>,
+    router: Router,
+) {
     while let Ok((stream, _)) = listener.accept().await {
-        let acceptor = acceptor.clone();
+        let Ok(acceptor) = acceptor.read().map(|a| a.clone()) else {
+            return;
+        };
         let service = TowerToHyperService::new(router.clone());
         tokio::spawn(async move {
             // A handshake the peer abandons is the peer's business, not this test's.

@@ -209,6 +209,33 @@ async fn adopt_dry_run_judges_what_olm_v0_installed_and_writes_nothing() {
             "pomctl adopt --subscription {sub}:\n{}",
             String::from_utf8_lossy(&out.stdout)
         );
+        // What the shipped admission guard would refuse the manager, handed over by the
+        // commands printed as comments: OLM's objects POM takes over, and OLM's webhook
+        // configuration adoption retires.
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let (name, ns) = sub.split_once('/').map(|(ns, n)| (n, ns)).unwrap();
+        assert!(
+            stdout.contains(&format!(
+                "# kubectl annotate deployment.apps/{name}-controller -n {ns} platform.openshift.io/adopt={name}\n"
+            )),
+            "{stdout}"
+        );
+        assert!(
+            stdout.contains(&format!(
+                "# kubectl annotate namespace/{ns} platform.openshift.io/adopt={name}\n"
+            )),
+            "{stdout}"
+        );
+        if name == "gamma" {
+            assert!(
+                stdout.contains("# kubectl annotate validatingwebhookconfiguration.admissionregistration.k8s.io/v"),
+                "{stdout}"
+            );
+            assert!(
+                stdout.contains(&format!("# kubectl annotate secret/{name}-controller-service-cert -n {ns} platform.openshift.io/adopt={name}\n")),
+                "{stdout}"
+            );
+        }
         Api::<PlatformOperator>::all(client.clone())
             .create(
                 &PostParams {

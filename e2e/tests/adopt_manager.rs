@@ -16,14 +16,20 @@
 //!   Deployment an admin edited (an env var POM would not render): the PlatformOperator says
 //!   `AdoptionNotProven` naming the field, and no object of the install is written over a
 //!   quiet window longer than every resync; once the admin undoes the edit, the adoption
-//!   resumes and takes the install over with no restart.
+//!   resumes and takes the install over with no restart;
+//! - [`adopts_a_webhook_bundle_with_no_restart_and_its_webhook_keeps_answering`]: a webhook
+//!   bundle as OLM v0 lays it out (its CA, serving Secret and mounts, a configuration under a
+//!   generated name) is adopted with no restart, OLM's configuration retired, the Secret
+//!   released unread and holding POM's certificate, the webhook answering before, after and
+//!   once the CSV and Subscription are deleted.
 
 use std::collections::BTreeSet;
 
+use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::core::v1::{Namespace, Pod, ServiceAccount};
+use k8s_openapi::api::core::v1::{Namespace, Pod, Secret, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::{Client, ResourceExt};
 use pom_api::PlatformOperator;
@@ -32,9 +38,10 @@ use pom_e2e::manager::{Manager, eventually};
 use pom_e2e::olm_v0::{self, Install, Targets};
 use pom_e2e::quiet::{Objects, QuietWindow};
 use pom_e2e::scenario::{
-    WAIT, configmap_catalog, create_po, deployment_image, simulated_plane, wait_catalog_serves,
-    wait_po_condition,
+    WAIT, configmap_catalog, create_po, deployment_image, serving_plane, simulated_plane,
+    wait_catalog_serves, wait_po_condition,
 };
+use pom_e2e::webhook_server::{CONVERTED_BY, REFUSAL_MESSAGE, REFUSE_LABEL, WebhookServer};
 use serde_json::json;
 
 /// The UIDs of what runs in `namespace`: Deployments, ReplicaSets and Pods, and the
@@ -707,4 +714,241 @@ async fn gives_back_to_olm_deleting_nothing_olm_owns() {
         },
     )
     .await;
+}
+
+/// A Widget of `bundle` named `name` (labelled to be refused by the stand-in webhook when
+/// `refuse`).
+fn widget(bundle: &TestBundle, name: &str, refuse: bool) -> DynamicObject {
+    let mut labels = serde_json::Map::new();
+    if refuse {
+        labels.insert(REFUSE_LABEL.into(), json!("yes"));
+    }
+    serde_json::from_value(json!({
+        "apiVersion": format!("{}/v1", bundle.crd_group()), "kind": "Widget",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"size": 1}
+    }))
+    .unwrap()
+}
+
+fn widgets(client: &Client, bundle: &TestBundle, version: &str, ns: &str) -> Api<DynamicObject> {
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk(&bundle.crd_group(), version, "Widget"),
+        "widgets",
+    );
+    Api::namespaced_with(client.clone(), ns, &resource)
+}
+
+/// The validating webhook answers, through the configuration and CA the API server holds: a
+/// Widget marked to be refused is refused with the stand-in's message after a call, one not
+/// marked is admitted, and reading it at `v2` is converted by the conversion webhook.
+async fn webhook_answers(client: &Client, bundle: &TestBundle, server: &WebhookServer, name: &str) {
+    let api = widgets(client, bundle, "v1", WIDGET_NAMESPACE);
+    let calls = server.calls("/gamma/validate");
+    let refused = api
+        .create(
+            &PostParams::default(),
+            &widget(bundle, &format!("{name}-refused"), true),
+        )
+        .await
+        .expect_err("the webhook refuses a Widget marked to be refused");
+    assert!(
+        refused.to_string().contains(REFUSAL_MESSAGE),
+        "refused by the webhook itself, not for want of one: {refused}"
+    );
+    assert!(server.calls("/gamma/validate") > calls);
+    api.create(&PostParams::default(), &widget(bundle, name, false))
+        .await
+        .unwrap();
+    let at_v2 = widgets(client, bundle, "v2", WIDGET_NAMESPACE)
+        .get(name)
+        .await
+        .unwrap();
+    assert!(
+        at_v2.annotations().contains_key(CONVERTED_BY),
+        "read at v2 through the conversion webhook: {:?}",
+        at_v2.metadata
+    );
+}
+
+const WIDGET_NAMESPACE: &str = "team-w";
+
+/// The webhook bundle (issue 36's third Must-show): laid out as OLM v0 lays it out (its CA, the
+/// serving Secret `<deployment>-service-cert` mounted as `apiservice-cert` and `webhook-cert`,
+/// the CA hash on the pod template, its webhook configuration under a generated name trusting
+/// OLM's CA, the conversion webhook on the CRD), its webhook answering with OLM's certificate
+/// (the stand-in serving what the Secret holds). Adopted: the same Deployment, ReplicaSet and
+/// pod UIDs and generation; OLM's webhook configuration replaced by POM's; the Secret no longer
+/// owned by the CSV and holding POM's certificate, which the stand-in then serves (as the
+/// operator reloads its mounted files, no restart) and the API server trusts. Then the CSV and
+/// Subscription are deleted: the garbage collector removes OLM's Role for the Secret, and
+/// nothing POM owns goes, the Secret included; the webhook still answers.
+#[tokio::test]
+async fn adopts_a_webhook_bundle_with_no_restart_and_its_webhook_keeps_answering() {
+    let Some(crds) = olm_v0::require_crds() else {
+        return;
+    };
+    let Some(plane) = serving_plane().await else {
+        return;
+    };
+    let client = plane.client().await.unwrap();
+    olm_v0::install_crds(&client, &crds).await.unwrap();
+    let bundle = TestBundle::new("gamma", "3.0.0")
+        .webhooks_served()
+        .with_webhooks("/gamma");
+    let fbc = catalog_json(std::slice::from_ref(&bundle), &[]);
+    configmap_catalog(&client, "operators", &fbc, 0).await;
+    let ns = "gamma-system";
+    olm_v0::lay_out(&client, &Install::new(bundle.clone(), ns, Targets::All))
+        .await
+        .unwrap();
+    Api::<Namespace>::all(client.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": WIDGET_NAMESPACE}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    rolled_out(&client, ns).await;
+    let before = running(&client, ns).await;
+    let secret_name = format!("{}-service-cert", bundle.deployment_name());
+    let secrets = Api::<Secret>::namespaced(client.clone(), ns);
+    let pair = |secret: &Secret| {
+        let data = secret.data.clone().unwrap();
+        (data["tls.crt"].0.clone(), data["tls.key"].0.clone())
+    };
+    let olms = pair(&secrets.get(&secret_name).await.unwrap());
+    let server = WebhookServer::serve(&olms.0, &olms.1, 443).await.unwrap();
+    webhook_answers(&client, &bundle, &server, "with-olm").await;
+    let olm_configs = Api::<ValidatingWebhookConfiguration>::all(client.clone())
+        .list(&ListParams::default().labels("olm.owner=gamma.v3.0.0"))
+        .await
+        .unwrap();
+    assert_eq!(
+        olm_configs.items.len(),
+        1,
+        "OLM's configuration is laid out"
+    );
+
+    let manager = Manager::start(client.clone(), Manager::test_settings(vec![]));
+    wait_catalog_serves(&client, "operators", &fbc).await;
+    create_po(
+        &client,
+        "gamma",
+        json!({"package": {"name": "gamma", "channel": "stable", "versionRange": "=3.0.0"},
+               "installNamespace": ns,
+               "adoptFrom": {"subscription": {"namespace": ns, "name": "gamma"}}}),
+    )
+    .await;
+    wait_po_condition(&client, "gamma", "Installed", "True", None).await;
+    rolled_out(&client, ns).await;
+    assert_eq!(
+        running(&client, ns).await,
+        before,
+        "adoption restarted the operator"
+    );
+    // OLM's configuration is gone, POM's calls the same Service.
+    let left = Api::<ValidatingWebhookConfiguration>::all(client.clone())
+        .list(&ListParams::default().labels("olm.owner=gamma.v3.0.0"))
+        .await
+        .unwrap();
+    assert!(left.items.is_empty(), "{:?}", left.items);
+    let poms = Api::<ValidatingWebhookConfiguration>::all(client.clone())
+        .get(&format!("v{}", bundle.crd_name()))
+        .await
+        .unwrap();
+    assert_eq!(
+        poms.labels()
+            .get(pom_api::labels::OWNER_PO)
+            .map(String::as_str),
+        Some("gamma")
+    );
+    // The Secret: not the CSV's any more, POM's, with POM's certificate.
+    let secret = secrets.get(&secret_name).await.unwrap();
+    assert_eq!(olm_marks(&secret.metadata), Vec::<String>::new());
+    assert_eq!(
+        secret
+            .labels()
+            .get(pom_api::labels::OWNER_PO)
+            .map(String::as_str),
+        Some("gamma")
+    );
+    let poms_pair = pair(&secret);
+    assert_ne!(poms_pair.0, olms.0, "POM wrote its own certificate");
+    // The operator reloads the files its volume now holds (no restart): the stand-in serves
+    // them, and the API server trusts them through POM's configuration and CRD.
+    server.reload(&poms_pair.0, &poms_pair.1).unwrap();
+    webhook_answers(&client, &bundle, &server, "with-pom").await;
+
+    // OLM's objects deleted: only what OLM alone owned goes.
+    let dp = DeleteParams::background();
+    dynamic(
+        &client,
+        "operators.coreos.com",
+        "v1alpha1",
+        "ClusterServiceVersion",
+        ns,
+    )
+    .delete("gamma.v3.0.0", &dp)
+    .await
+    .unwrap();
+    dynamic(
+        &client,
+        "operators.coreos.com",
+        "v1alpha1",
+        "Subscription",
+        ns,
+    )
+    .delete("gamma", &dp)
+    .await
+    .unwrap();
+    eventually(
+        WAIT,
+        "the garbage collector to remove OLM's Role for the serving Secret",
+        || async {
+            let role = Api::<Role>::namespaced(client.clone(), ns)
+                .get_opt(&secret_name)
+                .await
+                .ok()?;
+            role.is_none().then_some(())
+        },
+    )
+    .await;
+    let status = Api::<PlatformOperator>::all(client.clone())
+        .get("gamma")
+        .await
+        .unwrap()
+        .status
+        .unwrap();
+    for object in status.inventory.iter().flat_map(|b| b.objects.clone()) {
+        let (group, version) = object
+            .api_version
+            .split_once('/')
+            .unwrap_or(("", object.api_version.as_str()));
+        let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, &object.kind));
+        let api: Api<DynamicObject> = match &object.namespace {
+            Some(n) => Api::namespaced_with(client.clone(), n, &resource),
+            None => Api::all_with(client.clone(), &resource),
+        };
+        assert!(
+            api.get_opt(&object.name).await.unwrap().is_some(),
+            "{} {:?}/{} is gone after the CSV and Subscription were deleted",
+            object.kind,
+            object.namespace,
+            object.name
+        );
+    }
+    assert_eq!(
+        pair(&secrets.get(&secret_name).await.unwrap()),
+        poms_pair,
+        "the serving Secret is POM's still"
+    );
+    assert_eq!(
+        running(&client, ns).await,
+        before,
+        "deleting OLM's objects restarted the operator"
+    );
+    webhook_answers(&client, &bundle, &server, "after-olm").await;
+    wait_po_condition(&client, "gamma", "Installed", "True", None).await;
+    manager.stop().await;
 }

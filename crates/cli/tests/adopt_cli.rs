@@ -28,3 +28,14 @@ fn a_subscription_must_be_namespace_slash_name() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("NAMESPACE/NAME"), "{stderr}");
 }
+
+#[test]
+fn give_back_and_subscription_are_exclusive() {
+    let out = pomctl(&["adopt", "--give-back", "op", "--subscription", "ns/op"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--give-back") && stderr.contains("--subscription"),
+        "{stderr}"
+    );
+}

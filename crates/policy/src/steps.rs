@@ -60,6 +60,10 @@ pub enum Step {
     AnnounceMove,
     /// Apply the prepared bundle (server-side apply, in dependency order).
     Apply,
+    /// Adopting a webhook bundle: delete the webhook configurations OLM v0 made that POM's
+    /// just applied replace (`pom_policy::adopt::webhooks`), each conditional on the
+    /// resourceVersion proven; only after the apply, so the API server always has one to call.
+    RetireOlmWebhooks,
     /// Remember on the PO that its operator reports OperatorConditions (`upgradeGate: Auto`),
     /// when the gather or the apply saw it report.
     MarkReported,
@@ -95,6 +99,7 @@ impl Step {
             Self::RecordIntent => "record intent",
             Self::AnnounceMove => "announce the move",
             Self::Apply => "apply",
+            Self::RetireOlmWebhooks => "retire OLM's webhook configurations",
             Self::MarkReported => "mark reported",
             Self::Withdraw { .. } => "withdraw from another's namespace",
             Self::Report => "report",
@@ -219,6 +224,9 @@ fn act_steps(input: &PlanInput<'_>) -> Vec<Step> {
         steps.push(Step::AnnounceMove);
     }
     steps.push(Step::Apply);
+    if adopting {
+        steps.push(Step::RetireOlmWebhooks);
+    }
     steps
 }
 

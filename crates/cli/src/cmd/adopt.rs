@@ -52,6 +52,11 @@ pub struct Args {
     /// YAML ready to apply.
     #[arg(long, value_name = "NAMESPACE/NAME")]
     pub subscription: Option<String>,
+    /// Give this adopted PlatformOperator back to OLM v0: print what will happen and the
+    /// annotation that asks for it (`platform.openshift.io/give-back`, naming its installed
+    /// ClusterServiceVersion); with `--dry-run=false`, set it.
+    #[arg(long, value_name = "PLATFORMOPERATOR", conflicts_with = "subscription")]
+    pub give_back: Option<String>,
     /// Output format of the table (ignored with --subscription).
     #[arg(short = 'o', long = "output", value_enum, default_value_t = Output::Human)]
     pub output: Output,
@@ -122,6 +127,9 @@ impl From<&AdoptionProof> for ProofView {
 
 /// Runs `pomctl adopt`.
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+    if let Some(po) = &args.give_back {
+        return give_back(po, args.dry_run);
+    }
     if !args.dry_run {
         bail!(
             "--dry-run=false: POM does not adopt yet (issue 36 item 2); apply the PlatformOperator `pomctl adopt --subscription NAMESPACE/NAME` prints once it does"
@@ -154,17 +162,21 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                 );
             }
         }
-        anyhow::Ok(
-            judge_all(
-                &inputs,
-                &args.access.insecure_registries,
-                &args.access.manager_namespace,
-            )
-            .await,
+        let adoptions = judge_all(
+            &inputs,
+            &args.access.insecure_registries,
+            &args.access.manager_namespace,
         )
+        .await;
+        let hand_over = match wanted.as_deref() {
+            Some(wanted) => hand_over_commands(&client, &adoptions, wanted).await?,
+            None => Vec::new(),
+        };
+        anyhow::Ok((adoptions, hand_over))
     })??;
+    let (adoptions, hand_over) = adoptions;
     if let Some(wanted) = wanted {
-        return one(&adoptions, &wanted);
+        return one(&adoptions, &wanted, &hand_over);
     }
     let rows: Vec<Row> = adoptions.iter().map(row).collect();
     match args.output {
@@ -175,8 +187,109 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The PlatformOperator for `wanted` on stdout; why not on stderr (exit 1).
-fn one(adoptions: &[Adoption], wanted: &str) -> anyhow::Result<ExitCode> {
+/// The objects of `wanted`'s install the manager would change that carry neither POM's owner
+/// label nor `platform.openshift.io/adopt` (what the shipped admission guard refuses), as the
+/// commands handing each to its PlatformOperator: every object POM would apply that exists, and
+/// OLM's webhook configurations for the CSV, which adoption retires. Metadata only is read.
+async fn hand_over_commands(
+    client: &Client,
+    adoptions: &[Adoption],
+    wanted: &str,
+) -> anyhow::Result<Vec<String>> {
+    use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
+    use pom_policy::adopt::guard::{annotate_command, needs_handing_over};
+    let Some(adoption) = adoptions.iter().find(|a| a.subscription == wanted) else {
+        return Ok(Vec::new());
+    };
+    let (Some(proof), Some(po), Some(csv)) = (
+        &adoption.proof,
+        adoption
+            .platform_operator
+            .as_ref()
+            .and_then(|p| p.metadata.name.as_deref()),
+        adoption.installed_csv.as_deref(),
+    ) else {
+        return Ok(Vec::new());
+    };
+    let mut commands = Vec::new();
+    // Beyond the rendered objects: the install namespace (adoption labels it as POM's) and
+    // the serving Secret of each webhook Service (POM writes its certificate there).
+    let namespace = adopt::ObjectKey {
+        api_version: "v1".to_owned(),
+        kind: "Namespace".to_owned(),
+        namespace: None,
+        name: adoption.namespace.clone(),
+    };
+    let secrets = proof
+        .objects
+        .iter()
+        .filter(|k| k.kind == "Service" && k.api_version == "v1")
+        .map(|k| adopt::ObjectKey {
+            kind: "Secret".to_owned(),
+            name: pom_policy::adopt::webhooks::serving_secret_of(&k.name),
+            ..k.clone()
+        });
+    let keys: Vec<adopt::ObjectKey> = std::iter::once(namespace)
+        .chain(proof.objects.iter().cloned())
+        .chain(secrets)
+        .collect();
+    for key in &keys {
+        let (group, version) = key
+            .api_version
+            .split_once('/')
+            .unwrap_or(("", key.api_version.as_str()));
+        let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, &key.kind));
+        let api: Api<DynamicObject> = match &key.namespace {
+            Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
+            None => Api::all_with(client.clone(), &resource),
+        };
+        let meta = api
+            .get_metadata_opt(&key.name)
+            .await
+            .with_context(|| format!("reading {key}"))?;
+        if let Some(meta) = meta
+            && needs_handing_over(
+                meta.metadata.labels.as_ref(),
+                meta.metadata.annotations.as_ref(),
+            )
+        {
+            commands.push(annotate_command(key, po));
+        }
+    }
+    let selector = format!("olm.owner={csv},olm.owner.namespace={}", adoption.namespace);
+    for kind in pom_policy::adopt::webhooks::WEBHOOK_CONFIGURATION_KINDS {
+        let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(
+            "admissionregistration.k8s.io",
+            "v1",
+            kind,
+        ));
+        let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+        let list = api
+            .list_metadata(
+                &ListParams::default()
+                    .labels(&selector)
+                    .limit(MAX_OLM_OBJECTS),
+            )
+            .await
+            .with_context(|| format!("listing the {kind}s OLM made for {csv}"))?;
+        for item in list.items.iter().filter(|i| {
+            needs_handing_over(i.metadata.labels.as_ref(), i.metadata.annotations.as_ref())
+        }) {
+            let key = adopt::ObjectKey {
+                api_version: "admissionregistration.k8s.io/v1".to_owned(),
+                kind: (*kind).to_owned(),
+                namespace: None,
+                name: item.metadata.name.clone().unwrap_or_default(),
+            };
+            commands.push(annotate_command(&key, po));
+        }
+    }
+    Ok(commands)
+}
+
+/// The PlatformOperator for `wanted` on stdout, preceded (as YAML comments) by the commands
+/// handing OLM's objects over under the admission guard; why not on stderr (exit 1).
+fn one(adoptions: &[Adoption], wanted: &str, hand_over: &[String]) -> anyhow::Result<ExitCode> {
     let Some(adoption) = adoptions.iter().find(|a| a.subscription == wanted) else {
         eprintln!("Subscription {wanted} does not exist");
         return Ok(ExitCode::from(1));
@@ -197,11 +310,87 @@ fn one(adoptions: &[Adoption], wanted: &str) -> anyhow::Result<ExitCode> {
                     fields.join(", ")
                 );
             }
+            print!("{}", hand_over_comment(hand_over));
             print!("{}", serde_saphyr::to_string(&applyable(po))?);
             Ok(ExitCode::SUCCESS)
         }
         (_, None) => bail!("Subscription {wanted}: judged adoptable without a PlatformOperator"),
     }
+}
+
+/// `--give-back PO`: the CSV by the manager's own rule
+/// (`pom_policy::adopt::give_back::csv_to_give_back`), what will happen, and (not a dry run)
+/// the annotation set. Exit 1 when the PlatformOperator cannot be given back.
+fn give_back(name: &str, dry_run: bool) -> anyhow::Result<ExitCode> {
+    use kube::api::{Patch, PatchParams};
+    live::block_on(async {
+        let client = live::client().await?;
+        let api = Api::<PlatformOperator>::all(client);
+        let Some(po) = api
+            .get_opt(name)
+            .await
+            .with_context(|| format!("reading PlatformOperator {name}"))?
+        else {
+            eprintln!("PlatformOperator {name} does not exist");
+            return Ok(ExitCode::from(1));
+        };
+        let csv = match adopt::give_back::csv_to_give_back(&po) {
+            Ok(csv) => csv.to_owned(),
+            Err(why) => {
+                eprintln!("PlatformOperator {name} cannot be given back: {why}");
+                return Ok(ExitCode::from(1));
+            }
+        };
+        let subscription = po
+            .spec
+            .adopt_from
+            .as_ref()
+            .map(|f| format!("{}/{}", f.subscription.namespace, f.subscription.name))
+            .unwrap_or_default();
+        print!("{}", give_back_plan(name, &csv, &subscription, dry_run));
+        if !dry_run {
+            let patch = serde_json::json!({"metadata": {"annotations": {
+                pom_api::labels::GIVE_BACK: csv}}});
+            api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .with_context(|| format!("annotating PlatformOperator {name}"))?;
+        }
+        anyhow::Ok(ExitCode::SUCCESS)
+    })?
+}
+
+/// What giving `po` back to ClusterServiceVersion `csv` (of `subscription`) will do, and how.
+fn give_back_plan(po: &str, csv: &str, subscription: &str, dry_run: bool) -> String {
+    let annotation = pom_api::labels::GIVE_BACK;
+    let how = if dry_run {
+        format!(
+            "Nothing written (dry run). To ask for it: pomctl adopt --give-back {po} --dry-run=false\n  (or: kubectl annotate platformoperator {po} {annotation}={csv})\n"
+        )
+    } else {
+        format!("Annotated PlatformOperator {po} {annotation}={csv}.\n")
+    };
+    format!(
+        "Giving PlatformOperator {po} back to OLM v0 (Subscription {subscription}, ClusterServiceVersion {csv}):\n\
+         - the manager checks that the Subscription still names {csv} and the CSV exists, else it refuses (GiveBackRefused) and changes nothing;\n\
+         - every object adoption released from OLM gets OLM's labels and owner reference to {csv} back and loses POM's labels; the pods do not restart;\n\
+         - what POM created itself stays POM's; nothing is applied while the annotation is set;\n\
+         - done, Installed says reason GivenBack; then delete the PlatformOperator (kubectl delete platformoperator {po}): it deletes only what POM created.\n\
+         {how}"
+    )
+}
+
+/// The hand-over commands as YAML comments (nothing when there are none).
+fn hand_over_comment(commands: &[String]) -> String {
+    if commands.is_empty() {
+        return String::new();
+    }
+    let mut text = String::from(
+        "# Under the shipped admission guard, the manager may change only what POM owns or what is\n# handed over: run these first (the adoption otherwise stops and names them).\n",
+    );
+    for command in commands {
+        text.push_str(&format!("# {command}\n"));
+    }
+    text
 }
 
 /// The PlatformOperator as an admin applies it: apiVersion, kind, name and spec only.
@@ -490,5 +679,51 @@ fn why(row: &Row) -> String {
         (Some(reason), _) => reason.clone(),
         (None, false) => row.consent.join(", "),
         (None, true) => "-".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_give_back_plan_names_the_csv_and_how_to_ask() {
+        let dry = give_back_plan("op", "op.v1", "ns/op", true);
+        assert!(dry.starts_with("Giving PlatformOperator op back to OLM v0 (Subscription ns/op, ClusterServiceVersion op.v1):\n"), "{dry}");
+        assert!(dry.contains("Nothing written (dry run)"), "{dry}");
+        assert!(
+            dry.contains(
+                "kubectl annotate platformoperator op platform.openshift.io/give-back=op.v1"
+            ),
+            "{dry}"
+        );
+        assert!(dry.contains("GivenBack"), "{dry}");
+        let done = give_back_plan("op", "op.v1", "ns/op", false);
+        assert!(
+            done.ends_with(
+                "Annotated PlatformOperator op platform.openshift.io/give-back=op.v1.\n"
+            ),
+            "{done}"
+        );
+        assert!(!done.contains("dry run"), "{done}");
+    }
+
+    #[test]
+    fn the_hand_over_commands_are_yaml_comments_before_the_platform_operator() {
+        assert_eq!(hand_over_comment(&[]), "");
+        let text = hand_over_comment(&[
+            "kubectl annotate deployment.apps/op -n ns platform.openshift.io/adopt=op".to_owned(),
+        ]);
+        assert!(text.lines().all(|l| l.starts_with("# ")), "{text}");
+        assert!(
+            text.ends_with(
+                "# kubectl annotate deployment.apps/op -n ns platform.openshift.io/adopt=op\n"
+            ),
+            "{text}"
+        );
+        // Still one YAML document: what follows parses as the PlatformOperator.
+        let yaml = format!("{text}apiVersion: v1\nkind: X\n");
+        let parsed: serde_json::Value = serde_saphyr::from_str(&yaml).expect("parses");
+        assert_eq!(parsed["kind"], "X");
     }
 }

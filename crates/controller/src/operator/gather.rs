@@ -662,6 +662,10 @@ pub async fn olm_source(
             )))?,
         None => None,
     };
+    let webhook_configurations = match &installed_csv {
+        Some(csv) => olm_webhook_configurations(client, csv, namespace).await?,
+        None => Vec::new(),
+    };
     Ok(pom_policy::adopt::OlmSource {
         subscription,
         namespace: namespace.to_owned(),
@@ -678,7 +682,94 @@ pub async fn olm_source(
         csv_annotations: csv
             .map(|c| c.annotations().keys().cloned().collect())
             .unwrap_or_default(),
+        webhook_configurations,
     })
+}
+
+/// The webhook configurations OLM v0 created for `csv` of `namespace`, found by its owner
+/// labels (`webhook.go` lists them so too): adoption retires them once POM's replace them.
+async fn olm_webhook_configurations(
+    client: &kube::Client,
+    csv: &str,
+    namespace: &str,
+) -> Result<Vec<pom_policy::adopt::webhooks::OlmWebhookConfiguration>, Error> {
+    use k8s_openapi::api::admissionregistration::v1::{
+        MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+    };
+    use pom_policy::adopt::takeover::{OLM_OWNER, OLM_OWNER_NAMESPACE};
+    use pom_policy::adopt::webhooks::{OLM_WEBHOOK_DESCRIPTION_LABEL, OlmWebhookConfiguration};
+    let Some(selector) = label_selector(&[(OLM_OWNER, csv), (OLM_OWNER_NAMESPACE, namespace)])
+    else {
+        // A name no label value can hold labels nothing: OLM made nothing under it.
+        return Ok(Vec::new());
+    };
+    let params = kube::api::ListParams::default().labels(&selector);
+    let found = |meta: &kube::api::ObjectMeta, kind: &str| OlmWebhookConfiguration {
+        key: pom_policy::adopt::ObjectKey {
+            api_version: "admissionregistration.k8s.io/v1".to_owned(),
+            kind: kind.to_owned(),
+            namespace: None,
+            name: meta.name.clone().unwrap_or_default(),
+        },
+        resource_version: meta.resource_version.clone(),
+        generate_name: meta
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(OLM_WEBHOOK_DESCRIPTION_LABEL))
+            .cloned(),
+        handed_over: meta
+            .annotations
+            .as_ref()
+            .is_some_and(|a| a.contains_key(pom_api::labels::ADOPT)),
+    };
+    let mut out = Vec::new();
+    let validating = Api::<ValidatingWebhookConfiguration>::all(client.clone())
+        .list(&params)
+        .await
+        .map_err(Error::kube(format!(
+            "listing the ValidatingWebhookConfigurations OLM v0 made for {csv}"
+        )))?;
+    out.extend(
+        validating
+            .items
+            .iter()
+            .map(|c| found(&c.metadata, "ValidatingWebhookConfiguration")),
+    );
+    let mutating = Api::<MutatingWebhookConfiguration>::all(client.clone())
+        .list(&params)
+        .await
+        .map_err(Error::kube(format!(
+            "listing the MutatingWebhookConfigurations OLM v0 made for {csv}"
+        )))?;
+    out.extend(
+        mutating
+            .items
+            .iter()
+            .map(|c| found(&c.metadata, "MutatingWebhookConfiguration")),
+    );
+    if out.len() > pom_policy::adopt::takeover::MAX_ADOPTED_OBJECTS {
+        out.truncate(pom_policy::adopt::takeover::MAX_ADOPTED_OBJECTS);
+    }
+    Ok(out)
+}
+
+/// `key=value,...`; `None` when a value is no valid label value (the selector would be refused).
+fn label_selector(pairs: &[(&str, &str)]) -> Option<String> {
+    let valid = |v: &str| {
+        v.len() <= 63
+            && v.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    };
+    if pairs.iter().any(|(_, v)| !valid(v)) {
+        return None;
+    }
+    Some(
+        pairs
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(","),
+    )
 }
 
 /// A 404 on a read by name (the object, or its whole API when OLM v0 is not installed) is an

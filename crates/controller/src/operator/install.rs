@@ -814,15 +814,33 @@ async fn read_and_judge_live(
         let ns = id.namespace.as_deref();
         let (api, namespaced) = reads.kinds.api(client, &id.gvk, ns).await?;
         let key = ObjectKey::new(&id.gvk, ns.filter(|_| namespaced), &id.name);
-        let live = read_unless_secret(
-            reads.first,
-            (&api, &key),
-            id,
-            object,
-            namespace_exists,
-            &writer.recorded,
-        )
-        .await?;
+        // Adopting, OLM's serving Secret of a webhook Service exists and is not this PO's:
+        // adoption releases it unread (`pom_policy::adopt::webhooks`), so it is not refused.
+        let olms_serving_secret = writer.adopting.is_some()
+            && is_secret(&id.gvk)
+            && pom_policy::adopt::webhooks::service_of_serving_secret(&id.name).is_some_and(
+                |service| {
+                    desired.iter().any(|(d, _)| {
+                        d.gvk.group.is_empty()
+                            && d.gvk.kind == "Service"
+                            && d.namespace == id.namespace
+                            && d.name == service
+                    })
+                },
+            );
+        let live = if olms_serving_secret {
+            None
+        } else {
+            read_unless_secret(
+                reads.first,
+                (&api, &key),
+                id,
+                object,
+                namespace_exists,
+                &writer.recorded,
+            )
+            .await?
+        };
         if let Some(live) = &live {
             writer.may_write(&live.metadata, &id.gvk.kind, (ns, &id.name))?;
             if id.gvk.kind == "CustomResourceDefinition" {

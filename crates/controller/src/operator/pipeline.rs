@@ -313,6 +313,7 @@ impl<'a> Run<'a> {
             Step::RecordIntent => self.record_intent().await?,
             Step::AnnounceMove => self.announce_move().await,
             Step::Apply => self.apply().await,
+            Step::RetireOlmWebhooks => self.retire_olm_webhooks().await?,
             Step::MarkReported => self.mark_reported().await?,
             Step::Withdraw { namespace } => self.withdraw(&namespace).await?,
             Step::Report => self.report(),
@@ -381,6 +382,7 @@ impl<'a> Run<'a> {
             bundle: &bundle,
             olm,
             objects: &pairs,
+            guarded: matches!(self.gathered.guard, GuardState::Intact),
         });
         match proven {
             Ok(adoption) => {
@@ -434,7 +436,66 @@ impl<'a> Run<'a> {
                 .await
                 .map_err(Error::kube(format!("releasing {key} from OLM v0")))?;
         }
+        // OLM's serving Secrets, never read: only the owner reference to the CSV (by uid) and
+        // OLM's labels go; one that is not there has nothing to release (the apply creates it).
+        for release in &adoption.unread_releases {
+            let key = &release.key;
+            let api = Api::<k8s_openapi::api::core::v1::Secret>::namespaced(
+                client.clone(),
+                key.namespace.as_deref().unwrap_or_default(),
+            );
+            let patch = pom_policy::adopt::webhooks::unread_release_patch(release, &ours);
+            match api
+                .patch(&key.name, &params, &Patch::Strategic(&patch))
+                .await
+            {
+                Ok(_) => {}
+                Err(kube::Error::Api(status)) if status.code == 404 => {}
+                Err(err) => {
+                    return Err(Error::kube(format!("releasing {key} from OLM v0"))(err));
+                }
+            }
+        }
         tracing::info!(po = %self.name, released = adoption.releases.len(), "released the adopted objects from OLM v0");
+        Ok(())
+    }
+
+    /// Deletes OLM's webhook configurations POM's replace, once the apply wrote POM's: each
+    /// conditional on the resourceVersion proven (a changed one is left, and the reconcile
+    /// fails, so the status is not written and the next one proves again).
+    async fn retire_olm_webhooks(&mut self) -> Result<(), Error> {
+        let Some(adoption) = &self.adoption else {
+            return Ok(());
+        };
+        if !matches!(self.outcome, ActOutcome::Applied(_)) {
+            return Ok(());
+        }
+        let client = &self.pctx.ctx.client;
+        for retire in &adoption.retire {
+            let key = &retire.key;
+            let params = kube::api::DeleteParams {
+                preconditions: Some(kube::api::Preconditions {
+                    resource_version: retire.resource_version.clone(),
+                    uid: None,
+                }),
+                ..kube::api::DeleteParams::default()
+            };
+            let gvk =
+                kube::core::GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", &key.kind);
+            let (api, _) = self.pctx.kinds.api(client, &gvk, None).await?;
+            match api.delete(&key.name, &params).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(status)) if status.code == 404 => {}
+                Err(err) => {
+                    return Err(Error::kube(format!(
+                        "deleting {key}, OLM v0's, which POM's replaces"
+                    ))(err));
+                }
+            }
+        }
+        if !adoption.retire.is_empty() {
+            tracing::info!(po = %self.name, retired = adoption.retire.len(), "deleted OLM v0's webhook configurations POM's replace");
+        }
         Ok(())
     }
 
@@ -450,7 +511,7 @@ impl<'a> Run<'a> {
         let judged = give_back::judge(&give_back::GiveBackInput {
             po: &self.name,
             requested,
-            installed: installed_name(self.po),
+            installed: give_back::csv_to_give_back(self.po).ok(),
             olm: self.gathered.olm.as_ref(),
         });
         let owner = match judged {

@@ -184,6 +184,29 @@ pub enum Refused {
     },
 }
 
+/// The ClusterServiceVersion a give-back of `po` names: its installed bundle, which for an
+/// adopted PlatformOperator that never moved is the CSV adopted. The manager judges the
+/// annotation against it ([`judge`]'s `installed`) and `pomctl adopt --give-back` writes it:
+/// one rule.
+///
+/// # Errors
+/// [`Refused::NotAdopted`] without `spec.adoptFrom`; [`Refused::NamesAnother`] (naming
+/// nothing) when nothing is installed.
+pub fn csv_to_give_back(po: &pom_api::PlatformOperator) -> Result<&str, Refused> {
+    let name = po.metadata.name.clone().unwrap_or_default();
+    if po.spec.adopt_from.is_none() {
+        return Err(Refused::NotAdopted { po: name });
+    }
+    po.status
+        .as_ref()
+        .and_then(|s| s.installed_bundle.as_ref())
+        .map(|b| b.name.as_str())
+        .ok_or(Refused::NamesAnother {
+            requested: String::new(),
+            installed: None,
+        })
+}
+
 /// Whether the operator can go back to OLM (module documentation).
 ///
 /// # Errors
@@ -374,6 +397,7 @@ mod tests {
             csv_phase: Some("Succeeded".to_owned()),
             csv_uid: Some("u2".to_owned()),
             csv_annotations: std::collections::BTreeSet::new(),
+            webhook_configurations: Vec::new(),
         }
     }
 
@@ -419,6 +443,41 @@ mod tests {
         "platform.openshift.io/bundle",
         "app.kubernetes.io/managed-by",
     ];
+
+    #[test]
+    fn the_csv_to_give_back_is_the_installed_bundle_of_an_adopting_po() {
+        let po = |adopt: bool, installed: Option<&str>| {
+            let mut spec = serde_json::json!({"package": {"name": "op"}});
+            if adopt {
+                spec["adoptFrom"] =
+                    serde_json::json!({"subscription": {"namespace": "ns", "name": "op"}});
+            }
+            let mut po: pom_api::PlatformOperator = serde_json::from_value(serde_json::json!({
+                "apiVersion": "platform.openshift.io/v1alpha1", "kind": "PlatformOperator",
+                "metadata": {"name": "op"}, "spec": spec}))
+            .unwrap();
+            if let Some(name) = installed {
+                po.status = Some(
+                    serde_json::from_value(serde_json::json!({
+                    "installedBundle": {"name": name, "version": "1.0.0"}}))
+                    .unwrap(),
+                );
+            }
+            po
+        };
+        assert_eq!(csv_to_give_back(&po(true, Some("op.v1"))), Ok("op.v1"));
+        assert!(matches!(
+            csv_to_give_back(&po(false, Some("op.v1"))),
+            Err(Refused::NotAdopted { .. })
+        ));
+        assert!(matches!(
+            csv_to_give_back(&po(true, None)),
+            Err(Refused::NamesAnother {
+                installed: None,
+                ..
+            })
+        ));
+    }
 
     #[test]
     fn the_give_back_table() {

@@ -16,11 +16,13 @@
 //!    [`proof::AdoptionProof`] adoption will check against what runs before it writes.
 
 pub mod give_back;
+pub mod guard;
 mod install;
 pub mod proof;
 pub mod takeover;
 #[cfg(test)]
 mod tests;
+pub mod webhooks;
 
 use std::collections::BTreeSet;
 use std::fmt;

@@ -34,6 +34,9 @@ use serde_json::{Map, Value, json};
 
 use super::ObjectKey;
 use super::give_back::{Mark, ReleaseRecord};
+use super::webhooks::{
+    self, OLM_CA_HASH_ANNOTATION, OlmWebhookConfiguration, Retire, UnreadRelease,
+};
 
 /// OLM's owner labels on what it generates for a CSV (`pkg/lib/ownerutil`).
 pub const OLM_OWNER: &str = "olm.owner";
@@ -72,6 +75,8 @@ pub struct OlmSource {
     pub csv_uid: Option<String>,
     /// That CSV's annotation keys (OLM copies them onto the pod templates).
     pub csv_annotations: BTreeSet<String>,
+    /// The webhook configurations OLM created for that CSV (its owner labels name it).
+    pub webhook_configurations: Vec<OlmWebhookConfiguration>,
 }
 
 /// One object the bundle renders, with what the cluster holds under its identity.
@@ -93,6 +98,8 @@ pub struct TakeOverInput<'a> {
     pub bundle: &'a str,
     pub olm: &'a OlmSource,
     pub objects: &'a [Pair<'a>],
+    /// The shipped admission guard is in force ([`super::guard`]).
+    pub guarded: bool,
 }
 
 /// Why an adoption stops, changing nothing: each message names what differs and what to do.
@@ -146,6 +153,21 @@ pub enum NotProven {
     RenderedMissing { object: ObjectKey, csv: String },
     #[error("the bundle renders {count} objects, more than the {limit} one adoption proves")]
     TooManyObjects { count: usize, limit: usize },
+    #[error(
+        "{object} is OLM's webhook configuration for description {generate_name:?}, which the bundle POM would apply does not render: once POM serves its own certificate it would call the webhook trusting a CA that no longer signs; check that the Catalog's bundle is the one OLM installed, or delete it if it is left over"
+    )]
+    WebhookConfigurationUnmatched {
+        object: ObjectKey,
+        generate_name: String,
+    },
+    #[error(
+        "the admission guard refuses the manager's change of {} object(s) OLM made that carry no platform.openshift.io/adopt annotation ({}): hand them to this PlatformOperator, and adoption resumes: {commands}",
+        objects.len(), objects.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+    )]
+    AdmissionGuard {
+        objects: Vec<ObjectKey>,
+        commands: String,
+    },
 }
 
 /// What adoption does once proven.
@@ -157,6 +179,10 @@ pub struct TakeOver {
     pub create: Vec<ObjectKey>,
     /// The objects to release from OLM, with what to remove.
     pub releases: Vec<Release>,
+    /// The webhook serving Secrets released unread ([`super::webhooks`]).
+    pub unread_releases: Vec<UnreadRelease>,
+    /// OLM's webhook configurations POM's replace, deleted after the apply.
+    pub retire: Vec<Retire>,
 }
 
 /// What OLM marks on one object adoption takes over.
@@ -223,7 +249,26 @@ pub fn prove(input: &TakeOverInput<'_>) -> Result<TakeOver, NotProven> {
         component: component_label(input.package, &olm.namespace),
     };
     let mut out = TakeOver::default();
+    // What the manager would change that the admission guard refuses (OLM's, not annotated).
+    let mut unannotated: Vec<ObjectKey> = Vec::new();
     for pair in input.objects {
+        if pair.live.is_none() && webhooks::is_serving_secret(pair.key, input.objects) {
+            // OLM's serving Secret, never read: released unread, then POM writes its own
+            // certificate into it (module `webhooks`).
+            let labels = [OLM_OWNER, OLM_OWNER_NAMESPACE, OLM_OWNER_KIND]
+                .iter()
+                .map(|l| (*l).to_owned())
+                .chain([owner.component.clone()])
+                .collect::<Vec<_>>();
+            out.unread_releases.extend(webhooks::unread_release(
+                pair.key,
+                &olm.namespace,
+                olm.csv_uid.as_deref(),
+                &labels,
+            ));
+            out.create.push(pair.key.clone());
+            continue;
+        }
         let Some(live) = pair.live else {
             let key = pair.key;
             if MUST_EXIST
@@ -239,6 +284,9 @@ pub fn prove(input: &TakeOverInput<'_>) -> Result<TakeOver, NotProven> {
             continue;
         };
         let release = owner.release_of(pair.key, live);
+        if release.is_some() && !super::guard::handed_over(live) {
+            unannotated.push(pair.key.clone());
+        }
         if release.is_none() && !is_pos(live, input.po) {
             return Err(NotProven::NotOlms {
                 object: pair.key.clone(),
@@ -250,6 +298,19 @@ pub fn prove(input: &TakeOverInput<'_>) -> Result<TakeOver, NotProven> {
         }
         out.take_over.push(pair.key.clone());
         out.releases.extend(release);
+    }
+    out.retire = webhooks::retire(&olm.webhook_configurations, input.objects)?;
+    unannotated.extend(
+        olm.webhook_configurations
+            .iter()
+            .filter(|c| !c.handed_over)
+            .map(|c| c.key.clone()),
+    );
+    if input.guarded && !unannotated.is_empty() {
+        return Err(NotProven::AdmissionGuard {
+            commands: super::guard::listed_commands(&unannotated, input.po),
+            objects: unannotated,
+        });
     }
     Ok(out)
 }
@@ -437,7 +498,9 @@ pub fn template_difference(
         let p: Vec<&str> = path.iter().map(String::as_str).collect();
         match p.as_slice() {
             ["metadata", "annotations", key] => {
-                key.starts_with("olm.") || csv_annotations.contains(*key)
+                key.starts_with("olm.")
+                    || *key == OLM_CA_HASH_ANNOTATION
+                    || csv_annotations.contains(*key)
             }
             _ => server_default(&p, value, parent),
         }
@@ -689,6 +752,7 @@ mod tests {
             csv_phase: Some("Succeeded".to_owned()),
             csv_uid: Some("u1".to_owned()),
             csv_annotations: ["alm-examples".to_owned()].into(),
+            webhook_configurations: Vec::new(),
         }
     }
 
@@ -735,6 +799,7 @@ mod tests {
             bundle: "op.v1",
             olm,
             objects: &objects,
+            guarded: false,
         })
     }
 
@@ -870,6 +935,23 @@ mod tests {
                 olm_deployment(),
                 Err("BundleDiffers"),
             ),
+            (
+                "OLM's CA hash on a webhook Deployment's template (OLM's own annotation)",
+                olm(),
+                edit(&|d| {
+                    d["spec"]["template"]["metadata"]["annotations"]["olmcahash"] = json!("ab12");
+                }),
+                Ok(()),
+            ),
+            (
+                "a certificate volume POM does not render",
+                olm(),
+                edit(&|d| {
+                    d["spec"]["template"]["spec"]["volumes"] = json!([{"name": "webhook-cert",
+                        "secret": {"secretName": "op-service-cert", "defaultMode": 420}}]);
+                }),
+                Err("PodTemplateDiffers"),
+            ),
         ];
         for (name, olm, live, want) in cases {
             let got = judged(&olm, &pom_deployment(), Some(&live));
@@ -880,6 +962,251 @@ mod tests {
                     assert!(!err.to_string().is_empty());
                 }
                 (want, got) => panic!("{name}: wanted {want:?}, got {got:?}"),
+            }
+        }
+    }
+
+    /// A webhook bundle as OLM v0 lays it out: the Deployment with OLM's certificate volumes
+    /// (POM renders the same), its Service, its serving Secret (never read), and OLM's
+    /// webhook configuration under a generated name.
+    #[test]
+    fn a_webhook_bundle_releases_its_secret_unread_and_retires_olms_configuration() {
+        let volumes = json!([
+            {"name": "apiservice-cert", "secret": {"secretName": "op-service-cert",
+                "items": [{"key": "tls.crt", "path": "apiserver.crt"}, {"key": "tls.key", "path": "apiserver.key"}]}},
+            {"name": "webhook-cert", "secret": {"secretName": "op-service-cert",
+                "items": [{"key": "tls.crt", "path": "tls.crt"}, {"key": "tls.key", "path": "tls.key"}]}}]);
+        let mounts = json!([
+            {"name": "apiservice-cert", "mountPath": "/apiserver.local.config/certificates"},
+            {"name": "webhook-cert", "mountPath": "/tmp/k8s-webhook-server/serving-certs"}]);
+        let mut pom = pom_deployment();
+        pom["spec"]["template"]["spec"]["volumes"] = volumes.clone();
+        pom["spec"]["template"]["spec"]["containers"][0]["volumeMounts"] = mounts.clone();
+        let mut live = olm_deployment();
+        let t = &mut live["spec"]["template"];
+        t["spec"]["volumes"] = volumes;
+        t["spec"]["volumes"][0]["secret"]["defaultMode"] = json!(420);
+        t["spec"]["volumes"][1]["secret"]["defaultMode"] = json!(420);
+        t["spec"]["containers"][0]["volumeMounts"] = mounts;
+        t["metadata"]["annotations"]["olmcahash"] = json!("ab12");
+        let dep = key("Deployment", "op");
+        let object = |kind: &str, name: &str| ObjectKey {
+            api_version: "v1".into(),
+            kind: kind.into(),
+            namespace: Some("ns".into()),
+            name: name.into(),
+        };
+        let (service, secret) = (
+            object("Service", "op-service"),
+            object("Secret", "op-service-cert"),
+        );
+        let vwc = ObjectKey {
+            api_version: "admissionregistration.k8s.io/v1".into(),
+            kind: "ValidatingWebhookConfiguration".into(),
+            namespace: None,
+            name: "vop".into(),
+        };
+        let live_service = json!({"metadata": {"name": "op-service", "namespace": "ns",
+            "labels": {"olm.managed": "true"},
+            "ownerReferences": [{"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion", "name": "op.v1", "uid": "u1"}]}});
+        let empty = json!({});
+        let objects = [
+            Pair {
+                key: &dep,
+                desired: &pom,
+                live: Some(&live),
+            },
+            Pair {
+                key: &service,
+                desired: &empty,
+                live: Some(&live_service),
+            },
+            Pair {
+                key: &secret,
+                desired: &empty,
+                live: None,
+            },
+            Pair {
+                key: &vwc,
+                desired: &empty,
+                live: None,
+            },
+        ];
+        let olm_config = |generate: &str| OlmWebhookConfiguration {
+            key: ObjectKey {
+                name: "vop-x7k2q".into(),
+                ..vwc.clone()
+            },
+            resource_version: Some("9".into()),
+            generate_name: Some(generate.into()),
+            handed_over: false,
+        };
+        let source = OlmSource {
+            webhook_configurations: vec![olm_config("vop")],
+            ..olm()
+        };
+        let input = TakeOverInput {
+            po: "po",
+            package: "op",
+            bundle: "op.v1",
+            olm: &source,
+            objects: &objects,
+            guarded: false,
+        };
+        let out = prove(&input).unwrap();
+        assert_eq!(out.take_over, vec![dep.clone(), service.clone()]);
+        assert_eq!(out.create, vec![secret.clone(), vwc.clone()]);
+        assert_eq!(out.unread_releases.len(), 1);
+        assert_eq!(out.unread_releases[0].key, secret);
+        assert_eq!(out.unread_releases[0].csv_uid, "u1");
+        assert!(
+            out.unread_releases[0]
+                .labels
+                .contains(&"operators.coreos.com/op.ns".to_owned())
+        );
+        assert_eq!(out.retire.len(), 1);
+        assert_eq!(out.retire[0].key.name, "vop-x7k2q");
+        assert_eq!(out.retire[0].resource_version.as_deref(), Some("9"));
+        // OLM's configuration for a description POM does not render: not proven, nothing done.
+        let other = OlmSource {
+            webhook_configurations: vec![olm_config("other")],
+            ..olm()
+        };
+        let err = prove(&TakeOverInput {
+            olm: &other,
+            ..input
+        })
+        .unwrap_err();
+        assert!(
+            matches!(err, NotProven::WebhookConfigurationUnmatched { .. }),
+            "{err}"
+        );
+        // Without the CSV's uid nothing says which owner reference is OLM's: not released.
+        let unknown = OlmSource {
+            csv_uid: None,
+            ..olm()
+        };
+        let secret_only = [
+            Pair {
+                key: &secret,
+                desired: &empty,
+                live: None,
+            },
+            Pair {
+                key: &service,
+                desired: &empty,
+                live: None,
+            },
+        ];
+        let out = prove(&TakeOverInput {
+            olm: &unknown,
+            objects: &secret_only,
+            guarded: false,
+            ..input
+        })
+        .unwrap();
+        assert!(out.unread_releases.is_empty());
+    }
+
+    /// Under the shipped admission guard, everything of OLM's the manager would change must
+    /// carry `platform.openshift.io/adopt`: the proof names what does not, with the commands.
+    #[test]
+    fn under_the_admission_guard_what_is_not_handed_over_is_named_with_its_command() {
+        let dep = key("Deployment", "op");
+        let (pom, live) = (pom_deployment(), olm_deployment());
+        let mut annotated = olm_deployment();
+        annotated["metadata"]["annotations"] = json!({"platform.openshift.io/adopt": "po"});
+        let resumed = pom_deployment();
+        let config = |handed_over: bool| OlmWebhookConfiguration {
+            key: ObjectKey {
+                api_version: "admissionregistration.k8s.io/v1".into(),
+                kind: "ValidatingWebhookConfiguration".into(),
+                namespace: None,
+                name: "vop-x7k2q".into(),
+            },
+            resource_version: None,
+            generate_name: Some("vop".into()),
+            handed_over,
+        };
+        let vwc = ObjectKey {
+            name: "vop".into(),
+            ..config(false).key
+        };
+        let empty = json!({});
+        let prove_with = |guarded: bool, live: &Value, handed_over: bool| {
+            let source = OlmSource {
+                webhook_configurations: vec![config(handed_over)],
+                ..olm()
+            };
+            let objects = [
+                Pair {
+                    key: &dep,
+                    desired: &pom,
+                    live: Some(live),
+                },
+                Pair {
+                    key: &vwc,
+                    desired: &empty,
+                    live: None,
+                },
+            ];
+            prove(&TakeOverInput {
+                po: "po",
+                package: "op",
+                bundle: "op.v1",
+                olm: &source,
+                objects: &objects,
+                guarded,
+            })
+        };
+        let cases: Vec<(&str, bool, &Value, bool, Option<usize>)> = vec![
+            (
+                "no guard: nothing needs the annotation",
+                false,
+                &live,
+                false,
+                None,
+            ),
+            (
+                "guard, nothing handed over: both named",
+                true,
+                &live,
+                false,
+                Some(2),
+            ),
+            (
+                "guard, the Deployment handed over",
+                true,
+                &annotated,
+                false,
+                Some(1),
+            ),
+            ("guard, all handed over", true, &annotated, true, None),
+            (
+                "guard, a resumed adoption: the Deployment is POM's already",
+                true,
+                &resumed,
+                true,
+                None,
+            ),
+        ];
+        for (case, guarded, live, handed_over, refused) in cases {
+            match (prove_with(guarded, live, handed_over), refused) {
+                (Ok(_), None) => {}
+                (Err(NotProven::AdmissionGuard { objects, commands }), Some(n)) => {
+                    assert_eq!(objects.len(), n, "{case}");
+                    assert!(
+                        commands.contains("kubectl annotate validatingwebhookconfiguration.admissionregistration.k8s.io/vop-x7k2q platform.openshift.io/adopt=po"),
+                        "{case}: {commands}"
+                    );
+                    if n == 2 {
+                        assert!(
+                            commands.contains("kubectl annotate deployment.apps/op -n ns platform.openshift.io/adopt=po"),
+                            "{case}: {commands}"
+                        );
+                    }
+                }
+                (got, want) => panic!("{case}: wanted {want:?} refused, got {got:?}"),
             }
         }
     }
@@ -940,6 +1267,7 @@ mod tests {
             bundle: "op.v1",
             olm: &olm(),
             objects: &objects,
+            guarded: false,
         })
         .unwrap();
         assert_eq!(out.take_over, vec![sa.clone(), dep.clone()]);
@@ -1352,6 +1680,7 @@ mod tests {
             bundle: "op.v1",
             olm: &olm(),
             objects: &objects,
+            guarded: false,
         })
         .unwrap_err();
         assert!(matches!(err, NotProven::RenderedMissing { .. }), "{err:?}");
@@ -1394,6 +1723,7 @@ mod tests {
                 bundle: "op.v1",
                 olm: &olm(),
                 objects: &objects,
+                guarded: false,
             })
         };
         assert!(prove_at(Some("ns")).is_ok());

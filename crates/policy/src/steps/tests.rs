@@ -372,6 +372,7 @@ fn the_plan_of_each_case() {
             ReleaseFromOlm,
             AnnounceMove,
             Apply,
+            RetireOlmWebhooks,
             Report,
             RememberCleanCheck,
             WriteStatus,
@@ -506,6 +507,7 @@ fn every_plan_ends_in_one_requeue_and_orders_its_writes() {
                                 Prepare
                                     | Apply
                                     | ReleaseFromOlm
+                                    | RetireOlmWebhooks
                                     | PruneAfterSettle
                                     | Withdraw { .. }
                                     | FinishInterruptedPrune { .. }
@@ -561,6 +563,9 @@ fn check_order(steps: &[Step]) {
     both_in_order(&ProveAdoption, &RecordIntent);
     both_in_order(&ReleaseFromOlm, &Apply);
     both_in_order(&ReleaseFromOlm, &AnnounceMove);
+    // OLM's webhook configurations go only once POM's are applied.
+    before(&Apply, &RetireOlmWebhooks);
+    before(&ProveAdoption, &RetireOlmWebhooks);
     before(&Report, &WriteStatus);
     before(&WriteStatus, &PruneAfterSettle);
     before(&Report, &RememberCleanCheck);
