@@ -13,12 +13,13 @@ fn pomctl(args: &[&str]) -> std::process::Output {
 }
 
 #[test]
-fn adopting_for_real_is_refused_until_the_manager_adopts() {
+fn adopting_for_real_names_the_way_the_manager_adopts() {
     let out = pomctl(&["adopt", "--dry-run=false"]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--dry-run=false"), "{stderr}");
-    assert!(stderr.contains("issue 36 item 2"), "{stderr}");
+    assert!(stderr.contains("--subscription NAMESPACE/NAME"), "{stderr}");
+    assert!(stderr.contains("--give-back"), "{stderr}");
 }
 
 #[test]

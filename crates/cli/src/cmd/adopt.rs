@@ -132,7 +132,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     }
     if !args.dry_run {
         bail!(
-            "--dry-run=false: POM does not adopt yet (issue 36 item 2); apply the PlatformOperator `pomctl adopt --subscription NAMESPACE/NAME` prints once it does"
+            "--dry-run=false: pomctl adopt writes nothing but the give-back annotation (--give-back PO); to adopt, apply the PlatformOperator `pomctl adopt --subscription NAMESPACE/NAME` prints (`| kubectl apply -f -`), and the manager adopts it"
         );
     }
     let wanted = args

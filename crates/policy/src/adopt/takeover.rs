@@ -207,41 +207,7 @@ pub struct Release {
 /// The first difference found, as the reason adoption stops.
 pub fn prove(input: &TakeOverInput<'_>) -> Result<TakeOver, NotProven> {
     let olm = input.olm;
-    if !olm.found {
-        return Err(NotProven::SubscriptionMissing {
-            subscription: olm.subscription.clone(),
-        });
-    }
-    if olm.package != input.package {
-        return Err(NotProven::PackageDiffers {
-            subscription: olm.subscription.clone(),
-            olm: olm.package.clone(),
-            po: input.package.to_owned(),
-        });
-    }
-    let Some(csv) = olm.installed_csv.as_deref().filter(|c| !c.is_empty()) else {
-        return Err(NotProven::NotInstalled {
-            subscription: olm.subscription.clone(),
-        });
-    };
-    if olm.csv_phase.as_deref() != Some(pom_api::olm::v0_install::CSV_SUCCEEDED) {
-        return Err(NotProven::CsvNotSucceeded {
-            csv: csv.to_owned(),
-            phase: olm.csv_phase.clone(),
-        });
-    }
-    if csv != input.bundle {
-        return Err(NotProven::BundleDiffers {
-            csv: csv.to_owned(),
-            bundle: input.bundle.to_owned(),
-        });
-    }
-    if input.objects.len() > MAX_ADOPTED_OBJECTS {
-        return Err(NotProven::TooManyObjects {
-            count: input.objects.len(),
-            limit: MAX_ADOPTED_OBJECTS,
-        });
-    }
+    let csv = installed_csv(input)?;
     let owner = OlmOwner {
         csv,
         csv_uid: olm.csv_uid.as_deref(),
@@ -313,6 +279,48 @@ pub fn prove(input: &TakeOverInput<'_>) -> Result<TakeOver, NotProven> {
         });
     }
     Ok(out)
+}
+
+/// The CSV the Subscription installed, when it is the PO's package and bundle, has succeeded,
+/// and has no more objects than adoption reads: what must hold before any object is compared.
+fn installed_csv<'a>(input: &TakeOverInput<'a>) -> Result<&'a str, NotProven> {
+    let olm = input.olm;
+    if !olm.found {
+        return Err(NotProven::SubscriptionMissing {
+            subscription: olm.subscription.clone(),
+        });
+    }
+    if olm.package != input.package {
+        return Err(NotProven::PackageDiffers {
+            subscription: olm.subscription.clone(),
+            olm: olm.package.clone(),
+            po: input.package.to_owned(),
+        });
+    }
+    let Some(csv) = olm.installed_csv.as_deref().filter(|c| !c.is_empty()) else {
+        return Err(NotProven::NotInstalled {
+            subscription: olm.subscription.clone(),
+        });
+    };
+    if olm.csv_phase.as_deref() != Some(pom_api::olm::v0_install::CSV_SUCCEEDED) {
+        return Err(NotProven::CsvNotSucceeded {
+            csv: csv.to_owned(),
+            phase: olm.csv_phase.clone(),
+        });
+    }
+    if csv != input.bundle {
+        return Err(NotProven::BundleDiffers {
+            csv: csv.to_owned(),
+            bundle: input.bundle.to_owned(),
+        });
+    }
+    if input.objects.len() > MAX_ADOPTED_OBJECTS {
+        return Err(NotProven::TooManyObjects {
+            count: input.objects.len(),
+            limit: MAX_ADOPTED_OBJECTS,
+        });
+    }
+    Ok(csv)
 }
 
 /// Whether `po` is adopting: it names an OLM v0 installation (`spec.adoptFrom`) and its status
