@@ -175,6 +175,16 @@ impl GuardState {
         )
     }
 
+    /// Whether the manager's own guard is known to be enforced: it refuses the manager's
+    /// writes to an object it did not create unless the object carries the hand-over
+    /// annotation, so a proof that changes such objects must first see every one annotated
+    /// (adoption). `OwnerLabelGuardDown` is the manager's guard intact beside a missing
+    /// owner-label guard: enforced all the same (review of issue 36, H3).
+    #[must_use]
+    pub fn enforces_hand_over(&self) -> bool {
+        matches!(self, Self::Intact | Self::OwnerLabelGuardDown { .. })
+    }
+
     /// What degrades the cluster operator, for the admin: [`GuardState::problem`], or the
     /// owner-label guard not in place while writes go on.
     #[must_use]
@@ -641,6 +651,29 @@ mod tests {
     use pom_resolver::cluster::{ClusterVersionSnapshot, HistoryEntry, cluster_phase};
 
     use super::*;
+
+    #[test]
+    fn the_hand_over_is_enforced_wherever_the_managers_guard_is_intact() {
+        let down = |object: &str| GuardState::OwnerLabelGuardDown {
+            object: object.to_owned(),
+            detail: "does not exist".to_owned(),
+        };
+        // (guard, enforced): the owner-label guard down leaves the manager's guard enforcing.
+        let cases = [
+            (GuardState::Intact, true),
+            (down("ValidatingAdmissionPolicy pom-owner-label"), true),
+            (GuardState::Unchecked, false),
+            (
+                GuardState::Missing {
+                    object: "ValidatingAdmissionPolicy pom-manager-guard".to_owned(),
+                },
+                false,
+            ),
+        ];
+        for (guard, enforced) in cases {
+            assert_eq!(guard.enforces_hand_over(), enforced, "{guard:?}");
+        }
+    }
 
     /// A ClusterVersion as `(state, version)` history entries (newest first; `Partial` ones
     /// without a completion time), `status.desired`, `spec.desiredUpdate`, `Progressing`.

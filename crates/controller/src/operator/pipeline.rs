@@ -382,7 +382,7 @@ impl<'a> Run<'a> {
             bundle: &bundle,
             olm,
             objects: &pairs,
-            guarded: matches!(self.gathered.guard, GuardState::Intact),
+            guarded: self.gathered.guard.enforces_hand_over(),
         });
         match proven {
             Ok(adoption) => {
