@@ -92,6 +92,13 @@ pub enum Error {
          {first}); an object kept by a finalizer of its own needs that finalizer's controller"
     )]
     StillDeleting { count: usize, first: String },
+    /// Adopting a webhook bundle: OLM v0's configurations stay until POM's own are registered
+    /// (`pom_policy::adopt::webhooks::retire_now`); the reconcile fails before its status write,
+    /// so the next one proves the adoption again (review of issue 36, H2).
+    #[error(
+        "adopting: OLM v0's {count} webhook configuration(s) stay registered until POM's own are, once the webhook Service lists a ready pod of the current template; retried (a paused Deployment must be resumed)"
+    )]
+    WebhookHandOverPending { count: usize },
     /// What the API server says it serves cannot be used to judge a bundle's CRD claims:
     /// refusing to apply is safer than applying unchecked (review M4).
     #[error(
@@ -135,6 +142,7 @@ impl Error {
             | Self::DiscoveryUnusable { .. }
             | Self::AppliedContentGone { .. }
             | Self::WebhookCertificates { .. } => Reason::InstallFailed,
+            Self::WebhookHandOverPending { .. } => Reason::Installing,
             Self::AdmissionGuardMissing { .. } => Reason::AdmissionGuardMissing,
             Self::BundlePull { .. }
             | Self::RegistryAccess { .. }

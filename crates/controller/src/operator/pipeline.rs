@@ -20,6 +20,7 @@ use pom_api::platform_operator::InventoryObject;
 use pom_api::platform_operator::PlatformOperatorStatus;
 use pom_policy::adopt::give_back::{self, Restore};
 use pom_policy::adopt::takeover::{self, OlmSource, Pair, TakeOver, TakeOverInput};
+use pom_policy::adopt::webhooks;
 use pom_policy::namespace_clash::{self, NamespaceClash};
 use pom_policy::snapshot::{GuardState, OperatorGate};
 use pom_policy::status::{self, ActOutcome, StatusInput};
@@ -444,7 +445,7 @@ impl<'a> Run<'a> {
                 client.clone(),
                 key.namespace.as_deref().unwrap_or_default(),
             );
-            let patch = pom_policy::adopt::webhooks::unread_release_patch(release, &ours);
+            let patch = webhooks::unread_release_patch(release, &ours);
             match api
                 .patch(&key.name, &params, &Patch::Strategic(&patch))
                 .await
@@ -464,11 +465,16 @@ impl<'a> Run<'a> {
     /// conditional on the resourceVersion proven (a changed one is left, and the reconcile
     /// fails, so the status is not written and the next one proves again).
     async fn retire_olm_webhooks(&mut self) -> Result<(), Error> {
-        let Some(adoption) = &self.adoption else {
+        let Some(adoption) = self.adoption.as_ref().filter(|a| !a.retire.is_empty()) else {
             return Ok(());
         };
-        if !matches!(self.outcome, ActOutcome::Applied(_)) {
+        let ActOutcome::Applied(report) = &self.outcome else {
             return Ok(());
+        };
+        if !webhooks::retire_now(&report.waits) {
+            return Err(Error::WebhookHandOverPending {
+                count: adoption.retire.len(),
+            });
         }
         let client = &self.pctx.ctx.client;
         for retire in &adoption.retire {

@@ -140,6 +140,18 @@ pub fn unread_release_patch(
     }})
 }
 
+/// Whether OLM's webhook configurations may be retired after this apply: only once POM's own
+/// are registered, that is when the apply left no `WebhookServed` wait (a pod not ready yet, a
+/// paused Deployment). Retired earlier, no configuration would be registered at all while POM's
+/// wait, and the adoption, recorded installed, would never be proven again (review of issue 36,
+/// H2): the reconcile fails before its status write instead, and the next one proves again.
+#[must_use]
+pub fn retire_now(waits: &[crate::status::Wait]) -> bool {
+    !waits
+        .iter()
+        .any(|wait| matches!(wait, crate::status::Wait::WebhookServed { .. }))
+}
+
 /// OLM's webhook configurations for the CSV that POM's replace: each must be for a webhook
 /// description POM renders a configuration of the same kind for (named after the same
 /// `generateName`), else adoption would leave a configuration trusting a CA nothing signs
@@ -182,6 +194,41 @@ pub fn retire(
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+    use crate::status::Wait;
+
+    #[test]
+    fn olms_configurations_are_retired_only_once_poms_are_registered() {
+        let rollout = Wait::Rollout {
+            namespace: "gamma-system".to_owned(),
+            name: "gamma".to_owned(),
+        };
+        let held = Wait::WebhookServed {
+            kind: "ValidatingWebhookConfiguration".to_owned(),
+            name: "gamma-validating".to_owned(),
+        };
+        let service = Wait::WebhookServed {
+            kind: "Service".to_owned(),
+            name: "gamma-service".to_owned(),
+        };
+        // (what, waits after the apply, retire now)
+        let cases = [
+            ("nothing left to wait for", vec![], true),
+            (
+                "a rollout still going: POM's are registered",
+                vec![rollout.clone()],
+                true,
+            ),
+            (
+                "POM's held until the Service serves",
+                vec![rollout, held],
+                false,
+            ),
+            ("the Service itself not serving", vec![service], false),
+        ];
+        for (what, waits, expected) in cases {
+            assert_eq!(retire_now(&waits), expected, "{what}");
+        }
+    }
 
     fn key(kind: &str, name: &str, namespace: Option<&str>) -> ObjectKey {
         let api_version = if WEBHOOK_CONFIGURATION_KINDS.contains(&kind) {
