@@ -209,7 +209,7 @@ fn update_kind(from: &Version, to: &Version) -> PhaseKind {
 
 /// The gate once a move settled: an operator that reports says `Upgradeable=True` (what a
 /// healthy operator does once migrated), one that never reported still has none.
-fn settled_gate(gate: &OperatorGate) -> OperatorGate {
+pub(crate) fn settled_gate(gate: &OperatorGate) -> OperatorGate {
     if gate.reported {
         OperatorGate {
             reported: true,

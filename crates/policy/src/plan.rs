@@ -166,16 +166,8 @@ fn settle(world: &mut PoSnapshot<'_>, target: &MoveTarget, from: Option<String>)
             .request
             .as_ref()
             .is_ok_and(|r| r.upgrade_gate == UpgradeGate::OperatorCondition);
-    world.gate = if gated {
-        OperatorGate {
-            reported: true,
-            reading: GateReading::Says {
-                upgradeable: true,
-                message: "assumed: the operator reports Upgradeable=True once settled".to_owned(),
-                overridden: false,
-            },
-        }
-    } else {
-        OperatorGate::absent()
-    };
+    world.gate = crate::chain::settled_gate(&OperatorGate {
+        reported: gated,
+        reading: GateReading::Absent,
+    });
 }
