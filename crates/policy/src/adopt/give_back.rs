@@ -409,14 +409,7 @@ mod tests {
         }
     }
 
-    fn key(api_version: &str, kind: &str, namespace: Option<&str>, name: &str) -> ObjectKey {
-        ObjectKey {
-            api_version: api_version.into(),
-            kind: kind.into(),
-            namespace: namespace.map(str::to_owned),
-            name: name.into(),
-        }
-    }
+    use crate::adopt::test_key as key;
 
     fn record() -> ReleaseRecord {
         ReleaseRecord {

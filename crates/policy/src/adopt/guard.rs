@@ -78,14 +78,7 @@ pub fn needs_handing_over(
 mod tests {
     use super::*;
 
-    fn key(api_version: &str, kind: &str, namespace: Option<&str>, name: &str) -> ObjectKey {
-        ObjectKey {
-            api_version: api_version.into(),
-            kind: kind.into(),
-            namespace: namespace.map(str::to_owned),
-            name: name.into(),
-        }
-    }
+    use crate::adopt::test_key as key;
 
     #[test]
     fn the_command_names_the_resource_by_group_and_the_namespace() {

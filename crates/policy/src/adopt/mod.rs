@@ -219,3 +219,19 @@ pub struct Adoption {
     /// What POM established about the bundle, when it got that far.
     pub proof: Option<AdoptionProof>,
 }
+
+/// An object's key for the tests of this module's parts (one builder, not one per test module).
+#[cfg(test)]
+pub(crate) fn test_key(
+    api_version: &str,
+    kind: &str,
+    namespace: Option<&str>,
+    name: &str,
+) -> ObjectKey {
+    ObjectKey {
+        api_version: api_version.into(),
+        kind: kind.into(),
+        namespace: namespace.map(str::to_owned),
+        name: name.into(),
+    }
+}
