@@ -17,6 +17,7 @@ pub const TEST_AUTO_SETTLE_WINDOW: Duration = Duration::from_secs(1);
 pub struct Manager {
     token: CancellationToken,
     handle: Option<tokio::task::JoinHandle<()>>,
+    metrics: std::sync::Arc<pom_controller::metrics::Metrics>,
 }
 
 impl Manager {
@@ -34,12 +35,30 @@ impl Manager {
             .try_init();
         let token = CancellationToken::new();
         let ctx = pom_controller::Context::new(client, settings);
+        let metrics = ctx.metrics.clone();
         let state = pom_controller::cluster_state::ClusterState::start(&ctx.client, &token);
         let handle = tokio::spawn(pom_controller::run::run_all(ctx, state, token.clone()));
         Self {
             token,
             handle: Some(handle),
+            metrics,
         }
+    }
+
+    /// The PlatformOperator reconciles this manager has finished (its
+    /// `pom_reconcile_duration_seconds_count`, as `/metrics` shows it): a test that must know a
+    /// reconcile ran, when the reconcile writes and reads nothing it could wait for.
+    #[must_use]
+    pub fn po_reconciles_finished(&self) -> u64 {
+        let text = self.metrics.encode().unwrap_or_default();
+        text.lines()
+            .find_map(|line| {
+                line.strip_prefix(
+                    "pom_reconcile_duration_seconds_count{controller=\"platformoperator\"} ",
+                )
+            })
+            .and_then(|count| count.trim().parse().ok())
+            .unwrap_or(0)
     }
 
     /// Settings suited to tests: fast resync, the loopback registry reachable over HTTP, and

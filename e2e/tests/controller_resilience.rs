@@ -793,15 +793,23 @@ async fn a_new_manager_repairs_drift_made_while_it_was_down_and_just_after_it_st
     manager.stop().await;
 
     // A restart with nothing drifted: the first check reads none of the bundle's objects (each
-    // is in the snapshot, current) and writes nothing.
+    // is in the snapshot, current), takes its gate's OperatorCondition from the snapshot too
+    // (the OperatorConditions are listed twice: by their metadata watch and for the snapshot,
+    // both before the first check; before the gate took its copy, a third list was its own),
+    // and writes nothing.
     let (counted, requests) = counting_client(&plane).await;
     let manager = Manager::start(counted, settings);
-    // The snapshot's list of OperatorConditions, then the first check's (its gate).
+    // Every PO reconcile gathers the gate, whatever it then decides.
     eventually(WAIT, "the first check after the restart", || async {
-        (count(&requests, "list", "operatorconditions.operators.coreos.com") >= 2).then_some(())
+        (manager.po_reconciles_finished() >= 1).then_some(())
     })
     .await;
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    let condition_lists = count(&requests, "list", "operatorconditions.operators.coreos.com");
+    assert_eq!(
+        condition_lists, 2,
+        "the OperatorConditions are listed by their watch and for the snapshot only: the gate \
+         takes its copy from the snapshot"
+    );
     let per_object: Vec<(&str, u64, u64)> = BUNDLE_RESOURCES
         .iter()
         .map(|r| (*r, count(&requests, "get", r), count(&requests, "patch", r)))

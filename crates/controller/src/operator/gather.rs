@@ -8,11 +8,11 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use k8s_openapi::jiff::Timestamp;
-use kube::ResourceExt;
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::core::GroupVersionKind;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Resource, ResourceExt};
 use pom_api::PlatformOperator;
 use pom_api::labels;
 use pom_api::olm::OperatorCondition;
@@ -28,6 +28,7 @@ use pom_resolver::fbc::Catalog as FbcCatalog;
 use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 
+use super::first_checks::{FirstChecks, LabelledKey};
 use super::objects::{KindCache, PRUNABLE_KINDS, is_not_served};
 use crate::catalog::{CatalogCache, CatalogState, ServedCatalog};
 use crate::cluster_proxy::OperatorProxy;
@@ -369,8 +370,11 @@ pub fn catalogs(
 
 /// The installed operator's gate: the OperatorCondition POM created for the installed bundle
 /// (found by owner and bundle labels, so a CSV named differently from its bundle is found).
+/// A first check after a start takes it from the start-up snapshot when the watch vouches for
+/// the copy (`first_checks.rs`), instead of one list per PO.
 pub async fn operator_gate(
     client: &kube::Client,
+    first: &FirstChecks,
     po: &PlatformOperator,
     namespace: &str,
     installed: Option<&str>,
@@ -384,14 +388,38 @@ pub async fn operator_gate(
             ..OperatorGate::absent()
         });
     };
-    let api: Api<OperatorCondition> = Api::namespaced(client.clone(), namespace);
+    let labelled = LabelledKey {
+        group: OperatorCondition::group(&()).into_owned(),
+        kind: OperatorCondition::kind(&()).into_owned(),
+        namespace: namespace.to_owned(),
+        owner: labels::label_value(&po.name_any()),
+        bundle: labels::label_value(bundle),
+    };
+    let found = first
+        .current_labelled_or(&labelled, list_operator_condition(client, &labelled))
+        .await?;
+    let mut gate = found.as_ref().map_or_else(OperatorGate::absent, gate_of);
+    gate.reported |= reported_before;
+    Ok(gate)
+}
+
+/// The first OperatorCondition carrying the owner and bundle labels of `key`, read by a list.
+async fn list_operator_condition(
+    client: &kube::Client,
+    key: &LabelledKey,
+) -> Result<Option<OperatorCondition>, Error> {
+    let api: Api<OperatorCondition> = Api::namespaced(client.clone(), &key.namespace);
     let selector = format!(
-        "{},{}={}",
-        labels::owned_by(&po.name_any()),
+        "{}={},{}={}",
+        labels::OWNER_PO,
+        key.owner,
         labels::BUNDLE,
-        labels::label_value(bundle)
+        key.bundle
     );
-    let action = format!("reading the OperatorCondition of bundle {bundle} in {namespace}");
+    let action = format!(
+        "reading the OperatorCondition of bundle {} in {}",
+        key.bundle, key.namespace
+    );
     // A read that hangs (seen under load: a list that did not answer for a minute) fails
     // after READ_DEADLINE and the reconcile is retried, instead of holding the PO until the
     // whole reconcile is cut.
@@ -404,14 +432,11 @@ pub async fn operator_gate(
         action: action.clone(),
         deadline: READ_DEADLINE,
     })?;
-    let found = match listed {
-        Ok(list) => list.items.into_iter().next(),
-        Err(kube::Error::Api(status)) if status.code == 404 => None,
-        Err(err) => return Err(Error::kube(action)(err)),
-    };
-    let mut gate = found.as_ref().map_or_else(OperatorGate::absent, gate_of);
-    gate.reported |= reported_before;
-    Ok(gate)
+    match listed {
+        Ok(list) => Ok(list.items.into_iter().next()),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(None),
+        Err(err) => Err(Error::kube(action)(err)),
+    }
 }
 
 /// The owner label of the Namespace `po` watches apart from its install namespace, as the

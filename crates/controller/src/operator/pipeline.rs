@@ -152,7 +152,8 @@ pub(super) async fn gather(
         None => {
             pctx.stage(&name, "gather: operator condition");
             let namespace = namespace.clone().unwrap_or_else(|| name.clone());
-            gather::operator_gate(&ctx.client, po, &namespace, installed).await?
+            gather::operator_gate(&ctx.client, &pctx.first_checks, po, &namespace, installed)
+                .await?
         }
     };
     pctx.stage(&name, "gather: objects of a lost status");
