@@ -219,12 +219,14 @@ pub fn csv_to_give_back(po: &pom_api::PlatformOperator) -> Result<&str, Refused>
         .ok_or(Refused::NothingInstalled { po: name })
 }
 
-/// The webhook objects `po`'s inventory records (its webhook configurations, and the serving
-/// Secret `<service>-cert` of a Service it records), as `kind/name`. Adoption replaced OLM's
-/// configurations with POM's and wrote POM's certificate into the Secret; giving back restores
-/// neither (OLM's configurations are gone, and POM never reads the Secret to restore OLM's
-/// certificate and owner reference), so a webhook bundle is refused rather than given back
-/// half: OLM's CA would no longer match what the operator serves.
+/// The webhook objects `po`'s inventory records (its webhook configurations, the serving
+/// Service `<deployment>-service` of a recorded Deployment, and the serving Secret
+/// `<service>-cert` of a recorded Service), as `kind/name`. Adoption replaces OLM's
+/// configurations with POM's and writes POM's certificate into the Secret, and while the
+/// hand-over waits it has already released the Secret (its inventory then records the Service
+/// but not yet the Secret nor POM's configurations); giving back restores none of it (POM
+/// never reads the Secret to restore OLM's owner reference and certificate), so a webhook
+/// bundle is refused rather than given back half.
 #[must_use]
 pub fn webhook_objects(po: &pom_api::PlatformOperator) -> Vec<String> {
     let objects: BTreeSet<&pom_api::platform_operator::InventoryObject> = po
@@ -233,26 +235,33 @@ pub fn webhook_objects(po: &pom_api::PlatformOperator) -> Vec<String> {
         .flat_map(|s| s.inventory.iter())
         .flat_map(|e| e.objects.iter())
         .collect();
-    let service = |namespace: &Option<String>, name: &str| {
-        objects.iter().any(|o| {
-            o.api_version == "v1"
-                && o.kind == "Service"
-                && &o.namespace == namespace
-                && o.name == name
-        })
+    let recorded = |kind: &str, namespace: &Option<String>, name: &str| {
+        objects
+            .iter()
+            .any(|o| o.kind == kind && &o.namespace == namespace && o.name == name)
     };
     objects
         .iter()
         .filter(|o| {
+            let core = o.api_version == "v1";
             super::webhooks::WEBHOOK_CONFIGURATION_KINDS.contains(&o.kind.as_str())
-                || (o.api_version == "v1"
+                || (core
                     && o.kind == "Secret"
                     && super::webhooks::service_of_serving_secret(&o.name)
-                        .is_some_and(|s| service(&o.namespace, s)))
+                        .is_some_and(|s| recorded("Service", &o.namespace, s)))
+                || (core
+                    && o.kind == "Service"
+                    && o.name
+                        .strip_suffix(SERVING_SERVICE_SUFFIX)
+                        .is_some_and(|d| recorded("Deployment", &o.namespace, d)))
         })
         .map(|o| format!("{}/{}", o.kind, o.name))
         .collect()
 }
+
+/// OLM's (and POM's) name of a Deployment's webhook Service: `<deployment>-service`
+/// (`certresources.go`, `ServiceName`).
+const SERVING_SERVICE_SUFFIX: &str = "-service";
 
 /// Whether the operator can go back to OLM (module documentation).
 ///
@@ -557,8 +566,14 @@ mod tests {
         );
         let cert = ("v1", "Secret", Some("ns"), "op-service-cert");
         // (case, inventory, refused naming)
+        let plain_service = ("v1", "Service", Some("ns"), "op-metrics");
         let cases: Vec<(&str, Vec<_>, Option<&str>)> = vec![
-            ("no webhook", vec![deployment, service], None),
+            ("no webhook", vec![deployment, plain_service], None),
+            (
+                "the hand-over waiting: the serving Service of a Deployment",
+                vec![deployment, service],
+                Some("Service/op-service"),
+            ),
             (
                 "a validating configuration",
                 vec![deployment, vwc],
@@ -577,6 +592,11 @@ mod tests {
             (
                 "a Secret named like one, no such Service",
                 vec![deployment, cert],
+                None,
+            ),
+            (
+                "a Service named like one, no such Deployment",
+                vec![service],
                 None,
             ),
         ];
