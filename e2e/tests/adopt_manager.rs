@@ -19,9 +19,11 @@
 //!   resumes and takes the install over with no restart;
 //! - [`adopts_a_webhook_bundle_with_no_restart_and_its_webhook_keeps_answering`]: a webhook
 //!   bundle as OLM v0 lays it out (its CA, serving Secret and mounts, a configuration under a
-//!   generated name) is adopted with no restart, OLM's configuration retired, the Secret
-//!   released unread and holding POM's certificate, the webhook answering before, after and
-//!   once the CSV and Subscription are deleted.
+//!   generated name) is adopted with no restart; while the CSV and Subscription exist the
+//!   hand-over waits (OLM's configuration and certificate stay, the status says what to
+//!   delete); once they are deleted, POM writes its certificate and configuration, trusting
+//!   OLM's CA too for a bound, and retires OLM's. The webhook answers through the API server
+//!   at every step.
 
 use std::collections::BTreeSet;
 
@@ -778,11 +780,14 @@ const WIDGET_NAMESPACE: &str = "team-w";
 /// the CA hash on the pod template, its webhook configuration under a generated name trusting
 /// OLM's CA, the conversion webhook on the CRD), its webhook answering with OLM's certificate
 /// (the stand-in serving what the Secret holds). Adopted: the same Deployment, ReplicaSet and
-/// pod UIDs and generation; OLM's webhook configuration replaced by POM's; the Secret no longer
-/// owned by the CSV and holding POM's certificate, which the stand-in then serves (as the
-/// operator reloads its mounted files, no restart) and the API server trusts. Then the CSV and
-/// Subscription are deleted: the garbage collector removes OLM's Role for the Secret, and
-/// nothing POM owns goes, the Secret included; the webhook still answers.
+/// pod UIDs and generation; the Secret no longer owned by the CSV. While the CSV and
+/// Subscription exist (OLM v0 would recreate a missing configuration and rewrite the Secret),
+/// the hand-over waits and says so: OLM's configuration and certificate stay and answer. Once
+/// they are deleted (the garbage collector removes OLM's Role for the Secret, nothing POM
+/// owns), POM writes its certificate into the Secret and its configuration trusting POM's CA
+/// and OLM's (the pods serve OLM's certificate until the kubelet refreshes the volume: the
+/// webhook answers then too), and retires OLM's configuration; the stand-in then serves POM's
+/// certificate, as the operator reloads its files, and the webhook still answers.
 #[tokio::test]
 async fn adopts_a_webhook_bundle_with_no_restart_and_its_webhook_keeps_answering() {
     let Some(crds) = olm_v0::require_crds() else {
@@ -840,47 +845,53 @@ async fn adopts_a_webhook_bundle_with_no_restart_and_its_webhook_keeps_answering
                "adoptFrom": {"subscription": {"namespace": ns, "name": "gamma"}}}),
     )
     .await;
-    wait_po_condition(&client, "gamma", "Installed", "True", None).await;
+    // The hand-over waits for OLM's objects to go, and says what to delete.
+    let message = eventually(WAIT, "the status to name the hand-over's wait", || async {
+        pom_e2e::manager::po_condition(&client, "gamma", "Progressing")
+            .await
+            .filter(|(status, _, m)| status == "True" && m.contains("delete ClusterServiceVersion"))
+            .map(|(_, _, m)| m)
+    })
+    .await;
+    assert!(
+        message.contains(
+            "delete ClusterServiceVersion gamma-system/gamma.v3.0.0 and Subscription gamma-system/gamma"
+        ) && message.contains("keeps answering with OLM's certificate"),
+        "{message}"
+    );
     rolled_out(&client, ns).await;
     assert_eq!(
         running(&client, ns).await,
         before,
         "adoption restarted the operator"
     );
-    // OLM's configuration is gone, POM's calls the same Service.
-    let left = Api::<ValidatingWebhookConfiguration>::all(client.clone())
-        .list(&ListParams::default().labels("olm.owner=gamma.v3.0.0"))
-        .await
-        .unwrap();
-    assert!(left.items.is_empty(), "{:?}", left.items);
-    let poms = Api::<ValidatingWebhookConfiguration>::all(client.clone())
-        .get(&format!("v{}", bundle.crd_name()))
-        .await
-        .unwrap();
-    assert_eq!(
-        poms.labels()
-            .get(pom_api::labels::OWNER_PO)
-            .map(String::as_str),
-        Some("gamma")
-    );
-    // The Secret: not the CSV's any more, POM's, with POM's certificate.
+    // Released: the Secret is no longer the CSV's (deleting it would remove nothing), but it
+    // holds OLM's certificate still, and OLM's configuration is the one registered.
     let secret = secrets.get(&secret_name).await.unwrap();
     assert_eq!(olm_marks(&secret.metadata), Vec::<String>::new());
     assert_eq!(
-        secret
-            .labels()
-            .get(pom_api::labels::OWNER_PO)
-            .map(String::as_str),
-        Some("gamma")
+        pair(&secret),
+        olms,
+        "OLM's certificate stays while the CSV exists"
     );
-    let poms_pair = pair(&secret);
-    assert_ne!(poms_pair.0, olms.0, "POM wrote its own certificate");
-    // The operator reloads the files its volume now holds (no restart): the stand-in serves
-    // them, and the API server trusts them through POM's configuration and CRD.
-    server.reload(&poms_pair.0, &poms_pair.1).unwrap();
-    webhook_answers(&client, &bundle, &server, "with-pom").await;
+    let vwcs = Api::<ValidatingWebhookConfiguration>::all(client.clone());
+    let poms_name = format!("v{}", bundle.crd_name());
+    assert!(
+        vwcs.get_opt(&poms_name).await.unwrap().is_none(),
+        "POM's waits"
+    );
+    assert_eq!(
+        vwcs.list(&ListParams::default().labels("olm.owner=gamma.v3.0.0"))
+            .await
+            .unwrap()
+            .items
+            .len(),
+        1,
+        "OLM's stays"
+    );
+    webhook_answers(&client, &bundle, &server, "while-waiting").await;
 
-    // OLM's objects deleted: only what OLM alone owned goes.
+    // OLM's objects deleted: only what OLM alone owned goes, and the hand-over finishes.
     let dp = DeleteParams::background();
     dynamic(
         &client,
@@ -914,6 +925,51 @@ async fn adopts_a_webhook_bundle_with_no_restart_and_its_webhook_keeps_answering
         },
     )
     .await;
+    // OLM's configuration retired once POM's, calling the same Service, is registered.
+    eventually(WAIT, "OLM's configuration retired", || async {
+        let left = vwcs
+            .list(&ListParams::default().labels("olm.owner=gamma.v3.0.0"))
+            .await
+            .ok()?;
+        left.items.is_empty().then_some(())
+    })
+    .await;
+    let poms = vwcs.get(&poms_name).await.unwrap();
+    assert_eq!(
+        poms.labels()
+            .get(pom_api::labels::OWNER_PO)
+            .map(String::as_str),
+        Some("gamma")
+    );
+    // The Secret: POM's, with POM's certificate.
+    let secret = secrets.get(&secret_name).await.unwrap();
+    assert_eq!(
+        secret
+            .labels()
+            .get(pom_api::labels::OWNER_PO)
+            .map(String::as_str),
+        Some("gamma")
+    );
+    let poms_pair = pair(&secret);
+    assert_ne!(poms_pair.0, olms.0, "POM wrote its own certificate");
+    // POM's CA Secret records OLM's CA with its bound (a restart keeps trusting it).
+    let ca = secrets.get("pom-webhook-ca").await.unwrap();
+    let until: i64 = ca.annotations()["platform.openshift.io/olm-ca-until"]
+        .parse()
+        .unwrap();
+    let now = k8s_openapi::jiff::Timestamp::now().as_second();
+    assert!(
+        until > now && until <= now + 600,
+        "trusted for at most ten minutes: {until} at {now}"
+    );
+    // Until the kubelet refreshes the volume, the pods serve OLM's certificate: POM's
+    // configuration and CRD trust OLM's CA too, so the webhook answers.
+    webhook_answers(&client, &bundle, &server, "before-the-reload").await;
+    // The operator reloads the files its volume now holds (no restart): the stand-in serves
+    // them, and the API server trusts them through POM's configuration and CRD.
+    server.reload(&poms_pair.0, &poms_pair.1).unwrap();
+    webhook_answers(&client, &bundle, &server, "with-pom").await;
+
     let status = Api::<PlatformOperator>::all(client.clone())
         .get("gamma")
         .await
@@ -946,7 +1002,7 @@ async fn adopts_a_webhook_bundle_with_no_restart_and_its_webhook_keeps_answering
     assert_eq!(
         running(&client, ns).await,
         before,
-        "deleting OLM's objects restarted the operator"
+        "the hand-over restarted the operator"
     );
     webhook_answers(&client, &bundle, &server, "after-olm").await;
     wait_po_condition(&client, "gamma", "Installed", "True", None).await;

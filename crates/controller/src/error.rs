@@ -99,6 +99,19 @@ pub enum Error {
         "adopting: OLM v0's {count} webhook configuration(s) stay registered until POM's own are, once the webhook Service lists a ready pod of the current template; retried (a paused Deployment must be resumed)"
     )]
     WebhookHandOverPending { count: usize },
+    /// Adopting a webhook bundle: the API server refused every release of a serving Secret
+    /// POM never reads (`pom_policy::adopt::webhooks::unread_release_patches`), so it is not
+    /// OLM's for the CSV adopted; nothing else was released yet (the Secrets go first).
+    #[error(
+        "adopting: the API server refused to release Secret {namespace}/{name} from OLM v0 ({why}): it is neither OLM's for ClusterServiceVersion {csv} (an owner reference to it, by uid) nor this PlatformOperator's, and nothing was released; if the admission guard refused it, hand it over with `kubectl annotate secret/{name} -n {namespace} platform.openshift.io/adopt={po}`, else delete the Secret if it is left over"
+    )]
+    SecretNotReleased {
+        namespace: String,
+        name: String,
+        csv: String,
+        po: String,
+        why: String,
+    },
     /// What the API server says it serves cannot be used to judge a bundle's CRD claims:
     /// refusing to apply is safer than applying unchecked (review M4).
     #[error(
@@ -159,6 +172,7 @@ impl Error {
             Self::NamespaceClash { .. } => Reason::InstallModeUnsupported,
             Self::OwnershipConflict { .. } => Reason::OwnershipConflict,
             Self::AdoptionRefused { .. } | Self::SecretExists { .. } => Reason::AdoptionRefused,
+            Self::SecretNotReleased { .. } => Reason::AdoptionNotProven,
             Self::ReservedSecretName { .. } | Self::CrdClaimsServedApi { .. } => {
                 Reason::ContentPolicyViolation
             }

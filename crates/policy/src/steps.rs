@@ -44,6 +44,10 @@ pub enum Step {
     /// runs (`pom_policy::adopt::prove`, reads only); unproven, the prepared bundle is dropped
     /// and nothing is written.
     ProveAdoption,
+    /// Adopting a webhook bundle, or its hand-over not finished: while OLM v0's CSV or
+    /// Subscription exists (`pom_policy::adopt::webhooks::hand_over`), hold POM's serving
+    /// certificates and webhook configurations back from the apply (OLM's keep answering).
+    HoldForHandOver,
     /// Record the move's intent in status before its first object is written, so a crash
     /// anywhere in the apply resumes the move and never skips it.
     RecordIntent,
@@ -60,9 +64,11 @@ pub enum Step {
     AnnounceMove,
     /// Apply the prepared bundle (server-side apply, in dependency order).
     Apply,
-    /// Adopting a webhook bundle: delete the webhook configurations OLM v0 made that POM's
-    /// just applied replace (`pom_policy::adopt::webhooks`), each conditional on the
-    /// resourceVersion proven; only after the apply, so the API server always has one to call.
+    /// Adopting a webhook bundle: once OLM v0's CSV and Subscription are gone, delete the
+    /// webhook configurations OLM made that POM's just applied replace
+    /// (`pom_policy::adopt::webhooks`), each conditional on the resourceVersion read; only
+    /// after the apply, so the API server always has one to call. While they exist, the
+    /// report says the hand-over waits.
     RetireOlmWebhooks,
     /// Remember on the PO that its operator reports OperatorConditions (`upgradeGate: Auto`),
     /// when the gather or the apply saw it report.
@@ -94,6 +100,7 @@ impl Step {
             Self::ReuseCleanCheck => "reuse the clean check",
             Self::Prepare => "prepare",
             Self::ProveAdoption => "prove adoption",
+            Self::HoldForHandOver => "hold POM's webhooks for the hand-over",
             Self::ReleaseFromOlm => "release from OLM",
             Self::GiveBack => "give back to OLM",
             Self::RecordIntent => "record intent",
@@ -150,6 +157,10 @@ pub struct PlanInput<'a> {
     pub reported_mark_present: bool,
     /// The PO adopts an OLM v0 installation (`spec.adoptFrom`) and has installed nothing yet.
     pub adopting: bool,
+    /// The PO adopted an OLM v0 installation and its first move has not settled: a webhook
+    /// bundle's hand-over may still wait for OLM's objects to go
+    /// (`pom_policy::adopt::takeover::handing_over`).
+    pub handing_over: bool,
     /// The PO carries the admin's `platform.openshift.io/give-back` annotation.
     pub giving_back: bool,
 }
@@ -212,9 +223,14 @@ fn act_steps(input: &PlanInput<'_>) -> Vec<Step> {
         return vec![Step::ReuseCleanCheck];
     }
     let adopting = input.adopting && matches!(input.decision.action, Action::Move(_));
+    let hands_over = adopting
+        || (input.handing_over && matches!(input.decision.action, Action::Keep | Action::Move(_)));
     let mut steps = vec![Step::Prepare];
     if adopting {
         steps.push(Step::ProveAdoption);
+    }
+    if hands_over {
+        steps.push(Step::HoldForHandOver);
     }
     steps.push(Step::RecordIntent);
     if adopting {
@@ -224,7 +240,7 @@ fn act_steps(input: &PlanInput<'_>) -> Vec<Step> {
         steps.push(Step::AnnounceMove);
     }
     steps.push(Step::Apply);
-    if adopting {
+    if hands_over {
         steps.push(Step::RetireOlmWebhooks);
     }
     steps
@@ -243,6 +259,7 @@ fn withdraws_from<'a>(input: &PlanInput<'a>) -> Option<&'a str> {
 /// needs no read: what the check found still holds.
 fn reuses_clean_check(input: &PlanInput<'_>) -> bool {
     input.clean_check_reusable
+        && !input.handing_over
         && matches!(input.decision.action, Action::Keep)
         && !input.decision.reconfigures()
 }

@@ -659,9 +659,12 @@ fn config_view(po: &PlatformOperator, proxy: &OperatorProxy) -> ConfigView {
 ///
 /// # Errors
 /// A read that failed otherwise.
+/// `moved_to` names the CSV when the Subscription no longer does (deleted: the adoption's move
+/// names the bundle, which is the CSV adopted).
 pub async fn olm_source(
     client: &kube::Client,
     from: &pom_api::platform_operator::AdoptFrom,
+    moved_to: Option<&str>,
 ) -> Result<pom_policy::adopt::OlmSource, Error> {
     use pom_api::olm::{ClusterServiceVersion, Subscription};
     let sub_ref = &from.subscription;
@@ -677,7 +680,10 @@ pub async fn olm_source(
         .and_then(|s| s.status.as_ref())
         .and_then(|s| s.installed_csv.clone())
         .filter(|c| !c.is_empty());
-    let csv = match &installed_csv {
+    let csv_name = installed_csv
+        .clone()
+        .or_else(|| moved_to.map(str::to_owned));
+    let csv = match &csv_name {
         Some(name) => Api::<ClusterServiceVersion>::namespaced(client.clone(), namespace)
             .get_opt(name)
             .await
@@ -687,10 +693,13 @@ pub async fn olm_source(
             )))?,
         None => None,
     };
-    let webhook_configurations = match &installed_csv {
+    let ((webhook_configurations, webhook_configurations_beyond_limit), mut cas) = match &csv_name {
         Some(csv) => olm_webhook_configurations(client, csv, namespace).await?,
-        None => Vec::new(),
+        None => ((Vec::new(), false), std::collections::BTreeSet::new()),
     };
+    if let Some(sub) = &sub {
+        cas.extend(olm_crd_cas(client, &sub.spec.name, namespace).await?);
+    }
     Ok(pom_policy::adopt::OlmSource {
         subscription,
         namespace: namespace.to_owned(),
@@ -708,27 +717,102 @@ pub async fn olm_source(
             .map(|c| c.annotations().keys().cloned().collect())
             .unwrap_or_default(),
         webhook_configurations,
+        webhook_configurations_beyond_limit,
+        ca_bundle: (!cas.is_empty())
+            .then(|| cas.iter().map(|pem| format!("{}\n", pem.trim())).collect()),
     })
+}
+
+/// The CAs OLM's webhook configurations trust (public data: OLM wrote its CA into each
+/// webhook's caBundle), as PEM.
+fn trusted_cas(
+    validating: &[k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration],
+    mutating: &[k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration],
+) -> std::collections::BTreeSet<String> {
+    let pem = |config: &k8s_openapi::api::admissionregistration::v1::WebhookClientConfig| {
+        config
+            .ca_bundle
+            .as_ref()
+            .and_then(|b| String::from_utf8(b.0.clone()).ok())
+    };
+    validating
+        .iter()
+        .flat_map(|c| c.webhooks.iter().flatten().map(|w| pem(&w.client_config)))
+        .chain(
+            mutating
+                .iter()
+                .flat_map(|c| c.webhooks.iter().flatten().map(|w| pem(&w.client_config))),
+        )
+        .flatten()
+        .collect()
+}
+
+/// The CAs OLM's CRDs of the installation trust for their conversion webhook (found by the
+/// operator's component label): where a bundle with only a conversion webhook keeps OLM's CA.
+async fn olm_crd_cas(
+    client: &kube::Client,
+    package: &str,
+    namespace: &str,
+) -> Result<std::collections::BTreeSet<String>, Error> {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let label = pom_policy::adopt::takeover::component_label(package, namespace);
+    let limit = u32::try_from(pom_policy::adopt::takeover::MAX_ADOPTED_OBJECTS).unwrap_or(u32::MAX);
+    let crds = Api::<CustomResourceDefinition>::all(client.clone())
+        .list(&kube::api::ListParams::default().labels(&label).limit(limit))
+        .await
+        .map_err(Error::kube(format!(
+            "listing the CRDs OLM v0 labelled {label}"
+        )))?;
+    Ok(crds
+        .items
+        .iter()
+        .filter_map(|crd| {
+            let conversion = crd.spec.conversion.as_ref()?.webhook.as_ref()?;
+            let pem = conversion.client_config.as_ref()?.ca_bundle.as_ref()?;
+            String::from_utf8(pem.0.clone()).ok()
+        })
+        .collect())
 }
 
 /// The webhook configurations OLM v0 created for `csv` of `namespace`, found by its owner
 /// labels (`webhook.go` lists them so too): adoption retires them once POM's replace them.
+/// Each kind is listed with a limit (`webhooks::MAX_OLM_WEBHOOK_CONFIGURATIONS`); `true` when
+/// a kind had more (the proof then stops the adoption, naming the limit).
+#[allow(clippy::type_complexity)]
 async fn olm_webhook_configurations(
     client: &kube::Client,
     csv: &str,
     namespace: &str,
-) -> Result<Vec<pom_policy::adopt::webhooks::OlmWebhookConfiguration>, Error> {
+) -> Result<
+    (
+        (
+            Vec<pom_policy::adopt::webhooks::OlmWebhookConfiguration>,
+            bool,
+        ),
+        std::collections::BTreeSet<String>,
+    ),
+    Error,
+> {
     use k8s_openapi::api::admissionregistration::v1::{
         MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
     };
     use pom_policy::adopt::takeover::{OLM_OWNER, OLM_OWNER_NAMESPACE};
-    use pom_policy::adopt::webhooks::{OLM_WEBHOOK_DESCRIPTION_LABEL, OlmWebhookConfiguration};
+    use pom_policy::adopt::webhooks::{
+        MAX_OLM_WEBHOOK_CONFIGURATIONS, OLM_WEBHOOK_DESCRIPTION_LABEL, OlmWebhookConfiguration,
+    };
     let Some(selector) = label_selector(&[(OLM_OWNER, csv), (OLM_OWNER_NAMESPACE, namespace)])
     else {
         // A name no label value can hold labels nothing: OLM made nothing under it.
-        return Ok(Vec::new());
+        return Ok(((Vec::new(), false), std::collections::BTreeSet::new()));
     };
-    let params = kube::api::ListParams::default().labels(&selector);
+    let limit = u32::try_from(MAX_OLM_WEBHOOK_CONFIGURATIONS).unwrap_or(u32::MAX);
+    let params = kube::api::ListParams::default()
+        .labels(&selector)
+        .limit(limit);
+    let more_left = |meta: &kube::api::ListMeta, count: usize| {
+        count > MAX_OLM_WEBHOOK_CONFIGURATIONS
+            || meta.continue_.as_ref().is_some_and(|c| !c.is_empty())
+    };
     let found = |meta: &kube::api::ObjectMeta, kind: &str| OlmWebhookConfiguration {
         key: pom_policy::adopt::ObjectKey {
             api_version: "admissionregistration.k8s.io/v1".to_owned(),
@@ -772,10 +856,10 @@ async fn olm_webhook_configurations(
             .iter()
             .map(|c| found(&c.metadata, "MutatingWebhookConfiguration")),
     );
-    if out.len() > pom_policy::adopt::takeover::MAX_ADOPTED_OBJECTS {
-        out.truncate(pom_policy::adopt::takeover::MAX_ADOPTED_OBJECTS);
-    }
-    Ok(out)
+    let beyond = more_left(&validating.metadata, validating.items.len())
+        || more_left(&mutating.metadata, mutating.items.len());
+    let cas = trusted_cas(&validating.items, &mutating.items);
+    Ok(((out, beyond), cas))
 }
 
 /// `key=value,...`; `None` when a value is no valid label value (the selector would be refused).

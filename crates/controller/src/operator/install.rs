@@ -326,6 +326,33 @@ impl Prepared {
             .collect()
     }
 
+    /// Holds back from the apply what waits while a webhook hand-over waits for OLM v0's
+    /// objects to go (`pom_policy::adopt::webhooks::held_for_hand_over`); how many.
+    pub fn hold_for_hand_over(&mut self) -> usize {
+        let keys: Vec<pom_policy::adopt::ObjectKey> = self
+            .adoption_view()
+            .into_iter()
+            .map(|(k, _, _)| k)
+            .collect();
+        let held = pom_policy::adopt::webhooks::held_for_hand_over(&keys);
+        let mut mask = held.iter();
+        self.desired
+            .retain(|_| !mask.next().copied().unwrap_or(false));
+        let mut mask = held.iter();
+        self.live_objects
+            .retain(|_| !mask.next().copied().unwrap_or(false));
+        held.iter().filter(|h| **h).count()
+    }
+
+    /// The install namespace as read (`None`: absent): adoption's proof checks that the
+    /// admission guard lets the manager label it.
+    #[must_use]
+    pub fn live_namespace(&self) -> Option<Value> {
+        self.live_namespace
+            .as_ref()
+            .and_then(|ns| serde_json::to_value(ns).ok())
+    }
+
     /// The namespace the bundle is applied into (recorded at the first install).
     #[must_use]
     pub fn namespace(&self) -> &str {
@@ -364,11 +391,12 @@ pub async fn prepare(
     po: &PlatformOperator,
     namespace: Option<&str>,
     target: &Target,
-    certificates: CertificateSource,
+    certificates: (CertificateSource, &webhook_certs::OlmTrust),
     config: &AppliedConfig,
     now: Timestamp,
     others: &OtherPos<'_>,
 ) -> Result<Prepared, Error> {
+    let (certificates, olm_trust) = certificates;
     let client = &ctx.client;
     let writer = WritingPo::of(po, others.po_exists);
 
@@ -400,7 +428,7 @@ pub async fn prepare(
     let max_ocp = max_openshift_version(target, &rendered);
     let bundle_objects = with_webhook_certificates(
         client,
-        certificates,
+        (certificates, olm_trust),
         &rendered,
         namespace,
         &writer.po,
@@ -477,6 +505,9 @@ struct WritingPo<'a> {
     /// The namespace of the OLM v0 installation it adopts (`spec.adoptFrom`), while it adopts:
     /// OLM's objects there are read as the installation's (the proof judges them next).
     adopting: Option<&'a str>,
+    /// Adopting, or handing a webhook bundle over: OLM's serving Secrets (never read, not in
+    /// the inventory while the hand-over holds them) are released unread, not refused.
+    serving_secrets_olms: bool,
 }
 
 impl<'a> WritingPo<'a> {
@@ -489,6 +520,8 @@ impl<'a> WritingPo<'a> {
             recorded: recorded_inventory(po),
             adopting: pom_policy::adopt::takeover::adopting(po)
                 .map(|from| from.subscription.namespace.as_str()),
+            serving_secrets_olms: pom_policy::adopt::takeover::adopting(po).is_some()
+                || pom_policy::adopt::takeover::handing_over(po),
         }
     }
 
@@ -719,7 +752,7 @@ fn max_openshift_version(
 /// objects, before the Deployments that mount them, and its webhooks trust the CA.
 async fn with_webhook_certificates(
     client: &kube::Client,
-    certificates: CertificateSource,
+    (certificates, olm_trust): (CertificateSource, &webhook_certs::OlmTrust),
     rendered: &render::RenderedBundle,
     namespace: &str,
     po_name: &str,
@@ -730,8 +763,15 @@ async fn with_webhook_certificates(
     if certificates != CertificateSource::Pom || rendered.webhook_services.is_empty() {
         return Ok(bundle_objects);
     }
-    let provided =
-        webhook_certs::provide(client, namespace, &rendered.webhook_services, po_name, now).await?;
+    let provided = webhook_certs::provide(
+        client,
+        namespace,
+        &rendered.webhook_services,
+        po_name,
+        now,
+        olm_trust,
+    )
+    .await?;
     if let Some(name) = reserved_secret_shipped(&provided.secrets, &bundle_objects) {
         return Err(Error::ReservedSecretName {
             bundle: target.name.clone(),
@@ -816,7 +856,7 @@ async fn read_and_judge_live(
         let key = ObjectKey::new(&id.gvk, ns.filter(|_| namespaced), &id.name);
         // Adopting, OLM's serving Secret of a webhook Service exists and is not this PO's:
         // adoption releases it unread (`pom_policy::adopt::webhooks`), so it is not refused.
-        let olms_serving_secret = writer.adopting.is_some()
+        let olms_serving_secret = writer.serving_secrets_olms
             && is_secret(&id.gvk)
             && pom_policy::adopt::webhooks::service_of_serving_secret(&id.name).is_some_and(
                 |service| {

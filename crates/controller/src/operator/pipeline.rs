@@ -59,6 +59,9 @@ pub(super) struct Gathered {
     olm: Option<OlmSource>,
     /// The PO adopts (`spec.adoptFrom`, nothing installed yet).
     adopting: bool,
+    /// The PO adopted and its first move has not settled
+    /// ([`pom_policy::adopt::takeover::handing_over`]).
+    handing_over: bool,
     /// The CSV the admin gives the operator back to (`platform.openshift.io/give-back`).
     give_back: Option<String>,
 }
@@ -82,6 +85,7 @@ impl Gathered {
                 .annotations()
                 .contains_key(labels::OPERATOR_CONDITION_REPORTED),
             adopting: self.adopting,
+            handing_over: self.handing_over,
             giving_back: self.give_back.is_some(),
         }
     }
@@ -169,11 +173,17 @@ pub(super) async fn gather(
         }
     };
     let adopting = takeover::adopting(po).is_some();
+    let handing_over = takeover::handing_over(po);
     let give_back = po.annotations().get(labels::GIVE_BACK).cloned();
     let olm = match po.spec.adopt_from.as_ref() {
-        Some(from) if adopting || give_back.is_some() => {
+        Some(from) if adopting || handing_over || give_back.is_some() => {
             pctx.stage(&name, "gather: the OLM v0 installation adopted");
-            Some(gather::olm_source(&ctx.client, from).await?)
+            let moved_to = po
+                .status
+                .as_ref()
+                .and_then(|s| s.active_hop.as_ref())
+                .map(|hop| hop.to.as_str());
+            Some(gather::olm_source(&ctx.client, from, moved_to).await?)
         }
         _ => None,
     };
@@ -195,6 +205,7 @@ pub(super) async fn gather(
         namespace,
         olm,
         adopting,
+        handing_over,
         give_back,
     }))
 }
@@ -269,6 +280,9 @@ pub(super) struct Run<'a> {
     withdrawn: Option<String>,
     /// What [`Step::ProveAdoption`] proved, for [`Step::ReleaseFromOlm`].
     adoption: Option<TakeOver>,
+    /// What [`Step::HoldForHandOver`] found: the wait the report adds while POM's webhooks
+    /// are held, or OLM's configurations to retire once OLM's objects are gone.
+    hand_over: HandOverStep,
     /// What [`Step::GiveBack`] handed to OLM v0: the status no longer records it.
     given_back: Vec<InventoryObject>,
 }
@@ -296,6 +310,7 @@ impl<'a> Run<'a> {
             status_written: None,
             withdrawn: None,
             adoption: None,
+            hand_over: HandOverStep::Nothing,
             given_back: Vec::new(),
         }
     }
@@ -310,6 +325,7 @@ impl<'a> Run<'a> {
             Step::ReuseCleanCheck => self.reuse_clean_check(),
             Step::Prepare => self.prepare().await,
             Step::ProveAdoption => self.prove_adoption(),
+            Step::HoldForHandOver => self.hold_for_hand_over(),
             Step::ReleaseFromOlm => self.release_from_olm().await?,
             Step::GiveBack => self.give_back().await?,
             Step::RecordIntent => self.record_intent().await?,
@@ -370,6 +386,7 @@ impl<'a> Run<'a> {
         };
         let bundle = target.name.clone();
         let view = prepared.adoption_view();
+        let install_namespace = prepared.live_namespace();
         let pairs: Vec<Pair<'_>> = view
             .iter()
             .map(|(key, desired, live)| Pair {
@@ -385,6 +402,7 @@ impl<'a> Run<'a> {
             olm,
             objects: &pairs,
             guarded: self.gathered.guard.enforces_hand_over(),
+            install_namespace: install_namespace.as_ref(),
         });
         match proven {
             Ok(adoption) => {
@@ -410,7 +428,9 @@ impl<'a> Run<'a> {
 
     /// Moves each proven object from OLM to POM: one conditional patch each, after the intent
     /// (a crash resumes: the next reconcile proves again, reading what it released as this
-    /// PO's) and before the apply.
+    /// PO's) and before the apply. The serving Secrets go first: never read, theirs are the
+    /// writes the proof could not check (the guard's annotation, OLM's owner reference), so a
+    /// refusal there leaves every other object OLM's.
     async fn release_from_olm(&mut self) -> Result<(), Error> {
         let (Some(adoption), Some((target, _))) = (&self.adoption, &self.prepared) else {
             return Ok(());
@@ -421,6 +441,10 @@ impl<'a> Run<'a> {
             field_manager: Some(crate::context::BUNDLE_FIELD_MANAGER.to_owned()),
             ..PatchParams::default()
         };
+        let csv = target.name.as_str();
+        for release in &adoption.unread_releases {
+            release_unread(client, release, (&self.name, csv, &ours), &params).await?;
+        }
         for release in &adoption.releases {
             let key = &release.key;
             let (group, version) = key
@@ -438,47 +462,79 @@ impl<'a> Run<'a> {
                 .await
                 .map_err(Error::kube(format!("releasing {key} from OLM v0")))?;
         }
-        // OLM's serving Secrets, never read: only the owner reference to the CSV (by uid) and
-        // OLM's labels go; one that is not there has nothing to release (the apply creates it).
-        for release in &adoption.unread_releases {
-            let key = &release.key;
-            let api = Api::<k8s_openapi::api::core::v1::Secret>::namespaced(
-                client.clone(),
-                key.namespace.as_deref().unwrap_or_default(),
-            );
-            let patch = webhooks::unread_release_patch(release, &ours);
-            match api
-                .patch(&key.name, &params, &Patch::Strategic(&patch))
-                .await
-            {
-                Ok(_) => {}
-                Err(kube::Error::Api(status)) if status.code == 404 => {}
-                Err(err) => {
-                    return Err(Error::kube(format!("releasing {key} from OLM v0"))(err));
-                }
-            }
-        }
         tracing::info!(po = %self.name, released = adoption.releases.len(), "released the adopted objects from OLM v0");
         Ok(())
     }
 
-    /// Deletes OLM's webhook configurations POM's replace, once the apply wrote POM's: each
-    /// conditional on the resourceVersion proven (a changed one is left, and the reconcile
-    /// fails, so the status is not written and the next one proves again).
+    /// Where the webhook hand-over stands (`webhooks::hand_over`, pure): while OLM's CSV or
+    /// Subscription exists, POM's webhook configurations and serving Secrets are held back
+    /// from the apply (`webhooks::held_for_hand_over`) and the report will say so; once both
+    /// are gone, OLM's configurations POM's replace are judged for retiring
+    /// (`webhooks::retire`; one POM renders no counterpart of stops the move, unwritten).
+    fn hold_for_hand_over(&mut self) {
+        let Some((target, prepared)) = &mut self.prepared else {
+            return;
+        };
+        let olm = self.gathered.olm.as_ref();
+        match webhooks::hand_over(olm, Some(&target.name)) {
+            webhooks::HandOver::Not => {}
+            webhooks::HandOver::WaitForOlm(wait) => {
+                if prepared.hold_for_hand_over() > 0 {
+                    tracing::info!(po = %self.name, %wait, "webhook hand-over waits for OLM v0's objects to go");
+                    self.hand_over = HandOverStep::Wait(wait);
+                }
+            }
+            webhooks::HandOver::Finish => {
+                let configurations = olm.map(|o| o.webhook_configurations.as_slice());
+                let view = prepared.adoption_view();
+                let pairs: Vec<Pair<'_>> = view
+                    .iter()
+                    .map(|(key, desired, live)| Pair {
+                        key,
+                        desired,
+                        live: live.as_ref(),
+                    })
+                    .collect();
+                match webhooks::retire(configurations.unwrap_or_default(), &pairs) {
+                    Ok(retire) => self.hand_over = HandOverStep::Retire(retire),
+                    Err(not_proven) => {
+                        self.prepared = None;
+                        self.applied_namespace = None;
+                        self.fail(Problem {
+                            reason: pom_api::conditions::Reason::AdoptionNotProven,
+                            message: format!("finishing the webhook hand-over: {not_proven}"),
+                            degrades: true,
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    /// After the apply: while the hand-over waits, the report says what for (the move does
+    /// not settle); once OLM's objects are gone, deletes OLM's webhook configurations POM's
+    /// replace, each conditional on the resourceVersion read (a changed one is left, and the
+    /// reconcile fails before its status write, so the next one judges again).
     async fn retire_olm_webhooks(&mut self) -> Result<(), Error> {
-        let Some(adoption) = self.adoption.as_ref().filter(|a| !a.retire.is_empty()) else {
+        let ActOutcome::Applied(report) = &mut self.outcome else {
             return Ok(());
         };
-        let ActOutcome::Applied(report) = &self.outcome else {
-            return Ok(());
+        let retire = match std::mem::replace(&mut self.hand_over, HandOverStep::Nothing) {
+            HandOverStep::Nothing => return Ok(()),
+            HandOverStep::Wait(wait) => {
+                report.waits.push(wait);
+                return Ok(());
+            }
+            HandOverStep::Retire(retire) if retire.is_empty() => return Ok(()),
+            HandOverStep::Retire(retire) => retire,
         };
         if !webhooks::retire_now(&report.waits) {
             return Err(Error::WebhookHandOverPending {
-                count: adoption.retire.len(),
+                count: retire.len(),
             });
         }
         let client = &self.pctx.ctx.client;
-        for retire in &adoption.retire {
+        for retire in &retire {
             let key = &retire.key;
             let params = kube::api::DeleteParams {
                 preconditions: Some(kube::api::Preconditions {
@@ -500,9 +556,7 @@ impl<'a> Run<'a> {
                 }
             }
         }
-        if !adoption.retire.is_empty() {
-            tracing::info!(po = %self.name, retired = adoption.retire.len(), "deleted OLM v0's webhook configurations POM's replace");
-        }
+        tracing::info!(po = %self.name, retired = retire.len(), "deleted OLM v0's webhook configurations POM's replace");
         Ok(())
     }
 
@@ -512,25 +566,62 @@ impl<'a> Run<'a> {
     /// not degrade (`GivenBack`: the operator runs, OLM's again) and the report drops what went
     /// back from the inventory, so deleting the PO deletes only what POM created.
     async fn give_back(&mut self) -> Result<(), Error> {
-        let Some(requested) = self.gathered.give_back.as_deref() else {
+        let Some(owner) = self.judge_give_back() else {
             return Ok(());
         };
-        let judged = give_back::judge(&give_back::GiveBackInput {
-            po: &self.name,
-            requested,
-            installed: give_back::csv_to_give_back(self.po).ok(),
-            olm: self.gathered.olm.as_ref(),
-        });
-        let owner = match judged {
-            Ok(owner) => owner,
+        let plan = match self.read_give_back(&owner).await? {
+            Ok(plan) => plan,
             Err(refused) => {
                 self.refuse_give_back(&refused);
                 return Ok(());
             }
         };
+        let given = plan.writes.len();
+        let created = plan.created;
+        let mut gone = plan.gone;
+        gone.extend(self.write_give_back(plan.writes).await?);
+        tracing::info!(po = %self.name, csv = %owner.csv, given, created, "gave the adopted operator back to OLM v0");
+        self.given_back = gone;
+        self.outcome = ActOutcome::Failed(Problem {
+            reason: pom_api::conditions::Reason::GivenBack,
+            message: format!(
+                "given back to OLM v0: ClusterServiceVersion {}/{} owns what it owned before adoption again, and POM applies nothing while the platform.openshift.io/give-back annotation is set; delete this PlatformOperator (it deletes only the {created} objects POM created itself)",
+                owner.namespace, owner.csv
+            ),
+            degrades: false,
+        });
+        Ok(())
+    }
+
+    /// Whether the give-back asked for can be done (`give_back::csv_to_give_back`, then
+    /// `give_back::judge`); refused, the outcome says why and `None` writes nothing.
+    fn judge_give_back(&mut self) -> Option<give_back::Owner> {
+        let requested = self.gathered.give_back.as_deref()?;
+        let judged = give_back::csv_to_give_back(self.po).and_then(|installed| {
+            give_back::judge(&give_back::GiveBackInput {
+                po: &self.name,
+                requested,
+                installed: Some(installed),
+                olm: self.gathered.olm.as_ref(),
+            })
+        });
+        match judged {
+            Ok(owner) => Some(owner),
+            Err(refused) => {
+                self.refuse_give_back(&refused);
+                None
+            }
+        }
+    }
+
+    /// Every recorded object, CRDs included (OLM marked them too), once, and the install
+    /// namespace adoption labelled as this PO's (the inventory does not record it): read and
+    /// judged (`give_back::restore`) before any write.
+    async fn read_give_back(
+        &self,
+        owner: &give_back::Owner,
+    ) -> Result<Result<GiveBackPlan, give_back::Refused>, Error> {
         let client = &self.pctx.ctx.client;
-        // Every recorded object, CRDs included (OLM marked them too), once, and the install
-        // namespace adoption labelled as this PO's (the inventory does not record it).
         let mut recorded: std::collections::BTreeSet<InventoryObject> = self
             .recorded
             .inventory
@@ -543,13 +634,11 @@ impl<'a> Run<'a> {
             namespace: None,
             name: owner.namespace.clone(),
         });
-        let mut writes = Vec::new();
-        let mut gone = Vec::new();
-        let mut created = 0usize;
+        let mut plan = GiveBackPlan::default();
         for object in recorded {
             // Secrets are never read (issue 22 item 3): POM's own, as adoption takes none.
             if object.api_version == "v1" && object.kind == "Secret" {
-                created += 1;
+                plan.created += 1;
                 continue;
             }
             let Some(api) = super::objects::api_of(&self.pctx.kinds, client, &object).await? else {
@@ -560,7 +649,7 @@ impl<'a> Run<'a> {
                 .await
                 .map_err(Error::kube(format!("reading {}", object.describe())))?;
             let Some(live) = live.and_then(|l| serde_json::to_value(l).ok()) else {
-                gone.push(object);
+                plan.gone.push(object);
                 continue;
             };
             let key = pom_policy::adopt::ObjectKey {
@@ -569,27 +658,37 @@ impl<'a> Run<'a> {
                 namespace: object.namespace.clone(),
                 name: object.name.clone(),
             };
-            match give_back::restore(
+            let restored = give_back::restore(
                 &key,
                 &live,
                 (&self.name, &self.po.spec.package.name),
-                &owner,
+                owner,
                 POM_LABELS,
-            ) {
-                Err(refused) => {
-                    self.refuse_give_back(&refused);
-                    return Ok(());
-                }
-                Ok(Restore::Give(patch)) => writes.push((object, api, patch)),
-                Ok(Restore::NotOurs) => gone.push(object),
-                Ok(Restore::Created) => created += 1,
+            );
+            match restored {
+                Err(refused) => return Ok(Err(refused)),
+                Ok(Restore::Give(patch)) => plan.writes.push((object, api, patch)),
+                Ok(Restore::NotOurs) => plan.gone.push(object),
+                Ok(Restore::Created) => plan.created += 1,
             }
         }
+        Ok(Ok(plan))
+    }
+
+    /// The give-back's writes, one conditional merge patch each; what was written.
+    async fn write_give_back(
+        &self,
+        writes: Vec<(
+            InventoryObject,
+            Api<kube::api::DynamicObject>,
+            serde_json::Value,
+        )>,
+    ) -> Result<Vec<InventoryObject>, Error> {
         let params = PatchParams {
             field_manager: Some(crate::context::BUNDLE_FIELD_MANAGER.to_owned()),
             ..PatchParams::default()
         };
-        let given = writes.len();
+        let mut given = Vec::with_capacity(writes.len());
         for (object, api, patch) in writes {
             api.patch(&object.name, &params, &Patch::Merge(&patch))
                 .await
@@ -597,19 +696,9 @@ impl<'a> Run<'a> {
                     "giving {} back to OLM v0",
                     object.describe()
                 )))?;
-            gone.push(object);
+            given.push(object);
         }
-        tracing::info!(po = %self.name, csv = %owner.csv, given, created, "gave the adopted operator back to OLM v0");
-        self.given_back = gone;
-        self.outcome = ActOutcome::Failed(Problem {
-            reason: pom_api::conditions::Reason::GivenBack,
-            message: format!(
-                "given back to OLM v0: ClusterServiceVersion {}/{} owns what it owned before adoption again, and POM applies nothing while the platform.openshift.io/give-back annotation is set; delete this PlatformOperator (it deletes only the {created} objects POM created itself)",
-                owner.namespace, owner.csv
-            ),
-            degrades: false,
-        });
-        Ok(())
+        Ok(given)
     }
 
     fn refuse_give_back(&mut self, refused: &give_back::Refused) {
@@ -831,6 +920,70 @@ impl<'a> Run<'a> {
 /// The bundle the decision puts on the cluster, fetched, rendered and checked (nothing
 /// written): `None` when there is nothing to put; a problem says why it cannot be (what ran
 /// before keeps running).
+/// Releases one of OLM's serving Secrets unread: the JSON patches of
+/// `webhooks::unread_release_patches`, in order, until the API server accepts one (a refused
+/// `test` is a 422 and writes nothing; the admission guard's refusal a 403 or 422). An absent
+/// Secret has nothing to release (the apply creates it).
+async fn release_unread(
+    client: &kube::Client,
+    release: &webhooks::UnreadRelease,
+    (po, csv, ours): (&str, &str, &std::collections::BTreeMap<String, String>),
+    params: &PatchParams,
+) -> Result<(), Error> {
+    let key = &release.key;
+    let namespace = key.namespace.clone().unwrap_or_default();
+    let api = Api::<k8s_openapi::api::core::v1::Secret>::namespaced(client.clone(), &namespace);
+    let mut why = String::new();
+    for patch in webhooks::unread_release_patches(release, ours) {
+        let patch: json_patch::Patch = serde_json::from_value(patch).map_err(|e| {
+            Error::kube(format!("releasing {key} from OLM v0"))(kube::Error::SerdeError(e))
+        })?;
+        match api
+            .patch(&key.name, params, &Patch::<()>::Json(patch))
+            .await
+        {
+            Ok(_) => return Ok(()),
+            Err(kube::Error::Api(status)) if status.code == 404 => return Ok(()),
+            Err(kube::Error::Api(status)) if matches!(status.code, 403 | 422) => {
+                why = status.message;
+            }
+            Err(err) => return Err(Error::kube(format!("releasing {key} from OLM v0"))(err)),
+        }
+    }
+    Err(Error::SecretNotReleased {
+        namespace,
+        name: key.name.clone(),
+        csv: csv.to_owned(),
+        po: po.to_owned(),
+        why,
+    })
+}
+
+/// What [`Step::HoldForHandOver`] leaves for [`Step::RetireOlmWebhooks`].
+enum HandOverStep {
+    /// No webhook hand-over in this reconcile.
+    Nothing,
+    /// POM's webhooks held: the report waits for this.
+    Wait(pom_policy::status::Wait),
+    /// OLM's objects gone: its webhook configurations POM's replace.
+    Retire(Vec<webhooks::Retire>),
+}
+
+/// What giving back writes, judged before the first write (`Run::read_give_back`).
+#[derive(Default)]
+struct GiveBackPlan {
+    /// Each object handed back, with its API and its patch.
+    writes: Vec<(
+        InventoryObject,
+        Api<kube::api::DynamicObject>,
+        serde_json::Value,
+    )>,
+    /// Recorded objects no longer this PO's (gone, or not POM's): the status drops them.
+    gone: Vec<InventoryObject>,
+    /// What POM created itself: it stays POM's.
+    created: usize,
+}
+
 async fn prepare(
     pctx: &PoContext,
     po: &PlatformOperator,
@@ -847,6 +1000,11 @@ async fn prepare(
         .await
         .map_err(|err| problem_of(&err, true))?
         .certificates;
+    // OLM v0's CA, trusted beside POM's through a webhook hand-over (`webhooks::hand_over`).
+    let olm_trust = super::webhook_certs::OlmTrust {
+        read: gathered.olm.as_ref().and_then(|o| o.ca_bundle.clone()),
+        hand_over: webhooks::hand_over(gathered.olm.as_ref(), None),
+    };
     let reads = install::Reads {
         kinds: &pctx.kinds,
         first: &pctx.first_checks,
@@ -858,7 +1016,7 @@ async fn prepare(
         po,
         gathered.namespace.as_deref(),
         &target,
-        certificates,
+        (certificates, &olm_trust),
         decision.config.as_ref().unwrap_or(&snapshot.config.desired),
         snapshot.now,
         &install::OtherPos {

@@ -46,6 +46,28 @@ const TLS_CERT_KEY: &str = "tls.crt";
 const TLS_KEY_KEY: &str = "tls.key";
 /// The suffix of the key, in the CA Secret, of a serving certificate's facts (JSON).
 const FACTS_SUFFIX: &str = "facts";
+/// OLM v0's CA, in the CA Secret, while POM's webhooks trust it after adopting
+/// (`pom_policy::adopt::webhooks::trusted_olm_ca`), and until when.
+const OLM_CA_KEY: &str = "olm-ca.crt";
+const OLM_CA_UNTIL: &str = "platform.openshift.io/olm-ca-until";
+
+/// What POM's webhooks are to trust of OLM v0's CA beside POM's own: the CA read from OLM's
+/// objects now (when the PlatformOperator adopts or hands over), and where the hand-over
+/// stands.
+#[derive(Debug, Clone)]
+pub struct OlmTrust {
+    pub read: Option<String>,
+    pub hand_over: pom_policy::adopt::webhooks::HandOver,
+}
+
+impl Default for OlmTrust {
+    fn default() -> Self {
+        Self {
+            read: None,
+            hand_over: pom_policy::adopt::webhooks::HandOver::Not,
+        }
+    }
+}
 
 /// The Secrets to apply and the caBundle (PEM) the webhooks are to trust.
 pub struct Provided {
@@ -76,6 +98,7 @@ pub async fn provide(
     services: &[WebhookService],
     po: &str,
     now: Timestamp,
+    olm: &OlmTrust,
 ) -> Result<Provided, Error> {
     let ca = Api::<Secret>::namespaced(client.clone(), namespace)
         .get_opt(CA_SECRET)
@@ -98,12 +121,45 @@ pub async fn provide(
             name: CA_SECRET.to_owned(),
         });
     }
-    issue(namespace, services, ca.as_ref(), now.as_second()).map_err(|source| {
-        Error::WebhookCertificates {
-            namespace: namespace.to_owned(),
-            source: Box::new(source),
+    let mut provided =
+        issue(namespace, services, ca.as_ref(), now.as_second()).map_err(|source| {
+            Error::WebhookCertificates {
+                namespace: namespace.to_owned(),
+                source: Box::new(source),
+            }
+        })?;
+    trust_olm_ca(&mut provided, ca.as_ref(), olm, now.as_second());
+    Ok(provided)
+}
+
+/// Adds OLM v0's CA to what the webhooks trust while `trusted_olm_ca` says so, and records it
+/// (with its bound) in the CA Secret, which a restart reads back; past the bound it is left
+/// out of both (the apply then removes it).
+fn trust_olm_ca(provided: &mut Provided, ca_secret: Option<&Secret>, olm: &OlmTrust, now: i64) {
+    use pom_policy::adopt::webhooks::{TrustedOlmCa, trusted_olm_ca};
+    let recorded = ca_secret.and_then(|secret| {
+        let pem = secret
+            .data
+            .as_ref()?
+            .get(OLM_CA_KEY)
+            .and_then(|b| String::from_utf8(b.0.clone()).ok())?;
+        let until = annotation(secret, OLM_CA_UNTIL).and_then(|v| v.parse().ok());
+        Some(TrustedOlmCa { pem, until })
+    });
+    let Some(trusted) = trusted_olm_ca(recorded.as_ref(), olm.read.as_deref(), &olm.hand_over, now)
+    else {
+        return;
+    };
+    if let Some(ca) = provided.secrets.first_mut() {
+        ca["data"][OLM_CA_KEY] = json!(b64(&trusted.pem));
+        if let Some(until) = trusted.until {
+            ca["metadata"]["annotations"][OLM_CA_UNTIL] = json!(until.to_string());
         }
-    })
+    }
+    if !provided.ca_bundle.ends_with('\n') {
+        provided.ca_bundle.push('\n');
+    }
+    provided.ca_bundle.push_str(&trusted.pem);
 }
 
 /// The issuing itself, given the CA Secret read (no I/O; randomness only).
@@ -565,6 +621,56 @@ mod tests {
             "op-service.ns.svc",
             NOW + 3600,
         );
+    }
+
+    /// Adopting from OLM v0: OLM's CA is trusted beside POM's while the hand-over waits, and
+    /// for `OLM_CA_TRUST_SECONDS` after it finishes, recorded in the CA Secret (a restart
+    /// reads it back); past that bound it is dropped from the bundle and the Secret.
+    #[test]
+    fn olms_ca_is_trusted_through_the_hand_over_then_dropped_at_the_bound() {
+        use pom_policy::adopt::webhooks::{HandOver, OLM_CA_TRUST_SECONDS};
+        let olm_pem = "-----BEGIN CERTIFICATE-----\nOLM\n-----END CERTIFICATE-----\n";
+        let waiting = OlmTrust {
+            read: Some(olm_pem.to_owned()),
+            hand_over: HandOver::WaitForOlm(pom_policy::status::Wait::CrdEstablished {
+                name: "x".into(),
+            }),
+        };
+        let mut first = issue("ns", &[service()], None, NOW).unwrap();
+        let poms = first.ca_bundle.clone();
+        trust_olm_ca(&mut first, None, &waiting, NOW);
+        assert!(first.ca_bundle.starts_with(&poms) && first.ca_bundle.ends_with(olm_pem));
+        let ca = as_secret(&first.secrets[0]);
+        assert_eq!(
+            annotation(&ca, OLM_CA_UNTIL),
+            None,
+            "no bound while it waits"
+        );
+        // OLM's objects gone: POM's certificate written now, OLM's CA kept to the bound.
+        let finish = OlmTrust {
+            read: None,
+            hand_over: HandOver::Finish,
+        };
+        let mut second = issue("ns", &[service()], Some(&ca), NOW + 60).unwrap();
+        trust_olm_ca(&mut second, Some(&ca), &finish, NOW + 60);
+        assert!(second.ca_bundle.ends_with(olm_pem));
+        let ca = as_secret(&second.secrets[0]);
+        let bound = NOW + 60 + OLM_CA_TRUST_SECONDS;
+        assert_eq!(
+            annotation(&ca, OLM_CA_UNTIL),
+            Some(bound.to_string().as_str())
+        );
+        // A restart, then a reconcile of a PO no longer handing over: the bound is kept.
+        let mut third = issue("ns", &[service()], Some(&ca), bound - 1).unwrap();
+        trust_olm_ca(&mut third, Some(&ca), &OlmTrust::default(), bound - 1);
+        assert!(third.ca_bundle.ends_with(olm_pem));
+        // Past it: POM's CA alone, and the Secret no longer records OLM's.
+        let mut fourth = issue("ns", &[service()], Some(&ca), bound).unwrap();
+        trust_olm_ca(&mut fourth, Some(&ca), &OlmTrust::default(), bound);
+        assert_eq!(fourth.ca_bundle, poms);
+        let ca = as_secret(&fourth.secrets[0]);
+        assert!(!ca.data.as_ref().unwrap().contains_key(OLM_CA_KEY));
+        assert_eq!(annotation(&ca, OLM_CA_UNTIL), None);
     }
 
     #[test]

@@ -144,13 +144,20 @@ pub enum Refused {
     )]
     NotAdopted { po: String },
     #[error(
-        "the annotation platform.openshift.io/give-back names {requested}, but {} is installed: name the installed bundle, the ClusterServiceVersion adopted{}",
-        installed.as_deref().unwrap_or("nothing"),
-        if installed.is_some() { "" } else { " (nothing installed: nothing to give back)" }
+        "PlatformOperator {po} has installed nothing (no status.installedBundle): there is nothing to give back; remove the platform.openshift.io/give-back annotation"
+    )]
+    NothingInstalled { po: String },
+    #[error(
+        "PlatformOperator {po} runs a bundle with webhooks ({}): giving it back is not supported, as the serving Secret holds POM's certificate and OLM's webhook configurations were replaced by POM's, which give-back would not restore; remove the platform.openshift.io/give-back annotation and keep the operator under POM, or move it back to OLM by reinstalling (delete the PlatformOperator, then let the Subscription install the operator again)",
+        objects.join(", ")
+    )]
+    WebhookBundle { po: String, objects: Vec<String> },
+    #[error(
+        "the annotation platform.openshift.io/give-back names {requested}, but {installed} is installed: name the installed bundle, the ClusterServiceVersion adopted"
     )]
     NamesAnother {
         requested: String,
-        installed: Option<String>,
+        installed: String,
     },
     #[error(
         "Subscription {subscription} is gone: OLM would not manage the operator again; remove the annotation and keep it under POM (or reinstall it with OLM)"
@@ -190,22 +197,71 @@ pub enum Refused {
 /// one rule.
 ///
 /// # Errors
-/// [`Refused::NotAdopted`] without `spec.adoptFrom`; [`Refused::NamesAnother`] (naming
-/// nothing) when nothing is installed.
+/// [`Refused::NotAdopted`] without `spec.adoptFrom`; [`Refused::WebhookBundle`] when the
+/// inventory records webhook objects ([`webhook_objects`]); [`Refused::NothingInstalled`] when
+/// nothing is installed.
 pub fn csv_to_give_back(po: &pom_api::PlatformOperator) -> Result<&str, Refused> {
     let name = po.metadata.name.clone().unwrap_or_default();
     if po.spec.adopt_from.is_none() {
         return Err(Refused::NotAdopted { po: name });
     }
+    let webhooks = webhook_objects(po);
+    if !webhooks.is_empty() {
+        return Err(Refused::WebhookBundle {
+            po: name,
+            objects: webhooks,
+        });
+    }
     po.status
         .as_ref()
         .and_then(|s| s.installed_bundle.as_ref())
         .map(|b| b.name.as_str())
-        .ok_or(Refused::NamesAnother {
-            requested: String::new(),
-            installed: None,
-        })
+        .ok_or(Refused::NothingInstalled { po: name })
 }
+
+/// The webhook objects `po`'s inventory records (its webhook configurations, the serving
+/// Service `<deployment>-service` of a recorded Deployment, and the serving Secret
+/// `<service>-cert` of a recorded Service), as `kind/name`. Adoption replaces OLM's
+/// configurations with POM's and writes POM's certificate into the Secret, and while the
+/// hand-over waits it has already released the Secret (its inventory then records the Service
+/// but not yet the Secret nor POM's configurations); giving back restores none of it (POM
+/// never reads the Secret to restore OLM's owner reference and certificate), so a webhook
+/// bundle is refused rather than given back half.
+#[must_use]
+pub fn webhook_objects(po: &pom_api::PlatformOperator) -> Vec<String> {
+    let objects: BTreeSet<&pom_api::platform_operator::InventoryObject> = po
+        .status
+        .iter()
+        .flat_map(|s| s.inventory.iter())
+        .flat_map(|e| e.objects.iter())
+        .collect();
+    let recorded = |kind: &str, namespace: &Option<String>, name: &str| {
+        objects
+            .iter()
+            .any(|o| o.kind == kind && &o.namespace == namespace && o.name == name)
+    };
+    objects
+        .iter()
+        .filter(|o| {
+            let core = o.api_version == "v1";
+            super::webhooks::WEBHOOK_CONFIGURATION_KINDS.contains(&o.kind.as_str())
+                || (core
+                    && o.kind == "Secret"
+                    && super::webhooks::service_of_serving_secret(&o.name)
+                        .is_some_and(|s| recorded("Service", &o.namespace, s)))
+                || (core
+                    && o.kind == "Service"
+                    && o.name
+                        .strip_suffix(SERVING_SERVICE_SUFFIX)
+                        .is_some_and(|d| recorded("Deployment", &o.namespace, d)))
+        })
+        .map(|o| format!("{}/{}", o.kind, o.name))
+        .collect()
+}
+
+/// OLM's (and POM's) name of a Deployment's webhook Service: `<deployment>-service`
+/// (`certresources.go`, `ServiceName`).
+const SERVING_SERVICE_SUFFIX: &str = "-service";
 
 /// Whether the operator can go back to OLM (module documentation).
 ///
@@ -217,10 +273,15 @@ pub fn judge(input: &GiveBackInput<'_>) -> Result<Owner, Refused> {
             po: input.po.to_owned(),
         });
     };
-    if input.installed != Some(input.requested) {
+    let Some(installed) = input.installed else {
+        return Err(Refused::NothingInstalled {
+            po: input.po.to_owned(),
+        });
+    };
+    if installed != input.requested {
         return Err(Refused::NamesAnother {
             requested: input.requested.to_owned(),
-            installed: input.installed.map(str::to_owned),
+            installed: installed.to_owned(),
         });
     }
     if !olm.found {
@@ -398,6 +459,8 @@ mod tests {
             csv_uid: Some("u2".to_owned()),
             csv_annotations: std::collections::BTreeSet::new(),
             webhook_configurations: Vec::new(),
+            webhook_configurations_beyond_limit: false,
+            ca_bundle: None,
         }
     }
 
@@ -465,11 +528,96 @@ mod tests {
         ));
         assert!(matches!(
             csv_to_give_back(&po(true, None)),
-            Err(Refused::NamesAnother {
-                installed: None,
-                ..
-            })
+            Err(Refused::NothingInstalled { .. })
         ));
+    }
+
+    #[test]
+    fn a_webhook_bundle_is_refused_with_what_to_do() {
+        let po = |objects: &[(&str, &str, Option<&str>, &str)]| -> pom_api::PlatformOperator {
+            let objects: Vec<Value> = objects
+                .iter()
+                .map(
+                    |(v, k, ns, n)| json!({"apiVersion": v, "kind": k, "namespace": ns, "name": n}),
+                )
+                .collect();
+            serde_json::from_value(json!({
+                "apiVersion": "platform.openshift.io/v1alpha1", "kind": "PlatformOperator",
+                "metadata": {"name": "op"},
+                "spec": {"package": {"name": "op"},
+                    "adoptFrom": {"subscription": {"namespace": "ns", "name": "op"}}},
+                "status": {"installedBundle": {"name": "op.v1", "version": "1.0.0"},
+                    "inventory": [{"bundle": "op.v1", "objects": objects}]}}))
+            .unwrap()
+        };
+        let deployment = ("apps/v1", "Deployment", Some("ns"), "op");
+        let service = ("v1", "Service", Some("ns"), "op-service");
+        let vwc = (
+            "admissionregistration.k8s.io/v1",
+            "ValidatingWebhookConfiguration",
+            None,
+            "vop",
+        );
+        let mwc = (
+            "admissionregistration.k8s.io/v1",
+            "MutatingWebhookConfiguration",
+            None,
+            "mop",
+        );
+        let cert = ("v1", "Secret", Some("ns"), "op-service-cert");
+        // (case, inventory, refused naming)
+        let plain_service = ("v1", "Service", Some("ns"), "op-metrics");
+        let cases: Vec<(&str, Vec<_>, Option<&str>)> = vec![
+            ("no webhook", vec![deployment, plain_service], None),
+            (
+                "the hand-over waiting: the serving Service of a Deployment",
+                vec![deployment, service],
+                Some("Service/op-service"),
+            ),
+            (
+                "a validating configuration",
+                vec![deployment, vwc],
+                Some("ValidatingWebhookConfiguration/vop"),
+            ),
+            (
+                "a mutating configuration",
+                vec![mwc],
+                Some("MutatingWebhookConfiguration/mop"),
+            ),
+            (
+                "a conversion webhook only: the serving Secret of a Service",
+                vec![deployment, service, cert],
+                Some("Secret/op-service-cert"),
+            ),
+            (
+                "a Secret named like one, no such Service",
+                vec![deployment, cert],
+                None,
+            ),
+            (
+                "a Service named like one, no such Deployment",
+                vec![service],
+                None,
+            ),
+        ];
+        for (case, objects, refused) in cases {
+            let po = po(&objects);
+            let got = csv_to_give_back(&po);
+            match refused {
+                None => assert_eq!(got, Ok("op.v1"), "{case}"),
+                Some(object) => {
+                    let Err(err @ Refused::WebhookBundle { .. }) = got else {
+                        panic!("{case}: {got:?}");
+                    };
+                    let text = err.to_string();
+                    assert!(text.contains(object), "{case}: {text}");
+                    assert!(
+                        text.contains("remove the platform.openshift.io/give-back annotation"),
+                        "{case}: {text}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
@@ -510,7 +658,7 @@ mod tests {
                 "op.v1",
                 None,
                 Some(olm()),
-                Err("NamesAnother"),
+                Err("NothingInstalled"),
             ),
             (
                 "the Subscription is gone",

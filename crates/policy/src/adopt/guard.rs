@@ -62,6 +62,17 @@ pub fn handed_over(live: &serde_json::Value) -> bool {
         .is_some()
 }
 
+/// Whether the manager's change of `live` needs handing over first under the guard: neither
+/// PlatformOperator `po`'s (its owner label) nor annotated.
+#[must_use]
+pub fn needs(live: &serde_json::Value, po: &str) -> bool {
+    let owner = live
+        .pointer("/metadata/labels")
+        .and_then(|l| l.get(pom_api::labels::OWNER_PO))
+        .and_then(serde_json::Value::as_str);
+    owner != Some(pom_api::labels::label_value(po).as_str()) && !handed_over(live)
+}
+
 /// Whether an object with these labels and annotations must be handed over before the
 /// manager may change it under the guard: neither POM's (its owner label) nor annotated.
 #[must_use]

@@ -77,6 +77,13 @@ pub struct OlmSource {
     pub csv_annotations: BTreeSet<String>,
     /// The webhook configurations OLM created for that CSV (its owner labels name it).
     pub webhook_configurations: Vec<OlmWebhookConfiguration>,
+    /// The list of them stopped at [`webhooks::MAX_OLM_WEBHOOK_CONFIGURATIONS`] of a kind with
+    /// more left: `webhook_configurations` is not all of them, and adoption stops.
+    pub webhook_configurations_beyond_limit: bool,
+    /// OLM's CA (PEM), as its webhook configurations or its CRDs' conversion trust it: public
+    /// data, read so that POM's webhooks trust it too while the operator may still serve
+    /// OLM's certificate ([`webhooks::trusted_olm_ca`]).
+    pub ca_bundle: Option<String>,
 }
 
 /// One object the bundle renders, with what the cluster holds under its identity.
@@ -100,6 +107,9 @@ pub struct TakeOverInput<'a> {
     pub objects: &'a [Pair<'a>],
     /// The shipped admission guard is in force ([`super::guard`]).
     pub guarded: bool,
+    /// The install namespace as read (`None`: absent): adoption labels it as this
+    /// PlatformOperator's, so under the guard it must be handed over too.
+    pub install_namespace: Option<&'a Value>,
 }
 
 /// Why an adoption stops, changing nothing: each message names what differs and what to do.
@@ -153,6 +163,14 @@ pub enum NotProven {
     RenderedMissing { object: ObjectKey, csv: String },
     #[error("the bundle renders {count} objects, more than the {limit} one adoption proves")]
     TooManyObjects { count: usize, limit: usize },
+    #[error(
+        "more than {limit} Validating- or MutatingWebhookConfigurations carry OLM's owner labels for {csv}: adoption reads at most {limit} of a kind (a bundle renders a few); delete the ones left over, then adoption resumes"
+    )]
+    TooManyWebhookConfigurations { csv: String, limit: usize },
+    #[error(
+        "ClusterServiceVersion {csv} has no metadata.uid: nothing proves that {object}, which POM never reads, is OLM's for it, so it cannot be released (and left to OLM, the garbage collector would delete it with the CSV); adoption resumes once the CSV is read whole"
+    )]
+    CsvUidUnknown { csv: String, object: ObjectKey },
     #[error(
         "{object} is OLM's webhook configuration for description {generate_name:?}, which the bundle POM would apply does not render: once POM serves its own certificate it would call the webhook trusting a CA that no longer signs; check that the Catalog's bundle is the one OLM installed, or delete it if it is left over"
     )]
@@ -219,19 +237,14 @@ pub fn prove(input: &TakeOverInput<'_>) -> Result<TakeOver, NotProven> {
     let mut unannotated: Vec<ObjectKey> = Vec::new();
     for pair in input.objects {
         if pair.live.is_none() && webhooks::is_serving_secret(pair.key, input.objects) {
-            // OLM's serving Secret, never read: released unread, then POM writes its own
-            // certificate into it (module `webhooks`).
-            let labels = [OLM_OWNER, OLM_OWNER_NAMESPACE, OLM_OWNER_KIND]
-                .iter()
-                .map(|l| (*l).to_owned())
-                .chain([owner.component.clone()])
-                .collect::<Vec<_>>();
-            out.unread_releases.extend(webhooks::unread_release(
+            // OLM's serving Secret, never read: released unread (the API server refuses the
+            // release unless it is the CSV's), then POM writes its own certificate into it
+            // (module `webhooks`).
+            out.unread_releases.push(webhooks::unread_release(
                 pair.key,
-                &olm.namespace,
+                csv,
                 olm.csv_uid.as_deref(),
-                &labels,
-            ));
+            )?);
             out.create.push(pair.key.clone());
             continue;
         }
@@ -272,7 +285,26 @@ pub fn prove(input: &TakeOverInput<'_>) -> Result<TakeOver, NotProven> {
             .filter(|c| !c.handed_over)
             .map(|c| c.key.clone()),
     );
+    if let Some(namespace) = input
+        .install_namespace
+        .filter(|ns| super::guard::needs(ns, input.po))
+    {
+        unannotated.push(ObjectKey {
+            api_version: "v1".to_owned(),
+            kind: "Namespace".to_owned(),
+            namespace: None,
+            name: namespace
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or(&olm.namespace)
+                .to_owned(),
+        });
+    }
     if input.guarded && !unannotated.is_empty() {
+        // The serving Secrets are never read, so whether they carry the annotation is not
+        // known: listed with the rest, so one round of annotating hands everything over (their
+        // release runs first, so a refusal of theirs still writes nothing else).
+        unannotated.extend(out.unread_releases.iter().map(|r| r.key.clone()));
         return Err(NotProven::AdmissionGuard {
             commands: super::guard::listed_commands(&unannotated, input.po),
             objects: unannotated,
@@ -320,6 +352,12 @@ fn installed_csv<'a>(input: &TakeOverInput<'a>) -> Result<&'a str, NotProven> {
             limit: MAX_ADOPTED_OBJECTS,
         });
     }
+    if olm.webhook_configurations_beyond_limit {
+        return Err(NotProven::TooManyWebhookConfigurations {
+            csv: csv.to_owned(),
+            limit: webhooks::MAX_OLM_WEBHOOK_CONFIGURATIONS,
+        });
+    }
     Ok(csv)
 }
 
@@ -332,6 +370,20 @@ pub fn adopting(po: &pom_api::PlatformOperator) -> Option<&pom_api::platform_ope
         .as_ref()
         .is_some_and(|s| s.installed_bundle.is_some());
     po.spec.adopt_from.as_ref().filter(|_| !installed)
+}
+
+/// Whether `po` adopted an OLM v0 installation and its first move, the adoption, has not
+/// settled: a webhook bundle's hand-over may still wait for OLM's CSV and Subscription to go
+/// ([`webhooks::hand_over`]), so the manager keeps reading them and holding POM's webhooks.
+#[must_use]
+pub fn handing_over(po: &pom_api::PlatformOperator) -> bool {
+    po.spec.adopt_from.is_some()
+        && adopting(po).is_none()
+        && po
+            .status
+            .as_ref()
+            .and_then(|s| s.active_hop.as_ref())
+            .is_some_and(|hop| hop.from.is_none() && !hop.settled)
 }
 
 /// Whether an object carries OLM's marks of the installation in `namespace` of `package`: its
@@ -761,6 +813,8 @@ mod tests {
             csv_uid: Some("u1".to_owned()),
             csv_annotations: ["alm-examples".to_owned()].into(),
             webhook_configurations: Vec::new(),
+            webhook_configurations_beyond_limit: false,
+            ca_bundle: None,
         }
     }
 
@@ -808,6 +862,7 @@ mod tests {
             olm,
             objects: &objects,
             guarded: false,
+            install_namespace: None,
         })
     }
 
@@ -1060,6 +1115,7 @@ mod tests {
             olm: &source,
             objects: &objects,
             guarded: false,
+            install_namespace: None,
         };
         let out = prove(&input).unwrap();
         assert_eq!(out.take_over, vec![dep.clone(), service.clone()]);
@@ -1067,11 +1123,6 @@ mod tests {
         assert_eq!(out.unread_releases.len(), 1);
         assert_eq!(out.unread_releases[0].key, secret);
         assert_eq!(out.unread_releases[0].csv_uid, "u1");
-        assert!(
-            out.unread_releases[0]
-                .labels
-                .contains(&"operators.coreos.com/op.ns".to_owned())
-        );
         assert_eq!(out.retire.len(), 1);
         assert_eq!(out.retire[0].key.name, "vop-x7k2q");
         assert_eq!(out.retire[0].resource_version.as_deref(), Some("9"));
@@ -1089,7 +1140,26 @@ mod tests {
             matches!(err, NotProven::WebhookConfigurationUnmatched { .. }),
             "{err}"
         );
-        // Without the CSV's uid nothing says which owner reference is OLM's: not released.
+        // More of OLM's configurations than adoption lists: not proven, nothing done.
+        let beyond = OlmSource {
+            webhook_configurations_beyond_limit: true,
+            ..source.clone()
+        };
+        let err = prove(&TakeOverInput {
+            olm: &beyond,
+            ..input
+        })
+        .unwrap_err();
+        assert_eq!(
+            err,
+            NotProven::TooManyWebhookConfigurations {
+                csv: "op.v1".into(),
+                limit: webhooks::MAX_OLM_WEBHOOK_CONFIGURATIONS
+            }
+        );
+        assert!(err.to_string().contains("at most 128 of a kind"), "{err}");
+        // Without the CSV's uid nothing says which owner reference is OLM's: not proven, so
+        // nothing is written (the Secret left to OLM would go with the CSV).
         let unknown = OlmSource {
             csv_uid: None,
             ..olm()
@@ -1106,14 +1176,70 @@ mod tests {
                 live: None,
             },
         ];
-        let out = prove(&TakeOverInput {
+        let err = prove(&TakeOverInput {
             olm: &unknown,
             objects: &secret_only,
             guarded: false,
             ..input
         })
-        .unwrap();
-        assert!(out.unread_releases.is_empty());
+        .unwrap_err();
+        assert_eq!(
+            err,
+            NotProven::CsvUidUnknown {
+                csv: "op.v1".into(),
+                object: secret.clone()
+            }
+        );
+    }
+
+    #[test]
+    fn the_hand_over_lasts_while_the_adoption_has_not_settled() {
+        let po = |adopt: bool, installed: bool, hop: Option<(Option<&str>, bool)>| {
+            let mut spec = json!({"package": {"name": "op"}});
+            if adopt {
+                spec["adoptFrom"] = json!({"subscription": {"namespace": "ns", "name": "op"}});
+            }
+            let mut status = json!({});
+            if installed {
+                status["installedBundle"] = json!({"name": "op.v1", "version": "1.0.0"});
+            }
+            if let Some((from, settled)) = hop {
+                status["activeHop"] = json!({"from": from, "to": "op.v1",
+                    "startedAt": "2026-01-01T00:00:00Z", "settled": settled});
+            }
+            serde_json::from_value::<pom_api::PlatformOperator>(json!({
+                "apiVersion": "platform.openshift.io/v1alpha1", "kind": "PlatformOperator",
+                "metadata": {"name": "op"}, "spec": spec, "status": status}))
+            .unwrap()
+        };
+        // (case, the PO, handing over)
+        let cases = [
+            (
+                "adopting: not yet",
+                po(true, false, Some((None, false))),
+                false,
+            ),
+            (
+                "adopted, unsettled",
+                po(true, true, Some((None, false))),
+                true,
+            ),
+            (
+                "adopted, settled",
+                po(true, true, Some((None, true))),
+                false,
+            ),
+            (
+                "a later hop",
+                po(true, true, Some((Some("op.v0"), false))),
+                false,
+            ),
+            ("never adopted", po(false, true, Some((None, false))), false),
+            ("no move recorded", po(true, true, None), false),
+        ];
+        for (case, po, want) in cases {
+            assert_eq!(handing_over(&po), want, "{case}");
+        }
     }
 
     /// Under the shipped admission guard, everything of OLM's the manager would change must
@@ -1141,7 +1267,19 @@ mod tests {
             ..config(false).key
         };
         let empty = json!({});
-        let prove_with = |guarded: bool, live: &Value, handed_over: bool| {
+        let (service, secret) = (
+            crate::adopt::test_key("v1", "Service", Some("ns"), "op-service"),
+            crate::adopt::test_key("v1", "Secret", Some("ns"), "op-service-cert"),
+        );
+        // OLM's Service, handed over in every case (the Deployment stands for what is read).
+        let live_service = json!({"metadata": {"name": "op-service", "namespace": "ns",
+            "annotations": {"platform.openshift.io/adopt": "po"},
+            "ownerReferences": [{"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion", "name": "op.v1", "uid": "u1"}]}});
+        let namespace = |labels: Value, annotations: Value| json!({"metadata": {"name": "ns", "labels": labels, "annotations": annotations}});
+        let ns_olm = namespace(json!({"olm.operatorgroup.uid/x": ""}), json!({}));
+        let ns_annotated = namespace(json!({}), json!({"platform.openshift.io/adopt": "po"}));
+        let ns_pos = namespace(json!({"platform.openshift.io/owner": "po"}), json!({}));
+        let prove_with = |guarded: bool, live: &Value, handed_over: bool, ns: &Value| {
             let source = OlmSource {
                 webhook_configurations: vec![config(handed_over)],
                 ..olm()
@@ -1157,6 +1295,16 @@ mod tests {
                     desired: &empty,
                     live: None,
                 },
+                Pair {
+                    key: &service,
+                    desired: &empty,
+                    live: Some(&live_service),
+                },
+                Pair {
+                    key: &secret,
+                    desired: &empty,
+                    live: None,
+                },
             ];
             prove(&TakeOverInput {
                 po: "po",
@@ -1165,51 +1313,101 @@ mod tests {
                 olm: &source,
                 objects: &objects,
                 guarded,
+                install_namespace: Some(ns),
             })
         };
-        let cases: Vec<(&str, bool, &Value, bool, Option<usize>)> = vec![
+        /// (case, guarded, the Deployment, OLM's configuration handed over, the namespace,
+        /// the objects named when refused)
+        type Case<'a> = (
+            &'a str,
+            bool,
+            &'a Value,
+            bool,
+            &'a Value,
+            Option<Vec<&'a str>>,
+        );
+        let cases: Vec<Case<'_>> = vec![
             (
                 "no guard: nothing needs the annotation",
                 false,
                 &live,
                 false,
+                &ns_olm,
                 None,
             ),
             (
-                "guard, nothing handed over: both named",
+                "guard, nothing handed over: all named, the unread Secret too",
                 true,
                 &live,
                 false,
-                Some(2),
+                &ns_olm,
+                Some(vec![
+                    "Deployment",
+                    "ValidatingWebhookConfiguration",
+                    "Namespace",
+                    "Secret",
+                ]),
             ),
             (
-                "guard, the Deployment handed over",
+                "guard, the Deployment and the namespace handed over",
                 true,
                 &annotated,
                 false,
-                Some(1),
+                &ns_annotated,
+                Some(vec!["ValidatingWebhookConfiguration", "Secret"]),
             ),
-            ("guard, all handed over", true, &annotated, true, None),
             (
-                "guard, a resumed adoption: the Deployment is POM's already",
+                "guard, all handed over but the namespace",
+                true,
+                &annotated,
+                true,
+                &ns_olm,
+                Some(vec!["Namespace", "Secret"]),
+            ),
+            (
+                "guard, all handed over",
+                true,
+                &annotated,
+                true,
+                &ns_annotated,
+                None,
+            ),
+            (
+                "guard, a resumed adoption: the Deployment and namespace are POM's already",
                 true,
                 &resumed,
                 true,
+                &ns_pos,
                 None,
             ),
         ];
-        for (case, guarded, live, handed_over, refused) in cases {
-            match (prove_with(guarded, live, handed_over), refused) {
+        for (case, guarded, live, handed_over, ns, refused) in cases {
+            match (prove_with(guarded, live, handed_over, ns), refused) {
                 (Ok(_), None) => {}
-                (Err(NotProven::AdmissionGuard { objects, commands }), Some(n)) => {
-                    assert_eq!(objects.len(), n, "{case}");
-                    assert!(
-                        commands.contains("kubectl annotate validatingwebhookconfiguration.admissionregistration.k8s.io/vop-x7k2q platform.openshift.io/adopt=po"),
-                        "{case}: {commands}"
-                    );
-                    if n == 2 {
-                        assert!(
-                            commands.contains("kubectl annotate deployment.apps/op -n ns platform.openshift.io/adopt=po"),
+                (Err(NotProven::AdmissionGuard { objects, commands }), Some(kinds)) => {
+                    let named: Vec<&str> = objects.iter().map(|o| o.kind.as_str()).collect();
+                    assert_eq!(named, kinds, "{case}");
+                    for (kind, command) in [
+                        (
+                            "ValidatingWebhookConfiguration",
+                            "kubectl annotate validatingwebhookconfiguration.admissionregistration.k8s.io/vop-x7k2q platform.openshift.io/adopt=po",
+                        ),
+                        (
+                            "Deployment",
+                            "kubectl annotate deployment.apps/op -n ns platform.openshift.io/adopt=po",
+                        ),
+                        (
+                            "Namespace",
+                            "kubectl annotate namespace/ns platform.openshift.io/adopt=po",
+                        ),
+                        (
+                            "Secret",
+                            "kubectl annotate secret/op-service-cert -n ns platform.openshift.io/adopt=po",
+                        ),
+                    ] {
+                        assert_eq!(
+                            commands.contains(command),
+                            kinds.contains(&kind),
                             "{case}: {commands}"
                         );
                     }
@@ -1276,6 +1474,7 @@ mod tests {
             olm: &olm(),
             objects: &objects,
             guarded: false,
+            install_namespace: None,
         })
         .unwrap();
         assert_eq!(out.take_over, vec![sa.clone(), dep.clone()]);
@@ -1689,6 +1888,7 @@ mod tests {
             olm: &olm(),
             objects: &objects,
             guarded: false,
+            install_namespace: None,
         })
         .unwrap_err();
         assert!(matches!(err, NotProven::RenderedMissing { .. }), "{err:?}");
@@ -1732,6 +1932,7 @@ mod tests {
                 olm: &olm(),
                 objects: &objects,
                 guarded: false,
+                install_namespace: None,
             })
         };
         assert!(prove_at(Some("ns")).is_ok());

@@ -11,9 +11,10 @@
 //! - the pod template carries OLM's CA hash annotation [`OLM_CA_HASH_ANNOTATION`]: OLM's own,
 //!   allowed and left as it is (changing it would restart the pods);
 //! - the serving Secret: POM never reads Secrets (issue 22), so it cannot prove what the
-//!   Secret holds; it releases it unread with a strategic merge patch that removes exactly the
-//!   owner reference to this CSV (by uid) and OLM's labels ([`unread_release_patch`]), so
-//!   deleting the CSV garbage-collects nothing, and its apply then writes POM's own serving
+//!   Secret holds; it releases it unread with a JSON patch whose `test` ops make the API
+//!   server refuse it unless the Secret's owner reference is to this CSV (by uid), removing
+//!   that reference and adding POM's owner labels ([`unread_release_patches`]), so deleting
+//!   the CSV garbage-collects nothing, and its apply then writes POM's own serving
 //!   certificate into it. The pods keep running: a Secret volume's files change in place and
 //!   the operator reloads them as it does for OLM's rotation (controller-runtime watches them);
 //! - OLM's webhook configurations have generated names (`<generateName>-xxxxx`) where POM's
@@ -24,7 +25,7 @@
 
 use std::collections::BTreeSet;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::ObjectKey;
 use super::takeover::{NotProven, Pair};
@@ -40,6 +41,11 @@ pub const WEBHOOK_CONFIGURATION_KINDS: &[&str] = &[
     "MutatingWebhookConfiguration",
 ];
 const SECRET_SUFFIX: &str = "-cert";
+/// The most webhook configurations of one kind adoption lists for a CSV (OLM makes one per
+/// webhook description, a bundle has a few): the list is asked with this limit, and one that
+/// has more left stops the adoption ([`NotProven::TooManyWebhookConfigurations`]) rather than
+/// retiring some and leaving the rest trusting a CA nothing signs with.
+pub const MAX_OLM_WEBHOOK_CONFIGURATIONS: usize = 128;
 
 /// A webhook configuration OLM created for the installed CSV (found by its owner labels).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,14 +59,13 @@ pub struct OlmWebhookConfiguration {
     pub handed_over: bool,
 }
 
-/// A serving Secret released from OLM without being read.
+/// A serving Secret released from OLM without being read ([`unread_release_patches`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnreadRelease {
     pub key: ObjectKey,
-    /// The uid of the CSV whose owner reference is removed (no other reference is touched).
+    /// The uid of the CSV whose owner reference is removed: the API server refuses the release
+    /// unless the Secret's owner reference names it.
     pub csv_uid: String,
-    /// OLM's labels removed (absent ones are no-ops).
-    pub labels: Vec<String>,
 }
 
 /// An OLM webhook configuration POM's own replaces, deleted after POM's are applied.
@@ -102,42 +107,181 @@ pub fn is_serving_secret(key: &ObjectKey, objects: &[Pair<'_>]) -> bool {
     })
 }
 
-/// The unread release of a serving Secret in the CSV's namespace; `None` without the CSV's uid
-/// (nothing then says which owner reference is OLM's).
-#[must_use]
+/// The unread release of a serving Secret in the CSV's namespace.
+///
+/// # Errors
+/// [`NotProven::CsvUidUnknown`] without the CSV's uid: nothing would then say which owner
+/// reference is OLM's, and a Secret left with it would be garbage-collected with the CSV.
 pub fn unread_release(
     key: &ObjectKey,
-    namespace: &str,
+    csv: &str,
     csv_uid: Option<&str>,
-    olm_labels: &[String],
-) -> Option<UnreadRelease> {
-    (key.namespace.as_deref() == Some(namespace)).then_some(())?;
-    Some(UnreadRelease {
+) -> Result<UnreadRelease, NotProven> {
+    let Some(uid) = csv_uid.filter(|u| !u.is_empty()) else {
+        return Err(NotProven::CsvUidUnknown {
+            csv: csv.to_owned(),
+            object: key.clone(),
+        });
+    };
+    Ok(UnreadRelease {
         key: key.clone(),
-        csv_uid: csv_uid?.to_owned(),
-        labels: olm_labels.to_vec(),
+        csv_uid: uid.to_owned(),
     })
 }
 
-/// The strategic merge patch releasing an unread Secret: the owner reference with the CSV's
-/// uid deleted (owner references merge by uid, so no other is touched, and a Secret without
-/// it is left as it is), OLM's labels out, `pom_labels` in.
+/// The JSON patches (RFC 6902) that release an unread serving Secret, tried in this order
+/// until the API server accepts one (`test` ops make it refuse one that does not hold, and
+/// refused, a JSON patch writes nothing):
+/// 1. OLM's Secret: its first owner reference is this CSV's (by uid and kind: OLM writes the
+///    Secret whole with exactly that one reference, `certresources.go`), removed, and POM's
+///    owner labels added to its labels;
+/// 2. the same for a Secret with no labels at all (an OLM before its labeller: adding under
+///    an absent `/metadata/labels` fails patch 1), its labels set to POM's;
+/// 3. already released to this PlatformOperator (a crash after the release: the next
+///    reconcile proves again): only tests its owner label, writes nothing.
+///
+/// None accepted, the Secret is not OLM's for this CSV nor this PlatformOperator's: adoption
+/// stops with the API server's refusal, having written nothing to it.
 #[must_use]
-pub fn unread_release_patch(
+pub fn unread_release_patches(
     release: &UnreadRelease,
     pom_labels: &std::collections::BTreeMap<String, String>,
-) -> Value {
-    let mut labels = Map::new();
-    for label in &release.labels {
-        labels.insert(label.clone(), Value::Null);
+) -> [Value; 3] {
+    let olms = [
+        json!({"op": "test", "path": "/metadata/ownerReferences/0/uid", "value": release.csv_uid}),
+        json!({"op": "test", "path": "/metadata/ownerReferences/0/kind", "value": super::takeover::CSV_KIND}),
+        json!({"op": "remove", "path": "/metadata/ownerReferences/0"}),
+    ];
+    let mut labelled: Vec<Value> = olms.to_vec();
+    labelled.extend(pom_labels.iter().map(|(k, v)| {
+        json!({"op": "add", "path": format!("/metadata/labels/{}", pointer_token(k)), "value": v})
+    }));
+    let mut unlabelled: Vec<Value> = olms.to_vec();
+    unlabelled.push(json!({"op": "add", "path": "/metadata/labels", "value": pom_labels}));
+    let owner = pom_labels
+        .get(pom_api::labels::OWNER_PO)
+        .cloned()
+        .unwrap_or_default();
+    let resumed = vec![json!({"op": "test",
+        "path": format!("/metadata/labels/{}", pointer_token(pom_api::labels::OWNER_PO)),
+        "value": owner})];
+    [
+        Value::Array(labelled),
+        Value::Array(unlabelled),
+        Value::Array(resumed),
+    ]
+}
+
+/// A JSON pointer's reference token for `key` (RFC 6901: `~` as `~0`, `/` as `~1`).
+fn pointer_token(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+/// How long POM's webhooks keep trusting OLM's CA beside POM's once POM wrote its own
+/// certificate into the serving Secret: the kubelet refreshes a mounted Secret within its sync
+/// period (a minute or so, plus its cache's TTL), and the operator reloads the files after;
+/// until then it serves OLM's certificate, which POM's configurations must still accept.
+/// Ten minutes covers that with room; past it, OLM's CA signs nothing POM serves.
+pub const OLM_CA_TRUST_SECONDS: i64 = 600;
+
+/// Where handing a webhook bundle over from OLM v0 stands ([`hand_over`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HandOver {
+    /// Not adopting from OLM (or the OLM installation is not read): nothing held.
+    Not,
+    /// OLM's ClusterServiceVersion or Subscription still exists, and OLM v0 recreates the
+    /// webhook configurations and rewrites the serving Secret of a CSV it runs
+    /// (`webhook.go`, `certresources.go`): POM's certificate and webhook configurations wait
+    /// (OLM's keep answering), and the move waits with this [`Wait`](crate::status::Wait).
+    WaitForOlm(crate::status::Wait),
+    /// Both gone: POM writes its certificate and configurations, trusting OLM's CA too until
+    /// [`OLM_CA_TRUST_SECONDS`] after, and retires OLM's configurations.
+    Finish,
+}
+
+/// Where the hand-over stands for what OLM's objects say now (`None`: not read, not adopting).
+#[must_use]
+pub fn hand_over(olm: Option<&super::OlmSource>, csv: Option<&str>) -> HandOver {
+    let Some(olm) = olm else {
+        return HandOver::Not;
+    };
+    if olm.found || olm.csv_phase.is_some() {
+        return HandOver::WaitForOlm(crate::status::Wait::WebhookHandOver {
+            namespace: olm.namespace.clone(),
+            csv: olm
+                .installed_csv
+                .as_deref()
+                .or(csv)
+                .unwrap_or_default()
+                .to_owned(),
+            subscription: olm.subscription.clone(),
+        });
     }
-    for (k, v) in pom_labels {
-        labels.insert(k.clone(), Value::String(v.clone()));
+    HandOver::Finish
+}
+
+/// Which of the objects to apply (by identity, in order) wait while the hand-over waits for
+/// OLM's objects to go: POM's webhook configurations (OLM's stay registered; OLM recreates a
+/// missing one of a CSV it runs, `webhook.go`) and the serving Secrets of the bundle's Services
+/// (they keep OLM's certificate, which the running pods serve and OLM's configurations
+/// trust). Everything else is applied; a CRD's conversion webhook trusts OLM's CA as well
+/// ([`trusted_olm_ca`]), so it keeps converting.
+#[must_use]
+pub fn held_for_hand_over(keys: &[ObjectKey]) -> Vec<bool> {
+    let services: BTreeSet<(Option<&str>, &str)> = keys
+        .iter()
+        .filter(|k| k.kind == "Service" && k.api_version == "v1")
+        .map(|k| (k.namespace.as_deref(), k.name.as_str()))
+        .collect();
+    keys.iter()
+        .map(|k| {
+            let configuration = WEBHOOK_CONFIGURATION_KINDS.contains(&k.kind.as_str())
+                && k.api_version.starts_with("admissionregistration.k8s.io/");
+            let serving_secret = k.kind == "Secret"
+                && k.api_version == "v1"
+                && service_of_serving_secret(&k.name)
+                    .is_some_and(|s| services.contains(&(k.namespace.as_deref(), s)));
+            configuration || serving_secret
+        })
+        .collect()
+}
+
+/// OLM's CA as POM's CA Secret records it while POM's webhooks trust it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrustedOlmCa {
+    /// PEM, read from OLM's webhook configurations or CRD conversion (public data).
+    pub pem: String,
+    /// Until when (Unix seconds): `None` while the hand-over waits for OLM's objects to go.
+    pub until: Option<i64>,
+}
+
+/// Whether POM's webhooks trust OLM's CA now, and until when: while the hand-over waits, the
+/// CA read from OLM's objects (or the one recorded); once it finishes, the recorded bound,
+/// set [`OLM_CA_TRUST_SECONDS`] from `now` the first time (the reconcile that writes POM's
+/// certificate); past the bound, not at all. Recorded in POM's CA Secret, a restart keeps it.
+#[must_use]
+pub fn trusted_olm_ca(
+    recorded: Option<&TrustedOlmCa>,
+    read: Option<&str>,
+    hand_over: &HandOver,
+    now: i64,
+) -> Option<TrustedOlmCa> {
+    let pem = read
+        .filter(|p| !p.trim().is_empty())
+        .map(str::to_owned)
+        .or_else(|| recorded.map(|r| r.pem.clone()))?;
+    let until = match hand_over {
+        HandOver::WaitForOlm(_) => None,
+        HandOver::Finish | HandOver::Not => Some(
+            recorded
+                .and_then(|r| r.until)
+                .unwrap_or(now + OLM_CA_TRUST_SECONDS),
+        ),
+    };
+    if until.is_some_and(|until| until <= now) {
+        return None;
     }
-    json!({"metadata": {
-        "labels": labels,
-        "ownerReferences": [{"$patch": "delete", "uid": release.csv_uid}],
-    }})
+    Some(TrustedOlmCa { pem, until })
 }
 
 /// Whether OLM's webhook configurations may be retired after this apply: only once POM's own
@@ -230,6 +374,163 @@ mod tests {
         }
     }
 
+    fn olm(found: bool, csv: bool) -> crate::adopt::OlmSource {
+        crate::adopt::OlmSource {
+            subscription: "gamma-system/gamma".into(),
+            namespace: "gamma-system".into(),
+            found,
+            package: "gamma".into(),
+            installed_csv: found.then(|| "gamma.v3.0.0".to_owned()),
+            csv_phase: csv.then(|| "Succeeded".to_owned()),
+            csv_uid: csv.then(|| "u1".to_owned()),
+            csv_annotations: BTreeSet::new(),
+            webhook_configurations: Vec::new(),
+            webhook_configurations_beyond_limit: false,
+            ca_bundle: None,
+        }
+    }
+
+    #[test]
+    fn the_hand_over_waits_while_olms_csv_or_subscription_exists() {
+        let wait = |csv: &str| {
+            HandOver::WaitForOlm(Wait::WebhookHandOver {
+                namespace: "gamma-system".into(),
+                csv: csv.into(),
+                subscription: "gamma-system/gamma".into(),
+            })
+        };
+        // (case, OLM's objects as read, the CSV the move names, where it stands)
+        let cases = [
+            ("not adopting", None, None, HandOver::Not),
+            (
+                "the CSV and Subscription exist",
+                Some(olm(true, true)),
+                Some("gamma.v3.0.0"),
+                wait("gamma.v3.0.0"),
+            ),
+            (
+                "the CSV deleted, the Subscription not (OLM would install it again)",
+                Some(olm(true, false)),
+                Some("gamma.v3.0.0"),
+                wait("gamma.v3.0.0"),
+            ),
+            (
+                "the Subscription deleted, the CSV not: named by the move",
+                Some(olm(false, true)),
+                Some("gamma.v3.0.0"),
+                wait("gamma.v3.0.0"),
+            ),
+            (
+                "both deleted",
+                Some(olm(false, false)),
+                Some("gamma.v3.0.0"),
+                HandOver::Finish,
+            ),
+        ];
+        for (case, source, csv, want) in cases {
+            assert_eq!(hand_over(source.as_ref(), csv), want, "{case}");
+        }
+        let HandOver::WaitForOlm(w) = wait("gamma.v3.0.0") else {
+            unreachable!()
+        };
+        assert!(
+            w.to_string().contains("delete ClusterServiceVersion gamma-system/gamma.v3.0.0 and Subscription gamma-system/gamma")
+                && w.to_string().contains("keeps answering with OLM's certificate"),
+            "{w}"
+        );
+    }
+
+    #[test]
+    fn olms_ca_is_trusted_while_the_hand_over_waits_then_for_a_bound() {
+        let now = 1_000_000;
+        let waiting = HandOver::WaitForOlm(Wait::Rollout {
+            namespace: "n".into(),
+            name: "d".into(),
+        });
+        let rec = |until: Option<i64>| TrustedOlmCa {
+            pem: "OLD".into(),
+            until,
+        };
+        let got = |pem: &str, until: Option<i64>| {
+            Some(TrustedOlmCa {
+                pem: pem.into(),
+                until,
+            })
+        };
+        let bound = now + OLM_CA_TRUST_SECONDS;
+        // (case, recorded, read from OLM's objects, hand-over, trusted)
+        let cases = [
+            ("nothing known", None, None, HandOver::Finish, None),
+            (
+                "waiting: OLM's CA read, no bound yet",
+                None,
+                Some("OLM"),
+                waiting.clone(),
+                got("OLM", None),
+            ),
+            (
+                "waiting, OLM's configuration gone: the recorded one",
+                Some(rec(None)),
+                None,
+                waiting.clone(),
+                got("OLD", None),
+            ),
+            (
+                "finishing: the bound starts now",
+                Some(rec(None)),
+                Some("OLM"),
+                HandOver::Finish,
+                got("OLM", Some(bound)),
+            ),
+            (
+                "finished earlier: the recorded bound is kept (a restart changes nothing)",
+                Some(rec(Some(now + 5))),
+                None,
+                HandOver::Not,
+                got("OLD", Some(now + 5)),
+            ),
+            (
+                "past the bound: OLM's CA is dropped",
+                Some(rec(Some(now))),
+                Some("OLM"),
+                HandOver::Finish,
+                None,
+            ),
+            (
+                "an empty caBundle read is no CA",
+                None,
+                Some("  "),
+                HandOver::Finish,
+                None,
+            ),
+        ];
+        for (case, recorded, read, hand, want) in cases {
+            assert_eq!(
+                trusted_olm_ca(recorded.as_ref(), read, &hand, now),
+                want,
+                "{case}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_hand_over_holds_poms_webhook_configurations_and_serving_secrets_only() {
+        let objects = [
+            key("Service", "op-service", Some("ns")),
+            key("Secret", "op-service-cert", Some("ns")),
+            key("Secret", "pom-webhook-ca", Some("ns")),
+            key("Secret", "other-service-cert", Some("ns")),
+            key("ValidatingWebhookConfiguration", "vop", None),
+            key("MutatingWebhookConfiguration", "mop", None),
+            key("ConfigMap", "op-service-cert", Some("ns")),
+        ];
+        assert_eq!(
+            held_for_hand_over(&objects),
+            [false, true, false, false, true, true, false]
+        );
+        assert!(held_for_hand_over(&[]).is_empty());
+    }
+
     fn key(kind: &str, name: &str, namespace: Option<&str>) -> ObjectKey {
         let api_version = if WEBHOOK_CONFIGURATION_KINDS.contains(&kind) {
             "admissionregistration.k8s.io/v1"
@@ -282,25 +583,128 @@ mod tests {
     }
 
     #[test]
-    fn an_unread_release_needs_the_csv_uid_and_its_namespace() {
+    fn an_unread_release_needs_the_csv_uid() {
         let k = key("Secret", "op-service-cert", Some("ns"));
-        let labels = vec!["olm.owner".to_owned()];
         assert_eq!(
             service_of_serving_secret(&serving_secret_of("op-service")),
             Some("op-service")
         );
         assert_eq!(service_of_serving_secret("-cert"), None);
-        assert!(unread_release(&k, "ns", None, &labels).is_none());
-        assert!(unread_release(&k, "other", Some("u1"), &labels).is_none());
-        let release = unread_release(&k, "ns", Some("u1"), &labels).unwrap();
-        assert_eq!(release.csv_uid, "u1");
-        let pom = [("platform.openshift.io/owner".to_owned(), "po".to_owned())].into();
+        for uid in [None, Some("")] {
+            assert!(matches!(
+                unread_release(&k, "op.v1", uid),
+                Err(NotProven::CsvUidUnknown { .. })
+            ));
+        }
         assert_eq!(
-            unread_release_patch(&release, &pom),
-            json!({"metadata": {
-                "labels": {"olm.owner": null, "platform.openshift.io/owner": "po"},
-                "ownerReferences": [{"$patch": "delete", "uid": "u1"}]}})
+            unread_release(&k, "op.v1", Some("u1")).unwrap().csv_uid,
+            "u1"
         );
+    }
+
+    /// The patches as the API server applies them: in order, the first accepted wins; `None`
+    /// when every one is refused (a failed `test` refuses the whole patch).
+    fn release_outcome(doc: &Value) -> Option<(usize, Value)> {
+        let release = unread_release(
+            &key("Secret", "op-service-cert", Some("ns")),
+            "op.v1",
+            Some("u1"),
+        )
+        .unwrap();
+        let pom = [
+            ("platform.openshift.io/owner".to_owned(), "po".to_owned()),
+            ("platform.openshift.io/package".to_owned(), "op".to_owned()),
+        ]
+        .into();
+        unread_release_patches(&release, &pom)
+            .iter()
+            .enumerate()
+            .find_map(|(i, patch)| {
+                let patch: json_patch::Patch = serde_json::from_value(patch.clone()).unwrap();
+                let mut out = doc.clone();
+                json_patch::patch(&mut out, &patch).ok().map(|()| (i, out))
+            })
+    }
+
+    #[test]
+    fn the_api_server_refuses_the_release_of_a_secret_not_olms_for_this_csv() {
+        let csv = |uid: &str| {
+            json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
+                "name": "op.v1", "uid": uid, "controller": false, "blockOwnerDeletion": false})
+        };
+        let secret = |labels: Option<Value>, refs: Value| {
+            let mut meta = json!({"name": "op-service-cert", "namespace": "ns",
+                "annotations": {"olmcahash": "h"}, "ownerReferences": refs});
+            if let Some(labels) = labels {
+                meta["labels"] = labels;
+            }
+            json!({"metadata": meta, "data": {"tls.crt": "x"}})
+        };
+        let released = json!({"olm.managed": "true", "platform.openshift.io/owner": "po",
+            "platform.openshift.io/package": "op"});
+        // (case, the Secret, which patch is accepted and the labels it leaves; None: refused)
+        let cases = [
+            (
+                "OLM's, labelled by OLM's labeller",
+                secret(Some(json!({"olm.managed": "true"})), json!([csv("u1")])),
+                Some((0, released.clone())),
+            ),
+            (
+                "OLM's, from an OLM that labels no Secret",
+                secret(None, json!([csv("u1")])),
+                Some((
+                    1,
+                    json!({"platform.openshift.io/owner": "po", "platform.openshift.io/package": "op"}),
+                )),
+            ),
+            (
+                "released already (a crash after the release)",
+                secret(Some(released.clone()), json!([])),
+                Some((2, released.clone())),
+            ),
+            (
+                "an earlier CSV's of the same name",
+                secret(Some(json!({"olm.managed": "true"})), json!([csv("u0")])),
+                None,
+            ),
+            (
+                "nobody's",
+                secret(Some(json!({"olm.managed": "true"})), json!([])),
+                None,
+            ),
+            (
+                "owned by something else",
+                secret(
+                    None,
+                    json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "uid": "u1"}]),
+                ),
+                None,
+            ),
+            (
+                "another PlatformOperator's",
+                secret(
+                    Some(json!({"platform.openshift.io/owner": "other"})),
+                    json!([]),
+                ),
+                None,
+            ),
+        ];
+        for (case, doc, want) in cases {
+            let got = release_outcome(&doc);
+            match (want, got) {
+                (None, None) => {}
+                (Some((patch, labels)), Some((i, out))) => {
+                    assert_eq!(i, patch, "{case}");
+                    assert_eq!(out["metadata"]["labels"], labels, "{case}");
+                    assert_eq!(out["metadata"]["ownerReferences"], json!([]), "{case}");
+                    assert_eq!(
+                        out["data"], doc["data"],
+                        "{case}: the Secret's data is untouched"
+                    );
+                }
+                (want, got) => panic!("{case}: wanted {want:?}, got {got:?}"),
+            }
+        }
     }
 
     #[test]

@@ -145,6 +145,7 @@ struct Row {
     writes_allowed: bool,
     mark_present: bool,
     adopting: bool,
+    handing_over: bool,
     giving_back: bool,
     steps: Vec<Step>,
 }
@@ -158,6 +159,7 @@ fn row(name: &'static str, decision: PoDecision, recorded: PlatformOperatorStatu
         writes_allowed: true,
         mark_present: true,
         adopting: false,
+        handing_over: false,
         giving_back: false,
         steps: vec![],
     }
@@ -174,6 +176,10 @@ impl Row {
     }
     fn adopting(mut self) -> Self {
         self.adopting = true;
+        self
+    }
+    fn handing_over(mut self) -> Self {
+        self.handing_over = true;
         self
     }
     fn giving_back(mut self) -> Self {
@@ -368,9 +374,29 @@ fn the_plan_of_each_case() {
         .steps(&[
             Prepare,
             ProveAdoption,
+            HoldForHandOver,
             RecordIntent,
             ReleaseFromOlm,
             AnnounceMove,
+            Apply,
+            RetireOlmWebhooks,
+            Report,
+            RememberCleanCheck,
+            WriteStatus,
+            PruneAfterSettle,
+            Requeue(Next::AsStatusSays),
+        ]),
+        row(
+            "adopted, the hand-over not finished (the first move unsettled): prepared again, POM's webhooks held while OLM's CSV exists, OLM's retired once it is gone; no clean check reused",
+            decision(Action::Keep),
+            steady(),
+        )
+        .handing_over()
+        .reusable()
+        .steps(&[
+            Prepare,
+            HoldForHandOver,
+            RecordIntent,
             Apply,
             RetireOlmWebhooks,
             Report,
@@ -459,6 +485,7 @@ fn the_plan_of_each_case() {
             writes_allowed: row.writes_allowed,
             reported_mark_present: row.mark_present,
             adopting: row.adopting,
+            handing_over: row.handing_over,
             giving_back: row.giving_back,
         });
         assert_eq!(steps, row.steps, "{}", row.name);
@@ -487,8 +514,8 @@ fn every_plan_ends_in_one_requeue_and_orders_its_writes() {
             for (reusable, writes_allowed, mark_present) in
                 flag_combinations([false, true], [false, true], [false, true])
             {
-                for (adopting, giving_back) in
-                    [(false, false), (true, false), (false, true), (true, true)]
+                for (adopting, handing_over, giving_back) in
+                    flag_combinations([false, true], [false, true], [false, true])
                 {
                     let steps = plan(&PlanInput {
                         decision: d,
@@ -497,6 +524,7 @@ fn every_plan_ends_in_one_requeue_and_orders_its_writes() {
                         writes_allowed,
                         reported_mark_present: mark_present,
                         adopting,
+                        handing_over,
                         giving_back,
                     });
                     check_order(&steps);
@@ -507,6 +535,7 @@ fn every_plan_ends_in_one_requeue_and_orders_its_writes() {
                                 Prepare
                                     | Apply
                                     | ReleaseFromOlm
+                                    | HoldForHandOver
                                     | RetireOlmWebhooks
                                     | PruneAfterSettle
                                     | Withdraw { .. }
@@ -565,7 +594,12 @@ fn check_order(steps: &[Step]) {
     both_in_order(&ReleaseFromOlm, &AnnounceMove);
     // OLM's webhook configurations go only once POM's are applied.
     before(&Apply, &RetireOlmWebhooks);
-    before(&ProveAdoption, &RetireOlmWebhooks);
+    before(&HoldForHandOver, &RetireOlmWebhooks);
+    // POM's webhooks are held from what prepare readied, after the proof (which needs the
+    // serving Secret to release it) and before the intent records the inventory.
+    before(&Prepare, &HoldForHandOver);
+    both_in_order(&ProveAdoption, &HoldForHandOver);
+    both_in_order(&HoldForHandOver, &RecordIntent);
     before(&Report, &WriteStatus);
     before(&WriteStatus, &PruneAfterSettle);
     before(&Report, &RememberCleanCheck);
