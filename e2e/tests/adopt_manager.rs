@@ -845,64 +845,61 @@ async fn adopts_a_webhook_bundle_with_no_restart_and_its_webhook_keeps_answering
                "adoptFrom": {"subscription": {"namespace": ns, "name": "gamma"}}}),
     )
     .await;
-    // The hand-over waits for OLM's objects to go, and says what to delete.
-    let message = eventually(WAIT, "the status to name the hand-over's wait", || async {
-        pom_e2e::manager::po_condition(&client, "gamma", "Progressing")
-            .await
-            .filter(|(status, _, m)| status == "True" && m.contains("delete ClusterServiceVersion"))
-            .map(|(_, _, m)| m)
-    })
+    // Adopted at once, OLM's CSV and Subscription still there (OLM cannot install over what
+    // adoption released): POM's configuration registered, OLM's retired, POM's certificate
+    // written into the released Secret, and no pod restarted.
+    let vwcs = Api::<ValidatingWebhookConfiguration>::all(client.clone());
+    let poms_name = format!("v{}", bundle.crd_name());
+    eventually(
+        WAIT,
+        "POM's configuration registered and OLM's retired",
+        || async {
+            let olms_left = vwcs
+                .list(&ListParams::default().labels("olm.owner=gamma.v3.0.0"))
+                .await
+                .ok()?;
+            let poms = vwcs.get_opt(&poms_name).await.ok()??;
+            (olms_left.items.is_empty()
+                && poms
+                    .labels()
+                    .get(pom_api::labels::OWNER_PO)
+                    .map(String::as_str)
+                    == Some("gamma"))
+            .then_some(())
+        },
+    )
     .await;
-    assert!(
-        message.contains(
-            "delete ClusterServiceVersion gamma-system/gamma.v3.0.0 and Subscription gamma-system/gamma"
-        ) && message.contains("keeps answering with OLM's certificate"),
-        "{message}"
-    );
     rolled_out(&client, ns).await;
     assert_eq!(
         running(&client, ns).await,
         before,
         "adoption restarted the operator"
     );
-    // Released: the Secret is no longer the CSV's (deleting it would remove nothing), but it
-    // holds OLM's certificate still, and OLM's configuration is the one registered.
+    // The Secret: released (deleting the CSV would remove nothing), POM's, with POM's
+    // certificate.
     let secret = secrets.get(&secret_name).await.unwrap();
     assert_eq!(olm_marks(&secret.metadata), Vec::<String>::new());
     assert_eq!(
-        pair(&secret),
-        olms,
-        "OLM's certificate stays while the CSV exists"
+        secret
+            .labels()
+            .get(pom_api::labels::OWNER_PO)
+            .map(String::as_str),
+        Some("gamma")
     );
-    let vwcs = Api::<ValidatingWebhookConfiguration>::all(client.clone());
-    let poms_name = format!("v{}", bundle.crd_name());
+    let poms_pair = pair(&secret);
+    assert_ne!(poms_pair.0, olms.0, "POM wrote its own certificate");
+    // POM's CA Secret records OLM's CA (trusted until it expires; a restart keeps it).
+    let ca = secrets.get("pom-webhook-ca").await.unwrap();
     assert!(
-        vwcs.get_opt(&poms_name).await.unwrap().is_none(),
-        "POM's waits"
+        ca.data.as_ref().unwrap().contains_key("olm-ca.crt"),
+        "OLM's CA recorded beside POM's"
     );
-    assert_eq!(
-        vwcs.list(&ListParams::default().labels("olm.owner=gamma.v3.0.0"))
-            .await
-            .unwrap()
-            .items
-            .len(),
-        1,
-        "OLM's stays"
-    );
-    webhook_answers(&client, &bundle, &server, "while-waiting").await;
+    // The operator has not reloaded its files (one written for OLM never does; OLM rolled its
+    // pods instead): it serves OLM's certificate, which POM's configuration and CRD trust.
+    webhook_answers(&client, &bundle, &server, "before-the-reload").await;
 
-    // OLM's objects deleted: only what OLM alone owned goes, and the hand-over finishes.
+    // OLM's objects deleted: only what OLM alone owned goes.
     let dp = DeleteParams::background();
-    dynamic(
-        &client,
-        "operators.coreos.com",
-        "v1alpha1",
-        "ClusterServiceVersion",
-        ns,
-    )
-    .delete("gamma.v3.0.0", &dp)
-    .await
-    .unwrap();
     dynamic(
         &client,
         "operators.coreos.com",
@@ -911,6 +908,16 @@ async fn adopts_a_webhook_bundle_with_no_restart_and_its_webhook_keeps_answering
         ns,
     )
     .delete("gamma", &dp)
+    .await
+    .unwrap();
+    dynamic(
+        &client,
+        "operators.coreos.com",
+        "v1alpha1",
+        "ClusterServiceVersion",
+        ns,
+    )
+    .delete("gamma.v3.0.0", &dp)
     .await
     .unwrap();
     eventually(
@@ -925,48 +932,10 @@ async fn adopts_a_webhook_bundle_with_no_restart_and_its_webhook_keeps_answering
         },
     )
     .await;
-    // OLM's configuration retired once POM's, calling the same Service, is registered.
-    eventually(WAIT, "OLM's configuration retired", || async {
-        let left = vwcs
-            .list(&ListParams::default().labels("olm.owner=gamma.v3.0.0"))
-            .await
-            .ok()?;
-        left.items.is_empty().then_some(())
-    })
-    .await;
-    let poms = vwcs.get(&poms_name).await.unwrap();
-    assert_eq!(
-        poms.labels()
-            .get(pom_api::labels::OWNER_PO)
-            .map(String::as_str),
-        Some("gamma")
-    );
-    // The Secret: POM's, with POM's certificate.
-    let secret = secrets.get(&secret_name).await.unwrap();
-    assert_eq!(
-        secret
-            .labels()
-            .get(pom_api::labels::OWNER_PO)
-            .map(String::as_str),
-        Some("gamma")
-    );
-    let poms_pair = pair(&secret);
-    assert_ne!(poms_pair.0, olms.0, "POM wrote its own certificate");
-    // POM's CA Secret records OLM's CA with its bound (a restart keeps trusting it).
-    let ca = secrets.get("pom-webhook-ca").await.unwrap();
-    let until: i64 = ca.annotations()["platform.openshift.io/olm-ca-until"]
-        .parse()
-        .unwrap();
-    let now = k8s_openapi::jiff::Timestamp::now().as_second();
-    assert!(
-        until > now && until <= now + 600,
-        "trusted for at most ten minutes: {until} at {now}"
-    );
-    // Until the kubelet refreshes the volume, the pods serve OLM's certificate: POM's
-    // configuration and CRD trust OLM's CA too, so the webhook answers.
-    webhook_answers(&client, &bundle, &server, "before-the-reload").await;
-    // The operator reloads the files its volume now holds (no restart): the stand-in serves
-    // them, and the API server trusts them through POM's configuration and CRD.
+    // Still OLM's certificate served, still trusted, whatever time passed.
+    webhook_answers(&client, &bundle, &server, "olm-gone-not-reloaded").await;
+    // The operator reloads the files its volume now holds (or its pods restart): the
+    // stand-in serves them, and the API server trusts them through POM's configuration and CRD.
     server.reload(&poms_pair.0, &poms_pair.1).unwrap();
     webhook_answers(&client, &bundle, &server, "with-pom").await;
 

@@ -151,14 +151,6 @@ pub enum Wait {
     FirstReport {
         until: Timestamp,
     },
-    /// Adopting a webhook bundle while OLM v0's ClusterServiceVersion exists: OLM's webhook
-    /// configurations and its certificate in the serving Secret stay, POM's wait
-    /// (`adopt::webhooks::hand_over`).
-    WebhookHandOver {
-        namespace: String,
-        csv: String,
-        subscription: String,
-    },
 }
 
 impl std::fmt::Display for Wait {
@@ -179,14 +171,6 @@ impl std::fmt::Display for Wait {
             Wait::WebhookServed { kind, name } => write!(
                 f,
                 "{kind} {name} to be served (its Service listing a ready endpoint of its Deployment's current pods) before the webhook is registered"
-            ),
-            Wait::WebhookHandOver {
-                namespace,
-                csv,
-                subscription,
-            } => write!(
-                f,
-                "the webhook hand-over: delete ClusterServiceVersion {namespace}/{csv} and Subscription {subscription} to finish it (POM then serves its own certificate and webhook configurations); the webhook keeps answering with OLM's certificate meanwhile"
             ),
             Wait::FirstReport { until } => write!(
                 f,

@@ -44,10 +44,10 @@ pub enum Step {
     /// runs (`pom_policy::adopt::prove`, reads only); unproven, the prepared bundle is dropped
     /// and nothing is written.
     ProveAdoption,
-    /// Adopting a webhook bundle, or its hand-over not finished: while OLM v0's CSV or
-    /// Subscription exists (`pom_policy::adopt::webhooks::hand_over`), hold POM's serving
-    /// certificates and webhook configurations back from the apply (OLM's keep answering).
-    HoldForHandOver,
+    /// Adopting a webhook bundle, or its hand-over not finished: judge which of OLM v0's webhook
+    /// configurations POM's replace (`pom_policy::adopt::webhooks::retire`), before any write:
+    /// one POM renders no counterpart of stops the move unwritten.
+    JudgeOlmWebhooks,
     /// Record the move's intent in status before its first object is written, so a crash
     /// anywhere in the apply resumes the move and never skips it.
     RecordIntent,
@@ -100,7 +100,7 @@ impl Step {
             Self::ReuseCleanCheck => "reuse the clean check",
             Self::Prepare => "prepare",
             Self::ProveAdoption => "prove adoption",
-            Self::HoldForHandOver => "hold POM's webhooks for the hand-over",
+            Self::JudgeOlmWebhooks => "judge which of OLM's webhook configurations POM's replace",
             Self::ReleaseFromOlm => "release from OLM",
             Self::GiveBack => "give back to OLM",
             Self::RecordIntent => "record intent",
@@ -157,8 +157,8 @@ pub struct PlanInput<'a> {
     pub reported_mark_present: bool,
     /// The PO adopts an OLM v0 installation (`spec.adoptFrom`) and has installed nothing yet.
     pub adopting: bool,
-    /// The PO adopted an OLM v0 installation and its first move has not settled: a webhook
-    /// bundle's hand-over may still wait for OLM's objects to go
+    /// The PO adopted an OLM v0 installation and its first move has not settled: OLM's webhook
+    /// configurations may still be left to retire once POM's are registered
     /// (`pom_policy::adopt::takeover::handing_over`).
     pub handing_over: bool,
     /// The PO carries the admin's `platform.openshift.io/give-back` annotation.
@@ -230,7 +230,7 @@ fn act_steps(input: &PlanInput<'_>) -> Vec<Step> {
         steps.push(Step::ProveAdoption);
     }
     if hands_over {
-        steps.push(Step::HoldForHandOver);
+        steps.push(Step::JudgeOlmWebhooks);
     }
     steps.push(Step::RecordIntent);
     if adopting {

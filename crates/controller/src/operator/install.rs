@@ -326,24 +326,6 @@ impl Prepared {
             .collect()
     }
 
-    /// Holds back from the apply what waits while a webhook hand-over waits for OLM v0's
-    /// objects to go (`pom_policy::adopt::webhooks::held_for_hand_over`); how many.
-    pub fn hold_for_hand_over(&mut self) -> usize {
-        let keys: Vec<pom_policy::adopt::ObjectKey> = self
-            .adoption_view()
-            .into_iter()
-            .map(|(k, _, _)| k)
-            .collect();
-        let held = pom_policy::adopt::webhooks::held_for_hand_over(&keys);
-        let mut mask = held.iter();
-        self.desired
-            .retain(|_| !mask.next().copied().unwrap_or(false));
-        let mut mask = held.iter();
-        self.live_objects
-            .retain(|_| !mask.next().copied().unwrap_or(false));
-        held.iter().filter(|h| **h).count()
-    }
-
     /// The install namespace as read (`None`: absent): adoption's proof checks that the
     /// admission guard lets the manager label it.
     #[must_use]

@@ -280,9 +280,9 @@ pub(super) struct Run<'a> {
     withdrawn: Option<String>,
     /// What [`Step::ProveAdoption`] proved, for [`Step::ReleaseFromOlm`].
     adoption: Option<TakeOver>,
-    /// What [`Step::HoldForHandOver`] found: the wait the report adds while POM's webhooks
-    /// are held, or OLM's configurations to retire once OLM's objects are gone.
-    hand_over: HandOverStep,
+    /// What [`Step::JudgeOlmWebhooks`] found: OLM's webhook configurations POM's replace,
+    /// for [`Step::RetireOlmWebhooks`].
+    retire: Vec<webhooks::Retire>,
     /// What [`Step::GiveBack`] handed to OLM v0: the status no longer records it.
     given_back: Vec<InventoryObject>,
 }
@@ -310,7 +310,7 @@ impl<'a> Run<'a> {
             status_written: None,
             withdrawn: None,
             adoption: None,
-            hand_over: HandOverStep::Nothing,
+            retire: Vec::new(),
             given_back: Vec::new(),
         }
     }
@@ -325,7 +325,7 @@ impl<'a> Run<'a> {
             Step::ReuseCleanCheck => self.reuse_clean_check(),
             Step::Prepare => self.prepare().await,
             Step::ProveAdoption => self.prove_adoption(),
-            Step::HoldForHandOver => self.hold_for_hand_over(),
+            Step::JudgeOlmWebhooks => self.judge_olm_webhooks(),
             Step::ReleaseFromOlm => self.release_from_olm().await?,
             Step::GiveBack => self.give_back().await?,
             Step::RecordIntent => self.record_intent().await?,
@@ -466,68 +466,50 @@ impl<'a> Run<'a> {
         Ok(())
     }
 
-    /// Where the webhook hand-over stands (`webhooks::hand_over`, pure): while OLM's CSV or
-    /// Subscription exists, POM's webhook configurations and serving Secrets are held back
-    /// from the apply (`webhooks::held_for_hand_over`) and the report will say so; once both
-    /// are gone, OLM's configurations POM's replace are judged for retiring
-    /// (`webhooks::retire`; one POM renders no counterpart of stops the move, unwritten).
-    fn hold_for_hand_over(&mut self) {
-        let Some((target, prepared)) = &mut self.prepared else {
+    /// Which of OLM's webhook configurations POM's replace (`webhooks::retire`, pure): each
+    /// is retired once POM's are registered, whether OLM's CSV still exists or not (OLM v0
+    /// cannot install over what adoption released: `ownerutil.Adoptable` refuses an object
+    /// with no owner, so its reinstall stops at the serving Service before it writes a
+    /// configuration or the Secret); one POM renders no counterpart of stops the move,
+    /// unwritten.
+    fn judge_olm_webhooks(&mut self) {
+        let (Some((_, prepared)), Some(olm)) = (&self.prepared, self.gathered.olm.as_ref()) else {
             return;
         };
-        let olm = self.gathered.olm.as_ref();
-        match webhooks::hand_over(olm, Some(&target.name)) {
-            webhooks::HandOver::Not => {}
-            webhooks::HandOver::WaitForOlm(wait) => {
-                if prepared.hold_for_hand_over() > 0 {
-                    tracing::info!(po = %self.name, %wait, "webhook hand-over waits for OLM v0's objects to go");
-                    self.hand_over = HandOverStep::Wait(wait);
-                }
-            }
-            webhooks::HandOver::Finish => {
-                let configurations = olm.map(|o| o.webhook_configurations.as_slice());
-                let view = prepared.adoption_view();
-                let pairs: Vec<Pair<'_>> = view
-                    .iter()
-                    .map(|(key, desired, live)| Pair {
-                        key,
-                        desired,
-                        live: live.as_ref(),
-                    })
-                    .collect();
-                match webhooks::retire(configurations.unwrap_or_default(), &pairs) {
-                    Ok(retire) => self.hand_over = HandOverStep::Retire(retire),
-                    Err(not_proven) => {
-                        self.prepared = None;
-                        self.applied_namespace = None;
-                        self.fail(Problem {
-                            reason: pom_api::conditions::Reason::AdoptionNotProven,
-                            message: format!("finishing the webhook hand-over: {not_proven}"),
-                            degrades: true,
-                        });
-                    }
-                }
+        let view = prepared.adoption_view();
+        let pairs: Vec<Pair<'_>> = view
+            .iter()
+            .map(|(key, desired, live)| Pair {
+                key,
+                desired,
+                live: live.as_ref(),
+            })
+            .collect();
+        match webhooks::retire(&olm.webhook_configurations, &pairs) {
+            Ok(retire) => self.retire = retire,
+            Err(not_proven) => {
+                self.prepared = None;
+                self.applied_namespace = None;
+                self.fail(Problem {
+                    reason: pom_api::conditions::Reason::AdoptionNotProven,
+                    message: format!("retiring OLM v0's webhook configurations: {not_proven}"),
+                    degrades: true,
+                });
             }
         }
     }
 
-    /// After the apply: while the hand-over waits, the report says what for (the move does
-    /// not settle); once OLM's objects are gone, deletes OLM's webhook configurations POM's
-    /// replace, each conditional on the resourceVersion read (a changed one is left, and the
-    /// reconcile fails before its status write, so the next one judges again).
+    /// After the apply: deletes OLM's webhook configurations POM's replace, each conditional on
+    /// the resourceVersion read (a changed one is left, and the reconcile fails before its
+    /// status write, so the next one judges again).
     async fn retire_olm_webhooks(&mut self) -> Result<(), Error> {
         let ActOutcome::Applied(report) = &mut self.outcome else {
             return Ok(());
         };
-        let retire = match std::mem::replace(&mut self.hand_over, HandOverStep::Nothing) {
-            HandOverStep::Nothing => return Ok(()),
-            HandOverStep::Wait(wait) => {
-                report.waits.push(wait);
-                return Ok(());
-            }
-            HandOverStep::Retire(retire) if retire.is_empty() => return Ok(()),
-            HandOverStep::Retire(retire) => retire,
-        };
+        let retire = std::mem::take(&mut self.retire);
+        if retire.is_empty() {
+            return Ok(());
+        }
         if !webhooks::retire_now(&report.waits) {
             return Err(Error::WebhookHandOverPending {
                 count: retire.len(),
@@ -959,16 +941,6 @@ async fn release_unread(
     })
 }
 
-/// What [`Step::HoldForHandOver`] leaves for [`Step::RetireOlmWebhooks`].
-enum HandOverStep {
-    /// No webhook hand-over in this reconcile.
-    Nothing,
-    /// POM's webhooks held: the report waits for this.
-    Wait(pom_policy::status::Wait),
-    /// OLM's objects gone: its webhook configurations POM's replace.
-    Retire(Vec<webhooks::Retire>),
-}
-
 /// What giving back writes, judged before the first write (`Run::read_give_back`).
 #[derive(Default)]
 struct GiveBackPlan {
@@ -1000,10 +972,9 @@ async fn prepare(
         .await
         .map_err(|err| problem_of(&err, true))?
         .certificates;
-    // OLM v0's CA, trusted beside POM's through a webhook hand-over (`webhooks::hand_over`).
+    // OLM v0's CA, trusted beside POM's after an adoption (`webhooks::trusted_olm_ca`).
     let olm_trust = super::webhook_certs::OlmTrust {
         read: gathered.olm.as_ref().and_then(|o| o.ca_bundle.clone()),
-        hand_over: webhooks::hand_over(gathered.olm.as_ref(), None),
     };
     let reads = install::Reads {
         kinds: &pctx.kinds,

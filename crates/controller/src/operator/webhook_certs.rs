@@ -47,26 +47,14 @@ const TLS_KEY_KEY: &str = "tls.key";
 /// The suffix of the key, in the CA Secret, of a serving certificate's facts (JSON).
 const FACTS_SUFFIX: &str = "facts";
 /// OLM v0's CA, in the CA Secret, while POM's webhooks trust it after adopting
-/// (`pom_policy::adopt::webhooks::trusted_olm_ca`), and until when.
+/// (`pom_policy::adopt::webhooks::trusted_olm_ca`: until it expires).
 const OLM_CA_KEY: &str = "olm-ca.crt";
-const OLM_CA_UNTIL: &str = "platform.openshift.io/olm-ca-until";
 
 /// What POM's webhooks are to trust of OLM v0's CA beside POM's own: the CA read from OLM's
-/// objects now (when the PlatformOperator adopts or hands over), and where the hand-over
-/// stands.
-#[derive(Debug, Clone)]
+/// objects now (when the PlatformOperator adopts, or its adoption has not settled).
+#[derive(Debug, Clone, Default)]
 pub struct OlmTrust {
     pub read: Option<String>,
-    pub hand_over: pom_policy::adopt::webhooks::HandOver,
-}
-
-impl Default for OlmTrust {
-    fn default() -> Self {
-        Self {
-            read: None,
-            hand_over: pom_policy::adopt::webhooks::HandOver::Not,
-        }
-    }
 }
 
 /// The Secrets to apply and the caBundle (PEM) the webhooks are to trust.
@@ -132,34 +120,41 @@ pub async fn provide(
     Ok(provided)
 }
 
-/// Adds OLM v0's CA to what the webhooks trust while `trusted_olm_ca` says so, and records it
-/// (with its bound) in the CA Secret, which a restart reads back; past the bound it is left
+/// Adds OLM v0's CA to what the webhooks trust while `trusted_olm_ca` says so (until it
+/// expires), and records it in the CA Secret, which a restart reads back; expired, it is left
 /// out of both (the apply then removes it).
 fn trust_olm_ca(provided: &mut Provided, ca_secret: Option<&Secret>, olm: &OlmTrust, now: i64) {
-    use pom_policy::adopt::webhooks::{TrustedOlmCa, trusted_olm_ca};
-    let recorded = ca_secret.and_then(|secret| {
-        let pem = secret
-            .data
-            .as_ref()?
-            .get(OLM_CA_KEY)
-            .and_then(|b| String::from_utf8(b.0.clone()).ok())?;
-        let until = annotation(secret, OLM_CA_UNTIL).and_then(|v| v.parse().ok());
-        Some(TrustedOlmCa { pem, until })
-    });
-    let Some(trusted) = trusted_olm_ca(recorded.as_ref(), olm.read.as_deref(), &olm.hand_over, now)
-    else {
+    use pom_policy::adopt::webhooks::trusted_olm_ca;
+    let recorded = ca_secret
+        .and_then(|secret| secret.data.as_ref()?.get(OLM_CA_KEY))
+        .and_then(|b| std::str::from_utf8(&b.0).ok())
+        .and_then(olm_ca);
+    let read = olm.read.as_deref().and_then(olm_ca);
+    let Some(trusted) = trusted_olm_ca(recorded.as_ref(), read.as_ref(), now) else {
         return;
     };
     if let Some(ca) = provided.secrets.first_mut() {
         ca["data"][OLM_CA_KEY] = json!(b64(&trusted.pem));
-        if let Some(until) = trusted.until {
-            ca["metadata"]["annotations"][OLM_CA_UNTIL] = json!(until.to_string());
-        }
     }
     if !provided.ca_bundle.ends_with('\n') {
         provided.ca_bundle.push('\n');
     }
     provided.ca_bundle.push_str(&trusted.pem);
+}
+
+/// OLM's CA as `pem` holds it, with its own expiry (of its first certificate); `None` when it
+/// is over `MAX_OLM_CA_BYTES` (checked before parsing) or is no certificate.
+fn olm_ca(pem: &str) -> Option<pom_policy::adopt::webhooks::TrustedOlmCa> {
+    use pom_policy::adopt::webhooks::{MAX_OLM_CA_BYTES, TrustedOlmCa};
+    if pem.len() > MAX_OLM_CA_BYTES {
+        return None;
+    }
+    let (_, first) = x509_parser::pem::parse_x509_pem(pem.as_bytes()).ok()?;
+    let certificate = first.parse_x509().ok()?;
+    Some(TrustedOlmCa {
+        pem: pem.to_owned(),
+        until: certificate.validity().not_after.timestamp(),
+    })
 }
 
 /// The issuing itself, given the CA Secret read (no I/O; randomness only).
@@ -623,54 +618,47 @@ mod tests {
         );
     }
 
-    /// Adopting from OLM v0: OLM's CA is trusted beside POM's while the hand-over waits, and
-    /// for `OLM_CA_TRUST_SECONDS` after it finishes, recorded in the CA Secret (a restart
-    /// reads it back); past that bound it is dropped from the bundle and the Secret.
+    /// Adopting from OLM v0: OLM's CA is trusted beside POM's until it expires (an operator
+    /// written for OLM serves OLM's certificate until its pods restart), recorded in the CA
+    /// Secret so that a restart, or OLM's objects gone, keeps it; expired, it is dropped from
+    /// the bundle and the Secret. A PEM that is no certificate is never trusted.
     #[test]
-    fn olms_ca_is_trusted_through_the_hand_over_then_dropped_at_the_bound() {
-        use pom_policy::adopt::webhooks::{HandOver, OLM_CA_TRUST_SECONDS};
-        let olm_pem = "-----BEGIN CERTIFICATE-----\nOLM\n-----END CERTIFICATE-----\n";
-        let waiting = OlmTrust {
-            read: Some(olm_pem.to_owned()),
-            hand_over: HandOver::WaitForOlm(pom_policy::status::Wait::CrdEstablished {
-                name: "x".into(),
-            }),
+    fn olms_ca_is_trusted_until_it_expires_across_restarts() {
+        let expires = NOW + 86_400;
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.not_after = time::OffsetDateTime::from_unix_timestamp(expires).unwrap();
+        let olm_pem = params
+            .self_signed(&KeyPair::generate().unwrap())
+            .unwrap()
+            .pem();
+        let adopting = OlmTrust {
+            read: Some(olm_pem.clone()),
         };
         let mut first = issue("ns", &[service()], None, NOW).unwrap();
         let poms = first.ca_bundle.clone();
-        trust_olm_ca(&mut first, None, &waiting, NOW);
-        assert!(first.ca_bundle.starts_with(&poms) && first.ca_bundle.ends_with(olm_pem));
+        trust_olm_ca(&mut first, None, &adopting, NOW);
+        assert!(first.ca_bundle.starts_with(&poms) && first.ca_bundle.ends_with(&olm_pem));
         let ca = as_secret(&first.secrets[0]);
-        assert_eq!(
-            annotation(&ca, OLM_CA_UNTIL),
-            None,
-            "no bound while it waits"
-        );
-        // OLM's objects gone: POM's certificate written now, OLM's CA kept to the bound.
-        let finish = OlmTrust {
-            read: None,
-            hand_over: HandOver::Finish,
-        };
-        let mut second = issue("ns", &[service()], Some(&ca), NOW + 60).unwrap();
-        trust_olm_ca(&mut second, Some(&ca), &finish, NOW + 60);
-        assert!(second.ca_bundle.ends_with(olm_pem));
-        let ca = as_secret(&second.secrets[0]);
-        let bound = NOW + 60 + OLM_CA_TRUST_SECONDS;
-        assert_eq!(
-            annotation(&ca, OLM_CA_UNTIL),
-            Some(bound.to_string().as_str())
-        );
-        // A restart, then a reconcile of a PO no longer handing over: the bound is kept.
-        let mut third = issue("ns", &[service()], Some(&ca), bound - 1).unwrap();
-        trust_olm_ca(&mut third, Some(&ca), &OlmTrust::default(), bound - 1);
-        assert!(third.ca_bundle.ends_with(olm_pem));
-        // Past it: POM's CA alone, and the Secret no longer records OLM's.
-        let mut fourth = issue("ns", &[service()], Some(&ca), bound).unwrap();
-        trust_olm_ca(&mut fourth, Some(&ca), &OlmTrust::default(), bound);
-        assert_eq!(fourth.ca_bundle, poms);
-        let ca = as_secret(&fourth.secrets[0]);
+        // A restart long after, OLM's objects gone: the recorded CA is still trusted.
+        let mut later = issue("ns", &[service()], Some(&ca), expires - 1).unwrap();
+        trust_olm_ca(&mut later, Some(&ca), &OlmTrust::default(), expires - 1);
+        assert!(later.ca_bundle.ends_with(&olm_pem));
+        let ca = as_secret(&later.secrets[0]);
+        // Expired: POM's CA alone, and the Secret no longer records OLM's.
+        let mut expired = issue("ns", &[service()], Some(&ca), expires).unwrap();
+        trust_olm_ca(&mut expired, Some(&ca), &OlmTrust::default(), expires);
+        assert!(!expired.ca_bundle.contains(&olm_pem));
+        let ca = as_secret(&expired.secrets[0]);
         assert!(!ca.data.as_ref().unwrap().contains_key(OLM_CA_KEY));
-        assert_eq!(annotation(&ca, OLM_CA_UNTIL), None);
+        // Not a certificate: not trusted.
+        let garbage = OlmTrust {
+            read: Some("-----BEGIN CERTIFICATE-----\nOLM\n-----END CERTIFICATE-----\n".into()),
+        };
+        let mut none = issue("ns", &[service()], None, NOW).unwrap();
+        let alone = none.ca_bundle.clone();
+        trust_olm_ca(&mut none, None, &garbage, NOW);
+        assert_eq!(none.ca_bundle, alone);
     }
 
     #[test]

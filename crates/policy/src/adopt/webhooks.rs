@@ -177,111 +177,42 @@ fn pointer_token(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
 }
 
-/// How long POM's webhooks keep trusting OLM's CA beside POM's once POM wrote its own
-/// certificate into the serving Secret: the kubelet refreshes a mounted Secret within its sync
-/// period (a minute or so, plus its cache's TTL), and the operator reloads the files after;
-/// until then it serves OLM's certificate, which POM's configurations must still accept.
-/// Ten minutes covers that with room; past it, OLM's CA signs nothing POM serves.
-pub const OLM_CA_TRUST_SECONDS: i64 = 600;
+/// The largest OLM CA (PEM) POM's webhooks take on trust: one CA certificate is a few KiB;
+/// what OLM's objects hold beyond this is not a CA and is not trusted (nor recorded).
+pub const MAX_OLM_CA_BYTES: usize = 16 * 1024;
 
-/// Where handing a webhook bundle over from OLM v0 stands ([`hand_over`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HandOver {
-    /// Not adopting from OLM (or the OLM installation is not read): nothing held.
-    Not,
-    /// OLM's ClusterServiceVersion or Subscription still exists, and OLM v0 recreates the
-    /// webhook configurations and rewrites the serving Secret of a CSV it runs
-    /// (`webhook.go`, `certresources.go`): POM's certificate and webhook configurations wait
-    /// (OLM's keep answering), and the move waits with this [`Wait`](crate::status::Wait).
-    WaitForOlm(crate::status::Wait),
-    /// Both gone: POM writes its certificate and configurations, trusting OLM's CA too until
-    /// [`OLM_CA_TRUST_SECONDS`] after, and retires OLM's configurations.
-    Finish,
-}
-
-/// Where the hand-over stands for what OLM's objects say now (`None`: not read, not adopting).
-#[must_use]
-pub fn hand_over(olm: Option<&super::OlmSource>, csv: Option<&str>) -> HandOver {
-    let Some(olm) = olm else {
-        return HandOver::Not;
-    };
-    if olm.found || olm.csv_phase.is_some() {
-        return HandOver::WaitForOlm(crate::status::Wait::WebhookHandOver {
-            namespace: olm.namespace.clone(),
-            csv: olm
-                .installed_csv
-                .as_deref()
-                .or(csv)
-                .unwrap_or_default()
-                .to_owned(),
-            subscription: olm.subscription.clone(),
-        });
-    }
-    HandOver::Finish
-}
-
-/// Which of the objects to apply (by identity, in order) wait while the hand-over waits for
-/// OLM's objects to go: POM's webhook configurations (OLM's stay registered; OLM recreates a
-/// missing one of a CSV it runs, `webhook.go`) and the serving Secrets of the bundle's Services
-/// (they keep OLM's certificate, which the running pods serve and OLM's configurations
-/// trust). Everything else is applied; a CRD's conversion webhook trusts OLM's CA as well
-/// ([`trusted_olm_ca`]), so it keeps converting.
-#[must_use]
-pub fn held_for_hand_over(keys: &[ObjectKey]) -> Vec<bool> {
-    let services: BTreeSet<(Option<&str>, &str)> = keys
-        .iter()
-        .filter(|k| k.kind == "Service" && k.api_version == "v1")
-        .map(|k| (k.namespace.as_deref(), k.name.as_str()))
-        .collect();
-    keys.iter()
-        .map(|k| {
-            let configuration = WEBHOOK_CONFIGURATION_KINDS.contains(&k.kind.as_str())
-                && k.api_version.starts_with("admissionregistration.k8s.io/");
-            let serving_secret = k.kind == "Secret"
-                && k.api_version == "v1"
-                && service_of_serving_secret(&k.name)
-                    .is_some_and(|s| services.contains(&(k.namespace.as_deref(), s)));
-            configuration || serving_secret
-        })
-        .collect()
-}
-
-/// OLM's CA as POM's CA Secret records it while POM's webhooks trust it.
+/// OLM v0's CA as POM's webhooks trust it beside POM's own after an adoption.
+///
+/// Why trusted at all, and why until the CA itself expires (review of issue 36): POM writes
+/// its own certificate into the serving Secret when it adopts, but an operator written for
+/// OLM need not reload a rewritten Secret (OLM rotates by changing the `olmcahash` pod
+/// annotation, which rolls the pods), so it serves OLM's certificate until its pods restart,
+/// at POM's next hop or any time later. A bound shorter than OLM's CA's own life would break
+/// every webhook call of such an operator once it passed; trusting OLM's CA adds nothing an
+/// attacker can use that the serving Secret's own key does not already give (OLM keeps its CA
+/// key only in that Secret).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TrustedOlmCa {
     /// PEM, read from OLM's webhook configurations or CRD conversion (public data).
     pub pem: String,
-    /// Until when (Unix seconds): `None` while the hand-over waits for OLM's objects to go.
-    pub until: Option<i64>,
+    /// The CA's own `notAfter` (Unix seconds): past it, it signs nothing valid.
+    pub until: i64,
 }
 
-/// Whether POM's webhooks trust OLM's CA now, and until when: while the hand-over waits, the
-/// CA read from OLM's objects (or the one recorded); once it finishes, the recorded bound,
-/// set [`OLM_CA_TRUST_SECONDS`] from `now` the first time (the reconcile that writes POM's
-/// certificate); past the bound, not at all. Recorded in POM's CA Secret, a restart keeps it.
+/// Whether POM's webhooks trust OLM's CA now: the one read from OLM's objects (while they are
+/// read: adopting) else the one recorded in POM's CA Secret (a restart, or OLM's objects
+/// gone), while it has not expired; a PEM over [`MAX_OLM_CA_BYTES`] or empty is no CA.
 #[must_use]
 pub fn trusted_olm_ca(
     recorded: Option<&TrustedOlmCa>,
-    read: Option<&str>,
-    hand_over: &HandOver,
+    read: Option<&TrustedOlmCa>,
     now: i64,
 ) -> Option<TrustedOlmCa> {
-    let pem = read
-        .filter(|p| !p.trim().is_empty())
-        .map(str::to_owned)
-        .or_else(|| recorded.map(|r| r.pem.clone()))?;
-    let until = match hand_over {
-        HandOver::WaitForOlm(_) => None,
-        HandOver::Finish | HandOver::Not => Some(
-            recorded
-                .and_then(|r| r.until)
-                .unwrap_or(now + OLM_CA_TRUST_SECONDS),
-        ),
-    };
-    if until.is_some_and(|until| until <= now) {
-        return None;
-    }
-    Some(TrustedOlmCa { pem, until })
+    let usable = |ca: &&TrustedOlmCa| !ca.pem.trim().is_empty() && ca.pem.len() <= MAX_OLM_CA_BYTES;
+    read.filter(usable)
+        .or_else(|| recorded.filter(usable))
+        .filter(|ca| ca.until > now)
+        .cloned()
 }
 
 /// Whether OLM's webhook configurations may be retired after this apply: only once POM's own
@@ -374,161 +305,56 @@ mod tests {
         }
     }
 
-    fn olm(found: bool, csv: bool) -> crate::adopt::OlmSource {
-        crate::adopt::OlmSource {
-            subscription: "gamma-system/gamma".into(),
-            namespace: "gamma-system".into(),
-            found,
-            package: "gamma".into(),
-            installed_csv: found.then(|| "gamma.v3.0.0".to_owned()),
-            csv_phase: csv.then(|| "Succeeded".to_owned()),
-            csv_uid: csv.then(|| "u1".to_owned()),
-            csv_annotations: BTreeSet::new(),
-            webhook_configurations: Vec::new(),
-            webhook_configurations_beyond_limit: false,
-            ca_bundle: None,
-        }
-    }
-
     #[test]
-    fn the_hand_over_waits_while_olms_csv_or_subscription_exists() {
-        let wait = |csv: &str| {
-            HandOver::WaitForOlm(Wait::WebhookHandOver {
-                namespace: "gamma-system".into(),
-                csv: csv.into(),
-                subscription: "gamma-system/gamma".into(),
-            })
-        };
-        // (case, OLM's objects as read, the CSV the move names, where it stands)
-        let cases = [
-            ("not adopting", None, None, HandOver::Not),
-            (
-                "the CSV and Subscription exist",
-                Some(olm(true, true)),
-                Some("gamma.v3.0.0"),
-                wait("gamma.v3.0.0"),
-            ),
-            (
-                "the CSV deleted, the Subscription not (OLM would install it again)",
-                Some(olm(true, false)),
-                Some("gamma.v3.0.0"),
-                wait("gamma.v3.0.0"),
-            ),
-            (
-                "the Subscription deleted, the CSV not: named by the move",
-                Some(olm(false, true)),
-                Some("gamma.v3.0.0"),
-                wait("gamma.v3.0.0"),
-            ),
-            (
-                "both deleted",
-                Some(olm(false, false)),
-                Some("gamma.v3.0.0"),
-                HandOver::Finish,
-            ),
-        ];
-        for (case, source, csv, want) in cases {
-            assert_eq!(hand_over(source.as_ref(), csv), want, "{case}");
-        }
-        let HandOver::WaitForOlm(w) = wait("gamma.v3.0.0") else {
-            unreachable!()
-        };
-        assert!(
-            w.to_string().contains("delete ClusterServiceVersion gamma-system/gamma.v3.0.0 and Subscription gamma-system/gamma")
-                && w.to_string().contains("keeps answering with OLM's certificate"),
-            "{w}"
-        );
-    }
-
-    #[test]
-    fn olms_ca_is_trusted_while_the_hand_over_waits_then_for_a_bound() {
+    fn olms_ca_is_trusted_until_it_expires() {
         let now = 1_000_000;
-        let waiting = HandOver::WaitForOlm(Wait::Rollout {
-            namespace: "n".into(),
-            name: "d".into(),
-        });
-        let rec = |until: Option<i64>| TrustedOlmCa {
-            pem: "OLD".into(),
+        let ca = |pem: &str, until: i64| TrustedOlmCa {
+            pem: pem.into(),
             until,
         };
-        let got = |pem: &str, until: Option<i64>| {
-            Some(TrustedOlmCa {
-                pem: pem.into(),
-                until,
-            })
-        };
-        let bound = now + OLM_CA_TRUST_SECONDS;
-        // (case, recorded, read from OLM's objects, hand-over, trusted)
+        let huge = "x".repeat(MAX_OLM_CA_BYTES + 1);
+        // (case, recorded, read from OLM's objects, trusted)
         let cases = [
-            ("nothing known", None, None, HandOver::Finish, None),
+            ("nothing known", None, None, None),
             (
-                "waiting: OLM's CA read, no bound yet",
+                "adopting: OLM's CA read",
                 None,
-                Some("OLM"),
-                waiting.clone(),
-                got("OLM", None),
+                Some(ca("OLM", now + 10)),
+                Some(ca("OLM", now + 10)),
             ),
             (
-                "waiting, OLM's configuration gone: the recorded one",
-                Some(rec(None)),
+                "read wins over the recorded one",
+                Some(ca("OLD", now + 10)),
+                Some(ca("OLM", now + 20)),
+                Some(ca("OLM", now + 20)),
+            ),
+            (
+                "OLM's objects gone, or a restart: the recorded one, however long ago it was written",
+                Some(ca("OLD", now + 1)),
                 None,
-                waiting.clone(),
-                got("OLD", None),
+                Some(ca("OLD", now + 1)),
             ),
-            (
-                "finishing: the bound starts now",
-                Some(rec(None)),
-                Some("OLM"),
-                HandOver::Finish,
-                got("OLM", Some(bound)),
-            ),
-            (
-                "finished earlier: the recorded bound is kept (a restart changes nothing)",
-                Some(rec(Some(now + 5))),
-                None,
-                HandOver::Not,
-                got("OLD", Some(now + 5)),
-            ),
-            (
-                "past the bound: OLM's CA is dropped",
-                Some(rec(Some(now))),
-                Some("OLM"),
-                HandOver::Finish,
-                None,
-            ),
+            ("expired: dropped", Some(ca("OLD", now)), None, None),
             (
                 "an empty caBundle read is no CA",
                 None,
-                Some("  "),
-                HandOver::Finish,
+                Some(ca("  ", now + 10)),
                 None,
             ),
+            (
+                "a read beyond the limit is no CA: the recorded one stays",
+                Some(ca("OLD", now + 1)),
+                Some(ca(&huge, now + 10)),
+                Some(ca("OLD", now + 1)),
+            ),
         ];
-        for (case, recorded, read, hand, want) in cases {
+        for (case, recorded, read, want) in cases {
             assert_eq!(
-                trusted_olm_ca(recorded.as_ref(), read, &hand, now),
+                trusted_olm_ca(recorded.as_ref(), read.as_ref(), now),
                 want,
                 "{case}"
             );
         }
-    }
-
-    #[test]
-    fn the_hand_over_holds_poms_webhook_configurations_and_serving_secrets_only() {
-        let objects = [
-            key("Service", "op-service", Some("ns")),
-            key("Secret", "op-service-cert", Some("ns")),
-            key("Secret", "pom-webhook-ca", Some("ns")),
-            key("Secret", "other-service-cert", Some("ns")),
-            key("ValidatingWebhookConfiguration", "vop", None),
-            key("MutatingWebhookConfiguration", "mop", None),
-            key("ConfigMap", "op-service-cert", Some("ns")),
-        ];
-        assert_eq!(
-            held_for_hand_over(&objects),
-            [false, true, false, false, true, true, false]
-        );
-        assert!(held_for_hand_over(&[]).is_empty());
     }
 
     fn key(kind: &str, name: &str, namespace: Option<&str>) -> ObjectKey {

@@ -374,7 +374,7 @@ fn the_plan_of_each_case() {
         .steps(&[
             Prepare,
             ProveAdoption,
-            HoldForHandOver,
+            JudgeOlmWebhooks,
             RecordIntent,
             ReleaseFromOlm,
             AnnounceMove,
@@ -387,7 +387,7 @@ fn the_plan_of_each_case() {
             Requeue(Next::AsStatusSays),
         ]),
         row(
-            "adopted, the hand-over not finished (the first move unsettled): prepared again, POM's webhooks held while OLM's CSV exists, OLM's retired once it is gone; no clean check reused",
+            "adopted, the hand-over not finished (the first move unsettled): prepared again, OLM's webhook configurations retired once POM's are registered; no clean check reused",
             decision(Action::Keep),
             steady(),
         )
@@ -395,7 +395,7 @@ fn the_plan_of_each_case() {
         .reusable()
         .steps(&[
             Prepare,
-            HoldForHandOver,
+            JudgeOlmWebhooks,
             RecordIntent,
             Apply,
             RetireOlmWebhooks,
@@ -535,7 +535,7 @@ fn every_plan_ends_in_one_requeue_and_orders_its_writes() {
                                 Prepare
                                     | Apply
                                     | ReleaseFromOlm
-                                    | HoldForHandOver
+                                    | JudgeOlmWebhooks
                                     | RetireOlmWebhooks
                                     | PruneAfterSettle
                                     | Withdraw { .. }
@@ -594,12 +594,12 @@ fn check_order(steps: &[Step]) {
     both_in_order(&ReleaseFromOlm, &AnnounceMove);
     // OLM's webhook configurations go only once POM's are applied.
     before(&Apply, &RetireOlmWebhooks);
-    before(&HoldForHandOver, &RetireOlmWebhooks);
-    // POM's webhooks are held from what prepare readied, after the proof (which needs the
-    // serving Secret to release it) and before the intent records the inventory.
-    before(&Prepare, &HoldForHandOver);
-    both_in_order(&ProveAdoption, &HoldForHandOver);
-    both_in_order(&HoldForHandOver, &RecordIntent);
+    before(&JudgeOlmWebhooks, &RetireOlmWebhooks);
+    // OLM's configurations are judged from what prepare readied, after the proof and before
+    // the intent: one POM has no counterpart of stops the move before any write.
+    before(&Prepare, &JudgeOlmWebhooks);
+    both_in_order(&ProveAdoption, &JudgeOlmWebhooks);
+    both_in_order(&JudgeOlmWebhooks, &RecordIntent);
     before(&Report, &WriteStatus);
     before(&WriteStatus, &PruneAfterSettle);
     before(&Report, &RememberCleanCheck);
