@@ -823,6 +823,9 @@ async fn adopts_a_webhook_bundle_with_no_restart_and_its_webhook_keeps_answering
         (data["tls.crt"].0.clone(), data["tls.key"].0.clone())
     };
     let olms = pair(&secrets.get(&secret_name).await.unwrap());
+    let ca_field = |secret: &Secret| secret.data.clone().unwrap().get("olmCAKey").cloned();
+    let olms_ca_field = ca_field(&secrets.get(&secret_name).await.unwrap());
+    assert!(olms_ca_field.is_some(), "OLM's CA in olmCAKey");
     let server = WebhookServer::serve(&olms.0, &olms.1, 443).await.unwrap();
     webhook_answers(&client, &bundle, &server, "with-olm").await;
     let olm_configs = Api::<ValidatingWebhookConfiguration>::all(client.clone())
@@ -888,6 +891,11 @@ async fn adopts_a_webhook_bundle_with_no_restart_and_its_webhook_keeps_answering
     );
     let poms_pair = pair(&secret);
     assert_ne!(poms_pair.0, olms.0, "POM wrote its own certificate");
+    assert_ne!(
+        ca_field(&secret),
+        olms_ca_field,
+        "olmCAKey, which operators written for OLM read, names POM's CA"
+    );
     // POM's CA Secret records OLM's CA (trusted until it expires; a restart keeps it).
     let ca = secrets.get("pom-webhook-ca").await.unwrap();
     assert!(

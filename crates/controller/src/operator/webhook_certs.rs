@@ -44,6 +44,10 @@ const SIGNED_BY: &str = "platform.openshift.io/signed-by";
 const DNS_NAMES: &str = "platform.openshift.io/dns-names";
 const TLS_CERT_KEY: &str = "tls.crt";
 const TLS_KEY_KEY: &str = "tls.key";
+/// Where OLM v0 puts the CA of a serving Secret (`certresources.go`, `OLMCAPEMKey`): operators
+/// written for OLM read it (to set a CRD's conversion or a ServiceMonitor's CA), so POM's
+/// serving Secrets carry POM's there too, and an adopted Secret's apply replaces OLM's.
+const OLM_CA_PEM_KEY: &str = "olmCAKey";
 /// The suffix of the key, in the CA Secret, of a serving certificate's facts (JSON).
 const FACTS_SUFFIX: &str = "facts";
 /// OLM v0's CA, in the CA Secret, while POM's webhooks trust it after adopting
@@ -364,7 +368,7 @@ fn record_serving(ca_data: &mut Value, secret: &str, serving: &Serving, facts: &
 }
 
 /// The `kubernetes.io/tls` Secret the operator mounts: the key pair it serves with, the CA
-/// bundle as `ca.crt`, and its facts as annotations.
+/// bundle as `ca.crt` and again as [`OLM_CA_PEM_KEY`], and its facts as annotations.
 fn serving_secret(
     namespace: &str,
     name: &str,
@@ -381,6 +385,7 @@ fn serving_secret(
             TLS_CERT_KEY: b64(&serving.cert),
             TLS_KEY_KEY: b64(&serving.key),
             "ca.crt": b64(ca_bundle),
+            OLM_CA_PEM_KEY: b64(ca_bundle),
         }),
     )
 }
@@ -610,6 +615,11 @@ mod tests {
         assert_eq!(provided.secrets.len(), 2);
         let serving = as_secret(&provided.secrets[1]);
         assert_eq!(serving.type_.as_deref(), Some("kubernetes.io/tls"));
+        let data = serving.data.as_ref().unwrap();
+        assert_eq!(
+            data[OLM_CA_PEM_KEY], data["ca.crt"],
+            "OLM's field, POM's CA"
+        );
         verify(
             &serving,
             &provided.ca_bundle,
