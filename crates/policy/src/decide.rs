@@ -838,10 +838,7 @@ fn decide_usable(s: &PoSnapshot<'_>, u: &Usable<'_>) -> PoDecision {
     // starts again from it.
     let abandoned = match recorded_move(s, u.request, u.catalogs, &inputs, u.installed, phase) {
         Recorded::Resume(target) => return resume(*target, &resolved, verdict, current_pin),
-        Recorded::Abandon { to, why } => Some(format!(
-            "the move to {to} recorded in status was abandoned, {} keeps running: {why}",
-            u.installed.map_or("nothing", |i| i.bundle.name.as_str())
-        )),
+        Recorded::Abandon { to, why } => Some(abandoned_message(u.installed, &to, &why)),
         Recorded::Unlisted { to } => return unlisted_first_install(current_pin, &to),
         Recorded::None => None,
     };
@@ -874,6 +871,23 @@ fn decide_usable(s: &PoSnapshot<'_>, u: &Usable<'_>) -> PoDecision {
         current_pin,
     );
     with_admin_notes(decision, s, u.installed, abandoned, cannot_go_back)
+}
+
+/// What a recorded move abandoned for what runs says. A first install abandoned with nothing
+/// installed in its place stays recorded (objects it applied may run; the PlatformOperator is
+/// not upgradeable), so it names the ways out that clear it: let it install again, or delete
+/// the PlatformOperator (found by the state-machine test:
+/// `a_refused_first_install_names_a_way_out_that_clears_it`).
+fn abandoned_message(installed: Option<&Installed>, to: &str, why: &str) -> String {
+    match installed {
+        Some(i) => format!(
+            "the move to {to} recorded in status was abandoned, {} keeps running: {why}",
+            i.bundle.name
+        ),
+        None => format!(
+            "the first install of {to} recorded in status was abandoned: {why}; objects it applied may run, so it stays recorded until a bundle installs in its place: admit {to} again, or delete the PlatformOperator (its deletion removes what the install wrote)"
+        ),
+    }
 }
 
 /// The admin's way out of a move that does not settle (issue 25 item 2): back to what ran

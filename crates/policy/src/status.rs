@@ -888,9 +888,12 @@ impl RefusedMove<'_> {
                 pom_api::labels::UNSETTLED_MOVE,
                 target.name
             ),
-            None => format!(
-                "it will not happen by waiting: fix what refuses it, or {exclude}, or delete the PlatformOperator"
-            ),
+            // A first install recorded in status is not cleared by excluding it: objects it
+            // applied may run, so it stays recorded until it finishes, another bundle installs
+            // in its place, or the PlatformOperator is deleted; only the first and the last are
+            // sure ways out (found by the state-machine test:
+            // `a_refused_first_install_names_a_way_out_that_clears_it`).
+            None => "it will not happen by waiting: fix what refuses it, or delete the PlatformOperator (its deletion removes what the install wrote)".to_owned(),
         }
     }
 }
@@ -1348,7 +1351,7 @@ fn unfinished_install_blocks(u: &UpgradeableInput<'_>) -> Option<Desired> {
         ConditionStatus::False,
         Reason::MoveNotSettled,
         format!(
-            "the install of {} has started and not applied: objects it applied before a failure may run, so POM cannot vouch for the next minor; let it install (fix what refuses it: see Degraded), exclude it with spec.package.versionRange, or delete the PlatformOperator",
+            "the install of {} has started and not applied: objects it applied before a failure may run, so POM cannot vouch for the next minor; let it install (fix what refuses it: see Degraded), or delete the PlatformOperator (its deletion removes what the install wrote)",
             hop.to
         ),
     ))

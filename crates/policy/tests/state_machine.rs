@@ -324,6 +324,13 @@ fn calm_down(world: &mut World) -> Result<(), String> {
                             PACKAGES[i], taken[i]
                         ));
                     }
+                    if std::env::var_os("POM_STATE_MACHINE_TRACE").is_some() {
+                        // Which way out the admin took, and from what status.
+                        eprintln!(
+                            "{}: way out {way:?}, named by {:#?}",
+                            PACKAGES[i], status.conditions
+                        );
+                    }
                     taken[i].push(way.clone());
                     still[i] = 0;
                     way.clone()
@@ -916,6 +923,30 @@ fn a_configuration_change_applied_before_a_crash_holds_the_next_hop() {
             Event::StartMinor,
             Event::CrashAfterNextApply(1),
             Event::Reconcile(1),
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}
+
+/// Found by the property (a random-seed run, issue 34's liveness case): alpha's first install
+/// (1.0.0) is refused for good; an older PO of the package appears, a minor update starts and
+/// the admin's `steadyStateVersionRange` pins `=1.0.1`, which no longer runs on the cluster
+/// (`minKubeVersion` 1.29.4). The status recorded the refused install as a first install that
+/// has not finished, and named `versionRange` and the override as ways out, neither of which
+/// can clear a first install recorded in status: the PO stayed stuck after every way out.
+#[test]
+fn a_refused_first_install_names_a_way_out_that_clears_it() {
+    let mut setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
+    setup.max_ocp[2] = Some(16);
+    setup.min_kube[1] = Some((29, 4));
+    setup.ranges = vec![2, 0];
+    let result = run(
+        &setup,
+        &[
+            Event::Refuse(0, 0),
+            Event::OlderDuplicate(0, true),
+            Event::StartMinor,
+            Event::EditOverride(0, 1),
         ],
     );
     assert!(result.is_ok(), "{}", result.err().unwrap_or_default());

@@ -492,7 +492,7 @@ fn a_failing_first_install_is_not_nothing_installed() {
         "{message}"
     );
     assert!(
-        message.contains("may run") && message.contains("versionRange"),
+        message.contains("may run") && message.contains("delete the PlatformOperator"),
         "{message}"
     );
     let co = aggregate::compute(
