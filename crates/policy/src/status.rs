@@ -319,6 +319,12 @@ fn config_intent(input: &StatusInput<'_>) -> Option<PlatformOperatorStatus> {
     if recorded || recorded_config_digest(previous) == config.digest {
         return None;
     }
+    // A change of the configuration an unsettled first install applied with stays that
+    // install's move (from nothing): nothing ran before it, and the next move waits for it.
+    let from = match &previous.active_hop {
+        Some(h) if !h.settled && h.from.is_none() && h.to == installed.name => None,
+        _ => Some(installed.name.clone()),
+    };
     let now = to_api_time(input.now);
     let conditions = vec![
         Desired::new(
@@ -351,7 +357,7 @@ fn config_intent(input: &StatusInput<'_>) -> Option<PlatformOperatorStatus> {
         observed_generation: input.generation,
         conditions: merge(&previous.conditions, &conditions, input.generation, &now),
         active_hop: Some(ActiveHop {
-            from: Some(installed.name.clone()),
+            from,
             to: installed.name.clone(),
             started_at: now.clone(),
             settled: false,
@@ -530,9 +536,15 @@ pub fn compute(input: &StatusInput<'_>) -> PlatformOperatorStatus {
     let stopped_working = stopped_working(input.outcome, settled && !act.moved);
     let desired = desired_bundle(decision, act.installed.as_ref());
     let pin = pin_status(decision, act.applied, previous);
-    let problem = problem_shown(input.outcome, decision, active_hop.as_ref());
+    let installed_before = previous.installed_bundle.as_ref();
+    let problem = problem_shown(
+        input.outcome,
+        decision,
+        active_hop.as_ref(),
+        installed_before,
+    );
     let refused = matches!(input.outcome, ActOutcome::Failed(_))
-        .then(|| refused_move(decision, active_hop.as_ref()).map(|r| r.what()))
+        .then(|| refused_move(decision, active_hop.as_ref(), installed_before).map(|r| r.what()))
         .flatten();
     let first_install = previous.installed_bundle.is_none()
         || active_hop.as_ref().is_some_and(|h| h.from.is_none());
@@ -731,12 +743,7 @@ fn unapplied_hop(input: &StatusInput<'_>) -> Option<ActiveHop> {
         // not settled (a policy engine that came after its first apply): it cannot settle
         // while its objects are refused (found by the state-machine test).
         (Some(hop), ActOutcome::Failed(_), Action::Keep)
-            if !hop.settled
-                && (hop.config.is_some()
-                    || previous
-                        .installed_bundle
-                        .as_ref()
-                        .is_some_and(|i| i.name == hop.to)) =>
+            if reapply_retries(hop, previous.installed_bundle.as_ref()) =>
         {
             Some(ActiveHop {
                 failed_attempts: hop.failed_attempts.saturating_add(1),
@@ -745,6 +752,14 @@ fn unapplied_hop(input: &StatusInput<'_>) -> Option<ActiveHop> {
         }
         _ => previous.active_hop.clone(),
     }
+}
+
+/// Whether a re-apply of what runs (`Action::Keep`) retries `hop`, so that its failure is the
+/// hop's: a configuration change of what runs, or the re-apply of a move that applied once and
+/// has not settled. Any other unsettled hop (a move the admin abandoned, say) is not what the
+/// re-apply applies: its failure is neither counted on it nor reported as its refusal.
+fn reapply_retries(hop: &ActiveHop, installed: Option<&InstalledBundle>) -> bool {
+    !hop.settled && (hop.config.is_some() || installed.is_some_and(|i| i.name == hop.to))
 }
 
 /// The verdict status shows. What runs was recovered from its objects (a status restored
@@ -806,11 +821,12 @@ fn problem_shown(
     outcome: &ActOutcome,
     decision: &PoDecision,
     hop: Option<&ActiveHop>,
+    installed: Option<&InstalledBundle>,
 ) -> Option<Problem> {
     let ActOutcome::Failed(problem) = outcome else {
         return decision.problem.clone();
     };
-    match refused_move(decision, hop) {
+    match refused_move(decision, hop, installed) {
         Some(refused) => Some(Problem {
             message: format!(
                 "{} ({} failed attempts to apply {}; POM tries again in {}s); {}",
@@ -839,6 +855,7 @@ struct RefusedMove<'a> {
 fn refused_move<'a>(
     decision: &'a PoDecision,
     hop: Option<&'a ActiveHop>,
+    installed: Option<&InstalledBundle>,
 ) -> Option<RefusedMove<'a>> {
     let hop = hop.filter(|h| !h.settled && h.failed_attempts > 0)?;
     match &decision.action {
@@ -846,9 +863,10 @@ fn refused_move<'a>(
             hop,
             target: Some(target),
         }),
-        // A configuration change, or the re-apply of the move's own bundle (its failures are
-        // counted only then: `unapplied_hop`).
-        Action::Keep => Some(RefusedMove { hop, target: None }),
+        // A configuration change, or the re-apply of the move's own bundle: the condition
+        // `unapplied_hop` counts its failures by (review M5: not the stale count of a move the
+        // admin abandoned).
+        Action::Keep if reapply_retries(hop, installed) => Some(RefusedMove { hop, target: None }),
         _ => None,
     }
 }
@@ -867,7 +885,7 @@ impl RefusedMove<'_> {
     fn ways_out(&self, decision: &PoDecision) -> String {
         let Some(target) = self.target else {
             return match (&self.hop.config, &self.hop.from) {
-                (Some(_), _) => "it will not apply by waiting: fix what refuses it, or change spec.config (or the cluster proxy) back, or to a configuration the cluster accepts: a change replaces one that never applied".to_owned(),
+                (Some(_), _) => "it will not apply by waiting: fix what refuses it, or change spec.config (or the cluster proxy) back, or to a configuration the cluster accepts: a newer configuration replaces a change that never applied or never settled".to_owned(),
                 (None, Some(from)) => format!(
                     "it will not settle by waiting: fix what refuses it, or go back to {from} with `kubectl annotate platformoperator {} {}=abandon:{} --overwrite`",
                     decision.po,
@@ -927,12 +945,15 @@ fn po_conditions(f: &Facts<'_>) -> Vec<Desired> {
             f.decision,
         ),
         progressing_condition(f),
-        degraded_condition(
-            f.problem,
-            f.decision.deadline_exceeded && !f.settled,
-            f.hop.map(|h| h.to.as_str()),
-            f.waits,
-            f.stopped_working,
+        with_deadline_way_out(
+            degraded_condition(
+                f.problem,
+                f.decision.deadline_exceeded && !f.settled,
+                f.hop.map(|h| h.to.as_str()),
+                f.waits,
+                f.stopped_working,
+            ),
+            f.hop,
         ),
         upgradeable_condition(UpgradeableInput {
             verdict: f.verdict,
@@ -1222,6 +1243,28 @@ fn degraded_condition(
     )
 }
 
+/// A configuration change of what runs, or a first install, that has not settled within the
+/// progress deadline (its Deployments never become Available) may not settle by waiting: the
+/// condition names the ways out, a newer configuration, which replaces the one it applied with
+/// (review H1), and for a first install, which has no way back, deleting the PlatformOperator.
+fn with_deadline_way_out(mut degraded: Desired, hop: Option<&ActiveHop>) -> Desired {
+    if degraded.reason != Reason::ProgressDeadlineExceeded {
+        return degraded;
+    }
+    match hop.filter(|h| !h.settled) {
+        Some(h) if h.config.is_some() && h.from.as_deref() == Some(h.to.as_str()) => {
+            degraded.message.push_str(
+                "; a configuration change that does not become available does not settle by waiting: change spec.config (or the cluster proxy) back, or to a configuration whose Deployments become available (a newer configuration replaces it)",
+            );
+        }
+        Some(h) if h.from.is_none() => degraded.message.push_str(
+            "; if it does not become available, fix what stops it (its pods: kubectl describe, logs), or change spec.config (or the cluster proxy) to a configuration it runs with (a newer configuration replaces the one it installed with), or delete the PlatformOperator (its deletion removes what the install wrote)",
+        ),
+        _ => {}
+    }
+    degraded
+}
+
 fn stopped_working_message(stopped_working: &[&UnavailableDeployment]) -> String {
     let each: Vec<String> = stopped_working.iter().map(ToString::to_string).collect();
     format!(
@@ -1347,11 +1390,19 @@ fn unfinished_install_blocks(u: &UpgradeableInput<'_>) -> Option<Desired> {
     let hop = u
         .hop
         .filter(|h| !h.settled && h.from.is_none() && !u.installed)?;
+    // "Fix what refuses it" only where the cluster refused it: an install recorded before a
+    // crash, held by something else, names what holds it in Degraded (found by the
+    // state-machine test: `a_first_install_recorded_before_a_crash_names_a_way_out_that_clears_it`).
+    let let_it = if hop.failed_attempts > 0 {
+        "let it install (fix what refuses it: see Degraded)"
+    } else {
+        "let it install (see Degraded for what holds it)"
+    };
     Some(upgradeable(
         ConditionStatus::False,
         Reason::MoveNotSettled,
         format!(
-            "the install of {} has started and not applied: objects it applied before a failure may run, so POM cannot vouch for the next minor; let it install (fix what refuses it: see Degraded), or delete the PlatformOperator (its deletion removes what the install wrote)",
+            "the install of {} has started and not applied: objects it applied before a failure or a crash may run, so POM cannot vouch for the next minor; {let_it}, or delete the PlatformOperator (its deletion removes what the install wrote)",
             hop.to
         ),
     ))

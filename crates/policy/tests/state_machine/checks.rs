@@ -333,8 +333,11 @@ fn config_change(world: &World, i: usize, decision: &pom_policy::PoDecision) -> 
             describe(world, sim)
         ))
     };
-    if !sim.settled {
-        return fail("while the last move has not settled");
+    // A newer configuration replaces a configuration change that applied and has not settled
+    // (review H1), as it replaces one that never applied, and the configuration a first install
+    // applied with (nothing ran before it): only a move from another bundle holds it.
+    if !sim.settled && !sim.last_move_config && !sim.last_move_first {
+        return fail("while the last move (of the bundle) has not settled");
     }
     if world.annotation(i, CONFIG_CHANGE_OVERRIDE) == Some(config.digest.as_str()) {
         return Ok(());
