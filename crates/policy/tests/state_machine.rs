@@ -1077,3 +1077,27 @@ fn a_refused_configuration_of_an_unsettled_first_install_holds_the_next_hop() {
     );
     assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
 }
+
+/// Found by the property (a random-seed run of this session; a fault of the model, not of
+/// POM): the manager dies between the apply of beta's first install and its status write; the
+/// resumed install's apply finds it rolled out, and the world took the move as settled by that
+/// reconcile, which records it running (POM settles a move at the next one, as §7 judges what
+/// runs). Its Deployment then regressed, and the world asked for Degraded while POM rightly
+/// reported the install still rolling out. The world no longer latches settled at the reconcile
+/// that records the move.
+#[test]
+fn a_resumed_first_install_that_regresses_is_degraded() {
+    let setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Rollout]);
+    let result = run(
+        &setup,
+        &[
+            Event::CrashAfterNextApply(1),
+            Event::Reconcile(1),
+            Event::RolloutFinishes(1),
+            Event::Reconcile(1),
+            Event::Reconcile(1),
+            Event::Regress(1),
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}

@@ -1039,7 +1039,12 @@ impl World {
             if sim.rolled_out && !sim.regressed && sim.rolled_out_seen_at.is_none() {
                 sim.rolled_out_seen_at = Some(now);
             }
-            if oracle::settles_now(self, &self.pos[i]) {
+            // A move resumed over what already runs (its apply before a crash went unrecorded)
+            // is judged by the reconcile after the one that records it running: that one's
+            // verdict was made before it ran (found when a resumed install regressed at once).
+            let records_it_now = matches!(&decision.action, Action::Move(t)
+                if previous.installed_bundle.as_ref().is_none_or(|b| b.name != t.name));
+            if !records_it_now && oracle::settles_now(self, &self.pos[i]) {
                 self.pos[i].settled = true;
                 self.pos[i].settled_spec_config = self.pos[i].config_runs.config.clone();
             }
