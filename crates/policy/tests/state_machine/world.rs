@@ -308,8 +308,9 @@ pub struct SimPo {
     /// World truth: the last move changed only the configuration of the bundle that runs
     /// (a configuration change), not the bundle.
     pub last_move_config: bool,
-    /// World truth: the last move put a bundle where nothing ran (a first install, or what a
-    /// PO restored without its status records anew).
+    /// World truth: the last move put a bundle where nothing ran or nothing was recorded
+    /// running (a first install, one in place of a dropped first install, or what a PO
+    /// restored without its status records anew).
     pub last_move_first: bool,
     /// `spec.config` of the configuration that last ran settled: where the admin's revert of
     /// a change that applied goes back to (the admin's own record of the edit).
@@ -1192,7 +1193,14 @@ impl World {
         }
         sim.config_runs = config;
         if sim.running != Some(index) {
-            sim.last_move_first = sim.running.is_none();
+            // A first install: nothing ran, or nothing the PO ever recorded (a first install
+            // recorded before a crash and dropped for another: there is no way back to it).
+            sim.last_move_first = sim.running.is_none()
+                || sim
+                    .po
+                    .status
+                    .as_ref()
+                    .is_none_or(|s| s.installed_bundle.is_none());
             sim.running = Some(index);
             sim.rolled_out = false;
             sim.regressed = false;
