@@ -618,11 +618,11 @@ impl World {
                 });
             }),
             Event::RevertConfig(i) => {
-                // Back to what the status records applied when the change never applied; a
-                // change that applied and never settled goes back to what last ran settled.
+                // Back to what the status records applied when that settled (the change
+                // never applied); otherwise (a change that applied and never settled, or a
+                // first install's configuration) to what last ran settled, as the admin recalls.
                 let status = self.status(i);
-                let unapplied = status.and_then(pom_policy::snapshot::unapplied_config);
-                let back = if unapplied.is_some() || self.pos[i].settled {
+                let back = if self.pos[i].settled {
                     status
                         .and_then(|s| s.applied_config.as_ref())
                         .and_then(|c| c.config.clone())
