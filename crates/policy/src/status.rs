@@ -319,13 +319,23 @@ fn config_intent(input: &StatusInput<'_>) -> Option<PlatformOperatorStatus> {
     if recorded || recorded_config_digest(previous) == config.digest {
         return None;
     }
-    // A change of the configuration an unsettled first install applied with stays that
-    // install's move (from nothing): nothing ran before it, and the next move waits for it.
-    let from = match &previous.active_hop {
-        Some(h) if !h.settled && h.from.is_none() && h.to == installed.name => None,
+    // A change that replaces an unsettled move of what runs (a first install, or a change
+    // that applied) keeps that move's start: what runs has not settled since then, and the
+    // progress deadline runs from it (found by the state-machine test). The change of a first
+    // install's configuration stays that install's move (from nothing): nothing ran before
+    // it, and the next move waits for it.
+    let replaced = previous.active_hop.as_ref().filter(|h| {
+        !h.settled
+            && h.to == installed.name
+            && (h.from.is_none()
+                || h.config.as_deref() == Some(recorded_config_digest(previous).as_str()))
+    });
+    let from = match replaced {
+        Some(h) if h.from.is_none() => None,
         _ => Some(installed.name.clone()),
     };
     let now = to_api_time(input.now);
+    let started_at = replaced.map_or_else(|| now.clone(), |h| h.started_at.clone());
     let conditions = vec![
         Desired::new(
             types::PROGRESSING,
@@ -359,7 +369,7 @@ fn config_intent(input: &StatusInput<'_>) -> Option<PlatformOperatorStatus> {
         active_hop: Some(ActiveHop {
             from,
             to: installed.name.clone(),
-            started_at: now.clone(),
+            started_at,
             settled: false,
             waiting_for: Some(format!("configuration {} to be applied", change.digest)),
             image: installed.image.clone(),

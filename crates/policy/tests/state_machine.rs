@@ -1220,3 +1220,25 @@ fn a_configuration_change_applied_before_a_crash_while_paused() {
     );
     assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
 }
+
+/// Found by the property (a random-seed run of this session): beta's first install has not
+/// settled past its progress deadline when the admin changes `spec.config`; the manager dies
+/// after recording the change. The change's intent restarted the move's clock, so the install,
+/// unsettled for longer than the deadline, was not Degraded. A change that replaces an
+/// unsettled move of what runs keeps that move's start.
+#[test]
+fn a_configuration_change_does_not_restart_an_unsettled_installs_deadline() {
+    let setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
+    let result = run(
+        &setup,
+        &[
+            Event::Reconcile(1),
+            Event::EditConfig(1, 1),
+            Event::Wait(700),
+            Event::CrashDuringNextMove(1),
+            Event::Reconcile(1),
+            Event::EditConfig(1, 0),
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}
