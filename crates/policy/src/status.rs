@@ -554,7 +554,11 @@ pub fn compute(input: &StatusInput<'_>) -> PlatformOperatorStatus {
         installed_before,
     );
     let refused = matches!(input.outcome, ActOutcome::Failed(_))
-        .then(|| refused_move(decision, active_hop.as_ref(), installed_before).map(|r| r.what()))
+        .then(|| {
+            refused_move(decision, active_hop.as_ref(), installed_before)
+                .map(|r| r.what())
+                .or_else(|| refused_beside_a_move(decision, active_hop.as_ref(), installed_before))
+        })
         .flatten();
     let first_install = previous.installed_bundle.is_none()
         || active_hop.as_ref().is_some_and(|h| h.from.is_none());
@@ -770,6 +774,23 @@ fn unapplied_hop(input: &StatusInput<'_>) -> Option<ActiveHop> {
 /// re-apply applies: its failure is neither counted on it nor reported as its refusal.
 fn reapply_retries(hop: &ActiveHop, installed: Option<&InstalledBundle>) -> bool {
     !hop.settled && (hop.config.is_some() || installed.is_some_and(|i| i.name == hop.to))
+}
+
+/// The re-apply of what runs, refused while a move it does not retry is recorded unsettled
+/// (one the admin abandoned): Upgradeable names that refusal, not "wait for" the move (found
+/// by the state-machine test: `a_refused_reapply_beside_an_abandoned_move_is_not_told_to_wait`).
+fn refused_beside_a_move(
+    decision: &PoDecision,
+    hop: Option<&ActiveHop>,
+    installed: Option<&InstalledBundle>,
+) -> Option<String> {
+    let hop = hop.filter(|h| !h.settled)?;
+    match (&decision.action, installed) {
+        (Action::Keep, Some(i)) if !reapply_retries(hop, Some(i)) => {
+            Some(format!("{} (what runs)", i.name))
+        }
+        _ => None,
+    }
 }
 
 /// The verdict status shows. What runs was recovered from its objects (a status restored

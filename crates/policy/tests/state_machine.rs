@@ -1242,3 +1242,28 @@ fn a_configuration_change_does_not_restart_an_unsettled_installs_deadline() {
     );
     assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
 }
+
+/// Found by the property (a random-seed run of this session, once review M5's fix stopped
+/// reporting an abandoned move's stale refusal): alpha's hop to 1.2.0 is refused, the admin
+/// abandons it, and the re-apply of the 1.1.0 that runs is refused for good too. Upgradeable
+/// said to "wait for" the abandoned move; it names the refusal of what runs.
+#[test]
+fn a_refused_reapply_beside_an_abandoned_move_is_not_told_to_wait() {
+    let mut setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
+    setup.ranges = vec![2, 0];
+    let result = run(
+        &setup,
+        &[
+            Event::Reconcile(0),
+            Event::EditVersionRange(0, 0),
+            Event::Operator(0, Says::True),
+            Event::StartMinor,
+            Event::RolloutFinishes(0),
+            Event::Reconcile(0),
+            Event::EditConfig(0, 1),
+            Event::RefusePartly(0, 2),
+            Event::RefuseConfig(0, 1),
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}
