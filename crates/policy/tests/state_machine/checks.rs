@@ -451,10 +451,13 @@ pub fn status(
         .filter(|h| !h.settled)
         .and_then(|h| h.config.as_ref())
         == Some(&sim.config_runs.digest);
+    // Likewise any configuration an apply wrote whose status write a crash lost, until an apply
+    // is recorded again (a newer change may replace it first: found by the random soak).
     if let Some(applied) = &new.applied_config
         && sim.running.is_some()
         && applied.digest != sim.config_runs.digest
         && !in_flight_runs
+        && !sim.config_unrecorded
     {
         return fail(format!(
             "status records configuration {} applied, the Deployments run with {}",

@@ -308,6 +308,9 @@ pub struct SimPo {
     /// World truth: the last move changed only the configuration of the bundle that runs
     /// (a configuration change), not the bundle.
     pub last_move_config: bool,
+    /// World truth: what the Deployments run with was applied by an apply whose status write a
+    /// crash lost, and no apply was recorded since: the status cannot know it.
+    pub config_unrecorded: bool,
     /// World truth: the last move put a bundle where nothing ran or nothing was recorded
     /// running (a first install, one in place of a dropped first install, or what a PO
     /// restored without its status records anew).
@@ -418,6 +421,7 @@ impl World {
                     config_intent: None,
                     on_cluster: Vec::new(),
                     last_move_config: false,
+                    config_unrecorded: false,
                     last_move_first: false,
                     settled_spec_config: None,
                 }
@@ -513,6 +517,7 @@ impl World {
         sim.on_cluster.clear();
         sim.last_read = None;
         sim.last_move_config = false;
+        sim.config_unrecorded = false;
         sim.last_move_first = false;
         sim.settled_spec_config = None;
         Ok(())
@@ -1012,13 +1017,21 @@ impl World {
                     self.pos[i].config_intent = starting_config;
                 }
             }
-            ActOutcome::Applied(_) => self.pos[i].config_intent = None,
+            ActOutcome::Applied(_) => {
+                self.pos[i].config_intent = None;
+                if !self.pos[i].crash_after_next_apply {
+                    self.pos[i].config_unrecorded = false;
+                }
+            }
             ActOutcome::Skipped => {}
         }
         if self.pos[i].crash_after_next_apply && !matches!(&outcome, ActOutcome::Skipped) {
             // The manager dies after the apply, before the status write: the status keeps the
             // intent (or what it had), the cluster has what was written. A move it recorded is
             // resumed by the next manager (it cannot know that it applied).
+            if matches!(&outcome, ActOutcome::Applied(_)) {
+                self.pos[i].config_unrecorded = true;
+            }
             if let Action::Move(target) = &decision.action {
                 self.pos[i].intent_at_crash = Some(target.name.clone());
             }
