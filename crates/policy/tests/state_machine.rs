@@ -1289,3 +1289,27 @@ fn a_configuration_applied_before_a_crash_and_replaced_is_unknown_to_the_status(
     );
     assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
 }
+
+/// Found by the property (a random-seed run of this session). Known open (see
+/// docs/decisions.md): beta runs 1.2.0 with a configuration that, rolled out again, never
+/// becomes Available; the admin's `steadyStateVersionRange` moves it to 1.1.0, whose rollout
+/// with that configuration never finishes. Past the deadline the status names no way out: a
+/// fix of `spec.config` waits behind the unsettled hop (by design: "a move in flight: the change
+/// waits for it to settle"), and `abandon:` goes back with the same configuration.
+#[test]
+#[ignore = "known open: a hop whose configuration never becomes Available names no way out"]
+fn a_hop_whose_configuration_never_becomes_available_names_a_way_out() {
+    let setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Rollout]);
+    let result = run(
+        &setup,
+        &[
+            Event::EditConfig(1, 2),
+            Event::Reconcile(1),
+            Event::RolloutFinishes(1),
+            Event::UnavailableConfig(1, 2),
+            Event::Reconcile(0),
+            Event::EditOverride(1, 1),
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}
