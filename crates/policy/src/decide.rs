@@ -498,9 +498,14 @@ fn decide_config(decision: &mut PoDecision, s: &PoSnapshot<'_>) {
 /// Whether a move of what runs is in flight: the last move has not settled, and it is not a
 /// configuration change that never applied (that is not what runs, so nothing waits for it:
 /// issue 34 item 1).
+/// A first install whose configuration a newer one replaces stays that install (its hop is
+/// from nothing): it is in flight until it settles, whether its new configuration applied or
+/// not (found by the state-machine test).
 fn move_in_flight(s: &PoSnapshot<'_>) -> bool {
-    s.hop.as_ref().is_some_and(|h| !h.settled)
-        && (s.config.unapplied.is_none() || may_have_applied(s))
+    s.hop.as_ref().is_some_and(|h| {
+        !h.settled
+            && (s.config.unapplied.is_none() || may_have_applied(s) || !is_configuration_change(h))
+    })
 }
 
 /// A configuration change recorded as intent, still asked for, whose apply never failed: the
@@ -513,15 +518,35 @@ fn may_have_applied(s: &PoSnapshot<'_>) -> bool {
         && s.config.unapplied.as_deref() == Some(s.config.desired.digest.as_str())
 }
 
-/// Why a configuration change waits, as a hop would (§7); `None` when it may start.
+/// Why a configuration change waits, as a hop would (§7); `None` when it may start. The move
+/// in flight holds it, unless that move is itself a configuration change of what runs: a newer
+/// configuration (the admin's revert included) replaces it, applied or not, as it replaces one
+/// that never applied (review H1: a change that applied and never settles, its Deployment
+/// never Available, held the revert behind it for good, and `abandon:` does not apply to a
+/// configuration change). Likewise the configuration an unsettled first install applied with:
+/// nothing ran before it, so there is nothing to go back to, and a configuration its
+/// Deployments never become Available with would strand it (found by the state-machine test:
+/// `a_first_install_whose_configuration_never_becomes_available_names_a_way_out`). The
+/// operator's gate and the override still judge the newer one.
 fn config_hold(s: &PoSnapshot<'_>, request: &PoRequest) -> Option<HoldReason> {
-    if move_in_flight(s) {
+    let replaces_a_change = s
+        .hop
+        .as_ref()
+        .is_some_and(|h| (is_configuration_change(h) || h.from.is_none()) && is_running(s, &h.to));
+    if move_in_flight(s) && !replaces_a_change {
         return Some(HoldReason::MoveNotSettled);
     }
     if s.config.override_digest.as_deref() == Some(s.config.desired.digest.as_str()) {
         return None;
     }
     operator_hold(s, request)
+}
+
+/// Whether `bundle` is what the status records installed.
+fn is_running(s: &PoSnapshot<'_>, bundle: &str) -> bool {
+    s.installed
+        .as_ref()
+        .is_some_and(|i| i.bundle.name == bundle)
 }
 
 /// Why the running operator holds a move or a configuration change (§7): it says
@@ -838,10 +863,7 @@ fn decide_usable(s: &PoSnapshot<'_>, u: &Usable<'_>) -> PoDecision {
     // starts again from it.
     let abandoned = match recorded_move(s, u.request, u.catalogs, &inputs, u.installed, phase) {
         Recorded::Resume(target) => return resume(*target, &resolved, verdict, current_pin),
-        Recorded::Abandon { to, why } => Some(format!(
-            "the move to {to} recorded in status was abandoned, {} keeps running: {why}",
-            u.installed.map_or("nothing", |i| i.bundle.name.as_str())
-        )),
+        Recorded::Abandon { to, why } => Some(abandoned_message(u.installed, &to, &why)),
         Recorded::Unlisted { to } => return unlisted_first_install(current_pin, &to),
         Recorded::None => None,
     };
@@ -874,6 +896,23 @@ fn decide_usable(s: &PoSnapshot<'_>, u: &Usable<'_>) -> PoDecision {
         current_pin,
     );
     with_admin_notes(decision, s, u.installed, abandoned, cannot_go_back)
+}
+
+/// What a recorded move abandoned for what runs says. A first install abandoned with nothing
+/// installed in its place stays recorded (objects it applied may run; the PlatformOperator is
+/// not upgradeable), so it names the ways out that clear it: let it install again, or delete
+/// the PlatformOperator (found by the state-machine test:
+/// `a_refused_first_install_names_a_way_out_that_clears_it`).
+fn abandoned_message(installed: Option<&Installed>, to: &str, why: &str) -> String {
+    match installed {
+        Some(i) => format!(
+            "the move to {to} recorded in status was abandoned, {} keeps running: {why}",
+            i.bundle.name
+        ),
+        None => format!(
+            "the first install of {to} recorded in status was abandoned: {why}; objects it applied may run, so it stays recorded until a bundle installs in its place: admit {to} again, or delete the PlatformOperator (its deletion removes what the install wrote)"
+        ),
+    }
 }
 
 /// The admin's way out of a move that does not settle (issue 25 item 2): back to what ran
@@ -1155,7 +1194,7 @@ fn note_inert_abandon(
             if is_configuration_change(hop) && decision.problem.is_none() =>
         {
             let message = format!(
-                "the configuration change of {} cannot be abandoned with annotation {}: change spec.config back (a change replaces one that never applied)",
+                "the configuration change of {} cannot be abandoned with annotation {}: change spec.config (or the cluster proxy) back: a newer configuration replaces a change that never applied or never settled",
                 hop.to,
                 pom_api::labels::UNSETTLED_MOVE
             );

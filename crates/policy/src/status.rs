@@ -319,7 +319,23 @@ fn config_intent(input: &StatusInput<'_>) -> Option<PlatformOperatorStatus> {
     if recorded || recorded_config_digest(previous) == config.digest {
         return None;
     }
+    // A change that replaces an unsettled move of what runs (a first install, or a change
+    // that applied) keeps that move's start: what runs has not settled since then, and the
+    // progress deadline runs from it (found by the state-machine test). The change of a first
+    // install's configuration stays that install's move (from nothing): nothing ran before
+    // it, and the next move waits for it.
+    let replaced = previous.active_hop.as_ref().filter(|h| {
+        !h.settled
+            && h.to == installed.name
+            && (h.from.is_none()
+                || h.config.as_deref() == Some(recorded_config_digest(previous).as_str()))
+    });
+    let from = match replaced {
+        Some(h) if h.from.is_none() => None,
+        _ => Some(installed.name.clone()),
+    };
     let now = to_api_time(input.now);
+    let started_at = replaced.map_or_else(|| now.clone(), |h| h.started_at.clone());
     let conditions = vec![
         Desired::new(
             types::PROGRESSING,
@@ -351,9 +367,9 @@ fn config_intent(input: &StatusInput<'_>) -> Option<PlatformOperatorStatus> {
         observed_generation: input.generation,
         conditions: merge(&previous.conditions, &conditions, input.generation, &now),
         active_hop: Some(ActiveHop {
-            from: Some(installed.name.clone()),
+            from,
             to: installed.name.clone(),
-            started_at: now.clone(),
+            started_at,
             settled: false,
             waiting_for: Some(format!("configuration {} to be applied", change.digest)),
             image: installed.image.clone(),
@@ -530,9 +546,19 @@ pub fn compute(input: &StatusInput<'_>) -> PlatformOperatorStatus {
     let stopped_working = stopped_working(input.outcome, settled && !act.moved);
     let desired = desired_bundle(decision, act.installed.as_ref());
     let pin = pin_status(decision, act.applied, previous);
-    let problem = problem_shown(input.outcome, decision, active_hop.as_ref());
+    let installed_before = previous.installed_bundle.as_ref();
+    let problem = problem_shown(
+        input.outcome,
+        decision,
+        active_hop.as_ref(),
+        installed_before,
+    );
     let refused = matches!(input.outcome, ActOutcome::Failed(_))
-        .then(|| refused_move(decision, active_hop.as_ref()).map(|r| r.what()))
+        .then(|| {
+            refused_move(decision, active_hop.as_ref(), installed_before)
+                .map(|r| r.what())
+                .or_else(|| refused_beside_a_move(decision, active_hop.as_ref(), installed_before))
+        })
         .flatten();
     let first_install = previous.installed_bundle.is_none()
         || active_hop.as_ref().is_some_and(|h| h.from.is_none());
@@ -731,12 +757,7 @@ fn unapplied_hop(input: &StatusInput<'_>) -> Option<ActiveHop> {
         // not settled (a policy engine that came after its first apply): it cannot settle
         // while its objects are refused (found by the state-machine test).
         (Some(hop), ActOutcome::Failed(_), Action::Keep)
-            if !hop.settled
-                && (hop.config.is_some()
-                    || previous
-                        .installed_bundle
-                        .as_ref()
-                        .is_some_and(|i| i.name == hop.to)) =>
+            if reapply_retries(hop, previous.installed_bundle.as_ref()) =>
         {
             Some(ActiveHop {
                 failed_attempts: hop.failed_attempts.saturating_add(1),
@@ -744,6 +765,31 @@ fn unapplied_hop(input: &StatusInput<'_>) -> Option<ActiveHop> {
             })
         }
         _ => previous.active_hop.clone(),
+    }
+}
+
+/// Whether a re-apply of what runs (`Action::Keep`) retries `hop`, so that its failure is the
+/// hop's: a configuration change of what runs, or the re-apply of a move that applied once and
+/// has not settled. Any other unsettled hop (a move the admin abandoned, say) is not what the
+/// re-apply applies: its failure is neither counted on it nor reported as its refusal.
+fn reapply_retries(hop: &ActiveHop, installed: Option<&InstalledBundle>) -> bool {
+    !hop.settled && (hop.config.is_some() || installed.is_some_and(|i| i.name == hop.to))
+}
+
+/// The re-apply of what runs, refused while a move it does not retry is recorded unsettled
+/// (one the admin abandoned): Upgradeable names that refusal, not "wait for" the move (found
+/// by the state-machine test: `a_refused_reapply_beside_an_abandoned_move_is_not_told_to_wait`).
+fn refused_beside_a_move(
+    decision: &PoDecision,
+    hop: Option<&ActiveHop>,
+    installed: Option<&InstalledBundle>,
+) -> Option<String> {
+    let hop = hop.filter(|h| !h.settled)?;
+    match (&decision.action, installed) {
+        (Action::Keep, Some(i)) if !reapply_retries(hop, Some(i)) => {
+            Some(format!("{} (what runs)", i.name))
+        }
+        _ => None,
     }
 }
 
@@ -806,11 +852,12 @@ fn problem_shown(
     outcome: &ActOutcome,
     decision: &PoDecision,
     hop: Option<&ActiveHop>,
+    installed: Option<&InstalledBundle>,
 ) -> Option<Problem> {
     let ActOutcome::Failed(problem) = outcome else {
         return decision.problem.clone();
     };
-    match refused_move(decision, hop) {
+    match refused_move(decision, hop, installed) {
         Some(refused) => Some(Problem {
             message: format!(
                 "{} ({} failed attempts to apply {}; POM tries again in {}s); {}",
@@ -839,6 +886,7 @@ struct RefusedMove<'a> {
 fn refused_move<'a>(
     decision: &'a PoDecision,
     hop: Option<&'a ActiveHop>,
+    installed: Option<&InstalledBundle>,
 ) -> Option<RefusedMove<'a>> {
     let hop = hop.filter(|h| !h.settled && h.failed_attempts > 0)?;
     match &decision.action {
@@ -846,9 +894,10 @@ fn refused_move<'a>(
             hop,
             target: Some(target),
         }),
-        // A configuration change, or the re-apply of the move's own bundle (its failures are
-        // counted only then: `unapplied_hop`).
-        Action::Keep => Some(RefusedMove { hop, target: None }),
+        // A configuration change, or the re-apply of the move's own bundle: the condition
+        // `unapplied_hop` counts its failures by (review M5: not the stale count of a move the
+        // admin abandoned).
+        Action::Keep if reapply_retries(hop, installed) => Some(RefusedMove { hop, target: None }),
         _ => None,
     }
 }
@@ -867,7 +916,7 @@ impl RefusedMove<'_> {
     fn ways_out(&self, decision: &PoDecision) -> String {
         let Some(target) = self.target else {
             return match (&self.hop.config, &self.hop.from) {
-                (Some(_), _) => "it will not apply by waiting: fix what refuses it, or change spec.config (or the cluster proxy) back, or to a configuration the cluster accepts: a change replaces one that never applied".to_owned(),
+                (Some(_), _) => "it will not apply by waiting: fix what refuses it, or change spec.config (or the cluster proxy) back, or to a configuration the cluster accepts: a newer configuration replaces a change that never applied or never settled".to_owned(),
                 (None, Some(from)) => format!(
                     "it will not settle by waiting: fix what refuses it, or go back to {from} with `kubectl annotate platformoperator {} {}=abandon:{} --overwrite`",
                     decision.po,
@@ -888,9 +937,12 @@ impl RefusedMove<'_> {
                 pom_api::labels::UNSETTLED_MOVE,
                 target.name
             ),
-            None => format!(
-                "it will not happen by waiting: fix what refuses it, or {exclude}, or delete the PlatformOperator"
-            ),
+            // A first install recorded in status is not cleared by excluding it: objects it
+            // applied may run, so it stays recorded until it finishes, another bundle installs
+            // in its place, or the PlatformOperator is deleted; only the first and the last are
+            // sure ways out (found by the state-machine test:
+            // `a_refused_first_install_names_a_way_out_that_clears_it`).
+            None => "it will not happen by waiting: fix what refuses it, or delete the PlatformOperator (its deletion removes what the install wrote)".to_owned(),
         }
     }
 }
@@ -924,12 +976,15 @@ fn po_conditions(f: &Facts<'_>) -> Vec<Desired> {
             f.decision,
         ),
         progressing_condition(f),
-        degraded_condition(
-            f.problem,
-            f.decision.deadline_exceeded && !f.settled,
-            f.hop.map(|h| h.to.as_str()),
-            f.waits,
-            f.stopped_working,
+        with_deadline_way_out(
+            degraded_condition(
+                f.problem,
+                f.decision.deadline_exceeded && !f.settled,
+                f.hop.map(|h| h.to.as_str()),
+                f.waits,
+                f.stopped_working,
+            ),
+            f.hop,
         ),
         upgradeable_condition(UpgradeableInput {
             verdict: f.verdict,
@@ -1219,6 +1274,28 @@ fn degraded_condition(
     )
 }
 
+/// A configuration change of what runs, or a first install, that has not settled within the
+/// progress deadline (its Deployments never become Available) may not settle by waiting: the
+/// condition names the ways out, a newer configuration, which replaces the one it applied with
+/// (review H1), and for a first install, which has no way back, deleting the PlatformOperator.
+fn with_deadline_way_out(mut degraded: Desired, hop: Option<&ActiveHop>) -> Desired {
+    if degraded.reason != Reason::ProgressDeadlineExceeded {
+        return degraded;
+    }
+    match hop.filter(|h| !h.settled) {
+        Some(h) if h.config.is_some() && h.from.as_deref() == Some(h.to.as_str()) => {
+            degraded.message.push_str(
+                "; a configuration change that does not become available does not settle by waiting: change spec.config (or the cluster proxy) back, or to a configuration whose Deployments become available (a newer configuration replaces it)",
+            );
+        }
+        Some(h) if h.from.is_none() => degraded.message.push_str(
+            "; if it does not become available, fix what stops it (its pods: kubectl describe, logs), or change spec.config (or the cluster proxy) to a configuration it runs with (a newer configuration replaces the one it installed with), or delete the PlatformOperator (its deletion removes what the install wrote)",
+        ),
+        _ => {}
+    }
+    degraded
+}
+
 fn stopped_working_message(stopped_working: &[&UnavailableDeployment]) -> String {
     let each: Vec<String> = stopped_working.iter().map(ToString::to_string).collect();
     format!(
@@ -1344,11 +1421,19 @@ fn unfinished_install_blocks(u: &UpgradeableInput<'_>) -> Option<Desired> {
     let hop = u
         .hop
         .filter(|h| !h.settled && h.from.is_none() && !u.installed)?;
+    // "Fix what refuses it" only where the cluster refused it: an install recorded before a
+    // crash, held by something else, names what holds it in Degraded (found by the
+    // state-machine test: `a_first_install_recorded_before_a_crash_names_a_way_out_that_clears_it`).
+    let let_it = if hop.failed_attempts > 0 {
+        "let it install (fix what refuses it: see Degraded)"
+    } else {
+        "let it install (see Degraded for what holds it)"
+    };
     Some(upgradeable(
         ConditionStatus::False,
         Reason::MoveNotSettled,
         format!(
-            "the install of {} has started and not applied: objects it applied before a failure may run, so POM cannot vouch for the next minor; let it install (fix what refuses it: see Degraded), exclude it with spec.package.versionRange, or delete the PlatformOperator",
+            "the install of {} has started and not applied: objects it applied before a failure or a crash may run, so POM cannot vouch for the next minor; {let_it}, or delete the PlatformOperator (its deletion removes what the install wrote)",
             hop.to
         ),
     ))

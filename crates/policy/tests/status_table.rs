@@ -1914,6 +1914,66 @@ fn failed_applies_of_a_recorded_move_are_counted_and_backed_off() {
     assert_eq!(attempts(&applied_now), 0);
 }
 
+/// Review M5: the failures of a refused move stay on its hop after the admin abandons it (its
+/// apply is no longer retried); a later re-apply of what runs that fails (the registry down)
+/// is not that move's refusal: it is neither counted on the hop nor reported as "N failed
+/// attempts to apply" the abandoned bundle, nor as the cluster refusing it (the same rule
+/// counts and reports a failed re-apply: `unapplied_hop`).
+#[test]
+fn a_failed_reapply_after_an_abandon_is_not_the_abandoned_moves_refusal() {
+    let moving = move_to(
+        "1.1.1",
+        None,
+        pin(PinReason::PatchUpgrade, ">=1.1.0 <1.2.0-0"),
+        pin(PinReason::PatchUpgrade, ">=1.1.1 <1.2.0-0"),
+    );
+    let recorded = status::intent(&StatusInput {
+        previous: &settled_at_1_1_0(),
+        generation: Some(GENERATION),
+        now: at(100),
+        decision: &moving,
+        outcome: &ActOutcome::Skipped,
+        upgrade_gate: UpgradeGate::Auto,
+        reported_before: false,
+        applying: &[],
+        applying_image: None,
+        applying_namespace: None,
+        auto_settle_window: std::time::Duration::ZERO,
+        rolled_out_seen_for: std::time::Duration::ZERO,
+        settled_seen_for: std::time::Duration::ZERO,
+    })
+    .unwrap();
+    let failed = |message: &str| {
+        ActOutcome::Failed(Problem {
+            reason: Reason::InstallFailed,
+            message: message.to_owned(),
+            degrades: true,
+        })
+    };
+    let denied = "admission webhook \"gatekeeper\" denied the request";
+    let once = step(&recorded, 110, moving.clone(), failed(denied)).run();
+    let twice = step(&once, 140, moving, failed(denied)).run();
+    // Abandoned: what runs (1.1.0) is kept; its re-apply fails for another reason.
+    let reapply = step(
+        &twice,
+        200,
+        keep(pin(PinReason::Steady, "=1.1.0")),
+        failed("registry unreachable"),
+    )
+    .run();
+    let degraded = message(&reapply, types::DEGRADED);
+    assert!(
+        degraded.contains("registry unreachable") && !degraded.contains("failed attempts"),
+        "{degraded}"
+    );
+    let upgradeable = message(&reapply, types::UPGRADEABLE);
+    assert!(
+        !upgradeable.contains("demo.v1.1.1") && upgradeable.contains("demo.v1.1.0 (what runs)"),
+        "{upgradeable}"
+    );
+    assert_eq!(reapply.active_hop.as_ref().unwrap().failed_attempts, 2);
+}
+
 /// Issue 25 item 9 (seed 001): under `upgradeGate: Auto`, an operator that has never reported
 /// gets a window after its rollout to start reporting. A version that starts reporting in it is
 /// heard (its `Upgradeable=False` holds the move unsettled); one that never reports settles when

@@ -69,6 +69,10 @@ fn phase(kind: PhaseKind, target: &str) -> ClusterView {
 struct Refuses {
     bundle: Option<String>,
     config: Option<String>,
+    /// A configuration (digest) the API server accepts but whose Deployment never becomes
+    /// Available (a bad flag, an image that cannot pull through the new proxy): it applies
+    /// and never settles.
+    unavailable_config: Option<String>,
 }
 
 /// One PlatformOperator, its cluster and what its API server refuses.
@@ -208,10 +212,18 @@ impl Sim {
             .properties
             .max_openshift_version
             .clone();
+        let waits = if config.is_some() && self.refuses.unavailable_config == config {
+            vec![status::Wait::Rollout {
+                namespace: "demo".to_owned(),
+                name: "demo-operator".to_owned(),
+            }]
+        } else {
+            vec![]
+        };
         ActOutcome::Applied(Box::new(InstallReport {
             bundle,
             max_openshift_version: max,
-            waits: vec![],
+            waits,
             operator_condition: None,
             wrote: 1,
             objects: vec![],
@@ -364,6 +376,89 @@ fn a_refused_configuration_change_is_not_what_runs_and_a_revert_replaces_it() {
     );
 }
 
+/// Review H1: a configuration change that applied but never settles (the new configuration's
+/// Deployment never becomes Available) held the admin's revert behind it (the revert waited
+/// for the move in flight, which was the change itself), and `abandon:` is refused for a
+/// configuration change: no way out. A newer configuration (a revert included) replaces an
+/// unsettled configuration change, as it replaces one that never applied; a bundle hop still
+/// waits for it.
+#[test]
+fn an_applied_configuration_change_that_never_settles_is_replaced_by_a_revert() {
+    let mut sim = settled_at_1_1_0();
+    let debug = pom_api::platform_operator::AppliedConfig::of(Some(&log_level("debug")), None);
+    sim.refuses.unavailable_config = Some(debug.digest.clone());
+    sim.po.spec.config = Some(log_level("debug"));
+    sim.reconcile();
+    sim.reconcile();
+    let status = sim.status();
+    assert_eq!(
+        status.applied_config.as_ref().map(|c| c.digest.clone()),
+        Some(debug.digest.clone()),
+        "the change applied"
+    );
+    let hop = status.active_hop.clone().unwrap();
+    assert_eq!(
+        (hop.config.as_deref(), hop.settled),
+        (Some(debug.digest.as_str()), false),
+        "the change is unsettled"
+    );
+    // The next hop waits for it (it runs, unsettled).
+    sim.po.spec.package.version_range = None;
+    sim.cluster = patch();
+    let decision = sim.reconcile();
+    assert!(
+        matches!(&decision.action, Action::Keep),
+        "a hop starts while a configuration change that applied has not settled: {decision:#?}"
+    );
+    // `abandon:` is refused for a configuration change and names the revert.
+    sim.annotate("abandon:demo.v1.1.0");
+    sim.reconcile();
+    let said: String = sim
+        .status()
+        .conditions
+        .iter()
+        .map(|c| format!("{}: {}\n", c.reason, c.message))
+        .collect();
+    assert!(
+        said.contains("cannot be abandoned") && said.contains("change spec.config"),
+        "{said}"
+    );
+    sim.po.metadata.annotations = None;
+
+    // A newer configuration replaces it (and never settles either)...
+    let trace = pom_api::platform_operator::AppliedConfig::of(Some(&log_level("trace")), None);
+    sim.refuses.unavailable_config = Some(trace.digest.clone());
+    sim.po.spec.config = Some(log_level("trace"));
+    let decision = sim.reconcile();
+    assert_eq!(
+        decision.config_change.as_ref().map(|c| c.held.clone()),
+        Some(None),
+        "a newer configuration is held behind an unsettled configuration change: {decision:#?}"
+    );
+    assert_eq!(
+        sim.status().applied_config.map(|c| c.digest),
+        Some(trace.digest.clone())
+    );
+    // ...and the admin's revert replaces that: the PO settles where it was, then moves on.
+    sim.po.spec.config = None;
+    let decision = sim.reconcile();
+    assert_eq!(
+        decision.config_change.as_ref().map(|c| c.held.clone()),
+        Some(None),
+        "the revert is held behind an unsettled configuration change: {decision:#?}"
+    );
+    assert!(sim.hop_settled(), "{:#?}", sim.status().active_hop);
+    assert_eq!(
+        status::recorded_config_digest(&sim.status()),
+        pom_api::platform_operator::AppliedConfig::none().digest
+    );
+    let decision = sim.reconcile();
+    assert!(
+        matches!(&decision.action, Action::Move(t) if t.name == "demo.v1.1.1"),
+        "the next hop after the revert settled: {decision:#?}"
+    );
+}
+
 /// Item 2: `abandon:` acts on a move whose apply the cluster refuses, and the status of such a
 /// move names the ways out instead of "wait for it".
 #[test]
@@ -492,7 +587,7 @@ fn a_failing_first_install_is_not_nothing_installed() {
         "{message}"
     );
     assert!(
-        message.contains("may run") && message.contains("versionRange"),
+        message.contains("may run") && message.contains("delete the PlatformOperator"),
         "{message}"
     );
     let co = aggregate::compute(

@@ -333,8 +333,11 @@ fn config_change(world: &World, i: usize, decision: &pom_policy::PoDecision) -> 
             describe(world, sim)
         ))
     };
-    if !sim.settled {
-        return fail("while the last move has not settled");
+    // A newer configuration replaces a configuration change that applied and has not settled
+    // (review H1), as it replaces one that never applied, and the configuration a first install
+    // applied with (nothing ran before it): only a move from another bundle holds it.
+    if !sim.settled && !sim.last_move_config && !sim.last_move_first {
+        return fail("while the last move (of the bundle) has not settled");
     }
     if world.annotation(i, CONFIG_CHANGE_OVERRIDE) == Some(config.digest.as_str()) {
         return Ok(());
@@ -439,9 +442,22 @@ pub fn status(
     }
     // The status records the configuration the Deployments run with, never one that did not
     // apply (issue 34 item 1).
+    // A change recorded as intent whose apply a crash left unrecorded is what runs: the status
+    // cannot know it applied until a reconcile re-applies it (a paused PO does not), and it
+    // records it in flight meanwhile (found by the random soak: a crash, then a pause).
+    let in_flight_runs = new
+        .active_hop
+        .as_ref()
+        .filter(|h| !h.settled)
+        .and_then(|h| h.config.as_ref())
+        == Some(&sim.config_runs.digest);
+    // Likewise any configuration an apply wrote whose status write a crash lost, until an apply
+    // is recorded again (a newer change may replace it first: found by the random soak).
     if let Some(applied) = &new.applied_config
         && sim.running.is_some()
         && applied.digest != sim.config_runs.digest
+        && !in_flight_runs
+        && !sim.config_unrecorded
     {
         return fail(format!(
             "status records configuration {} applied, the Deployments run with {}",

@@ -179,12 +179,18 @@ pub fn refused_for_good(world: &World, i: usize) -> bool {
         .filter(|h| !h.settled)
         .and_then(|h| (0..VERSIONS.len()).find(|b| bundle_name(PACKAGES[i], *b) == h.to));
     let needed = |b: usize| sim.running == Some(b) || hop_to == Some(b);
+    // An unsafe CRD change refuses only a move to the bundle from another one (the
+    // re-apply of what runs, a first install included, changes no CRD of its own).
+    let moved_to = |b: usize| hop_to == Some(b) && sim.running != Some(b);
     world
         .refused
         .iter()
         .chain(&world.refused_partly)
-        .chain(&world.unsafe_crds)
         .any(|(p, b)| *p == i && needed(*b))
+        || world
+            .unsafe_crds
+            .iter()
+            .any(|(p, b)| *p == i && moved_to(*b))
         || world
             .refused_configs
             .iter()

@@ -63,7 +63,7 @@ pub const OVERRIDES: [Option<&str>; 5] = [
 ];
 /// `spec.config` choices: the operator's `LOG_LEVEL` (`None`: no configuration).
 pub const CONFIGS: [Option<&str>; 3] = [None, Some("debug"), Some("trace")];
-const DEADLINE: Duration = Duration::from_secs(600);
+pub const DEADLINE: Duration = Duration::from_secs(600);
 
 /// The admin's annotations on a PlatformOperator (the keys of `pom_api::labels`).
 pub const UNSETTLED_MOVE: &str = "platform.openshift.io/unsettled-move";
@@ -170,6 +170,10 @@ pub enum Event {
     /// A policy engine refuses, for good, the PO's Deployments with this `LOG_LEVEL` (index
     /// into [`CONFIGS`]).
     RefuseConfig(usize, usize),
+    /// The PO's Deployments with this `LOG_LEVEL` (index into [`CONFIGS`]) are admitted and
+    /// never become Available (a flag the operator cannot start with): the configuration
+    /// applies and never settles (review H1).
+    UnavailableConfig(usize, usize),
     /// The cluster Proxy sets (true) or clears its proxy: every PO's configuration changes.
     SetProxy(bool),
     /// This bundle changes its CRDs unsafely: the manager refuses it (nothing written)
@@ -301,6 +305,19 @@ pub struct SimPo {
     /// World truth: the objects POM wrote for this PO and did not delete (since its status
     /// was last lost: older ones are found by their labels, not by the inventory).
     pub on_cluster: Vec<InventoryObject>,
+    /// World truth: the last move changed only the configuration of the bundle that runs
+    /// (a configuration change), not the bundle.
+    pub last_move_config: bool,
+    /// World truth: what the Deployments run with was applied by an apply whose status write a
+    /// crash lost, and no apply was recorded since: the status cannot know it.
+    pub config_unrecorded: bool,
+    /// World truth: the last move put a bundle where nothing ran or nothing was recorded
+    /// running (a first install, one in place of a dropped first install, or what a PO
+    /// restored without its status records anew).
+    pub last_move_first: bool,
+    /// `spec.config` of the configuration that last ran settled: where the admin's revert of
+    /// a change that applied goes back to (the admin's own record of the edit).
+    pub settled_spec_config: Option<OperatorConfig>,
 }
 
 pub struct World {
@@ -317,6 +334,8 @@ pub struct World {
     pub refused_partly: Vec<(usize, usize)>,
     /// (PO, `LOG_LEVEL` choice) a policy engine refuses.
     pub refused_configs: Vec<(usize, usize)>,
+    /// (PO, `LOG_LEVEL` choice) whose Deployments never become Available.
+    pub unavailable_configs: Vec<(usize, usize)>,
     /// (PO, bundle) whose CRD change is unsafe.
     pub unsafe_crds: Vec<(usize, usize)>,
     /// The cluster proxy.
@@ -401,6 +420,10 @@ impl World {
                     config_runs: AppliedConfig::none(),
                     config_intent: None,
                     on_cluster: Vec::new(),
+                    last_move_config: false,
+                    config_unrecorded: false,
+                    last_move_first: false,
+                    settled_spec_config: None,
                 }
             })
             .collect();
@@ -426,6 +449,7 @@ impl World {
             refused: Vec::new(),
             refused_partly: Vec::new(),
             refused_configs: Vec::new(),
+            unavailable_configs: Vec::new(),
             unsafe_crds: Vec::new(),
             proxy: None,
             older: vec![None; PACKAGES.len()],
@@ -492,6 +516,10 @@ impl World {
         sim.config_intent = None;
         sim.on_cluster.clear();
         sim.last_read = None;
+        sim.last_move_config = false;
+        sim.config_unrecorded = false;
+        sim.last_move_first = false;
+        sim.settled_spec_config = None;
         Ok(())
     }
 
@@ -552,7 +580,9 @@ impl World {
         self.now = Timestamp::from_second(self.now.as_second() + 7).unwrap();
         match *event {
             Event::Reconcile(i) => self.reconcile(i)?,
-            Event::RolloutFinishes(i) if self.pos[i].running.is_some() => {
+            Event::RolloutFinishes(i)
+                if self.pos[i].running.is_some() && !self.config_unavailable(i) =>
+            {
                 self.pos[i].rolled_out = true;
                 self.pos[i].regressed = false;
             }
@@ -571,6 +601,8 @@ impl World {
                 self.pos[i].rolled_out_seen_at = None;
                 self.pos[i].intent_at_crash = None;
                 self.pos[i].config_intent = None;
+                self.pos[i].last_move_config = false;
+                self.pos[i].last_move_first = true;
                 // What was written before is found by its labels from now on, not by an
                 // inventory (issue 34 item 5).
                 self.pos[i].on_cluster.clear();
@@ -579,6 +611,7 @@ impl World {
             Event::RefusePartly(i, b) => self.refused_partly.push((i, b)),
             Event::EditConfig(i, c) => self.bump(i, |s| s.config = config_of(c)),
             Event::RefuseConfig(i, c) => self.refused_configs.push((i, c)),
+            Event::UnavailableConfig(i, c) => self.unavailable_configs.push((i, c)),
             Event::SetProxy(on) => self.proxy = on.then(proxy_env),
             Event::UnsafeCrd(i, b) => self.unsafe_crds.push((i, b)),
             Event::Annotate(i, ref annotation) => self.annotate(i, annotation),
@@ -590,11 +623,18 @@ impl World {
                 });
             }),
             Event::RevertConfig(i) => {
-                let applied = self
-                    .status(i)
-                    .and_then(|s| s.applied_config.as_ref())
-                    .and_then(|c| c.config.clone());
-                self.bump(i, |s| s.config = applied);
+                // Back to what the status records applied when that settled (the change
+                // never applied); otherwise (a change that applied and never settled, or a
+                // first install's configuration) to what last ran settled, as the admin recalls.
+                let status = self.status(i);
+                let back = if self.pos[i].settled {
+                    status
+                        .and_then(|s| s.applied_config.as_ref())
+                        .and_then(|c| c.config.clone())
+                } else {
+                    self.pos[i].settled_spec_config.clone()
+                };
+                self.bump(i, |s| s.config = back);
             }
             Event::DeleteAndRecreate(i) => self.delete_and_recreate(i)?,
             Event::OlderDuplicate(i, exists) => {
@@ -613,6 +653,7 @@ impl World {
                 self.refused.retain(|(p, _)| *p != i);
                 self.refused_partly.retain(|(p, _)| *p != i);
                 self.refused_configs.retain(|(p, _)| *p != i);
+                self.unavailable_configs.retain(|(p, _)| *p != i);
                 self.unsafe_crds.retain(|(p, _)| *p != i);
             }
             Event::EditVersionRange(i, r) => self.bump(i, |s| {
@@ -786,6 +827,12 @@ impl World {
         self.catalogs
             .iter()
             .any(|c| named.is_none_or(|n| n == c.name) && c.down && c.served.iter().any(|b| *b))
+    }
+
+    /// Whether the configuration PO `i`'s Deployments run with never becomes Available.
+    pub fn config_unavailable(&self, i: usize) -> bool {
+        level_of(&self.pos[i].config_runs)
+            .is_some_and(|c| self.unavailable_configs.contains(&(i, c)))
     }
 
     fn reconcile(&mut self, i: usize) -> Result<(), String> {
@@ -970,13 +1017,21 @@ impl World {
                     self.pos[i].config_intent = starting_config;
                 }
             }
-            ActOutcome::Applied(_) => self.pos[i].config_intent = None,
+            ActOutcome::Applied(_) => {
+                self.pos[i].config_intent = None;
+                if !self.pos[i].crash_after_next_apply {
+                    self.pos[i].config_unrecorded = false;
+                }
+            }
             ActOutcome::Skipped => {}
         }
         if self.pos[i].crash_after_next_apply && !matches!(&outcome, ActOutcome::Skipped) {
             // The manager dies after the apply, before the status write: the status keeps the
             // intent (or what it had), the cluster has what was written. A move it recorded is
             // resumed by the next manager (it cannot know that it applied).
+            if matches!(&outcome, ActOutcome::Applied(_)) {
+                self.pos[i].config_unrecorded = true;
+            }
             if let Action::Move(target) = &decision.action {
                 self.pos[i].intent_at_crash = Some(target.name.clone());
             }
@@ -998,8 +1053,14 @@ impl World {
             if sim.rolled_out && !sim.regressed && sim.rolled_out_seen_at.is_none() {
                 sim.rolled_out_seen_at = Some(now);
             }
-            if oracle::settles_now(self, &self.pos[i]) {
+            // A move resumed over what already runs (its apply before a crash went unrecorded)
+            // is judged by the reconcile after the one that records it running: that one's
+            // verdict was made before it ran (found when a resumed install regressed at once).
+            let records_it_now = matches!(&decision.action, Action::Move(t)
+                if previous.installed_bundle.as_ref().is_none_or(|b| b.name != t.name));
+            if !records_it_now && oracle::settles_now(self, &self.pos[i]) {
                 self.pos[i].settled = true;
+                self.pos[i].settled_spec_config = self.pos[i].config_runs.config.clone();
             }
         }
         if let (ActOutcome::Failed(_), Action::Move(target)) = (&outcome, &decision.action) {
@@ -1140,9 +1201,19 @@ impl World {
             sim.settled = false;
             sim.move_started_at = now;
             sim.applied_now = true;
+            sim.last_move_config = true;
+            sim.last_move_first = false;
         }
         sim.config_runs = config;
         if sim.running != Some(index) {
+            // A first install: nothing ran, or nothing the PO ever recorded (a first install
+            // recorded before a crash and dropped for another: there is no way back to it).
+            sim.last_move_first = sim.running.is_none()
+                || sim
+                    .po
+                    .status
+                    .as_ref()
+                    .is_none_or(|s| s.installed_bundle.is_none());
             sim.running = Some(index);
             sim.rolled_out = false;
             sim.regressed = false;
@@ -1152,6 +1223,7 @@ impl World {
             sim.move_started_at = now;
             sim.intent_at_crash = None;
             sim.applied_now = true;
+            sim.last_move_config = false;
             self.moves += 1;
         }
         let sim = &mut self.pos[i];
