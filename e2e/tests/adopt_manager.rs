@@ -894,7 +894,12 @@ async fn adopts_a_webhook_bundle_with_no_restart_and_its_webhook_keeps_answering
     assert_ne!(
         ca_field(&secret),
         olms_ca_field,
-        "olmCAKey, which operators written for OLM read, names POM's CA"
+        "olmCAKey, which operators written for OLM read, no longer names OLM's CA"
+    );
+    assert_eq!(
+        ca_field(&secret),
+        secret.data.clone().unwrap().get("ca.crt").cloned(),
+        "olmCAKey names POM's CA bundle, as ca.crt does"
     );
     // POM's CA Secret records OLM's CA (trusted until it expires; a restart keeps it).
     let ca = secrets.get("pom-webhook-ca").await.unwrap();

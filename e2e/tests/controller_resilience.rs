@@ -804,6 +804,8 @@ async fn a_new_manager_repairs_drift_made_while_it_was_down_and_just_after_it_st
         (manager.po_reconciles_finished() >= 1).then_some(())
     })
     .await;
+    // And a while longer: a later reconcile's read or write would show too.
+    tokio::time::sleep(Duration::from_secs(3)).await;
     let condition_lists = count(&requests, "list", "operatorconditions.operators.coreos.com");
     assert_eq!(
         condition_lists, 2,

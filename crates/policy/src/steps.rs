@@ -64,11 +64,10 @@ pub enum Step {
     AnnounceMove,
     /// Apply the prepared bundle (server-side apply, in dependency order).
     Apply,
-    /// Adopting a webhook bundle: once OLM v0's CSV and Subscription are gone, delete the
-    /// webhook configurations OLM made that POM's just applied replace
-    /// (`pom_policy::adopt::webhooks`), each conditional on the resourceVersion read; only
-    /// after the apply, so the API server always has one to call. While they exist, the
-    /// report says the hand-over waits.
+    /// Adopting a webhook bundle: delete the webhook configurations OLM made that POM's just
+    /// applied replace ([`Step::JudgeOlmWebhooks`]), each conditional on the resourceVersion
+    /// read; only after the apply, and only once POM's are registered, so the API server
+    /// always has one to call.
     RetireOlmWebhooks,
     /// Remember on the PO that its operator reports OperatorConditions (`upgradeGate: Auto`),
     /// when the gather or the apply saw it report.

@@ -487,8 +487,8 @@ struct WritingPo<'a> {
     /// The namespace of the OLM v0 installation it adopts (`spec.adoptFrom`), while it adopts:
     /// OLM's objects there are read as the installation's (the proof judges them next).
     adopting: Option<&'a str>,
-    /// Adopting, or handing a webhook bundle over: OLM's serving Secrets (never read, not in
-    /// the inventory while the hand-over holds them) are released unread, not refused.
+    /// Adopting, or the adoption not settled: OLM's serving Secrets (never read; released
+    /// unread by `ReleaseFromOlm`) are POM's to write, not refused.
     serving_secrets_olms: bool,
 }
 

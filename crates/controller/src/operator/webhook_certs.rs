@@ -129,11 +129,12 @@ pub async fn provide(
 /// out of both (the apply then removes it).
 fn trust_olm_ca(provided: &mut Provided, ca_secret: Option<&Secret>, olm: &OlmTrust, now: i64) {
     use pom_policy::adopt::webhooks::trusted_olm_ca;
+    let poms = provided.ca_bundle.as_str();
     let recorded = ca_secret
         .and_then(|secret| secret.data.as_ref()?.get(OLM_CA_KEY))
         .and_then(|b| std::str::from_utf8(&b.0).ok())
-        .and_then(olm_ca);
-    let read = olm.read.as_deref().and_then(olm_ca);
+        .and_then(|pem| olm_ca(pem, poms, now));
+    let read = olm.read.as_deref().and_then(|pem| olm_ca(pem, poms, now));
     let Some(trusted) = trusted_olm_ca(recorded.as_ref(), read.as_ref(), now) else {
         return;
     };
@@ -146,19 +147,56 @@ fn trust_olm_ca(provided: &mut Provided, ca_secret: Option<&Secret>, olm: &OlmTr
     provided.ca_bundle.push_str(&trusted.pem);
 }
 
-/// OLM's CA as `pem` holds it, with its own expiry (of its first certificate); `None` when it
-/// is over `MAX_OLM_CA_BYTES` (checked before parsing) or is no certificate.
-fn olm_ca(pem: &str) -> Option<pom_policy::adopt::webhooks::TrustedOlmCa> {
+/// OLM's CA in `pem`: each of its certificates that is not one of POM's own (`poms`, the
+/// bundle of POM's CAs: a CRD POM applied holds both in its conversion caBundle, and OLM
+/// labels the CRDs of a CSV it runs as its own, so what is read back may be POM's) nor expired
+/// at `now`, each once, with the latest expiry among them; `None` when `pem` is over
+/// `MAX_OLM_CA_BYTES` (checked before parsing) or holds no such certificate. Without this, a
+/// CA read back from POM's own apply would be added again at every reconcile.
+fn olm_ca(pem: &str, poms: &str, now: i64) -> Option<pom_policy::adopt::webhooks::TrustedOlmCa> {
     use pom_policy::adopt::webhooks::{MAX_OLM_CA_BYTES, TrustedOlmCa};
     if pem.len() > MAX_OLM_CA_BYTES {
         return None;
     }
-    let (_, first) = x509_parser::pem::parse_x509_pem(pem.as_bytes()).ok()?;
-    let certificate = first.parse_x509().ok()?;
+    let own: std::collections::HashSet<Vec<u8>> = certificates(poms).map(|(der, _)| der).collect();
+    let mut seen = std::collections::HashSet::new();
+    let mut kept = String::new();
+    let mut until = None;
+    for (der, not_after) in certificates(pem) {
+        if not_after <= now || own.contains(&der) || !seen.insert(der.clone()) {
+            continue;
+        }
+        kept.push_str(&pem_text(&der));
+        until = until.max(Some(not_after));
+    }
     Some(TrustedOlmCa {
-        pem: pem.to_owned(),
-        until: certificate.validity().not_after.timestamp(),
+        pem: kept,
+        until: until?,
     })
+}
+
+/// The certificates of a PEM bundle (DER) with each one's `notAfter`; blocks that are not
+/// certificates are skipped.
+fn certificates(pem: &str) -> impl Iterator<Item = (Vec<u8>, i64)> + '_ {
+    x509_parser::pem::Pem::iter_from_buffer(pem.as_bytes())
+        .filter_map(Result::ok)
+        .filter_map(|block| {
+            let not_after = block.parse_x509().ok()?.validity().not_after.timestamp();
+            Some((block.contents, not_after))
+        })
+}
+
+/// One certificate (DER) as PEM.
+fn pem_text(der: &[u8]) -> String {
+    use base64::Engine;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(der);
+    let mut text = String::from("-----BEGIN CERTIFICATE-----\n");
+    for line in encoded.as_bytes().chunks(64) {
+        text.push_str(std::str::from_utf8(line).unwrap_or_default());
+        text.push('\n');
+    }
+    text.push_str("-----END CERTIFICATE-----\n");
+    text
 }
 
 /// The issuing itself, given the CA Secret read (no I/O; randomness only).
@@ -649,6 +687,18 @@ mod tests {
         let poms = first.ca_bundle.clone();
         trust_olm_ca(&mut first, None, &adopting, NOW);
         assert!(first.ca_bundle.starts_with(&poms) && first.ca_bundle.ends_with(&olm_pem));
+        assert_eq!(first.ca_bundle.matches("BEGIN CERTIFICATE").count(), 2);
+        // What a CRD POM applied holds (POM's CA and OLM's), read back as OLM's, with OLM's
+        // repeated: OLM's CA once, never POM's own again (the bundle does not grow reconcile
+        // by reconcile).
+        let recorded = as_secret(&first.secrets[0]);
+        let read_back = OlmTrust {
+            read: Some(format!("{}{olm_pem}", first.ca_bundle)),
+        };
+        let mut again = issue("ns", &[service()], Some(&recorded), NOW + 1).unwrap();
+        assert_eq!(again.ca_bundle, poms, "the same CA of POM's");
+        trust_olm_ca(&mut again, Some(&recorded), &read_back, NOW + 1);
+        assert_eq!(again.ca_bundle, first.ca_bundle);
         let ca = as_secret(&first.secrets[0]);
         // A restart long after, OLM's objects gone: the recorded CA is still trusted.
         let mut later = issue("ns", &[service()], Some(&ca), expires - 1).unwrap();

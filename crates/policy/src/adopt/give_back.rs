@@ -222,9 +222,9 @@ pub fn csv_to_give_back(po: &pom_api::PlatformOperator) -> Result<&str, Refused>
 /// The webhook objects `po`'s inventory records (its webhook configurations, the serving
 /// Service `<deployment>-service` of a recorded Deployment, and the serving Secret
 /// `<service>-cert` of a recorded Service), as `kind/name`. Adoption replaces OLM's
-/// configurations with POM's and writes POM's certificate into the Secret, and while the
-/// hand-over waits it has already released the Secret (its inventory then records the Service
-/// but not yet the Secret nor POM's configurations); giving back restores none of it (POM
+/// configurations with POM's and writes POM's certificate into the Secret (a recorded Service
+/// whose Secret is not yet recorded counts too: the Secret is released before it is applied);
+/// giving back restores none of it (POM
 /// never reads the Secret to restore OLM's owner reference and certificate), so a webhook
 /// bundle is refused rather than given back half.
 #[must_use]

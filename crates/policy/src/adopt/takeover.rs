@@ -373,8 +373,8 @@ pub fn adopting(po: &pom_api::PlatformOperator) -> Option<&pom_api::platform_ope
 }
 
 /// Whether `po` adopted an OLM v0 installation and its first move, the adoption, has not
-/// settled: a webhook bundle's hand-over may still wait for OLM's CSV and Subscription to go
-/// ([`webhooks::hand_over`]), so the manager keeps reading them and holding POM's webhooks.
+/// settled: OLM's webhook configurations may still be left to retire once POM's are
+/// registered ([`webhooks::retire_now`]), so the manager keeps reading OLM's objects.
 #[must_use]
 pub fn handing_over(po: &pom_api::PlatformOperator) -> bool {
     po.spec.adopt_from.is_some()

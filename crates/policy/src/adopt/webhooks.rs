@@ -15,8 +15,9 @@
 //!   server refuse it unless the Secret's owner reference is to this CSV (by uid), removing
 //!   that reference and adding POM's owner labels ([`unread_release_patches`]), so deleting
 //!   the CSV garbage-collects nothing, and its apply then writes POM's own serving
-//!   certificate into it. The pods keep running: a Secret volume's files change in place and
-//!   the operator reloads them as it does for OLM's rotation (controller-runtime watches them);
+//!   certificate into it. The pods keep running: a Secret volume's files change in place, and
+//!   an operator that watches them reloads; one written for OLM may not (OLM rotates by
+//!   rolling the pods), so OLM's CA stays trusted beside POM's ([`TrustedOlmCa`]);
 //! - OLM's webhook configurations have generated names (`<generateName>-xxxxx`) where POM's
 //!   are named `<generateName>`, and trust OLM's CA, which stops signing once POM's
 //!   certificate is served: adoption retires them ([`Retire`]), deleted conditionally on the
@@ -188,9 +189,9 @@ pub const MAX_OLM_CA_BYTES: usize = 16 * 1024;
 /// OLM need not reload a rewritten Secret (OLM rotates by changing the `olmcahash` pod
 /// annotation, which rolls the pods), so it serves OLM's certificate until its pods restart,
 /// at POM's next hop or any time later. A bound shorter than OLM's CA's own life would break
-/// every webhook call of such an operator once it passed; trusting OLM's CA adds nothing an
-/// attacker can use that the serving Secret's own key does not already give (OLM keeps its CA
-/// key only in that Secret).
+/// every webhook call of such an operator once it passed. (OLM's serving certificate itself
+/// expires a day before its CA, and nothing rolls an adopted operator's pods before then: an
+/// open problem, `docs/decisions.md`.)
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TrustedOlmCa {
     /// PEM, read from OLM's webhook configurations or CRD conversion (public data).
