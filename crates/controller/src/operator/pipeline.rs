@@ -387,14 +387,7 @@ impl<'a> Run<'a> {
         let bundle = target.name.clone();
         let view = prepared.adoption_view();
         let install_namespace = prepared.live_namespace();
-        let pairs: Vec<Pair<'_>> = view
-            .iter()
-            .map(|(key, desired, live)| Pair {
-                key,
-                desired,
-                live: live.as_ref(),
-            })
-            .collect();
+        let pairs = Pair::all(&view);
         let proven = takeover::prove(&TakeOverInput {
             po: &self.name,
             package: &self.po.spec.package.name,
@@ -477,14 +470,7 @@ impl<'a> Run<'a> {
             return;
         };
         let view = prepared.adoption_view();
-        let pairs: Vec<Pair<'_>> = view
-            .iter()
-            .map(|(key, desired, live)| Pair {
-                key,
-                desired,
-                live: live.as_ref(),
-            })
-            .collect();
+        let pairs = Pair::all(&view);
         match webhooks::retire(&olm.webhook_configurations, &pairs) {
             Ok(retire) => self.retire = retire,
             Err(not_proven) => {

@@ -95,6 +95,20 @@ pub struct Pair<'a> {
     pub live: Option<&'a Value>,
 }
 
+impl<'a> Pair<'a> {
+    /// The pairs of `view`: each object to apply, as rendered and as read.
+    #[must_use]
+    pub fn all(view: &'a [(ObjectKey, Value, Option<Value>)]) -> Vec<Self> {
+        view.iter()
+            .map(|(key, desired, live)| Self {
+                key,
+                desired,
+                live: live.as_ref(),
+            })
+            .collect()
+    }
+}
+
 /// What [`prove`] judges.
 #[derive(Debug, Clone, Copy)]
 pub struct TakeOverInput<'a> {
