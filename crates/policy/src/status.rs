@@ -985,6 +985,7 @@ fn po_conditions(f: &Facts<'_>) -> Vec<Desired> {
                 f.stopped_working,
             ),
             f.hop,
+            &f.decision.po,
         ),
         upgradeable_condition(UpgradeableInput {
             verdict: f.verdict,
@@ -1278,7 +1279,7 @@ fn degraded_condition(
 /// progress deadline (its Deployments never become Available) may not settle by waiting: the
 /// condition names the ways out, a newer configuration, which replaces the one it applied with
 /// (review H1), and for a first install, which has no way back, deleting the PlatformOperator.
-fn with_deadline_way_out(mut degraded: Desired, hop: Option<&ActiveHop>) -> Desired {
+fn with_deadline_way_out(mut degraded: Desired, hop: Option<&ActiveHop>, po: &str) -> Desired {
     if degraded.reason != Reason::ProgressDeadlineExceeded {
         return degraded;
     }
@@ -1291,7 +1292,19 @@ fn with_deadline_way_out(mut degraded: Desired, hop: Option<&ActiveHop>) -> Desi
         Some(h) if h.from.is_none() => degraded.message.push_str(
             "; if it does not become available, fix what stops it (its pods: kubectl describe, logs), or change spec.config (or the cluster proxy) to a configuration it runs with (a newer configuration replaces the one it installed with), or delete the PlatformOperator (its deletion removes what the install wrote)",
         ),
-        _ => {}
+        // A bundle hop whose new version never becomes available (it crashes, cannot pull or
+        // be scheduled): it does not settle by waiting, and the way back is the annotation
+        // (found by review: only a refused apply named it).
+        Some(h) => {
+            if let Some(from) = h.from.as_deref().filter(|from| *from != h.to) {
+                degraded.message.push_str(&format!(
+                    "; if it does not become available, fix what stops it (its pods: kubectl describe, logs), or go back to {from} with `kubectl annotate platformoperator {po} {}=abandon:{} --overwrite`",
+                    pom_api::labels::UNSETTLED_MOVE,
+                    h.to
+                ));
+            }
+        }
+        None => {}
     }
     degraded
 }

@@ -1078,7 +1078,11 @@ fn rows() -> Vec<Row> {
                 pin: Some((PinReason::PatchUpgrade, ">=1.1.1 <1.2.0-0")),
                 hop: Some((Some("1.1.0"), "1.1.1", false)),
                 max: Some("4.17"),
-                says: vec![(types::DEGRADED, "demo.v1.1.1")],
+                says: vec![
+                    (types::DEGRADED, "demo.v1.1.1"),
+                    // A hop that never becomes available names the way back.
+                    (types::DEGRADED, "unsettled-move=abandon:demo.v1.1.1 --overwrite"),
+                ],
             },
         },
         Row {
