@@ -19,7 +19,8 @@
 //!   sees: from then on the copy no longer matches and is not used. A change the watch has not
 //!   delivered yet when the copy is used is an event still to come: it touches the PO
 //!   (`quiet.rs`), so the check that used the copy is never kept as clean, and the PO is
-//!   checked again, by a GET (the entry was dropped when used);
+//!   checked again, by a GET (the entry was dropped when used; an OperatorCondition the gate
+//!   found by its labels is kept for the object check, and judged again by the same rule);
 //! - an object that loses its owner label leaves both the watch and the snapshot: it is read.
 //!
 //! Kinds the owned-object watches do not cover are never taken from the snapshot (Secrets are
@@ -218,6 +219,40 @@ struct Snapshot {
 struct Listed {
     objects: HashMap<ObjectKey, Stored>,
     labelled: HashMap<LabelledKey, ObjectKey>,
+    /// Labels two objects carried (POM makes one OperatorCondition per bundle, but an operator
+    /// may copy its labels onto another): not indexed, so the gate reads them as a list does.
+    ambiguous: HashSet<LabelledKey>,
+}
+
+impl Listed {
+    /// Keeps a listed object of kind `gvk`, indexed by its labels when its kind is found by
+    /// them.
+    fn add(&mut self, gvk: &GroupVersionKind, object: DynamicObject) {
+        if let Some(labelled) = LabelledKey::of(&gvk.group, &gvk.kind, &object.metadata)
+            && let Some(key) = ObjectKey::of(&gvk.group, &gvk.kind, &object.metadata)
+        {
+            match self.labelled.get(&labelled) {
+                Some(indexed) if *indexed != key => {
+                    self.ambiguous.insert(labelled);
+                }
+                Some(_) => {}
+                None => {
+                    self.labelled.insert(labelled, key);
+                }
+            }
+        }
+        if let Some((key, stored)) = entry(gvk, object) {
+            self.objects.insert(key, stored);
+        }
+    }
+
+    /// The objects and the label index without the ambiguous labels.
+    fn finish(mut self) -> (HashMap<ObjectKey, Stored>, HashMap<LabelledKey, ObjectKey>) {
+        for labelled in &self.ambiguous {
+            self.labelled.remove(labelled);
+        }
+        (self.objects, self.labelled)
+    }
 }
 
 /// Where the snapshot is.
@@ -329,7 +364,8 @@ impl FirstChecks {
     /// check, the snapshot goes), then keeps it at most [`SNAPSHOT_LIFETIME`].
     pub async fn take(&self, client: &Client, kinds: &KindCache, pos: HashSet<String>) {
         match list_owned(client, kinds).await {
-            Ok(Listed { objects, labelled }) => {
+            Ok(listed) => {
+                let (objects, labelled) = listed.finish();
                 tracing::info!(
                     objects = objects.len(),
                     "listed the owned objects for the first checks after start"
@@ -548,14 +584,7 @@ async fn list_owned(client: &Client, kinds: &KindCache) -> Result<Listed, Snapsh
                         limit: MAX_SNAPSHOT_OBJECTS,
                     });
                 }
-                if let Some(labelled) = LabelledKey::of(&gvk.group, &gvk.kind, &object.metadata)
-                    && let Some(key) = ObjectKey::of(&gvk.group, &gvk.kind, &object.metadata)
-                {
-                    listed.labelled.entry(labelled).or_insert(key);
-                }
-                if let Some((key, stored)) = entry(&gvk, object) {
-                    listed.objects.insert(key, stored);
-                }
+                listed.add(&gvk, object);
             }
             match page.metadata.continue_.filter(|c| !c.is_empty()) {
                 Some(token) => params = params.continue_token(&token),
@@ -788,6 +817,36 @@ mod tests {
         assert!(
             found.unwrap().metadata.resource_version.is_none(),
             "read, not the stale copy"
+        );
+    }
+
+    #[test]
+    fn labels_two_objects_carry_are_not_indexed() {
+        let gvk = GroupVersionKind::gvk("operators.coreos.com", "v2", "OperatorCondition");
+        let condition = |name: &str| -> DynamicObject {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": name, "namespace": "ns", "resourceVersion": "1",
+                             "labels": {labels::OWNER_PO: "po", labels::BUNDLE: "op.v1"}}
+            }))
+            .unwrap()
+        };
+        let mut listed = Listed::default();
+        listed.add(&gvk, condition("op.v1"));
+        listed.add(&gvk, condition("op.v1"));
+        let (objects, labelled) = listed.finish();
+        assert_eq!(
+            (objects.len(), labelled.len()),
+            (1, 1),
+            "one object, indexed"
+        );
+        let mut listed = Listed::default();
+        listed.add(&gvk, condition("op.v1"));
+        listed.add(&gvk, condition("a-copy"));
+        let (objects, labelled) = listed.finish();
+        assert_eq!(objects.len(), 2);
+        assert!(
+            labelled.is_empty(),
+            "two objects with the gate's labels: read by a list"
         );
     }
 
