@@ -4,7 +4,7 @@ CARGO ?= cargo
 # Where the Go-built control-plane binaries live (outside git); printed by the build script.
 BIN_DIR = $(shell bash e2e/tools/build-binaries.sh 2>/dev/null | tail -n1)
 
-.PHONY: all test unit e2e e2e-binaries lint fmt crds manifests image demo bench bench-install bench-compare soak chaos fuzz fuzz-ci clean-cache help
+.PHONY: all test unit e2e e2e-binaries lint fmt crds manifests image demo bench bench-install bench-compare soak chaos fuzz fuzz-ci fuzz-build clean-cache help
 
 help:
 	@echo "make demo   - a local control plane + registry, POM installed from manifests/kubernetes/, two operators through a cluster update"
@@ -85,6 +85,10 @@ SOAK_CASES ?= 500000
 ## Fuzzing (issue 14): libFuzzer targets in fuzz/ (their own workspace, nightly toolchain).
 fuzz:
 	FUZZ_RUNS=$${FUZZ_RUNS:-10000000} bash fuzz/run.sh
+
+## Builds every fuzz target and stops (CI: beside the tests, at low priority).
+fuzz-build:
+	FUZZ_BUILD_ONLY=1 bash fuzz/run.sh
 
 ## The short bounded pass CI runs after the tests.
 fuzz-ci:

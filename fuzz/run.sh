@@ -5,6 +5,8 @@
 #   FUZZ_RUNS     executions per target (default 10,000,000: `make fuzz`)
 #   FUZZ_SECONDS  wall-clock cap per target (default 0: none; CI sets a short one)
 #   FUZZ_TARGETS  space-separated subset (default: all)
+#   FUZZ_BUILD_ONLY=1  build every target and stop (`make fuzz-build`: CI builds them at low
+#                 priority while the tests run, so the pass after them starts at once)
 #
 # cargo-fuzz is installed from crates.io into ~/.cache/pom/tools on first use; corpora live in
 # ~/.cache/pom/fuzz (outside git). A crash leaves its input in fuzz/artifacts/<target>/ and
@@ -29,6 +31,13 @@ if [ ! -x "$tools/bin/cargo-fuzz" ]; then
   cargo install cargo-fuzz --locked --root "$tools" >&2
 fi
 export PATH="$tools/bin:$PATH"
+
+if [ "${FUZZ_BUILD_ONLY:-0}" = 1 ]; then
+  cd "$here"
+  # One build of every target, with the options `cargo fuzz run --release` builds with, so
+  # the runs below find them fresh.
+  exec cargo +nightly fuzz build --release
+fi
 
 # Seed corpora: small real inputs of each grammar, rebuilt every run (cheap).
 seed() {

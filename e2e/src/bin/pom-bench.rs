@@ -212,6 +212,9 @@ type Round = (Option<Duration>, Option<Duration>, Option<Duration>, String);
 /// What one POM run measured.
 struct PomResult {
     installed_after: Duration,
+    /// The manager's CPU time until every PO was Installed: unlike the wall time, barely moved
+    /// by what else runs on the machine, so two builds compare by it under load.
+    cpu_at_installed: Option<Duration>,
     steady_writes: u64,
 }
 
@@ -257,6 +260,8 @@ async fn run() -> Result<u64> {
 
     let mut floors: Vec<FloorResult> = Vec::new();
     let mut poms: Vec<PomResult> = Vec::new();
+    // Per POM run: the round, the manager binary and its CPU time until all were Installed.
+    let mut cpu_runs: Vec<(usize, PathBuf, Option<Duration>)> = Vec::new();
     // Per round: the best floor, the POM time and the compared manager's, for ratios of
     // neighbours.
     let mut pairs: Vec<Round> = Vec::new();
@@ -285,6 +290,7 @@ async fn run() -> Result<u64> {
             );
             let result = run_pom(&options, &bundles, manager_bin).await?;
             pom = Some(result.installed_after);
+            cpu_runs.push((round, manager_bin.clone(), result.cpu_at_installed));
             poms.push(result);
         }
         let mut compared = None;
@@ -300,6 +306,7 @@ async fn run() -> Result<u64> {
             );
             let result = run_pom(&options, &bundles, other).await?;
             compared = Some(result.installed_after);
+            cpu_runs.push((round, other.to_owned(), result.cpu_at_installed));
             poms.push(result);
         }
         pairs.push((best, pom, compared, load_average()));
@@ -369,6 +376,14 @@ async fn run() -> Result<u64> {
                 ratios[0],
                 ratios[ratios.len() - 1]
             );
+        }
+    }
+    if cpu_runs.len() > 1 {
+        println!();
+        println!("== manager CPU until all Installed, per run ==");
+        for (round, manager, cpu) in &cpu_runs {
+            let cpu = cpu.map_or_else(|| "-".to_owned(), |c| format!("{:.1}s", c.as_secs_f64()));
+            println!("round {round}: {cpu} ({})", manager.display());
         }
     }
     println!(
@@ -532,6 +547,7 @@ async fn run_pom(
     let at_installed = scrape(&manager, metrics).await?;
     let install_times = install_durations(&client).await?;
     let peak_at_installed = memory.peak_kib();
+    let cpu_at_installed = memory.cpu();
 
     let (settled, at_settled) = settle(&manager, metrics, &memory, options.settle_limit()).await?;
     if options.held {
@@ -583,6 +599,13 @@ async fn run_pom(
         percentile(&install_times, 90),
         install_times.last().copied().unwrap_or_default()
     );
+    if let Some(cpu) = cpu_at_installed {
+        println!(
+            "manager CPU until all Installed:   {:.1}s ({:.1} ms per PO)",
+            cpu.as_secs_f64(),
+            cpu.as_secs_f64() * 1000.0 / pos
+        );
+    }
     println!(
         "manager writes until all Installed: {install_writes} ({:.1} per PO)",
         install_writes as f64 / pos
@@ -656,6 +679,7 @@ async fn run_pom(
     drop(plane);
     Ok(PomResult {
         installed_after,
+        cpu_at_installed,
         steady_writes,
     })
 }
@@ -743,6 +767,14 @@ impl Memory {
 
     fn rss_kib(&self) -> u64 {
         self.field("VmRSS").unwrap_or_default()
+    }
+
+    /// The CPU time the process has run so far (`/proc/<pid>/schedstat`, nanoseconds on a
+    /// CPU, user and system together).
+    fn cpu(&self) -> Option<Duration> {
+        let schedstat = std::fs::read_to_string(format!("/proc/{}/schedstat", self.pid)).ok()?;
+        let nanos = schedstat.split_whitespace().next()?.parse().ok()?;
+        Some(Duration::from_nanos(nanos))
     }
 }
 
