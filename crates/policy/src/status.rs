@@ -1168,36 +1168,7 @@ fn progressing_condition(p: &Facts<'_>) -> Desired {
         );
     }
     if !p.settled {
-        let waiting = join(p.waits);
-        if p.moved {
-            let reason = if p.first_install {
-                Reason::Installing
-            } else {
-                Reason::Upgrading
-            };
-            return progressing(reason, format!("applied; waiting for {waiting}"));
-        }
-        let reason = if p
-            .waits
-            .iter()
-            .any(|w| matches!(w, Wait::OperatorCondition { .. }))
-        {
-            Reason::WaitingForOperatorCondition
-        } else {
-            Reason::WaitingForRollout
-        };
-        // A configuration change that waits beside the unsettled move (the operator's gate
-        // holds it) is said here too, with its way out: a move that never becomes Available
-        // may need exactly that change, and its operator, not running, never lifts the hold
-        // (found by the state-machine test:
-        // `a_held_configuration_of_an_unsettled_install_names_its_override`).
-        let held_change = p
-            .decision
-            .config_change
-            .as_ref()
-            .filter(|c| c.held.is_some())
-            .map_or_else(String::new, |c| format!("; {c}"));
-        return progressing(reason, format!("waiting for {waiting}{held_change}"));
+        return unsettled_progressing(p);
     }
     if let Some(to) = p.desired {
         // Nothing progresses until the admin approves: not Progressing, and why.
@@ -1252,6 +1223,44 @@ fn progressing_condition(p: &Facts<'_>) -> Desired {
         Reason::AsExpected,
         "at the desired bundle",
     )
+}
+
+/// Progressing of a move that has not settled: what it waits for, and a configuration change
+/// held beside it.
+fn unsettled_progressing(p: &Facts<'_>) -> Desired {
+    let progressing = |reason, message: String| {
+        Desired::new(types::PROGRESSING, ConditionStatus::True, reason, message)
+    };
+    let waiting = join(p.waits);
+    if p.moved {
+        let reason = if p.first_install {
+            Reason::Installing
+        } else {
+            Reason::Upgrading
+        };
+        return progressing(reason, format!("applied; waiting for {waiting}"));
+    }
+    let reason = if p
+        .waits
+        .iter()
+        .any(|w| matches!(w, Wait::OperatorCondition { .. }))
+    {
+        Reason::WaitingForOperatorCondition
+    } else {
+        Reason::WaitingForRollout
+    };
+    // A configuration change that waits beside the unsettled move (the operator's gate
+    // holds it) is said here too, with its way out: a move that never becomes Available
+    // may need exactly that change, and its operator, not running, never lifts the hold
+    // (found by the state-machine test:
+    // `a_held_configuration_of_an_unsettled_install_names_its_override`).
+    let held_change = p
+        .decision
+        .config_change
+        .as_ref()
+        .filter(|c| c.held.is_some())
+        .map_or_else(String::new, |c| format!("; {c}"));
+    progressing(reason, format!("waiting for {waiting}{held_change}"))
 }
 
 fn degraded_condition(

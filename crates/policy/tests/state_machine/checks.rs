@@ -423,8 +423,11 @@ pub fn status(
             super::world::older_name(i)
         ));
     }
-    // The status records what runs.
-    if installed.is_some() && installed != running {
+    // The status records what runs, unless what runs was applied by an apply whose status
+    // write a crash lost and no apply was recorded since (a resumed apply that then failed):
+    // the status cannot know it ran (found by the random soak, seed 7340213; as old as the
+    // crash: `a_move_applied_before_a_crash_and_then_refused_is_unknown_to_the_status`).
+    if installed.is_some() && installed != running && !sim.config_unrecorded {
         return fail(format!(
             "status records {installed:?} installed, {running:?} runs"
         ));

@@ -329,8 +329,9 @@ pub struct SimPo {
     /// World truth: the objects POM wrote for this PO and did not delete (since its status
     /// was last lost: older ones are found by their labels, not by the inventory).
     pub on_cluster: Vec<InventoryObject>,
-    /// World truth: what the Deployments run with was applied by an apply whose status write a
-    /// crash lost, and no apply was recorded since: the status cannot know it.
+    /// World truth: what runs (the bundle and what the Deployments run with) was applied by an
+    /// apply whose status write a crash lost, and no apply was recorded since: the status
+    /// cannot know it.
     pub config_unrecorded: bool,
     /// `spec.config` of the configuration that last ran settled: where the admin's revert of
     /// a change that applied goes back to (the admin's own record of the edit).
