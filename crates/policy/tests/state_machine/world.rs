@@ -642,7 +642,15 @@ impl World {
             Event::EditConfig(i, c) => self.bump(i, |s| s.config = config_of(c)),
             Event::RefuseConfig(i, c) => self.refused_configs.push((i, c)),
             Event::UnavailableConfig(i, c) => self.unavailable_configs.push((i, c)),
-            Event::UnavailableBundle(i, b) => self.unavailable_bundles.push((i, b)),
+            // One broken bundle per PO, never one that already rolled out here: with several
+            // (or the running one turning broken) no bundle the PO may use need run at all,
+            // and liveness asks a pin it can reach (left: see docs/decisions.md).
+            Event::UnavailableBundle(i, b)
+                if !self.unavailable_bundles.iter().any(|(p, _)| *p == i)
+                    && (self.pos[i].running != Some(b) || !self.pos[i].rolled_out) =>
+            {
+                self.unavailable_bundles.push((i, b));
+            }
             Event::SetProxy(on) => self.proxy = on.then(proxy_env),
             Event::UnsafeCrd(i, b) => self.unsafe_crds.push((i, b)),
             Event::Annotate(i, ref annotation) => self.annotate(i, annotation),
