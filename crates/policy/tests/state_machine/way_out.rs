@@ -118,6 +118,14 @@ pub fn named(i: usize, status: &PlatformOperatorStatus, overridden: bool) -> Vec
     if let Some(b) = bundle(&format!("{UNSETTLED_MOVE}=abandon:")) {
         ways.push(WayOut::Abandon(b));
     }
+    // `abandon:` refused because the way back left every catalog: that bundle served again,
+    // the refusal's own remedy (found by the random soak, seed 271828:
+    // `a_broken_hop_whose_way_back_left_the_catalog_is_abandoned_once_it_is_back`).
+    if text.contains("add a catalog that offers it")
+        && let Some(b) = bundle("the bundle that ran before it (")
+    {
+        ways.push(WayOut::AddToCatalog(Some(b)));
+    }
     // A configuration the admin wrote is undone before the bundle is given up: a first install
     // or hop that never becomes Available names both, and excluding the bundle for its
     // configuration's fault would cost the one exclusion the admin takes (found by the
