@@ -769,6 +769,13 @@ pub struct ActiveHop {
     /// (`status.appliedConfig.digest`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<String>,
+    /// True while this configuration change has not applied and what runs
+    /// (`status.appliedConfig`) is a move that had not settled when the change replaced it (a
+    /// configuration change that applied, or a first install): the next hop waits for what
+    /// runs, which a refused change does not settle (issue 34: the hold is judged by what runs,
+    /// not by which change is recorded). Cleared once the change applies.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub applied_unsettled: bool,
     /// When the move settled (absent for a move that settled before POM recorded it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settled_at: Option<Time>,
@@ -781,6 +788,10 @@ pub struct ActiveHop {
 
 fn is_zero(n: &u32) -> bool {
     *n == 0
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 #[cfg(test)]

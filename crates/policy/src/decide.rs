@@ -191,12 +191,19 @@ pub struct Held {
 pub enum HoldReason {
     /// The move before it has not settled.
     MoveNotSettled,
-    /// The running operator says `Upgradeable=False`.
-    OperatorNotUpgradeable { message: String },
+    /// The running operator says `Upgradeable=False`. `operator_condition`: the name of its
+    /// OperatorCondition (the CSV's, the bundle's), where the admin's override goes.
+    OperatorNotUpgradeable {
+        message: String,
+        operator_condition: String,
+    },
     /// The running operator has reported before (or `upgradeGate` is `OperatorCondition`), but
     /// its OperatorCondition has no `Upgradeable` for the current generation, or is gone: it
     /// cannot be read as a yes.
-    OperatorConditionPending { message: String },
+    OperatorConditionPending {
+        message: String,
+        operator_condition: String,
+    },
     /// OpenShift's ClusterVersion cannot be read or judged, and the bundle declares an
     /// `olm.maxOpenShiftVersion`: it cannot be checked against the cluster, so the bundle is
     /// neither installed nor moved to until it can (issue 25 item 10).
@@ -253,13 +260,23 @@ impl std::fmt::Display for HoldReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::MoveNotSettled => write!(f, "the move in flight has not settled"),
-            Self::OperatorNotUpgradeable { message } => {
-                write!(f, "the operator reports Upgradeable=False ({message})")
+            Self::OperatorNotUpgradeable {
+                message,
+                operator_condition,
+            } => {
+                write!(f, "the operator reports Upgradeable=False ({message})")?;
+                write!(f, "; {}", gate_override_way_out(operator_condition))
             }
-            Self::OperatorConditionPending { message } => write!(
-                f,
-                "the operator's OperatorCondition has no Upgradeable for its current generation ({message})"
-            ),
+            Self::OperatorConditionPending {
+                message,
+                operator_condition,
+            } => {
+                write!(
+                    f,
+                    "the operator's OperatorCondition has no Upgradeable for its current generation ({message})"
+                )?;
+                write!(f, "; {}", gate_override_way_out(operator_condition))
+            }
             Self::ClusterVersionUnknown { message } => write!(
                 f,
                 "the cluster version cannot be judged, so the bundle's maxOpenShiftVersion cannot be checked ({message}); it moves once ClusterVersion version can be read"
@@ -299,6 +316,15 @@ impl std::fmt::Display for HoldReason {
             ),
         }
     }
+}
+
+/// The way out of a hold by the operator's gate (§7: the admin's override is the
+/// OperatorCondition's `spec.overrides`, as in OLM v0): an operator that cannot run (its
+/// Deployment never becomes Available) never reports, so waiting for it would never end.
+fn gate_override_way_out(operator_condition: &str) -> String {
+    format!(
+        "it waits for the operator's Upgradeable=True; if the operator cannot say it (it does not run) or you judge the hold wrong, override it: `kubectl patch operatorcondition {operator_condition} -n <status.installNamespace> --type merge -p '{{\"spec\":{{\"overrides\":[{{\"type\":\"Upgradeable\",\"status\":\"True\",\"reason\":\"AdminOverride\",\"message\":\"<why>\"}}]}}}}'` (spec.overrides)"
+    )
 }
 
 /// A condition's content for `Upgradeable`, typed.
@@ -497,14 +523,20 @@ fn decide_config(decision: &mut PoDecision, s: &PoSnapshot<'_>) {
 
 /// Whether a move of what runs is in flight: the last move has not settled, and it is not a
 /// configuration change that never applied (that is not what runs, so nothing waits for it:
-/// issue 34 item 1).
+/// issue 34 item 1) over what runs settled. The hold is judged by what runs: a change that
+/// never applied but replaced a move of what runs that had not settled (`applied_unsettled`)
+/// leaves that move in flight (found by the state-machine test:
+/// `a_refused_replacement_of_an_unsettled_configuration_holds_the_next_hop`).
 /// A first install whose configuration a newer one replaces stays that install (its hop is
 /// from nothing): it is in flight until it settles, whether its new configuration applied or
 /// not (found by the state-machine test).
 fn move_in_flight(s: &PoSnapshot<'_>) -> bool {
     s.hop.as_ref().is_some_and(|h| {
         !h.settled
-            && (s.config.unapplied.is_none() || may_have_applied(s) || !is_configuration_change(h))
+            && (s.config.unapplied.is_none()
+                || may_have_applied(s)
+                || h.applied_unsettled
+                || !is_configuration_change(h))
     })
 }
 
@@ -518,22 +550,22 @@ fn may_have_applied(s: &PoSnapshot<'_>) -> bool {
         && s.config.unapplied.as_deref() == Some(s.config.desired.digest.as_str())
 }
 
-/// Why a configuration change waits, as a hop would (§7); `None` when it may start. The move
-/// in flight holds it, unless that move is itself a configuration change of what runs: a newer
-/// configuration (the admin's revert included) replaces it, applied or not, as it replaces one
-/// that never applied (review H1: a change that applied and never settles, its Deployment
-/// never Available, held the revert behind it for good, and `abandon:` does not apply to a
-/// configuration change). Likewise the configuration an unsettled first install applied with:
-/// nothing ran before it, so there is nothing to go back to, and a configuration its
-/// Deployments never become Available with would strand it (found by the state-machine test:
-/// `a_first_install_whose_configuration_never_becomes_available_names_a_way_out`). The
-/// operator's gate and the override still judge the newer one.
+/// Why a configuration change waits, as a hop would (§7); `None` when it may start. A move in
+/// flight that has not applied yet (recorded as intent) holds it. One that applied, to what
+/// runs, does not: a newer configuration (the admin's revert included) replaces the
+/// configuration that move applied with, the move staying that move (its start, its way back).
+/// Review H1 found a configuration change that applied and never settles (its Deployment never
+/// Available) holding the revert behind it for good (`abandon:` does not apply to a
+/// configuration change); then a first install rendered with such a configuration (found by
+/// the state-machine test:
+/// `a_first_install_whose_configuration_never_becomes_available_names_a_way_out`); then a hop
+/// (`a_hop_whose_configuration_never_becomes_available_names_a_way_out`): `abandon:` goes back
+/// carrying the same configuration, so only a newer one gets it out. Restarting an operator
+/// whose move has not settled disturbs nothing that was vouched for. The operator's gate and
+/// the override still judge the newer configuration.
 fn config_hold(s: &PoSnapshot<'_>, request: &PoRequest) -> Option<HoldReason> {
-    let replaces_a_change = s
-        .hop
-        .as_ref()
-        .is_some_and(|h| (is_configuration_change(h) || h.from.is_none()) && is_running(s, &h.to));
-    if move_in_flight(s) && !replaces_a_change {
+    let replaces_its_configuration = s.hop.as_ref().is_some_and(|h| is_running(s, &h.to));
+    if move_in_flight(s) && !replaces_its_configuration {
         return Some(HoldReason::MoveNotSettled);
     }
     if s.config.override_digest.as_deref() == Some(s.config.desired.digest.as_str()) {
@@ -552,6 +584,11 @@ fn is_running(s: &PoSnapshot<'_>, bundle: &str) -> bool {
 /// Why the running operator holds a move or a configuration change (§7): it says
 /// `Upgradeable=False`, or its gate must be read and cannot be; `None` when it allows it.
 fn operator_hold(s: &PoSnapshot<'_>, request: &PoRequest) -> Option<HoldReason> {
+    // The OperatorCondition is named after the CSV, the bundle that runs.
+    let operator_condition = s
+        .installed
+        .as_ref()
+        .map_or_else(String::new, |i| i.bundle.name.clone());
     match &s.gate.reading {
         GateReading::Says {
             upgradeable: false,
@@ -559,9 +596,12 @@ fn operator_hold(s: &PoSnapshot<'_>, request: &PoRequest) -> Option<HoldReason> 
             ..
         } => Some(HoldReason::OperatorNotUpgradeable {
             message: message.clone(),
+            operator_condition,
         }),
-        _ => unreadable_gate(s, request)
-            .map(|message| HoldReason::OperatorConditionPending { message }),
+        _ => unreadable_gate(s, request).map(|message| HoldReason::OperatorConditionPending {
+            message,
+            operator_condition,
+        }),
     }
 }
 
@@ -865,6 +905,9 @@ fn decide_usable(s: &PoSnapshot<'_>, u: &Usable<'_>) -> PoDecision {
         Recorded::Resume(target) => return resume(*target, &resolved, verdict, current_pin),
         Recorded::Abandon { to, why } => Some(abandoned_message(u.installed, &to, &why)),
         Recorded::Unlisted { to } => return unlisted_first_install(current_pin, &to),
+        Recorded::ReplaceInstall { to, why } => {
+            return replace_first_install(s, u, &inputs, phase, verdict, current_pin, (&to, &why));
+        }
         Recorded::None => None,
     };
     // The steady pin holds what runs; a requested update it cannot run on may need hops
@@ -896,6 +939,44 @@ fn decide_usable(s: &PoSnapshot<'_>, u: &Usable<'_>) -> PoDecision {
         current_pin,
     );
     with_admin_notes(decision, s, u.installed, abandoned, cannot_go_back)
+}
+
+/// An unsettled first install that applied and no longer qualifies (the admin's
+/// `versionRange` or channel now excludes it, or the cluster can no longer run it): nothing ran
+/// before it, so there is nothing its unsettled state protects, and what resolves now is
+/// installed in its place as a first install would be (the cluster's version hold and the
+/// admin's approval still judge it). A bundle whose Deployments never become Available left
+/// the PO stuck: the steady pin held it, and deleting the PO installed it again (found by the
+/// state-machine test once its world had such bundles:
+/// `a_first_install_that_never_becomes_available_is_replaced_once_excluded`). Nothing resolving
+/// keeps it (its re-apply), the reason said.
+fn replace_first_install(
+    s: &PoSnapshot<'_>,
+    u: &Usable<'_>,
+    inputs: &[CatalogInput<'_>],
+    phase: Option<&ClusterPhase>,
+    verdict: Upgradeability,
+    current_pin: Option<PinState>,
+    (to, why): (&str, &str),
+) -> PoDecision {
+    let fresh = resolve_request(u.request, inputs, None, phase, s.kube_version.as_ref());
+    let message = format!(
+        "the first install of {to} has not settled and no longer qualifies ({why}): what resolves now is installed in its place"
+    );
+    let decision = match select::resolve(&fresh) {
+        Ok(resolution) if resolution.bundle.name != to => {
+            let mut decision = PoDecision::new(Action::Keep, verdict);
+            decision.pin = Some(PinState::from(&resolution.pin));
+            decision.deprecations = deprecations(&resolution);
+            let chosen = &resolution.bundle;
+            let target = chosen_target(chosen, u.request, phase);
+            let hold = cluster_version_hold(s, chosen.max_openshift_version.is_some())
+                .or_else(|| awaiting_approval(s, u.request, &target.name));
+            start_or_hold(decision, target, hold, s, false)
+        }
+        _ => keep(verdict, current_pin),
+    };
+    note_abandoned(decision, Some(message))
 }
 
 /// What a recorded move abandoned for what runs says. A first install abandoned with nothing
@@ -1472,6 +1553,9 @@ enum Recorded {
     /// before the manager stopped (between its apply and its status write) is not installed
     /// over by another bundle.
     Unlisted { to: String },
+    /// A first install that applied, has not settled and no longer qualifies, for `why`: what
+    /// resolves now is installed in its place.
+    ReplaceInstall { to: String, why: String },
 }
 
 /// The move recorded as intent and not yet applied, if the catalog still has its bundle, and
@@ -1491,7 +1575,7 @@ fn recorded_move(
         return Recorded::None;
     };
     if installed.map(|i| i.bundle.name.as_str()) == Some(hop.to.as_str()) {
-        return Recorded::None;
+        return applied_first_install(s, request, catalogs, inputs, hop, phase);
     }
     // The admin's way out of a move whose apply the cluster refuses (issue 34 item 2): its
     // target was never recorded installed, so what ran before it is what status records as
@@ -1523,6 +1607,30 @@ fn recorded_move(
         };
     }
     Recorded::Resume(Box::new(move_target(catalog, bundle, request, phase)))
+}
+
+/// An unsettled move recorded and applied (its target is installed): a first install that no
+/// longer qualifies is replaced (see [`replace_first_install`]); anything else is what runs.
+fn applied_first_install(
+    s: &PoSnapshot<'_>,
+    request: &PoRequest,
+    catalogs: &[CatalogContent<'_>],
+    inputs: &[CatalogInput<'_>],
+    hop: &Hop,
+    phase: Option<&ClusterPhase>,
+) -> Recorded {
+    if hop.from.is_some() {
+        return Recorded::None;
+    }
+    let why = find_bundle(catalogs, &request.package, &hop.to)
+        .and_then(|(_, bundle)| disqualified(request, catalogs, inputs, bundle, phase, s));
+    match why {
+        Some(why) => Recorded::ReplaceInstall {
+            to: hop.to.clone(),
+            why,
+        },
+        None => Recorded::None,
+    }
 }
 
 /// A move to `bundle` of `catalog`, as the catalog describes it, with the pin it will have.

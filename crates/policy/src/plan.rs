@@ -158,6 +158,7 @@ fn settle(world: &mut PoSnapshot<'_>, target: &MoveTarget, from: Option<String>)
         started_seen_for: std::time::Duration::ZERO,
         settled_seen_for: std::time::Duration::ZERO,
         failed_attempts: 0,
+        applied_unsettled: false,
     });
     // Under `upgradeGate: OperatorCondition` a move settles only on Upgradeable=True, so
     // the operator is taken to report it too.

@@ -310,6 +310,9 @@ pub struct Hop {
     /// Failed applies of it since its intent was recorded: zero for a move whose apply may
     /// have happened without being recorded (the manager stopped before its status write).
     pub failed_attempts: u32,
+    /// A configuration change recorded over a move of what runs that had not settled, not
+    /// applied since (`ActiveHop::applied_unsettled`): what runs has not settled.
+    pub applied_unsettled: bool,
 }
 
 impl From<&ActiveHop> for Hop {
@@ -323,6 +326,7 @@ impl From<&ActiveHop> for Hop {
             started_seen_for: Duration::ZERO,
             settled_seen_for: Duration::ZERO,
             failed_attempts: hop.failed_attempts,
+            applied_unsettled: hop.applied_unsettled,
         }
     }
 }

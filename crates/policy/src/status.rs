@@ -319,21 +319,22 @@ fn config_intent(input: &StatusInput<'_>) -> Option<PlatformOperatorStatus> {
     if recorded || recorded_config_digest(previous) == config.digest {
         return None;
     }
-    // A change that replaces an unsettled move of what runs (a first install, or a change
-    // that applied) keeps that move's start: what runs has not settled since then, and the
-    // progress deadline runs from it (found by the state-machine test). The change of a first
-    // install's configuration stays that install's move (from nothing): nothing ran before
-    // it, and the next move waits for it.
+    // A change that replaces an unsettled move of what runs (a first install, a hop, or a
+    // change that applied) keeps that move's start: what runs has not settled since then, and
+    // the progress deadline runs from it (found by the state-machine test). The change of a
+    // first install's or a hop's configuration stays that move (from nothing, or from the
+    // bundle before it): the next move waits for it, and `abandon:` keeps its way back. A
+    // change that never applied but replaced such a move replaces it in turn: what runs is
+    // still that move (`applied_unsettled`).
     let replaced = previous.active_hop.as_ref().filter(|h| {
         !h.settled
             && h.to == installed.name
-            && (h.from.is_none()
+            && (h.config.is_none()
+                || h.from.is_none()
+                || h.applied_unsettled
                 || h.config.as_deref() == Some(recorded_config_digest(previous).as_str()))
     });
-    let from = match replaced {
-        Some(h) if h.from.is_none() => None,
-        _ => Some(installed.name.clone()),
-    };
+    let from = replaced.map_or_else(|| Some(installed.name.clone()), |h| h.from.clone());
     let now = to_api_time(input.now);
     let started_at = replaced.map_or_else(|| now.clone(), |h| h.started_at.clone());
     let conditions = vec![
@@ -376,6 +377,7 @@ fn config_intent(input: &StatusInput<'_>) -> Option<PlatformOperatorStatus> {
             failed_attempts: 0,
             rolled_out_at: None,
             config: Some(change.digest.clone()),
+            applied_unsettled: replaced.is_some(),
             settled_at: None,
             soak_until: None,
         }),
@@ -461,11 +463,17 @@ fn started_hop(
     target: &crate::decide::MoveTarget,
     now: &Time,
 ) -> ActiveHop {
+    // A move from an unsettled first install that applied (it replaces it: the admin excluded
+    // it, or skipped it) is still the first install: nothing ran settled before it, so there
+    // is no way back to name (found by the state-machine test:
+    // `a_held_configuration_of_an_unsettled_install_names_its_override`).
+    let installed = input.previous.installed_bundle.as_ref();
+    let replaces_first_install = input.previous.active_hop.as_ref().is_some_and(|h| {
+        !h.settled && h.from.is_none() && installed.is_some_and(|i| i.name == h.to)
+    });
     ActiveHop {
-        from: input
-            .previous
-            .installed_bundle
-            .as_ref()
+        from: installed
+            .filter(|_| !replaces_first_install)
             .map(|b| b.name.clone()),
         to: target.name.clone(),
         started_at: now.clone(),
@@ -475,6 +483,7 @@ fn started_hop(
         failed_attempts: 0,
         rolled_out_at: None,
         config: None,
+        applied_unsettled: false,
         settled_at: None,
         soak_until: None,
     }
@@ -680,6 +689,7 @@ fn applied_hop(
             failed_attempts: 0,
             rolled_out_at: None,
             config: None,
+            applied_unsettled: false,
             settled_at: None,
             soak_until: None,
         },
@@ -688,6 +698,7 @@ fn applied_hop(
     // records the configuration it applied (a revert that replaced one that never applied
     // records the revert's).
     hop.failed_attempts = 0;
+    hop.applied_unsettled = false;
     if let (Some(_), Some(config), false) = (&hop.config, &input.decision.config, moved) {
         hop.config = Some(config.digest.clone());
     }
@@ -985,6 +996,7 @@ fn po_conditions(f: &Facts<'_>) -> Vec<Desired> {
                 f.stopped_working,
             ),
             f.hop,
+            f.installed,
             &f.decision.po,
         ),
         upgradeable_condition(UpgradeableInput {
@@ -1156,25 +1168,7 @@ fn progressing_condition(p: &Facts<'_>) -> Desired {
         );
     }
     if !p.settled {
-        let waiting = join(p.waits);
-        if p.moved {
-            let reason = if p.first_install {
-                Reason::Installing
-            } else {
-                Reason::Upgrading
-            };
-            return progressing(reason, format!("applied; waiting for {waiting}"));
-        }
-        let reason = if p
-            .waits
-            .iter()
-            .any(|w| matches!(w, Wait::OperatorCondition { .. }))
-        {
-            Reason::WaitingForOperatorCondition
-        } else {
-            Reason::WaitingForRollout
-        };
-        return progressing(reason, format!("waiting for {waiting}"));
+        return unsettled_progressing(p);
     }
     if let Some(to) = p.desired {
         // Nothing progresses until the admin approves: not Progressing, and why.
@@ -1231,6 +1225,44 @@ fn progressing_condition(p: &Facts<'_>) -> Desired {
     )
 }
 
+/// Progressing of a move that has not settled: what it waits for, and a configuration change
+/// held beside it.
+fn unsettled_progressing(p: &Facts<'_>) -> Desired {
+    let progressing = |reason, message: String| {
+        Desired::new(types::PROGRESSING, ConditionStatus::True, reason, message)
+    };
+    let waiting = join(p.waits);
+    if p.moved {
+        let reason = if p.first_install {
+            Reason::Installing
+        } else {
+            Reason::Upgrading
+        };
+        return progressing(reason, format!("applied; waiting for {waiting}"));
+    }
+    let reason = if p
+        .waits
+        .iter()
+        .any(|w| matches!(w, Wait::OperatorCondition { .. }))
+    {
+        Reason::WaitingForOperatorCondition
+    } else {
+        Reason::WaitingForRollout
+    };
+    // A configuration change that waits beside the unsettled move (the operator's gate
+    // holds it) is said here too, with its way out: a move that never becomes Available
+    // may need exactly that change, and its operator, not running, never lifts the hold
+    // (found by the state-machine test:
+    // `a_held_configuration_of_an_unsettled_install_names_its_override`).
+    let held_change = p
+        .decision
+        .config_change
+        .as_ref()
+        .filter(|c| c.held.is_some())
+        .map_or_else(String::new, |c| format!("; {c}"));
+    progressing(reason, format!("waiting for {waiting}{held_change}"))
+}
+
 fn degraded_condition(
     problem: Option<&Problem>,
     deadline_exceeded: bool,
@@ -1279,7 +1311,12 @@ fn degraded_condition(
 /// progress deadline (its Deployments never become Available) may not settle by waiting: the
 /// condition names the ways out, a newer configuration, which replaces the one it applied with
 /// (review H1), and for a first install, which has no way back, deleting the PlatformOperator.
-fn with_deadline_way_out(mut degraded: Desired, hop: Option<&ActiveHop>, po: &str) -> Desired {
+fn with_deadline_way_out(
+    mut degraded: Desired,
+    hop: Option<&ActiveHop>,
+    installed: Option<&InstalledBundle>,
+    po: &str,
+) -> Desired {
     if degraded.reason != Reason::ProgressDeadlineExceeded {
         return degraded;
     }
@@ -1289,16 +1326,40 @@ fn with_deadline_way_out(mut degraded: Desired, hop: Option<&ActiveHop>, po: &st
                 "; a configuration change that does not become available does not settle by waiting: change spec.config (or the cluster proxy) back, or to a configuration whose Deployments become available (a newer configuration replaces it)",
             );
         }
-        Some(h) if h.from.is_none() => degraded.message.push_str(
-            "; if it does not become available, fix what stops it (its pods: kubectl describe, logs), or change spec.config (or the cluster proxy) to a configuration it runs with (a newer configuration replaces the one it installed with), or delete the PlatformOperator (its deletion removes what the install wrote)",
-        ),
+        // A first install that never becomes Available: the bundle itself may be what fails,
+        // so excluding it installs what resolves then in its place (nothing ran before it).
+        Some(h) if h.from.is_none() => {
+            let exclude = installed
+                .filter(|i| i.name == h.to)
+                .map_or_else(String::new, |i| {
+                    format!(
+                        ", or exclude it with `!={}` in spec.package.versionRange (what resolves then installs in its place)",
+                        i.version
+                    )
+                });
+            degraded.message.push_str(&format!(
+                "; if it does not become available, fix what stops it (its pods: kubectl describe, logs), or change spec.config (or the cluster proxy) to a configuration it runs with (a newer configuration replaces the one it installed with){exclude}, or delete the PlatformOperator (its deletion removes what the install wrote)"
+            ));
+        }
         // A bundle hop whose new version never becomes available (it crashes, cannot pull or
         // be scheduled): it does not settle by waiting, and the way back is the annotation
-        // (found by review: only a refused apply named it).
+        // (found by review: only a refused apply named it); a configuration it cannot run with
+        // is replaced by a newer one (the way back would carry it too).
+        // When the way back cannot run here either, excluding the bundle and deleting the
+        // PlatformOperator installs what resolves then (found by the state-machine test:
+        // `a_broken_hop_whose_way_back_cannot_run_names_a_way_out`).
         Some(h) => {
             if let Some(from) = h.from.as_deref().filter(|from| *from != h.to) {
+                let exclude = installed
+                    .filter(|i| i.name == h.to)
+                    .map_or_else(String::new, |i| {
+                        format!(
+                            "; if neither runs here, exclude it with `!={}` in spec.package.versionRange and delete the PlatformOperator (what resolves then installs)",
+                            i.version
+                        )
+                    });
                 degraded.message.push_str(&format!(
-                    "; if it does not become available, fix what stops it (its pods: kubectl describe, logs), or go back to {from} with `kubectl annotate platformoperator {po} {}=abandon:{} --overwrite`",
+                    "; if it does not become available, fix what stops it (its pods: kubectl describe, logs), or go back to {from} with `kubectl annotate platformoperator {po} {}=abandon:{} --overwrite`, or change spec.config (or the cluster proxy) to a configuration it runs with (a newer configuration replaces the one it moved with){exclude}",
                     pom_api::labels::UNSETTLED_MOVE,
                     h.to
                 ));

@@ -230,6 +230,7 @@ impl Po {
                     failed_attempts: 0,
                     rolled_out_at: None,
                     config: None,
+                    applied_unsettled: false,
                     settled_at: Some(now()),
                     soak_until: self.soaking.then(now),
                 }),

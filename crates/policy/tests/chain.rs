@@ -187,6 +187,7 @@ fn mid_hop(installed: &str, from: &str, cluster: ClusterPhase) -> PoSnapshot<'st
         started_seen_for: std::time::Duration::ZERO,
         settled_seen_for: std::time::Duration::ZERO,
         failed_attempts: 0,
+        applied_unsettled: false,
     });
     s.cluster = ClusterView::OpenShift(Ok(cluster));
     s

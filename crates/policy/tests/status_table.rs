@@ -759,6 +759,7 @@ fn rows() -> Vec<Row> {
                         "1.1.1",
                         HoldReason::OperatorNotUpgradeable {
                             message: "migrating the database to schema 12".to_owned(),
+                            operator_condition: "demo.v1.1.0".to_owned(),
                         },
                     ),
                     Upgradeability::no(
@@ -799,6 +800,7 @@ fn rows() -> Vec<Row> {
                         "1.1.1",
                         HoldReason::OperatorConditionPending {
                             message: "stale".to_owned(),
+                            operator_condition: "demo.v1.1.0".to_owned(),
                         },
                     ),
                     Upgradeability::unknown("no Upgradeable for the current generation"),
@@ -2288,6 +2290,7 @@ fn a_held_configuration_change_changes_nothing_and_says_why() {
         debug.clone(),
         Some(HoldReason::OperatorNotUpgradeable {
             message: "migrating the database to schema 12".to_owned(),
+            operator_condition: "demo.v1.1.0".to_owned(),
         }),
     );
     assert_eq!(intent_of(&before, &held, 600), None);

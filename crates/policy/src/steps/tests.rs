@@ -112,6 +112,7 @@ fn hop(to: &str, settled: bool) -> Option<ActiveHop> {
         failed_attempts: 0,
         rolled_out_at: None,
         config: None,
+        applied_unsettled: false,
         settled_at: None,
         soak_until: None,
     })
@@ -293,6 +294,7 @@ fn the_plan_of_each_case() {
             "a held configuration change keeps the clean check",
             reconfiguring(Some(HoldReason::OperatorNotUpgradeable {
                 message: "migrating".into(),
+                operator_condition: "demo.v1.1.0".to_owned(),
             })),
             steady(),
         )

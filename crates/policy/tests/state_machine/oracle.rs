@@ -244,8 +244,8 @@ pub fn abandoned(world: &World, i: usize, to: usize) -> bool {
 pub fn gate_holds(world: &World, sim: &SimPo) -> bool {
     match sim.po.spec.upgrade_gate {
         UpgradeGate::Rollout => true,
-        UpgradeGate::OperatorCondition => sim.says == Says::True,
-        UpgradeGate::Auto if sim.reported_seen => sim.says == Says::True,
+        UpgradeGate::OperatorCondition => sim.word() == Says::True,
+        UpgradeGate::Auto if sim.reported_seen => sim.word() == Says::True,
         UpgradeGate::Auto => auto_settle_window_passed(world, sim),
     }
 }

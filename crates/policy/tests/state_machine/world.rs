@@ -131,6 +131,17 @@ impl Says {
     }
 }
 
+impl SimPo {
+    /// The gate's word on the running operator: the admin's override, else the operator's.
+    pub fn word(&self) -> Says {
+        if self.gate_overridden && self.says != Says::Deleted {
+            Says::True
+        } else {
+            self.says
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub enum Event {
     Reconcile(usize),
@@ -139,6 +150,9 @@ pub enum Event {
     /// The running Deployment stops being available.
     Regress(usize),
     FailNextApply(usize),
+    /// The admin sets `spec.overrides` `Upgradeable=True` on the running bundle's
+    /// OperatorCondition.
+    OverrideGate(usize),
     /// A policy engine refuses every apply of this bundle of the PO's package, for good.
     Refuse(usize, usize),
     /// The manager dies right after recording the next move's intent, before applying it.
@@ -174,6 +188,10 @@ pub enum Event {
     /// never become Available (a flag the operator cannot start with): the configuration
     /// applies and never settles (review H1).
     UnavailableConfig(usize, usize),
+    /// The PO's Deployments of this bundle are admitted and never become Available (its image
+    /// crashes, cannot be pulled or scheduled): a hop to it applies and never settles, whatever
+    /// its configuration.
+    UnavailableBundle(usize, usize),
     /// The cluster Proxy sets (true) or clears its proxy: every PO's configuration changes.
     SetProxy(bool),
     /// This bundle changes its CRDs unsafely: the manager refuses it (nothing written)
@@ -183,10 +201,12 @@ pub enum Event {
     Annotate(usize, Annotation),
     /// The admin adds `!=<version>` of this bundle to `spec.package.versionRange`.
     ExcludeVersion(usize, usize),
-    /// The admin sets `spec.config` back to what the status records applied.
+    /// The admin sets `spec.config` back: to what the status records applied when that
+    /// settled, else to what last ran settled; to a configuration the operator runs with when
+    /// the admin has seen that one fail (never Available, or refused).
     RevertConfig(usize),
     /// The admin lifts every policy that refuses the PO's objects (bundles, Deployments,
-    /// configurations, unsafe CRDs).
+    /// configurations, unsafe CRDs). What never becomes Available is no policy: it stays.
     LiftRefusals(usize),
     /// Another PlatformOperator for the same package, created before this one (restored from
     /// a backup, say), appears (true) or is deleted (false): the older one wins the package.
@@ -276,6 +296,10 @@ pub struct SimPo {
     /// When a reconcile first saw the running bundle's rollout complete.
     pub rolled_out_seen_at: Option<Timestamp>,
     pub says: Says,
+    /// The admin's `spec.overrides` `Upgradeable=True` on the running bundle's
+    /// OperatorCondition (§7, as in OLM v0): the gate reads it in place of the operator's word.
+    /// A new bundle's OperatorCondition has none; a deleted one loses it.
+    pub gate_overridden: bool,
     /// A reconcile has seen this PO's operator report (latched, §7 `Auto`).
     pub reported_seen: bool,
     /// The move to the running bundle has settled (latched when a reconcile sees §7 hold).
@@ -305,16 +329,10 @@ pub struct SimPo {
     /// World truth: the objects POM wrote for this PO and did not delete (since its status
     /// was last lost: older ones are found by their labels, not by the inventory).
     pub on_cluster: Vec<InventoryObject>,
-    /// World truth: the last move changed only the configuration of the bundle that runs
-    /// (a configuration change), not the bundle.
-    pub last_move_config: bool,
-    /// World truth: what the Deployments run with was applied by an apply whose status write a
-    /// crash lost, and no apply was recorded since: the status cannot know it.
+    /// World truth: what runs (the bundle and what the Deployments run with) was applied by an
+    /// apply whose status write a crash lost, and no apply was recorded since: the status
+    /// cannot know it.
     pub config_unrecorded: bool,
-    /// World truth: the last move put a bundle where nothing ran or nothing was recorded
-    /// running (a first install, one in place of a dropped first install, or what a PO
-    /// restored without its status records anew).
-    pub last_move_first: bool,
     /// `spec.config` of the configuration that last ran settled: where the admin's revert of
     /// a change that applied goes back to (the admin's own record of the edit).
     pub settled_spec_config: Option<OperatorConfig>,
@@ -336,6 +354,8 @@ pub struct World {
     pub refused_configs: Vec<(usize, usize)>,
     /// (PO, `LOG_LEVEL` choice) whose Deployments never become Available.
     pub unavailable_configs: Vec<(usize, usize)>,
+    /// (PO, bundle) whose Deployments never become Available.
+    pub unavailable_bundles: Vec<(usize, usize)>,
     /// (PO, bundle) whose CRD change is unsafe.
     pub unsafe_crds: Vec<(usize, usize)>,
     /// The cluster proxy.
@@ -405,6 +425,7 @@ impl World {
                     regressed: false,
                     rolled_out_seen_at: None,
                     says: Says::Never,
+                    gate_overridden: false,
                     reported_seen: false,
                     settled: false,
                     move_started_at: now,
@@ -420,9 +441,7 @@ impl World {
                     config_runs: AppliedConfig::none(),
                     config_intent: None,
                     on_cluster: Vec::new(),
-                    last_move_config: false,
                     config_unrecorded: false,
-                    last_move_first: false,
                     settled_spec_config: None,
                 }
             })
@@ -450,6 +469,7 @@ impl World {
             refused_partly: Vec::new(),
             refused_configs: Vec::new(),
             unavailable_configs: Vec::new(),
+            unavailable_bundles: Vec::new(),
             unsafe_crds: Vec::new(),
             proxy: None,
             older: vec![None; PACKAGES.len()],
@@ -506,6 +526,7 @@ impl World {
         sim.regressed = false;
         sim.rolled_out_seen_at = None;
         sim.says = Says::Never;
+        sim.gate_overridden = false;
         sim.reported_seen = false;
         sim.settled = false;
         sim.status_lost = false;
@@ -516,9 +537,7 @@ impl World {
         sim.config_intent = None;
         sim.on_cluster.clear();
         sim.last_read = None;
-        sim.last_move_config = false;
         sim.config_unrecorded = false;
-        sim.last_move_first = false;
         sim.settled_spec_config = None;
         Ok(())
     }
@@ -581,13 +600,26 @@ impl World {
         match *event {
             Event::Reconcile(i) => self.reconcile(i)?,
             Event::RolloutFinishes(i)
-                if self.pos[i].running.is_some() && !self.config_unavailable(i) =>
+                if self.pos[i].running.is_some() && !self.never_available(i) =>
             {
                 self.pos[i].rolled_out = true;
                 self.pos[i].regressed = false;
             }
-            Event::Operator(i, says) if self.pos[i].running.is_some() => {
+            // An operator writes its OperatorCondition only while it runs (its Deployment rolled
+            // out and available: one that never becomes Available does not report); the admin
+            // deletes it whenever.
+            Event::Operator(i, says)
+                if self.pos[i].running.is_some()
+                    && (says == Says::Deleted
+                        || (self.pos[i].rolled_out && !self.pos[i].regressed)) =>
+            {
                 self.pos[i].says = says;
+                if says == Says::Deleted {
+                    self.pos[i].gate_overridden = false;
+                }
+            }
+            Event::OverrideGate(i) if self.pos[i].running.is_some() => {
+                self.pos[i].gate_overridden = true;
             }
             Event::Regress(i) if self.pos[i].running.is_some() => self.pos[i].regressed = true,
             Event::FailNextApply(i) => self.pos[i].fail_next_apply = true,
@@ -601,8 +633,6 @@ impl World {
                 self.pos[i].rolled_out_seen_at = None;
                 self.pos[i].intent_at_crash = None;
                 self.pos[i].config_intent = None;
-                self.pos[i].last_move_config = false;
-                self.pos[i].last_move_first = true;
                 // What was written before is found by its labels from now on, not by an
                 // inventory (issue 34 item 5).
                 self.pos[i].on_cluster.clear();
@@ -612,6 +642,15 @@ impl World {
             Event::EditConfig(i, c) => self.bump(i, |s| s.config = config_of(c)),
             Event::RefuseConfig(i, c) => self.refused_configs.push((i, c)),
             Event::UnavailableConfig(i, c) => self.unavailable_configs.push((i, c)),
+            // One broken bundle per PO, never one that already rolled out here: with several
+            // (or the running one turning broken) no bundle the PO may use need run at all,
+            // and liveness asks a pin it can reach (left: see docs/decisions.md).
+            Event::UnavailableBundle(i, b)
+                if !self.unavailable_bundles.iter().any(|(p, _)| *p == i)
+                    && (self.pos[i].running != Some(b) || !self.pos[i].rolled_out) =>
+            {
+                self.unavailable_bundles.push((i, b));
+            }
             Event::SetProxy(on) => self.proxy = on.then(proxy_env),
             Event::UnsafeCrd(i, b) => self.unsafe_crds.push((i, b)),
             Event::Annotate(i, ref annotation) => self.annotate(i, annotation),
@@ -626,6 +665,9 @@ impl World {
                 // Back to what the status records applied when that settled (the change
                 // never applied); otherwise (a change that applied and never settled, or a
                 // first install's configuration) to what last ran settled, as the admin recalls.
+                // A configuration the admin has seen fail (its pods never Available, or refused:
+                // `kubectl describe` and the Events say so) is not gone back to: then the admin
+                // writes one the operator runs with (no `LOG_LEVEL`).
                 let status = self.status(i);
                 let back = if self.pos[i].settled {
                     status
@@ -634,6 +676,14 @@ impl World {
                 } else {
                     self.pos[i].settled_spec_config.clone()
                 };
+                let fails = |c: usize| {
+                    self.unavailable_configs.contains(&(i, c))
+                        || self.refused_configs.contains(&(i, c))
+                };
+                let level = back
+                    .as_ref()
+                    .and_then(|config| level_of(&AppliedConfig::of(Some(config), None)));
+                let back = if level.is_some_and(fails) { None } else { back };
                 self.bump(i, |s| s.config = back);
             }
             Event::DeleteAndRecreate(i) => self.delete_and_recreate(i)?,
@@ -653,7 +703,8 @@ impl World {
                 self.refused.retain(|(p, _)| *p != i);
                 self.refused_partly.retain(|(p, _)| *p != i);
                 self.refused_configs.retain(|(p, _)| *p != i);
-                self.unavailable_configs.retain(|(p, _)| *p != i);
+                // A configuration the operator cannot start with is no policy to lift: its way
+                // out is another configuration (review M2: this cured it).
                 self.unsafe_crds.retain(|(p, _)| *p != i);
             }
             Event::EditVersionRange(i, r) => self.bump(i, |s| {
@@ -787,18 +838,25 @@ impl World {
         self.aggregate()
     }
 
-    /// The gate the manager reads: the OperatorCondition of the bundle the status records.
-    fn gate_read(&self, i: usize) -> OperatorGate {
+    /// Whether the gather's read of an OperatorCondition (the one of the bundle the status
+    /// records, by its name) reaches the running operator's.
+    fn reads_running_condition(&self, i: usize) -> bool {
         let sim = &self.pos[i];
-        let recorded = sim
-            .po
+        sim.po
             .status
             .as_ref()
             .and_then(|s| s.installed_bundle.as_ref())
-            .and_then(|b| index_of(PACKAGES[i], &b.name));
-        let mut gate = match recorded {
-            Some(r) if Some(r) == sim.running => oc_gate(sim.says),
-            _ => OperatorGate::absent(),
+            .and_then(|b| index_of(PACKAGES[i], &b.name))
+            .is_some_and(|r| Some(r) == sim.running)
+    }
+
+    /// The gate the manager reads: the OperatorCondition of the bundle the status records.
+    fn gate_read(&self, i: usize) -> OperatorGate {
+        let sim = &self.pos[i];
+        let mut gate = if self.reads_running_condition(i) {
+            oc_gate(sim.says, sim.gate_overridden)
+        } else {
+            OperatorGate::absent()
         };
         gate.reported |= sim.annotated;
         gate
@@ -833,6 +891,15 @@ impl World {
     pub fn config_unavailable(&self, i: usize) -> bool {
         level_of(&self.pos[i].config_runs)
             .is_some_and(|c| self.unavailable_configs.contains(&(i, c)))
+    }
+
+    /// Whether PO `i`'s running Deployments never become Available: their configuration, or
+    /// the bundle itself.
+    pub fn never_available(&self, i: usize) -> bool {
+        self.config_unavailable(i)
+            || self.pos[i]
+                .running
+                .is_some_and(|b| self.unavailable_bundles.contains(&(i, b)))
     }
 
     fn reconcile(&mut self, i: usize) -> Result<(), String> {
@@ -934,9 +1001,12 @@ impl World {
             return Ok(());
         }
 
-        // The world as this reconcile reads it: whether its operator has reported.
+        // The world as this reconcile reads it: whether its operator has reported, on the
+        // OperatorCondition the reconcile reads (the bundle the status records: one whose
+        // apply a crash left unrecorded reports where no reconcile looks; known open, see
+        // docs/decisions.md).
         let now = self.now;
-        if self.pos[i].says.reported() {
+        if self.reads_running_condition(i) && self.pos[i].says.reported() {
             self.pos[i].reported_seen = true;
         }
         if gate.reported {
@@ -1201,29 +1271,19 @@ impl World {
             sim.settled = false;
             sim.move_started_at = now;
             sim.applied_now = true;
-            sim.last_move_config = true;
-            sim.last_move_first = false;
         }
         sim.config_runs = config;
         if sim.running != Some(index) {
-            // A first install: nothing ran, or nothing the PO ever recorded (a first install
-            // recorded before a crash and dropped for another: there is no way back to it).
-            sim.last_move_first = sim.running.is_none()
-                || sim
-                    .po
-                    .status
-                    .as_ref()
-                    .is_none_or(|s| s.installed_bundle.is_none());
             sim.running = Some(index);
             sim.rolled_out = false;
             sim.regressed = false;
             sim.rolled_out_seen_at = None;
             sim.says = Says::Never;
+            sim.gate_overridden = false;
             sim.settled = false;
             sim.move_started_at = now;
             sim.intent_at_crash = None;
             sim.applied_now = true;
-            sim.last_move_config = false;
             self.moves += 1;
         }
         let sim = &mut self.pos[i];
@@ -1235,7 +1295,7 @@ impl World {
             // POM creates the bundle's OperatorCondition with every apply.
             sim.says = Says::Never;
         }
-        let gate_after = oc_gate(sim.says);
+        let gate_after = oc_gate(sim.says, sim.gate_overridden);
         if gate_after.reported {
             sim.annotated = true;
         }
@@ -1368,10 +1428,16 @@ fn status_input<'a>(
 }
 
 /// What an OperatorCondition in state `says` reads as (`pom_policy::snapshot::gate_of`'s
-/// shape: an OperatorCondition without the operator's word is pending, not absent).
-fn oc_gate(says: Says) -> OperatorGate {
+/// shape: an OperatorCondition without the operator's word is pending, not absent; the
+/// admin's override reads in place of the operator's word).
+fn oc_gate(says: Says, overridden: bool) -> OperatorGate {
     let reading = match says {
         Says::Deleted => GateReading::Absent,
+        _ if overridden => GateReading::Says {
+            upgradeable: true,
+            message: "admin override: the operator cannot run".into(),
+            overridden: true,
+        },
         Says::Never | Says::Pending => GateReading::Pending {
             message: "no Upgradeable condition for the current generation".into(),
         },
