@@ -717,6 +717,7 @@ impl<'a> Run<'a> {
             return;
         };
         let ctx = &self.pctx.ctx;
+        let rolls = prepared.serving_rolls().to_vec();
         let applied = install::apply(
             ctx,
             self.po,
@@ -735,6 +736,7 @@ impl<'a> Run<'a> {
                 if let Content::Objects(objects) = &target.content {
                     self.pctx.remember_objects(&target.name, objects);
                 }
+                announce::serving_rolls(self.po, self.pctx, &namespace, &rolls).await;
                 self.outcome = ActOutcome::Applied(Box::new(report));
             }
             Err(err) => self.fail(problem_of(&err, true)),
@@ -958,9 +960,18 @@ async fn prepare(
         .await
         .map_err(|err| problem_of(&err, true))?
         .certificates;
-    // OLM v0's CA, trusted beside POM's after an adoption (`webhooks::trusted_olm_ca`).
+    // OLM v0's CA, trusted beside POM's after an adoption (`webhooks::trusted_olm_ca`), and
+    // what the serving pod templates' annotation is decided by (`serving_roll`).
     let olm_trust = super::webhook_certs::OlmTrust {
         read: gathered.olm.as_ref().and_then(|o| o.ca_bundle.clone()),
+        // Until the adoption settles, its serving Secrets may be held back (`install::apply`):
+        // no pod may start before POM's certificate is in them.
+        adopting: gathered.adopting || gathered.handing_over,
+        hopping: matches!(decision.action, Action::Move(_))
+            && snapshot
+                .installed
+                .as_ref()
+                .is_some_and(|installed| installed.bundle.name != target.name),
     };
     let reads = install::Reads {
         kinds: &pctx.kinds,
