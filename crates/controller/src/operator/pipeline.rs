@@ -791,11 +791,16 @@ impl<'a> Run<'a> {
 
     /// A full check of what runs that wrote nothing and found it settled can stand for the
     /// next reconciles until something it read changes.
+    /// A check gathered while adopting or handing over judged by the hand-over's rules (the
+    /// serving pods' template kept as OLM left it, `serving_roll`): not a clean check of the
+    /// operator installed, so the first reconcile after the hand-over settled checks anew.
     fn remember_clean_check(&self) {
         let checks = &self.pctx.checks;
+        let handing_over = self.gathered.adopting || self.gathered.handing_over;
         match (&self.outcome, &self.reported) {
             (ActOutcome::Applied(report), Some(status))
-                if steps::keeps_clean_check(self.decision, &self.outcome, status) =>
+                if !handing_over
+                    && steps::keeps_clean_check(self.decision, &self.outcome, status) =>
             {
                 checks.record(
                     &self.name,
