@@ -17,8 +17,8 @@
 //!   `AdoptionNotProven` naming the field, and no object of the install is written over a
 //!   quiet window longer than every resync; once the admin undoes the edit, the adoption
 //!   resumes and takes the install over with no restart;
-//! - [`an_adopted_webhook_operator_is_rolled_off_olms_certificate_before_it_expires`]: OLM's
-//!   certificate near its end, adoption restarts nothing, then POM rolls the pods onto its own
+//! - [`an_adopted_webhook_operator_is_rolled_off_olms_certificate_before_it_expires`]: OLM's CA
+//!   near its end, adoption restarts nothing, then POM rolls the pods onto its own certificate
 //!   (the pod template's `olmcahash`) and stops trusting OLM's CA once they rolled out;
 //! - [`adopts_a_webhook_bundle_with_no_restart_and_its_webhook_keeps_answering`]: a webhook
 //!   bundle as OLM v0 lays it out (its CA, serving Secret and mounts, a configuration under a
