@@ -70,6 +70,9 @@ pub struct Install {
     pub approval: &'static str,
     /// The Subscription's `spec.config`.
     pub config: Option<Value>,
+    /// Days until OLM's webhook CA expires (its serving certificate a day earlier, as
+    /// `certs.go` issues it); `None`: far in the future.
+    pub ca_expires_in_days: Option<i64>,
 }
 
 impl Install {
@@ -81,6 +84,7 @@ impl Install {
             targets,
             approval: "Automatic",
             config: None,
+            ca_expires_in_days: None,
         }
     }
 
@@ -301,7 +305,7 @@ pub async fn lay_out(client: &Client, install: &Install) -> Result<(), HarnessEr
     let ca = if webhooks.is_empty() {
         None
     } else {
-        Some(OlmCa::generate()?)
+        Some(OlmCa::generate(install.ca_expires_in_days)?)
     };
     for (i, dep) in strategy["deployments"]
         .as_array()
@@ -432,9 +436,19 @@ struct OlmCa {
 }
 
 impl OlmCa {
-    fn generate() -> Result<Self, HarnessError> {
+    fn generate(expires_in_days: Option<i64>) -> Result<Self, HarnessError> {
         let err = |e: rcgen::Error| HarnessError::Other(format!("OLM's webhook CA: {e}"));
         let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).map_err(err)?;
+        if let Some(days) = expires_in_days {
+            let end = jiff::Timestamp::now()
+                .checked_add(jiff::SignedDuration::from_hours(24 * days))
+                .map_err(|e| HarnessError::Other(format!("OLM's webhook CA: {e}")))?
+                .to_zoned(jiff::tz::TimeZone::UTC)
+                .date();
+            let month = u8::try_from(end.month()).unwrap_or(1);
+            let day = u8::try_from(end.day()).unwrap_or(1);
+            params.not_after = rcgen::date_time_ymd(i32::from(end.year()), month, day);
+        }
         params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
         params
             .distinguished_name

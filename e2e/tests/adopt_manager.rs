@@ -17,6 +17,9 @@
 //!   `AdoptionNotProven` naming the field, and no object of the install is written over a
 //!   quiet window longer than every resync; once the admin undoes the edit, the adoption
 //!   resumes and takes the install over with no restart;
+//! - [`an_adopted_webhook_operator_is_rolled_off_olms_certificate_before_it_expires`]: OLM's CA
+//!   near its end, adoption restarts nothing, then POM rolls the pods onto its own certificate
+//!   (the pod template's `olmcahash`) and stops trusting OLM's CA once they rolled out;
 //! - [`adopts_a_webhook_bundle_with_no_restart_and_its_webhook_keeps_answering`]: a webhook
 //!   bundle as OLM v0 lays it out (its CA, serving Secret and mounts, a configuration under a
 //!   generated name) is adopted with no restart; while the CSV and Subscription exist the
@@ -816,6 +819,8 @@ async fn adopts_a_webhook_bundle_with_no_restart_and_its_webhook_keeps_answering
         .unwrap();
     rolled_out(&client, ns).await;
     let before = running(&client, ns).await;
+    let olms_hash = template_hash(&client, ns, &bundle.deployment_name()).await;
+    assert!(olms_hash.is_some(), "OLM's olmcahash on the pod template");
     let secret_name = format!("{}-service-cert", bundle.deployment_name());
     let secrets = Api::<Secret>::namespaced(client.clone(), ns);
     let pair = |secret: &Secret| {
@@ -877,6 +882,17 @@ async fn adopts_a_webhook_bundle_with_no_restart_and_its_webhook_keeps_answering
         running(&client, ns).await,
         before,
         "adoption restarted the operator"
+    );
+    // POM applied the Deployment with OLM's olmcahash kept (its pods may serve OLM's
+    // certificate, far from expiring): the field is POM's now, the value OLM's.
+    assert_eq!(
+        template_hash(&client, ns, &bundle.deployment_name()).await,
+        olms_hash,
+        "POM keeps OLM's olmcahash while OLM's certificate is far from expiring"
+    );
+    assert!(
+        applied_by_pom(&client, ns, &bundle.deployment_name()).await,
+        "POM's apply of the Deployment carries the annotation"
     );
     // The Secret: released (deleting the CSV would remove nothing), POM's, with POM's
     // certificate.
@@ -988,5 +1004,163 @@ async fn adopts_a_webhook_bundle_with_no_restart_and_its_webhook_keeps_answering
     );
     webhook_answers(&client, &bundle, &server, "after-olm").await;
     wait_po_condition(&client, "gamma", "Installed", "True", None).await;
+    assert_eq!(
+        template_hash(&client, ns, &bundle.deployment_name()).await,
+        olms_hash,
+        "still OLM's olmcahash once the adoption settled"
+    );
+    manager.stop().await;
+}
+
+/// The `olmcahash` of Deployment `name`'s pod template.
+async fn template_hash(client: &Client, namespace: &str, name: &str) -> Option<String> {
+    Api::<Deployment>::namespaced(client.clone(), namespace)
+        .get(name)
+        .await
+        .unwrap()
+        .spec?
+        .template
+        .metadata?
+        .annotations?
+        .get(olm_v0::OLM_CA_HASH)
+        .cloned()
+}
+
+/// Whether POM's field manager owns the `olmcahash` of Deployment `name`'s pod template.
+async fn applied_by_pom(client: &Client, namespace: &str, name: &str) -> bool {
+    let deployment = Api::<Deployment>::namespaced(client.clone(), namespace)
+        .get(name)
+        .await
+        .unwrap();
+    deployment
+        .metadata
+        .managed_fields
+        .unwrap_or_default()
+        .iter()
+        .filter(|m| m.operation.as_deref() == Some("Apply"))
+        .filter_map(|m| m.fields_v1.as_ref())
+        .any(|f| {
+            f.0.pointer("/f:spec/f:template/f:metadata/f:annotations/f:olmcahash")
+                .is_some()
+        })
+}
+
+/// An adopted webhook operator whose OLM certificate nears its end (OLM's CA expires in 20
+/// days, its serving certificate a day earlier, within POM's 30-day margin): adoption itself
+/// restarts nothing (OLM's `olmcahash` kept while adopting), then POM sets its own value on
+/// the pod template, which rolls the pods onto POM's certificate (a new ReplicaSet), says so
+/// in an Event, and once every pod rolled out stops trusting OLM's CA, long before it expires.
+/// No test clock is needed: the deadline is real time.
+#[tokio::test]
+async fn an_adopted_webhook_operator_is_rolled_off_olms_certificate_before_it_expires() {
+    let Some(crds) = olm_v0::require_crds() else {
+        return;
+    };
+    let Some(plane) = simulated_plane(false).await else {
+        return;
+    };
+    let client = plane.client().await.unwrap();
+    olm_v0::install_crds(&client, &crds).await.unwrap();
+    let bundle = TestBundle::new("delta", "4.0.0")
+        .webhooks_served()
+        .with_webhooks("/delta");
+    let fbc = catalog_json(std::slice::from_ref(&bundle), &[]);
+    configmap_catalog(&client, "operators", &fbc, 0).await;
+    let ns = "delta-system";
+    let install = Install {
+        ca_expires_in_days: Some(20),
+        ..Install::new(bundle.clone(), ns, Targets::All)
+    };
+    olm_v0::lay_out(&client, &install).await.unwrap();
+    rolled_out(&client, ns).await;
+    let deployment = bundle.deployment_name();
+    let olms_hash = template_hash(&client, ns, &deployment).await.unwrap();
+    let replica_sets = || async {
+        Api::<ReplicaSet>::namespaced(client.clone(), ns)
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .map(|rs| rs.name_any())
+            .collect::<BTreeSet<_>>()
+    };
+    let olms_replica_sets = replica_sets().await;
+
+    let manager = Manager::start(client.clone(), Manager::test_settings(vec![]));
+    wait_catalog_serves(&client, "operators", &fbc).await;
+    create_po(
+        &client,
+        "delta",
+        json!({"package": {"name": "delta", "channel": "stable", "versionRange": "=4.0.0"},
+               "installNamespace": ns,
+               "adoptFrom": {"subscription": {"namespace": ns, "name": "delta"}}}),
+    )
+    .await;
+    // POM's value on the template: a new ReplicaSet rolls the pods.
+    let poms_hash = eventually(WAIT, "POM's olmcahash on the pod template", || async {
+        template_hash(&client, ns, &deployment)
+            .await
+            .filter(|h| h.starts_with("pom-"))
+    })
+    .await;
+    assert_ne!(poms_hash, olms_hash);
+    let new_replica_sets: BTreeSet<String> = eventually(WAIT, "a new ReplicaSet", || async {
+        let now = replica_sets().await;
+        let new: BTreeSet<String> = now.difference(&olms_replica_sets).cloned().collect();
+        (!new.is_empty()).then_some(new)
+    })
+    .await;
+    assert_eq!(new_replica_sets.len(), 1, "one roll: {new_replica_sets:?}");
+    rolled_out(&client, ns).await;
+    // The adoption recorded OLM's CA; every pod rolled out under POM's value, it is dropped.
+    let secrets = Api::<Secret>::namespaced(client.clone(), ns);
+    eventually(WAIT, "OLM's CA no longer trusted", || async {
+        let ca = secrets.get("pom-webhook-ca").await.ok()?;
+        let data = ca.data.unwrap_or_default();
+        (data.contains_key("ca.crt") && !data.contains_key("olm-ca.crt")).then_some(())
+    })
+    .await;
+    let vwcs = Api::<ValidatingWebhookConfiguration>::all(client.clone());
+    let poms_name = format!("v{}", bundle.crd_name());
+    eventually(
+        WAIT,
+        "POM's configuration trusting POM's CA alone",
+        || async {
+            let vwc = vwcs.get(&poms_name).await.ok()?;
+            let trusted = vwc.webhooks?.first()?.client_config.ca_bundle.clone()?;
+            let pem = String::from_utf8(trusted.0).ok()?;
+            (pem.matches("BEGIN CERTIFICATE").count() == 1).then_some(())
+        },
+    )
+    .await;
+    let uid = Api::<PlatformOperator>::all(client.clone())
+        .get("delta")
+        .await
+        .unwrap()
+        .uid()
+        .unwrap();
+    let note = eventually(WAIT, "a ServingCertificateRolled Event", || async {
+        Api::<k8s_openapi::api::core::v1::Event>::all(client.clone())
+            .list(&ListParams::default())
+            .await
+            .ok()?
+            .items
+            .into_iter()
+            .find(|e| {
+                e.reason.as_deref() == Some("ServingCertificateRolled")
+                    && e.involved_object.uid.as_deref() == Some(uid.as_str())
+            })
+            .and_then(|e| e.message)
+    })
+    .await;
+    assert!(note.contains(&deployment), "{note}");
+    wait_po_condition(&client, "delta", "Installed", "True", None).await;
+    // Steady: the value stays (no reapply loop rolls again).
+    assert_eq!(
+        template_hash(&client, ns, &deployment).await.as_deref(),
+        Some(poms_hash.as_str())
+    );
+    assert_eq!(replica_sets().await.len(), olms_replica_sets.len() + 1);
     manager.stop().await;
 }

@@ -140,6 +140,10 @@ reasons! {
     /// (Event) A bundle ships a Service named like the one POM renders for its webhooks: POM's
     /// replaces it, as OLM v0 does.
     WebhookServiceReplaced,
+    /// (Event) The pods of an adopted webhook Deployment, which may serve OLM v0's serving
+    /// certificate, are rolled to serve POM's before OLM's expires (its pod-template
+    /// `olmcahash`, as OLM's own rotation rolls them).
+    ServingCertificateRolled,
     /// The first install is in progress.
     Installing,
     // Progressing

@@ -27,6 +27,7 @@ pub mod pre_update;
 pub mod precheck;
 pub mod render_request;
 pub mod request;
+pub mod serving_roll;
 pub mod snapshot;
 pub mod soak;
 pub mod source_trust;

@@ -142,6 +142,45 @@ pub(super) async fn unsettled_move_action(
     publish(po, pctx, event(EventType::Normal, reason, &note, "Upgrade")).await;
 }
 
+/// Pods that may serve OLM v0's serving certificate are rolled to serve POM's before OLM's
+/// expires (`pom_policy::serving_roll`): a Normal Event per Deployment and a log line, since
+/// a restart of an adopted operator is otherwise unexplained.
+pub(super) async fn serving_rolls(
+    po: &PlatformOperator,
+    pctx: &PoContext,
+    namespace: &str,
+    rolls: &[super::webhook_certs::TemplateHashOf],
+) {
+    use pom_policy::serving_roll::TemplateHash;
+    for roll in rolls {
+        let TemplateHash::RollFromOlm {
+            olm_serving_expires,
+        } = roll.decision
+        else {
+            continue;
+        };
+        let when = olm_serving_expires
+            .and_then(|at| k8s_openapi::jiff::Timestamp::from_second(at).ok())
+            .map_or_else(
+                || "is no longer trusted".to_owned(),
+                |at| format!("expires at {at}"),
+            );
+        let note = format!(
+            "Deployment {namespace}/{} is rolled to serve POM's webhook certificate: its pods may serve OLM v0's, which {when} (pod-template annotation {}, as OLM's own rotation rolls them)",
+            roll.deployment,
+            pom_policy::serving_roll::ANNOTATION,
+        );
+        tracing::info!(po = %po.name_any(), deployment = %roll.deployment, "rolling an adopted webhook Deployment off OLM v0's certificate");
+        let event = event(
+            EventType::Normal,
+            Reason::ServingCertificateRolled,
+            &note,
+            "Rollout",
+        );
+        publish(po, pctx, event).await;
+    }
+}
+
 /// One Kubernetes Event per condition that changed status or reason.
 pub(super) async fn transitions(
     po: &PlatformOperator,

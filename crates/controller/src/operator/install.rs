@@ -262,6 +262,16 @@ pub struct Prepared {
     live_namespace: Option<Namespace>,
     /// The bundle's OperatorCondition as read and judged here, likewise.
     live_operator_condition: Option<pom_api::olm::OperatorCondition>,
+    /// The serving Deployments whose pods this apply rolls off OLM v0's certificate
+    /// (`pom_policy::serving_roll`), announced once applied.
+    serving_rolls: Vec<webhook_certs::TemplateHashOf>,
+    /// The caBundle POM's webhooks are to trust (`None`: POM issues no certificate here).
+    ca_bundle: Option<String>,
+    /// Adopting, or the adoption not settled: the serving Secrets are written only in an apply
+    /// where POM's webhook configurations (trusting OLM's CA and POM's) are registered. Written
+    /// earlier, an operator that reloads at once would serve POM's certificate to calls still
+    /// made through OLM's configuration, which trusts OLM's CA alone.
+    hold_serving_secrets: bool,
 }
 
 impl Prepared {
@@ -297,6 +307,12 @@ impl Prepared {
     #[must_use]
     pub fn crd_safety_overridden(&self) -> Option<&str> {
         self.crd_safety_overridden.as_deref()
+    }
+
+    /// The serving Deployments this apply rolls off OLM v0's certificate.
+    #[must_use]
+    pub fn serving_rolls(&self) -> &[webhook_certs::TemplateHashOf] {
+        &self.serving_rolls
     }
 
     /// The bundle image by digest (`None` for catalog-carried objects), recorded with the
@@ -408,7 +424,7 @@ pub async fn prepare(
 
     let rendered = render_bundle(ctx, po, namespace, config, certificates, target, &files)?;
     let max_ocp = max_openshift_version(target, &rendered);
-    let bundle_objects = with_webhook_certificates(
+    let (bundle_objects, serving_rolls, ca_bundle) = with_webhook_certificates(
         client,
         (certificates, olm_trust),
         &rendered,
@@ -455,6 +471,9 @@ pub async fn prepare(
         crd_safety_overridden,
         live_namespace,
         live_operator_condition,
+        serving_rolls,
+        ca_bundle,
+        hold_serving_secrets: writer.serving_secrets_olms,
     })
 }
 
@@ -731,7 +750,10 @@ fn max_openshift_version(
 
 /// The bundle's objects, with webhook serving certificates from POM's CA when POM provides
 /// them (the service-ca's, by annotation, on OpenShift): their Secrets join the bundle's
-/// objects, before the Deployments that mount them, and its webhooks trust the CA.
+/// objects, before the Deployments that mount them, its webhooks trust the CA, and the
+/// Deployments' pod templates name the certificates their pods are to serve (a renewal rolls
+/// them; `pom_policy::serving_roll`). Also returns the Deployments rolled off OLM v0's
+/// certificate, to announce, and the caBundle.
 async fn with_webhook_certificates(
     client: &kube::Client,
     (certificates, olm_trust): (CertificateSource, &webhook_certs::OlmTrust),
@@ -740,10 +762,10 @@ async fn with_webhook_certificates(
     po_name: &str,
     target: &Target,
     now: Timestamp,
-) -> Result<Vec<Value>, Error> {
+) -> Result<Certified, Error> {
     let mut bundle_objects = rendered.objects.clone();
     if certificates != CertificateSource::Pom || rendered.webhook_services.is_empty() {
-        return Ok(bundle_objects);
+        return Ok((bundle_objects, Vec::new(), None));
     }
     let provided = webhook_certs::provide(
         client,
@@ -765,14 +787,33 @@ async fn with_webhook_certificates(
         &rendered.webhook_services,
         &provided.ca_bundle,
     );
+    webhook_certs::annotate_templates(&mut bundle_objects, &provided.templates);
     // Before the Deployments that mount them.
     let at = bundle_objects
         .iter()
         .position(|o| o["kind"] == "Deployment" && o["apiVersion"] == "apps/v1")
         .unwrap_or(bundle_objects.len());
     bundle_objects.splice(at..at, provided.secrets);
-    Ok(bundle_objects)
+    let rolls = provided
+        .templates
+        .into_iter()
+        .filter(|t| {
+            matches!(
+                t.decision,
+                pom_policy::serving_roll::TemplateHash::RollFromOlm { .. }
+            )
+        })
+        .collect();
+    Ok((bundle_objects, rolls, Some(provided.ca_bundle)))
 }
+
+/// The bundle's objects with POM's certificates, the Deployments rolled off OLM v0's
+/// certificate, and the caBundle POM's webhooks trust (`None`: POM issues none here).
+type Certified = (
+    Vec<Value>,
+    Vec<webhook_certs::TemplateHashOf>,
+    Option<String>,
+);
 
 /// The name of one of POM's certificate Secrets that the bundle ships too. POM's certificate
 /// Secrets are POM's: a bundle shipping one of those names would write its own key material
@@ -1041,6 +1082,9 @@ pub async fn apply(
         crd_safety_overridden: _,
         live_namespace,
         live_operator_condition,
+        serving_rolls: _,
+        ca_bundle,
+        hold_serving_secrets,
     } = prepared;
     ensure_namespace(
         client,
@@ -1063,18 +1107,43 @@ pub async fn apply(
     .await?;
 
     let mut wrote = 0;
-    let (now, webhooks) =
-        apply_objects(&desired, live_objects, applied_secrets, &mut wrote).await?;
+    let trust = ca_bundle.as_deref().map(|ca_bundle| objects::Trust {
+        services: &rendered.webhook_services,
+        ca_bundle,
+    });
+    let hold_secrets: BTreeSet<String> = rendered
+        .webhook_services
+        .iter()
+        .filter(|_| hold_serving_secrets && trust.is_some())
+        .map(|s| s.secret.clone())
+        .collect();
+    let (now, held) = apply_objects(
+        &desired,
+        live_objects,
+        (applied_secrets, trust.as_ref(), &hold_secrets),
+        &mut wrote,
+    )
+    .await?;
     let (mut waits, unavailable) = settle(client, namespace, &rendered, &desired, &now).await?;
     register_webhooks_once_served(
         client,
         namespace,
         &rendered.webhook_services,
-        webhooks,
+        held.webhooks,
         &mut waits,
         &mut wrote,
     )
     .await?;
+    // Adopting: the serving Secrets once POM's configurations are registered (else the next
+    // reconcile writes them).
+    if pom_policy::adopt::webhooks::retire_now(&waits) {
+        for HeldWebhook {
+            id, object, api, ..
+        } in held.secrets
+        {
+            apply_one(&api, id, object, None, applied_secrets, &mut wrote).await?;
+        }
+    }
 
     Ok(InstallReport {
         bundle: installed_bundle(target, image),
@@ -1130,20 +1199,60 @@ struct HeldWebhook<'a> {
     live: Option<kube::api::DynamicObject>,
 }
 
+/// What the apply holds back and lets in later: the webhook configurations and CRD
+/// conversions until their new pods serve ([`register_webhooks_once_served`]), and, while
+/// adopting, OLM's serving Secrets until POM's configurations are registered.
+struct Held<'a> {
+    webhooks: Vec<HeldWebhook<'a>>,
+    secrets: Vec<HeldWebhook<'a>>,
+}
+
 /// Applies what differs (drift repair included), webhook configurations and a CRD's switch
-/// to a new conversion webhook aside (held back, see [`register_webhooks_once_served`]). Returns what the server holds now, per object (the
-/// apply's answer, or the object just read when nothing was written), and the webhooks held.
+/// to a new conversion webhook aside (held back, see [`register_webhooks_once_served`], but
+/// trusting the new CA at once, [`objects::trusting_now`]), and the serving Secrets named in
+/// `hold_secrets` (adopting: [`Prepared::hold_serving_secrets`]). Returns what the server
+/// holds now, per object (the apply's answer, or the object just read when nothing was
+/// written), and what was held.
 async fn apply_objects<'a>(
     desired: &'a [(objects::ObjectId, Value)],
     live_objects: Vec<LiveObject>,
-    applied_secrets: &objects::AppliedSecrets,
+    (applied_secrets, trust, hold_secrets): (
+        &objects::AppliedSecrets,
+        Option<&objects::Trust<'_>>,
+        &BTreeSet<String>,
+    ),
     wrote: &mut usize,
-) -> Result<(Vec<Option<kube::api::DynamicObject>>, Vec<HeldWebhook<'a>>), Error> {
+) -> Result<(Vec<Option<kube::api::DynamicObject>>, Held<'a>), Error> {
     let mut now: Vec<Option<kube::api::DynamicObject>> = Vec::with_capacity(desired.len());
-    let mut webhooks = Vec::new();
+    let mut held = Held {
+        webhooks: Vec::new(),
+        secrets: Vec::new(),
+    };
     for ((id, object), (api, live)) in desired.iter().zip(live_objects) {
+        if is_secret(&id.gvk) && hold_secrets.contains(&id.name) {
+            held.secrets.push(HeldWebhook {
+                id,
+                object,
+                api,
+                live: None,
+            });
+            now.push(None);
+            continue;
+        }
         if is_webhook_configuration(&id.to_inventory()) {
-            webhooks.push(HeldWebhook {
+            let live = match (trust, &live) {
+                (Some(trust), Some(running)) => {
+                    let running_value = serde_json::to_value(running).unwrap_or(Value::Null);
+                    match objects::trusting_now(object, &running_value, trust) {
+                        Some(trusting) => {
+                            apply_one(&api, id, &trusting, live, applied_secrets, wrote).await?
+                        }
+                        None => live,
+                    }
+                }
+                _ => live,
+            };
+            held.webhooks.push(HeldWebhook {
                 id,
                 object,
                 api,
@@ -1156,11 +1265,17 @@ async fn apply_objects<'a>(
             .as_ref()
             .filter(|_| id.gvk.kind == "CustomResourceDefinition")
             .and_then(|live| serde_json::to_value(live).ok())
-            .and_then(|live| objects::conversion_held_back(object, &live));
-        if let Some(held) = held_conversion {
+            .and_then(|live| objects::conversion_held_back(object, &live))
+            .map(|conversion| match trust {
+                Some(trust) => {
+                    objects::trusting_now(object, &conversion, trust).unwrap_or(conversion)
+                }
+                None => conversion,
+            });
+        if let Some(conversion) = held_conversion {
             // The CRD's versions and schema now, its converter once the new pods serve it.
-            let applied = apply_one(&api, id, &held, live, applied_secrets, wrote).await?;
-            webhooks.push(HeldWebhook {
+            let applied = apply_one(&api, id, &conversion, live, applied_secrets, wrote).await?;
+            held.webhooks.push(HeldWebhook {
                 id,
                 object,
                 api,
@@ -1171,7 +1286,7 @@ async fn apply_objects<'a>(
         }
         now.push(apply_one(&api, id, object, live, applied_secrets, wrote).await?);
     }
-    Ok((now, webhooks))
+    Ok((now, held))
 }
 
 /// Applies one object if it differs, counting the write; returns what the server holds of it

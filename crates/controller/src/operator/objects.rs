@@ -198,6 +198,49 @@ pub fn conversion_held_back(desired: &Value, live: &Value) -> Option<Value> {
     Some(held)
 }
 
+/// What trusts POM's webhook CA in a namespace: the Services its serving certificates are for,
+/// and the bundle (PEM) their webhooks are to trust now.
+pub struct Trust<'a> {
+    pub services: &'a [pom_render::WebhookService],
+    pub ca_bundle: &'a str,
+}
+
+/// A webhook configuration or CRD held back from the apply (`held`: as it runs, the CRD's
+/// held-back form), trusting now what its new form trusts: POM's caBundle on each webhook
+/// calling one of POM's Services. A CA renewal rolls pods that serve a certificate of the new
+/// CA, so the configurations must trust it before any new pod serves, not once the
+/// `WebhookServed` wait lets the new configuration in (the bundle keeps the previous CA, so
+/// pods still serving its certificate stay trusted). `None` when it already trusts that.
+#[must_use]
+pub fn trusting_now(desired: &Value, held: &Value, trust: &Trust<'_>) -> Option<Value> {
+    let kind = desired
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let mut now = if kind == "CustomResourceDefinition" {
+        held.clone()
+    } else {
+        let mut metadata = serde_json::Map::new();
+        for key in ["name", "labels", "annotations"] {
+            if let Some(value) = desired.pointer(&format!("/metadata/{key}")) {
+                metadata.insert(key.to_owned(), value.clone());
+            }
+        }
+        serde_json::json!({
+            "apiVersion": desired.get("apiVersion").cloned().unwrap_or(Value::Null),
+            "kind": kind,
+            "metadata": metadata,
+            "webhooks": held.get("webhooks").cloned().unwrap_or_else(|| Value::Array(Vec::new())),
+        })
+    };
+    pom_render::webhooks::inject_ca_bundle(
+        std::slice::from_mut(&mut now),
+        trust.services,
+        trust.ca_bundle,
+    );
+    (!is_subset(&now, held)).then_some(now)
+}
+
 /// Whether every field `desired` sets has the same value in `live` (lists compared whole).
 #[must_use]
 pub fn is_subset(desired: &Value, live: &Value) -> bool {
@@ -613,5 +656,71 @@ mod tests {
         assert!(is_subset(&desired, &live));
         let drifted = json!({"spec": {"replicas": 3, "template": {"spec": {"containers": [{"name": "a", "image": "x"}]}}}});
         assert!(!is_subset(&desired, &drifted));
+    }
+
+    /// A CA renewal: the held-back webhook configuration and CRD conversion (their paths
+    /// changed, so they wait for the new pods) trust the new CA bundle at once, as they run
+    /// otherwise; one already trusting it writes nothing; another Service's webhook is left
+    /// as it is. Before this, the caBundle waited with the rest for a new pod to be a ready
+    /// endpoint, so the new pods served a certificate nothing trusted yet.
+    #[test]
+    fn a_held_configuration_trusts_the_new_ca_at_once() {
+        use base64::Engine as _;
+        let services = [pom_render::WebhookService {
+            namespace: "ns".into(),
+            name: "op-service".into(),
+            secret: "op-service-cert".into(),
+            deployment: "op".into(),
+        }];
+        let b64 = |pem: &str| base64::engine::general_purpose::STANDARD.encode(pem);
+        let trust = Trust {
+            services: &services,
+            ca_bundle: "NEW+OLD",
+        };
+        let hook = |name: &str, service: &str, path: &str, ca: &str| {
+            json!({"name": name, "clientConfig": {"caBundle": b64(ca),
+                "service": {"namespace": "ns", "name": service, "path": path, "port": 443}},
+                "sideEffects": "None", "timeoutSeconds": 10})
+        };
+        let desired = json!({"apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": "vop", "labels": {"platform.openshift.io/owner": "op"}},
+            "webhooks": [hook("w.op", "op-service", "/v2", "NEW+OLD")]});
+        let live = json!({"apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": "vop", "resourceVersion": "7", "labels": {"platform.openshift.io/owner": "op"}},
+            "webhooks": [hook("w.op", "op-service", "/v1", "OLD"), hook("other", "elsewhere", "/x", "THEIRS")]});
+        let now = trusting_now(&desired, &live, &trust).unwrap();
+        assert_eq!(
+            now["webhooks"],
+            json!([
+                hook("w.op", "op-service", "/v1", "NEW+OLD"),
+                hook("other", "elsewhere", "/x", "THEIRS")
+            ]),
+            "the running paths, the new trust"
+        );
+        assert_eq!(
+            now["metadata"],
+            json!({"name": "vop", "labels": {"platform.openshift.io/owner": "op"}})
+        );
+        let mut trusting = live.clone();
+        trusting["webhooks"][0]["clientConfig"]["caBundle"] = json!(b64("NEW+OLD"));
+        assert_eq!(
+            trusting_now(&desired, &trusting, &trust),
+            None,
+            "nothing to write"
+        );
+        // The CRD's held-back conversion (the running path) trusts the new bundle too.
+        let crd = |path: &str, ca: &str| {
+            json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                "metadata": {"name": "w.g"}, "spec": {"conversion": {"strategy": "Webhook",
+                "webhook": {"clientConfig": {"caBundle": b64(ca),
+                "service": {"namespace": "ns", "name": "op-service", "path": path}}}}}})
+        };
+        let held = conversion_held_back(&crd("/v2", "NEW+OLD"), &crd("/v1", "OLD")).unwrap();
+        assert_eq!(
+            trusting_now(&crd("/v2", "NEW+OLD"), &held, &trust),
+            Some(crd("/v1", "NEW+OLD"))
+        );
     }
 }

@@ -717,6 +717,7 @@ impl<'a> Run<'a> {
             return;
         };
         let ctx = &self.pctx.ctx;
+        let rolls = prepared.serving_rolls().to_vec();
         let applied = install::apply(
             ctx,
             self.po,
@@ -735,6 +736,7 @@ impl<'a> Run<'a> {
                 if let Content::Objects(objects) = &target.content {
                     self.pctx.remember_objects(&target.name, objects);
                 }
+                announce::serving_rolls(self.po, self.pctx, &namespace, &rolls).await;
                 self.outcome = ActOutcome::Applied(Box::new(report));
             }
             Err(err) => self.fail(problem_of(&err, true)),
@@ -789,11 +791,16 @@ impl<'a> Run<'a> {
 
     /// A full check of what runs that wrote nothing and found it settled can stand for the
     /// next reconciles until something it read changes.
+    /// A check gathered while adopting or handing over judged by the hand-over's rules (the
+    /// serving pods' template kept as OLM left it, `serving_roll`): not a clean check of the
+    /// operator installed, so the first reconcile after the hand-over settled checks anew.
     fn remember_clean_check(&self) {
         let checks = &self.pctx.checks;
+        let handing_over = self.gathered.adopting || self.gathered.handing_over;
         match (&self.outcome, &self.reported) {
             (ActOutcome::Applied(report), Some(status))
-                if steps::keeps_clean_check(self.decision, &self.outcome, status) =>
+                if !handing_over
+                    && steps::keeps_clean_check(self.decision, &self.outcome, status) =>
             {
                 checks.record(
                     &self.name,
@@ -958,9 +965,18 @@ async fn prepare(
         .await
         .map_err(|err| problem_of(&err, true))?
         .certificates;
-    // OLM v0's CA, trusted beside POM's after an adoption (`webhooks::trusted_olm_ca`).
+    // OLM v0's CA, trusted beside POM's after an adoption (`webhooks::trusted_olm_ca`), and
+    // what the serving pod templates' annotation is decided by (`serving_roll`).
     let olm_trust = super::webhook_certs::OlmTrust {
         read: gathered.olm.as_ref().and_then(|o| o.ca_bundle.clone()),
+        // Until the adoption settles, its serving Secrets may be held back (`install::apply`):
+        // no pod may start before POM's certificate is in them.
+        adopting: gathered.adopting || gathered.handing_over,
+        hopping: matches!(decision.action, Action::Move(_))
+            && snapshot
+                .installed
+                .as_ref()
+                .is_some_and(|installed| installed.bundle.name != target.name),
     };
     let reads = install::Reads {
         kinds: &pctx.kinds,

@@ -15,12 +15,14 @@
 //! The serving Secrets the operator mounts are written from there, never read back.
 
 use base64::Engine as _;
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::Api;
 use pom_policy::certificates::{
     self, CA_VALIDITY_SECONDS, CaAction, CaFacts, SERVING_VALIDITY_SECONDS, ServingFacts,
 };
+use pom_policy::serving_roll::{self, TemplateFacts, TemplateHash};
 use pom_render::WebhookService;
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
@@ -54,17 +56,46 @@ const FACTS_SUFFIX: &str = "facts";
 /// (`pom_policy::adopt::webhooks::trusted_olm_ca`: until it expires).
 const OLM_CA_KEY: &str = "olm-ca.crt";
 
-/// What POM's webhooks are to trust of OLM v0's CA beside POM's own: the CA read from OLM's
-/// objects now (when the PlatformOperator adopts, or its adoption has not settled).
+/// What the certificates' consumers depend on beyond the CA Secret: what POM's webhooks are
+/// to trust of OLM v0's CA beside POM's own, and what the serving Deployments' pod-template
+/// annotation is decided by (`pom_policy::serving_roll`).
 #[derive(Debug, Clone, Default)]
 pub struct OlmTrust {
+    /// The CA read from OLM's objects now (when the PlatformOperator adopts, or its adoption
+    /// has not settled).
     pub read: Option<String>,
+    /// The PlatformOperator adopts now: no pod template may change.
+    pub adopting: bool,
+    /// A hop to another bundle: the pods roll anyway, so POM's value applies at once.
+    pub hopping: bool,
 }
 
-/// The Secrets to apply and the caBundle (PEM) the webhooks are to trust.
+/// The Secrets to apply, the caBundle (PEM) the webhooks are to trust, and the annotation
+/// each serving Deployment's pod template is to carry.
 pub struct Provided {
     pub secrets: Vec<Value>,
     pub ca_bundle: String,
+    /// POM's value per serving Deployment (`pom_policy::serving_roll`), by name.
+    pom_values: std::collections::BTreeMap<String, String>,
+    pub templates: Vec<TemplateHashOf>,
+}
+
+/// The `olmcahash` a serving Deployment's pod template is to carry, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TemplateHashOf {
+    pub deployment: String,
+    /// `None`: none is set (an adopted template without one).
+    pub value: Option<String>,
+    pub decision: TemplateHash,
+}
+
+/// What the cluster holds of a serving Deployment: its template's annotation, and whether it
+/// rolled out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct LiveDeployment {
+    name: String,
+    running: Option<String>,
+    rolled_out: bool,
 }
 
 /// Why a certificate could not be issued.
@@ -83,7 +114,8 @@ pub enum CertError {
 }
 
 /// The CA and serving-certificate Secrets of `namespace` for `services`, issued or renewed
-/// as the plan says, as of `now`.
+/// as the plan says, as of `now`, and the annotation of each serving Deployment's template
+/// (read live: adoption keeps OLM's value, `pom_policy::serving_roll`).
 pub async fn provide(
     client: &kube::Client,
     namespace: &str,
@@ -120,14 +152,126 @@ pub async fn provide(
                 source: Box::new(source),
             }
         })?;
-    trust_olm_ca(&mut provided, ca.as_ref(), olm, now.as_second());
+    let live = live_deployments(client, namespace, services).await?;
+    let olm_until = trust_olm_ca(&mut provided, ca.as_ref(), olm, now.as_second(), &live);
+    provided.templates = templates(&provided.pom_values, &live, olm_until, olm, now.as_second());
     Ok(provided)
 }
 
+/// The serving Deployments as the cluster holds them (one read each: a bundle has a few).
+async fn live_deployments(
+    client: &kube::Client,
+    namespace: &str,
+    services: &[WebhookService],
+) -> Result<Vec<LiveDeployment>, Error> {
+    let api = Api::<Deployment>::namespaced(client.clone(), namespace);
+    let names: std::collections::BTreeSet<&str> =
+        services.iter().map(|s| s.deployment.as_str()).collect();
+    let mut live = Vec::with_capacity(names.len());
+    for name in names {
+        let deployment = api.get_opt(name).await.map_err(Error::kube(format!(
+            "reading Deployment {namespace}/{name}"
+        )))?;
+        live.push(LiveDeployment {
+            name: name.to_owned(),
+            running: deployment.as_ref().and_then(template_annotation),
+            rolled_out: deployment
+                .as_ref()
+                .is_some_and(super::install::is_rolled_out),
+        });
+    }
+    Ok(live)
+}
+
+/// The `olmcahash` of a Deployment's pod template.
+fn template_annotation(deployment: &Deployment) -> Option<String> {
+    deployment
+        .spec
+        .as_ref()?
+        .template
+        .metadata
+        .as_ref()?
+        .annotations
+        .as_ref()?
+        .get(serving_roll::ANNOTATION)
+        .cloned()
+}
+
+/// Each serving Deployment's annotation as `serving_roll::template_hash` decides it.
+fn templates(
+    pom_values: &std::collections::BTreeMap<String, String>,
+    live: &[LiveDeployment],
+    olm_ca_until: Option<i64>,
+    olm: &OlmTrust,
+    now: i64,
+) -> Vec<TemplateHashOf> {
+    pom_values
+        .iter()
+        .map(|(deployment, pom)| {
+            let running = live
+                .iter()
+                .find(|l| l.name == *deployment)
+                .and_then(|l| l.running.as_deref());
+            let decision = serving_roll::template_hash(&TemplateFacts {
+                pom,
+                running,
+                olm_ca_until,
+                adopting: olm.adopting,
+                hopping: olm.hopping,
+                now,
+            });
+            TemplateHashOf {
+                deployment: deployment.clone(),
+                value: decision.value(pom).map(str::to_owned),
+                decision,
+            }
+        })
+        .collect()
+}
+
+/// Sets each serving Deployment's pod-template annotation in `objects` (the bundle's, beside
+/// [`pom_render::webhooks::inject_ca_bundle`]): changing it rolls the pods, so they start
+/// with the certificate the Secret holds now (module `pom_policy::serving_roll`).
+pub fn annotate_templates(objects: &mut [Value], templates: &[TemplateHashOf]) {
+    for TemplateHashOf {
+        deployment, value, ..
+    } in templates
+    {
+        let Some(value) = value else { continue };
+        let Some(object) = objects.iter_mut().find(|o| {
+            o["kind"] == "Deployment"
+                && o["apiVersion"] == "apps/v1"
+                && o["metadata"]["name"] == *deployment
+        }) else {
+            continue;
+        };
+        let Some(spec) = object.get_mut("spec").and_then(Value::as_object_mut) else {
+            continue;
+        };
+        let template = spec.entry("template").or_insert_with(|| json!({}));
+        if let Some(template) = template.as_object_mut() {
+            let metadata = template.entry("metadata").or_insert_with(|| json!({}));
+            if let Some(metadata) = metadata.as_object_mut() {
+                let annotations = metadata.entry("annotations").or_insert_with(|| json!({}));
+                if let Some(annotations) = annotations.as_object_mut() {
+                    annotations.insert(serving_roll::ANNOTATION.to_owned(), json!(value));
+                }
+            }
+        }
+    }
+}
+
 /// Adds OLM v0's CA to what the webhooks trust while `trusted_olm_ca` says so (until it
-/// expires), and records it in the CA Secret, which a restart reads back; expired, it is left
-/// out of both (the apply then removes it).
-fn trust_olm_ca(provided: &mut Provided, ca_secret: Option<&Secret>, olm: &OlmTrust, now: i64) {
+/// expires, or every serving pod started under POM's value), and records it in the CA Secret,
+/// which a restart reads back; no longer trusted, it is left out of both (the apply then
+/// removes it). Returns its expiry while trusted.
+fn trust_olm_ca(
+    provided: &mut Provided,
+    ca_secret: Option<&Secret>,
+    olm: &OlmTrust,
+    now: i64,
+    live: &[LiveDeployment],
+) -> Option<i64> {
     use pom_policy::adopt::webhooks::trusted_olm_ca;
     let poms = provided.ca_bundle.as_str();
     let recorded = ca_secret
@@ -135,9 +279,15 @@ fn trust_olm_ca(provided: &mut Provided, ca_secret: Option<&Secret>, olm: &OlmTr
         .and_then(|b| std::str::from_utf8(&b.0).ok())
         .and_then(|pem| olm_ca(pem, poms, now));
     let read = olm.read.as_deref().and_then(|pem| olm_ca(pem, poms, now));
-    let Some(trusted) = trusted_olm_ca(recorded.as_ref(), read.as_ref(), now) else {
-        return;
-    };
+    let seen: Vec<serving_roll::LiveServing<'_>> = live
+        .iter()
+        .map(|l| serving_roll::LiveServing {
+            running: l.running.as_deref(),
+            rolled_out: l.rolled_out,
+        })
+        .collect();
+    let may_serve_olms = serving_roll::olm_ca_still_served(&seen);
+    let trusted = trusted_olm_ca(recorded.as_ref(), read.as_ref(), now, may_serve_olms)?;
     if let Some(ca) = provided.secrets.first_mut() {
         ca["data"][OLM_CA_KEY] = json!(b64(&trusted.pem));
     }
@@ -145,6 +295,7 @@ fn trust_olm_ca(provided: &mut Provided, ca_secret: Option<&Secret>, olm: &OlmTr
         provided.ca_bundle.push('\n');
     }
     provided.ca_bundle.push_str(&trusted.pem);
+    Some(trusted.until)
 }
 
 /// OLM's CA in `pem`: each of its certificates that is not one of POM's own (`poms`, the
@@ -218,6 +369,7 @@ fn issue(
     let (ca_annotations, mut ca_data) = ca.record();
     let issuer = ca.issuer(namespace)?;
     let mut secrets = Vec::with_capacity(services.len() + 1);
+    let mut served: std::collections::BTreeMap<String, Vec<String>> = Default::default();
     for (index, (service, (names, _))) in services.iter().zip(&wanted).enumerate() {
         let kept = serving_secrets
             .get(index)
@@ -230,6 +382,10 @@ fn issue(
             DNS_NAMES: names.join(","),
         });
         record_serving(&mut ca_data, &service.secret, &serving, &facts);
+        served
+            .entry(service.deployment.clone())
+            .or_default()
+            .push(serving.cert.clone());
         secrets.push(serving_secret(
             namespace,
             &service.secret,
@@ -245,7 +401,28 @@ fn issue(
     Ok(Provided {
         secrets,
         ca_bundle: ca.bundle,
+        pom_values: served
+            .into_iter()
+            .map(|(deployment, certificates)| (deployment, pom_value(&certificates)))
+            .collect(),
+        templates: Vec::new(),
     })
+}
+
+/// POM's `olmcahash` for a Deployment serving `certificates` (PEM, in its Services' order):
+/// `serving_roll::POM_VALUE_PREFIX` and their SHA-256. The serving certificates only, never
+/// the caBundle: dropping OLM's CA from what the webhooks trust rolls nothing.
+fn pom_value(certificates: &[String]) -> String {
+    let mut hasher = Sha256::new();
+    for pem in certificates {
+        hasher.update(pem.as_bytes());
+        hasher.update([0]);
+    }
+    format!(
+        "{}{}",
+        serving_roll::POM_VALUE_PREFIX,
+        hex::encode(hasher.finalize())
+    )
 }
 
 /// What the plan is asked to judge, per Service: the names its certificate must cover
@@ -682,10 +859,11 @@ mod tests {
             .pem();
         let adopting = OlmTrust {
             read: Some(olm_pem.clone()),
+            ..OlmTrust::default()
         };
         let mut first = issue("ns", &[service()], None, NOW).unwrap();
         let poms = first.ca_bundle.clone();
-        trust_olm_ca(&mut first, None, &adopting, NOW);
+        trust_olm_ca(&mut first, None, &adopting, NOW, &[]);
         assert!(first.ca_bundle.starts_with(&poms) && first.ca_bundle.ends_with(&olm_pem));
         assert_eq!(first.ca_bundle.matches("BEGIN CERTIFICATE").count(), 2);
         // What a CRD POM applied holds (POM's CA and OLM's), read back as OLM's, with OLM's
@@ -694,30 +872,38 @@ mod tests {
         let recorded = as_secret(&first.secrets[0]);
         let read_back = OlmTrust {
             read: Some(format!("{}{olm_pem}", first.ca_bundle)),
+            ..OlmTrust::default()
         };
         let mut again = issue("ns", &[service()], Some(&recorded), NOW + 1).unwrap();
         assert_eq!(again.ca_bundle, poms, "the same CA of POM's");
-        trust_olm_ca(&mut again, Some(&recorded), &read_back, NOW + 1);
+        trust_olm_ca(&mut again, Some(&recorded), &read_back, NOW + 1, &[]);
         assert_eq!(again.ca_bundle, first.ca_bundle);
         let ca = as_secret(&first.secrets[0]);
         // A restart long after, OLM's objects gone: the recorded CA is still trusted.
         let mut later = issue("ns", &[service()], Some(&ca), expires - 1).unwrap();
-        trust_olm_ca(&mut later, Some(&ca), &OlmTrust::default(), expires - 1);
+        trust_olm_ca(
+            &mut later,
+            Some(&ca),
+            &OlmTrust::default(),
+            expires - 1,
+            &[],
+        );
         assert!(later.ca_bundle.ends_with(&olm_pem));
         let ca = as_secret(&later.secrets[0]);
         // Expired: POM's CA alone, and the Secret no longer records OLM's.
         let mut expired = issue("ns", &[service()], Some(&ca), expires).unwrap();
-        trust_olm_ca(&mut expired, Some(&ca), &OlmTrust::default(), expires);
+        trust_olm_ca(&mut expired, Some(&ca), &OlmTrust::default(), expires, &[]);
         assert!(!expired.ca_bundle.contains(&olm_pem));
         let ca = as_secret(&expired.secrets[0]);
         assert!(!ca.data.as_ref().unwrap().contains_key(OLM_CA_KEY));
         // Not a certificate: not trusted.
         let garbage = OlmTrust {
             read: Some("-----BEGIN CERTIFICATE-----\nOLM\n-----END CERTIFICATE-----\n".into()),
+            ..OlmTrust::default()
         };
         let mut none = issue("ns", &[service()], None, NOW).unwrap();
         let alone = none.ca_bundle.clone();
-        trust_olm_ca(&mut none, None, &garbage, NOW);
+        trust_olm_ca(&mut none, None, &garbage, NOW, &[]);
         assert_eq!(none.ca_bundle, alone);
     }
 
@@ -815,5 +1001,131 @@ mod tests {
         )
         .unwrap();
         assert!(!dropped.ca_bundle.contains(&first.ca_bundle));
+    }
+
+    fn pom_value_of(provided: &Provided) -> String {
+        provided.pom_values["op"].clone()
+    }
+
+    /// POM's `olmcahash` names the serving certificates: steady, it is stable (no reapply
+    /// loop); a serving renewal changes it, and so does a CA renewal (which re-issues the
+    /// serving certificates), so both roll non-reloading pods.
+    #[test]
+    fn a_serving_or_ca_renewal_changes_the_template_value() {
+        let issued = issue("ns", &[service()], None, NOW).unwrap();
+        let first = pom_value_of(&issued);
+        assert!(serving_roll::is_poms(&first));
+        let steady = issue(
+            "ns",
+            &[service()],
+            Some(&as_secret(&issued.secrets[0])),
+            NOW + 60,
+        )
+        .unwrap();
+        assert_eq!(pom_value_of(&steady), first, "steady: the same value");
+        let at = NOW + SERVING_VALIDITY_SECONDS - certificates::SERVING_RENEW_BEFORE_SECONDS + 1;
+        let serving = issue("ns", &[service()], Some(&as_secret(&issued.secrets[0])), at).unwrap();
+        assert_eq!(serving.ca_bundle, issued.ca_bundle, "same CA");
+        let renewed = pom_value_of(&serving);
+        assert_ne!(renewed, first, "a serving renewal rolls");
+        let later = NOW + CA_VALIDITY_SECONDS - certificates::CA_RENEW_BEFORE_SECONDS + 1;
+        let ca = issue(
+            "ns",
+            &[service()],
+            Some(&as_secret(&serving.secrets[0])),
+            later,
+        )
+        .unwrap();
+        assert_ne!(ca.ca_bundle, serving.ca_bundle, "a new CA");
+        assert_ne!(pom_value_of(&ca), renewed, "a CA renewal rolls");
+    }
+
+    /// The annotation written on the Deployment: POM's value on a first install; OLM's kept
+    /// while the pods may serve OLM's certificate; POM's from the deadline (announced).
+    #[test]
+    fn the_template_keeps_olms_value_until_the_deadline_then_carries_poms() {
+        let provided = issue("ns", &[service()], None, NOW).unwrap();
+        let pom = pom_value_of(&provided);
+        let live = |running: Option<&str>| {
+            vec![LiveDeployment {
+                name: "op".into(),
+                running: running.map(str::to_owned),
+                rolled_out: true,
+            }]
+        };
+        let until = NOW + 400 * 24 * 3600;
+        let adopted = OlmTrust::default();
+        let first = templates(&provided.pom_values, &live(None), None, &adopted, NOW);
+        assert_eq!(first[0].value.as_deref(), Some(pom.as_str()));
+        let kept = templates(
+            &provided.pom_values,
+            &live(Some("olm")),
+            Some(until),
+            &adopted,
+            NOW,
+        );
+        assert_eq!(kept[0].value.as_deref(), Some("olm"));
+        let deadline = serving_roll::roll_at(until);
+        let rolled = templates(
+            &provided.pom_values,
+            &live(Some("olm")),
+            Some(until),
+            &adopted,
+            deadline,
+        );
+        assert_eq!(rolled[0].value.as_deref(), Some(pom.as_str()));
+        assert!(matches!(
+            rolled[0].decision,
+            TemplateHash::RollFromOlm { .. }
+        ));
+        let mut objects = vec![json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "op"}, "spec": {"template": {"spec": {}}}})];
+        annotate_templates(&mut objects, &rolled);
+        assert_eq!(
+            objects[0]["spec"]["template"]["metadata"]["annotations"][serving_roll::ANNOTATION],
+            json!(pom)
+        );
+    }
+
+    /// OLM's CA leaves the bundle and the CA Secret once every serving Deployment carries one
+    /// of POM's values and rolled out, long before it expires; rolling, it stays.
+    #[test]
+    fn olms_ca_is_dropped_once_every_serving_pod_started_under_poms_value() {
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.not_after = time::OffsetDateTime::from_unix_timestamp(NOW + 400 * 86_400).unwrap();
+        let olm_pem = params
+            .self_signed(&KeyPair::generate().unwrap())
+            .unwrap()
+            .pem();
+        let olm = OlmTrust {
+            read: Some(olm_pem.clone()),
+            ..OlmTrust::default()
+        };
+        let live = |running: &str, rolled_out| {
+            vec![LiveDeployment {
+                name: "op".into(),
+                running: Some(running.to_owned()),
+                rolled_out,
+            }]
+        };
+        let mut rolling = issue("ns", &[service()], None, NOW).unwrap();
+        let pom = pom_value_of(&rolling);
+        let until = trust_olm_ca(&mut rolling, None, &olm, NOW, &live(&pom, false));
+        assert!(
+            until.is_some() && rolling.ca_bundle.ends_with(&olm_pem),
+            "rolling: kept"
+        );
+        let ca = as_secret(&rolling.secrets[0]);
+        let mut rolled = issue("ns", &[service()], Some(&ca), NOW + 60).unwrap();
+        let until = trust_olm_ca(&mut rolled, Some(&ca), &olm, NOW + 60, &live(&pom, true));
+        assert_eq!(until, None);
+        assert!(!rolled.ca_bundle.contains(&olm_pem), "rolled out: dropped");
+        assert!(
+            !as_secret(&rolled.secrets[0])
+                .data
+                .unwrap()
+                .contains_key(OLM_CA_KEY)
+        );
     }
 }

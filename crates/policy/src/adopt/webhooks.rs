@@ -189,9 +189,9 @@ pub const MAX_OLM_CA_BYTES: usize = 16 * 1024;
 /// OLM need not reload a rewritten Secret (OLM rotates by changing the `olmcahash` pod
 /// annotation, which rolls the pods), so it serves OLM's certificate until its pods restart,
 /// at POM's next hop or any time later. A bound shorter than OLM's CA's own life would break
-/// every webhook call of such an operator once it passed. (OLM's serving certificate itself
-/// expires a day before its CA, and nothing rolls an adopted operator's pods before then: an
-/// open problem, `docs/decisions.md`.)
+/// every webhook call of such an operator once it passed. OLM's serving certificate itself
+/// expires a day before its CA: POM rolls the pods before then (`crate::serving_roll`), and
+/// once every serving pod started under POM's value OLM's CA is no longer trusted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TrustedOlmCa {
     /// PEM, read from OLM's webhook configurations or CRD conversion (public data).
@@ -202,17 +202,20 @@ pub struct TrustedOlmCa {
 
 /// Whether POM's webhooks trust OLM's CA now: the one read from OLM's objects (while they are
 /// read: adopting) else the one recorded in POM's CA Secret (a restart, or OLM's objects
-/// gone), while it has not expired; a PEM over [`MAX_OLM_CA_BYTES`] or empty is no CA.
+/// gone), while it has not expired and a pod may still serve OLM's certificate
+/// (`pods_may_serve_olms`: `serving_roll::olm_ca_still_served`, false once every serving
+/// Deployment rolled out under POM's value); a PEM over [`MAX_OLM_CA_BYTES`] or empty is no CA.
 #[must_use]
 pub fn trusted_olm_ca(
     recorded: Option<&TrustedOlmCa>,
     read: Option<&TrustedOlmCa>,
     now: i64,
+    pods_may_serve_olms: bool,
 ) -> Option<TrustedOlmCa> {
     let usable = |ca: &&TrustedOlmCa| !ca.pem.trim().is_empty() && ca.pem.len() <= MAX_OLM_CA_BYTES;
     read.filter(usable)
         .or_else(|| recorded.filter(usable))
-        .filter(|ca| ca.until > now)
+        .filter(|ca| ca.until > now && pods_may_serve_olms)
         .cloned()
 }
 
@@ -351,9 +354,14 @@ mod tests {
         ];
         for (case, recorded, read, want) in cases {
             assert_eq!(
-                trusted_olm_ca(recorded.as_ref(), read.as_ref(), now),
+                trusted_olm_ca(recorded.as_ref(), read.as_ref(), now, true),
                 want,
                 "{case}"
+            );
+            assert_eq!(
+                trusted_olm_ca(recorded.as_ref(), read.as_ref(), now, false),
+                None,
+                "{case}: every serving pod started under POM's value, OLM's CA is dropped"
             );
         }
     }
