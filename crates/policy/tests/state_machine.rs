@@ -1144,6 +1144,84 @@ fn a_refused_replacement_of_an_unsettled_configuration_holds_the_next_hop() {
     assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
 }
 
+/// Review of session 22 (finding 1): alpha's hop applied and rolls out fine when the admin sets
+/// a configuration the cluster refuses. The change used to replace the configuration of the
+/// hop at once, the refusal kept the hop unsettled, and the hop, rolled out with the
+/// configuration it had, never settled: Upgradeable=False, the next hops held, until the admin
+/// found and undid the refused change. A newer configuration waits for a hop within its
+/// deadline to settle, as it did before (it replaces the configuration of one past it).
+#[test]
+fn a_refused_configuration_sent_during_a_healthy_hop_does_not_hold_it_unsettled() {
+    let setup = plain_setup([UpgradeGate::Rollout, UpgradeGate::Rollout]);
+    let mut world = World::new(&setup);
+    for event in [
+        Event::Reconcile(0),
+        Event::RolloutFinishes(0),
+        Event::Wait(150),
+        Event::Reconcile(0),
+        Event::AddBundle(0, 5),
+        Event::StartPatch,
+        Event::Reconcile(0),
+        Event::RefuseConfig(0, 2),
+        Event::EditConfig(0, 2),
+        Event::Reconcile(0),
+        Event::RolloutFinishes(0),
+        Event::Reconcile(0),
+        Event::Wait(150),
+        Event::Reconcile(0),
+        Event::Reconcile(0),
+    ] {
+        world
+            .apply(&event)
+            .unwrap_or_else(|why| panic!("{event:?}: {why}"));
+    }
+    // The hop settled; the refused change then started on its own, over what runs settled
+    // (it holds nothing: it never applied).
+    let hop = world.status(0).and_then(|s| s.active_hop.clone());
+    assert!(
+        hop.as_ref().is_some_and(
+            |h| h.settled || (h.from.as_deref() == Some(h.to.as_str()) && !h.applied_unsettled)
+        ),
+        "the hop that rolled out settles without the admin's help: {hop:#?}"
+    );
+}
+
+/// Review of session 22 (finding 3): alpha's first install (1.1.0) never becomes Available; the
+/// admin excludes it, and its replacement (1.0.1, a first install by every record) is refused;
+/// the admin admits 1.1.0 again and excludes 1.0.1. The replacement is abandoned and 1.1.1
+/// applied again, which the status recorded as a hop from 1.1.1 to itself: past the deadline
+/// Degraded named no way out (no exclusion of a first install, and a way back to itself). The
+/// re-apply over an unsettled first install stays that first install.
+#[test]
+fn a_first_install_re_admitted_after_its_refused_replacement_stays_a_first_install() {
+    let mut setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
+    setup.ranges = vec![2, 0];
+    let mut world = World::new(&setup);
+    for event in [
+        Event::UnavailableBundle(0, 2),
+        Event::Refuse(0, 1),
+        Event::Reconcile(0),
+        Event::ExcludeVersion(0, 2),
+        Event::Reconcile(0),
+        Event::Reconcile(0),
+        Event::EditVersionRange(0, 2),
+        Event::ExcludeVersion(0, 1),
+        Event::Reconcile(0),
+        Event::Reconcile(0),
+    ] {
+        world
+            .apply(&event)
+            .unwrap_or_else(|why| panic!("{event:?}: {why}"));
+    }
+    let hop = world.status(0).and_then(|s| s.active_hop.clone());
+    assert!(
+        hop.as_ref()
+            .is_some_and(|h| h.from.is_none() && h.to == "alpha.v1.1.0"),
+        "the re-applied first install stays a first install: {hop:#?}"
+    );
+    calm_down(&mut world).unwrap_or_else(|why| panic!("{why}"));
+}
+
 /// Found by the property (a random-seed run of this session; a fault of the model): the
 /// manager dies between the apply of alpha's first install (2.0.1) and its status write; a
 /// minor update starts that 2.0.1 cannot run on, so 2.0.0 is installed in its place (a first
