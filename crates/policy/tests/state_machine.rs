@@ -240,12 +240,15 @@ fn setup() -> impl Strategy<Value = Setup> {
 /// then name a way out, which the admin takes.
 pub const STUCK_ROUNDS: usize = 3;
 /// Ways out the admin takes for one PO before the test gives up on it (each is a different
-/// one: the status names the most specific first, "fix what refuses it" last). Five since
-/// the world has bundles that never become Available and operators that do not report while
+/// one: the status names the most specific first, "fix what refuses it" last). Five once
+/// the world had bundles that never become Available and operators that do not report while
 /// they do not run: a sequence can stack four independent faults (a bundle gone from the
 /// catalog, a configuration and a bundle that never run, a refusal) and then the gate of an
 /// operator that cannot report (`four_faults_and_a_silent_operator_each_name_their_way_out`).
-pub const MAX_WAYS_OUT: usize = 5;
+/// Six since the replacement of an unsettled first install asks the operator's gate (review of
+/// session 22, finding 2): a silent operator's gate then holds that replacement too
+/// (`a_broken_first_install_replaced_under_a_silent_gate_names_its_override`).
+pub const MAX_WAYS_OUT: usize = 6;
 
 /// Liveness under admin actions: the world calms down (catalogs up, ClusterVersion readable,
 /// no transient failures or crashes; each round time passes past the settle window, every PO
@@ -1220,6 +1223,85 @@ fn a_first_install_re_admitted_after_its_refused_replacement_stays_a_first_insta
         "the re-applied first install stays a first install: {hop:#?}"
     );
     calm_down(&mut world).unwrap_or_else(|why| panic!("{why}"));
+}
+
+/// Found by a random soak of the review of session 22 (seed 4102026; a fault of the model):
+/// beta's first install (2.0.1) rolls out; the admin's configuration, waiting for it to settle,
+/// then rolls 2.0.1 out again, and the world made 2.0.1 a bundle that never becomes Available:
+/// the running bundle turning broken after it rolled out, which the world's bound on broken
+/// bundles means to leave out (no bundle excluded or configuration undone makes it run).
+#[test]
+fn a_bundle_that_rolled_out_once_does_not_turn_broken() {
+    let mut setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Rollout]);
+    setup.ranges = vec![0, 3];
+    let result = run(
+        &setup,
+        &[
+            Event::Reconcile(1),
+            Event::RolloutFinishes(1),
+            Event::EditConfig(1, 1),
+            Event::Reconcile(1),
+            Event::Reconcile(1),
+            Event::UnavailableBundle(1, 7),
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}
+
+/// Found by a random soak of the review of session 22 (seed 2718281), once the replacement of
+/// an unsettled first install asked the operator's gate: alpha (`upgradeGate:
+/// OperatorCondition`) first installs a bundle that never becomes Available, with a
+/// configuration the cluster refuses and then one that never becomes Available either. Its
+/// replacement, once the admin excludes it, waits for the gate of an operator that never ran;
+/// the gate's override is named, a sixth way out beside the configuration's and the bundles'.
+#[test]
+fn a_broken_first_install_replaced_under_a_silent_gate_names_its_override() {
+    let mut setup = plain_setup([UpgradeGate::OperatorCondition, UpgradeGate::Auto]);
+    setup.ranges = vec![3, 0];
+    setup.extra[4] = true;
+    setup.extra[8] = true;
+    setup.extra_wins = true;
+    let result = run(
+        &setup,
+        &[
+            Event::AddBundle(0, 5),
+            Event::RefuseConfig(0, 2),
+            Event::UnavailableBundle(0, 5),
+            Event::EditConfig(0, 2),
+            Event::EditChannel(0, 1),
+            Event::UnavailableConfig(0, 2),
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}
+
+/// Found by a random soak of the review of session 22 (seed 5150517), and failing as well with
+/// the decide and status steps of the merge the review read (so not made by its fixes): beta
+/// runs 1.1.0 (maxOpenShiftVersion 4.16), whose re-apply the cluster refuses; a minor update to
+/// 4.17 starts; the admin's `steadyStateVersionRange` `=1.0.1` moves it to 1.0.1, which never
+/// becomes Available, served from a second catalog. After six ways out (the refusal fixed,
+/// `abandon:`, 1.1.0 served again, `spec.config` undone, `!=1.0.1`, the override cleared) the
+/// hop to 1.0.1 is still unsettled. Left open (see docs/decisions.md, session 22 review).
+#[test]
+#[ignore = "open: a broken hop under a minor update its way back cannot run (seed 5150517)"]
+fn a_broken_hop_of_the_admins_override_under_a_minor_update_names_a_way_out() {
+    let mut setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
+    setup.max_ocp[2] = Some(16);
+    setup.ranges = vec![0, 2];
+    let result = run(
+        &setup,
+        &[
+            Event::Reconcile(1),
+            Event::Refuse(1, 2),
+            Event::StartMinor,
+            Event::UnavailableBundle(1, 1),
+            Event::EditOverride(1, 2),
+            Event::AddBundle(1, 1),
+            Event::CompleteUpdate,
+            Event::EditCatalog(1, 1),
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
 }
 
 /// Found by the property (a random-seed run of this session; a fault of the model): the
