@@ -1304,6 +1304,32 @@ fn a_broken_hop_of_the_admins_override_under_a_minor_update_names_a_way_out() {
     assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
 }
 
+/// Found by a random soak of the review of session 22 (seed 7077077), and failing as well with
+/// the decide and status steps of the merge the review read: alpha's status is lost after its
+/// first install, the recovering re-apply fails, the next applies and the manager dies before
+/// its status write; 1,070 s later the move has not settled and the PO is not Degraded (the
+/// oracle's deadline is 600 s; POM, having restarted, judges a recorded start with the
+/// clock-skew allowance, up to 1,200 s). Not looked into: whether the oracle or POM is wrong.
+/// Seed 8088088 found the same after a manager restart under a minor update (969 s).
+#[test]
+#[ignore = "open: the deadline of a move recorded before a restart (seed 7077077)"]
+fn a_move_recovered_across_a_lost_status_and_a_crash_is_degraded_past_its_deadline() {
+    let setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
+    let result = run(
+        &setup,
+        &[
+            Event::Reconcile(0),
+            Event::LoseStatus(0),
+            Event::FailNextApply(0),
+            Event::Reconcile(0),
+            Event::CrashAfterNextApply(0),
+            Event::Reconcile(0),
+            Event::Wait(700),
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}
+
 /// Found by the property (a random-seed run of this session; a fault of the model): the
 /// manager dies between the apply of alpha's first install (2.0.1) and its status write; a
 /// minor update starts that 2.0.1 cannot run on, so 2.0.0 is installed in its place (a first
