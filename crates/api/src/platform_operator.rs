@@ -771,9 +771,9 @@ pub struct ActiveHop {
     pub config: Option<String>,
     /// True while this configuration change has not applied and what runs
     /// (`status.appliedConfig`) is a move that had not settled when the change replaced it (a
-    /// configuration change that applied, or a first install): the next hop waits for what
-    /// runs, which a refused change does not settle (issue 34: the hold is judged by what runs,
-    /// not by which change is recorded). Cleared once the change applies.
+    /// first install, a hop of the bundle, or a configuration change that applied): the next
+    /// hop waits for what runs, which a refused change does not settle (issue 34: the hold is
+    /// judged by what runs, not by which change is recorded). Cleared once the change applies.
     #[serde(default, skip_serializing_if = "is_false")]
     pub applied_unsettled: bool,
     /// When the move settled (absent for a move that settled before POM recorded it).

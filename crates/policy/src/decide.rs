@@ -105,7 +105,10 @@ impl std::fmt::Display for ConfigChange {
         match &self.held {
             None => write!(f, "; it is applied now"),
             Some(why @ HoldReason::MoveNotSettled) => {
-                write!(f, "; it waits: {why}; it is applied once that has settled")
+                write!(
+                    f,
+                    "; it waits: {why}; it is applied once that has settled, or once it is past spec.progressDeadline"
+                )
             }
             Some(why @ HoldReason::Paused { .. }) => write!(f, "; it waits: {why}"),
             Some(why) => write!(
@@ -450,13 +453,7 @@ pub fn decide(snapshot: &PoSnapshot<'_>) -> PoDecision {
         decision.soak = request.soak;
     }
     if let (Ok(request), Some(hop)) = (&snapshot.request, &snapshot.hop) {
-        decision.deadline_exceeded = !hop.settled
-            && crate::clock::has_passed(
-                snapshot.now,
-                hop.started_at,
-                hop.started_seen_for,
-                request.progress_deadline,
-            );
+        decision.deadline_exceeded = past_deadline(snapshot, hop, request);
     }
     decide_config(&mut decision, snapshot);
     if snapshot.paused {
@@ -551,20 +548,26 @@ fn may_have_applied(s: &PoSnapshot<'_>) -> bool {
 }
 
 /// Why a configuration change waits, as a hop would (§7); `None` when it may start. A move in
-/// flight that has not applied yet (recorded as intent) holds it. One that applied, to what
-/// runs, does not: a newer configuration (the admin's revert included) replaces the
-/// configuration that move applied with, the move staying that move (its start, its way back).
-/// Review H1 found a configuration change that applied and never settles (its Deployment never
+/// flight holds it until it settles. Once that move, applied to what runs, is past its
+/// progress deadline, a newer configuration (the admin's revert included) replaces the
+/// configuration it applied with, the move staying that move (its start, its way back):
+/// review H1 found a configuration change that applied and never settles (its Deployment never
 /// Available) holding the revert behind it for good (`abandon:` does not apply to a
 /// configuration change); then a first install rendered with such a configuration (found by
 /// the state-machine test:
 /// `a_first_install_whose_configuration_never_becomes_available_names_a_way_out`); then a hop
 /// (`a_hop_whose_configuration_never_becomes_available_names_a_way_out`): `abandon:` goes back
-/// carrying the same configuration, so only a newer one gets it out. Restarting an operator
-/// whose move has not settled disturbs nothing that was vouched for. The operator's gate and
-/// the override still judge the newer configuration.
+/// carrying the same configuration, so only a newer one gets it out. Not before the deadline:
+/// a move rolling out fine whose newer configuration the cluster refuses would never be
+/// judged again (a failed apply keeps the move as recorded), so it would never settle, holding
+/// every later hop and the cluster's minor updates (review of session 22, finding 1:
+/// `a_refused_configuration_sent_during_a_healthy_hop_does_not_hold_it_unsettled`). The
+/// operator's gate and the override still judge the newer configuration.
 fn config_hold(s: &PoSnapshot<'_>, request: &PoRequest) -> Option<HoldReason> {
-    let replaces_its_configuration = s.hop.as_ref().is_some_and(|h| is_running(s, &h.to));
+    let replaces_its_configuration = s
+        .hop
+        .as_ref()
+        .is_some_and(|h| is_running(s, &h.to) && past_deadline(s, h, request));
     if move_in_flight(s) && !replaces_its_configuration {
         return Some(HoldReason::MoveNotSettled);
     }
@@ -572,6 +575,18 @@ fn config_hold(s: &PoSnapshot<'_>, request: &PoRequest) -> Option<HoldReason> {
         return None;
     }
     operator_hold(s, request)
+}
+
+/// Whether `hop` has not settled within `spec.progressDeadline` (by this manager's clock as
+/// well, [`crate::clock`]).
+fn past_deadline(s: &PoSnapshot<'_>, hop: &Hop, request: &PoRequest) -> bool {
+    !hop.settled
+        && crate::clock::has_passed(
+            s.now,
+            hop.started_at,
+            hop.started_seen_for,
+            request.progress_deadline,
+        )
 }
 
 /// Whether `bundle` is what the status records installed.
@@ -944,8 +959,9 @@ fn decide_usable(s: &PoSnapshot<'_>, u: &Usable<'_>) -> PoDecision {
 /// An unsettled first install that applied and no longer qualifies (the admin's
 /// `versionRange` or channel now excludes it, or the cluster can no longer run it): nothing ran
 /// before it, so there is nothing its unsettled state protects, and what resolves now is
-/// installed in its place as a first install would be (the cluster's version hold and the
-/// admin's approval still judge it). A bundle whose Deployments never become Available left
+/// installed in its place as a first install would be (the cluster's version hold, the
+/// operator's gate, as for `abandon:`, `skip:` and hops (review of session 22, finding 2), and
+/// the admin's approval still judge it). A bundle whose Deployments never become Available left
 /// the PO stuck: the steady pin held it, and deleting the PO installed it again (found by the
 /// state-machine test once its world had such bundles:
 /// `a_first_install_that_never_becomes_available_is_replaced_once_excluded`). Nothing resolving
@@ -971,6 +987,7 @@ fn replace_first_install(
             let chosen = &resolution.bundle;
             let target = chosen_target(chosen, u.request, phase);
             let hold = cluster_version_hold(s, chosen.max_openshift_version.is_some())
+                .or_else(|| operator_hold(s, u.request))
                 .or_else(|| awaiting_approval(s, u.request, &target.name));
             start_or_hold(decision, target, hold, s, false)
         }

@@ -467,10 +467,9 @@ fn started_hop(
     // it, or skipped it) is still the first install: nothing ran settled before it, so there
     // is no way back to name (found by the state-machine test:
     // `a_held_configuration_of_an_unsettled_install_names_its_override`).
+    // Likewise one from a first install whose replacement was recorded and never applied.
     let installed = input.previous.installed_bundle.as_ref();
-    let replaces_first_install = input.previous.active_hop.as_ref().is_some_and(|h| {
-        !h.settled && h.from.is_none() && installed.is_some_and(|i| i.name == h.to)
-    });
+    let replaces_first_install = over_first_install(input.previous.active_hop.as_ref());
     ActiveHop {
         from: installed
             .filter(|_| !replaces_first_install)
@@ -680,7 +679,11 @@ fn applied_hop(
         // The same move: still settling, or recorded as intent before this apply.
         Some(hop) if hop.to == now_installed.name && (!moved || !hop.settled) => hop.clone(),
         _ => ActiveHop {
-            from: previous.installed_bundle.as_ref().map(|b| b.name.clone()),
+            from: previous
+                .installed_bundle
+                .as_ref()
+                .filter(|_| !over_first_install(previous.active_hop.as_ref()))
+                .map(|b| b.name.clone()),
             to: now_installed.name.clone(),
             started_at: now.clone(),
             settled: false,
@@ -716,6 +719,16 @@ fn applied_hop(
     }
     hop.waiting_for = (!hop.settled).then(|| join(waits));
     hop
+}
+
+/// Whether an apply replaces `hop`, an unsettled first install (or a move recorded in its
+/// place, from nothing): nothing ran settled before it, so the apply is still that first
+/// install, with no way back to name. A re-apply of the first install after its replacement
+/// was abandoned was recorded as a hop from that bundle to itself, and past the deadline
+/// Degraded named no way out (review of session 22, finding 3:
+/// `a_first_install_re_admitted_after_its_refused_replacement_stays_a_first_install`).
+fn over_first_install(hop: Option<&ActiveHop>) -> bool {
+    hop.is_some_and(|h| !h.settled && h.from.is_none())
 }
 
 /// The hop with its soak (issue 35 item 4): `soakUntil` while `spec.soak` after its settle

@@ -222,6 +222,8 @@ mod fixture {
         UnsettledFrom {
             from: &'static str,
         },
+        /// A first install (from nothing) that applied and has not settled, 60 s old.
+        UnsettledFirstInstall,
     }
 
     /// Another PlatformOperator the manager knows.
@@ -680,6 +682,17 @@ mod fixture {
                         settled: false,
                         settled_at: None,
                         started_seen_for: std::time::Duration::from_secs(1200),
+                        settled_seen_for: std::time::Duration::ZERO,
+                        failed_attempts: 0,
+                        applied_unsettled: false,
+                    }),
+                    LastHop::UnsettledFirstInstall => self.installed.as_ref().map(|i| Hop {
+                        from: None,
+                        to: i.bundle.name.clone(),
+                        started_at: Timestamp::from_second(now().as_second() - 60).unwrap(),
+                        settled: false,
+                        settled_at: None,
+                        started_seen_for: std::time::Duration::from_secs(60),
                         settled_seen_for: std::time::Duration::ZERO,
                         failed_attempts: 0,
                         applied_unsettled: false,
@@ -1377,6 +1390,32 @@ fn rows() -> Vec<Row> {
                 .held("1.1.1", Why::OperatorNotUpgradeable)
                 .verdict(False, Reason::OperatorNotUpgradeable)
                 .verdict_says("migrating the database to schema 12"),
+        ),
+        // Review of session 22 (finding 2): the replacement of an unsettled first install the
+        // admin excluded is a move of what runs; the operator's gate judges it as it judges
+        // `abandon:`, `skip:` and hops.
+        row(
+            "an unsettled first install the range excludes is replaced",
+            world()
+                .installed("1.1.0")
+                .hop(LastHop::UnsettledFirstInstall)
+                .version_range(">=1.2.0"),
+            move_to("2.0.0", Steady, "=2.0.0")
+                .pin(Install, "*")
+                .problem(Reason::MoveAbandoned, false),
+        ),
+        row(
+            "operator Upgradeable=False holds the replacement of an unsettled first install",
+            world()
+                .installed("1.1.0")
+                .hop(LastHop::UnsettledFirstInstall)
+                .version_range(">=1.2.0")
+                .gate(Gate::Forbids),
+            keep()
+                .pin(Install, "*")
+                .held("2.0.0", Why::OperatorNotUpgradeable)
+                .verdict(False, Reason::OperatorNotUpgradeable)
+                .problem(Reason::MoveAbandoned, false),
         ),
         row(
             "operator Upgradeable=False on a steady cluster blocks, nothing to hold",
@@ -2360,17 +2399,35 @@ fn rows() -> Vec<Row> {
                 .config(operator_config("debug")),
             keep().pin(Steady, "=1.1.0").reconfigures(),
         ),
-        // Issue 34: a hop whose configuration never becomes Available named no way out (the
-        // change waited for the hop, `abandon:` goes back with the same configuration); a newer
-        // configuration replaces the one an applied, unsettled hop runs with.
+        // Review of session 22 (finding 1): a newer configuration that replaced the one of a hop
+        // rolling out fine, refused by the cluster, kept that hop unsettled for good.
         row(
-            "config: a hop in flight that applied: a newer configuration replaces the one it runs with",
+            "config: a move in flight: the change waits for it to settle, not for the override",
             world()
                 .installed("1.1.0")
                 .hop(LastHop::Unsettled { age: 60 })
                 .config(operator_config("debug"))
                 .config_override(DESIRED),
-            keep().pin(Steady, "=1.1.0").reconfigures(),
+            keep()
+                .pin(Steady, "=1.1.0")
+                .config_held(Why::MoveNotSettled)
+                .config_says("it is applied once that has settled, or once it is past spec.progressDeadline"),
+        ),
+        // Issue 34: a hop whose configuration never becomes Available named no way out (the
+        // change waited for the hop, `abandon:` goes back with the same configuration); a newer
+        // configuration replaces the one an applied hop past its deadline runs with.
+        row(
+            "config: a hop past its deadline that applied: a newer configuration replaces the one it runs with",
+            world()
+                .installed("1.1.0")
+                .progress_deadline("1m30s")
+                .hop(LastHop::Unsettled { age: 91 })
+                .config(operator_config("debug"))
+                .config_override(DESIRED),
+            keep()
+                .pin(Steady, "=1.1.0")
+                .reconfigures()
+                .deadline_exceeded(),
         ),
         row(
             "config: a hop carries the configuration asked for (no change of its own)",

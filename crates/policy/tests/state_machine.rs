@@ -240,12 +240,15 @@ fn setup() -> impl Strategy<Value = Setup> {
 /// then name a way out, which the admin takes.
 pub const STUCK_ROUNDS: usize = 3;
 /// Ways out the admin takes for one PO before the test gives up on it (each is a different
-/// one: the status names the most specific first, "fix what refuses it" last). Five since
-/// the world has bundles that never become Available and operators that do not report while
+/// one: the status names the most specific first, "fix what refuses it" last). Five once
+/// the world had bundles that never become Available and operators that do not report while
 /// they do not run: a sequence can stack four independent faults (a bundle gone from the
 /// catalog, a configuration and a bundle that never run, a refusal) and then the gate of an
 /// operator that cannot report (`four_faults_and_a_silent_operator_each_name_their_way_out`).
-pub const MAX_WAYS_OUT: usize = 5;
+/// Six since the replacement of an unsettled first install asks the operator's gate (review of
+/// session 22, finding 2): a silent operator's gate then holds that replacement too
+/// (`a_broken_first_install_replaced_under_a_silent_gate_names_its_override`).
+pub const MAX_WAYS_OUT: usize = 6;
 
 /// Liveness under admin actions: the world calms down (catalogs up, ClusterVersion readable,
 /// no transient failures or crashes; each round time passes past the settle window, every PO
@@ -1139,6 +1142,189 @@ fn a_refused_replacement_of_an_unsettled_configuration_holds_the_next_hop() {
             Event::AddBundle(0, 5),
             Event::StartPatch,
             Event::Reconcile(0),
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}
+
+/// Review of session 22 (finding 1): alpha's hop applied and rolls out fine when the admin sets
+/// a configuration the cluster refuses. The change used to replace the configuration of the
+/// hop at once, the refusal kept the hop unsettled, and the hop, rolled out with the
+/// configuration it had, never settled: Upgradeable=False, the next hops held, until the admin
+/// found and undid the refused change. A newer configuration waits for a hop within its
+/// deadline to settle, as it did before (it replaces the configuration of one past it).
+#[test]
+fn a_refused_configuration_sent_during_a_healthy_hop_does_not_hold_it_unsettled() {
+    let setup = plain_setup([UpgradeGate::Rollout, UpgradeGate::Rollout]);
+    let mut world = World::new(&setup);
+    for event in [
+        Event::Reconcile(0),
+        Event::RolloutFinishes(0),
+        Event::Wait(150),
+        Event::Reconcile(0),
+        Event::AddBundle(0, 5),
+        Event::StartPatch,
+        Event::Reconcile(0),
+        Event::RefuseConfig(0, 2),
+        Event::EditConfig(0, 2),
+        Event::Reconcile(0),
+        Event::RolloutFinishes(0),
+        Event::Reconcile(0),
+        Event::Wait(150),
+        Event::Reconcile(0),
+        Event::Reconcile(0),
+    ] {
+        world
+            .apply(&event)
+            .unwrap_or_else(|why| panic!("{event:?}: {why}"));
+    }
+    // The hop settled; the refused change then started on its own, over what runs settled
+    // (it holds nothing: it never applied).
+    let hop = world.status(0).and_then(|s| s.active_hop.clone());
+    assert!(
+        hop.as_ref().is_some_and(
+            |h| h.settled || (h.from.as_deref() == Some(h.to.as_str()) && !h.applied_unsettled)
+        ),
+        "the hop that rolled out settles without the admin's help: {hop:#?}"
+    );
+}
+
+/// Review of session 22 (finding 3): alpha's first install (1.1.0) never becomes Available; the
+/// admin excludes it, and its replacement (1.0.1, a first install by every record) is refused;
+/// the admin admits 1.1.0 again and excludes 1.0.1. The replacement is abandoned and 1.1.1
+/// applied again, which the status recorded as a hop from 1.1.1 to itself: past the deadline
+/// Degraded named no way out (no exclusion of a first install, and a way back to itself). The
+/// re-apply over an unsettled first install stays that first install.
+#[test]
+fn a_first_install_re_admitted_after_its_refused_replacement_stays_a_first_install() {
+    let mut setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
+    setup.ranges = vec![2, 0];
+    let mut world = World::new(&setup);
+    for event in [
+        Event::UnavailableBundle(0, 2),
+        Event::Refuse(0, 1),
+        Event::Reconcile(0),
+        Event::ExcludeVersion(0, 2),
+        Event::Reconcile(0),
+        Event::Reconcile(0),
+        Event::EditVersionRange(0, 2),
+        Event::ExcludeVersion(0, 1),
+        Event::Reconcile(0),
+        Event::Reconcile(0),
+    ] {
+        world
+            .apply(&event)
+            .unwrap_or_else(|why| panic!("{event:?}: {why}"));
+    }
+    let hop = world.status(0).and_then(|s| s.active_hop.clone());
+    assert!(
+        hop.as_ref()
+            .is_some_and(|h| h.from.is_none() && h.to == "alpha.v1.1.0"),
+        "the re-applied first install stays a first install: {hop:#?}"
+    );
+    calm_down(&mut world).unwrap_or_else(|why| panic!("{why}"));
+}
+
+/// Found by a random soak of the review of session 22 (seed 4102026; a fault of the model):
+/// beta's first install (2.0.1) rolls out; the admin's configuration, waiting for it to settle,
+/// then rolls 2.0.1 out again, and the world made 2.0.1 a bundle that never becomes Available:
+/// the running bundle turning broken after it rolled out, which the world's bound on broken
+/// bundles means to leave out (no bundle excluded or configuration undone makes it run).
+#[test]
+fn a_bundle_that_rolled_out_once_does_not_turn_broken() {
+    let mut setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Rollout]);
+    setup.ranges = vec![0, 3];
+    let result = run(
+        &setup,
+        &[
+            Event::Reconcile(1),
+            Event::RolloutFinishes(1),
+            Event::EditConfig(1, 1),
+            Event::Reconcile(1),
+            Event::Reconcile(1),
+            Event::UnavailableBundle(1, 7),
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}
+
+/// Found by a random soak of the review of session 22 (seed 2718281), once the replacement of
+/// an unsettled first install asked the operator's gate: alpha (`upgradeGate:
+/// OperatorCondition`) first installs a bundle that never becomes Available, with a
+/// configuration the cluster refuses and then one that never becomes Available either. Its
+/// replacement, once the admin excludes it, waits for the gate of an operator that never ran;
+/// the gate's override is named, a sixth way out beside the configuration's and the bundles'.
+#[test]
+fn a_broken_first_install_replaced_under_a_silent_gate_names_its_override() {
+    let mut setup = plain_setup([UpgradeGate::OperatorCondition, UpgradeGate::Auto]);
+    setup.ranges = vec![3, 0];
+    setup.extra[4] = true;
+    setup.extra[8] = true;
+    setup.extra_wins = true;
+    let result = run(
+        &setup,
+        &[
+            Event::AddBundle(0, 5),
+            Event::RefuseConfig(0, 2),
+            Event::UnavailableBundle(0, 5),
+            Event::EditConfig(0, 2),
+            Event::EditChannel(0, 1),
+            Event::UnavailableConfig(0, 2),
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}
+
+/// Found by a random soak of the review of session 22 (seed 5150517), and failing as well with
+/// the decide and status steps of the merge the review read (so not made by its fixes): beta
+/// runs 1.1.0 (maxOpenShiftVersion 4.16), whose re-apply the cluster refuses; a minor update to
+/// 4.17 starts; the admin's `steadyStateVersionRange` `=1.0.1` moves it to 1.0.1, which never
+/// becomes Available, served from a second catalog. After six ways out (the refusal fixed,
+/// `abandon:`, 1.1.0 served again, `spec.config` undone, `!=1.0.1`, the override cleared) the
+/// hop to 1.0.1 is still unsettled. Left open (see docs/decisions.md, session 22 review).
+#[test]
+#[ignore = "open: a broken hop under a minor update its way back cannot run (seed 5150517)"]
+fn a_broken_hop_of_the_admins_override_under_a_minor_update_names_a_way_out() {
+    let mut setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
+    setup.max_ocp[2] = Some(16);
+    setup.ranges = vec![0, 2];
+    let result = run(
+        &setup,
+        &[
+            Event::Reconcile(1),
+            Event::Refuse(1, 2),
+            Event::StartMinor,
+            Event::UnavailableBundle(1, 1),
+            Event::EditOverride(1, 2),
+            Event::AddBundle(1, 1),
+            Event::CompleteUpdate,
+            Event::EditCatalog(1, 1),
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}
+
+/// Found by a random soak of the review of session 22 (seed 7077077), and failing as well with
+/// the decide and status steps of the merge the review read: alpha's status is lost after its
+/// first install, the recovering re-apply fails, the next applies and the manager dies before
+/// its status write; 1,070 s later the move has not settled and the PO is not Degraded (the
+/// oracle's deadline is 600 s; POM, having restarted, judges a recorded start with the
+/// clock-skew allowance, up to 1,200 s). Not looked into: whether the oracle or POM is wrong.
+/// Seed 8088088 found the same after a manager restart under a minor update (969 s).
+#[test]
+#[ignore = "open: the deadline of a move recorded before a restart (seed 7077077)"]
+fn a_move_recovered_across_a_lost_status_and_a_crash_is_degraded_past_its_deadline() {
+    let setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
+    let result = run(
+        &setup,
+        &[
+            Event::Reconcile(0),
+            Event::LoseStatus(0),
+            Event::FailNextApply(0),
+            Event::Reconcile(0),
+            Event::CrashAfterNextApply(0),
+            Event::Reconcile(0),
+            Event::Wait(700),
         ],
     );
     assert!(result.is_ok(), "{}", result.err().unwrap_or_default());

@@ -380,8 +380,8 @@ fn a_refused_configuration_change_is_not_what_runs_and_a_revert_replaces_it() {
 /// Deployment never becomes Available) held the admin's revert behind it (the revert waited
 /// for the move in flight, which was the change itself), and `abandon:` is refused for a
 /// configuration change: no way out. A newer configuration (a revert included) replaces an
-/// unsettled configuration change, as it replaces one that never applied; a bundle hop still
-/// waits for it.
+/// unsettled configuration change past its deadline, as it replaces one that never applied; a
+/// bundle hop still waits for it.
 #[test]
 fn an_applied_configuration_change_that_never_settles_is_replaced_by_a_revert() {
     let mut sim = settled_at_1_1_0();
@@ -425,7 +425,18 @@ fn an_applied_configuration_change_that_never_settles_is_replaced_by_a_revert() 
     );
     sim.po.metadata.annotations = None;
 
-    // A newer configuration replaces it (and never settles either)...
+    // Before its deadline a newer configuration waits for it (review of session 22, finding 1:
+    // a change refused over a move rolling out fine kept that move unsettled for good)...
+    sim.po.spec.config = Some(log_level("trace"));
+    let decision = sim.reconcile();
+    assert_eq!(
+        decision.config_change.as_ref().map(|c| c.held.clone()),
+        Some(Some(HoldReason::MoveNotSettled)),
+        "{decision:#?}"
+    );
+    // ...past it (10 minutes, judged with the clock-skew allowance), a newer configuration
+    // replaces it (and never settles either)...
+    sim.clock += 20 * 60;
     let trace = pom_api::platform_operator::AppliedConfig::of(Some(&log_level("trace")), None);
     sim.refuses.unavailable_config = Some(trace.digest.clone());
     sim.po.spec.config = Some(log_level("trace"));

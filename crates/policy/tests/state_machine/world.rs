@@ -356,6 +356,8 @@ pub struct World {
     pub unavailable_configs: Vec<(usize, usize)>,
     /// (PO, bundle) whose Deployments never become Available.
     pub unavailable_bundles: Vec<(usize, usize)>,
+    /// (PO, bundle) whose Deployments rolled out at some point: never made broken afterwards.
+    pub rolled_out_bundles: Vec<(usize, usize)>,
     /// (PO, bundle) whose CRD change is unsafe.
     pub unsafe_crds: Vec<(usize, usize)>,
     /// The cluster proxy.
@@ -470,6 +472,7 @@ impl World {
             refused_configs: Vec::new(),
             unavailable_configs: Vec::new(),
             unavailable_bundles: Vec::new(),
+            rolled_out_bundles: Vec::new(),
             unsafe_crds: Vec::new(),
             proxy: None,
             older: vec![None; PACKAGES.len()],
@@ -604,6 +607,11 @@ impl World {
             {
                 self.pos[i].rolled_out = true;
                 self.pos[i].regressed = false;
+                if let Some(b) = self.pos[i].running
+                    && !self.rolled_out_bundles.contains(&(i, b))
+                {
+                    self.rolled_out_bundles.push((i, b));
+                }
             }
             // An operator writes its OperatorCondition only while it runs (its Deployment rolled
             // out and available: one that never becomes Available does not report); the admin
@@ -644,10 +652,13 @@ impl World {
             Event::UnavailableConfig(i, c) => self.unavailable_configs.push((i, c)),
             // One broken bundle per PO, never one that already rolled out here: with several
             // (or the running one turning broken) no bundle the PO may use need run at all,
-            // and liveness asks a pin it can reach (left: see docs/decisions.md).
+            // and liveness asks a pin it can reach (left: see docs/decisions.md). "Rolled out
+            // here" at any time: one that settled and then rolls out again with a newer
+            // configuration is the running one turning broken (found by a random soak of the
+            // review of session 22, seed 4102026).
             Event::UnavailableBundle(i, b)
                 if !self.unavailable_bundles.iter().any(|(p, _)| *p == i)
-                    && (self.pos[i].running != Some(b) || !self.pos[i].rolled_out) =>
+                    && !self.rolled_out_bundles.contains(&(i, b)) =>
             {
                 self.unavailable_bundles.push((i, b));
             }
