@@ -359,13 +359,20 @@ async fn csv_named_operator_condition_is_kept_and_holds_the_hop_while_false() {
     );
     let (status, reason, message) = po_condition(&client, PO, "Progressing").await.unwrap();
     assert_eq!((status.as_str(), reason.as_str()), ("True", "Upgrading"));
-    assert_eq!(
-        message,
-        format!(
-            "moving to {}: held: the operator reports Upgradeable=False (reindexing the store)",
-            v2.name()
-        )
+    let held = format!(
+        "moving to {}: held: the operator reports Upgradeable=False (reindexing the store); ",
+        v2.name()
     );
+    assert!(message.starts_with(&held), "{message}");
+    // Its way out, the admin's override, names the OperatorCondition the API server holds:
+    // the CSV-named one, not one named after the bundle.
+    let named = message
+        .split("kubectl patch operatorcondition ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no override command in {message:?}"));
+    assert_eq!(named, v1.csv(), "{message}");
+    assert!(ocs(&client, PO).get_opt(named).await.unwrap().is_some());
 
     // Held over a window longer than every resync: 1.0.1 not installed, its OperatorCondition
     // not created, 1.0.0's neither deleted nor recreated, the Deployment untouched, and the PO

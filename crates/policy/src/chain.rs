@@ -218,6 +218,7 @@ pub(crate) fn settled_gate(gate: &OperatorGate) -> OperatorGate {
                 message: "assumed: the operator reports Upgradeable=True once settled".to_owned(),
                 overridden: false,
             },
+            object: gate.object.clone(),
         }
     } else {
         OperatorGate::absent()

@@ -599,11 +599,13 @@ fn is_running(s: &PoSnapshot<'_>, bundle: &str) -> bool {
 /// Why the running operator holds a move or a configuration change (§7): it says
 /// `Upgradeable=False`, or its gate must be read and cannot be; `None` when it allows it.
 fn operator_hold(s: &PoSnapshot<'_>, request: &PoRequest) -> Option<HoldReason> {
-    // The OperatorCondition is named after the CSV, the bundle that runs.
-    let operator_condition = s
-        .installed
-        .as_ref()
-        .map_or_else(String::new, |i| i.bundle.name.clone());
+    // The OperatorCondition read (named after the CSV, which need not be the bundle's name);
+    // none read, the bundle that runs names it as POM would create it.
+    let operator_condition = s.gate.object.clone().unwrap_or_else(|| {
+        s.installed
+            .as_ref()
+            .map_or_else(String::new, |i| i.bundle.name.clone())
+    });
     match &s.gate.reading {
         GateReading::Says {
             upgradeable: false,

@@ -170,5 +170,6 @@ fn settle(world: &mut PoSnapshot<'_>, target: &MoveTarget, from: Option<String>)
     world.gate = crate::chain::settled_gate(&OperatorGate {
         reported: gated,
         reading: GateReading::Absent,
+        object: None,
     });
 }

@@ -385,6 +385,9 @@ pub struct OperatorGate {
     /// `upgradeGate: Auto` it must report again after every move).
     pub reported: bool,
     pub reading: GateReading,
+    /// The name of the OperatorCondition read, which the admin's override is written to: it is
+    /// named after the CSV, which need not be the bundle's name (`None`: none read).
+    pub object: Option<String>,
 }
 
 impl OperatorGate {
@@ -394,6 +397,7 @@ impl OperatorGate {
         Self {
             reported: false,
             reading: GateReading::Absent,
+            object: None,
         }
     }
 }
@@ -590,7 +594,11 @@ pub fn gate_of(oc: &pom_api::olm::OperatorCondition) -> OperatorGate {
                 message: format!("admin override with status {other:?}"),
             },
         };
-        return OperatorGate { reported, reading };
+        return OperatorGate {
+            reported,
+            reading,
+            object: oc.metadata.name.clone(),
+        };
     }
     let status_condition = oc
         .status
@@ -614,7 +622,11 @@ pub fn gate_of(oc: &pom_api::olm::OperatorCondition) -> OperatorGate {
             message: "no Upgradeable condition for the current generation".to_owned(),
         },
     };
-    OperatorGate { reported, reading }
+    OperatorGate {
+        reported,
+        reading,
+        object: oc.metadata.name.clone(),
+    }
 }
 
 /// What runs, recovered (for a PO restored without its status) from a catalog bundle of `package` whose name gives the bundle label

@@ -183,7 +183,11 @@ mod fixture {
                     },
                 ),
             };
-            OperatorGate { reported, reading }
+            OperatorGate {
+                reported,
+                reading,
+                object: None,
+            }
         }
     }
 

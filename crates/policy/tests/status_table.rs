@@ -186,7 +186,11 @@ fn with_oc(mut r: InstallReport, reported: bool, reading: GateReading) -> Instal
     r.operator_condition = Some(OperatorConditionReport {
         namespace: "demo".to_owned(),
         name: r.bundle.name.clone(),
-        gate: Some(OperatorGate { reported, reading }),
+        gate: Some(OperatorGate {
+            reported,
+            reading,
+            object: None,
+        }),
     });
     r
 }

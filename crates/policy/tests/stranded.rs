@@ -555,6 +555,7 @@ fn abandon_judges_the_way_back_like_any_move() {
             message: "migrating".to_owned(),
             overridden: false,
         },
+        object: None,
     };
     let decision = decide(&forbids);
     assert_eq!(decision.action, Action::Keep, "{decision:#?}");

@@ -1461,6 +1461,7 @@ fn oc_gate(says: Says, overridden: bool) -> OperatorGate {
     OperatorGate {
         reported: says.reported(),
         reading,
+        object: None,
     }
 }
 
