@@ -1219,11 +1219,26 @@ fn back_to_before(
             bundle.name
         )
     };
-    if let Some(why) = disqualified(u.request, u.catalogs, inputs, bundle, phase, s) {
+    if let Some(Disqualification {
+        why,
+        by_version_range,
+    }) = disqualification(u.request, u.catalogs, inputs, bundle, phase, s)
+    {
+        // The admin's own exclusion of the way back is undone by the admin: said first, as
+        // nothing else may run (found by `make soak`: the way back excluded, the hop's bundle
+        // never Available, no other bundle a successor).
+        let readmit = if by_version_range {
+            format!(
+                "re-admit {} in spec.package.versionRange (remove its exclusion) to go back to it, or ",
+                bundle.name
+            )
+        } else {
+            String::new()
+        };
         return keep(verdict, current_pin).with_problem(
             Reason::InvalidUnsettledMoveAction,
             cannot(format!(
-                "{why}; let the move to {} settle, or remove annotation {} and move on with skip:{} to a bundle that runs here",
+                "{why}; {readmit}let the move to {} settle, or remove annotation {} and move on with skip:{} to a bundle that runs here",
                 hop.to,
                 pom_api::labels::UNSETTLED_MOVE,
                 hop.to
@@ -1686,6 +1701,25 @@ fn disqualified(
     phase: Option<&ClusterPhase>,
     s: &PoSnapshot<'_>,
 ) -> Option<String> {
+    disqualification(request, catalogs, inputs, target, phase, s).map(|d| d.why)
+}
+
+/// Why a bundle may not be moved to, and whether the admin's `versionRange` is what excludes
+/// it (then re-admitting it is the way out).
+struct Disqualification {
+    why: String,
+    by_version_range: bool,
+}
+
+/// [`disqualified`], with whether the admin's `versionRange` excludes the bundle.
+fn disqualification(
+    request: &PoRequest,
+    catalogs: &[CatalogContent<'_>],
+    inputs: &[CatalogInput<'_>],
+    target: &pom_resolver::fbc::Bundle,
+    phase: Option<&ClusterPhase>,
+    s: &PoSnapshot<'_>,
+) -> Option<Disqualification> {
     let to = target.name.as_str();
     let in_channel = catalogs.iter().any(|c| {
         c.content.packages.get(&request.package).is_some_and(|p| {
@@ -1698,13 +1732,16 @@ fn disqualified(
         })
     });
     if !in_channel {
-        return Some(format!(
-            "{to} is not in the channel the PlatformOperator follows ({})",
-            request
-                .channel
-                .as_deref()
-                .unwrap_or("the package's default channel")
-        ));
+        return Some(Disqualification {
+            why: format!(
+                "{to} is not in the channel the PlatformOperator follows ({})",
+                request
+                    .channel
+                    .as_deref()
+                    .unwrap_or("the package's default channel")
+            ),
+            by_version_range: false,
+        });
     }
     let mut as_if_running = resolve_request(
         request,
@@ -1722,7 +1759,13 @@ fn disqualified(
         Err(err) => err.rejections().to_vec(),
     };
     let rejection = rejections.iter().find(|r| r.bundle == to)?;
-    Some(format!("{to} {}", rejection.reason))
+    Some(Disqualification {
+        why: format!("{to} {}", rejection.reason),
+        by_version_range: matches!(
+            rejection.reason,
+            select::RejectReason::OutsideVersionRange { .. }
+        ),
+    })
 }
 
 /// Bundle `name` of `package` in the first catalog that has it.

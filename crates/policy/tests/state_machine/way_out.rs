@@ -21,6 +21,8 @@ pub enum WayOut {
     Abandon(usize),
     /// "add `!=<version>` to" `spec.package.versionRange`.
     ExcludeVersion(usize),
+    /// "re-admit <bundle> in spec.package.versionRange": its `!=<version>` removed.
+    Readmit(usize),
     /// "change spec.config ... back": to the configuration the status records applied.
     RevertConfig,
     /// "remove the annotation" (`unsettled-move`).
@@ -67,6 +69,7 @@ impl WayOut {
                 ),
             )],
             WayOut::ExcludeVersion(b) => vec![Event::ExcludeVersion(i, *b)],
+            WayOut::Readmit(b) => vec![Event::ReadmitVersion(i, *b)],
             WayOut::RevertConfig => vec![Event::RevertConfig(i)],
             WayOut::RemoveAnnotation => vec![Event::Annotate(i, Annotation::Clear)],
             WayOut::ClearOverride => vec![Event::EditOverride(i, 0)],
@@ -125,6 +128,14 @@ pub fn named(i: usize, status: &PlatformOperatorStatus, overridden: bool) -> Vec
         && let Some(b) = bundle("the bundle that ran before it (")
     {
         ways.push(WayOut::AddToCatalog(Some(b)));
+    }
+    if let Some(b) = bundle("re-admit ") {
+        ways.push(WayOut::Readmit(b));
+    }
+    // `abandon:` held by the operator's gate (an operator that never ran cannot report): the
+    // override the refusal names is its own remedy, before the generic ways of Degraded.
+    if text.contains("cannot be taken now: it waits") && text.contains("(spec.overrides)") {
+        ways.push(WayOut::GateOverride);
     }
     // A configuration the admin wrote is undone before the bundle is given up: a first install
     // or hop that never becomes Available names both, and excluding the bundle for its

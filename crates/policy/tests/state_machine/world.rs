@@ -201,6 +201,8 @@ pub enum Event {
     Annotate(usize, Annotation),
     /// The admin adds `!=<version>` of this bundle to `spec.package.versionRange`.
     ExcludeVersion(usize, usize),
+    /// The admin takes a bundle's `!=<version>` out of `versionRange` (a way out only).
+    ReadmitVersion(usize, usize),
     /// The admin sets `spec.config` back: to what the status records applied when that
     /// settled, else to what last ran settled; to a configuration the operator runs with when
     /// the admin has seen that one fail (never Available, or refused).
@@ -670,6 +672,14 @@ impl World {
                 s.package.version_range = Some(match s.package.version_range.take() {
                     Some(range) => format!("{range} {exclude}"),
                     None => exclude,
+                });
+            }),
+            Event::ReadmitVersion(i, b) => self.bump(i, |s| {
+                let exclude = format!("!={}", VERSIONS[b]);
+                s.package.version_range = s.package.version_range.take().and_then(|range| {
+                    let kept: Vec<&str> =
+                        range.split_whitespace().filter(|t| *t != exclude).collect();
+                    (!kept.is_empty()).then(|| kept.join(" "))
                 });
             }),
             Event::RevertConfig(i) => {
