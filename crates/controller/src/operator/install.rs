@@ -1067,7 +1067,7 @@ pub async fn apply(
     target: &Target,
     prepared: Prepared,
     applied_secrets: &objects::AppliedSecrets,
-) -> Result<InstallReport, Error> {
+) -> Result<(InstallReport, HeldSecrets), Error> {
     let client = &ctx.client;
     let po_name = po.name_any();
     let package = &po.spec.package.name;
@@ -1134,18 +1134,17 @@ pub async fn apply(
         &mut wrote,
     )
     .await?;
-    // Adopting: the serving Secrets once POM's configurations are registered (else the next
-    // reconcile writes them).
-    if pom_policy::adopt::webhooks::retire_now(&waits) {
-        for HeldWebhook {
-            id, object, api, ..
-        } in held.secrets
-        {
-            apply_one(&api, id, object, None, applied_secrets, &mut wrote).await?;
-        }
-    }
+    // Adopting: the serving Secrets once POM's configurations are registered and OLM's
+    // retired (`write_held_secrets`, after `Step::RetireOlmWebhooks`; else the next reconcile
+    // writes them).
+    let held_secrets = HeldSecrets(
+        held.secrets
+            .into_iter()
+            .map(|h| (h.id.clone(), h.object.clone(), h.api))
+            .collect(),
+    );
 
-    Ok(InstallReport {
+    let report = InstallReport {
         bundle: installed_bundle(target, image),
         max_openshift_version: max_ocp,
         waits,
@@ -1154,7 +1153,35 @@ pub async fn apply(
         objects: inventory,
         powers: status::power_summaries(&rendered.powers),
         unavailable,
-    })
+    };
+    Ok((report, held_secrets))
+}
+
+/// Adopting: the serving Secrets the apply held back, written only once POM's configurations
+/// are registered and OLM's (trusting OLM's CA only) retired: a reloading operator then
+/// serves POM's certificate only where every registered configuration trusts POM's CA (review
+/// of session 22, M2). Deleting OLM's first is safe: POM's trust both CAs, and the pods still
+/// serve OLM's certificate until the Secret changes.
+pub struct HeldSecrets(Vec<(objects::ObjectId, Value, Api<kube::api::DynamicObject>)>);
+
+impl HeldSecrets {
+    /// Whether nothing was held.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// Writes the held serving Secrets ([`HeldSecrets`]); returns how many it wrote.
+pub async fn write_held_secrets(
+    held: HeldSecrets,
+    applied_secrets: &objects::AppliedSecrets,
+) -> Result<usize, Error> {
+    let mut wrote = 0;
+    for (id, object, api) in held.0 {
+        apply_one(&api, &id, &object, None, applied_secrets, &mut wrote).await?;
+    }
+    Ok(wrote)
 }
 
 /// The OperatorCondition (§7) exists before the operator's Deployment is written, as OLM v0
@@ -1207,6 +1234,34 @@ struct Held<'a> {
     secrets: Vec<HeldWebhook<'a>>,
 }
 
+/// Writes the webhook configurations' widened trust ([`objects::widen_first`]) before any
+/// other object of the apply, and keeps what the server answered as their live state.
+async fn widen_trust_first(
+    desired: &[(objects::ObjectId, Value)],
+    live_objects: &mut [LiveObject],
+    trust: &objects::Trust<'_>,
+    applied_secrets: &objects::AppliedSecrets,
+    wrote: &mut usize,
+) -> Result<(), Error> {
+    let running: Vec<Option<Value>> = desired
+        .iter()
+        .zip(live_objects.iter())
+        .map(|((id, _), (_, live))| {
+            live.as_ref()
+                .filter(|_| is_webhook_configuration(&id.to_inventory()))
+                .and_then(|live| serde_json::to_value(live).ok())
+        })
+        .collect();
+    for (index, trusting) in objects::widen_first(desired, &running, trust) {
+        let (Some((id, _)), Some((api, live))) = (desired.get(index), live_objects.get_mut(index))
+        else {
+            continue;
+        };
+        *live = apply_one(api, id, &trusting, live.take(), applied_secrets, wrote).await?;
+    }
+    Ok(())
+}
+
 /// Applies what differs (drift repair included), webhook configurations and a CRD's switch
 /// to a new conversion webhook aside (held back, see [`register_webhooks_once_served`], but
 /// trusting the new CA at once, [`objects::trusting_now`]), and the serving Secrets named in
@@ -1228,6 +1283,10 @@ async fn apply_objects<'a>(
         webhooks: Vec::new(),
         secrets: Vec::new(),
     };
+    let mut live_objects = live_objects;
+    if let Some(trust) = trust {
+        widen_trust_first(desired, &mut live_objects, trust, applied_secrets, wrote).await?;
+    }
     for ((id, object), (api, live)) in desired.iter().zip(live_objects) {
         if is_secret(&id.gvk) && hold_secrets.contains(&id.name) {
             held.secrets.push(HeldWebhook {
@@ -1240,18 +1299,7 @@ async fn apply_objects<'a>(
             continue;
         }
         if is_webhook_configuration(&id.to_inventory()) {
-            let live = match (trust, &live) {
-                (Some(trust), Some(running)) => {
-                    let running_value = serde_json::to_value(running).unwrap_or(Value::Null);
-                    match objects::trusting_now(object, &running_value, trust) {
-                        Some(trusting) => {
-                            apply_one(&api, id, &trusting, live, applied_secrets, wrote).await?
-                        }
-                        None => live,
-                    }
-                }
-                _ => live,
-            };
+            // Its trust widened first (`widen_trust_first`); the rest once served.
             held.webhooks.push(HeldWebhook {
                 id,
                 object,
