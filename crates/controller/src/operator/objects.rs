@@ -757,8 +757,14 @@ mod tests {
             namespace: None,
         };
         let apply = [
-            (id("", "v1", "Secret", "op-service-cert"), json!({"kind": "Secret"})),
-            (id("apps", "v1", "Deployment", "op"), json!({"kind": "Deployment"})),
+            (
+                id("", "v1", "Secret", "op-service-cert"),
+                json!({"kind": "Secret"}),
+            ),
+            (
+                id("apps", "v1", "Deployment", "op"),
+                json!({"kind": "Deployment"}),
+            ),
             (
                 id(
                     "admissionregistration.k8s.io",
@@ -776,6 +782,10 @@ mod tests {
         ];
         assert_eq!(widen_first(&apply, &running, &trust), vec![(2, now)]);
         let running = [None, None, Some(trusting)];
-        assert_eq!(widen_first(&apply, &running, &trust), vec![], "nothing to widen");
+        assert_eq!(
+            widen_first(&apply, &running, &trust),
+            vec![],
+            "nothing to widen"
+        );
     }
 }

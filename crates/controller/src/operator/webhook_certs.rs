@@ -159,7 +159,17 @@ pub async fn provide(
                 source: Box::new(source),
             }
         })?;
-    let live = live_deployments(client, namespace, services).await?;
+    // The live templates matter only where OLM's pods may run (L1): a PO that adopts or
+    // hands over, or one whose CA Secret records OLM's CA; elsewhere no read.
+    let olms_recorded = ca
+        .as_ref()
+        .and_then(|ca| ca.data.as_ref())
+        .is_some_and(|data| data.contains_key(OLM_CA_KEY));
+    let live = if olm.adopting || olm.read.is_some() || olms_recorded {
+        live_deployments(client, namespace, services).await?
+    } else {
+        Vec::new()
+    };
     let olm_until = trust_olm_ca(&mut provided, ca.as_ref(), olm, now.as_second(), &live);
     let at_adoption = record_pom_at_adoption(&mut provided, ca.as_ref(), olm_until.is_some());
     provided.templates = templates(
