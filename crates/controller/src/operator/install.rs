@@ -267,10 +267,11 @@ pub struct Prepared {
     serving_rolls: Vec<webhook_certs::TemplateHashOf>,
     /// The caBundle POM's webhooks are to trust (`None`: POM issues no certificate here).
     ca_bundle: Option<String>,
-    /// Adopting, or the adoption not settled: the serving Secrets are written only in an apply
-    /// where POM's webhook configurations (trusting OLM's CA and POM's) are registered. Written
-    /// earlier, an operator that reloads at once would serve POM's certificate to calls still
-    /// made through OLM's configuration, which trusts OLM's CA alone.
+    /// Adopting, or the adoption not settled: the serving Secrets are written only in a
+    /// reconcile where POM's webhook configurations (trusting OLM's CA and POM's) are
+    /// registered, and after OLM's are retired ([`HeldSecrets`]). Written earlier, an operator
+    /// that reloads at once would serve POM's certificate to calls still made through OLM's
+    /// configuration, which trusts OLM's CA alone.
     hold_serving_secrets: bool,
 }
 
@@ -1228,7 +1229,8 @@ struct HeldWebhook<'a> {
 
 /// What the apply holds back and lets in later: the webhook configurations and CRD
 /// conversions until their new pods serve ([`register_webhooks_once_served`]), and, while
-/// adopting, OLM's serving Secrets until POM's configurations are registered.
+/// adopting, OLM's serving Secrets until POM's configurations are registered and OLM's
+/// retired ([`HeldSecrets`]).
 struct Held<'a> {
     webhooks: Vec<HeldWebhook<'a>>,
     secrets: Vec<HeldWebhook<'a>>,
