@@ -842,6 +842,15 @@ async fn adopts_a_webhook_bundle_with_no_restart_and_its_webhook_keeps_answering
         1,
         "OLM's configuration is laid out"
     );
+    // Watched from here: when OLM's configuration is deleted, against when POM's certificate
+    // is written into the Secret.
+    let olm_config_events = Api::<ValidatingWebhookConfiguration>::all(client.clone())
+        .watch(
+            &kube::api::WatchParams::default().labels("olm.owner=gamma.v3.0.0"),
+            olm_configs.metadata.resource_version.as_deref().unwrap(),
+        )
+        .await
+        .unwrap();
 
     let manager = Manager::start(client.clone(), Manager::test_settings(vec![]));
     wait_catalog_serves(&client, "operators", &fbc).await;
@@ -907,6 +916,15 @@ async fn adopts_a_webhook_bundle_with_no_restart_and_its_webhook_keeps_answering
     );
     let poms_pair = pair(&secret);
     assert_ne!(poms_pair.0, olms.0, "POM wrote its own certificate");
+    // Written only after OLM's configuration (OLM's CA alone) was retired: a reloading
+    // operator never serves POM's certificate to calls made through it (review M2). The API
+    // server's etcd revisions order the two writes.
+    let deleted_at = olm_configuration_deleted_at(olm_config_events).await;
+    let written_at: u64 = secret.resource_version().unwrap().parse().unwrap();
+    assert!(
+        deleted_at < written_at,
+        "POM's certificate (revision {written_at}) written before OLM's configuration was deleted (revision {deleted_at})"
+    );
     assert_ne!(
         ca_field(&secret),
         olms_ca_field,
@@ -1004,12 +1022,45 @@ async fn adopts_a_webhook_bundle_with_no_restart_and_its_webhook_keeps_answering
     );
     webhook_answers(&client, &bundle, &server, "after-olm").await;
     wait_po_condition(&client, "gamma", "Installed", "True", None).await;
+    // Past the settle, over a window longer than every resync (so reconciles follow it): the
+    // Deployment is not written, and its template still carries OLM's olmcahash.
+    QuietWindow::new(&Manager::test_settings(vec![]))
+        .no_writes_except_status(
+            Api::<Deployment>::namespaced(client.clone(), ns),
+            Objects::All,
+        )
+        .open()
+        .await
+        .hold()
+        .await;
     assert_eq!(
         template_hash(&client, ns, &bundle.deployment_name()).await,
         olms_hash,
         "still OLM's olmcahash once the adoption settled"
     );
     manager.stop().await;
+}
+
+/// The etcd revision at which the watched OLM configuration was deleted.
+async fn olm_configuration_deleted_at(
+    events: impl futures::Stream<
+        Item = kube::Result<kube::api::WatchEvent<ValidatingWebhookConfiguration>>,
+    >,
+) -> u64 {
+    use futures::StreamExt as _;
+    let mut events = std::pin::pin!(events);
+    let deleted = tokio::time::timeout(WAIT, async {
+        while let Some(event) = events.next().await {
+            if let Ok(kube::api::WatchEvent::Deleted(config)) = event {
+                return config.resource_version();
+            }
+        }
+        None
+    })
+    .await
+    .unwrap()
+    .expect("OLM's configuration deleted");
+    deleted.parse().unwrap()
 }
 
 /// The `olmcahash` of Deployment `name`'s pod template.
@@ -1086,8 +1137,10 @@ async fn an_adopted_webhook_operator_is_rolled_off_olms_certificate_before_it_ex
             .collect::<BTreeSet<_>>()
     };
     let olms_replica_sets = replica_sets().await;
+    let before = running(&client, ns).await;
 
-    let manager = Manager::start(client.clone(), Manager::test_settings(vec![]));
+    let settings = Manager::test_settings(vec![]);
+    let manager = Manager::start(client.clone(), settings.clone());
     wait_catalog_serves(&client, "operators", &fbc).await;
     create_po(
         &client,
@@ -1097,13 +1150,46 @@ async fn an_adopted_webhook_operator_is_rolled_off_olms_certificate_before_it_ex
                "adoptFrom": {"subscription": {"namespace": ns, "name": "delta"}}}),
     )
     .await;
-    // POM's value on the template: a new ReplicaSet rolls the pods.
-    let poms_hash = eventually(WAIT, "POM's olmcahash on the pod template", || async {
-        template_hash(&client, ns, &deployment)
+    // Until the hand-over settles, OLM's value and nothing restarted (the same Deployment,
+    // ReplicaSet and pods), with OLM's CA recorded; then POM's value on the template: a new
+    // ReplicaSet rolls the pods.
+    let secrets = Api::<Secret>::namespaced(client.clone(), ns);
+    let pos = Api::<PlatformOperator>::all(client.clone());
+    let started = std::time::Instant::now();
+    let mut olms_ca_recorded = false;
+    let poms_hash = loop {
+        assert!(
+            started.elapsed() < WAIT,
+            "timed out waiting for POM's olmcahash"
+        );
+        let settled = pos.get_opt("delta").await.unwrap().is_some_and(|po| {
+            po.status
+                .and_then(|s| s.active_hop)
+                .is_some_and(|hop| hop.settled)
+        });
+        olms_ca_recorded |= secrets
+            .get_opt("pom-webhook-ca")
             .await
-            .filter(|h| h.starts_with("pom-"))
-    })
-    .await;
+            .unwrap()
+            .and_then(|ca| ca.data)
+            .is_some_and(|data| data.contains_key("olm-ca.crt"));
+        match template_hash(&client, ns, &deployment).await {
+            Some(hash) if hash.starts_with("pom-") => {
+                assert!(settled, "rolled before the hand-over settled");
+                break hash;
+            }
+            hash => {
+                assert_eq!(hash.as_ref(), Some(&olms_hash), "OLM's value kept");
+                assert_eq!(
+                    running(&client, ns).await,
+                    before,
+                    "a restart before the hand-over settled"
+                );
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    };
+    assert!(olms_ca_recorded, "OLM's CA recorded before the roll");
     assert_ne!(poms_hash, olms_hash);
     let new_replica_sets: BTreeSet<String> = eventually(WAIT, "a new ReplicaSet", || async {
         let now = replica_sets().await;
@@ -1114,7 +1200,6 @@ async fn an_adopted_webhook_operator_is_rolled_off_olms_certificate_before_it_ex
     assert_eq!(new_replica_sets.len(), 1, "one roll: {new_replica_sets:?}");
     rolled_out(&client, ns).await;
     // The adoption recorded OLM's CA; every pod rolled out under POM's value, it is dropped.
-    let secrets = Api::<Secret>::namespaced(client.clone(), ns);
     eventually(WAIT, "OLM's CA no longer trusted", || async {
         let ca = secrets.get("pom-webhook-ca").await.ok()?;
         let data = ca.data.unwrap_or_default();
@@ -1155,8 +1240,26 @@ async fn an_adopted_webhook_operator_is_rolled_off_olms_certificate_before_it_ex
     })
     .await;
     assert!(note.contains(&deployment), "{note}");
+    assert!(
+        note.contains("expires at 20"),
+        "the note names when OLM's certificate expires: {note}"
+    );
     wait_po_condition(&client, "delta", "Installed", "True", None).await;
-    // Steady: the value stays (no reapply loop rolls again).
+    // Steady: the value stays over a window longer than every resync (no reapply loop rolls
+    // again: the Deployment's spec and the ReplicaSets are not written).
+    QuietWindow::new(&settings)
+        .no_writes_except_status(
+            Api::<Deployment>::namespaced(client.clone(), ns),
+            Objects::All,
+        )
+        .no_writes_except_status(
+            Api::<ReplicaSet>::namespaced(client.clone(), ns),
+            Objects::All,
+        )
+        .open()
+        .await
+        .hold()
+        .await;
     assert_eq!(
         template_hash(&client, ns, &deployment).await.as_deref(),
         Some(poms_hash.as_str())

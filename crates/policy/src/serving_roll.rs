@@ -15,6 +15,11 @@
 //! OLM's `certs.go`). Adoption must restart nothing, so OLM's value is kept while adopting and
 //! until [`OLM_ROLL_MARGIN_SECONDS`] before OLM's serving certificate expires; then POM's value
 //! rolls the pods (announced). A hop rolls the pods anyway: POM's value then applies at once.
+//!
+//! Kept past adoption, OLM's value would also hide POM's own renewals: a pod that restarted
+//! after adoption (a drain, a crash) serves the certificate POM issued then, which expires long
+//! before OLM's CA does. So POM's value at adoption is recorded ([`TemplateFacts::pom_at_adoption`]),
+//! and once POM's value differs (a renewal) the pods roll at once (review of session 22, H1).
 
 use crate::adopt::webhooks::OLM_CA_HASH_ANNOTATION;
 
@@ -49,6 +54,10 @@ pub struct TemplateFacts<'a> {
     /// The `notAfter` of OLM v0's CA while POM's webhooks trust it (adopted, OLM's pods may
     /// still run: `adopt::webhooks::trusted_olm_ca`); `None` otherwise.
     pub olm_ca_until: Option<i64>,
+    /// POM's value recorded when OLM's value was first kept (at adoption; the CA Secret keeps
+    /// it beside OLM's CA). `None`: none recorded, then the current one is (an adoption from
+    /// before the record): a renewal after it still rolls.
+    pub pom_at_adoption: Option<&'a str>,
     /// The PlatformOperator adopts now (its first apply): nothing may restart.
     pub adopting: bool,
     /// A hop to another bundle than the one running: its pods roll anyway.
@@ -71,8 +80,12 @@ pub enum TemplateHash {
     },
     /// POM's value replaces OLM's, rolling pods that may serve OLM's certificate before it
     /// expires (`olm_serving_expires`; `None` when OLM's CA is no longer trusted, expired or
-    /// never read): announced by an Event.
-    RollFromOlm { olm_serving_expires: Option<i64> },
+    /// never read), or, `renewed`, pods that may serve the certificate POM issued at adoption,
+    /// since renewed: announced by an Event.
+    RollFromOlm {
+        olm_serving_expires: Option<i64>,
+        renewed: bool,
+    },
 }
 
 impl TemplateHash {
@@ -89,28 +102,31 @@ impl TemplateHash {
 /// The value of one serving Deployment's annotation (module documentation).
 #[must_use]
 pub fn template_hash(facts: &TemplateFacts<'_>) -> TemplateHash {
+    // Adopting restarts nothing, whatever is known of OLM's CA (none read: still kept).
+    if facts.adopting {
+        return TemplateHash::KeepOlms {
+            value: facts.running.map(str::to_owned),
+            roll_at: facts.olm_ca_until.map(roll_at),
+        };
+    }
     let olms = facts.running.filter(|running| !is_poms(running));
     let may_serve_olms =
         olms.is_some() || (facts.running.is_none() && facts.olm_ca_until.is_some());
     if !may_serve_olms {
         return TemplateHash::Pom;
     }
-    if facts.adopting {
-        return TemplateHash::KeepOlms {
-            value: olms.map(str::to_owned),
-            roll_at: facts.olm_ca_until.map(roll_at),
-        };
-    }
     let olm_serving_expires = facts
         .olm_ca_until
         .map(|until| until - OLM_SERVING_EXPIRES_BEFORE_CA_SECONDS);
+    let renewed = facts.pom_at_adoption.is_some_and(|at| at != facts.pom);
     match facts.olm_ca_until.map(roll_at) {
-        Some(at) if !facts.hopping && facts.now < at => TemplateHash::KeepOlms {
+        Some(at) if !facts.hopping && !renewed && facts.now < at => TemplateHash::KeepOlms {
             value: olms.map(str::to_owned),
             roll_at: Some(at),
         },
         _ => TemplateHash::RollFromOlm {
             olm_serving_expires,
+            renewed,
         },
     }
 }
@@ -155,6 +171,7 @@ mod tests {
             pom: "pom-new",
             running,
             olm_ca_until,
+            pom_at_adoption: None,
             adopting: false,
             hopping: false,
             now: NOW,
@@ -180,6 +197,11 @@ mod tests {
         };
         let roll = |until: i64| TemplateHash::RollFromOlm {
             olm_serving_expires: Some(until - DAY),
+            renewed: false,
+        };
+        let renewed = |until: i64| TemplateHash::RollFromOlm {
+            olm_serving_expires: Some(until - DAY),
+            renewed: true,
         };
         let cases: Vec<(&str, TemplateFacts<'_>, TemplateHash)> = vec![
             (
@@ -262,6 +284,53 @@ mod tests {
                 facts(Some(OLMS), None),
                 TemplateHash::RollFromOlm {
                     olm_serving_expires: None,
+                    renewed: false,
+                },
+            ),
+            (
+                "adopting, no annotation and OLM's CA unread: none set (not POM's)",
+                TemplateFacts {
+                    adopting: true,
+                    ..facts(None, None)
+                },
+                TemplateHash::KeepOlms {
+                    value: None,
+                    roll_at: None,
+                },
+            ),
+            (
+                "adopted, POM's value still the one recorded at adoption: OLM's kept",
+                TemplateFacts {
+                    pom_at_adoption: Some("pom-new"),
+                    ..facts(Some(OLMS), Some(far))
+                },
+                keep(Some(deadline)),
+            ),
+            (
+                "adopted, POM renewed since adoption: roll before the deadline",
+                TemplateFacts {
+                    pom_at_adoption: Some("pom-old"),
+                    ..facts(Some(OLMS), Some(far))
+                },
+                renewed(far),
+            ),
+            (
+                "recreated after adoption (no annotation), POM renewed since: roll",
+                TemplateFacts {
+                    pom_at_adoption: Some("pom-old"),
+                    ..facts(None, Some(far))
+                },
+                renewed(far),
+            ),
+            (
+                "recreated after adoption, not renewed: none set",
+                TemplateFacts {
+                    pom_at_adoption: Some("pom-new"),
+                    ..facts(None, Some(far))
+                },
+                TemplateHash::KeepOlms {
+                    value: None,
+                    roll_at: Some(deadline),
                 },
             ),
             (

@@ -155,6 +155,7 @@ pub(super) async fn serving_rolls(
     for roll in rolls {
         let TemplateHash::RollFromOlm {
             olm_serving_expires,
+            renewed,
         } = roll.decision
         else {
             continue;
@@ -165,8 +166,13 @@ pub(super) async fn serving_rolls(
                 || "is no longer trusted".to_owned(),
                 |at| format!("expires at {at}"),
             );
+        let renewal = if renewed {
+            ", or the one POM issued at adoption, since renewed"
+        } else {
+            ""
+        };
         let note = format!(
-            "Deployment {namespace}/{} is rolled to serve POM's webhook certificate: its pods may serve OLM v0's, which {when} (pod-template annotation {}, as OLM's own rotation rolls them)",
+            "Deployment {namespace}/{} is rolled to serve POM's webhook certificate: its pods may serve OLM v0's, which {when}{renewal} (pod-template annotation {}, as OLM's own rotation rolls them)",
             roll.deployment,
             pom_policy::serving_roll::ANNOTATION,
         );

@@ -267,10 +267,11 @@ pub struct Prepared {
     serving_rolls: Vec<webhook_certs::TemplateHashOf>,
     /// The caBundle POM's webhooks are to trust (`None`: POM issues no certificate here).
     ca_bundle: Option<String>,
-    /// Adopting, or the adoption not settled: the serving Secrets are written only in an apply
-    /// where POM's webhook configurations (trusting OLM's CA and POM's) are registered. Written
-    /// earlier, an operator that reloads at once would serve POM's certificate to calls still
-    /// made through OLM's configuration, which trusts OLM's CA alone.
+    /// Adopting, or the adoption not settled: the serving Secrets are written only in a
+    /// reconcile where POM's webhook configurations (trusting OLM's CA and POM's) are
+    /// registered, and after OLM's are retired ([`HeldSecrets`]). Written earlier, an operator
+    /// that reloads at once would serve POM's certificate to calls still made through OLM's
+    /// configuration, which trusts OLM's CA alone.
     hold_serving_secrets: bool,
 }
 
@@ -1067,7 +1068,7 @@ pub async fn apply(
     target: &Target,
     prepared: Prepared,
     applied_secrets: &objects::AppliedSecrets,
-) -> Result<InstallReport, Error> {
+) -> Result<(InstallReport, HeldSecrets), Error> {
     let client = &ctx.client;
     let po_name = po.name_any();
     let package = &po.spec.package.name;
@@ -1134,18 +1135,17 @@ pub async fn apply(
         &mut wrote,
     )
     .await?;
-    // Adopting: the serving Secrets once POM's configurations are registered (else the next
-    // reconcile writes them).
-    if pom_policy::adopt::webhooks::retire_now(&waits) {
-        for HeldWebhook {
-            id, object, api, ..
-        } in held.secrets
-        {
-            apply_one(&api, id, object, None, applied_secrets, &mut wrote).await?;
-        }
-    }
+    // Adopting: the serving Secrets once POM's configurations are registered and OLM's
+    // retired (`write_held_secrets`, after `Step::RetireOlmWebhooks`; else the next reconcile
+    // writes them).
+    let held_secrets = HeldSecrets(
+        held.secrets
+            .into_iter()
+            .map(|h| (h.id.clone(), h.object.clone(), h.api))
+            .collect(),
+    );
 
-    Ok(InstallReport {
+    let report = InstallReport {
         bundle: installed_bundle(target, image),
         max_openshift_version: max_ocp,
         waits,
@@ -1154,7 +1154,35 @@ pub async fn apply(
         objects: inventory,
         powers: status::power_summaries(&rendered.powers),
         unavailable,
-    })
+    };
+    Ok((report, held_secrets))
+}
+
+/// Adopting: the serving Secrets the apply held back, written only once POM's configurations
+/// are registered and OLM's (trusting OLM's CA only) retired: a reloading operator then
+/// serves POM's certificate only where every registered configuration trusts POM's CA (review
+/// of session 22, M2). Deleting OLM's first is safe: POM's trust both CAs, and the pods still
+/// serve OLM's certificate until the Secret changes.
+pub struct HeldSecrets(Vec<(objects::ObjectId, Value, Api<kube::api::DynamicObject>)>);
+
+impl HeldSecrets {
+    /// Whether nothing was held.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// Writes the held serving Secrets ([`HeldSecrets`]); returns how many it wrote.
+pub async fn write_held_secrets(
+    held: HeldSecrets,
+    applied_secrets: &objects::AppliedSecrets,
+) -> Result<usize, Error> {
+    let mut wrote = 0;
+    for (id, object, api) in held.0 {
+        apply_one(&api, &id, &object, None, applied_secrets, &mut wrote).await?;
+    }
+    Ok(wrote)
 }
 
 /// The OperatorCondition (§7) exists before the operator's Deployment is written, as OLM v0
@@ -1201,10 +1229,39 @@ struct HeldWebhook<'a> {
 
 /// What the apply holds back and lets in later: the webhook configurations and CRD
 /// conversions until their new pods serve ([`register_webhooks_once_served`]), and, while
-/// adopting, OLM's serving Secrets until POM's configurations are registered.
+/// adopting, OLM's serving Secrets until POM's configurations are registered and OLM's
+/// retired ([`HeldSecrets`]).
 struct Held<'a> {
     webhooks: Vec<HeldWebhook<'a>>,
     secrets: Vec<HeldWebhook<'a>>,
+}
+
+/// Writes the webhook configurations' widened trust ([`objects::widen_first`]) before any
+/// other object of the apply, and keeps what the server answered as their live state.
+async fn widen_trust_first(
+    desired: &[(objects::ObjectId, Value)],
+    live_objects: &mut [LiveObject],
+    trust: &objects::Trust<'_>,
+    applied_secrets: &objects::AppliedSecrets,
+    wrote: &mut usize,
+) -> Result<(), Error> {
+    let running: Vec<Option<Value>> = desired
+        .iter()
+        .zip(live_objects.iter())
+        .map(|((id, _), (_, live))| {
+            live.as_ref()
+                .filter(|_| is_webhook_configuration(&id.to_inventory()))
+                .and_then(|live| serde_json::to_value(live).ok())
+        })
+        .collect();
+    for (index, trusting) in objects::widen_first(desired, &running, trust) {
+        let (Some((id, _)), Some((api, live))) = (desired.get(index), live_objects.get_mut(index))
+        else {
+            continue;
+        };
+        *live = apply_one(api, id, &trusting, live.take(), applied_secrets, wrote).await?;
+    }
+    Ok(())
 }
 
 /// Applies what differs (drift repair included), webhook configurations and a CRD's switch
@@ -1228,6 +1285,10 @@ async fn apply_objects<'a>(
         webhooks: Vec::new(),
         secrets: Vec::new(),
     };
+    let mut live_objects = live_objects;
+    if let Some(trust) = trust {
+        widen_trust_first(desired, &mut live_objects, trust, applied_secrets, wrote).await?;
+    }
     for ((id, object), (api, live)) in desired.iter().zip(live_objects) {
         if is_secret(&id.gvk) && hold_secrets.contains(&id.name) {
             held.secrets.push(HeldWebhook {
@@ -1240,18 +1301,7 @@ async fn apply_objects<'a>(
             continue;
         }
         if is_webhook_configuration(&id.to_inventory()) {
-            let live = match (trust, &live) {
-                (Some(trust), Some(running)) => {
-                    let running_value = serde_json::to_value(running).unwrap_or(Value::Null);
-                    match objects::trusting_now(object, &running_value, trust) {
-                        Some(trusting) => {
-                            apply_one(&api, id, &trusting, live, applied_secrets, wrote).await?
-                        }
-                        None => live,
-                    }
-                }
-                _ => live,
-            };
+            // Its trust widened first (`widen_trust_first`); the rest once served.
             held.webhooks.push(HeldWebhook {
                 id,
                 object,

@@ -130,6 +130,7 @@ impl KindCache {
 }
 
 /// Identity of a rendered object.
+#[derive(Clone)]
 pub struct ObjectId {
     pub gvk: GroupVersionKind,
     pub name: String,
@@ -239,6 +240,32 @@ pub fn trusting_now(desired: &Value, held: &Value, trust: &Trust<'_>) -> Option<
         trust.ca_bundle,
     );
     (!is_subset(&now, held)).then_some(now)
+}
+
+/// The webhook configurations whose trust widens in this apply ([`trusting_now`]: a CA
+/// renewal's new CA joins their caBundle), by index in `desired`, each with what to write.
+/// The apply writes these first, before any Secret or Deployment: the Secret then holds the
+/// new CA's serving certificate and the Deployment rolls onto it, and a failure between must
+/// not leave pods serving a certificate the registered configurations do not trust (review
+/// of session 22, M1). A CRD's conversion trusts it at once too, and CRDs come first by rank.
+/// `running`: the live object, per desired one (read only for webhook configurations).
+#[must_use]
+pub fn widen_first(
+    desired: &[(ObjectId, Value)],
+    running: &[Option<Value>],
+    trust: &Trust<'_>,
+) -> Vec<(usize, Value)> {
+    desired
+        .iter()
+        .zip(running)
+        .enumerate()
+        .filter(|(_, ((id, _), _))| {
+            pom_policy::inventory::is_webhook_configuration(&id.to_inventory())
+        })
+        .filter_map(|(index, ((_, object), running))| {
+            Some((index, trusting_now(object, running.as_ref()?, trust)?))
+        })
+        .collect()
 }
 
 /// Whether every field `desired` sets has the same value in `live` (lists compared whole).
@@ -721,6 +748,44 @@ mod tests {
         assert_eq!(
             trusting_now(&crd("/v2", "NEW+OLD"), &held, &trust),
             Some(crd("/v1", "NEW+OLD"))
+        );
+        // The apply's first pass (review M1): the configuration's widened trust, before the
+        // Secret of the new CA's certificate and the Deployment (earlier in rank order).
+        let id = |group: &str, version: &str, kind: &str, name: &str| ObjectId {
+            gvk: kube::api::GroupVersionKind::gvk(group, version, kind),
+            name: name.into(),
+            namespace: None,
+        };
+        let apply = [
+            (
+                id("", "v1", "Secret", "op-service-cert"),
+                json!({"kind": "Secret"}),
+            ),
+            (
+                id("apps", "v1", "Deployment", "op"),
+                json!({"kind": "Deployment"}),
+            ),
+            (
+                id(
+                    "admissionregistration.k8s.io",
+                    "v1",
+                    "ValidatingWebhookConfiguration",
+                    "vop",
+                ),
+                desired,
+            ),
+        ];
+        let running = [
+            Some(json!({"kind": "Secret"})),
+            Some(json!({"kind": "Deployment"})),
+            Some(live),
+        ];
+        assert_eq!(widen_first(&apply, &running, &trust), vec![(2, now)]);
+        let running = [None, None, Some(trusting)];
+        assert_eq!(
+            widen_first(&apply, &running, &trust),
+            vec![],
+            "nothing to widen"
         );
     }
 }

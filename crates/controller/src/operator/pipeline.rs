@@ -283,6 +283,9 @@ pub(super) struct Run<'a> {
     /// What [`Step::JudgeOlmWebhooks`] found: OLM's webhook configurations POM's replace,
     /// for [`Step::RetireOlmWebhooks`].
     retire: Vec<webhooks::Retire>,
+    /// The serving Secrets [`Step::Apply`] held back while adopting, for
+    /// [`Step::RetireOlmWebhooks`] to write once OLM's configurations are retired.
+    held_secrets: Option<install::HeldSecrets>,
     /// What [`Step::GiveBack`] handed to OLM v0: the status no longer records it.
     given_back: Vec<InventoryObject>,
 }
@@ -311,6 +314,7 @@ impl<'a> Run<'a> {
             withdrawn: None,
             adoption: None,
             retire: Vec::new(),
+            held_secrets: None,
             given_back: Vec::new(),
         }
     }
@@ -487,7 +491,9 @@ impl<'a> Run<'a> {
 
     /// After the apply: deletes OLM's webhook configurations POM's replace, each conditional on
     /// the resourceVersion read (a changed one is left, and the reconcile fails before its
-    /// status write, so the next one judges again).
+    /// status write, so the next one judges again); then writes the serving Secrets the apply
+    /// held back ([`install::HeldSecrets`]: only where no configuration trusting OLM's CA
+    /// alone is left registered).
     async fn retire_olm_webhooks(&mut self) -> Result<(), Error> {
         let ActOutcome::Applied(report) = &mut self.outcome else {
             return Ok(());
@@ -501,8 +507,14 @@ impl<'a> Run<'a> {
                 count: retire.len(),
             });
         }
+        self.delete_olm_webhooks(&retire).await?;
+        self.write_held_secrets().await
+    }
+
+    /// Deletes OLM's webhook configurations POM's replace (`retire_olm_webhooks`).
+    async fn delete_olm_webhooks(&self, retire: &[webhooks::Retire]) -> Result<(), Error> {
         let client = &self.pctx.ctx.client;
-        for retire in &retire {
+        for retire in retire {
             let key = &retire.key;
             let params = kube::api::DeleteParams {
                 preconditions: Some(kube::api::Preconditions {
@@ -728,7 +740,8 @@ impl<'a> Run<'a> {
         )
         .await;
         match applied {
-            Ok(report) => {
+            Ok((report, held_secrets)) => {
+                self.held_secrets = Some(held_secrets);
                 if report.wrote > 0 {
                     fail_point::hit(FailPoint::BetweenApplyAndStatus);
                     tracing::info!(po = %self.name, bundle = %report.bundle.name, objects = report.wrote, "applied bundle objects");
@@ -738,9 +751,31 @@ impl<'a> Run<'a> {
                 }
                 announce::serving_rolls(self.po, self.pctx, &namespace, &rolls).await;
                 self.outcome = ActOutcome::Applied(Box::new(report));
+                // Nothing of OLM's to retire first (judged none, or not handing over): the
+                // held Secrets now, else after `Step::RetireOlmWebhooks`.
+                if self.retire.is_empty()
+                    && let Err(err) = self.write_held_secrets().await
+                {
+                    self.fail(problem_of(&err, true));
+                }
             }
             Err(err) => self.fail(problem_of(&err, true)),
         }
+    }
+
+    /// Writes the serving Secrets the apply held back while adopting, once POM's
+    /// configurations are registered (else the next reconcile writes them).
+    async fn write_held_secrets(&mut self) -> Result<(), Error> {
+        let ActOutcome::Applied(report) = &mut self.outcome else {
+            return Ok(());
+        };
+        let Some(held) = self.held_secrets.take().filter(|h| !h.is_empty()) else {
+            return Ok(());
+        };
+        if webhooks::retire_now(&report.waits) {
+            report.wrote += install::write_held_secrets(held, &self.pctx.applied_secrets).await?;
+        }
+        Ok(())
     }
 
     /// The act failed: what ran before keeps running.

@@ -55,6 +55,13 @@ const FACTS_SUFFIX: &str = "facts";
 /// OLM v0's CA, in the CA Secret, while POM's webhooks trust it after adopting
 /// (`pom_policy::adopt::webhooks::trusted_olm_ca`: until it expires).
 const OLM_CA_KEY: &str = "olm-ca.crt";
+/// The prefix of the key, in the CA Secret, of POM's `olmcahash` for a serving Deployment when
+/// OLM's value was first kept (adoption), recorded while OLM's CA is: a later value differs
+/// only by a renewal, which rolls the pods (`serving_roll::TemplateFacts::pom_at_adoption`).
+const POM_AT_ADOPTION_PREFIX: &str = "pom-at-adoption.";
+/// POM's values are its prefix and a hex SHA-256 (68 bytes); a longer record is not POM's
+/// and is read as none (then the current value is recorded).
+const MAX_RECORDED_VALUE_BYTES: usize = 128;
 
 /// What the certificates' consumers depend on beyond the CA Secret: what POM's webhooks are
 /// to trust of OLM v0's CA beside POM's own, and what the serving Deployments' pod-template
@@ -152,9 +159,26 @@ pub async fn provide(
                 source: Box::new(source),
             }
         })?;
-    let live = live_deployments(client, namespace, services).await?;
+    // The live templates matter only where OLM's pods may run (L1): a PO that adopts or
+    // hands over, or one whose CA Secret records OLM's CA; elsewhere no read.
+    let olms_recorded = ca
+        .as_ref()
+        .and_then(|ca| ca.data.as_ref())
+        .is_some_and(|data| data.contains_key(OLM_CA_KEY));
+    let live = if olm.adopting || olm.read.is_some() || olms_recorded {
+        live_deployments(client, namespace, services).await?
+    } else {
+        Vec::new()
+    };
     let olm_until = trust_olm_ca(&mut provided, ca.as_ref(), olm, now.as_second(), &live);
-    provided.templates = templates(&provided.pom_values, &live, olm_until, olm, now.as_second());
+    let at_adoption = record_pom_at_adoption(&mut provided, ca.as_ref(), olm_until.is_some());
+    provided.templates = templates(
+        &provided.pom_values,
+        (&live, &at_adoption),
+        olm_until,
+        olm,
+        now.as_second(),
+    );
     Ok(provided)
 }
 
@@ -197,10 +221,47 @@ fn template_annotation(deployment: &Deployment) -> Option<String> {
         .cloned()
 }
 
+/// POM's value per serving Deployment when OLM's value was first kept: the one the CA Secret
+/// records, else the current one (adopting now, or an adoption from before the record), and
+/// recorded again in the CA Secret while OLM's CA is trusted (`olm_trusted`); once it is not,
+/// the record leaves with it (no pod may serve OLM's certificate then).
+fn record_pom_at_adoption(
+    provided: &mut Provided,
+    ca_secret: Option<&Secret>,
+    olm_trusted: bool,
+) -> std::collections::BTreeMap<String, String> {
+    let recorded = |deployment: &str| {
+        let bytes = ca_secret?
+            .data
+            .as_ref()?
+            .get(&format!("{POM_AT_ADOPTION_PREFIX}{deployment}"))?;
+        let value = std::str::from_utf8(&bytes.0).ok()?;
+        (value.len() <= MAX_RECORDED_VALUE_BYTES && serving_roll::is_poms(value))
+            .then(|| value.to_owned())
+    };
+    let at_adoption: std::collections::BTreeMap<String, String> = provided
+        .pom_values
+        .iter()
+        .map(|(deployment, pom)| {
+            let value = recorded(deployment).unwrap_or_else(|| pom.clone());
+            (deployment.clone(), value)
+        })
+        .collect();
+    if olm_trusted && let Some(ca) = provided.secrets.first_mut() {
+        for (deployment, value) in &at_adoption {
+            ca["data"][format!("{POM_AT_ADOPTION_PREFIX}{deployment}")] = json!(b64(value));
+        }
+    }
+    at_adoption
+}
+
 /// Each serving Deployment's annotation as `serving_roll::template_hash` decides it.
 fn templates(
     pom_values: &std::collections::BTreeMap<String, String>,
-    live: &[LiveDeployment],
+    (live, at_adoption): (
+        &[LiveDeployment],
+        &std::collections::BTreeMap<String, String>,
+    ),
     olm_ca_until: Option<i64>,
     olm: &OlmTrust,
     now: i64,
@@ -216,6 +277,7 @@ fn templates(
                 pom,
                 running,
                 olm_ca_until,
+                pom_at_adoption: at_adoption.get(deployment).map(String::as_str),
                 adopting: olm.adopting,
                 hopping: olm.hopping,
                 now,
@@ -1055,11 +1117,18 @@ mod tests {
         };
         let until = NOW + 400 * 24 * 3600;
         let adopted = OlmTrust::default();
-        let first = templates(&provided.pom_values, &live(None), None, &adopted, NOW);
+        let none = std::collections::BTreeMap::new();
+        let first = templates(
+            &provided.pom_values,
+            (&live(None), &none),
+            None,
+            &adopted,
+            NOW,
+        );
         assert_eq!(first[0].value.as_deref(), Some(pom.as_str()));
         let kept = templates(
             &provided.pom_values,
-            &live(Some("olm")),
+            (&live(Some("olm")), &none),
             Some(until),
             &adopted,
             NOW,
@@ -1068,7 +1137,7 @@ mod tests {
         let deadline = serving_roll::roll_at(until);
         let rolled = templates(
             &provided.pom_values,
-            &live(Some("olm")),
+            (&live(Some("olm")), &none),
             Some(until),
             &adopted,
             deadline,
@@ -1085,6 +1154,70 @@ mod tests {
             objects[0]["spec"]["template"]["metadata"]["annotations"][serving_roll::ANNOTATION],
             json!(pom)
         );
+    }
+
+    /// Adopted, OLM's value is kept only while POM's value is the one recorded at adoption: a
+    /// pod that restarted since serves POM's first certificate, so POM's renewal (long before
+    /// OLM's deadline) rolls the pods, and an adoption from before the record records it.
+    #[test]
+    fn a_pom_renewal_after_adoption_rolls_before_olms_deadline() {
+        let olm_pem = olm_ca_pem(NOW + 400 * 86_400);
+        let olm = OlmTrust {
+            read: Some(olm_pem),
+            ..OlmTrust::default()
+        };
+        let live = vec![LiveDeployment {
+            name: "op".into(),
+            running: Some("olm".into()),
+            rolled_out: true,
+        }];
+        let decide = |ca: Option<&Secret>, at: i64| {
+            let mut provided = issue("ns", &[service()], ca, at).unwrap();
+            let until = trust_olm_ca(&mut provided, ca, &olm, at, &live);
+            assert!(until.is_some(), "OLM's CA still trusted");
+            let at_adoption = record_pom_at_adoption(&mut provided, ca, until.is_some());
+            let t = templates(&provided.pom_values, (&live, &at_adoption), until, &olm, at);
+            (provided, t)
+        };
+        let (adopted, kept) = decide(None, NOW);
+        let first = pom_value_of(&adopted);
+        assert_eq!(kept[0].value.as_deref(), Some("olm"), "adopted: OLM's kept");
+        let ca = as_secret(&adopted.secrets[0]);
+        let key = format!("{POM_AT_ADOPTION_PREFIX}op");
+        assert_eq!(
+            ca.data.as_ref().unwrap()[&key].0,
+            first.as_bytes(),
+            "recorded beside OLM's CA"
+        );
+        let (steady, kept) = decide(Some(&ca), NOW + 86_400);
+        assert_eq!(kept[0].value.as_deref(), Some("olm"), "not renewed: kept");
+        let at = NOW + SERVING_VALIDITY_SECONDS - certificates::SERVING_RENEW_BEFORE_SECONDS + 1;
+        let ca = as_secret(&steady.secrets[0]);
+        let (renewed, rolled) = decide(Some(&ca), at);
+        assert_ne!(pom_value_of(&renewed), first, "renewed");
+        assert_eq!(
+            rolled[0].value.as_deref(),
+            Some(pom_value_of(&renewed).as_str())
+        );
+        assert!(matches!(
+            rolled[0].decision,
+            TemplateHash::RollFromOlm { renewed: true, .. }
+        ));
+        // An adoption from before the record: the current value is recorded, then kept.
+        let mut older = as_secret(&adopted.secrets[0]);
+        older.data.as_mut().unwrap().remove(&key);
+        let (_, kept) = decide(Some(&older), NOW + 86_400);
+        assert_eq!(kept[0].value.as_deref(), Some("olm"));
+    }
+
+    fn olm_ca_pem(not_after: i64) -> String {
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.not_after = time::OffsetDateTime::from_unix_timestamp(not_after).unwrap();
+        params
+            .self_signed(&KeyPair::generate().unwrap())
+            .unwrap()
+            .pem()
     }
 
     /// OLM's CA leaves the bundle and the CA Secret once every serving Deployment carries one
