@@ -1634,7 +1634,9 @@ fn recorded_move(
             Recorded::None
         };
     };
-    if let Some(why) = disqualified(request, catalogs, inputs, bundle, phase, s) {
+    if let Some(Disqualification { why, .. }) =
+        disqualification(request, catalogs, inputs, bundle, phase, s)
+    {
         return Recorded::Abandon {
             to: hop.to.clone(),
             why,
@@ -1657,7 +1659,8 @@ fn applied_first_install(
         return Recorded::None;
     }
     let why = find_bundle(catalogs, &request.package, &hop.to)
-        .and_then(|(_, bundle)| disqualified(request, catalogs, inputs, bundle, phase, s));
+        .and_then(|(_, bundle)| disqualification(request, catalogs, inputs, bundle, phase, s))
+        .map(|d| d.why);
     match why {
         Some(why) => Recorded::ReplaceInstall {
             to: hop.to.clone(),
@@ -1688,22 +1691,6 @@ fn move_target(
     }
 }
 
-/// Why a recorded move's target no longer qualifies, if it does not: judged as if it ran
-/// already (so the successor edge and the pin of the phase that chose it do not count), by the
-/// admin's versionRange and channel and by what the cluster can run. The resolver's filters
-/// apply in order and report only the first that refuses, so the target is judged on its own,
-/// not from the resolution from what runs.
-fn disqualified(
-    request: &PoRequest,
-    catalogs: &[CatalogContent<'_>],
-    inputs: &[CatalogInput<'_>],
-    target: &pom_resolver::fbc::Bundle,
-    phase: Option<&ClusterPhase>,
-    s: &PoSnapshot<'_>,
-) -> Option<String> {
-    disqualification(request, catalogs, inputs, target, phase, s).map(|d| d.why)
-}
-
 /// Why a bundle may not be moved to, and whether the admin's `versionRange` is what excludes
 /// it (then re-admitting it is the way out).
 struct Disqualification {
@@ -1711,7 +1698,11 @@ struct Disqualification {
     by_version_range: bool,
 }
 
-/// [`disqualified`], with whether the admin's `versionRange` excludes the bundle.
+/// Why a recorded move's target no longer qualifies, if it does not: judged as if it ran
+/// already (so the successor edge and the pin of the phase that chose it do not count), by the
+/// admin's versionRange and channel and by what the cluster can run. The resolver's filters
+/// apply in order and report only the first that refuses, so the target is judged on its own,
+/// not from the resolution from what runs.
 fn disqualification(
     request: &PoRequest,
     catalogs: &[CatalogContent<'_>],
