@@ -1761,3 +1761,45 @@ fn a_broken_hop_whose_way_back_left_the_catalog_is_abandoned_once_it_is_back() {
     );
     assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
 }
+
+/// Found by the debug soak (seed 4242; a fault of the model, not of POM): alpha's first install
+/// waits for its operator's word under `OperatorCondition`, which never comes; the admin edits
+/// the gate to `Auto`. The world counted Auto's first-report window from the rollout seen under
+/// the old gate, so it took the move as settled at once, and asked for Degraded when the
+/// Deployment then regressed, while POM rightly listened its window first (the window starts
+/// once nothing else holds the move) and reported the install still rolling out.
+#[test]
+fn a_gate_edited_to_auto_listens_its_window_before_the_move_settles() {
+    let mut setup = plain_setup([UpgradeGate::OperatorCondition, UpgradeGate::Auto]);
+    setup.ranges = vec![0, 0];
+    setup.extra[6] = true;
+    setup.extra_wins = true;
+    let result = run(
+        &setup,
+        &[
+            Event::Reconcile(0),
+            Event::RolloutFinishes(0),
+            Event::Reconcile(0),
+            Event::OlderDuplicate(1, false),
+            Event::EditVersionRange(0, 3),
+            Event::Reconcile(0),
+            Event::Refuse(0, 0),
+            Event::StartPatch,
+            Event::OlderDuplicate(0, false),
+            Event::RequestMinor,
+            Event::EditVersionRange(0, 3),
+            Event::OlderDuplicate(1, false),
+            Event::Reconcile(0),
+            Event::RefusePartly(0, 0),
+            Event::Reconcile(0),
+            Event::EditGate(0, UpgradeGate::Auto),
+            Event::EditChannel(0, 2),
+            Event::EditOverride(0, 0),
+            Event::OlderDuplicate(0, false),
+            Event::EditGate(1, UpgradeGate::Auto),
+            Event::Reconcile(0),
+            Event::Regress(0),
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}

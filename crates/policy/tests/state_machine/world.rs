@@ -1140,8 +1140,15 @@ impl World {
         if matches!(&outcome, ActOutcome::Applied(_)) && !self.pos[i].applied_now {
             // What the apply saw of the running bundle: its rollout, and whether the move to it
             // has settled by §7 (judged by the oracle, latched).
+            // The Auto window listens for a first report once nothing else holds the move: a
+            // rollout seen under a gate that asks the operator's word starts no window (found
+            // by soak seed 4242: a gate edited to Auto after a long wait for the word).
             let sim = &mut self.pos[i];
-            if sim.rolled_out && !sim.regressed && sim.rolled_out_seen_at.is_none() {
+            if sim.rolled_out
+                && !sim.regressed
+                && sim.rolled_out_seen_at.is_none()
+                && !oracle::gate_requires_report(sim)
+            {
                 sim.rolled_out_seen_at = Some(now);
             }
             // A move resumed over what already runs (its apply before a crash went unrecorded)
