@@ -2,13 +2,23 @@
 //! that watches every PlatformOperator version while faults are injected, and the checker that
 //! runs once everything converged. The driver and the workload are in `tests/chaos.rs`.
 //!
-//! The monitor judges each PlatformOperator version it sees against the package's channel
-//! (a straight `replaces` chain the test built):
-//! - `Upgradeable=True` never while the recorded move (`status.activeHop`) is unsettled, on the
-//!   PO itself, nor on the aggregated ClusterOperator at a revision where some PO's last status
-//!   records an unsettled move;
-//! - an owned Deployment or PriorityClass is deleted only by prune after settle (the PO settled
-//!   on another bundle) or by cleanup (the PO is being deleted);
+//! The monitor keeps its own record of the world ([`rollouts`], issue 34 item 11): every
+//! version of every owned Deployment, by etcd revision, rolled out and available or not, as the
+//! Deployment controller wrote it. "Settled" is judged from that record, never from POM's
+//! status:
+//! - every settle the status announces comes after the world saw the bundle's Deployment
+//!   rolled out and available;
+//! - an owned Deployment or PriorityClass is deleted only by cleanup (the PO is being deleted,
+//!   by its metadata) or by a prune after the next bundle rolled out by the world;
+//! - the aggregated ClusterOperator never says `Upgradeable=True` at a revision where some PO
+//!   not being deleted has a move in flight, by the world (its Deployment runs a bundle never
+//!   seen rolled out) or by its last status (an unsettled move recorded);
+//! - what a gap of a watch may hide is counted unjudged, and more than [`GapBound`] allows
+//!   fails the run.
+//!
+//! It also judges each PlatformOperator version against the package's channel (a straight
+//! `replaces` chain the test built):
+//! - `Upgradeable=True` never while the recorded move (`status.activeHop`) is unsettled;
 //! - a hop's `to` is the direct successor of its `from` in the chain (no hop skipped, never
 //!   backwards);
 //! - the installed bundle never goes backwards;
@@ -25,6 +35,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::StreamExt as _;
+use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{
     Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, WatchEvent, WatchParams,
 };
@@ -35,6 +46,9 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::fixtures::bundle_name;
+
+pub mod rollouts;
+use rollouts::{GapBound, Gaps, Rollouts, Verdict};
 
 /// A small seeded random source (SplitMix64): the same seed replays the same run.
 #[derive(Debug, Clone)]
@@ -279,8 +293,8 @@ impl Chains {
     }
 }
 
-/// One version of a PO's status, for judging deletions: (revision, move settled, move's `to`,
-/// being deleted).
+/// One version of a PO as the monitor saw it: (revision, move settled by its status, move's
+/// `to`, being deleted by its metadata).
 type PoVersion = (u64, bool, Option<String>, bool);
 
 /// An object deletion seen: (revision, kind, namespace/name, owner label, bundle label).
@@ -291,8 +305,15 @@ struct MonitorState {
     violations: Vec<String>,
     history: BTreeMap<String, Vec<PoVersion>>,
     deletions: Vec<Deletion>,
+    /// Owned objects of [`DELETION_KINDS`] deleted while their watch was not watching (found
+    /// missing at the relist): deletions nobody could judge.
+    missed_deletions: usize,
     /// Revision ranges (from, to] the PlatformOperator watch did not see (relists).
-    gaps: Vec<(u64, u64)>,
+    gaps: Gaps,
+    /// The world's record of every owned Deployment's rollouts.
+    rollouts: Rollouts,
+    /// The first PO version whose move to a bundle says settled: (revision, PO, bundle).
+    settle_claims: Vec<(u64, String, String)>,
     /// Revisions of the aggregated ClusterOperator's versions that said Upgradeable=True, with
     /// the condition's message (what the aggregator computed from).
     co_upgradeable: Vec<(u64, String)>,
@@ -301,6 +322,27 @@ struct MonitorState {
     versions_seen: u64,
     rewatches: u64,
     upgradeable_with_pending_bundle: u64,
+}
+
+/// Judged and unjudged counts of one kind of judgment.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Tally {
+    pub judged: usize,
+    pub unjudged: usize,
+}
+
+impl Tally {
+    fn count(&mut self, verdict: &Verdict) {
+        match verdict {
+            Verdict::Unjudged => self.unjudged += 1,
+            Verdict::Holds | Verdict::Violated(_) => self.judged += 1,
+        }
+    }
+
+    /// The violation when more went unjudged than [`GapBound`] allows.
+    fn bound(&self, what: &str) -> Option<String> {
+        GapBound::check(what, self.judged, self.unjudged)
+    }
 }
 
 /// What the monitor saw.
@@ -312,19 +354,18 @@ pub struct MonitorReport {
     pub moves: BTreeSet<(String, Option<String>, String)>,
     /// PlatformOperator versions judged.
     pub versions_seen: u64,
-    /// Times the watch had to list again (after an API server or etcd restart).
+    /// Times a watch had to list again (after an API server or etcd restart).
     pub rewatches: u64,
     /// Versions with `Upgradeable=True`, the move settled and a bundle still owed
     /// (`desiredBundle`): not a violation of §8.3, counted for the record.
     pub upgradeable_with_pending_bundle: u64,
-    /// Deletions of owned objects of the watched kinds ([`DELETION_KINDS`]) judged.
-    pub deletions: usize,
-    /// Deletions that could not be judged: the owning PO's writes just before them fell in a
-    /// gap of the watch (a relist after an API server or etcd restart).
-    pub unjudged_deletions: usize,
-    /// Versions of the aggregated ClusterOperator with Upgradeable=True judged against every
-    /// PO's last status before them.
-    pub co_upgradeable_judged: usize,
+    /// Deletions of owned objects of the watched kinds ([`DELETION_KINDS`]): judged, and
+    /// unjudged (their evidence, or the deletion itself, fell in a gap of a watch).
+    pub deletions: Tally,
+    /// Settles the status announced, judged against the world's rollouts.
+    pub settles: Tally,
+    /// (aggregated `Upgradeable=True`, PO) pairs judged against the world's rollouts.
+    pub co_upgradeable: Tally,
 }
 
 /// The kinds whose deletions the monitor judges: a Deployment (one name across a package's
@@ -335,8 +376,10 @@ pub const DELETION_KINDS: &[(&str, &str)] = &[
     ("scheduling.k8s.io/v1", "PriorityClass"),
 ];
 
-/// The invariant monitor: a watch on every PlatformOperator from start to [`Monitor::stop`]
-/// that lists again whenever the watch breaks (so it survives API server restarts).
+/// The invariant monitor: watches on every PlatformOperator, owned Deployment and owned
+/// object of [`DELETION_KINDS`] and on the aggregated ClusterOperator, from start to
+/// [`Monitor::stop`], each listing again whenever it breaks (so it survives API server
+/// restarts), the revisions it could not see recorded as gaps.
 pub struct Monitor {
     state: Arc<Mutex<MonitorState>>,
     stop: CancellationToken,
@@ -360,11 +403,11 @@ impl Monitor {
                         &state,
                     ))
                 });
-                let co = cluster_operator_loop(client.clone(), &state);
                 tokio::select! {
                     () = stop.cancelled() => {}
-                    () = co => {}
-                    () = watch_loop(Api::all(client.clone()), &chains, &state) => {}
+                    () = cluster_operator_loop(client.clone(), &state) => {}
+                    () = platform_operator_loop(Api::all(client.clone()), &chains, &state) => {}
+                    () = deployment_loop(Api::all(client.clone()), &state) => {}
                     _ = futures::future::join_all(deletions) => {}
                 }
             })
@@ -386,21 +429,32 @@ impl Monitor {
             .clone()
     }
 
-    /// Stops the watch and returns what it saw.
+    /// Stops the watches and returns what they saw, judged.
     pub async fn stop(mut self) -> MonitorReport {
         self.stop.cancel();
         if let Some(task) = self.task.take() {
             let _ = task.await;
         }
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let (judged, unjudged) = judge_deletions(&state.history, &state.deletions, &state.gaps);
-        state.violations.extend(judged);
-        let co = judge_cluster_operator(&state.history, &state.co_upgradeable, &state.gaps);
-        state.violations.extend(co);
+        let (violations, mut deletions) = judge_deletions(&state);
+        deletions.unjudged += state.missed_deletions;
+        let (co_violations, co_upgradeable) = judge_cluster_operator(&state);
+        let (settle_violations, settles) = judge_settles(&state);
+        let bounds = [
+            deletions.bound("deletions"),
+            co_upgradeable.bound("Upgradeable=True verdicts"),
+            settles.bound("settles"),
+        ];
+        let all = violations
+            .into_iter()
+            .chain(co_violations)
+            .chain(settle_violations)
+            .chain(bounds.into_iter().flatten());
+        state.violations.extend(all);
         MonitorReport {
-            co_upgradeable_judged: state.co_upgradeable.len(),
-            deletions: state.deletions.len() - unjudged,
-            unjudged_deletions: unjudged,
+            deletions,
+            settles,
+            co_upgradeable,
             violations: state.violations.clone(),
             moves: state.moves.clone(),
             versions_seen: state.versions_seen,
@@ -416,75 +470,175 @@ impl Drop for Monitor {
     }
 }
 
-async fn watch_loop(api: Api<PlatformOperator>, chains: &Chains, state: &Mutex<MonitorState>) {
-    let lock = || state.lock().unwrap_or_else(PoisonError::into_inner);
-    // The revision up to which every write was seen (None before the first list).
+/// What [`follow`] saw: a list (after the first, with the revisions it missed since the watch
+/// broke), or one watch event.
+enum Seen<K> {
+    Listed {
+        items: Vec<K>,
+        gap: Option<(u64, u64)>,
+    },
+    Event(WatchEvent<K>),
+}
+
+/// Lists and watches `api` (objects with label `labels`, when given) for as long as it is
+/// polled, handing everything to `seen`. A watch that ends or loses its connection resumes
+/// from the last revision it saw; one the API server refuses to resume (the revision is gone
+/// after a restart) lists again, and the revisions between are a gap.
+async fn follow<K>(
+    api: Api<K>,
+    labels: Option<&str>,
+    state: &Mutex<MonitorState>,
+    mut seen: impl FnMut(Seen<K>),
+) where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let list_params = labels.map_or_else(ListParams::default, |l| ListParams::default().labels(l));
+    let watch_params =
+        labels.map_or_else(WatchParams::default, |l| WatchParams::default().labels(l));
+    let revision = |v: &str| v.parse::<u64>().ok();
     let mut seen_until: Option<u64> = None;
     loop {
         if seen_until.is_some() {
-            lock().rewatches += 1;
-            tokio::time::sleep(Duration::from_millis(200)).await;
+            state
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .rewatches += 1;
         }
-        let Ok(list) = api.list(&ListParams::default()).await else {
+        let Ok(list) = api.list(&list_params).await else {
+            tokio::time::sleep(Duration::from_millis(200)).await;
             continue;
         };
         let Some(mut version) = list.metadata.resource_version.clone() else {
             continue;
         };
-        let listed = version.parse().unwrap_or(0);
-        if let Some(from) = seen_until
-            && from < listed
-        {
-            // Writes between the broken watch and this list were not seen.
-            lock().gaps.push((from, listed));
-        }
+        let listed = revision(&version).unwrap_or(0);
+        let gap = seen_until
+            .filter(|from| *from < listed)
+            .map(|from| (from, listed));
         seen_until = Some(listed);
-        for po in &list.items {
-            judge(po, chains, &mut lock());
-        }
-        let Ok(stream) = api.watch(&WatchParams::default(), &version).await else {
-            continue;
-        };
-        let mut stream = stream.boxed();
-        loop {
-            match stream.next().await {
-                Some(Ok(
-                    WatchEvent::Added(po) | WatchEvent::Modified(po) | WatchEvent::Deleted(po),
-                )) => {
-                    if let Some(v) = po.resource_version() {
-                        seen_until = v.parse().ok().or(seen_until);
-                        version = v;
+        seen(Seen::Listed {
+            items: list.items,
+            gap,
+        });
+        let mut resumed = api.watch(&watch_params, &version).await.ok();
+        while let Some(stream) = resumed.take() {
+            let mut stream = stream.boxed();
+            loop {
+                match stream.next().await {
+                    Some(Ok(WatchEvent::Bookmark(b))) => {
+                        seen_until = revision(&b.metadata.resource_version).or(seen_until);
+                        version = b.metadata.resource_version;
                     }
-                    judge(&po, chains, &mut lock());
+                    Some(Ok(WatchEvent::Error(_))) => break,
+                    Some(Ok(event)) => {
+                        let (WatchEvent::Added(o)
+                        | WatchEvent::Modified(o)
+                        | WatchEvent::Deleted(o)) = &event
+                        else {
+                            continue;
+                        };
+                        if let Some(v) = o.resource_version() {
+                            seen_until = revision(&v).or(seen_until);
+                            version = v;
+                        }
+                        seen(Seen::Event(event));
+                    }
+                    Some(Err(_)) | None => {
+                        resumed = api.watch(&watch_params, &version).await.ok();
+                        break;
+                    }
                 }
-                Some(Ok(WatchEvent::Bookmark(b))) => {
-                    seen_until = b.metadata.resource_version.parse().ok().or(seen_until);
-                    version = b.metadata.resource_version;
-                }
-                Some(Ok(WatchEvent::Error(_)) | Err(_)) => break,
-                None => match api.watch(&WatchParams::default(), &version).await {
-                    Ok(resumed) => stream = resumed.boxed(),
-                    Err(_) => break,
-                },
             }
         }
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+async fn platform_operator_loop(
+    api: Api<PlatformOperator>,
+    chains: &Chains,
+    state: &Mutex<MonitorState>,
+) {
+    let lock = || state.lock().unwrap_or_else(PoisonError::into_inner);
+    follow(api, None, state, |seen| match seen {
+        Seen::Listed { items, gap } => {
+            let mut state = lock();
+            state.gaps.extend(gap);
+            for po in &items {
+                judge(po, chains, &mut state);
+            }
+        }
+        Seen::Event(WatchEvent::Added(po) | WatchEvent::Modified(po) | WatchEvent::Deleted(po)) => {
+            judge(&po, chains, &mut lock());
+        }
+        Seen::Event(_) => {}
+    })
+    .await;
+}
+
+/// Records every version of every owned Deployment (the world's record of rollouts); one
+/// that went missing in a gap is recorded deleted at the relist.
+async fn deployment_loop(api: Api<Deployment>, state: &Mutex<MonitorState>) {
+    let lock = || state.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut known: BTreeMap<String, String> = BTreeMap::new();
+    follow(api, Some(OWNER_PO), state, |seen| match seen {
+        Seen::Listed { items, gap } => {
+            let mut state = lock();
+            state.rollouts.gaps.extend(gap);
+            let listed: BTreeMap<String, String> = items
+                .iter()
+                .map(|d| (d.uid().unwrap_or_default(), owner_of(d)))
+                .collect();
+            if let Some((_, at)) = gap {
+                for owner in known
+                    .iter()
+                    .filter(|(uid, _)| !listed.contains_key(*uid))
+                    .map(|(_, owner)| owner)
+                {
+                    state.rollouts.push(
+                        owner,
+                        rollouts::DeploymentVersion {
+                            rev: at,
+                            bundle: String::new(),
+                            available: None,
+                        },
+                    );
+                }
+            }
+            for deployment in &items {
+                state.rollouts.record(deployment, false);
+            }
+            known = listed;
+        }
+        Seen::Event(WatchEvent::Added(d) | WatchEvent::Modified(d)) => {
+            known.insert(d.uid().unwrap_or_default(), owner_of(&d));
+            lock().rollouts.record(&d, false);
+        }
+        Seen::Event(WatchEvent::Deleted(d)) => {
+            known.remove(&d.uid().unwrap_or_default());
+            lock().rollouts.record(&d, true);
+        }
+        Seen::Event(_) => {}
+    })
+    .await;
+}
+
+fn owner_of(object: &impl kube::Resource) -> String {
+    object.labels().get(OWNER_PO).cloned().unwrap_or_default()
 }
 
 /// Records the revision of every version of the aggregated ClusterOperator that says
 /// Upgradeable=True.
 async fn cluster_operator_loop(client: Client, state: &Mutex<MonitorState>) {
     use pom_api::openshift::{AGGREGATED_CLUSTER_OPERATOR, ClusterOperator};
-    let api: Api<ClusterOperator> = Api::all(client);
-    let selector = format!("metadata.name={AGGREGATED_CLUSTER_OPERATOR}");
-    let params = WatchParams::default().fields(&selector);
     let record = |co: &ClusterOperator| {
         let upgradeable = co.status.as_ref().and_then(|s| {
             s.conditions
                 .iter()
                 .find(|c| c.type_ == "Upgradeable" && c.status == "True")
         });
-        if let Some(condition) = upgradeable
+        if co.name_any() == AGGREGATED_CLUSTER_OPERATOR
+            && let Some(condition) = upgradeable
             && let Some(rev) = co.resource_version().and_then(|v| v.parse().ok())
         {
             state
@@ -494,160 +648,146 @@ async fn cluster_operator_loop(client: Client, state: &Mutex<MonitorState>) {
                 .push((rev, condition.message.clone().unwrap_or_default()));
         }
     };
-    loop {
-        let Ok(list) = api.list(&ListParams::default().fields(&selector)).await else {
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            continue;
-        };
-        let Some(mut version) = list.metadata.resource_version.clone() else {
-            continue;
-        };
-        list.items.iter().for_each(record);
-        let Ok(stream) = api.watch(&params, &version).await else {
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            continue;
-        };
-        let mut stream = stream.boxed();
-        loop {
-            match stream.next().await {
-                Some(Ok(WatchEvent::Added(co) | WatchEvent::Modified(co))) => {
-                    if let Some(v) = co.resource_version() {
-                        version = v;
-                    }
-                    record(&co);
-                }
-                Some(Ok(WatchEvent::Deleted(_))) => {}
-                Some(Ok(WatchEvent::Bookmark(b))) => version = b.metadata.resource_version,
-                Some(Ok(WatchEvent::Error(_)) | Err(_)) => break,
-                None => match api.watch(&params, &version).await {
-                    Ok(resumed) => stream = resumed.boxed(),
-                    Err(_) => break,
-                },
-            }
-        }
+    follow(Api::all(client), None, state, |seen| match seen {
+        Seen::Listed { items, .. } => items.iter().for_each(record),
+        Seen::Event(WatchEvent::Added(co) | WatchEvent::Modified(co)) => record(&co),
+        Seen::Event(_) => {}
+    })
+    .await;
+}
+
+/// The PO's last version before `rev`, or `Err(())` when a gap of its watch may hide a later
+/// one.
+fn po_before(versions: &[PoVersion], gaps: &Gaps, rev: u64) -> Result<Option<PoVersion>, ()> {
+    let before = versions.iter().filter(|v| v.0 < rev).max_by_key(|v| v.0);
+    if rollouts::hidden(gaps, before.map_or(0, |v| v.0), rev) {
+        return Err(());
     }
+    Ok(before.cloned())
 }
 
 /// §8.3 as the CVO sees it: the aggregated ClusterOperator must not say Upgradeable=True at a
-/// revision where some PO's last status before it (not being deleted) records an unsettled
-/// move. A PO whose last status before it may have been missed (a watch gap) is skipped.
-fn judge_cluster_operator(
-    history: &BTreeMap<String, Vec<PoVersion>>,
-    upgradeable_at: &[(u64, String)],
-    gaps: &[(u64, u64)],
-) -> Vec<String> {
+/// revision where some PO not being deleted has a move in flight: by its last status before it
+/// (an unsettled move recorded), and by the world (its Deployment runs a bundle never seen
+/// rolled out and available, [`rollouts::judge_upgradeable`]). A PO whose last version before
+/// it may have been missed (a watch gap) is counted unjudged.
+fn judge_cluster_operator(state: &MonitorState) -> (Vec<String>, Tally) {
     let mut violations = Vec::new();
-    for (rev, message) in upgradeable_at {
-        for (po, versions) in history {
-            let Some(before) = versions.iter().filter(|v| v.0 < *rev).max_by_key(|v| v.0) else {
-                continue;
+    let mut tally = Tally::default();
+    for (rev, message) in &state.co_upgradeable {
+        for (po, versions) in &state.history {
+            let verdict = match po_before(versions, &state.gaps, *rev) {
+                Ok(None | Some((_, _, _, true))) => continue,
+                Err(()) => Verdict::Unjudged,
+                Ok(Some((at, false, Some(to), false))) => Verdict::Violated(format!(
+                    "its last status (rv{at}) records the unsettled move to {to}"
+                )),
+                Ok(Some(_)) => rollouts::judge_upgradeable(&state.rollouts, &label_value(po), *rev),
             };
-            if gaps.iter().any(|(from, to)| from < rev && *to > before.0) {
-                continue;
-            }
-            let (at, settled, to, deleting) = before;
-            if !settled && to.is_some() && !deleting {
+            tally.count(&verdict);
+            if let Verdict::Violated(why) = verdict {
                 violations.push(format!(
-                    "the aggregated ClusterOperator said Upgradeable=True at rv{rev} while {po} \
-                     recorded the unsettled move to {} (rv{at}); its message: {message:?}",
-                    to.as_deref().unwrap_or_default()
+                    "the aggregated ClusterOperator said Upgradeable=True at rv{rev} while {po}: \
+                     {why}; its message: {message:?}"
                 ));
             }
         }
     }
-    violations
+    (violations, tally)
 }
 
-/// Records every deletion of an object of `kind` that carries an owner label.
+/// Records every deletion of an object of `kind` that carries an owner label; objects that
+/// went missing while the watch was not watching are counted as missed.
 async fn deletion_loop(api: Api<DynamicObject>, kind: &str, state: &Mutex<MonitorState>) {
     let lock = || state.lock().unwrap_or_else(PoisonError::into_inner);
-    let params = WatchParams::default().labels(OWNER_PO);
-    loop {
-        let Ok(list) = api
-            .list_metadata(&ListParams::default().labels(OWNER_PO))
-            .await
-        else {
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            continue;
-        };
-        let Some(mut version) = list.metadata.resource_version.clone() else {
-            continue;
-        };
-        let Ok(stream) = api.watch(&params, &version).await else {
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            continue;
-        };
-        let mut stream = stream.boxed();
-        loop {
-            match stream.next().await {
-                Some(Ok(WatchEvent::Deleted(object))) => {
-                    let labels = object.labels();
-                    let rev = object
-                        .resource_version()
-                        .and_then(|v| v.parse().ok())
-                        .unwrap_or(0);
-                    let at = match object.namespace() {
-                        Some(ns) => format!("{ns}/{}", object.name_any()),
-                        None => object.name_any(),
-                    };
-                    lock().deletions.push((
-                        rev,
-                        kind.to_owned(),
-                        at,
-                        labels.get(OWNER_PO).cloned().unwrap_or_default(),
-                        labels.get(BUNDLE).cloned().unwrap_or_default(),
-                    ));
-                }
-                Some(Ok(WatchEvent::Added(o) | WatchEvent::Modified(o))) => {
-                    if let Some(v) = o.resource_version() {
-                        version = v;
-                    }
-                }
-                Some(Ok(WatchEvent::Bookmark(b))) => version = b.metadata.resource_version,
-                Some(Ok(WatchEvent::Error(_)) | Err(_)) => break,
-                None => match api.watch(&params, &version).await {
-                    Ok(resumed) => stream = resumed.boxed(),
-                    Err(_) => break,
-                },
+    let mut known: BTreeSet<String> = BTreeSet::new();
+    follow(api, Some(OWNER_PO), state, |seen| match seen {
+        Seen::Listed { items, gap } => {
+            let listed: BTreeSet<String> =
+                items.iter().map(|o| o.uid().unwrap_or_default()).collect();
+            if gap.is_some() {
+                lock().missed_deletions += known.difference(&listed).count();
             }
+            known = listed;
         }
-    }
+        Seen::Event(WatchEvent::Added(object) | WatchEvent::Modified(object)) => {
+            known.insert(object.uid().unwrap_or_default());
+        }
+        Seen::Event(WatchEvent::Deleted(object)) => {
+            known.remove(&object.uid().unwrap_or_default());
+            let labels = object.labels();
+            let rev = object
+                .resource_version()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            let at = match object.namespace() {
+                Some(ns) => format!("{ns}/{}", object.name_any()),
+                None => object.name_any(),
+            };
+            lock().deletions.push((
+                rev,
+                kind.to_owned(),
+                at,
+                labels.get(OWNER_PO).cloned().unwrap_or_default(),
+                labels.get(BUNDLE).cloned().unwrap_or_default(),
+            ));
+        }
+        Seen::Event(_) => {}
+    })
+    .await;
 }
 
-/// Each deletion of an owned object must come from prune after settle or from cleanup: in the
-/// owning PO's last version before it (by etcd revision), the PO is being deleted, or its move
-/// settled on a bundle other than the one the object is labelled with. A deletion whose
-/// judgement would rest on writes the watch missed (a gap between the PO's last seen version
-/// and the deletion) is counted as unjudged instead. Returns the violations and that count.
-fn judge_deletions(
-    history: &BTreeMap<String, Vec<PoVersion>>,
-    deletions: &[Deletion],
-    gaps: &[(u64, u64)],
-) -> (Vec<String>, usize) {
+/// Each deletion of an owned object must come from cleanup (the owning PO was being deleted
+/// before it, by its metadata) or from a prune the world allows: the PO's Deployment ran
+/// another bundle, seen rolled out and available before the deletion
+/// ([`rollouts::judge_prune`]). A deletion whose evidence may lie in a watch gap is unjudged.
+fn judge_deletions(state: &MonitorState) -> (Vec<String>, Tally) {
     let mut violations = Vec::new();
-    let mut unjudged = 0;
-    for (rev, kind, at, owner, bundle) in deletions {
-        let Some((po, versions)) = history.iter().find(|(po, _)| label_value(po) == *owner) else {
+    let mut tally = Tally::default();
+    for (rev, kind, at, owner, bundle) in &state.deletions {
+        let Some((po, versions)) = state
+            .history
+            .iter()
+            .find(|(po, _)| label_value(po) == *owner)
+        else {
+            tally.unjudged += 1;
             continue;
         };
-        let before = versions.iter().filter(|v| v.0 < *rev).max_by_key(|v| v.0);
-        let since = before.map_or(0, |v| v.0);
-        if gaps.iter().any(|(from, to)| *from < *rev && *to > since) {
-            unjudged += 1;
-            continue;
-        }
-        let allowed = before.is_some_and(|(_, settled, to, deleting)| {
-            *deleting || (*settled && to.as_deref().map(label_value).as_ref() != Some(bundle))
-        });
-        if !allowed {
+        let verdict = match po_before(versions, &state.gaps, *rev) {
+            Ok(Some((.., true))) => Verdict::Holds,
+            cleanup_unknown => match rollouts::judge_prune(&state.rollouts, owner, bundle, *rev) {
+                Verdict::Violated(_) if cleanup_unknown.is_err() => Verdict::Unjudged,
+                verdict => verdict,
+            },
+        };
+        tally.count(&verdict);
+        if let Verdict::Violated(why) = verdict {
             violations.push(format!(
-                "{po}: {kind} {at} of bundle {bundle} was deleted at rv{rev} while the PO was \
-                 {before:?} (revision, settled, moving to, being deleted): only prune after \
-                 settle or cleanup may delete"
+                "{po}: {kind} {at} of bundle {bundle} was {why} (rv{rev})"
             ));
         }
     }
-    (violations, unjudged)
+    (violations, tally)
+}
+
+/// Every settle the status announced is judged against the world's rollouts
+/// ([`rollouts::judge_settle_claim`]).
+fn judge_settles(state: &MonitorState) -> (Vec<String>, Tally) {
+    let mut violations = Vec::new();
+    let mut tally = Tally::default();
+    for (rev, po, bundle) in &state.settle_claims {
+        let verdict = rollouts::judge_settle_claim(
+            &state.rollouts,
+            &label_value(po),
+            &label_value(bundle),
+            *rev,
+        );
+        tally.count(&verdict);
+        if let Verdict::Violated(why) = verdict {
+            violations.push(format!("{po}: {why}"));
+        }
+    }
+    (violations, tally)
 }
 
 fn judge(po: &PlatformOperator, chains: &Chains, state: &mut MonitorState) {
@@ -703,6 +843,12 @@ fn judge(po: &PlatformOperator, chains: &Chains, state: &mut MonitorState) {
         state
             .moves
             .insert((name.clone(), hop.from.clone(), hop.to.clone()));
+        let claimed = |(_, p, b): &(u64, String, String)| *p == name && *b == hop.to;
+        if hop.settled && !state.settle_claims.iter().any(claimed) {
+            state
+                .settle_claims
+                .push((rev, name.clone(), hop.to.clone()));
+        }
         if !status.inventory.iter().any(|e| e.bundle == hop.to) {
             state.violations.push(format!(
                 "{at}: the move to {} is recorded but the inventory has no entry for it \

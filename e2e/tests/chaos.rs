@@ -647,7 +647,8 @@ async fn chaos() {
     let violations: Vec<&String> = report.violations.iter().chain(&checked).collect();
     let summary = format!(
         "chaos summary: seed={} kills={} apiserver_restarts={} etcd_restarts={} \
-         registry_outages={} replica_self_exits={} pos={} deleted={} moves={} versions_judged={} deletions_judged={} deletions_unjudged={} co_upgradeable_judged={} rewatches={} \
+         registry_outages={} replica_self_exits={} pos={} deleted={} moves={} versions_judged={} deletions_judged={} deletions_unjudged={} settles_judged={} \
+         settles_unjudged={} co_upgradeable_judged={} co_upgradeable_unjudged={} rewatches={} \
          upgradeable_with_pending_bundle={} seconds_to_converge_after_last_fault={:.1} \
          violations={} total_seconds={:.0}",
         params.seed,
@@ -660,9 +661,12 @@ async fn chaos() {
         deleted.len(),
         report.moves.len(),
         report.versions_seen,
-        report.deletions,
-        report.unjudged_deletions,
-        report.co_upgradeable_judged,
+        report.deletions.judged,
+        report.deletions.unjudged,
+        report.settles.judged,
+        report.settles.unjudged,
+        report.co_upgradeable.judged,
+        report.co_upgradeable.unjudged,
         report.rewatches,
         report.upgradeable_with_pending_bundle,
         to_converge.as_secs_f64(),
