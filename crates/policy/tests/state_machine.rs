@@ -247,8 +247,13 @@ pub const STUCK_ROUNDS: usize = 3;
 /// operator that cannot report (`four_faults_and_a_silent_operator_each_name_their_way_out`).
 /// Six since the replacement of an unsettled first install asks the operator's gate (review of
 /// session 22, finding 2): a silent operator's gate then holds that replacement too
-/// (`a_broken_first_install_replaced_under_a_silent_gate_names_its_override`).
-pub const MAX_WAYS_OUT: usize = 6;
+/// (`a_broken_first_install_replaced_under_a_silent_gate_names_its_override`). Seven since the
+/// release soak of session 23 (seed 20261207) stacked an older duplicate, a refused
+/// configuration, a configuration and a first install that never run and the gate of the
+/// silent operator of the bundle that replaced it: each way out was named and worked, the
+/// seventh (the gate's override) was past the budget
+/// (`five_faults_under_a_silent_gate_each_name_their_way_out`).
+pub const MAX_WAYS_OUT: usize = 7;
 
 /// Liveness under admin actions: the world calms down (catalogs up, ClusterVersion readable,
 /// no transient failures or crashes; each round time passes past the settle window, every PO
@@ -1799,6 +1804,34 @@ fn a_gate_edited_to_auto_listens_its_window_before_the_move_settles() {
             Event::EditGate(1, UpgradeGate::Auto),
             Event::Reconcile(0),
             Event::Regress(0),
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}
+
+/// Found by the release soak of session 23 (seed 20261207; the model's budget, not POM): an
+/// older PO manages alpha's package, the cluster refuses alpha's configuration, the admin's
+/// next configuration and bundle 1.0.0 never run. The admin deletes the older PO, lifts the
+/// refusal, reverts the configuration, excludes 1.0.1, overrides the configuration check and
+/// excludes 1.0.0, each as the status names it; the replacement is then held by the gate of
+/// 1.0.0's operator, which never ran, and the status names its override: the seventh way out,
+/// one past the budget of six.
+#[test]
+fn five_faults_under_a_silent_gate_each_name_their_way_out() {
+    let mut setup = plain_setup([UpgradeGate::OperatorCondition, UpgradeGate::Auto]);
+    setup.max_ocp[2] = Some(16);
+    setup.ranges = vec![0, 0];
+    setup.extra[0] = true;
+    setup.extra[1] = true;
+    setup.extra_wins = true;
+    let result = run(
+        &setup,
+        &[
+            Event::OlderDuplicate(0, true),
+            Event::RefuseConfig(0, 2),
+            Event::EditConfig(0, 2),
+            Event::UnavailableBundle(0, 0),
+            Event::UnavailableConfig(0, 2),
         ],
     );
     assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
