@@ -308,8 +308,9 @@ struct MonitorState {
     /// Owned objects of [`DELETION_KINDS`] deleted while their watch was not watching (found
     /// missing at the relist): deletions nobody could judge.
     missed_deletions: usize,
-    /// Revision ranges (from, to] the PlatformOperator watch did not see (relists).
-    gaps: Gaps,
+    /// Revision ranges the PlatformOperator watch may have missed writes of each PO in
+    /// (relists; [`rollouts::hidden_by_relist`]).
+    gaps: BTreeMap<String, Gaps>,
     /// The world's record of every owned Deployment's rollouts.
     rollouts: Rollouts,
     /// The first PO version whose move to a bundle says settled: (revision, PO, bundle).
@@ -560,15 +561,31 @@ async fn platform_operator_loop(
     state: &Mutex<MonitorState>,
 ) {
     let lock = || state.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut known: BTreeSet<String> = BTreeSet::new();
     follow(api, None, state, |seen| match seen {
         Seen::Listed { items, gap } => {
             let mut state = lock();
-            state.gaps.extend(gap);
+            let listed: BTreeMap<String, Option<u64>> = items
+                .iter()
+                .map(|po| (po.name_any(), revision_of(po)))
+                .collect();
+            for name in known.iter().chain(listed.keys()) {
+                let rev = listed.get(name).map(|rev| rev.unwrap_or(0));
+                if let Some(hidden) = gap.and_then(|g| rollouts::hidden_by_relist(g, rev)) {
+                    state.gaps.entry(name.clone()).or_default().push(hidden);
+                }
+            }
+            known = listed.into_keys().collect();
             for po in &items {
                 judge(po, chains, &mut state);
             }
         }
-        Seen::Event(WatchEvent::Added(po) | WatchEvent::Modified(po) | WatchEvent::Deleted(po)) => {
+        Seen::Event(WatchEvent::Added(po) | WatchEvent::Modified(po)) => {
+            known.insert(po.name_any());
+            judge(&po, chains, &mut lock());
+        }
+        Seen::Event(WatchEvent::Deleted(po)) => {
+            known.remove(&po.name_any());
             judge(&po, chains, &mut lock());
         }
         Seen::Event(_) => {}
@@ -576,39 +593,56 @@ async fn platform_operator_loop(
     .await;
 }
 
+fn revision_of(object: &impl kube::Resource) -> Option<u64> {
+    object.resource_version().and_then(|v| v.parse().ok())
+}
+
 /// Records every version of every owned Deployment (the world's record of rollouts); one
 /// that went missing in a gap is recorded deleted at the relist.
 async fn deployment_loop(api: Api<Deployment>, state: &Mutex<MonitorState>) {
     let lock = || state.lock().unwrap_or_else(PoisonError::into_inner);
+    // uid -> owner label of every owned Deployment the watch knows to exist.
     let mut known: BTreeMap<String, String> = BTreeMap::new();
     follow(api, Some(OWNER_PO), state, |seen| match seen {
         Seen::Listed { items, gap } => {
             let mut state = lock();
-            state.rollouts.gaps.extend(gap);
-            let listed: BTreeMap<String, String> = items
+            let listed: BTreeMap<String, (String, u64)> = items
                 .iter()
-                .map(|d| (d.uid().unwrap_or_default(), owner_of(d)))
+                .map(|d| {
+                    let at = (owner_of(d), revision_of(d).unwrap_or(0));
+                    (d.uid().unwrap_or_default(), at)
+                })
                 .collect();
-            if let Some((_, at)) = gap {
-                for owner in known
-                    .iter()
-                    .filter(|(uid, _)| !listed.contains_key(*uid))
-                    .map(|(_, owner)| owner)
-                {
-                    state.rollouts.push(
-                        owner,
-                        rollouts::DeploymentVersion {
-                            rev: at,
-                            bundle: String::new(),
-                            available: None,
-                        },
-                    );
+            if let Some(gap) = gap {
+                for (uid, owner) in &known {
+                    if !listed.contains_key(uid) {
+                        state.rollouts.push(
+                            owner,
+                            rollouts::DeploymentVersion {
+                                rev: gap.1,
+                                bundle: String::new(),
+                                available: None,
+                            },
+                        );
+                    }
+                }
+                let missing = known.iter().filter(|(uid, _)| !listed.contains_key(*uid));
+                let hidden = missing
+                    .map(|(_, owner)| (owner, None))
+                    .chain(listed.values().map(|(owner, rev)| (owner, Some(*rev))));
+                for (owner, rev) in hidden.collect::<Vec<_>>() {
+                    if let Some(hidden) = rollouts::hidden_by_relist(gap, rev) {
+                        state.rollouts.gap(owner, hidden);
+                    }
                 }
             }
             for deployment in &items {
                 state.rollouts.record(deployment, false);
             }
-            known = listed;
+            known = listed
+                .into_iter()
+                .map(|(uid, (owner, _))| (uid, owner))
+                .collect();
         }
         Seen::Event(WatchEvent::Added(d) | WatchEvent::Modified(d)) => {
             known.insert(d.uid().unwrap_or_default(), owner_of(&d));
@@ -656,9 +690,17 @@ async fn cluster_operator_loop(client: Client, state: &Mutex<MonitorState>) {
     .await;
 }
 
+fn gaps_of<'a>(gaps: &'a BTreeMap<String, Gaps>, po: &str) -> &'a [(u64, u64)] {
+    gaps.get(po).map_or(&[], Vec::as_slice)
+}
+
 /// The PO's last version before `rev`, or `Err(())` when a gap of its watch may hide a later
 /// one.
-fn po_before(versions: &[PoVersion], gaps: &Gaps, rev: u64) -> Result<Option<PoVersion>, ()> {
+fn po_before(
+    versions: &[PoVersion],
+    gaps: &[(u64, u64)],
+    rev: u64,
+) -> Result<Option<PoVersion>, ()> {
     let before = versions.iter().filter(|v| v.0 < rev).max_by_key(|v| v.0);
     if rollouts::hidden(gaps, before.map_or(0, |v| v.0), rev) {
         return Err(());
@@ -676,7 +718,7 @@ fn judge_cluster_operator(state: &MonitorState) -> (Vec<String>, Tally) {
     let mut tally = Tally::default();
     for (rev, message) in &state.co_upgradeable {
         for (po, versions) in &state.history {
-            let verdict = match po_before(versions, &state.gaps, *rev) {
+            let verdict = match po_before(versions, gaps_of(&state.gaps, po), *rev) {
                 Ok(None | Some((_, _, _, true))) => continue,
                 Err(()) => Verdict::Unjudged,
                 Ok(Some((at, false, Some(to), false))) => Verdict::Violated(format!(
@@ -753,7 +795,7 @@ fn judge_deletions(state: &MonitorState) -> (Vec<String>, Tally) {
             tally.unjudged += 1;
             continue;
         };
-        let verdict = match po_before(versions, &state.gaps, *rev) {
+        let verdict = match po_before(versions, gaps_of(&state.gaps, po), *rev) {
             Ok(Some((.., true))) => Verdict::Holds,
             cleanup_unknown => match rollouts::judge_prune(&state.rollouts, owner, bundle, *rev) {
                 Verdict::Violated(_) if cleanup_unknown.is_err() => Verdict::Unjudged,

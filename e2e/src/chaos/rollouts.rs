@@ -31,7 +31,7 @@ pub type Gaps = Vec<(u64, u64)>;
 
 /// Whether `gaps` may hide a write in `(after, until)`.
 #[must_use]
-pub fn hidden(gaps: &Gaps, after: u64, until: u64) -> bool {
+pub fn hidden(gaps: &[(u64, u64)], after: u64, until: u64) -> bool {
     gaps.iter().any(|(from, to)| *from < until && *to > after)
 }
 
@@ -39,8 +39,22 @@ pub fn hidden(gaps: &Gaps, after: u64, until: u64) -> bool {
 #[derive(Debug, Default)]
 pub struct Rollouts {
     versions: BTreeMap<String, Vec<DeploymentVersion>>,
-    /// What the Deployment watch did not see.
-    pub gaps: Gaps,
+    /// What the Deployment watch did not see of each owner's Deployment.
+    gaps: BTreeMap<String, Gaps>,
+}
+
+/// The revisions a relist after a gap `(from, listed)` proves nothing about, for one object:
+/// what came before its listed revision `rev` (`None`: it is not in the list, so it may have
+/// changed or gone anywhere in the gap). An object listed at a revision the watch had already
+/// seen did not change in the gap.
+#[must_use]
+pub fn hidden_by_relist(gap: (u64, u64), rev: Option<u64>) -> Option<(u64, u64)> {
+    let (from, listed) = gap;
+    match rev {
+        Some(rev) if rev <= from => None,
+        Some(rev) => Some((from, rev)),
+        None => Some((from, listed)),
+    }
 }
 
 /// Whether a Deployment was rolled out and available by its own status: the controller saw
@@ -78,6 +92,16 @@ impl Rollouts {
         self.push(owner, version);
     }
 
+    /// Records that the Deployment watch may have missed writes of `owner`'s Deployment in
+    /// `gap` (see [`hidden_by_relist`]).
+    pub fn gap(&mut self, owner: &str, gap: (u64, u64)) {
+        self.gaps.entry(owner.to_owned()).or_default().push(gap);
+    }
+
+    fn gaps_of(&self, owner: &str) -> &[(u64, u64)] {
+        self.gaps.get(owner).map_or(&[], Vec::as_slice)
+    }
+
     /// Adds `version` of the Deployment of `owner`, in revision order.
     pub fn push(&mut self, owner: &str, version: DeploymentVersion) {
         let versions = self.versions.entry(owner.to_owned()).or_default();
@@ -106,7 +130,7 @@ impl Rollouts {
             .versions
             .get(owner)
             .and_then(|vs| vs.iter().rev().find(|v| v.rev < rev));
-        if hidden(&self.gaps, last.map_or(0, |v| v.rev), rev) {
+        if hidden(self.gaps_of(owner), last.map_or(0, |v| v.rev), rev) {
             return Err(());
         }
         Ok(last)
@@ -128,7 +152,7 @@ pub enum Verdict {
 pub fn judge_settle_claim(rollouts: &Rollouts, owner: &str, bundle: &str, rev: u64) -> Verdict {
     match rollouts.first_available(owner, bundle) {
         Some(available) if available < rev => Verdict::Holds,
-        _ if hidden(&rollouts.gaps, 0, rev) => Verdict::Unjudged,
+        _ if hidden(rollouts.gaps_of(owner), 0, rev) => Verdict::Unjudged,
         other => Verdict::Violated(format!(
             "the status said the move to {bundle} settled at rv{rev}, but the harness saw its \
              Deployment rolled out and available {}",
@@ -250,7 +274,7 @@ mod tests {
             Verdict::Violated(m) if m.contains("never")
         ));
         let mut gapped = hop();
-        gapped.gaps.push((27, 29));
+        gapped.gap("po-a", (27, 29));
         assert_eq!(
             judge_settle_claim(&gapped, "po-a", "v2", 30),
             Verdict::Unjudged
@@ -279,7 +303,7 @@ mod tests {
             Verdict::Violated(_)
         ));
         let mut gapped = hop();
-        gapped.gaps.push((25, 28));
+        gapped.gap("po-a", (25, 28));
         assert_eq!(judge_prune(&gapped, "po-a", "v1", 30), Verdict::Unjudged);
     }
 
@@ -298,7 +322,7 @@ mod tests {
         assert_eq!(judge_upgradeable(&regressed, "po-a", 28), Verdict::Holds);
         assert_eq!(judge_upgradeable(&r, "po-b", 22), Verdict::Holds);
         let mut gapped = hop();
-        gapped.gaps.push((21, 23));
+        gapped.gap("po-a", (21, 23));
         assert_eq!(judge_upgradeable(&gapped, "po-a", 24), Verdict::Unjudged);
     }
 
@@ -317,6 +341,17 @@ mod tests {
         assert!(!rolled_out(&deployment(3, 2, 2, 2)));
         assert!(!rolled_out(&deployment(3, 3, 1, 2)));
         assert!(!rolled_out(&deployment(3, 3, 2, 1)));
+    }
+
+    #[test]
+    fn a_relist_hides_only_what_came_before_each_object_it_lists() {
+        // Watched up to rv 10, listed at rv 20.
+        assert_eq!(hidden_by_relist((10, 20), Some(7)), None);
+        assert_eq!(hidden_by_relist((10, 20), Some(15)), Some((10, 15)));
+        assert_eq!(hidden_by_relist((10, 20), None), Some((10, 20)));
+        let mut r = hop();
+        r.gap("po-b", (21, 30));
+        assert_eq!(judge_upgradeable(&r, "po-a", 31), Verdict::Holds);
     }
 
     #[test]
