@@ -736,6 +736,32 @@ fn rows() -> Vec<Row> {
             says: vec![(types::DEGRADED, "b: managed by a")],
         },
         Row {
+            // Found by the release soak of session 23 (seed 20261207): the loser of a duplicate
+            // still runs its bundle, settled at a pin it was judged for before the duplicate
+            // appeared; nobody moves it while the older PO manages the package, so once the
+            // older one went, its stale status reported the release before it was judged again.
+            name: "a duplicate PO that still runs its bundle withholds the release",
+            pos: vec![
+                po("a"),
+                po("b")
+                    .set(types::DEGRADED, "True", "DuplicatePackage", "managed by a")
+                    .upgradeable(
+                        "Unknown",
+                        "UpgradeabilityUnknown",
+                        "b.v1.1.0 still runs from this PlatformOperator, which no longer manages the package",
+                    ),
+            ],
+            cluster: steady(),
+            want: Shape {
+                available: HAPPY,
+                progressing: CALM,
+                degraded: (True, Reason::PlatformOperatorFailed),
+                upgradeable: (False, Reason::UpgradeabilityUnknown),
+                versions: Withheld,
+            },
+            says: vec![(types::DEGRADED, "b: managed by a")],
+        },
+        Row {
             name: "a failing upgrade keeps the operator available: Degraded only",
             pos: vec![
                 po("a")

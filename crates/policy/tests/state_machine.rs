@@ -1836,3 +1836,31 @@ fn five_faults_under_a_silent_gate_each_name_their_way_out() {
     );
     assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
 }
+
+/// Found by the release soak of session 23 (seed 20261207, after 16,125 cases): beta settles at
+/// its patch pin, a catalog's priority flips so that a hop is owed, and an older PO for beta's
+/// package appears: beta loses it (`DuplicatePackage`) and is no longer judged. The liveness
+/// admin deletes the older PO; the aggregate computed before beta's next reconcile read beta's
+/// stale "settled at the pin" and reported the release while the hop was owed. Two faults: the
+/// model's aggregate left the older PO out (the aggregator lists every PO), and POM counted a
+/// PO that runs a package it no longer manages as at its pin (`aggregate::runs_unmanaged`;
+/// `aggregate_table` row "a duplicate PO that still runs its bundle withholds the release").
+#[test]
+fn a_duplicate_that_still_runs_its_bundle_withholds_the_release() {
+    let mut setup = plain_setup([UpgradeGate::Rollout, UpgradeGate::Rollout]);
+    setup.ranges = vec![0, 0];
+    setup.extra[5] = true;
+    let result = run(
+        &setup,
+        &[
+            Event::EditVersionRange(1, 1),
+            Event::Reconcile(1),
+            Event::StartPatch,
+            Event::RolloutFinishes(1),
+            Event::Reconcile(1),
+            Event::FlipPriorities,
+            Event::OlderDuplicate(1, true),
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}

@@ -1370,10 +1370,15 @@ impl World {
     }
 
     fn aggregate(&mut self) -> Result<(), String> {
+        // Every PlatformOperator the API server holds, the older ones naming a package included
+        // (the aggregator lists them all; the model never reconciles an older one, so it has
+        // not reported: found by the release soak, seed 20261207).
         let pos: Vec<std::sync::Arc<PlatformOperator>> = self
             .pos
             .iter()
-            .map(|p| std::sync::Arc::new(p.po.clone()))
+            .map(|p| &p.po)
+            .chain(self.older.iter().flatten())
+            .map(|po| std::sync::Arc::new(po.clone()))
             .collect();
         let now = pom_policy::conditions::to_api_time(self.now);
         // The manager is updated with the payload: it reports the version the cluster goes to.
