@@ -68,8 +68,9 @@
 //!    spec and the cluster phase and minors as they are now, with nothing blocking it then;
 //! 8. `versions[operator]` reaches the release only when every PO that runs something was last
 //!    judged for the cluster as it is now, settled, with no move owed;
-//! 9. a move unsettled past `spec.progressDeadline` (from its apply) leaves the PO Degraded
-//!    (unless paused: POM moves nothing then);
+//! 9. a move unsettled past `spec.progressDeadline` (from its apply; for a PO restored without
+//!    its status, from the re-apply whose status records it) leaves the PO Degraded (unless
+//!    paused: POM moves nothing then);
 //! 10. a settled operator whose Deployment regressed leaves the PO Degraded;
 //! 11. the status records what runs (the bundle, and the configuration: never one that did not
 //!     apply), a move recorded settled has settled in the world, a recorded move lists its
@@ -1280,15 +1281,18 @@ fn a_broken_first_install_replaced_under_a_silent_gate_names_its_override() {
     assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
 }
 
-/// Found by a random soak of the review of session 22 (seed 5150517), and failing as well with
-/// the decide and status steps of the merge the review read (so not made by its fixes): beta
-/// runs 1.1.0 (maxOpenShiftVersion 4.16), whose re-apply the cluster refuses; a minor update to
-/// 4.17 starts; the admin's `steadyStateVersionRange` `=1.0.1` moves it to 1.0.1, which never
-/// becomes Available, served from a second catalog. After six ways out (the refusal fixed,
-/// `abandon:`, 1.1.0 served again, `spec.config` undone, `!=1.0.1`, the override cleared) the
-/// hop to 1.0.1 is still unsettled. Left open (see docs/decisions.md, session 22 review).
+/// Found by a random soak of the review of session 22 (seed 5150517; a fault of the model's
+/// way-out table): beta runs 1.1.0 (maxOpenShiftVersion 4.16), whose re-apply the cluster
+/// refuses; a minor update to 4.17 starts; the admin's `steadyStateVersionRange` `=1.0.1` moves
+/// it to 1.0.1, which never becomes Available, served from a second catalog. Degraded names
+/// "exclude it with `!=1.0.1` in spec.package.versionRange and delete the PlatformOperator" as
+/// one remedy; the table took the exclusion alone, whose pin nothing satisfies then (`=1.0.1`
+/// under the override), took that refusal's remedy (the override cleared, `=1.0.1` still the
+/// steady pin) and ran out of its six ways before the deletion. The remedy is now one way out
+/// (`WayOut::ExcludeAndDelete`): after the refusal fixed, `abandon:`, 1.1.0 served again (the
+/// way back, which cannot run on 4.17) and `spec.config`, the PlatformOperator is deleted and
+/// nothing installs (nothing else in its catalog runs on 4.17).
 #[test]
-#[ignore = "open: a broken hop under a minor update its way back cannot run (seed 5150517)"]
 fn a_broken_hop_of_the_admins_override_under_a_minor_update_names_a_way_out() {
     let mut setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
     setup.max_ocp[2] = Some(16);
@@ -1309,15 +1313,16 @@ fn a_broken_hop_of_the_admins_override_under_a_minor_update_names_a_way_out() {
     assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
 }
 
-/// Found by a random soak of the review of session 22 (seed 7077077), and failing as well with
-/// the decide and status steps of the merge the review read: alpha's status is lost after its
-/// first install, the recovering re-apply fails, the next applies and the manager dies before
-/// its status write; 1,070 s later the move has not settled and the PO is not Degraded (the
-/// oracle's deadline is 600 s; POM, having restarted, judges a recorded start with the
-/// clock-skew allowance, up to 1,200 s). Not looked into: whether the oracle or POM is wrong.
-/// Seed 8088088 found the same after a manager restart under a minor update (969 s).
+/// Found by a random soak of the review of session 22 (seed 7077077; a fault of the model):
+/// alpha's status is lost after its first install, the recovering re-apply fails (the status
+/// written then records no bundle and no move), the next re-apply succeeds and the manager dies
+/// before its status write. The world counted the move from that unrecorded re-apply, 1,070 s
+/// before the check; POM, which can know of no apply before the one it records, counted it
+/// from the re-apply that recorded it (the clock-skew allowance plays no part: the model's
+/// manager watched every recorded instant). The world's own rule, that the re-apply recording a
+/// PO restored without its status starts its move's clock again, held only while no status at
+/// all was written; it now holds while no status written records a bundle or a move.
 #[test]
-#[ignore = "open: the deadline of a move recorded before a restart (seed 7077077)"]
 fn a_move_recovered_across_a_lost_status_and_a_crash_is_degraded_past_its_deadline() {
     let setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
     let result = run(
@@ -1330,6 +1335,44 @@ fn a_move_recovered_across_a_lost_status_and_a_crash_is_degraded_past_its_deadli
             Event::CrashAfterNextApply(0),
             Event::Reconcile(0),
             Event::Wait(700),
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}
+
+/// Found by a random soak (seed 8088088; session 23, open): beta's first install of 1.0.0
+/// never rolls out; past its deadline the admin's `versionRange` `>=1.0.1` excludes it, so its
+/// replacement, a first install of 2.0.1, is recorded as intent (over the hop of 1.0.0, whose
+/// start is then lost) and its apply fails; a minor update to 4.19, which 2.0.1 cannot run on,
+/// drops that intent, and 1.0.0, still unsettled, is recorded as a first install started then.
+/// 969 s after 1.0.0 applied (2.0.1 never did) the PO is not Degraded. Not the model's fault,
+/// as far as read: POM knew the start and overwrote it with an intent that never applied; the
+/// status has no field that keeps it (see docs/decisions.md, session 23).
+#[test]
+#[ignore = "open: a first install's deadline lost under a replacement that never applied (seed 8088088)"]
+fn an_unsettled_first_install_whose_replacement_never_applied_keeps_its_deadline() {
+    let mut setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
+    setup.max_ocp[6] = Some(16);
+    setup.max_ocp[7] = Some(18);
+    setup.ranges = vec![0, 1];
+    setup.extra[0] = true;
+    let result = run(
+        &setup,
+        &[
+            Event::StartPatch,
+            Event::FlipPriorities,
+            Event::Reconcile(1),
+            Event::Wait(700),
+            Event::Retarget,
+            Event::CompleteUpdate,
+            Event::StartMinor,
+            Event::FailNextApply(1),
+            Event::RestartManager,
+            Event::CompleteUpdate,
+            Event::EditVersionRange(1, 3),
+            Event::Reconcile(1),
+            Event::Reconcile(1),
+            Event::StartMinor,
         ],
     );
     assert!(result.is_ok(), "{}", result.err().unwrap_or_default());

@@ -21,6 +21,9 @@ pub enum WayOut {
     Abandon(usize),
     /// "add `!=<version>` to" `spec.package.versionRange`.
     ExcludeVersion(usize),
+    /// "exclude it with `!=<version>` in spec.package.versionRange and delete the
+    /// PlatformOperator": both, one after the other, as the one remedy they are.
+    ExcludeAndDelete(usize),
     /// "re-admit <bundle> in spec.package.versionRange": its `!=<version>` removed.
     Readmit(usize),
     /// "change spec.config ... back": to the configuration the status records applied.
@@ -69,6 +72,9 @@ impl WayOut {
                 ),
             )],
             WayOut::ExcludeVersion(b) => vec![Event::ExcludeVersion(i, *b)],
+            WayOut::ExcludeAndDelete(b) => {
+                vec![Event::ExcludeVersion(i, *b), Event::DeleteAndRecreate(i)]
+            }
             WayOut::Readmit(b) => vec![Event::ReadmitVersion(i, *b)],
             WayOut::RevertConfig => vec![Event::RevertConfig(i)],
             WayOut::RemoveAnnotation => vec![Event::Annotate(i, Annotation::Clear)],
@@ -146,8 +152,17 @@ pub fn named(i: usize, status: &PlatformOperatorStatus, overridden: bool) -> Vec
     }
     if let Some(at) = text.find("`!=") {
         let version: String = text[at + 3..].chars().take_while(|c| *c != '`').collect();
+        // "exclude it with `!=X` in spec.package.versionRange and delete the PlatformOperator"
+        // is one remedy, taken as one (found by soak seed 5150517: the exclusion alone left a
+        // pin nothing satisfies, whose own remedy the admin took before the deletion).
+        let and_delete = text[at + 3 + version.len()..]
+            .starts_with("` in spec.package.versionRange and delete the PlatformOperator");
         if let Some(b) = VERSIONS.iter().position(|v| *v == version) {
-            ways.push(WayOut::ExcludeVersion(b));
+            ways.push(if and_delete {
+                WayOut::ExcludeAndDelete(b)
+            } else {
+                WayOut::ExcludeVersion(b)
+            });
         }
     }
     if text.contains("exclude it with spec.package.versionRange")

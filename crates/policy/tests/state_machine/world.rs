@@ -1126,8 +1126,16 @@ impl World {
             if let Action::Move(target) = &decision.action {
                 self.pos[i].intent_at_crash = Some(target.name.clone());
             }
-            // A PO recovering from a lost status is still recovering: nothing recorded it.
-            if self.pos[i].po.status.is_none() {
+            // A PO recovering from a lost status is still recovering: nothing recorded it,
+            // whether no status was written since or only one that records no bundle and no
+            // move (a failed re-apply's conditions; found by soak seed 7077077), so the re-apply
+            // that records it starts the clock of its move again.
+            if self.pos[i]
+                .po
+                .status
+                .as_ref()
+                .is_none_or(|s| s.installed_bundle.is_none() && s.active_hop.is_none())
+            {
                 self.pos[i].status_lost = true;
                 self.pos[i].on_cluster.clear();
             }
