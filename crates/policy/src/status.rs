@@ -475,7 +475,7 @@ fn started_hop(
             .filter(|_| !replaces_first_install)
             .map(|b| b.name.clone()),
         to: target.name.clone(),
-        started_at: now.clone(),
+        started_at: move_start(input.previous.active_hop.as_ref(), now),
         settled: false,
         waiting_for: Some(format!("{} to be applied", target.name)),
         image: input.applying_image.map(str::to_owned),
@@ -685,7 +685,7 @@ fn applied_hop(
                 .filter(|_| !over_first_install(previous.active_hop.as_ref()))
                 .map(|b| b.name.clone()),
             to: now_installed.name.clone(),
-            started_at: now.clone(),
+            started_at: move_start(previous.active_hop.as_ref(), now),
             settled: false,
             waiting_for: None,
             image: now_installed.image.clone(),
@@ -729,6 +729,17 @@ fn applied_hop(
 /// `a_first_install_re_admitted_after_its_refused_replacement_stays_a_first_install`).
 fn over_first_install(hop: Option<&ActiveHop>) -> bool {
     hop.is_some_and(|h| !h.settled && h.from.is_none())
+}
+
+/// When a move recorded over `hop` started: a move over an unsettled first install is still
+/// that first install, and its progress deadline runs from the first install's start, as a
+/// configuration that replaces an unsettled move keeps its start. A replacement recorded as
+/// intent and never applied, then dropped for what ran before it, no longer resets the clock
+/// of a first install that never settled (state-machine soaks, seeds 8088088 and 20261207:
+/// `an_unsettled_first_install_whose_replacement_never_applied_keeps_its_deadline`).
+fn move_start(hop: Option<&ActiveHop>, now: &Time) -> Time {
+    hop.filter(|h| over_first_install(Some(h)))
+        .map_or_else(|| now.clone(), |h| h.started_at.clone())
 }
 
 /// The hop with its soak (issue 35 item 4): `soakUntil` while `spec.soak` after its settle

@@ -1340,16 +1340,15 @@ fn a_move_recovered_across_a_lost_status_and_a_crash_is_degraded_past_its_deadli
     assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
 }
 
-/// Found by a random soak (seed 8088088; session 23, open): beta's first install of 1.0.0
-/// never rolls out; past its deadline the admin's `versionRange` `>=1.0.1` excludes it, so its
+/// Found by a random soak (seed 8088088; session 23): beta's first install of 1.0.0 never
+/// rolls out; past its deadline the admin's `versionRange` `>=1.0.1` excludes it, so its
 /// replacement, a first install of 2.0.1, is recorded as intent (over the hop of 1.0.0, whose
-/// start is then lost) and its apply fails; a minor update to 4.19, which 2.0.1 cannot run on,
-/// drops that intent, and 1.0.0, still unsettled, is recorded as a first install started then.
-/// 969 s after 1.0.0 applied (2.0.1 never did) the PO is not Degraded. Not the model's fault,
-/// as far as read: POM knew the start and overwrote it with an intent that never applied; the
-/// status has no field that keeps it (see docs/decisions.md, session 23).
+/// start was then lost) and its apply fails; a minor update to 4.19, which 2.0.1 cannot run on,
+/// drops that intent, and 1.0.0, still unsettled, was recorded as a first install started
+/// then: 969 s after 1.0.0 applied the PO was not Degraded. POM's fault: a move over an
+/// unsettled first install is still that first install and now keeps its start
+/// (`status::move_start`; `status_table::a_first_install_keeps_its_start_under_replacements`).
 #[test]
-#[ignore = "open: a first install's deadline lost under a replacement that never applied (seed 8088088)"]
 fn an_unsettled_first_install_whose_replacement_never_applied_keeps_its_deadline() {
     let mut setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
     setup.max_ocp[6] = Some(16);
@@ -1903,6 +1902,55 @@ fn a_duplicate_that_still_runs_its_bundle_withholds_the_release() {
             Event::Reconcile(1),
             Event::FlipPriorities,
             Event::OlderDuplicate(1, true),
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}
+
+/// The release soak of session 23 found the same as seed 8088088 another way (seed 20261207,
+/// after 22,141 cases): beta's first install of 2.0.1 applies, the admin's channel edit
+/// replaces it by 1.2.0, whose apply the cluster refuses, and 2.0.1, still what runs, was
+/// recorded again as a first install started then: 601 s after its apply it was not Degraded.
+#[test]
+fn a_first_install_whose_refused_replacement_is_dropped_keeps_its_deadline() {
+    let mut setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
+    setup.ranges = vec![0, 0];
+    let result = run(
+        &setup,
+        &[
+            Event::Reconcile(1),
+            Event::FailNextApply(1),
+            Event::Approve(0),
+            Event::Reconcile(0),
+            Event::CatalogDown(0),
+            Event::RefusePartly(0, 0),
+            Event::EditApproval(0, false),
+            Event::EditChannel(1, 1),
+            Event::RefusePartly(0, 0),
+            Event::Reconcile(0),
+            Event::Operator(0, Says::True),
+            Event::Approve(0),
+            Event::Reconcile(1),
+            Event::RestartManager,
+            Event::Reconcile(0),
+            Event::Reconcile(0),
+            Event::EditConfig(0, 0),
+            Event::StartPatch,
+            Event::Reconcile(0),
+            Event::CrashAfterNextApply(0),
+            Event::CrashDuringNextMove(0),
+            Event::Reconcile(0),
+            Event::OlderDuplicate(0, false),
+            Event::Reconcile(0),
+            Event::StartPatch,
+            Event::Reconcile(0),
+            Event::EditVersionRange(1, 2),
+            Event::EditOverride(0, 0),
+            Event::EditChannel(0, 0),
+            Event::OlderDuplicate(0, false),
+            Event::RolloutFinishes(0),
+            Event::EditOverride(0, 0),
+            Event::EditChannel(0, 0),
         ],
     );
     assert!(result.is_ok(), "{}", result.err().unwrap_or_default());

@@ -2573,3 +2573,52 @@ fn a_soak_settled_under_another_replicas_clock_is_never_over_early() {
     let late = settle(&taken_over, 1260).settled_seen_for(540).run();
     assert_eq!(soak_until(&late), None, "at most the allowance late");
 }
+
+/// A first install is one move until it settles, whichever bundles replace it (seeds 8088088
+/// and 20261207 of the state-machine soak): 1.1.0 applied at t=0 never rolls out; at t=700 a
+/// replacement, 1.2.0, is recorded as intent and its apply is refused; at t=1,400 what runs,
+/// 1.1.0, is applied again. The progress deadline runs from t=0 throughout: the replacement's
+/// intent reset it to t=700, and the re-apply to t=1,400, so a first install that never became
+/// available was Degraded only a deadline after the last replacement anyone tried.
+#[test]
+fn a_first_install_keeps_its_start_under_replacements() {
+    let first = installing();
+    let started = |s: &PlatformOperatorStatus| s.active_hop.as_ref().map(|h| h.started_at.0);
+    assert_eq!(started(&first), Some(at(0)));
+    let replace = move_to(
+        "1.2.0",
+        Some("4.17"),
+        pin(PinReason::Install, "*"),
+        pin(PinReason::Steady, "=1.2.0"),
+    );
+    let intent = intent_of(&first, &replace, 700).expect("the replacement records its intent");
+    assert_eq!(
+        intent
+            .active_hop
+            .as_ref()
+            .map(|h| (h.from.clone(), h.to.clone())),
+        Some((None, "demo.v1.2.0".to_owned()))
+    );
+    assert_eq!(started(&intent), Some(at(0)), "the replacement's intent");
+    let denied = ActOutcome::Failed(Problem {
+        reason: Reason::InstallFailed,
+        message: "admission webhook \"policy\" denied Deployment demo/demo-operator".to_owned(),
+        degrades: true,
+    });
+    let refused = step(&intent, 700, replace, denied).run();
+    let again = step(
+        &refused,
+        1_400,
+        keep(pin(PinReason::Steady, "=1.1.0")),
+        applied(report("1.1.0", Some("4.17"), vec![rollout()])),
+    )
+    .run();
+    assert_eq!(
+        again
+            .active_hop
+            .as_ref()
+            .map(|h| (h.from.clone(), h.to.clone(), h.settled)),
+        Some((None, "demo.v1.1.0".to_owned(), false))
+    );
+    assert_eq!(started(&again), Some(at(0)), "what ran, applied again");
+}
