@@ -237,9 +237,7 @@ impl Readings {
             .as_ref()
             .is_some_and(|h| h.settled && h.soak_until.is_none())
             && status.desired_bundle.is_none();
-        self.all_at_pin &= current
-            && !runs_unmanaged(po, &status)
-            && ((settled && pin_for_phase) || failed_without_install);
+        self.all_at_pin &= current && ((settled && pin_for_phase) || failed_without_install);
     }
 }
 
@@ -253,17 +251,6 @@ fn condition(po: &PlatformOperator, type_: &str) -> Option<Condition> {
 /// The PO's condition of type `type_` when it is True.
 fn condition_true(po: &PlatformOperator, type_: &str) -> Option<Condition> {
     condition(po, type_).filter(|c| c.status == ConditionStatus::True.as_str())
-}
-
-/// Whether the PO still runs a bundle of a package it no longer manages (the loser of a
-/// duplicate, §6): nobody moves what it runs and its pin was judged before the other PO won,
-/// so it is at no pin until one of the two is deleted and it is judged again (found by the
-/// state-machine soak: its stale "settled at the pin" reported the release once the winner
-/// went, before it was reconciled).
-fn runs_unmanaged(po: &PlatformOperator, status: &PlatformOperatorStatus) -> bool {
-    status.installed_bundle.is_some()
-        && condition_true(po, types::DEGRADED)
-            .is_some_and(|c| c.reason.parse::<Reason>().ok() == Some(Reason::DuplicatePackage))
 }
 
 /// The PO's Installed condition when nothing is installed for a failure. Not failures: an

@@ -69,6 +69,10 @@ pub struct PoDecision {
     /// refused to watch): what its inventory records there is deleted
     /// ([`crate::steps::Step::Withdraw`]).
     pub withdraw_from: Option<String>,
+    /// What runs is left running and not judged (the loser of a duplicate, or of a namespace
+    /// clash, that still runs its bundle): the pin it recorded no longer holds for any cluster
+    /// version, so the aggregate does not count it at its pin ([`crate::status`]).
+    pub runs_unjudged: bool,
 }
 
 /// A change of the configuration of the operator that runs.
@@ -425,6 +429,7 @@ impl PoDecision {
             po: String::new(),
             soak: std::time::Duration::ZERO,
             withdraw_from: None,
+            runs_unjudged: false,
         }
     }
 
@@ -765,13 +770,15 @@ fn duplicate(installed: Option<&Installed>, found: Option<&str>, winner: &str) -
             i.bundle.name
         )),
     };
-    PoDecision::new(Action::Nothing, verdict).with_problem(
+    let mut decision = PoDecision::new(Action::Nothing, verdict).with_problem(
         Reason::DuplicatePackage,
         format!(
             "package is already managed by PlatformOperator {winner} (the older one wins); delete this PlatformOperator or {winner}"
         ),
         true,
-    )
+    );
+    decision.runs_unjudged = installed.is_some() || found.is_some();
+    decision
 }
 
 /// A PO that watches or installs into a namespace another PO holds is refused (issue 33
@@ -797,6 +804,7 @@ fn namespace_clash(
         message,
         true,
     );
+    decision.runs_unjudged = installed.is_some();
     let winner_trusted = labels_trusted || clash.winner != ClashWinner::NamespaceOwner;
     if clash.side == ClashSide::Watches && winner_trusted {
         decision.withdraw_from = Some(clash.namespace.clone());

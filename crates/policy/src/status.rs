@@ -863,7 +863,9 @@ fn desired_bundle(decision: &PoDecision, installed: Option<&InstalledBundle>) ->
 }
 
 /// The pin status shows: a move applied now runs under its target's pin, anything else
-/// under the decision's; the one recorded when the decision states none.
+/// under the decision's; the one recorded when the decision states none, judged for no
+/// cluster version once what runs is left unjudged ([`PoDecision::runs_unjudged`]: found by
+/// the state-machine soak, a duplicate's loser whose stale pin let the release be reported).
 fn pin_status(
     decision: &PoDecision,
     applied: bool,
@@ -878,7 +880,12 @@ fn pin_status(
         reason: p.reason,
         cluster_version: decision.judged_for.as_ref().map(ToString::to_string),
     })
-    .or_else(|| previous.pin.clone())
+    .or_else(|| {
+        previous.pin.clone().map(|pin| PinStatus {
+            cluster_version: pin.cluster_version.filter(|_| !decision.runs_unjudged),
+            ..pin
+        })
+    })
 }
 
 /// The problem status shows: a failed apply (counted, with when POM tries again, when it

@@ -218,7 +218,9 @@ impl Po {
                 pin: self.pin.map(|reason| PinStatus {
                     range: format!("={version}"),
                     reason,
-                    cluster_version: Some(self.judged_for.to_owned()),
+                    // "": judged for no cluster version (what runs is left unjudged).
+                    cluster_version: (!self.judged_for.is_empty())
+                        .then(|| self.judged_for.to_owned()),
                 }),
                 active_hop: self.hop_settled.map(|settled| ActiveHop {
                     from: None,
@@ -740,10 +742,13 @@ fn rows() -> Vec<Row> {
             // still runs its bundle, settled at a pin it was judged for before the duplicate
             // appeared; nobody moves it while the older PO manages the package, so once the
             // older one went, its stale status reported the release before it was judged again.
+            // Its status now records that pin judged for no cluster version
+            // (`status_table::a_duplicate_that_still_runs_keeps_its_pin_judged_for_no_version`).
             name: "a duplicate PO that still runs its bundle withholds the release",
             pos: vec![
                 po("a"),
                 po("b")
+                    .judged_for("")
                     .set(types::DEGRADED, "True", "DuplicatePackage", "managed by a")
                     .upgradeable(
                         "Unknown",

@@ -1955,3 +1955,28 @@ fn a_first_install_whose_refused_replacement_is_dropped_keeps_its_deadline() {
     );
     assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
 }
+
+/// Found by a debug soak of session 23 (seed 777): beta's first install of 2.0.1 applies; the
+/// admin's `steadyStateVersionRange` moves it to 1.1.0, which never becomes available; past
+/// the deadline the admin abandons it, and the way back to 2.0.1 is recorded as intent and
+/// refused (its CRD change is unsafe); the admin excludes 2.0.1, the intent is dropped and
+/// 1.1.0, still what runs, was recorded again with a fresh start: 2,419 s after its apply the
+/// PO was not Degraded. Open: the intent overwrote the record of the move of what runs (its
+/// start and where it came from), so what runs is recorded again as a hop to itself with a
+/// fresh start; keeping the record needs a field of `activeHop`.
+#[test]
+#[ignore = "open: a move of what runs recorded again after a dropped intent (seed 777)"]
+fn a_hop_whose_refused_way_back_is_dropped_keeps_its_deadline() {
+    let mut setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
+    setup.ranges = vec![0, 0];
+    let result = run(
+        &setup,
+        &[
+            Event::UnsafeCrd(1, 7),
+            Event::Reconcile(1),
+            Event::UnavailableBundle(1, 2),
+            Event::EditOverride(1, 1),
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}

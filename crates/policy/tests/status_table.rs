@@ -76,6 +76,7 @@ fn decision(action: Action, pin: Option<PinState>, verdict: Upgradeability) -> P
         po: "demo".to_owned(),
         soak: Duration::ZERO,
         withdraw_from: None,
+        runs_unjudged: false,
     }
 }
 
@@ -2621,4 +2622,37 @@ fn a_first_install_keeps_its_start_under_replacements() {
         Some((None, "demo.v1.1.0".to_owned(), false))
     );
     assert_eq!(started(&again), Some(at(0)), "what ran, applied again");
+}
+
+/// The loser of a duplicate that still runs its bundle is no longer judged: the pin it
+/// recorded stays shown, judged for no cluster version, so the aggregate does not count it at
+/// its pin (release soak of session 23, seed 20261207: its stale pin let the release be
+/// reported once the older PO was deleted, before it was judged again).
+#[test]
+fn a_duplicate_that_still_runs_keeps_its_pin_judged_for_no_version() {
+    let before = settled_at_1_1_0();
+    let judged = |s: &PlatformOperatorStatus| {
+        s.pin
+            .as_ref()
+            .map(|p| (p.range.clone(), p.cluster_version.clone()))
+    };
+    assert_eq!(
+        judged(&before).map(|(_, v)| v.is_some()),
+        Some(true),
+        "{before:#?}"
+    );
+    let mut loser = decision(
+        Action::Nothing,
+        None,
+        Upgradeability::unknown("demo.v1.1.0 still runs from this PlatformOperator"),
+    );
+    loser.runs_unjudged = true;
+    let after = step(
+        &before,
+        120,
+        with_problem(loser, Reason::DuplicatePackage, true),
+        ActOutcome::Skipped,
+    )
+    .run();
+    assert_eq!(judged(&after), Some(("=1.1.0".to_owned(), None)));
 }

@@ -27,6 +27,7 @@ fn decision(action: Action) -> PoDecision {
         po: "op".to_owned(),
         soak: std::time::Duration::ZERO,
         withdraw_from: None,
+        runs_unjudged: false,
     }
 }
 

@@ -716,7 +716,11 @@ impl World {
                         Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
                             Timestamp::from_second(1_700_000_000).unwrap(),
                         ));
-                    older.status = None;
+                    // The winner at its best (review of session 23, M6): as settled at its pin
+                    // as the PO it displaces was, so that what the loser contributes to the
+                    // aggregate is what the invariants judge. Never reconciled by the model, it
+                    // falls behind once the cluster's phase moves on.
+                    older.status = self.pos[i].po.status.clone();
                     older
                 });
             }
