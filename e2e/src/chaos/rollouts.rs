@@ -150,9 +150,16 @@ pub enum Verdict {
 /// available before it.
 #[must_use]
 pub fn judge_settle_claim(rollouts: &Rollouts, owner: &str, bundle: &str, rev: u64) -> Verdict {
+    // Only a gap after the Deployment last ran another bundle may hide this rollout (review
+    // H1: an early gap excused every later claim).
+    let since = rollouts
+        .versions
+        .get(owner)
+        .and_then(|vs| vs.iter().rev().find(|v| v.rev < rev && v.bundle != bundle))
+        .map_or(0, |v| v.rev);
     match rollouts.first_available(owner, bundle) {
         Some(available) if available < rev => Verdict::Holds,
-        _ if hidden(rollouts.gaps_of(owner), 0, rev) => Verdict::Unjudged,
+        _ if hidden(rollouts.gaps_of(owner), since, rev) => Verdict::Unjudged,
         other => Verdict::Violated(format!(
             "the status said the move to {bundle} settled at rv{rev}, but the harness saw its \
              Deployment rolled out and available {}",
@@ -162,16 +169,25 @@ pub fn judge_settle_claim(rollouts: &Rollouts, owner: &str, bundle: &str, rev: u
 }
 
 /// A prune by the world: an object of `bundle` deleted at `rev` while the PO's Deployment runs
-/// another bundle that was seen rolled out and available before the deletion.
+/// a later bundle of the channel (`position` orders a PO's bundle labels) that was seen rolled
+/// out and available before the deletion: never the running bundle's objects, nor a newer
+/// bundle's (review H3).
 #[must_use]
-pub fn judge_prune(rollouts: &Rollouts, owner: &str, bundle: &str, rev: u64) -> Verdict {
+pub fn judge_prune(
+    rollouts: &Rollouts,
+    owner: &str,
+    bundle: &str,
+    rev: u64,
+    position: impl Fn(&str) -> Option<usize>,
+) -> Verdict {
     let Ok(last) = rollouts.before(owner, rev) else {
         return Verdict::Unjudged;
     };
     let runs = last.filter(|v| v.available.is_some());
+    let older = |running: &str| position(bundle) < position(running) && position(bundle).is_some();
     match runs {
         Some(v)
-            if v.bundle != bundle
+            if older(&v.bundle)
                 && rollouts
                     .first_available(owner, &v.bundle)
                     .is_some_and(|at| at < rev) =>
@@ -247,6 +263,11 @@ mod tests {
         }
     }
 
+    /// The channel v0 -> v1 -> v2.
+    fn chain(bundle: &str) -> Option<usize> {
+        ["v0", "v1", "v2"].iter().position(|b| *b == bundle)
+    }
+
     /// po-a: v0 applied at 10, available at 12; the hop to v1 applied at 20, available at 25.
     fn hop() -> Rollouts {
         let mut r = Rollouts::default();
@@ -279,32 +300,48 @@ mod tests {
             judge_settle_claim(&gapped, "po-a", "v2", 30),
             Verdict::Unjudged
         );
+        // A gap before the Deployment last ran another bundle excuses nothing (review H1).
+        let mut early = hop();
+        early.gap("po-a", (13, 15));
+        early.push("po-a", version(40, "v2", Some(false)));
+        assert!(matches!(
+            judge_settle_claim(&early, "po-a", "v2", 45),
+            Verdict::Violated(_)
+        ));
     }
 
     #[test]
     fn a_prune_holds_only_once_the_next_bundle_rolled_out() {
         let r = hop();
-        assert_eq!(judge_prune(&r, "po-a", "v0", 26), Verdict::Holds);
+        assert_eq!(judge_prune(&r, "po-a", "v0", 26, chain), Verdict::Holds);
         // The hop applied, not yet rolled out: the old bundle's objects must stay.
         assert!(matches!(
-            judge_prune(&r, "po-a", "v0", 22),
+            judge_prune(&r, "po-a", "v0", 22, chain),
+            Verdict::Violated(_)
+        ));
+        // A newer bundle's objects neither (review H3: the hop to v2 applied its objects).
+        assert!(matches!(
+            judge_prune(&r, "po-a", "v2", 26, chain),
             Verdict::Violated(_)
         ));
         // The running bundle's own objects are never pruned.
         assert!(matches!(
-            judge_prune(&r, "po-a", "v1", 26),
+            judge_prune(&r, "po-a", "v1", 26, chain),
             Verdict::Violated(_)
         ));
         // The Deployment itself deleted: nothing runs, so only cleanup may have done it.
         let mut gone = hop();
         gone.push("po-a", version(30, "v1", None));
         assert!(matches!(
-            judge_prune(&gone, "po-a", "v0", 31),
+            judge_prune(&gone, "po-a", "v0", 31, chain),
             Verdict::Violated(_)
         ));
         let mut gapped = hop();
         gapped.gap("po-a", (25, 28));
-        assert_eq!(judge_prune(&gapped, "po-a", "v1", 30), Verdict::Unjudged);
+        assert_eq!(
+            judge_prune(&gapped, "po-a", "v1", 30, chain),
+            Verdict::Unjudged
+        );
     }
 
     #[test]
