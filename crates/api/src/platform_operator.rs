@@ -784,6 +784,24 @@ pub struct ActiveHop {
     /// watched the whole soak itself: at most 10 minutes, for clock skew between replicas).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub soak_until: Option<Time>,
+    /// Recorded with the intent of a move that replaces an unsettled move of the bundle that
+    /// runs (the replacement of a first install, `abandon:`'s way back, `skip:`): that move.
+    /// If this one is dropped without ever applying (the cluster refused it, it no longer
+    /// qualifies), what runs is recorded again as it was, so that its progress deadline is not
+    /// restarted and its ways out are named again. Cleared once this move applies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaces: Option<ReplacedMove>,
+}
+
+/// The unsettled move of the bundle that runs, as a move recorded over it found it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplacedMove {
+    /// The bundle it moved from; absent for a first install.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// When it started.
+    pub started_at: Time,
 }
 
 fn is_zero(n: &u32) -> bool {

@@ -584,14 +584,14 @@ fn config_hold(s: &PoSnapshot<'_>, request: &PoRequest) -> Option<HoldReason> {
 
 /// Whether `hop` has not settled within `spec.progressDeadline` (by this manager's clock as
 /// well, [`crate::clock`]).
+/// A move recorded over an unsettled move of what runs and not applied yet is past it too
+/// once that move is: what runs has not settled since it started (seed 777).
 fn past_deadline(s: &PoSnapshot<'_>, hop: &Hop, request: &PoRequest) -> bool {
+    let passed =
+        |at, seen_for| crate::clock::has_passed(s.now, at, seen_for, request.progress_deadline);
     !hop.settled
-        && crate::clock::has_passed(
-            s.now,
-            hop.started_at,
-            hop.started_seen_for,
-            request.progress_deadline,
-        )
+        && (passed(hop.started_at, hop.started_seen_for)
+            || hop.replaced.is_some_and(|r| passed(r.at, r.seen_for)))
 }
 
 /// Whether `bundle` is what the status records installed.

@@ -159,6 +159,7 @@ fn settle(world: &mut PoSnapshot<'_>, target: &MoveTarget, from: Option<String>)
         settled_seen_for: std::time::Duration::ZERO,
         failed_attempts: 0,
         applied_unsettled: false,
+        replaced: None,
     });
     // Under `upgradeGate: OperatorCondition` a move settles only on Upgradeable=True, so
     // the operator is taken to report it too.

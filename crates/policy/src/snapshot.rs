@@ -313,6 +313,17 @@ pub struct Hop {
     /// A configuration change recorded over a move of what runs that had not settled, not
     /// applied since (`ActiveHop::applied_unsettled`): what runs has not settled.
     pub applied_unsettled: bool,
+    /// The unsettled move of what runs that this move, recorded as intent, replaces
+    /// (`ActiveHop::replaces`): what runs has not settled since it started.
+    pub replaced: Option<ReplacedStart>,
+}
+
+/// When a replaced move started, and how long ago this manager first read that instant (zero
+/// when it never did): its progress deadline as [`Hop::started_at`]'s ([`crate::clock`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplacedStart {
+    pub at: Timestamp,
+    pub seen_for: Duration,
 }
 
 impl From<&ActiveHop> for Hop {
@@ -327,6 +338,10 @@ impl From<&ActiveHop> for Hop {
             settled_seen_for: Duration::ZERO,
             failed_attempts: hop.failed_attempts,
             applied_unsettled: hop.applied_unsettled,
+            replaced: hop.replaces.as_ref().map(|r| ReplacedStart {
+                at: r.started_at.0,
+                seen_for: Duration::ZERO,
+            }),
         }
     }
 }

@@ -8,7 +8,7 @@ use k8s_openapi::jiff::Timestamp;
 use pom_api::conditions::{ConditionStatus, Reason, types};
 use pom_api::platform_operator::{
     ActiveHop, AppliedConfig, BundleInventory, BundleRef, InstalledBundle, InventoryObject,
-    PinStatus, PlatformOperatorStatus, PowerSummary, UpgradeGate,
+    PinStatus, PlatformOperatorStatus, PowerSummary, ReplacedMove, UpgradeGate,
 };
 use pom_resolver::fbc::MaxOpenShiftVersion;
 
@@ -380,6 +380,7 @@ fn config_intent(input: &StatusInput<'_>) -> Option<PlatformOperatorStatus> {
             applied_unsettled: replaced.is_some(),
             settled_at: None,
             soak_until: None,
+            replaces: None,
         }),
         ..previous.clone()
     })
@@ -470,12 +471,44 @@ fn started_hop(
     // Likewise one from a first install whose replacement was recorded and never applied.
     let installed = input.previous.installed_bundle.as_ref();
     let replaces_first_install = over_first_install(input.previous.active_hop.as_ref());
+    let replaced = replaced_move(input.previous);
+    // A move back to what runs, over an intent that never applied: the move of what runs
+    // again, as it was (its start and where it came from), not a new one.
+    if let Some(back) = replaced
+        .as_ref()
+        .filter(|_| installed.is_some_and(|b| b.name == target.name))
+    {
+        return ActiveHop {
+            from: back.from.clone(),
+            started_at: back.started_at.clone(),
+            replaces: None,
+            ..started_hop_from(input, target, None, now)
+        };
+    }
     ActiveHop {
-        from: installed
-            .filter(|_| !replaces_first_install)
-            .map(|b| b.name.clone()),
+        replaces: replaced,
+        ..started_hop_from(
+            input,
+            target,
+            installed
+                .filter(|_| !replaces_first_install)
+                .map(|b| b.name.clone()),
+            now,
+        )
+    }
+}
+
+/// The hop a move to `target` from `from` records as its intent, started now.
+fn started_hop_from(
+    input: &StatusInput<'_>,
+    target: &crate::decide::MoveTarget,
+    from: Option<String>,
+    now: &Time,
+) -> ActiveHop {
+    ActiveHop {
+        from,
         to: target.name.clone(),
-        started_at: move_start(input.previous.active_hop.as_ref(), now),
+        started_at: now.clone(),
         settled: false,
         waiting_for: Some(format!("{} to be applied", target.name)),
         image: input.applying_image.map(str::to_owned),
@@ -485,6 +518,7 @@ fn started_hop(
         applied_unsettled: false,
         settled_at: None,
         soak_until: None,
+        replaces: None,
     }
 }
 
@@ -678,30 +712,32 @@ fn applied_hop(
     let mut hop = match &previous.active_hop {
         // The same move: still settling, or recorded as intent before this apply.
         Some(hop) if hop.to == now_installed.name && (!moved || !hop.settled) => hop.clone(),
-        _ => ActiveHop {
-            from: previous
+        // What runs, applied again once a move recorded over its unsettled move was dropped
+        // without applying: that move, as it was (review of session 23: seeds 777, 8088088).
+        Some(hop) if !moved && !hop.settled && hop.replaces.is_some() => {
+            let replaced = hop.replaces.clone();
+            ActiveHop {
+                from: replaced.as_ref().and_then(|r| r.from.clone()),
+                started_at: replaced.map_or_else(|| now.clone(), |r| r.started_at),
+                ..new_hop(now_installed, None, now)
+            }
+        }
+        _ => new_hop(
+            now_installed,
+            previous
                 .installed_bundle
                 .as_ref()
                 .filter(|_| !over_first_install(previous.active_hop.as_ref()))
                 .map(|b| b.name.clone()),
-            to: now_installed.name.clone(),
-            started_at: move_start(previous.active_hop.as_ref(), now),
-            settled: false,
-            waiting_for: None,
-            image: now_installed.image.clone(),
-            failed_attempts: 0,
-            rolled_out_at: None,
-            config: None,
-            applied_unsettled: false,
-            settled_at: None,
-            soak_until: None,
-        },
+            now,
+        ),
     };
     // Applied: the failures before it are over, and a configuration change of what runs
     // records the configuration it applied (a revert that replaced one that never applied
     // records the revert's).
     hop.failed_attempts = 0;
     hop.applied_unsettled = false;
+    hop.replaces = None;
     if let (Some(_), Some(config), false) = (&hop.config, &input.decision.config, moved) {
         hop.config = Some(config.digest.clone());
     }
@@ -731,15 +767,41 @@ fn over_first_install(hop: Option<&ActiveHop>) -> bool {
     hop.is_some_and(|h| !h.settled && h.from.is_none())
 }
 
-/// When a move recorded over `hop` started: a move over an unsettled first install is still
-/// that first install, and its progress deadline runs from the first install's start, as a
-/// configuration that replaces an unsettled move keeps its start. A replacement recorded as
-/// intent and never applied, then dropped for what ran before it, no longer resets the clock
-/// of a first install that never settled (state-machine soaks, seeds 8088088 and 20261207:
-/// `an_unsettled_first_install_whose_replacement_never_applied_keeps_its_deadline`).
-fn move_start(hop: Option<&ActiveHop>, now: &Time) -> Time {
-    hop.filter(|h| over_first_install(Some(h)))
-        .map_or_else(|| now.clone(), |h| h.started_at.clone())
+/// The unsettled move of the bundle that runs, for a move about to be recorded over it (see
+/// `ActiveHop::replaces`): the recorded move itself when it is the move of what runs, else
+/// what an intent recorded over it and never applied kept.
+fn replaced_move(previous: &PlatformOperatorStatus) -> Option<ReplacedMove> {
+    let hop = previous.active_hop.as_ref().filter(|h| !h.settled)?;
+    let runs = previous
+        .installed_bundle
+        .as_ref()
+        .is_some_and(|b| b.name == hop.to);
+    if runs && hop.config.is_none() {
+        return Some(ReplacedMove {
+            from: hop.from.clone(),
+            started_at: hop.started_at.clone(),
+        });
+    }
+    hop.replaces.clone()
+}
+
+/// A move to `installed` recorded by its apply, from `from`, started now.
+fn new_hop(installed: &InstalledBundle, from: Option<String>, now: &Time) -> ActiveHop {
+    ActiveHop {
+        from,
+        to: installed.name.clone(),
+        started_at: now.clone(),
+        settled: false,
+        waiting_for: None,
+        image: installed.image.clone(),
+        failed_attempts: 0,
+        rolled_out_at: None,
+        config: None,
+        applied_unsettled: false,
+        settled_at: None,
+        soak_until: None,
+        replaces: None,
+    }
 }
 
 /// The hop with its soak (issue 35 item 4): `soakUntil` while `spec.soak` after its settle

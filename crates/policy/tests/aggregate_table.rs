@@ -235,6 +235,7 @@ impl Po {
                     applied_unsettled: false,
                     settled_at: Some(now()),
                     soak_until: self.soaking.then(now),
+                    replaces: None,
                 }),
                 max_open_shift_version: None,
                 inventory: Vec::new(),

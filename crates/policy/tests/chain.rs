@@ -188,6 +188,7 @@ fn mid_hop(installed: &str, from: &str, cluster: ClusterPhase) -> PoSnapshot<'st
         settled_seen_for: std::time::Duration::ZERO,
         failed_attempts: 0,
         applied_unsettled: false,
+        replaced: None,
     });
     s.cluster = ClusterView::OpenShift(Ok(cluster));
     s

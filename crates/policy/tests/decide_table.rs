@@ -653,6 +653,7 @@ mod fixture {
                     }),
                     failed_attempts: 0,
                     applied_unsettled: false,
+                    replaced: None,
                 })
             };
             let watched = |age: i64| u64::try_from(age).unwrap_or(0);
@@ -689,6 +690,7 @@ mod fixture {
                         settled_seen_for: std::time::Duration::ZERO,
                         failed_attempts: 0,
                         applied_unsettled: false,
+                        replaced: None,
                     }),
                     LastHop::UnsettledFirstInstall => self.installed.as_ref().map(|i| Hop {
                         from: None,
@@ -700,6 +702,7 @@ mod fixture {
                         settled_seen_for: std::time::Duration::ZERO,
                         failed_attempts: 0,
                         applied_unsettled: false,
+                        replaced: None,
                     }),
                     LastHop::Recorded { to } => self.installed.as_ref().map(|i| Hop {
                         from: Some(i.bundle.name.clone()),
@@ -711,6 +714,7 @@ mod fixture {
                         settled_seen_for: std::time::Duration::ZERO,
                         failed_attempts: 0,
                         applied_unsettled: false,
+                        replaced: None,
                     }),
                 },
                 cluster: self.cluster.view(),

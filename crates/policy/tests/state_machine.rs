@@ -1345,9 +1345,9 @@ fn a_move_recovered_across_a_lost_status_and_a_crash_is_degraded_past_its_deadli
 /// replacement, a first install of 2.0.1, is recorded as intent (over the hop of 1.0.0, whose
 /// start was then lost) and its apply fails; a minor update to 4.19, which 2.0.1 cannot run on,
 /// drops that intent, and 1.0.0, still unsettled, was recorded as a first install started
-/// then: 969 s after 1.0.0 applied the PO was not Degraded. POM's fault: a move over an
-/// unsettled first install is still that first install and now keeps its start
-/// (`status::move_start`; `status_table::a_first_install_keeps_its_start_under_replacements`).
+/// then: 969 s after 1.0.0 applied the PO was not Degraded. POM's fault: the replacement's
+/// intent now keeps the move it replaces, restored when it is dropped (`activeHop.replaces`;
+/// `status_table::a_first_install_keeps_its_start_under_replacements`).
 #[test]
 fn an_unsettled_first_install_whose_replacement_never_applied_keeps_its_deadline() {
     let mut setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
@@ -1961,11 +1961,11 @@ fn a_first_install_whose_refused_replacement_is_dropped_keeps_its_deadline() {
 /// the deadline the admin abandons it, and the way back to 2.0.1 is recorded as intent and
 /// refused (its CRD change is unsafe); the admin excludes 2.0.1, the intent is dropped and
 /// 1.1.0, still what runs, was recorded again with a fresh start: 2,419 s after its apply the
-/// PO was not Degraded. Open: the intent overwrote the record of the move of what runs (its
-/// start and where it came from), so what runs is recorded again as a hop to itself with a
-/// fresh start; keeping the record needs a field of `activeHop`.
+/// PO was not Degraded: the intent overwrote the record of the move of what runs (its start
+/// and where it came from), so what runs was recorded again as a hop to itself with a fresh
+/// start. The intent now keeps the move it replaces (`activeHop.replaces`), restored when the
+/// intent is dropped.
 #[test]
-#[ignore = "open: a move of what runs recorded again after a dropped intent (seed 777)"]
 fn a_hop_whose_refused_way_back_is_dropped_keeps_its_deadline() {
     let mut setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
     setup.ranges = vec![0, 0];
@@ -1976,6 +1976,29 @@ fn a_hop_whose_refused_way_back_is_dropped_keeps_its_deadline() {
             Event::Reconcile(1),
             Event::UnavailableBundle(1, 2),
             Event::EditOverride(1, 1),
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}
+
+/// Found by the release soak of session 23 (seed 20261207, after 32,585 cases), on the code
+/// before `activeHop.replaces`: beta's first install of 2.0.1 never becomes available; a patch
+/// update ends and another starts; 2,419 s after its apply the PO was not Degraded (a move
+/// recorded over it and dropped restarted its clock). Passes with `activeHop.replaces`.
+#[test]
+fn a_broken_first_install_across_two_patch_updates_is_degraded_past_its_deadline() {
+    let mut setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
+    setup.min_kube[7] = Some((29, 4));
+    setup.ranges = vec![0, 3];
+    let result = run(
+        &setup,
+        &[
+            Event::UnsafeCrd(1, 6),
+            Event::UnavailableBundle(1, 7),
+            Event::Reconcile(1),
+            Event::StartPatch,
+            Event::CompleteUpdate,
+            Event::StartPatch,
         ],
     );
     assert!(result.is_ok(), "{}", result.err().unwrap_or_default());

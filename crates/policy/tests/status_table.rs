@@ -2575,11 +2575,12 @@ fn a_soak_settled_under_another_replicas_clock_is_never_over_early() {
     assert_eq!(soak_until(&late), None, "at most the allowance late");
 }
 
-/// A first install is one move until it settles, whichever bundles replace it (seeds 8088088
-/// and 20261207 of the state-machine soak): 1.1.0 applied at t=0 never rolls out; at t=700 a
-/// replacement, 1.2.0, is recorded as intent and its apply is refused; at t=1,400 what runs,
-/// 1.1.0, is applied again. The progress deadline runs from t=0 throughout: the replacement's
-/// intent reset it to t=700, and the re-apply to t=1,400, so a first install that never became
+/// A replacement recorded over an unsettled first install and dropped without applying leaves
+/// the first install as it was (seeds 8088088 and 20261207 of the state-machine soak): 1.1.0
+/// applied at t=0 never rolls out; at t=700 a replacement, 1.2.0, is recorded as intent (with
+/// the move it replaces) and its apply is refused; at t=1,400 what runs, 1.1.0, is applied
+/// again: its progress deadline still runs from t=0. The intent's record overwrote the first
+/// install's, so the re-apply restarted it at t=1,400, and a first install that never became
 /// available was Degraded only a deadline after the last replacement anyone tried.
 #[test]
 fn a_first_install_keeps_its_start_under_replacements() {
@@ -2600,7 +2601,20 @@ fn a_first_install_keeps_its_start_under_replacements() {
             .map(|h| (h.from.clone(), h.to.clone())),
         Some((None, "demo.v1.2.0".to_owned()))
     );
-    assert_eq!(started(&intent), Some(at(0)), "the replacement's intent");
+    assert_eq!(
+        started(&intent),
+        Some(at(700)),
+        "the replacement's own start"
+    );
+    assert_eq!(
+        intent
+            .active_hop
+            .as_ref()
+            .and_then(|h| h.replaces.as_ref())
+            .map(|r| (r.from.clone(), r.started_at.0)),
+        Some((None, at(0))),
+        "the move it replaces"
+    );
     let denied = ActOutcome::Failed(Problem {
         reason: Reason::InstallFailed,
         message: "admission webhook \"policy\" denied Deployment demo/demo-operator".to_owned(),
@@ -2622,6 +2636,7 @@ fn a_first_install_keeps_its_start_under_replacements() {
         Some((None, "demo.v1.1.0".to_owned(), false))
     );
     assert_eq!(started(&again), Some(at(0)), "what ran, applied again");
+    assert_eq!(again.active_hop.and_then(|h| h.replaces), None);
 }
 
 /// The loser of a duplicate that still runs its bundle is no longer judged: the pin it

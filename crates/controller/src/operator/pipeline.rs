@@ -112,6 +112,13 @@ impl Gathered {
         // The progress deadline and the soak count from times perhaps another replica wrote:
         // what this manager watched itself bounds them (`pom_policy::clock`).
         if let Some(hop) = snapshot.hop.as_mut() {
+            // The replaced move's start first: it was read as `HopStarted` until this move's
+            // intent replaced it.
+            if let Some(replaced) = hop.replaced.as_mut() {
+                replaced.seen_for =
+                    pctx.seen
+                        .seen_for(&snapshot.name, Recorded::ReplacedStarted, replaced.at);
+            }
             hop.started_seen_for =
                 pctx.seen
                     .seen_for(&snapshot.name, Recorded::HopStarted, hop.started_at);

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::jiff::Timestamp;
 
-/// Recorded instants remembered at most (three per PO). Past it the memory is cleared: a
+/// Recorded instants remembered at most (four per PO). Past it the memory is cleared: a
 /// forgotten instant is judged by the status times less the skew allowance, late rather
 /// than early, so forgetting is safe.
 pub const MOST_REMEMBERED: usize = 20_000;
@@ -23,6 +23,9 @@ pub enum Recorded {
     RolledOut,
     /// `status.activeHop.settledAt` (a soak counts from it).
     Settled,
+    /// `status.activeHop.replaces.startedAt`: the start of the move an intent replaced, read
+    /// before as that move's `HopStarted` (its deadline still counts from it).
+    ReplacedStarted,
 }
 
 /// When each recorded instant was first read here.
@@ -33,7 +36,8 @@ pub struct SeenClock {
 
 impl SeenClock {
     /// How long ago this manager first read `at` as `po`'s `which` (zero the first time; a
-    /// different instant recorded there starts over).
+    /// different instant recorded there starts over). A replaced move's start keeps what was
+    /// read of it as the start of that move: ask for it before the new `HopStarted`.
     pub fn seen_for(&self, po: &str, which: Recorded, at: Timestamp) -> Duration {
         let now = Instant::now();
         let Ok(mut first_read) = self.first_read.lock() else {
@@ -45,11 +49,18 @@ impl SeenClock {
         {
             return now.saturating_duration_since(*since);
         }
+        // A replaced move's start was first read as the start of that move.
+        let inherited = (which == Recorded::ReplacedStarted)
+            .then(|| first_read.get(&(po.to_owned(), Recorded::HopStarted)))
+            .flatten()
+            .filter(|(recorded, _)| *recorded == at)
+            .map(|(_, since)| *since);
         if first_read.len() >= MOST_REMEMBERED {
             first_read.clear();
         }
-        first_read.insert(key, (at, now));
-        Duration::ZERO
+        let since = inherited.unwrap_or(now);
+        first_read.insert(key, (at, since));
+        now.saturating_duration_since(since)
     }
 
     /// Drops what was remembered of `po` (it was deleted): the memory holds live POs only.
@@ -83,6 +94,33 @@ mod tests {
         let later = Timestamp::from_second(1).unwrap_or(t);
         assert_eq!(
             clock.seen_for("po", Recorded::HopStarted, later),
+            Duration::ZERO
+        );
+    }
+
+    /// An intent recorded over an unsettled move keeps that move's start as the one it
+    /// replaces: what was watched of it as the hop's start still counts.
+    #[test]
+    fn a_replaced_start_keeps_what_was_watched_of_it() {
+        let clock = SeenClock::default();
+        let started = Timestamp::UNIX_EPOCH;
+        let _ = clock.seen_for("po", Recorded::HopStarted, started);
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(
+            clock.seen_for("po", Recorded::ReplacedStarted, started) >= Duration::from_millis(20)
+        );
+        let intent = Timestamp::from_second(1).unwrap_or(started);
+        assert_eq!(
+            clock.seen_for("po", Recorded::HopStarted, intent),
+            Duration::ZERO
+        );
+        assert!(
+            clock.seen_for("po", Recorded::ReplacedStarted, started) >= Duration::from_millis(20)
+        );
+        // Never read as a hop's start: watched from now.
+        let other = Timestamp::from_second(2).unwrap_or(started);
+        assert_eq!(
+            clock.seen_for("other", Recorded::ReplacedStarted, other),
             Duration::ZERO
         );
     }

@@ -116,6 +116,7 @@ fn hop(to: &str, settled: bool) -> Option<ActiveHop> {
         applied_unsettled: false,
         settled_at: None,
         soak_until: None,
+        replaces: None,
     })
 }
 

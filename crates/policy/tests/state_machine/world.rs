@@ -19,7 +19,7 @@ use pom_policy::inventory;
 use pom_policy::snapshot::{
     CatalogContent, CatalogView, ClusterView, GateReading, Hop, Installed, OperatorGate, PoSnapshot,
 };
-use pom_policy::snapshot::{ConfigView, GuardState, unsettled_move_of};
+use pom_policy::snapshot::{ConfigView, GuardState, ReplacedStart, unsettled_move_of};
 use pom_policy::status::{
     self, ActOutcome, InstallReport, OperatorConditionReport, StatusInput, UnavailableDeployment,
     Wait,
@@ -998,6 +998,10 @@ impl World {
                 started_seen_for: pom_policy::snapshot::elapsed(self.now, active.started_at.0),
                 settled_seen_for: active.settled_at.as_ref().map_or(Duration::ZERO, |at| {
                     pom_policy::snapshot::elapsed(self.now, at.0)
+                }),
+                replaced: active.replaces.as_ref().map(|r| ReplacedStart {
+                    at: r.started_at.0,
+                    seen_for: pom_policy::snapshot::elapsed(self.now, r.started_at.0),
                 }),
                 ..Hop::from(active)
             }),
