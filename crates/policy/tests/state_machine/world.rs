@@ -374,6 +374,8 @@ pub struct World {
     pub now: Timestamp,
     pub co: ClusterOperatorStatus,
     pub moves: usize,
+    /// The ways out the liveness admin took, by PO, in order (scripted tests assert them).
+    pub ways_taken: Vec<(usize, super::way_out::WayOut)>,
 }
 
 /// How a case starts.
@@ -484,6 +486,7 @@ impl World {
             now,
             co: ClusterOperatorStatus::default(),
             moves: 0,
+            ways_taken: Vec::new(),
         }
     }
 
