@@ -776,7 +776,12 @@ fn replaced_move(previous: &PlatformOperatorStatus) -> Option<ReplacedMove> {
         .installed_bundle
         .as_ref()
         .is_some_and(|b| b.name == hop.to);
-    if runs && hop.config.is_none() {
+    // A configuration change of what runs that applied, or one recorded over its unsettled
+    // move, is that move too: it keeps its `from` and start (second review of session 23, H1).
+    let of_what_runs = hop.config.is_none()
+        || hop.applied_unsettled
+        || hop.config.as_deref() == Some(recorded_config_digest(previous).as_str());
+    if runs && of_what_runs {
         return Some(ReplacedMove {
             from: hop.from.clone(),
             started_at: hop.started_at.clone(),

@@ -2671,3 +2671,58 @@ fn a_duplicate_that_still_runs_keeps_its_pin_judged_for_no_version() {
     .run();
     assert_eq!(judged(&after), Some(("=1.1.0".to_owned(), None)));
 }
+
+/// A configuration change of an unsettled first install is that first install too (second
+/// review of session 23, H1): 1.1.0 applied at t=0 never rolls out, its configuration changes
+/// at t=700 (the change keeps the install's start), a replacement, 1.2.0, is recorded at t=800
+/// and refused, and what runs is applied again at t=1,400: its deadline still runs from t=0.
+/// The replacement's intent kept no record of a move that carried a configuration digest.
+#[test]
+fn a_replacement_over_a_configuration_change_of_a_first_install_keeps_its_start() {
+    let debug = log_level("debug");
+    let first = installing();
+    let steady = || keep(pin(PinReason::Steady, "=1.1.0"));
+    let starting = changing_config(steady(), &debug, debug.clone(), None);
+    let change = intent_of(&first, &starting, 700).expect("the configuration's intent");
+    let reapplied = PoDecision {
+        config: Some(debug.clone()),
+        ..steady()
+    };
+    let rolling = step(
+        &change,
+        700,
+        reapplied.clone(),
+        applied(report("1.1.0", Some("4.17"), vec![rollout()])),
+    )
+    .run();
+    let replace = move_to(
+        "1.2.0",
+        Some("4.17"),
+        pin(PinReason::Install, "*"),
+        pin(PinReason::Steady, "=1.2.0"),
+    );
+    let intent = intent_of(&rolling, &replace, 800).expect("the replacement's intent");
+    assert_eq!(
+        intent
+            .active_hop
+            .as_ref()
+            .and_then(|h| h.replaces.as_ref())
+            .map(|r| (r.from.clone(), r.started_at.0)),
+        Some((None, at(0)))
+    );
+    let denied = ActOutcome::Failed(Problem {
+        reason: Reason::InstallFailed,
+        message: "admission webhook \"policy\" denied Deployment demo/demo-operator".to_owned(),
+        degrades: true,
+    });
+    let refused = step(&intent, 800, replace, denied).run();
+    let again = step(
+        &refused,
+        1_400,
+        reapplied,
+        applied(report("1.1.0", Some("4.17"), vec![rollout()])),
+    )
+    .run();
+    let hop = again.active_hop.expect("a hop");
+    assert_eq!((hop.from, hop.started_at.0), (None, at(0)));
+}

@@ -49,10 +49,16 @@ impl SeenClock {
         {
             return now.saturating_duration_since(*since);
         }
-        // A replaced move's start was first read as the start of that move.
-        let inherited = (which == Recorded::ReplacedStarted)
-            .then(|| first_read.get(&(po.to_owned(), Recorded::HopStarted)))
-            .flatten()
+        // A replaced move's start was first read as the start of that move, and a move
+        // restored when the intent that replaced it was dropped was watched as the replaced
+        // one meanwhile (second review of session 23, M1).
+        let other = match which {
+            Recorded::ReplacedStarted => Some(Recorded::HopStarted),
+            Recorded::HopStarted => Some(Recorded::ReplacedStarted),
+            Recorded::RolledOut | Recorded::Settled => None,
+        };
+        let inherited = other
+            .and_then(|other| first_read.get(&(po.to_owned(), other)))
             .filter(|(recorded, _)| *recorded == at)
             .map(|(_, since)| *since);
         if first_read.len() >= MOST_REMEMBERED {
@@ -117,6 +123,8 @@ mod tests {
         assert!(
             clock.seen_for("po", Recorded::ReplacedStarted, started) >= Duration::from_millis(20)
         );
+        // The intent dropped: the move restored was watched all along.
+        assert!(clock.seen_for("po", Recorded::HopStarted, started) >= Duration::from_millis(20));
         // Never read as a hop's start: watched from now.
         let other = Timestamp::from_second(2).unwrap_or(started);
         assert_eq!(
