@@ -2014,3 +2014,30 @@ fn a_broken_first_install_across_two_patch_updates_is_degraded_past_its_deadline
     );
     assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
 }
+
+/// Found by the release soak of session 23 (seed 20261207, after 42,353 cases; a fault of the
+/// model): beta's first install of 2.0.1 applies and the manager dies before its status write;
+/// the admin's `versionRange` excludes 2.0.1, so 1.2.0 is recorded to replace it, and the
+/// cluster refuses part of it; 1.2.0 leaves the catalog (the recorded replacement waits) and
+/// comes back, and POM retries the move it records. The world, which had forgotten the intent
+/// while it did not qualify, took the retry for a new move over an unsettled one.
+#[test]
+fn a_recorded_replacement_retried_once_its_bundle_is_back_is_that_move() {
+    let mut setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
+    setup.ranges = vec![0, 0];
+    setup.extra_wins = true;
+    let result = run(
+        &setup,
+        &[
+            Event::RefusePartly(1, 4),
+            Event::CrashAfterNextApply(1),
+            Event::RemoveBundle(0, 0),
+            Event::Reconcile(1),
+            Event::EditVersionRange(1, 1),
+            Event::Reconcile(1),
+            Event::Reconcile(1),
+            Event::RemoveBundle(0, 4),
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}

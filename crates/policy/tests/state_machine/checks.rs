@@ -104,8 +104,13 @@ pub fn decision(
     // recorded move whose apply the manager could not record (it died between apply and
     // status write) is re-applied over what already runs: the edge, pin, gate and approval
     // that chose it do not count again.
-    let resume =
-        intended || (sim.running == Some(to) && recorded.is_some_and(|h| h.to == target.name));
+    // Likewise a retry of the move the status records as intent, never applied, after a
+    // while it did not qualify (its bundle left the catalog and came back: found by the
+    // release soak of session 23, seed 20261207): it is that move continued, not a new one.
+    let retried = recorded.is_some_and(|h| h.to == target.name && h.rolled_out_at.is_none());
+    let resume = intended
+        || (sim.running == Some(to) && recorded.is_some_and(|h| h.to == target.name))
+        || (retried && sim.running != Some(to) && recorded.is_some_and(|h| h.from.is_none()));
     let fail = |what: String| {
         Err(format!(
             "move to {}: {what}; {}",
