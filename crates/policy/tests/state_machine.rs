@@ -47,9 +47,10 @@
 //! 1. a move never starts while the world's last move is unsettled, except to resume a move
 //!    recorded as intent before a crash (or re-apply one whose status write a crash lost), to
 //!    carry out the admin's `abandon:` or `skip:` of it, or to replace a first install that no
-//!    longer qualifies; a configuration change waits for no move of what runs (a newer
-//!    configuration replaces the one an unsettled move runs with: review H1, issue 34), and
-//!    the next move of the bundle waits for it;
+//!    longer qualifies (and retry that replacement while the status records it); a
+//!    configuration change waits for no move of what runs (a newer configuration replaces the
+//!    one an unsettled move runs with: review H1, issue 34), and the next move of the bundle
+//!    waits for it;
 //! 2. a move goes along a catalog edge of the PO's channel from what runs (a rollback pivot,
 //!    the admin's downgrade by `steadyStateVersionRange` and `abandon:`'s way back excepted),
 //!    from a catalog the PO may use that serves it, and is the bundle the world's resolution
