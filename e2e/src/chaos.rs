@@ -966,6 +966,15 @@ fn judge_settles(state: &MonitorState) -> (Vec<String>, Tally) {
     (violations, tally)
 }
 
+/// Records the first PO version that says its move to `bundle` settled.
+fn claim_settle(state: &mut MonitorState, rev: u64, po: &str, bundle: &str) {
+    let claimed = |(_, p, b): &(u64, String, String)| p == po && b == bundle;
+    if !state.settle_claims.iter().any(claimed) {
+        let claim = (rev, po.to_owned(), bundle.to_owned());
+        state.settle_claims.push(claim);
+    }
+}
+
 fn judge(po: &PlatformOperator, chains: &Chains, state: &mut MonitorState) {
     state.versions_seen += 1;
     let name = po.name_any();
@@ -1019,11 +1028,8 @@ fn judge(po: &PlatformOperator, chains: &Chains, state: &mut MonitorState) {
         state
             .moves
             .insert((name.clone(), hop.from.clone(), hop.to.clone()));
-        let claimed = |(_, p, b): &(u64, String, String)| *p == name && *b == hop.to;
-        if hop.settled && !state.settle_claims.iter().any(claimed) {
-            state
-                .settle_claims
-                .push((rev, name.clone(), hop.to.clone()));
+        if hop.settled {
+            claim_settle(state, rev, &name, &hop.to);
         }
         if !status.inventory.iter().any(|e| e.bundle == hop.to) {
             state.violations.push(format!(
