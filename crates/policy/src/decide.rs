@@ -931,7 +931,15 @@ fn decide_usable(s: &PoSnapshot<'_>, u: &Usable<'_>) -> PoDecision {
         Recorded::Abandon { to, why } => Some(abandoned_message(u.installed, &to, &why)),
         Recorded::Unlisted { to } => return unlisted_first_install(current_pin, &to),
         Recorded::ReplaceInstall { to, why } => {
-            return replace_first_install(s, u, &inputs, phase, verdict, current_pin, (&to, &why));
+            let replaced = replace_first_install(s, u, &inputs, phase, &verdict, (&to, &why));
+            match replaced {
+                Some(decision) => return decision,
+                // Nothing to install in its place: it is judged as what runs (a rollback's
+                // pivot down included: release soak of session 23, seed 20261207).
+                None => Some(format!(
+                    "the first install of {to} has not settled and no longer qualifies ({why}), and nothing resolves to install in its place: it is judged as what runs"
+                )),
+            }
         }
         Recorded::None => None,
     };
@@ -975,35 +983,35 @@ fn decide_usable(s: &PoSnapshot<'_>, u: &Usable<'_>) -> PoDecision {
 /// the PO stuck: the steady pin held it, and deleting the PO installed it again (found by the
 /// state-machine test once its world had such bundles:
 /// `a_first_install_that_never_becomes_available_is_replaced_once_excluded`). Nothing resolving
-/// keeps it (its re-apply), the reason said.
+/// keeps it, judged as what runs (`None`: the caller decides as for what runs), the reason
+/// said.
 fn replace_first_install(
     s: &PoSnapshot<'_>,
     u: &Usable<'_>,
     inputs: &[CatalogInput<'_>],
     phase: Option<&ClusterPhase>,
-    verdict: Upgradeability,
-    current_pin: Option<PinState>,
+    verdict: &Upgradeability,
     (to, why): (&str, &str),
-) -> PoDecision {
+) -> Option<PoDecision> {
     let fresh = resolve_request(u.request, inputs, None, phase, s.kube_version.as_ref());
     let message = format!(
         "the first install of {to} has not settled and no longer qualifies ({why}): what resolves now is installed in its place"
     );
-    let decision = match select::resolve(&fresh) {
-        Ok(resolution) if resolution.bundle.name != to => {
-            let mut decision = PoDecision::new(Action::Keep, verdict);
-            decision.pin = Some(PinState::from(&resolution.pin));
-            decision.deprecations = deprecations(&resolution);
-            let chosen = &resolution.bundle;
-            let target = chosen_target(chosen, u.request, phase);
-            let hold = cluster_version_hold(s, chosen.max_openshift_version.is_some())
-                .or_else(|| operator_hold(s, u.request))
-                .or_else(|| awaiting_approval(s, u.request, &target.name));
-            start_or_hold(decision, target, hold, s, false)
-        }
-        _ => keep(verdict, current_pin),
-    };
-    note_abandoned(decision, Some(message))
+    let resolution = select::resolve(&fresh)
+        .ok()
+        .filter(|r| r.bundle.name != to)?;
+    let mut decision = PoDecision::new(Action::Keep, verdict.clone());
+    decision.pin = Some(PinState::from(&resolution.pin));
+    decision.deprecations = deprecations(&resolution);
+    let chosen = &resolution.bundle;
+    let target = chosen_target(chosen, u.request, phase);
+    let hold = cluster_version_hold(s, chosen.max_openshift_version.is_some())
+        .or_else(|| operator_hold(s, u.request))
+        .or_else(|| awaiting_approval(s, u.request, &target.name));
+    Some(note_abandoned(
+        start_or_hold(decision, target, hold, s, false),
+        Some(message),
+    ))
 }
 
 /// What a recorded move abandoned for what runs says. A first install abandoned with nothing

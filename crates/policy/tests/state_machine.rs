@@ -2042,3 +2042,31 @@ fn a_recorded_replacement_retried_once_its_bundle_is_back_is_that_move() {
     );
     assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
 }
+
+/// Found by the release soak of session 23 (seed 20261207, after 45,225 cases): beta's first
+/// install of 2.0.1 has not settled when the cluster rolls back to a Kubernetes below its
+/// `minKubeVersion`; the admin's `steadyStateVersionRange` names a bundle no catalog serves.
+/// The unsettled install no longer qualifies and nothing resolved to replace it, so it was
+/// kept with the verdict of a bundle that qualifies: when it settled, `Upgradeable=True` while
+/// the rollback's pivot down to 2.0.0 was owed. With nothing to replace it, it is now judged
+/// as what runs (`decide::replace_first_install` returns none).
+#[test]
+fn a_broken_first_install_with_no_replacement_is_judged_as_what_runs() {
+    let mut setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
+    setup.min_kube[7] = Some((29, 4));
+    setup.ranges = vec![0, 0];
+    setup.extra[6] = true;
+    setup.extra[7] = true;
+    let result = run(
+        &setup,
+        &[
+            Event::StartPatch,
+            Event::CompleteUpdate,
+            Event::Reconcile(1),
+            Event::RollBack,
+            Event::RemoveBundle(0, 1),
+            Event::EditOverride(1, 2),
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}
