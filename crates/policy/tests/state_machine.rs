@@ -2070,3 +2070,29 @@ fn a_broken_first_install_with_no_replacement_is_judged_as_what_runs() {
     );
     assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
 }
+
+/// Found by the release soak of session 23 (seed 20261208, after 49,381 cases; a fault of the
+/// model): beta's status is lost after its install rolled out; its operator says
+/// `Upgradeable=True`, and the reconcile that restores the status re-applies what runs and
+/// records the move settled (§7 holds: rolled out, the operator's word). The world took that
+/// re-apply for a new apply and judged the move only at the next reconcile, by when the
+/// operator's OperatorCondition was deleted, and called POM's settle early.
+#[test]
+fn a_restored_move_that_holds_section_7_settles_when_it_is_recorded() {
+    let mut setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
+    setup.ranges = vec![0, 0];
+    let result = run(
+        &setup,
+        &[
+            Event::Reconcile(1),
+            Event::LoseStatus(1),
+            Event::RolloutFinishes(1),
+            Event::Operator(1, Says::True),
+            Event::Reconcile(1),
+            Event::Operator(1, Says::Deleted),
+            Event::OverrideGate(1),
+            Event::Reconcile(0),
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}
