@@ -1335,9 +1335,8 @@ impl World {
         }
         let sim = &mut self.pos[i];
         if std::mem::take(&mut sim.status_lost) && sim.running == Some(index) {
-            // The restored PO's move clock starts at this re-apply; what it re-applies is what
-            // ran, judged by this reconcile's verdict for it, so the move may settle now.
             sim.move_started_at = now;
+            sim.applied_now = true;
         }
         if sim.says == Says::Deleted {
             // POM creates the bundle's OperatorCondition with every apply.
