@@ -1897,8 +1897,9 @@ fn five_faults_under_a_silent_gate_each_name_their_way_out() {
 /// admin deletes the older PO; the aggregate computed before beta's next reconcile read beta's
 /// stale "settled at the pin" and reported the release while the hop was owed. Two faults: the
 /// model's aggregate left the older PO out (the aggregator lists every PO), and POM counted a
-/// PO that runs a package it no longer manages as at its pin (`aggregate::runs_unmanaged`;
-/// `aggregate_table` row "a duplicate PO that still runs its bundle withholds the release").
+/// PO that runs a package it no longer manages as at its pin (now its pin is judged for no
+/// cluster version: `PoDecision::runs_unjudged`; `aggregate_table` row "a duplicate PO that
+/// still runs its bundle withholds the release").
 #[test]
 fn a_duplicate_that_still_runs_its_bundle_withholds_the_release() {
     let mut setup = plain_setup([UpgradeGate::Rollout, UpgradeGate::Rollout]);
