@@ -2101,3 +2101,29 @@ fn a_restored_move_that_holds_section_7_settles_when_it_is_recorded() {
     );
     assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
 }
+
+/// Found by the release soak of session 23 (seed 20261209, after 363,098 cases; a fault of
+/// the model): beta's first install applies and the manager dies before its status write; the
+/// rollout finishes; the reconcile that resumes the install records it and checks its objects
+/// again, and only the next one finds nothing else holding it and opens Auto's window. The
+/// world opened the window at the resuming reconcile, took the move as settled two minutes
+/// before POM could, and asked for Degraded when the Deployment then regressed.
+#[test]
+fn a_resumed_install_opens_its_auto_window_after_the_reconcile_that_records_it() {
+    let mut setup = plain_setup([UpgradeGate::Auto, UpgradeGate::Auto]);
+    setup.ranges = vec![0, 0];
+    let result = run(
+        &setup,
+        &[
+            Event::CrashAfterNextApply(1),
+            Event::Reconcile(1),
+            Event::RolloutFinishes(1),
+            Event::Reconcile(1),
+            Event::Reconcile(1),
+            Event::Wait(150),
+            Event::Reconcile(1),
+            Event::Regress(1),
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}

@@ -1162,19 +1162,22 @@ impl World {
             // The Auto window listens for a first report once nothing else holds the move: a
             // rollout seen under a gate that asks the operator's word starts no window (found
             // by soak seed 4242: a gate edited to Auto after a long wait for the word).
-            let sim = &mut self.pos[i];
-            if sim.rolled_out
-                && !sim.regressed
-                && sim.rolled_out_seen_at.is_none()
-                && !oracle::gate_requires_report(sim)
-            {
-                sim.rolled_out_seen_at = Some(now);
-            }
             // A move resumed over what already runs (its apply before a crash went unrecorded)
             // is judged by the reconcile after the one that records it running: that one's
             // verdict was made before it ran (found when a resumed install regressed at once).
             let records_it_now = matches!(&decision.action, Action::Move(t)
                 if previous.installed_bundle.as_ref().is_none_or(|b| b.name != t.name));
+            // Nor does Auto's window start there: the reconcile that records it checks its
+            // objects again before anything else (release soak, seed 20261209).
+            let sim = &mut self.pos[i];
+            if sim.rolled_out
+                && !sim.regressed
+                && sim.rolled_out_seen_at.is_none()
+                && !oracle::gate_requires_report(sim)
+                && !records_it_now
+            {
+                sim.rolled_out_seen_at = Some(now);
+            }
             if !records_it_now && oracle::settles_now(self, &self.pos[i]) {
                 self.pos[i].settled = true;
                 self.pos[i].settled_spec_config = self.pos[i].config_runs.config.clone();
