@@ -2164,3 +2164,29 @@ fn every_bundle_excluded_in_turn_under_a_minor_update_ends_in_a_second_deletion(
     );
     assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
 }
+
+/// Found by the release soak of session 23 (seed 20261210, after 26,720 cases), open, not
+/// looked into; failing as well on the code the session started from (fb46954): alpha's
+/// configuration change is refused, its rollout finishes, the admin reverts the configuration
+/// and the Deployment then regresses: the world takes the operator as settled and asks for
+/// Degraded, which POM does not report.
+#[test]
+#[ignore = "open: a regression after a refused configuration's revert (seed 20261210)"]
+fn a_regression_after_a_refused_configurations_revert_is_degraded() {
+    let mut setup = plain_setup([UpgradeGate::Rollout, UpgradeGate::Auto]);
+    setup.ranges = vec![0, 0];
+    let result = run(
+        &setup,
+        &[
+            Event::Reconcile(0),
+            Event::RefuseConfig(0, 2),
+            Event::EditConfig(0, 2),
+            Event::RolloutFinishes(0),
+            Event::Reconcile(0),
+            Event::Reconcile(0),
+            Event::EditConfig(0, 0),
+            Event::Regress(0),
+        ],
+    );
+    assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+}
