@@ -368,19 +368,11 @@ fn config_intent(input: &StatusInput<'_>) -> Option<PlatformOperatorStatus> {
         observed_generation: input.generation,
         conditions: merge(&previous.conditions, &conditions, input.generation, &now),
         active_hop: Some(ActiveHop {
-            from,
-            to: installed.name.clone(),
             started_at,
-            settled: false,
             waiting_for: Some(format!("configuration {} to be applied", change.digest)),
-            image: installed.image.clone(),
-            failed_attempts: 0,
-            rolled_out_at: None,
             config: Some(change.digest.clone()),
             applied_unsettled: replaced.is_some(),
-            settled_at: None,
-            soak_until: None,
-            replaces: None,
+            ..new_hop(from, &installed.name, installed.image.clone(), &now)
         }),
         ..previous.clone()
     })
@@ -472,6 +464,15 @@ fn started_hop(
     let installed = input.previous.installed_bundle.as_ref();
     let replaces_first_install = over_first_install(input.previous.active_hop.as_ref());
     let replaced = replaced_move(input.previous);
+    let intent = |from: Option<String>| ActiveHop {
+        waiting_for: Some(format!("{} to be applied", target.name)),
+        ..new_hop(
+            from,
+            &target.name,
+            input.applying_image.map(str::to_owned),
+            now,
+        )
+    };
     // A move back to what runs, over an intent that never applied: the move of what runs
     // again, as it was (its start and where it came from), not a new one.
     if let Some(back) = replaced
@@ -479,46 +480,17 @@ fn started_hop(
         .filter(|_| installed.is_some_and(|b| b.name == target.name))
     {
         return ActiveHop {
-            from: back.from.clone(),
             started_at: back.started_at.clone(),
-            replaces: None,
-            ..started_hop_from(input, target, None, now)
+            ..intent(back.from.clone())
         };
     }
     ActiveHop {
         replaces: replaced,
-        ..started_hop_from(
-            input,
-            target,
+        ..intent(
             installed
                 .filter(|_| !replaces_first_install)
                 .map(|b| b.name.clone()),
-            now,
         )
-    }
-}
-
-/// The hop a move to `target` from `from` records as its intent, started now.
-fn started_hop_from(
-    input: &StatusInput<'_>,
-    target: &crate::decide::MoveTarget,
-    from: Option<String>,
-    now: &Time,
-) -> ActiveHop {
-    ActiveHop {
-        from,
-        to: target.name.clone(),
-        started_at: now.clone(),
-        settled: false,
-        waiting_for: Some(format!("{} to be applied", target.name)),
-        image: input.applying_image.map(str::to_owned),
-        failed_attempts: 0,
-        rolled_out_at: None,
-        config: None,
-        applied_unsettled: false,
-        settled_at: None,
-        soak_until: None,
-        replaces: None,
     }
 }
 
@@ -719,16 +691,17 @@ fn applied_hop(
             ActiveHop {
                 from: replaced.as_ref().and_then(|r| r.from.clone()),
                 started_at: replaced.map_or_else(|| now.clone(), |r| r.started_at),
-                ..new_hop(now_installed, None, now)
+                ..new_hop(None, &now_installed.name, now_installed.image.clone(), now)
             }
         }
         _ => new_hop(
-            now_installed,
             previous
                 .installed_bundle
                 .as_ref()
                 .filter(|_| !over_first_install(previous.active_hop.as_ref()))
                 .map(|b| b.name.clone()),
+            &now_installed.name,
+            now_installed.image.clone(),
             now,
         ),
     };
@@ -790,15 +763,16 @@ fn replaced_move(previous: &PlatformOperatorStatus) -> Option<ReplacedMove> {
     hop.replaces.clone()
 }
 
-/// A move to `installed` recorded by its apply, from `from`, started now.
-fn new_hop(installed: &InstalledBundle, from: Option<String>, now: &Time) -> ActiveHop {
+/// A move from `from` to bundle `to` (its image `image`), started now: unsettled, nothing
+/// waited for, failed or recorded of it yet.
+fn new_hop(from: Option<String>, to: &str, image: Option<String>, now: &Time) -> ActiveHop {
     ActiveHop {
         from,
-        to: installed.name.clone(),
+        to: to.to_owned(),
         started_at: now.clone(),
         settled: false,
         waiting_for: None,
-        image: installed.image.clone(),
+        image,
         failed_attempts: 0,
         rolled_out_at: None,
         config: None,
