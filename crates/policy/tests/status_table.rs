@@ -2575,6 +2575,25 @@ fn a_soak_settled_under_another_replicas_clock_is_never_over_early() {
     assert_eq!(soak_until(&late), None, "at most the allowance late");
 }
 
+/// The admin's exclusion of 1.1.0, an unsettled first install: 1.2.0 installs in its place.
+fn replacing_the_first_install() -> PoDecision {
+    move_to(
+        "1.2.0",
+        Some("4.17"),
+        pin(PinReason::Install, "*"),
+        pin(PinReason::Steady, "=1.2.0"),
+    )
+}
+
+/// An apply a policy engine refuses.
+fn denied() -> ActOutcome {
+    ActOutcome::Failed(Problem {
+        reason: Reason::InstallFailed,
+        message: "admission webhook \"policy\" denied Deployment demo/demo-operator".to_owned(),
+        degrades: true,
+    })
+}
+
 /// A replacement recorded over an unsettled first install and dropped without applying leaves
 /// the first install as it was (seeds 8088088 and 20261207 of the state-machine soak): 1.1.0
 /// applied at t=0 never rolls out; at t=700 a replacement, 1.2.0, is recorded as intent (with
@@ -2587,12 +2606,7 @@ fn a_first_install_keeps_its_start_under_replacements() {
     let first = installing();
     let started = |s: &PlatformOperatorStatus| s.active_hop.as_ref().map(|h| h.started_at.0);
     assert_eq!(started(&first), Some(at(0)));
-    let replace = move_to(
-        "1.2.0",
-        Some("4.17"),
-        pin(PinReason::Install, "*"),
-        pin(PinReason::Steady, "=1.2.0"),
-    );
+    let replace = replacing_the_first_install();
     let intent = intent_of(&first, &replace, 700).expect("the replacement records its intent");
     assert_eq!(
         intent
@@ -2615,12 +2629,7 @@ fn a_first_install_keeps_its_start_under_replacements() {
         Some((None, at(0))),
         "the move it replaces"
     );
-    let denied = ActOutcome::Failed(Problem {
-        reason: Reason::InstallFailed,
-        message: "admission webhook \"policy\" denied Deployment demo/demo-operator".to_owned(),
-        degrades: true,
-    });
-    let refused = step(&intent, 700, replace, denied).run();
+    let refused = step(&intent, 700, replace, denied()).run();
     let again = step(
         &refused,
         1_400,
@@ -2695,12 +2704,7 @@ fn a_replacement_over_a_configuration_change_of_a_first_install_keeps_its_start(
         applied(report("1.1.0", Some("4.17"), vec![rollout()])),
     )
     .run();
-    let replace = move_to(
-        "1.2.0",
-        Some("4.17"),
-        pin(PinReason::Install, "*"),
-        pin(PinReason::Steady, "=1.2.0"),
-    );
+    let replace = replacing_the_first_install();
     let intent = intent_of(&rolling, &replace, 800).expect("the replacement's intent");
     assert_eq!(
         intent
@@ -2710,12 +2714,7 @@ fn a_replacement_over_a_configuration_change_of_a_first_install_keeps_its_start(
             .map(|r| (r.from.clone(), r.started_at.0)),
         Some((None, at(0)))
     );
-    let denied = ActOutcome::Failed(Problem {
-        reason: Reason::InstallFailed,
-        message: "admission webhook \"policy\" denied Deployment demo/demo-operator".to_owned(),
-        degrades: true,
-    });
-    let refused = step(&intent, 800, replace, denied).run();
+    let refused = step(&intent, 800, replace, denied()).run();
     let again = step(
         &refused,
         1_400,
