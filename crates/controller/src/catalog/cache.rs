@@ -14,6 +14,8 @@ use pom_api::conditions::Reason;
 use pom_resolver::fbc::{Catalog, FbcError, PackageIndex, ScopedCatalog};
 use tokio::sync::{broadcast, watch};
 
+use super::held::{HELD_SOURCE_BUDGET, HeldPackages};
+
 /// How many package-change notices a slow subscriber may fall behind before it misses some
 /// (and must then re-resolve everything).
 const CHANGE_BACKLOG: usize = 256;
@@ -22,8 +24,10 @@ const CHANGE_BACKLOG: usize = 256;
 ///
 /// Memory follows use (issue 10): the parse keeps whole only the packages PlatformOperators
 /// named at the time; every other valid package is an index entry (where its blobs are, a
-/// fingerprint) and is read back from the unpacked content the first time a PlatformOperator
-/// names it. Packages no PlatformOperator names any more are let go ([`Self::retain`]).
+/// fingerprint) and is read back from the unpacked content when a PlatformOperator names it.
+/// What is held is bounded ([`HeldPackages`]: the most recently used within
+/// [`HELD_SOURCE_BUDGET`] of source, issue 32), and packages no PlatformOperator names any more
+/// are let go ([`Self::retain`]).
 #[derive(Debug)]
 pub struct ServedCatalog {
     /// What exactly was read: a by-digest image reference, or the ConfigMap and a digest of the
@@ -34,7 +38,7 @@ pub struct ServedCatalog {
     /// Packages left out of the catalog because their blobs are inconsistent, with why.
     invalid_packages: BTreeMap<String, FbcError>,
     /// Packages held whole, each as a catalog of that package alone.
-    held: Mutex<BTreeMap<String, Arc<Catalog>>>,
+    held: Mutex<HeldPackages>,
     /// When this content was unpacked.
     pub unpacked_at: jiff::Timestamp,
     /// Where an image's content was read from (a mirror, whose, or the source), for
@@ -67,22 +71,24 @@ impl ServedCatalog {
         scoped: ScopedCatalog,
         unpacked_at: jiff::Timestamp,
     ) -> Self {
-        let ScopedCatalog { held, index } = scoped;
+        let ScopedCatalog {
+            held: parsed,
+            index,
+        } = scoped;
         let Catalog {
             packages,
             invalid_packages,
             ..
-        } = held;
-        let held = packages
-            .into_iter()
-            .map(|(name, package)| {
-                let alone = Catalog {
-                    packages: std::iter::once((name.clone(), package)).collect(),
-                    ..Catalog::default()
-                };
-                (name, Arc::new(alone))
-            })
-            .collect();
+        } = parsed;
+        let mut held = HeldPackages::new(HELD_SOURCE_BUDGET);
+        for (name, package) in packages {
+            let source_len = index.source_len(&name).unwrap_or(0);
+            let alone = Catalog {
+                packages: std::iter::once((name.clone(), package)).collect(),
+                ..Catalog::default()
+            };
+            held.hold(&name, Arc::new(alone), source_len);
+        }
         Self {
             resolved_source,
             index,
@@ -125,32 +131,28 @@ impl ServedCatalog {
             }));
         }
         if let Some(held) = self.lock_held().get(package) {
-            return Ok(held.clone());
+            return Ok(held);
         }
         // Read outside the lock: other packages' views are not held up by this one's I/O.
         let Some(read) = self.index.materialize(package)? else {
             return Ok(Arc::new(Catalog::default()));
         };
-        let read = Arc::new(read);
-        Ok(self
-            .lock_held()
-            .entry(package.to_owned())
-            .or_insert(read)
-            .clone())
+        let source_len = self.index.source_len(package).unwrap_or(0);
+        Ok(self.lock_held().hold(package, Arc::new(read), source_len))
     }
 
     /// Lets go of the held packages not in `wanted` (no PlatformOperator names them).
     pub fn retain(&self, wanted: &BTreeSet<String>) {
-        self.lock_held().retain(|name, _| wanted.contains(name));
+        self.lock_held().retain(|name| wanted.contains(name));
     }
 
     /// The names of the packages held whole.
     #[must_use]
     pub fn held_packages(&self) -> Vec<String> {
-        self.lock_held().keys().cloned().collect()
+        self.lock_held().names()
     }
 
-    fn lock_held(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Arc<Catalog>>> {
+    fn lock_held(&self) -> std::sync::MutexGuard<'_, HeldPackages> {
         self.held.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -676,6 +678,26 @@ mod tests {
             served.view("one").unwrap().packages.get("one"),
             full.packages.get("one")
         );
+    }
+
+    #[test]
+    fn packages_over_the_budget_are_let_go_and_read_back_the_same() {
+        let text = package("one", &["1.0.0"]) + &package("two", &["1.0.0"]);
+        let full =
+            pom_resolver::fbc::parse_documents([("c.json".to_owned(), text.as_bytes().to_vec())])
+                .unwrap();
+        let mut served = Arc::try_unwrap(catalog_of(&text)).unwrap();
+        // Room for one package: the other is let go when it is used.
+        served.held = Mutex::new(HeldPackages::new(1));
+        let one = served.view("one").unwrap();
+        let two = served.view("two").unwrap();
+        assert_eq!(served.held_packages(), ["two"]);
+        let again = served.view("one").unwrap();
+        assert!(!Arc::ptr_eq(&one, &again), "read back, not held");
+        assert!(again.packages.contains_key("one"));
+        assert_eq!(again.packages.get("one"), full.packages.get("one"));
+        assert_eq!(two.packages.get("two"), full.packages.get("two"));
+        assert_eq!(served.held_packages(), ["one"]);
     }
 
     fn package(name: &str, versions: &[&str]) -> String {

@@ -10,6 +10,7 @@
 
 pub mod access;
 mod cache;
+mod held;
 
 mod reconcile;
 mod source;

@@ -144,6 +144,15 @@ impl PackageIndex {
         self.packages.get(package).map(|p| p.fingerprint)
     }
 
+    /// How many bytes of catalog source `package`'s blobs take, if it is a valid package of the
+    /// catalog: what reading it back reads and parses, known without parsing it.
+    #[must_use]
+    pub fn source_len(&self, package: &str) -> Option<u64> {
+        self.packages
+            .get(package)
+            .map(|p| p.spans.iter().map(|span| span.len).sum())
+    }
+
     /// Reads `package`'s blobs again and parses them: a catalog holding that package alone, as
     /// a full load of the catalog would have it (origins included). `None` when the catalog
     /// has no such valid package.
