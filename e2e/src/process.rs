@@ -26,6 +26,22 @@ pub struct Process {
     pub log: PathBuf,
 }
 
+/// The CPU time process `pid` has used so far, every thread's, user and system
+/// (`/proc/<pid>/stat` fields 14 and 15, in the kernel's fixed 100 ticks a second;
+/// `/proc/<pid>/schedstat` would count the main thread only). `None` once it is gone.
+#[must_use]
+pub fn cpu_time(pid: u32) -> Option<std::time::Duration> {
+    const TICKS_PER_SECOND: u64 = 100;
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command name (in parentheses, which may hold spaces): field 3 onwards.
+    let mut fields = stat.rsplit_once(')')?.1.split_whitespace().skip(11);
+    let user: u64 = fields.next()?.parse().ok()?;
+    let system: u64 = fields.next()?.parse().ok()?;
+    Some(std::time::Duration::from_millis(
+        (user + system) * 1000 / TICKS_PER_SECOND,
+    ))
+}
+
 /// How long a stopped binary may take to exit after SIGTERM before it gets SIGKILL.
 pub const STOP_GRACE_SECONDS: u32 = 5;
 

@@ -769,19 +769,9 @@ impl Memory {
         self.field("VmRSS").unwrap_or_default()
     }
 
-    /// The CPU time the process has used so far, every thread's, user and system
-    /// (`/proc/<pid>/stat` fields 14 and 15, in the kernel's fixed 100 ticks a second;
-    /// `/proc/<pid>/schedstat` would count the main thread only).
+    /// The CPU time the process has used so far (`pom_e2e::process::cpu_time`).
     fn cpu(&self) -> Option<Duration> {
-        const TICKS_PER_SECOND: u64 = 100;
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid)).ok()?;
-        // After the command name (in parentheses, which may hold spaces): field 3 onwards.
-        let mut fields = stat.rsplit_once(')')?.1.split_whitespace().skip(11);
-        let user: u64 = fields.next()?.parse().ok()?;
-        let system: u64 = fields.next()?.parse().ok()?;
-        Some(Duration::from_millis(
-            (user + system) * 1000 / TICKS_PER_SECOND,
-        ))
+        pom_e2e::process::cpu_time(self.pid)
     }
 }
 

@@ -266,18 +266,19 @@ async fn run() -> Result<()> {
         options.packages
     );
     println!(
-        "| point | VmHWM MiB | VmRSS MiB | RssAnon MiB | RssFile MiB | threads | PO states (Installed status/reason, resolved) |"
+        "| point | VmHWM MiB | VmRSS MiB | RssAnon MiB | RssFile MiB | threads | manager CPU s | PO states (Installed status/reason, resolved) |"
     );
-    println!("|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|");
     for row in &rows {
         println!(
-            "| {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {:.1} | {} |",
             row.what,
             mib(row.memory.hwm),
             mib(row.memory.rss),
             mib(row.memory.anon),
             mib(row.memory.file),
             row.memory.threads,
+            row.memory.cpu_ms as f64 / 1000.0,
             row.states
         );
     }
@@ -473,6 +474,8 @@ struct MemorySample {
     anon: u64,
     file: u64,
     threads: u64,
+    /// CPU time used so far, every thread's, in milliseconds.
+    cpu_ms: u128,
 }
 
 impl MemorySample {
@@ -493,19 +496,21 @@ impl MemorySample {
             anon: field("RssAnon")?,
             file: field("RssFile")?,
             threads: field("Threads")?,
+            cpu_ms: pom_e2e::process::cpu_time(pid).map_or(0, |cpu| cpu.as_millis()),
         })
     }
 }
 
 fn print_row(row: &Row) {
     println!(
-        "[{}] VmHWM {} MiB, VmRSS {} MiB (anon {}, file {}; {} threads){}; load {}",
+        "[{}] VmHWM {} MiB, VmRSS {} MiB (anon {}, file {}; {} threads; CPU {:.1} s){}; load {}",
         row.what,
         mib(row.memory.hwm),
         mib(row.memory.rss),
         mib(row.memory.anon),
         mib(row.memory.file),
         row.memory.threads,
+        row.memory.cpu_ms as f64 / 1000.0,
         if row.states.is_empty() {
             String::new()
         } else {
