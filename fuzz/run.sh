@@ -126,9 +126,13 @@ run_target() {
 # The targets are built before (one `cargo fuzz build`, or the first run's build): concurrent
 # `cargo fuzz run`s only check that build, then run their own binary.
 cd "$here"
-jobs_max="${FUZZ_JOBS:-$(nproc)}"
+jobs_max="${FUZZ_JOBS:-$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)}"
 [ "$jobs_max" -ge 1 ] || jobs_max=1
-cargo +nightly fuzz build --release >&2
+for target in $targets; do
+  cargo +nightly fuzz build --release "$target" >&2
+done
+# A run stopped (Ctrl-C, CI's timeout) stops the fuzzers it started.
+trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
 status=0
 running=0
 for target in $targets; do

@@ -49,6 +49,12 @@ pub struct Flags {
     /// what no Catalog serves). Default: `pom-catalogs-<pid>` in the temporary folder.
     #[arg(long, env = "POM_CATALOG_CONTENT_DIR")]
     pub catalog_content_dir: Option<std::path::PathBuf>,
+    /// How many MiB of catalog source the packages each served catalog holds parsed may come
+    /// from (the most recently used; the others are read back from the unpacked catalog and
+    /// parsed again when a reconcile needs them). More: less CPU when POs name many large
+    /// packages of one catalog; less: a smaller heap.
+    #[arg(long, env = "POM_CATALOG_HELD_MIB", default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..=65536))]
+    pub catalog_held_mib: u64,
     /// Log format.
     #[arg(long, env = "POM_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -150,6 +156,7 @@ impl Flags {
             catalog_content_dir: self.catalog_content_dir.clone().unwrap_or_else(|| {
                 std::env::temp_dir().join(format!("pom-catalogs-{}", std::process::id()))
             }),
+            catalog_held_bytes: self.catalog_held_mib.saturating_mul(1 << 20),
             auto_settle_window: self.auto_settle_window,
             require_admission_guard: self.require_admission_guard,
         }

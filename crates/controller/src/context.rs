@@ -50,6 +50,9 @@ pub struct Settings {
     /// emptyDir, so a restarted container reuses them). The manager owns the folder: content
     /// no Catalog serves is removed from it.
     pub catalog_content_dir: PathBuf,
+    /// How many bytes of catalog source the packages each served catalog holds parsed may come
+    /// from (`catalog::HeldPackages`).
+    pub catalog_held_bytes: u64,
     /// How long a rolled-out move under `upgradeGate: Auto` waits for an operator that has
     /// never reported to start reporting (`pom_policy::status::AUTO_SETTLE_WINDOW`).
     pub auto_settle_window: Duration,
@@ -77,6 +80,7 @@ impl Default for Settings {
             resync_interval: Duration::from_secs(300),
             instance: "pom".to_owned(),
             catalog_content_dir: default_catalog_content_dir(),
+            catalog_held_bytes: crate::catalog::DEFAULT_HELD_SOURCE_BUDGET,
             auto_settle_window: pom_policy::status::AUTO_SETTLE_WINDOW,
             require_admission_guard: true,
         }

@@ -14,7 +14,7 @@ use pom_api::conditions::Reason;
 use pom_resolver::fbc::{Catalog, FbcError, PackageIndex, ScopedCatalog};
 use tokio::sync::{broadcast, watch};
 
-use super::held::{HELD_SOURCE_BUDGET, HeldPackages};
+use super::held::HeldPackages;
 
 /// How many package-change notices a slow subscriber may fall behind before it misses some
 /// (and must then re-resolve everything).
@@ -25,8 +25,8 @@ const CHANGE_BACKLOG: usize = 256;
 /// Memory follows use (issue 10): the parse keeps whole only the packages PlatformOperators
 /// named at the time; every other valid package is an index entry (where its blobs are, a
 /// fingerprint) and is read back from the unpacked content when a PlatformOperator names it.
-/// What is held is bounded ([`HeldPackages`]: the most recently used within
-/// [`HELD_SOURCE_BUDGET`] of source, issue 32), and packages no PlatformOperator names any more
+/// What is held is bounded ([`HeldPackages`]: the most recently used within a budget of
+/// their source, `--catalog-held-mib`, issue 32), and packages no PlatformOperator names any more
 /// are let go ([`Self::retain`]).
 #[derive(Debug)]
 pub struct ServedCatalog {
@@ -64,12 +64,15 @@ impl ServedCatalog {
         self
     }
 
-    /// Content parsed with a scope: its packages in scope are held from the start.
+    /// Content parsed with a scope: its packages in scope are held from the start, as many as
+    /// `held_budget` bytes of their source allow ([`HeldPackages`]; the largest first, since
+    /// they cost the most to read back).
     #[must_use]
     pub fn new(
         resolved_source: String,
         scoped: ScopedCatalog,
         unpacked_at: jiff::Timestamp,
+        held_budget: u64,
     ) -> Self {
         let ScopedCatalog {
             held: parsed,
@@ -80,14 +83,18 @@ impl ServedCatalog {
             invalid_packages,
             ..
         } = parsed;
-        let mut held = HeldPackages::new(HELD_SOURCE_BUDGET);
-        for (name, package) in packages {
-            let source_len = index.source_len(&name).unwrap_or(0);
+        let mut held = HeldPackages::new(held_budget);
+        let mut weighed: Vec<_> = packages
+            .into_iter()
+            .map(|(name, package)| (index.source_len(&name).unwrap_or(0), name, package))
+            .collect();
+        weighed.sort_by_key(|(source_len, ..)| *source_len);
+        for (source_len, name, package) in weighed {
             let alone = Catalog {
                 packages: std::iter::once((name.clone(), package)).collect(),
                 ..Catalog::default()
             };
-            held.hold(&name, Arc::new(alone), source_len);
+            drop(held.hold(&name, Arc::new(alone), source_len));
         }
         Self {
             resolved_source,
@@ -138,7 +145,9 @@ impl ServedCatalog {
             return Ok(Arc::new(Catalog::default()));
         };
         let source_len = self.index.source_len(package).unwrap_or(0);
-        Ok(self.lock_held().hold(package, Arc::new(read), source_len))
+        let (held, let_go) = self.lock_held().hold(package, Arc::new(read), source_len);
+        drop(let_go);
+        Ok(held)
     }
 
     /// Lets go of the held packages not in `wanted` (no PlatformOperator names them).
@@ -577,6 +586,7 @@ mod tests {
             source.to_owned(),
             empty,
             jiff::Timestamp::UNIX_EPOCH,
+            super::super::DEFAULT_HELD_SOURCE_BUDGET,
         ))
     }
 
@@ -611,6 +621,7 @@ mod tests {
             format!("cm@{}", json.len()),
             scoped,
             jiff::Timestamp::UNIX_EPOCH,
+            super::super::DEFAULT_HELD_SOURCE_BUDGET,
         ))
     }
 

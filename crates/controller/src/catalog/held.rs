@@ -14,11 +14,12 @@ use lru::LruCache;
 use pom_resolver::fbc::Catalog;
 
 /// How many bytes of catalog source the packages one served catalog holds parsed may come
-/// from (each package weighs what reading it back reads). A parsed package takes about half
-/// its JSON source and less than its YAML, so this holds ~16 MiB of model per catalog: ~200
-/// packages of 50 bundles, every package of a typical catalog's PlatformOperators. The one
-/// package used last is held whatever its size.
-pub const HELD_SOURCE_BUDGET: u64 = 32 << 20;
+/// from by default (each package weighs what reading it back reads; the manager's
+/// `--catalog-held-mib`). A parsed package takes about half its JSON source and less than its
+/// YAML, so this holds ~16 MiB of model per catalog: ~200 synthetic packages of 50 bundles
+/// (150 KB of JSON each), 40-300 of the real ones in `shared/testdata` (0.1-0.9 MB of YAML).
+/// The one package used last is held whatever its size.
+pub const DEFAULT_HELD_SOURCE_BUDGET: u64 = 32 << 20;
 
 /// A package held parsed, and the source bytes it weighs.
 #[derive(Debug)]
@@ -53,10 +54,18 @@ impl HeldPackages {
 
     /// Holds `catalog` as `package` (unless a reconcile read it back first: that copy is kept
     /// and returned), then lets the least recently used others go until the budget is met.
-    pub fn hold(&mut self, package: &str, catalog: Arc<Catalog>, source_len: u64) -> Arc<Catalog> {
+    /// What was let go is returned, for the caller to drop once it has released its lock
+    /// (freeing a large model takes a while).
+    pub fn hold(
+        &mut self,
+        package: &str,
+        catalog: Arc<Catalog>,
+        source_len: u64,
+    ) -> (Arc<Catalog>, Vec<Arc<Catalog>>) {
         if let Some(held) = self.get(package) {
-            return held;
+            return (held, Vec::new());
         }
+        let mut let_go = Vec::new();
         self.source_len = self.source_len.saturating_add(source_len);
         self.packages.put(
             package.to_owned(),
@@ -70,8 +79,9 @@ impl HeldPackages {
                 break;
             };
             self.source_len = self.source_len.saturating_sub(gone.source_len);
+            let_go.push(gone.catalog);
         }
-        catalog
+        (catalog, let_go)
     }
 
     /// Lets go of the packages `keep` refuses.
@@ -128,7 +138,8 @@ mod tests {
     fn the_last_package_is_held_whatever_its_size() {
         let mut held = HeldPackages::new(100);
         held.hold("a", model(), 40);
-        held.hold("huge", model(), 500);
+        let (_, let_go) = held.hold("huge", model(), 500);
+        assert_eq!(let_go.len(), 1, "a is let go, to be dropped by the caller");
         assert_eq!(held.names(), ["huge"]);
         assert_eq!(held.source_len(), 500);
         held.hold("b", model(), 10);
@@ -142,8 +153,9 @@ mod tests {
     #[test]
     fn a_package_held_already_is_kept_not_replaced() {
         let mut held = HeldPackages::new(100);
-        let first = held.hold("a", model(), 40);
-        let second = held.hold("a", model(), 40);
+        let (first, _) = held.hold("a", model(), 40);
+        let (second, let_go) = held.hold("a", model(), 40);
+        assert!(let_go.is_empty());
         assert!(Arc::ptr_eq(&first, &second));
         assert_eq!(held.source_len(), 40, "weighed once");
     }

@@ -17,6 +17,7 @@ mod source;
 mod status;
 
 pub use cache::{CatalogCache, CatalogEntry, CatalogState, LoadingGuard, ServedCatalog};
+pub use held::DEFAULT_HELD_SOURCE_BUDGET;
 pub use pom_policy::duration::parse_go_duration;
 pub use reconcile::{CatalogError, run};
 pub use source::SourceError;

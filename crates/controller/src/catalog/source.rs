@@ -205,9 +205,14 @@ async fn fetch_image(
     .map_err(|error| SourceError::Invalid { source_name, error })?
     .ok_or(SourceError::EmptyImage { reference })?;
     Ok(Arc::new(
-        ServedCatalog::new(resolved, content, jiff::Timestamp::now())
-            .keeping(in_use)
-            .with_served_from(served_from),
+        ServedCatalog::new(
+            resolved,
+            content,
+            jiff::Timestamp::now(),
+            ctx.settings.catalog_held_bytes,
+        )
+        .keeping(in_use)
+        .with_served_from(served_from),
     ))
 }
 
@@ -282,7 +287,12 @@ async fn fetch_config_map(
         vec![(label, bytes)],
     )
     .await?;
-    Ok(served(resolved, content))
+    Ok(Arc::new(ServedCatalog::new(
+        resolved,
+        content,
+        jiff::Timestamp::now(),
+        ctx.settings.catalog_held_bytes,
+    )))
 }
 
 /// Parses off the async threads (real catalogs are tens of megabytes), keeping whole only the
@@ -297,14 +307,6 @@ async fn parse(
         .await
         .map_err(|err| SourceError::Interrupted(err.to_string()))?
         .map_err(|error| SourceError::Invalid { source_name, error })
-}
-
-fn served(resolved_source: String, content: ScopedCatalog) -> Arc<ServedCatalog> {
-    Arc::new(ServedCatalog::new(
-        resolved_source,
-        content,
-        jiff::Timestamp::now(),
-    ))
 }
 
 /// Whether the folder holds a file [`is_catalog_file`] accepts (`relative` is its path so far).

@@ -146,6 +146,7 @@ mod tests {
             source.to_owned(),
             empty,
             jiff::Timestamp::from_second(1_000).unwrap(),
+            crate::catalog::DEFAULT_HELD_SOURCE_BUDGET,
         ))
     }
 
