@@ -123,16 +123,18 @@ run_target() {
 
 # Targets run FUZZ_JOBS at a time (default: one per core): each libFuzzer process is single
 # threaded, so on 2 cores the CI pass (7 targets x 20 s) takes half the time it would in turn.
-# The targets are built before (one `cargo fuzz build`, or the first run's build): concurrent
-# `cargo fuzz run`s only check that build, then run their own binary.
+# The targets are built first (each named one; fresh after `make fuzz-build`): concurrent
+# `cargo fuzz run`s then only check that build and run their own binary.
 cd "$here"
-jobs_max="${FUZZ_JOBS:-$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)}"
+jobs_max="${FUZZ_JOBS:-$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)}"
 [ "$jobs_max" -ge 1 ] || jobs_max=1
 for target in $targets; do
   cargo +nightly fuzz build --release "$target" >&2
 done
-# A run stopped (Ctrl-C, CI's timeout) stops the fuzzers it started.
-trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
+# A run stopped (Ctrl-C, CI's timeout) stops the fuzzers it started: each target runs in a
+# process group of its own (job control on), killed whole.
+set -m
+trap 'for p in $(jobs -p); do kill -- -"$p" 2>/dev/null || true; done' EXIT
 status=0
 running=0
 for target in $targets; do

@@ -152,7 +152,8 @@ impl ServedCatalog {
 
     /// Lets go of the held packages not in `wanted` (no PlatformOperator names them).
     pub fn retain(&self, wanted: &BTreeSet<String>) {
-        self.lock_held().retain(|name| wanted.contains(name));
+        let let_go = self.lock_held().retain(|name| wanted.contains(name));
+        drop(let_go);
     }
 
     /// The names of the packages held whole.

@@ -84,8 +84,11 @@ impl HeldPackages {
         (catalog, let_go)
     }
 
-    /// Lets go of the packages `keep` refuses.
-    pub fn retain(&mut self, keep: impl Fn(&str) -> bool) {
+    /// Lets go of the packages `keep` refuses; returned, for the caller to drop once it has
+    /// released its lock.
+    #[must_use]
+    pub fn retain(&mut self, keep: impl Fn(&str) -> bool) -> Vec<Arc<Catalog>> {
+        let mut let_go = Vec::new();
         let gone: Vec<String> = self
             .packages
             .iter()
@@ -95,8 +98,10 @@ impl HeldPackages {
         for name in gone {
             if let Some(held) = self.packages.pop(&name) {
                 self.source_len = self.source_len.saturating_sub(held.source_len);
+                let_go.push(held.catalog);
             }
         }
+        let_go
     }
 
     /// The names of the packages held, sorted.
@@ -165,7 +170,7 @@ mod tests {
         let mut held = HeldPackages::new(100);
         held.hold("a", model(), 30);
         held.hold("b", model(), 20);
-        held.retain(|name| name == "b");
+        assert_eq!(held.retain(|name| name == "b").len(), 1);
         assert_eq!(held.names(), ["b"]);
         assert_eq!(held.source_len(), 20);
     }

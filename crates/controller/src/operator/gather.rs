@@ -323,7 +323,7 @@ pub fn catalogs(
     let view = |name: &str, served: &ServedCatalog| {
         served.view(package).map_err(|error| {
             format!(
-                "Catalog {name}: package {package:?} could not be read back from its unpacked content ({error}); it is unpacked again at its next poll"
+                "Catalog {name}: package {package:?} could not be read back from its unpacked content ({error}); the catalog is unpacked again at its next poll if its folder is gone; if this persists, remove the catalog's folder from the manager's --catalog-content-dir"
             )
         })
     };
