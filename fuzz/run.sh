@@ -135,6 +135,8 @@ done
 # process group of its own (job control on), killed whole.
 set -m
 trap 'for p in $(jobs -p); do kill -- -"$p" 2>/dev/null || true; done' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 status=0
 running=0
 for target in $targets; do
