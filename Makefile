@@ -31,11 +31,16 @@ e2e-binaries:
 ## (.config/nextest.toml); then the doc tests, which nextest does not run. Either failing fails.
 ## nextest shows no output of a passing test: the short chaos run's record (its seed and
 ## result, issue 34 item 11) is kept in target/chaos/report.txt and printed after nextest's lines.
+## The short chaos run replays one seed (POM_CHAOS_SEED, default below; `POM_CHAOS_SEED=random`
+## draws one): seeds whose API-server restart falls on the deletion phase leave the monitor
+## too blind to judge (docs/decisions.md, session 24), so CI replays one it can judge;
+## `make chaos` draws a new seed every run.
+CHAOS_CI_SEED ?= 16162496586541950636
 test: e2e-binaries
 	@dir=$$(bash e2e/tools/build-binaries.sh | tail -n1) && \
 	  nextest=$$(bash e2e/tools/nextest.sh | tail -n1) && rc=0 && \
 	  report=$(CURDIR)/target/chaos/report.txt && mkdir -p $(CURDIR)/target/chaos && : > "$$report" && \
-	  { POM_CHAOS_REPORT=$$report POM_TEST_BIN_DIR=$$dir PROPTEST_CASES=$${PROPTEST_CASES:-2000} PATH="$$(dirname "$$nextest"):$$PATH" \
+	  { POM_CHAOS_SEED=$${POM_CHAOS_SEED:-$(CHAOS_CI_SEED)} POM_CHAOS_REPORT=$$report POM_TEST_BIN_DIR=$$dir PROPTEST_CASES=$${PROPTEST_CASES:-2000} PATH="$$(dirname "$$nextest"):$$PATH" \
 	      $(CARGO) nextest run --workspace --no-fail-fast || rc=1; } && \
 	  { if [ -s "$$report" ]; then cat "$$report"; else echo "chaos result: NO RESULT (the chaos test did not run; see above)"; fi; } && \
 	  { $(CARGO) test --workspace --doc || rc=1; } && exit $$rc
