@@ -35,6 +35,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
+use futures::{StreamExt as _, TryStreamExt as _};
 use kube::api::{DynamicObject, ListParams, ObjectMeta, TypeMeta};
 use kube::core::GroupVersionKind;
 use kube::runtime::watcher;
@@ -51,6 +52,9 @@ pub const MAX_SNAPSHOT_OBJECTS: usize = 25_000;
 /// Objects per list page: small, so that a page parsed whole (a Deployment or a CRD is a few
 /// KiB of JSON, several times that parsed) adds little to the peak memory of a start.
 const PAGE_SIZE: u32 = 100;
+/// Kinds listed at once: enough that the API server's cores, not the round trips, set the
+/// pace; at most this many pages are parsed at a time.
+const LIST_CONCURRENCY: usize = 4;
 /// How long after the controller's start first checks wait for the snapshot (and the snapshot
 /// for the metadata watches' first lists), at most: later, they read instead. One deadline for
 /// all, so a reconcile never waits more than once.
@@ -157,6 +161,8 @@ pub fn source(snapshot: Option<&str>, watched: Watched<'_>) -> Source {
 pub enum SnapshotError {
     #[error("more than {limit} owner-labelled objects")]
     TooMany { limit: usize },
+    #[error("a list of another kind panicked")]
+    Poisoned,
     #[error("listing {kind}: {source}")]
     List {
         kind: String,
@@ -362,8 +368,15 @@ impl FirstChecks {
 
     /// Takes the snapshot of `pos`' objects (the POs known now: once each had its first
     /// check, the snapshot goes), then keeps it at most [`SNAPSHOT_LIFETIME`].
-    pub async fn take(&self, client: &Client, kinds: &KindCache, pos: HashSet<String>) {
-        match list_owned(client, kinds).await {
+    /// `pos` resolves to them; the lists do not wait for it.
+    pub async fn take(
+        &self,
+        client: &Client,
+        kinds: &KindCache,
+        pos: impl Future<Output = HashSet<String>>,
+    ) {
+        let (listed, pos) = tokio::join!(list_owned(client, kinds), pos);
+        match listed {
             Ok(listed) => {
                 let (objects, labelled) = listed.finish();
                 tracing::info!(
@@ -555,29 +568,50 @@ impl FirstChecks {
 }
 
 /// Every owner-labelled object of the [`snapshot_kinds`] the server serves, paged, without
-/// `managedFields`, by key; refused beyond [`MAX_SNAPSHOT_OBJECTS`].
+/// `managedFields`, by key; refused beyond [`MAX_SNAPSHOT_OBJECTS`]. The kinds are listed
+/// [`LIST_CONCURRENCY`] at a time: one after another, a restart at 1,000 POs waited for ~120
+/// pages in a row before any first check could run (`docs/benchmarks.md`, session 25).
 async fn list_owned(client: &Client, kinds: &KindCache) -> Result<Listed, SnapshotError> {
-    let mut listed = Listed::default();
-    for (group, version, kind) in snapshot_kinds() {
-        let gvk = GroupVersionKind::gvk(group, version, kind);
-        let failed = |source: Error| SnapshotError::List {
-            kind: (*kind).to_owned(),
-            source: Box::new(source),
-        };
-        let api = match kinds.api(client, &gvk, None).await {
-            Ok((api, _)) => api,
-            // Not served: no such object exists.
-            Err(Error::Kube { source, .. }) if is_not_served(&source) => continue,
-            Err(err) => return Err(failed(err)),
-        };
-        let mut params = ListParams::default()
-            .labels(labels::OWNER_PO)
-            .limit(PAGE_SIZE);
-        loop {
-            let page = api
-                .list(&params)
-                .await
-                .map_err(|e| failed(Error::kube(format!("listing {kind} objects"))(e)))?;
+    let listed = Mutex::new(Listed::default());
+    let gvks: Vec<GroupVersionKind> = snapshot_kinds()
+        .map(|(group, version, kind)| GroupVersionKind::gvk(group, version, kind))
+        .collect();
+    futures::stream::iter(gvks)
+        .map(|gvk| list_kind(client, kinds, gvk, &listed))
+        .buffer_unordered(LIST_CONCURRENCY)
+        .try_collect::<()>()
+        .await?;
+    listed.into_inner().map_err(|_| SnapshotError::Poisoned)
+}
+
+/// Every owner-labelled object of one kind, page by page, into `listed`.
+async fn list_kind(
+    client: &Client,
+    kinds: &KindCache,
+    gvk: GroupVersionKind,
+    listed: &Mutex<Listed>,
+) -> Result<(), SnapshotError> {
+    let kind = gvk.kind.clone();
+    let failed = |source: Error| SnapshotError::List {
+        kind: kind.clone(),
+        source: Box::new(source),
+    };
+    let api = match kinds.api(client, &gvk, None).await {
+        Ok((api, _)) => api,
+        // Not served: no such object exists.
+        Err(Error::Kube { source, .. }) if is_not_served(&source) => return Ok(()),
+        Err(err) => return Err(failed(err)),
+    };
+    let mut params = ListParams::default()
+        .labels(labels::OWNER_PO)
+        .limit(PAGE_SIZE);
+    loop {
+        let page = api
+            .list(&params)
+            .await
+            .map_err(|e| failed(Error::kube(format!("listing {kind} objects"))(e)))?;
+        {
+            let mut listed = listed.lock().map_err(|_| SnapshotError::Poisoned)?;
             for object in page.items {
                 if listed.objects.len() >= MAX_SNAPSHOT_OBJECTS {
                     return Err(SnapshotError::TooMany {
@@ -586,13 +620,12 @@ async fn list_owned(client: &Client, kinds: &KindCache) -> Result<Listed, Snapsh
                 }
                 listed.add(&gvk, object);
             }
-            match page.metadata.continue_.filter(|c| !c.is_empty()) {
-                Some(token) => params = params.continue_token(&token),
-                None => break,
-            }
+        }
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(token) => params = params.continue_token(&token),
+            None => return Ok(()),
         }
     }
-    Ok(listed)
 }
 
 /// A listed object as the snapshot keeps it: as a GET returns it (a list's items of built-in

@@ -288,17 +288,16 @@ impl PoContext {
     }
 }
 
-/// Takes the snapshot the first full check of each PO reads from (`first_checks.rs`), once
-/// the PO cache is listed (bounded: without it the snapshot is still taken, and dropped by
-/// age), and keeps it until it is no longer needed or `shutdown`.
+/// Takes the snapshot the first full check of each PO reads from (`first_checks.rs`), listing
+/// at once while the PO cache lists (the snapshot notes the POs known once it has: bounded,
+/// without them it is still taken, and dropped by age), and keeps it until it is no longer
+/// needed or `shutdown`.
 async fn take_first_snapshot(pctx: Arc<PoContext>, shutdown: CancellationToken) {
-    let take = async {
+    let pos = async {
         let _ = tokio::time::timeout(FIRST_SNAPSHOT_WAIT, pctx.state.wait_until_ready()).await;
-        let pos = pctx.store.state().iter().map(|po| po.name_any()).collect();
-        pctx.first_checks
-            .take(&pctx.ctx.client, &pctx.kinds, pos)
-            .await;
+        pctx.store.state().iter().map(|po| po.name_any()).collect()
     };
+    let take = pctx.first_checks.take(&pctx.ctx.client, &pctx.kinds, pos);
     tokio::select! {
         () = shutdown.cancelled() => {}
         () = take => {}

@@ -21,7 +21,7 @@ use std::io::Read;
 use std::num::NonZeroUsize;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Mutex, OnceLock, mpsc};
 use std::thread;
 
 use super::assemble::{Assembler, Scope};
@@ -54,11 +54,18 @@ pub(crate) fn cost(bytes: u64, json: bool) -> u64 {
 /// At most this many workers, whatever the machine has.
 const MAX_WORKERS: usize = 8;
 
-/// Workers to use: the cores this process may run on, at most [`MAX_WORKERS`].
+/// Workers to use: the cores this process may run on, at most [`MAX_WORKERS`], asked once per
+/// process. The standard library asks the kernel at each call (it opens and reads the cgroup
+/// files), and a package read back at its first view asked every time: 5.8% of a manager's CPU
+/// in a restart at 1,000 POs (`docs/benchmarks.md`, session 25). A CPU limit changed in place
+/// is seen at the next start.
 pub(crate) fn workers() -> usize {
-    thread::available_parallelism()
-        .map_or(1, NonZeroUsize::get)
-        .min(MAX_WORKERS)
+    static WORKERS: OnceLock<usize> = OnceLock::new();
+    *WORKERS.get_or_init(|| {
+        thread::available_parallelism()
+            .map_or(1, NonZeroUsize::get)
+            .min(MAX_WORKERS)
+    })
 }
 
 /// One piece of a catalog, in file order.
