@@ -35,8 +35,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use futures::{StreamExt as _, TryStreamExt as _};
-use kube::api::{DynamicObject, ListParams, ObjectMeta, TypeMeta};
+use futures::{FutureExt as _, Stream, StreamExt as _, TryStreamExt as _};
+use kube::api::{Api, DynamicObject, ListParams, ObjectMeta, TypeMeta};
 use kube::core::GroupVersionKind;
 use kube::runtime::watcher;
 use kube::{Client, Resource};
@@ -49,11 +49,13 @@ use crate::error::Error;
 pub const SNAPSHOT_LIFETIME: Duration = Duration::from_secs(120);
 /// The most objects a snapshot holds; a cluster with more owner-labelled objects gets none.
 pub const MAX_SNAPSHOT_OBJECTS: usize = 25_000;
-/// Objects per list page: small, so that a page parsed whole (a Deployment or a CRD is a few
-/// KiB of JSON, several times that parsed) adds little to the peak memory of a start.
+/// Objects per list page: small, so that the pages parsed whole at once (a Deployment or a CRD
+/// is a few KiB of JSON, several times that parsed; up to [`LIST_CONCURRENCY`] pages in flight)
+/// add little to the peak memory of a start.
 const PAGE_SIZE: u32 = 100;
-/// Kinds listed at once: enough that the API server's cores, not the round trips, set the
-/// pace; at most this many pages are parsed at a time.
+/// Kinds listed at once. Chosen, not tuned (no other value was measured): a few lists keep
+/// the API server busy without waiting on each round trip, and each one more queues the
+/// ClusterOperator's own reads at a start behind one more page.
 const LIST_CONCURRENCY: usize = 4;
 /// How long after the controller's start first checks wait for the snapshot (and the snapshot
 /// for the metadata watches' first lists), at most: later, they read instead. One deadline for
@@ -161,8 +163,6 @@ pub fn source(snapshot: Option<&str>, watched: Watched<'_>) -> Source {
 pub enum SnapshotError {
     #[error("more than {limit} owner-labelled objects")]
     TooMany { limit: usize },
-    #[error("a list of another kind panicked")]
-    Poisoned,
     #[error("listing {kind}: {source}")]
     List {
         kind: String,
@@ -366,18 +366,17 @@ impl FirstChecks {
         }
     }
 
-    /// Takes the snapshot of `pos`' objects (the POs known now: once each had its first
-    /// check, the snapshot goes), then keeps it at most [`SNAPSHOT_LIFETIME`].
-    /// `pos` resolves to them; the lists do not wait for it.
+    /// Takes the snapshot, then keeps it at most [`SNAPSHOT_LIFETIME`], or until each PO that
+    /// `pos` resolves to (the POs known once their cache listed) had its first check. The
+    /// lists do not wait for `pos`; a list that fails gives the snapshot up at once.
     pub async fn take(
         &self,
         client: &Client,
         kinds: &KindCache,
         pos: impl Future<Output = HashSet<String>>,
     ) {
-        let (listed, pos) = tokio::join!(list_owned(client, kinds), pos);
-        match listed {
-            Ok(listed) => {
+        match futures::future::try_join(list_owned(client, kinds), pos.map(Ok)).await {
+            Ok((listed, pos)) => {
                 let (objects, labelled) = listed.finish();
                 tracing::info!(
                     objects = objects.len(),
@@ -568,64 +567,81 @@ impl FirstChecks {
 }
 
 /// Every owner-labelled object of the [`snapshot_kinds`] the server serves, paged, without
-/// `managedFields`, by key; refused beyond [`MAX_SNAPSHOT_OBJECTS`]. The kinds are listed
-/// [`LIST_CONCURRENCY`] at a time: one after another, a restart at 1,000 POs waited for ~120
-/// pages in a row before any first check could run (`docs/benchmarks.md`, session 25).
+/// `managedFields`, by key; refused beyond [`MAX_SNAPSHOT_OBJECTS`]. The kinds page
+/// [`LIST_CONCURRENCY`] at a time, and their pages are kept in one place, in the order they
+/// come: one kind after another, a restart at 1,000 POs waited for ~130 pages in a row before
+/// any first check could run (`docs/benchmarks.md`, session 25). The first error ends every
+/// list.
 async fn list_owned(client: &Client, kinds: &KindCache) -> Result<Listed, SnapshotError> {
-    let listed = Mutex::new(Listed::default());
     let gvks: Vec<GroupVersionKind> = snapshot_kinds()
         .map(|(group, version, kind)| GroupVersionKind::gvk(group, version, kind))
         .collect();
     futures::stream::iter(gvks)
-        .map(|gvk| list_kind(client, kinds, gvk, &listed))
-        .buffer_unordered(LIST_CONCURRENCY)
-        .try_collect::<()>()
-        .await?;
-    listed.into_inner().map_err(|_| SnapshotError::Poisoned)
-}
-
-/// Every owner-labelled object of one kind, page by page, into `listed`.
-async fn list_kind(
-    client: &Client,
-    kinds: &KindCache,
-    gvk: GroupVersionKind,
-    listed: &Mutex<Listed>,
-) -> Result<(), SnapshotError> {
-    let kind = gvk.kind.clone();
-    let failed = |source: Error| SnapshotError::List {
-        kind: kind.clone(),
-        source: Box::new(source),
-    };
-    let api = match kinds.api(client, &gvk, None).await {
-        Ok((api, _)) => api,
-        // Not served: no such object exists.
-        Err(Error::Kube { source, .. }) if is_not_served(&source) => return Ok(()),
-        Err(err) => return Err(failed(err)),
-    };
-    let mut params = ListParams::default()
-        .labels(labels::OWNER_PO)
-        .limit(PAGE_SIZE);
-    loop {
-        let page = api
-            .list(&params)
-            .await
-            .map_err(|e| failed(Error::kube(format!("listing {kind} objects"))(e)))?;
-        {
-            let mut listed = listed.lock().map_err(|_| SnapshotError::Poisoned)?;
-            for object in page.items {
-                if listed.objects.len() >= MAX_SNAPSHOT_OBJECTS {
-                    return Err(SnapshotError::TooMany {
-                        limit: MAX_SNAPSHOT_OBJECTS,
-                    });
-                }
+        .map(|gvk| Box::pin(pages_of(client, kinds, gvk)))
+        .flatten_unordered(LIST_CONCURRENCY)
+        .try_fold(Listed::default(), |mut listed, (gvk, page)| async move {
+            if listed.objects.len() + page.len() > MAX_SNAPSHOT_OBJECTS {
+                return Err(SnapshotError::TooMany {
+                    limit: MAX_SNAPSHOT_OBJECTS,
+                });
+            }
+            for object in page {
                 listed.add(&gvk, object);
             }
+            Ok(listed)
+        })
+        .await
+}
+
+/// Where the list of one kind is.
+enum Paging {
+    Start,
+    /// Boxed: the API handle and its parameters are large beside the other states.
+    Next(Box<(Api<DynamicObject>, ListParams)>),
+    Done,
+}
+
+/// The owner-labelled objects of kind `gvk`, a page at a time (none when the server does not
+/// serve the kind: no such object exists).
+fn pages_of<'a>(
+    client: &'a Client,
+    kinds: &'a KindCache,
+    gvk: GroupVersionKind,
+) -> impl Stream<Item = Result<(GroupVersionKind, Vec<DynamicObject>), SnapshotError>> + 'a {
+    futures::stream::try_unfold(Paging::Start, move |paging| {
+        let gvk = gvk.clone();
+        async move {
+            let failed = |source: Error| SnapshotError::List {
+                kind: gvk.kind.clone(),
+                source: Box::new(source),
+            };
+            let (api, params) = match paging {
+                Paging::Done => return Ok(None),
+                Paging::Next(next) => *next,
+                Paging::Start => match kinds.api(client, &gvk, None).await {
+                    Ok((api, _)) => (
+                        api,
+                        ListParams::default()
+                            .labels(labels::OWNER_PO)
+                            .limit(PAGE_SIZE),
+                    ),
+                    Err(Error::Kube { source, .. }) if is_not_served(&source) => {
+                        return Ok(None);
+                    }
+                    Err(err) => return Err(failed(err)),
+                },
+            };
+            let page = api
+                .list(&params)
+                .await
+                .map_err(|e| failed(Error::kube(format!("listing {} objects", gvk.kind))(e)))?;
+            let next = match page.metadata.continue_.filter(|c| !c.is_empty()) {
+                Some(token) => Paging::Next(Box::new((api, params.continue_token(&token)))),
+                None => Paging::Done,
+            };
+            Ok(Some(((gvk, page.items), next)))
         }
-        match page.metadata.continue_.filter(|c| !c.is_empty()) {
-            Some(token) => params = params.continue_token(&token),
-            None => return Ok(()),
-        }
-    }
+    })
 }
 
 /// A listed object as the snapshot keeps it: as a GET returns it (a list's items of built-in

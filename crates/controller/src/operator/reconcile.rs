@@ -51,7 +51,8 @@ use crate::watch_cache::{CachedKind, Readiness, spawn_cache};
 const RECONCILE_DEADLINE: Duration = Duration::from_secs(60);
 /// PlatformOperators reconciled at once.
 const RECONCILE_CONCURRENCY: u16 = 16;
-/// How long the start-up snapshot waits for the PO cache's first list.
+/// How long the start-up snapshot waits for the PO and Catalog caches' first lists to name
+/// the POs whose first checks retire it (its own lists do not wait).
 const FIRST_SNAPSHOT_WAIT: Duration = Duration::from_secs(30);
 /// How soon to look again when the watch cache has not caught up with our own status write.
 const OWN_WRITE_RETRY: Duration = Duration::from_millis(500);
